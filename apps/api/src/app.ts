@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify'
+import cors from '@fastify/cors'
+import rateLimit from '@fastify/rate-limit'
+import type { Config } from '@switchboard/core/config'
+import { usersRepository } from '@switchboard/core/repositories/users'
+import auth from './plugins/auth.ts'
+import context from './plugins/context.ts'
+import docs from './plugins/docs.ts'
+import errors from './plugins/errors.ts'
+import authRoutes from './routes/auth.ts'
+import healthRoutes from './routes/health.ts'
+import userRoutes from './routes/users.ts'
+
+export interface AppOptions {
+  config: Config
+}
+
+/** The whole API as one plugin: external plugins, then ours, then the routes. */
+export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
+  await fastify.register(context, { config: opts.config })
+  await fastify.register(errors)
+  await fastify.register(cors, { origin: true })
+  await fastify.register(rateLimit, {
+    global: false,
+    // After parsing, so that limits can be keyed by the body (login: per account).
+    hook: 'preHandler',
+    redis: fastify.redis,
+    nameSpace: `${opts.config.queuePrefix}:rate-limit:`,
+    // A Redis outage must not lock users out.
+    skipOnError: true
+  })
+  await fastify.register(docs)
+  await fastify.register(auth)
+
+  await fastify.register(healthRoutes)
+  await fastify.register(authRoutes)
+  await fastify.register(userRoutes)
+
+  fastify.addHook('onReady', async () => {
+    await usersRepository(fastify.db).ensureAdmin(opts.config.adminEmail, opts.config.adminPassword)
+  })
+}

@@ -1,0 +1,34 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Config } from '@switchboard/core/config'
+import { loggerOptions } from '@switchboard/core/logger'
+import { app } from './app.ts'
+import { formatValidationError } from './plugins/errors.ts'
+
+export interface BuildOptions {
+  config: Config
+  /** Tests turn logging off; the server logs at LOG_LEVEL. */
+  logger?: boolean
+}
+
+export const BODY_LIMIT = 1024 * 1024
+
+/** A configured Fastify instance with the app registered, not yet listening. */
+export async function buildServer (options: BuildOptions): Promise<FastifyInstance> {
+  const server = Fastify({
+    logger: options.logger === false ? false : loggerOptions(options.config.logLevel, 'api'),
+    bodyLimit: BODY_LIMIT,
+    // Slow clients must not hold sockets forever (Fastify's production guidance).
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    keepAliveTimeout: 72_000,
+    trustProxy: true,
+    ajv: {
+      customOptions: { verbose: true, keywords: ['errorMessage'] }
+    },
+    schemaErrorFormatter: formatValidationError
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  await server.register(fp(app), { config: options.config })
+  return server
+}

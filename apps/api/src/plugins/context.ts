@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Redis } from 'ioredis'
+import type { Config } from '@switchboard/core/config'
+import { createDatabase, type Database, type Db } from '@switchboard/core/db/client'
+import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+    database: Database
+    db: Db
+    redis: Redis
+    queues: Queues
+  }
+}
+
+/** Connections the routes share, opened once and closed with the server. */
+async function context (fastify: FastifyInstance, opts: { config: Config }): Promise<void> {
+  const { config } = opts
+  const database = createDatabase(config.databaseUrl)
+  const redis = createProducerConnection(config.redisUrl)
+  redis.on('error', (err) => { fastify.log.warn({ err }, 'redis connection error') })
+  const queues = createQueues(redis, config.queuePrefix)
+  for (const queue of Object.values(queues)) {
+    queue.on('error', (err) => { fastify.log.warn({ err, queue: queue.name }, 'queue error') })
+  }
+
+  fastify.decorate('config', config)
+  fastify.decorate('database', database)
+  fastify.decorate('db', database.db)
+  fastify.decorate('redis', redis)
+  fastify.decorate('queues', queues)
+
+  fastify.addHook('onClose', async () => {
+    await closeQueues(queues)
+    redis.disconnect()
+    await database.close()
+  })
+}
+
+export default fp(context, { name: 'context' })

@@ -1,0 +1,75 @@
+import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify'
+import fp from 'fastify-plugin'
+import { AppError } from '@switchboard/core/errors'
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'TOO_MANY_REQUESTS'
+}
+
+/** `/nodes/0/id` → `nodes[0].id`, the way a client names a field. */
+function fieldName (path: string): string {
+  return path.split('/').filter(Boolean)
+    .map((part, i) => /^\d+$/.test(part) ? `[${part}]` : (i === 0 ? part : `.${part}`))
+    .join('')
+}
+
+/**
+ * Validation errors read like the contract's messages: `name is required`,
+ * `domain must be one of GENERAL, ...`. A schema may carry `errorMessage` to
+ * replace the generic text for any failure of that field.
+ */
+export function formatValidationError (errors: FastifySchemaValidationError[], dataVar: string): Error {
+  const [first] = errors
+  const params = (first?.params ?? {}) as Record<string, unknown>
+  const parentSchema = (first as { parentSchema?: { errorMessage?: string } } | undefined)?.parentSchema
+  let field = fieldName(first?.instancePath ?? '')
+  let message: string
+  if (first?.keyword === 'required') {
+    field = [field, String(params.missingProperty)].filter(Boolean).join('.')
+    message = `${field} is required`
+  } else if (parentSchema?.errorMessage !== undefined) {
+    message = parentSchema.errorMessage
+  } else if (first?.keyword === 'enum') {
+    message = `${field || dataVar} must be one of ${(params.allowedValues as unknown[]).join(', ')}`
+  } else {
+    message = `${field || dataVar} ${first?.message ?? 'is invalid'}`
+  }
+  return new AppError(400, 'VALIDATION_ERROR', message)
+}
+
+async function errors (fastify: FastifyInstance): Promise<void> {
+  fastify.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
+    if (error instanceof AppError) {
+      if (statusCode >= 500) request.log.warn({ err: error }, 'request failed upstream')
+      const { code, message, details } = error
+      return reply.code(statusCode).send({ statusCode, code, error: message, message, ...(details && { details }) })
+    }
+    if (statusCode >= 500) {
+      // Never leak internals; the status tells the caller to retry.
+      request.log.error({ err: error }, 'request failed')
+      return reply.code(statusCode).send({
+        statusCode,
+        code: 'INTERNAL_SERVER_ERROR',
+        error: 'Internal Server Error',
+        message: 'Internal Server Error'
+      })
+    }
+    const code = STATUS_TEXT[statusCode] ?? 'ERROR'
+    return reply.code(statusCode).send({ statusCode, code, error: error.message, message: error.message })
+  })
+
+  fastify.setNotFoundHandler((request, reply) => {
+    return reply.code(404).send({ statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
+  })
+}
+
+export default fp(errors, { name: 'errors' })

@@ -1,0 +1,40 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+
+const READY_TIMEOUT_MS = 2000
+
+const Check = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) })
+
+function withTimeout<T> (promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout
+  return Promise.race([
+    promise,
+    new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('timed out')), ms) })
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** Liveness says the process answers; readiness that Postgres and Redis do too. */
+const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/health/live', {
+    config: { public: true },
+    schema: { tags: ['health'], security: [], response: { 200: Check } }
+  }, async () => ({ status: 'ok' }))
+
+  fastify.get('/health/ready', {
+    config: { public: true },
+    schema: { tags: ['health'], security: [], response: { 200: Check, 503: Check } }
+  }, async (_request, reply) => {
+    const [database, redis] = await Promise.allSettled([
+      withTimeout(fastify.database.sql`select 1`, READY_TIMEOUT_MS),
+      withTimeout(fastify.redis.ping(), READY_TIMEOUT_MS)
+    ])
+    const checks = {
+      database: database.status === 'fulfilled' ? 'ok' : 'unavailable',
+      redis: redis.status === 'fulfilled' ? 'ok' : 'unavailable'
+    }
+    const ready = database.status === 'fulfilled' && redis.status === 'fulfilled'
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks })
+  })
+}
+
+export default health

@@ -1,0 +1,25 @@
+import { Type } from 'typebox'
+
+/** The contract's error body, for every error status of every route. */
+export const ErrorResponse = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String(),
+  details: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
+}, { $id: 'ErrorResponse' })
+
+export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorResponse> =>
+  Object.fromEntries(statuses.map((status) => [status, ErrorResponse]))
+
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) })
+
+/** Dates leave as ISO 8601 strings: the serializer formats the Date objects the repositories return. */
+export const Timestamp = Type.Unsafe<Date | string>(Type.String({ format: 'date-time' }))
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
+
+/** `limit` and `offset` of every list (contract: default 100, max 500). */
+export const Pagination = {
+  limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
+  offset: Type.Integer({ minimum: 0, default: 0 })
+}

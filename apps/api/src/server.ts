@@ -1,0 +1,14 @@
+import closeWithGrace from 'close-with-grace'
+import { loadConfig } from '@switchboard/core/config'
+import { buildServer } from './build.ts'
+
+const config = loadConfig()
+const server = await buildServer({ config })
+
+closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  if (err) server.log.error({ err }, 'closing after an error')
+  else server.log.info({ signal }, 'closing')
+  await server.close()
+})
+
+await server.listen({ port: config.port, host: config.host })

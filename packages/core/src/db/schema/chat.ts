@@ -1,0 +1,78 @@
+import { sql } from 'drizzle-orm'
+import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { createdAt, id, nullableTimestamp, timestamps } from './_columns.ts'
+import { users } from './users.ts'
+
+export const CONVERSATION_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const
+export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
+export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const
+export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
+
+export const chatAccounts = pgTable('chat_accounts', {
+  id: id(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  phoneNumberId: text('phone_number_id').notNull(),
+  businessAccountId: text('business_account_id'),
+  displayPhoneNumber: text('display_phone_number'),
+  // AES-256-GCM with ENCRYPTION_KEY; never returned by the API.
+  accessTokenEncrypted: text('access_token_encrypted').notNull(),
+  isDefault: boolean('is_default').notNull().default(false),
+  ...timestamps()
+}, (t) => [
+  uniqueIndex('chat_accounts_user_phone_key').on(t.userId, t.phoneNumberId),
+  index('chat_accounts_phone_idx').on(t.phoneNumberId)
+])
+
+/**
+ * A conversation is keyed by the platform phone number id that receives it, so
+ * users linking the same number share one inbox and the installation's default
+ * account (from the environment) needs no row of its own.
+ */
+export const conversations = pgTable('conversations', {
+  id: id(),
+  phoneNumberId: text('phone_number_id').notNull(),
+  phone: text('phone').notNull(),
+  name: text('name'),
+  lastMessage: text('last_message'),
+  lastMessageAt: nullableTimestamp('last_message_at'),
+  unreadCount: integer('unread_count').notNull().default(0),
+  isPinned: boolean('is_pinned').notNull().default(false),
+  isArchived: boolean('is_archived').notNull().default(false),
+  priority: text('priority', { enum: CONVERSATION_PRIORITIES }).notNull().default('normal'),
+  labels: text('labels').array().notNull().default(sql`'{}'::text[]`),
+  assignedAgentId: text('assigned_agent_id'),
+  aiMode: text('ai_mode', { enum: AI_MODES }).notNull().default('HYBRID'),
+  pendingApprovalCount: integer('pending_approval_count').notNull().default(0),
+  lastIncomingAt: nullableTimestamp('last_incoming_at'),
+  ...timestamps()
+}, (t) => [
+  uniqueIndex('conversations_account_phone_key').on(t.phoneNumberId, t.phone),
+  index('conversations_account_last_message_idx').on(t.phoneNumberId, t.lastMessageAt.desc()),
+  index('conversations_account_unread_idx').on(t.phoneNumberId, t.unreadCount.desc(), t.lastMessageAt.desc()),
+  index('conversations_account_incoming_idx').on(t.phoneNumberId, t.lastIncomingAt.desc())
+])
+
+export const messages = pgTable('messages', {
+  id: id(),
+  conversationId: text('conversation_id').notNull().references(() => conversations.id, { onDelete: 'cascade' }),
+  wamid: text('wamid'),
+  direction: text('direction', { enum: MESSAGE_DIRECTIONS }).notNull(),
+  type: text('type').notNull().default('text'),
+  content: text('content').notNull().default(''),
+  templateContent: jsonb('template_content').$type<Record<string, unknown>>(),
+  status: text('status', { enum: MESSAGE_STATUSES }),
+  errorDetails: jsonb('error_details').$type<unknown>(),
+  agentId: text('agent_id'),
+  agentName: text('agent_name'),
+  replyToId: text('reply_to_id'),
+  sentAt: nullableTimestamp('sent_at'),
+  createdAt: createdAt()
+}, (t) => [
+  uniqueIndex('messages_wamid_key').on(t.wamid),
+  index('messages_conversation_created_idx').on(t.conversationId, t.createdAt.desc(), t.id.desc())
+])
+
+export type ChatAccount = typeof chatAccounts.$inferSelect
+export type Conversation = typeof conversations.$inferSelect
+export type Message = typeof messages.$inferSelect

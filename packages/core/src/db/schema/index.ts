@@ -1,0 +1,5 @@
+export * from './users.ts'
+export * from './workflows.ts'
+export * from './workflow-schedules.ts'
+export * from './runs.ts'
+export * from './chat.ts'

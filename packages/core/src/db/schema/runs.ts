@@ -1,0 +1,62 @@
+import { sql } from 'drizzle-orm'
+import { bigint, customType, index, integer, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { createdAt, id, nullableTimestamp } from './_columns.ts'
+import { users } from './users.ts'
+import { workflows } from './workflows.ts'
+
+export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
+export type RunStatus = typeof RUN_STATUSES[number]
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['SUCCESS', 'FAILED', 'CANCELLED']
+
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const
+export type LogLevel = typeof LOG_LEVELS[number]
+
+const bytea = customType<{ data: Buffer, driverData: Buffer }>({ dataType: () => 'bytea' })
+
+export const runs = pgTable('runs', {
+  id: id(),
+  workflowId: text('workflow_id').notNull().references(() => workflows.id, { onDelete: 'cascade' }),
+  // Denormalised owner so that run reads are scoped without a join.
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  status: text('status', { enum: RUN_STATUSES }).notNull().default('PENDING'),
+  triggerData: jsonb('trigger_data').$type<unknown>(),
+  // The exact bytes of an inbound webhook, for verify_signature; never part of triggerData.
+  rawBody: bytea('raw_body'),
+  result: jsonb('result').$type<Record<string, unknown>>().notNull().default({}),
+  error: text('error'),
+  // The node to run when the run resumes (after a wait, or after its worker died).
+  currentNodeId: text('current_node_id'),
+  attempt: integer('attempt').notNull().default(0),
+  createdAt: createdAt(),
+  startedAt: nullableTimestamp('started_at'),
+  completedAt: nullableTimestamp('completed_at'),
+  durationMs: integer('duration_ms')
+}, (t) => [
+  index('runs_workflow_created_idx').on(t.workflowId, t.createdAt.desc()),
+  index('runs_user_created_idx').on(t.userId, t.createdAt.desc()),
+  index('runs_unfinished_idx').on(t.status, t.createdAt).where(sql`${t.status} in ('PENDING', 'RUNNING', 'WAITING')`)
+])
+
+export const runLogs = pgTable('run_logs', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+  nodeId: text('node_id'),
+  level: text('level', { enum: LOG_LEVELS }).notNull().default('INFO'),
+  message: text('message').notNull(),
+  createdAt: createdAt()
+}, (t) => [index('run_logs_run_idx').on(t.runId, t.id)])
+
+/** `Idempotency-Key` of /fire and the inbound webhook: one run per key and workflow for 24 hours. */
+export const idempotencyKeys = pgTable('idempotency_keys', {
+  workflowId: text('workflow_id').notNull().references(() => workflows.id, { onDelete: 'cascade' }),
+  key: text('key').notNull(),
+  runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+  createdAt: createdAt()
+}, (t) => [
+  primaryKey({ columns: [t.workflowId, t.key] }),
+  index('idempotency_keys_created_idx').on(t.createdAt)
+])
+
+export type Run = typeof runs.$inferSelect
+export type NewRun = typeof runs.$inferInsert
+export type RunLog = typeof runLogs.$inferSelect

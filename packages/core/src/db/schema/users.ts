@@ -1,0 +1,16 @@
+import { pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { id, timestamps } from './_columns.ts'
+
+export const USER_ROLES = ['admin', 'member'] as const
+export type UserRole = typeof USER_ROLES[number]
+
+export const users = pgTable('users', {
+  id: id(),
+  email: text('email').notNull(),
+  passwordHash: text('password_hash').notNull(),
+  role: text('role', { enum: USER_ROLES }).notNull().default('member'),
+  ...timestamps()
+}, (t) => [uniqueIndex('users_email_key').on(t.email)])
+
+export type User = typeof users.$inferSelect
+export type NewUser = typeof users.$inferInsert

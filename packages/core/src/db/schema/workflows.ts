@@ -1,0 +1,54 @@
+import { sql } from 'drizzle-orm'
+import { boolean, index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core'
+import { id, nullableTimestamp, timestamps } from './_columns.ts'
+import { users } from './users.ts'
+
+export const TRIGGER_TYPES = ['EVENT', 'CRON', 'WEBHOOK', 'KEYWORD', 'MANUAL', 'AGENT'] as const
+export type TriggerType = typeof TRIGGER_TYPES[number]
+
+export const DOMAINS = ['GENERAL', 'CHAT', 'PROJECTS', 'CLIENTS', 'AGENTS'] as const
+export type Domain = typeof DOMAINS[number]
+
+export interface WorkflowNode {
+  id: string
+  type: string
+  config?: Record<string, unknown>
+  next?: string
+}
+
+export interface WorkflowEdge {
+  source: string
+  target: string
+  sourceHandle?: string | null
+}
+
+export const workflows = pgTable('workflows', {
+  id: id(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  description: text('description'),
+  triggerType: text('trigger_type', { enum: TRIGGER_TYPES }).notNull(),
+  triggerConfig: jsonb('trigger_config').$type<Record<string, unknown>>().notNull().default({}),
+  nodes: jsonb('nodes').$type<WorkflowNode[]>().notNull().default([]),
+  edges: jsonb('edges').$type<unknown>(),
+  isActive: boolean('is_active').notNull().default(false),
+  domain: text('domain', { enum: DOMAINS }).notNull().default('GENERAL'),
+  tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+  runCount: integer('run_count').notNull().default(0),
+  successCount: integer('success_count').notNull().default(0),
+  failureCount: integer('failure_count').notNull().default(0),
+  lastRunAt: nullableTimestamp('last_run_at'),
+  ...timestamps()
+}, (t) => [
+  index('workflows_user_updated_idx').on(t.userId, t.updatedAt.desc()),
+  index('workflows_updated_idx').on(t.updatedAt.desc()),
+  index('workflows_user_trigger_idx').on(t.userId, t.triggerType, t.isActive),
+  index('workflows_user_domain_idx').on(t.userId, t.domain),
+  index('workflows_tags_idx').using('gin', t.tags),
+  // Event fan-out looks workflows up by event name.
+  index('workflows_event_name_idx').on(sql`(${t.triggerConfig}->>'eventName')`).where(sql`${t.triggerType} = 'EVENT' and ${t.isActive}`),
+  index('workflows_active_trigger_idx').on(t.triggerType).where(sql`${t.isActive}`)
+])
+
+export type Workflow = typeof workflows.$inferSelect
+export type NewWorkflow = typeof workflows.$inferInsert

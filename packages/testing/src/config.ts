@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto'
+import { loadConfig, type Config } from '@switchboard/core/config'
+import { REDIS_URL } from './database.ts'
+
+export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-0123456789'
+export const TEST_ADMIN = { email: 'admin@example.com', password: 'admin-password' }
+
+/** The environment of one test file: its own database and queue prefix. */
+export function testEnv (databaseUrl: string, queuePrefix: string, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    QUEUE_PREFIX: queuePrefix,
+    JWT_SECRET: TEST_JWT_SECRET,
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    ADMIN_EMAIL: TEST_ADMIN.email,
+    ADMIN_PASSWORD: TEST_ADMIN.password,
+    LOG_LEVEL: 'warn',
+    ...overrides
+  }
+}
+
+export function testConfig (databaseUrl: string, queuePrefix: string, overrides: Record<string, string> = {}): Config {
+  return loadConfig(testEnv(databaseUrl, queuePrefix, overrides))
+}
