@@ -1,0 +1,154 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { createTestDatabase, uniqueQueuePrefix } from './database.ts'
+import { testEnv, TEST_ADMIN } from './config.ts'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const NODE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
+
+interface Teardown { teardown: (fn: () => unknown) => void }
+
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+export interface ManagedProcess {
+  child: ChildProcess
+  /** Everything the process printed, for assertions and failure messages. */
+  output: () => string
+  /** Sends the signal and waits for the process to exit. */
+  stop: (signal?: NodeJS.Signals) => Promise<void>
+}
+
+function launch (entry: string, env: Record<string, string>, readyLine: RegExp): Promise<ManagedProcess> {
+  const child = spawn(process.execPath, [...NODE_ARGS, entry], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let output = ''
+  const exited = once(child, 'exit')
+  const managed: ManagedProcess = {
+    child,
+    output: () => output,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill(signal)
+      await exited
+    }
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`${entry} did not start within 30s:\n${output}`))
+    }, 30_000)
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString()
+      if (readyLine.test(output)) {
+        clearTimeout(timer)
+        resolve(managed)
+      }
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${entry} exited with ${code} before it was ready:\n${output}`))
+    })
+  })
+}
+
+export interface Stack {
+  baseUrl: string
+  env: Record<string, string>
+  api: ManagedProcess
+  workers: ManagedProcess[]
+  /** Starts one more worker process on the same database and queues. */
+  startWorker: () => Promise<ManagedProcess>
+  /** Logs in as the admin and returns the token. */
+  adminToken: () => Promise<string>
+  /** fetch against the API with an optional bearer token and a JSON body. */
+  call: (method: string, path: string, options?: { token?: string, body?: unknown, headers?: Record<string, string> }) => Promise<{ status: number, body: any, headers: Headers }>
+}
+
+export interface StackOptions {
+  env?: Record<string, string>
+  /** How many worker processes to start (default 1). */
+  workers?: number
+}
+
+/**
+ * The real api and worker processes on a database and queue prefix of their own,
+ * for end-to-end tests. Everything is stopped and dropped at teardown.
+ */
+export async function startStack (t: Teardown, options: StackOptions = {}): Promise<Stack> {
+  const database = await createTestDatabase()
+  const port = await freePort()
+  const env = {
+    ...testEnv(database.url, uniqueQueuePrefix(), options.env),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: options.env?.LOG_LEVEL ?? 'info'
+  }
+  const processes: ManagedProcess[] = []
+  t.teardown(async () => {
+    await Promise.all(processes.map(async (p) => { await p.stop('SIGKILL') }))
+    await database.drop()
+  })
+
+  const startWorker = async (): Promise<ManagedProcess> => {
+    const worker = await launch('apps/worker/src/main.ts', env, /worker started/)
+    processes.push(worker)
+    workers.push(worker)
+    return worker
+  }
+
+  const api = await launch('apps/api/src/server.ts', env, /Server listening/)
+  processes.push(api)
+  const workers: ManagedProcess[] = []
+  for (let i = 0; i < (options.workers ?? 1); i++) await startWorker()
+
+  const baseUrl = `http://127.0.0.1:${port}`
+  const call: Stack['call'] = async (method, path, { token, body, headers } = {}) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...(token !== undefined && { authorization: `Bearer ${token}` }),
+        ...headers
+      },
+      body: body === undefined ? undefined : JSON.stringify(body)
+    })
+    const text = await res.text()
+    let parsed: unknown = text
+    try { parsed = JSON.parse(text) } catch {}
+    return { status: res.status, body: parsed, headers: res.headers }
+  }
+
+  let token: string | undefined
+  const adminToken = async (): Promise<string> => {
+    token ??= (await call('POST', '/api/auth/login', { body: TEST_ADMIN })).body.token as string
+    return token
+  }
+
+  return { baseUrl, env, api, workers, startWorker, adminToken, call }
+}
+
+/** Polls until `check` returns a value other than undefined, or fails after the deadline. */
+export async function waitFor<T> (check: () => Promise<T | undefined>, { timeoutMs = 15_000, intervalMs = 50, what = 'condition' } = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
