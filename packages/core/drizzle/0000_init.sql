@@ -84,6 +84,12 @@ CREATE TABLE "chat_accounts" (
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "chat_deliveries" (
+	"id" text PRIMARY KEY NOT NULL,
+	"payload" jsonb NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "conversations" (
 	"id" text PRIMARY KEY NOT NULL,
 	"phone_number_id" text NOT NULL,
@@ -147,7 +153,7 @@ CREATE INDEX "runs_unfinished_idx" ON "runs" USING btree ("status","created_at")
 CREATE UNIQUE INDEX "chat_accounts_user_phone_key" ON "chat_accounts" USING btree ("user_id","phone_number_id");--> statement-breakpoint
 CREATE INDEX "chat_accounts_phone_idx" ON "chat_accounts" USING btree ("phone_number_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "conversations_account_phone_key" ON "conversations" USING btree ("phone_number_id","phone");--> statement-breakpoint
-CREATE INDEX "conversations_account_last_message_idx" ON "conversations" USING btree ("phone_number_id","last_message_at" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "conversations_account_last_message_idx" ON "conversations" USING btree ("phone_number_id","is_archived","last_message_at" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "conversations_account_unread_idx" ON "conversations" USING btree ("phone_number_id","unread_count" DESC NULLS LAST,"last_message_at" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "conversations_account_incoming_idx" ON "conversations" USING btree ("phone_number_id","last_incoming_at" DESC NULLS LAST);--> statement-breakpoint
 CREATE UNIQUE INDEX "messages_wamid_key" ON "messages" USING btree ("wamid");--> statement-breakpoint

@@ -48,7 +48,7 @@ export const conversations = pgTable('conversations', {
   ...timestamps()
 }, (t) => [
   uniqueIndex('conversations_account_phone_key').on(t.phoneNumberId, t.phone),
-  index('conversations_account_last_message_idx').on(t.phoneNumberId, t.lastMessageAt.desc()),
+  index('conversations_account_last_message_idx').on(t.phoneNumberId, t.isArchived, t.lastMessageAt.desc()),
   index('conversations_account_unread_idx').on(t.phoneNumberId, t.unreadCount.desc(), t.lastMessageAt.desc()),
   index('conversations_account_incoming_idx').on(t.phoneNumberId, t.lastIncomingAt.desc())
 ])
@@ -72,6 +72,17 @@ export const messages = pgTable('messages', {
   uniqueIndex('messages_wamid_key').on(t.wamid),
   index('messages_conversation_created_idx').on(t.conversationId, t.createdAt.desc(), t.id.desc())
 ])
+
+/**
+ * A platform webhook delivery waiting for the assistant-main worker: the
+ * webhook answers once the row is stored, the job carries only its id, and the
+ * worker deletes the row when it has been processed.
+ */
+export const chatDeliveries = pgTable('chat_deliveries', {
+  id: id(),
+  payload: jsonb('payload').$type<unknown>().notNull(),
+  createdAt: createdAt()
+})
 
 export type ChatAccount = typeof chatAccounts.$inferSelect
 export type Conversation = typeof conversations.$inferSelect
