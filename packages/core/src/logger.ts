@@ -1,4 +1,4 @@
-import { pino, type Logger, type LoggerOptions } from 'pino'
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino'
 
 export type { Logger }
 
@@ -24,6 +24,6 @@ export function loggerOptions (level: string, name: string): LoggerOptions {
   }
 }
 
-export function createLogger (level: string, name: string): Logger {
-  return pino(loggerOptions(level, name))
+export function createLogger (level: string, name: string, destination?: DestinationStream): Logger {
+  return destination === undefined ? pino(loggerOptions(level, name)) : pino(loggerOptions(level, name), destination)
 }

@@ -1,0 +1,87 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { ConfigError, loadConfig } from '../src/config.ts'
+
+const dataDir = (): string => mkdtempSync(join(tmpdir(), 'switchboard-config-'))
+const key = Buffer.alloc(32, 7).toString('base64')
+const production = {
+  NODE_ENV: 'production',
+  JWT_SECRET: 'x'.repeat(32),
+  ENCRYPTION_KEY: key,
+  ADMIN_PASSWORD: 'a-real-password'
+}
+
+t.test('defaults follow the contract table', async (t) => {
+  const config = loadConfig({ DATA_DIR: dataDir() })
+  t.equal(config.port, 3000)
+  t.equal(config.host, '0.0.0.0')
+  t.equal(config.databaseUrl, 'postgres://postgres@127.0.0.1:5432/switchboard')
+  t.equal(config.redisUrl, 'redis://127.0.0.1:6379')
+  t.equal(config.queuePrefix, 'switchboard')
+  t.equal(config.adminEmail, 'admin@example.com')
+  t.equal(config.adminPassword, 'admin')
+  t.equal(config.chat.apiUrl, 'https://graph.facebook.com/v21.0')
+  t.equal(config.workerConcurrency, 50)
+  t.equal(config.httpRequestAllowPrivate, false)
+  t.equal(config.logLevel, 'info')
+  t.equal(config.encryptionKey.length, 32)
+  t.ok(config.jwtSecret.length >= 32)
+})
+
+t.test('development secrets are generated once per data dir and then reused', async (t) => {
+  const dir = dataDir()
+  const first = loadConfig({ DATA_DIR: dir })
+  const second = loadConfig({ DATA_DIR: dir })
+  t.equal(second.jwtSecret, first.jwtSecret)
+  t.same(second.encryptionKey, first.encryptionKey)
+  t.not(loadConfig({ DATA_DIR: dataDir() }).jwtSecret, first.jwtSecret)
+})
+
+t.test('production refuses unsafe defaults', async (t) => {
+  t.ok(loadConfig(production), 'a complete production environment loads')
+  t.throws(() => loadConfig({ ...production, JWT_SECRET: undefined }), new ConfigError('JWT_SECRET of at least 32 characters is required when NODE_ENV=production'))
+  t.throws(() => loadConfig({ ...production, JWT_SECRET: 'short-secret' }), /JWT_SECRET of at least 32 characters/)
+  t.throws(() => loadConfig({ ...production, ENCRYPTION_KEY: undefined }), /ENCRYPTION_KEY is required/)
+  t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: undefined }), /ADMIN_PASSWORD must be changed/)
+  t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: 'admin' }), /ADMIN_PASSWORD must be changed/)
+})
+
+t.test('malformed values are refused with the setting named', async (t) => {
+  const base = { DATA_DIR: dataDir() }
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'eighty' }, /^PORT must be an integer/],
+    [{ PORT: '70000' }, /^PORT must be an integer from 0 to 65535/],
+    [{ WORKER_CONCURRENCY: '0' }, /^WORKER_CONCURRENCY must be an integer/],
+    [{ DATABASE_URL: 'not a url' }, /^DATABASE_URL must be a URL/],
+    [{ DATABASE_URL: 'mysql://localhost/x' }, /^DATABASE_URL must use postgres:/],
+    [{ REDIS_URL: 'http://localhost' }, /^REDIS_URL must use redis:/],
+    [{ CHAT_API_URL: 'ftp://example.com' }, /^CHAT_API_URL must use http:/],
+    [{ ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') }, /^ENCRYPTION_KEY must be 32 bytes/],
+    [{ HTTP_REQUEST_ALLOW_PRIVATE: 'maybe' }, /^HTTP_REQUEST_ALLOW_PRIVATE must be true or false/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
+    [{ ADMIN_EMAIL: 'nobody' }, /^ADMIN_EMAIL must be an email address/]
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig({ ...base, ...env }), message, JSON.stringify(env))
+  }
+})
+
+t.test('values are parsed and normalised', async (t) => {
+  const config = loadConfig({
+    DATA_DIR: dataDir(),
+    PORT: '8080',
+    ADMIN_EMAIL: 'Boss@Example.COM',
+    HTTP_REQUEST_ALLOW_PRIVATE: 'true',
+    CHAT_API_URL: 'http://127.0.0.1:9999/v21.0/',
+    CHAT_ACCESS_TOKEN: ' token ',
+    WORKER_CONCURRENCY: '5'
+  })
+  t.equal(config.port, 8080)
+  t.equal(config.adminEmail, 'boss@example.com')
+  t.equal(config.httpRequestAllowPrivate, true)
+  t.equal(config.chat.apiUrl, 'http://127.0.0.1:9999/v21.0')
+  t.equal(config.chat.accessToken, 'token')
+  t.equal(config.workerConcurrency, 5)
+})
