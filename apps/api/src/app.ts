@@ -7,6 +7,7 @@ import auth from './plugins/auth.ts'
 import context from './plugins/context.ts'
 import docs from './plugins/docs.ts'
 import errors from './plugins/errors.ts'
+import metrics from './plugins/metrics.ts'
 import authRoutes from './routes/auth.ts'
 import healthRoutes from './routes/health.ts'
 import userRoutes from './routes/users.ts'
@@ -30,6 +31,7 @@ export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<
     skipOnError: true
   })
   await fastify.register(docs)
+  await fastify.register(metrics)
   await fastify.register(auth)
 
   await fastify.register(healthRoutes)

@@ -109,3 +109,11 @@ t.test('user management is admin-only', async (t) => {
   t.equal(deleted.statusCode, 204)
   t.equal((await request({ method: 'DELETE', url: `/api/users/${created.json().id}`, token: adminToken })).statusCode, 404)
 })
+
+t.test('metrics are exposed for Prometheus', async (t) => {
+  await request({ method: 'GET', url: '/health/live' })
+  const res = await request({ method: 'GET', url: '/metrics' })
+  t.equal(res.statusCode, 200)
+  t.match(res.body, /http_request_duration_seconds_count\{method="GET",route="\/health\/live",status_code="200"\} \d+/)
+  t.match(res.body, /process_cpu_user_seconds_total/)
+})
