@@ -11,6 +11,7 @@ import metrics from './plugins/metrics.ts'
 import authRoutes from './routes/auth.ts'
 import healthRoutes from './routes/health.ts'
 import userRoutes from './routes/users.ts'
+import workflowRoutes from './routes/automation/workflows.ts'
 
 export interface AppOptions {
   config: Config
@@ -37,6 +38,7 @@ export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<
   await fastify.register(healthRoutes)
   await fastify.register(authRoutes)
   await fastify.register(userRoutes)
+  await fastify.register(workflowRoutes)
 
   fastify.addHook('onReady', async () => {
     await usersRepository(fastify.db).ensureAdmin(opts.config.adminEmail, opts.config.adminPassword)

@@ -1,0 +1,103 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { badRequest } from '@switchboard/core/errors'
+import { workflowsRepository, type OwnerScope } from '@switchboard/core/repositories/workflows'
+import { createWorkflowService, workflowNotFound, type ScheduleSync } from '@switchboard/core/services/workflows'
+import { errorResponses } from '../../schemas/common.ts'
+import {
+  CreateWorkflowBody,
+  ListWorkflowsQuery,
+  UpdateWorkflowBody,
+  WorkflowDetail,
+  WorkflowParams,
+  WorkflowSummary
+} from './workflow-schemas.ts'
+
+export interface WorkflowRoutesOptions {
+  /** CRON schedule side effects; absent until the scheduler provides them. */
+  scheduleSync?: ScheduleSync
+}
+
+const scopeOf = (request: FastifyRequest): OwnerScope => ({ userId: request.user.sub, isAdmin: request.user.role === 'admin' })
+
+const isBlank = (value: unknown): boolean => typeof value === 'string' && value.trim() === ''
+
+/**
+ * AJV reports a missing triggerType before it looks at name's value, so a blank
+ * name is refused here first: the contract checks name before triggerType.
+ */
+async function refuseBlankName (request: FastifyRequest): Promise<void> {
+  const body = request.body as Record<string, unknown> | null | undefined
+  if (isBlank(body?.name)) throw badRequest('name is required', 'VALIDATION_ERROR')
+  if (request.method === 'POST' && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+    throw badRequest('name is required', 'VALIDATION_ERROR')
+  }
+}
+
+/** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all. */
+const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (fastify, opts) => {
+  const workflows = workflowsRepository(fastify.db)
+  const service = createWorkflowService({ db: fastify.db, scheduleSync: opts.scheduleSync })
+  const tags = ['workflows']
+
+  fastify.post('/api/automation/workflows', {
+    preValidation: refuseBlankName,
+    schema: {
+      tags,
+      summary: 'Create a workflow',
+      body: CreateWorkflowBody,
+      response: { 201: WorkflowDetail, ...errorResponses(400, 401) }
+    }
+  }, async (request, reply) => {
+    const workflow = await service.create(scopeOf(request), request.body)
+    return reply.code(201).send(workflow)
+  })
+
+  fastify.get('/api/automation/workflows', {
+    schema: {
+      tags,
+      summary: 'List workflows, newest updatedAt first',
+      querystring: ListWorkflowsQuery,
+      response: { 200: Type.Array(WorkflowSummary), ...errorResponses(400, 401) }
+    }
+  }, async (request) => workflows.list(scopeOf(request), request.query))
+
+  fastify.get('/api/automation/workflows/:id', {
+    schema: {
+      tags,
+      summary: 'A workflow with its latest 10 runs and its schedules',
+      params: WorkflowParams,
+      response: { 200: WorkflowDetail, ...errorResponses(401, 404) }
+    }
+  }, async (request) => {
+    const workflow = await workflows.findDetail(scopeOf(request), request.params.id)
+    if (workflow === null) throw workflowNotFound()
+    return workflow
+  })
+
+  fastify.patch('/api/automation/workflows/:id', {
+    preValidation: refuseBlankName,
+    schema: {
+      tags,
+      summary: 'Change the supplied fields of a workflow',
+      params: WorkflowParams,
+      body: UpdateWorkflowBody,
+      response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404) }
+    }
+  }, async (request) => service.update(scopeOf(request), request.params.id, request.body))
+
+  fastify.delete('/api/automation/workflows/:id', {
+    schema: {
+      tags,
+      summary: 'Delete a workflow with its runs and schedules',
+      params: WorkflowParams,
+      response: { 204: Type.Null(), ...errorResponses(401, 404) }
+    }
+  }, async (request, reply) => {
+    await service.delete(scopeOf(request), request.params.id)
+    return reply.code(204).send(null)
+  })
+}
+
+export default workflowRoutes

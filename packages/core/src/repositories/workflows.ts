@@ -1,0 +1,192 @@
+import { isCuid } from '@paralleldrive/cuid2'
+import { and, arrayContains, desc, eq, sql, type SQL } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import {
+  runs,
+  workflows,
+  workflowSchedules,
+  type Domain,
+  type NewWorkflow,
+  type RunStatus,
+  type TriggerType,
+  type Workflow,
+  type WorkflowSchedule
+} from '../db/schema/index.ts'
+
+/** Whose workflows a caller may see and change: their own, or all for an admin (contract section 3). */
+export interface OwnerScope {
+  userId: string
+  isAdmin: boolean
+}
+
+/** The fields a client may set; ids, owner, counters and timestamps are the server's. */
+export const EDITABLE_WORKFLOW_FIELDS = [
+  'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags'
+] as const satisfies ReadonlyArray<keyof NewWorkflow>
+
+export type WorkflowInput = Pick<NewWorkflow, typeof EDITABLE_WORKFLOW_FIELDS[number]>
+export type WorkflowChanges = Partial<WorkflowInput>
+
+export interface RecentRun {
+  id: string
+  status: RunStatus
+  durationMs: number | null
+  startedAt: Date | null
+  completedAt: Date | null
+  createdAt: Date
+}
+
+/** GET one: the workflow with its latest runs (newest first) and its schedules (spec 4.8). */
+export interface WorkflowDetail extends Workflow {
+  runs: RecentRun[]
+  schedules: WorkflowSchedule[]
+}
+
+/** The summary fields of spec 4.7. */
+const summaryColumns = {
+  id: workflows.id,
+  name: workflows.name,
+  description: workflows.description,
+  triggerType: workflows.triggerType,
+  triggerConfig: workflows.triggerConfig,
+  isActive: workflows.isActive,
+  runCount: workflows.runCount,
+  successCount: workflows.successCount,
+  failureCount: workflows.failureCount,
+  lastRunAt: workflows.lastRunAt,
+  domain: workflows.domain,
+  tags: workflows.tags,
+  updatedAt: workflows.updatedAt
+}
+
+export type WorkflowSummary = { [K in keyof typeof summaryColumns]: Workflow[K] }
+
+export interface WorkflowFilters {
+  domain?: Domain
+  triggerType?: TriggerType
+  isActive?: boolean
+  tag?: string
+  limit: number
+  offset: number
+}
+
+export const RECENT_RUNS_LIMIT = 10
+
+const toDate = (value: string | null): Date | null => value === null ? null : new Date(value)
+
+const parseJson = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T
+
+// json_agg renders timestamps as text; they are turned back into Dates below.
+const recentRunsJson = sql`coalesce((
+  select json_agg(json_build_object(
+    'id', r.id, 'status', r.status, 'durationMs', r.duration_ms,
+    'startedAt', r.started_at, 'completedAt', r.completed_at, 'createdAt', r.created_at
+  ) order by r.created_at desc, r.id desc)
+  from (
+    select * from ${runs} where ${runs.workflowId} = ${workflows.id}
+    order by ${runs.createdAt} desc, ${runs.id} desc limit ${sql.raw(String(RECENT_RUNS_LIMIT))}
+  ) r
+), '[]'::json)`
+
+const schedulesJson = sql`coalesce((
+  select json_agg(json_build_object(
+    'id', s.id, 'workflowId', s.workflow_id, 'cronExpression', s.cron_expression, 'timezone', s.timezone,
+    'nextRunAt', s.next_run_at, 'lastRunAt', s.last_run_at, 'createdAt', s.created_at
+  ) order by s.created_at)
+  from ${workflowSchedules} s where s.workflow_id = ${workflows.id}
+), '[]'::json)`
+
+type Stamped<T, K extends keyof T> = Omit<T, K> & { [P in K]: string | null }
+
+function mapRuns (value: unknown): RecentRun[] {
+  return parseJson<Array<Stamped<RecentRun, 'startedAt' | 'completedAt' | 'createdAt'>>>(value).map((run) => ({
+    ...run,
+    startedAt: toDate(run.startedAt),
+    completedAt: toDate(run.completedAt),
+    createdAt: new Date(run.createdAt!)
+  }))
+}
+
+function mapSchedules (value: unknown): WorkflowSchedule[] {
+  return parseJson<Array<Stamped<WorkflowSchedule, 'nextRunAt' | 'lastRunAt' | 'createdAt'>>>(value).map((schedule) => ({
+    ...schedule,
+    nextRunAt: toDate(schedule.nextRunAt),
+    lastRunAt: toDate(schedule.lastRunAt),
+    createdAt: new Date(schedule.createdAt!)
+  }))
+}
+
+/** Only the client-editable keys of `input`: a defence against mass assignment whatever the caller passes. */
+function editableFields<T extends WorkflowChanges> (input: T): WorkflowChanges {
+  const picked: Record<string, unknown> = {}
+  for (const field of EDITABLE_WORKFLOW_FIELDS) {
+    if (input[field] !== undefined) picked[field] = input[field]
+  }
+  return picked as WorkflowChanges
+}
+
+/**
+ * Workflow definitions. Every read and write is scoped by owner; an id that is
+ * not a cuid2 matches nothing and never reaches the database.
+ */
+export function workflowsRepository (db: DbOrTx) {
+  const byId = (scope: OwnerScope, id: string): SQL | undefined =>
+    and(eq(workflows.id, id), scope.isAdmin ? undefined : eq(workflows.userId, scope.userId))
+
+  return {
+    async create (userId: string, input: WorkflowInput): Promise<Workflow> {
+      const [workflow] = await db.insert(workflows)
+        .values({ ...(editableFields(input) as WorkflowInput), userId })
+        .returning()
+      return workflow!
+    },
+
+    /** Newest `updatedAt` first; each filter narrows the list (spec 4.7). */
+    async list (scope: OwnerScope, filters: WorkflowFilters): Promise<WorkflowSummary[]> {
+      return db.select(summaryColumns).from(workflows)
+        .where(and(
+          scope.isAdmin ? undefined : eq(workflows.userId, scope.userId),
+          filters.domain === undefined ? undefined : eq(workflows.domain, filters.domain),
+          filters.triggerType === undefined ? undefined : eq(workflows.triggerType, filters.triggerType),
+          filters.isActive === undefined ? undefined : eq(workflows.isActive, filters.isActive),
+          // `@>` so that the GIN index on tags serves it.
+          filters.tag === undefined ? undefined : arrayContains(workflows.tags, [filters.tag])
+        ))
+        .orderBy(desc(workflows.updatedAt), desc(workflows.id))
+        .limit(filters.limit)
+        .offset(filters.offset)
+    },
+
+    /** The stored workflow; `forUpdate` locks its row until the transaction ends. */
+    async findById (scope: OwnerScope, id: string, options: { forUpdate?: boolean } = {}): Promise<Workflow | null> {
+      if (!isCuid(id)) return null
+      const query = db.select().from(workflows).where(byId(scope, id)).limit(1)
+      const [workflow] = options.forUpdate === true ? await query.for('update') : await query
+      return workflow ?? null
+    },
+
+    /** The workflow with its recent runs and schedules, in one query. */
+    async findDetail (scope: OwnerScope, id: string): Promise<WorkflowDetail | null> {
+      if (!isCuid(id)) return null
+      const [row] = await db.select({ workflow: workflows, runs: recentRunsJson, schedules: schedulesJson })
+        .from(workflows).where(byId(scope, id)).limit(1)
+      if (row === undefined) return null
+      return { ...row.workflow, runs: mapRuns(row.runs), schedules: mapSchedules(row.schedules) }
+    },
+
+    async update (scope: OwnerScope, id: string, changes: WorkflowChanges): Promise<Workflow | null> {
+      if (!isCuid(id)) return null
+      const [workflow] = await db.update(workflows).set(editableFields(changes)).where(byId(scope, id)).returning()
+      return workflow ?? null
+    },
+
+    /** Its runs, logs, idempotency keys and schedules go with it (foreign keys cascade). */
+    async delete (scope: OwnerScope, id: string): Promise<boolean> {
+      if (!isCuid(id)) return false
+      const deleted = await db.delete(workflows).where(byId(scope, id)).returning({ id: workflows.id })
+      return deleted.length > 0
+    }
+  }
+}
+
+export type WorkflowsRepository = ReturnType<typeof workflowsRepository>

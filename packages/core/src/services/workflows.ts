@@ -1,0 +1,81 @@
+import { isCuid } from '@paralleldrive/cuid2'
+import type { Db, DbOrTx } from '../db/client.ts'
+import type { Workflow } from '../db/schema/index.ts'
+import { notFound, type AppError } from '../errors.ts'
+import {
+  workflowsRepository,
+  type OwnerScope,
+  type WorkflowChanges,
+  type WorkflowDetail,
+  type WorkflowInput
+} from '../repositories/workflows.ts'
+import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph } from '../workflows/validation.ts'
+
+export const workflowNotFound = (): AppError => notFound('Workflow not found', 'WORKFLOW_NOT_FOUND')
+
+/**
+ * The schedule side effects of CRON workflows (spec section 3). Both hooks run
+ * inside the transaction that saved or deleted the workflow, so a failure
+ * undoes the change; `onSaved` sees the workflow as stored.
+ */
+export interface ScheduleSync {
+  onSaved: (workflow: Workflow, tx: DbOrTx) => Promise<void>
+  onDeleted: (workflowId: string, tx: DbOrTx) => Promise<void>
+}
+
+export interface WorkflowServiceOptions {
+  db: Db
+  scheduleSync?: ScheduleSync
+}
+
+const dedupe = (tags: string[] | undefined): string[] | undefined => tags === undefined ? undefined : [...new Set(tags)]
+
+/** Create, update and delete of workflow definitions: validation, then the write, then the schedule hooks. */
+export function createWorkflowService ({ db, scheduleSync }: WorkflowServiceOptions) {
+  const detail = async (scope: OwnerScope, id: string): Promise<WorkflowDetail> => {
+    const workflow = await workflowsRepository(db).findDetail(scope, id)
+    if (workflow === null) throw workflowNotFound()
+    return workflow
+  }
+
+  return {
+    async create (scope: OwnerScope, input: WorkflowInput): Promise<WorkflowDetail> {
+      validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes: input.nodes ?? [], edges: input.edges })
+      const created = await db.transaction(async (tx) => {
+        const workflow = await workflowsRepository(tx).create(scope.userId, { ...input, tags: dedupe(input.tags) })
+        await scheduleSync?.onSaved(workflow, tx)
+        return workflow
+      })
+      return detail(scope, created.id)
+    },
+
+    /** Only the supplied fields change; the result is checked as a whole before it is stored. */
+    async update (scope: OwnerScope, id: string, changes: WorkflowChanges): Promise<WorkflowDetail> {
+      if (!isCuid(id)) throw workflowNotFound()
+      await db.transaction(async (tx) => {
+        const repo = workflowsRepository(tx)
+        const current = await repo.findById(scope, id, { forUpdate: true })
+        if (current === null) throw workflowNotFound()
+        const supplied = Object.keys(changes).filter((key) => changes[key as keyof WorkflowChanges] !== undefined)
+        if (supplied.length === 0) return
+        const merged = { ...current, ...changes }
+        // Stored definitions were checked when saved: only what this change touches is checked again.
+        if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges)
+        if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig)
+        const saved = await repo.update(scope, id, { ...changes, tags: dedupe(changes.tags) })
+        await scheduleSync?.onSaved(saved!, tx)
+      })
+      return detail(scope, id)
+    },
+
+    async delete (scope: OwnerScope, id: string): Promise<void> {
+      if (!isCuid(id)) throw workflowNotFound()
+      await db.transaction(async (tx) => {
+        if (!await workflowsRepository(tx).delete(scope, id)) throw workflowNotFound()
+        await scheduleSync?.onDeleted(id, tx)
+      })
+    }
+  }
+}
+
+export type WorkflowService = ReturnType<typeof createWorkflowService>

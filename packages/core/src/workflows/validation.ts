@@ -1,0 +1,212 @@
+import { CronExpressionParser } from 'cron-parser'
+import { AppError } from '../errors.ts'
+import { isNodeType } from '../engine/node-types.ts'
+import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+
+/** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
+export const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
+
+export const DEFAULT_TIMEZONE = 'UTC'
+
+const invalidGraph = (message: string): AppError => new AppError(400, 'INVALID_WORKFLOW_GRAPH', message)
+const invalidField = (message: string): AppError => new AppError(400, 'VALIDATION_ERROR', message)
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** One link leaving a node: `via` names where it is declared (`next`, `then`, `cases.gold`, `edges[2]`). */
+export interface NodeLink {
+  via: string
+  target: string
+}
+
+/**
+ * The links leaving a node, in the order the engine follows them (contract,
+ * "Graph execution"): the condition's branches, then `next`, then edges.
+ * Non-string targets are skipped here; `validateWorkflowGraph` refuses them.
+ */
+export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[]): NodeLink[] {
+  const links: NodeLink[] = []
+  const config = node.config ?? {}
+  if (node.type === 'condition') {
+    for (const branch of ['then', 'else'] as const) {
+      if (typeof config[branch] === 'string') links.push({ via: branch, target: config[branch] })
+    }
+    if (isRecord(config.cases)) {
+      for (const [value, target] of Object.entries(config.cases)) {
+        if (typeof target === 'string') links.push({ via: `cases.${value}`, target })
+      }
+    }
+    if (typeof config.default === 'string') links.push({ via: 'default', target: config.default })
+  }
+  if (typeof node.next === 'string') links.push({ via: 'next', target: node.next })
+  edges.forEach((edge, i) => {
+    if (edge.source === node.id) links.push({ via: `edges[${i}]`, target: edge.target })
+  })
+  return links
+}
+
+/**
+ * A workflow's `edges` as the engine reads them: absent means none; otherwise
+ * an array of `{source, target, sourceHandle?}` (other keys a builder saves are kept).
+ */
+export function parseEdges (edges: unknown): WorkflowEdge[] {
+  if (edges === undefined || edges === null) return []
+  if (!Array.isArray(edges)) throw invalidGraph('edges must be an array')
+  edges.forEach((edge: unknown, i) => {
+    if (!isRecord(edge)) throw invalidGraph(`edges[${i}] must be an object`)
+    for (const end of ['source', 'target'] as const) {
+      if (typeof edge[end] !== 'string') throw invalidGraph(`edges[${i}].${end} is required`)
+    }
+  })
+  return edges as WorkflowEdge[]
+}
+
+function checkConditionShape (node: WorkflowNode): void {
+  const config = node.config ?? {}
+  for (const branch of ['then', 'else', 'default'] as const) {
+    if (config[branch] !== undefined && typeof config[branch] !== 'string') {
+      throw invalidGraph(`Node ${node.id}: ${branch} must be a node id`)
+    }
+  }
+  if (config.cases !== undefined &&
+    (!isRecord(config.cases) || Object.values(config.cases).some((target) => typeof target !== 'string'))) {
+    throw invalidGraph(`Node ${node.id}: cases must map values to node ids`)
+  }
+}
+
+/** Reports the first node a link leads back to, following links depth first in array order. */
+function findCycle (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[]): string | null {
+  const targets = new Map(nodes.map((node) => [node.id, outgoingLinks(node, edges).map((link) => link.target)]))
+  const state = new Map<string, 'open' | 'done'>()
+  for (const root of nodes) {
+    if (state.has(root.id)) continue
+    // Iterative, so that a long chain of nodes cannot overflow the call stack.
+    const stack: Array<{ id: string, next: number }> = [{ id: root.id, next: 0 }]
+    state.set(root.id, 'open')
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]!
+      const children = targets.get(frame.id) ?? []
+      if (frame.next === children.length) {
+        state.set(frame.id, 'done')
+        stack.pop()
+        continue
+      }
+      const child = children[frame.next++]!
+      const seen = state.get(child)
+      if (seen === 'open') return child
+      if (seen === undefined) {
+        state.set(child, 'open')
+        stack.push({ id: child, next: 0 })
+      }
+    }
+  }
+  return null
+}
+
+/**
+ * Checks a workflow graph before it is stored (contract, Workflows): known node
+ * types, unique ids, links that reach existing nodes, no cycles. `wait` nodes
+ * suspend a run, they do not make loops legal. Throws a 400 AppError naming the node.
+ */
+export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: unknown): void {
+  const ids = new Set<string>()
+  for (const node of nodes) {
+    if (!isNodeType(node.type)) throw invalidGraph(`Unknown node type: ${node.type}`)
+    if (ids.has(node.id)) throw invalidGraph(`Duplicate node id: ${node.id}`)
+    ids.add(node.id)
+    if (node.type === 'condition') checkConditionShape(node)
+  }
+  const links = parseEdges(edges)
+  for (const node of nodes) {
+    for (const link of outgoingLinks(node, [])) {
+      if (!ids.has(link.target)) throw invalidGraph(`Node ${node.id}: ${link.via} refers to missing node ${link.target}`)
+    }
+  }
+  links.forEach((edge, i) => {
+    for (const end of ['source', 'target'] as const) {
+      if (!ids.has(edge[end])) throw invalidGraph(`Edge ${i}: ${end} refers to missing node ${edge[end]}`)
+    }
+  })
+  const cycleAt = findCycle(nodes, links)
+  if (cycleAt !== null) throw invalidGraph(`Workflow graph has a cycle at ${cycleAt}`)
+}
+
+export function isValidTimezone (timezone: string): boolean {
+  try {
+    Intl.DateTimeFormat('en-US', { timeZone: timezone })
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Parses a cron expression (5 fields, or 6 with seconds) in an IANA timezone
+ * and returns its next fire time after `from`; throws 400 `Invalid cron expression: <reason>`.
+ */
+export function validateCronExpression (expression: string, timezone = DEFAULT_TIMEZONE, from = new Date()): Date {
+  const invalid = (reason: string): AppError => new AppError(400, 'INVALID_CRON_EXPRESSION', `Invalid cron expression: ${reason}`)
+  if (!isValidTimezone(timezone)) throw new AppError(400, 'INVALID_TIMEZONE', `Invalid timezone: ${timezone}`)
+  const fields = expression.trim().split(/\s+/).filter(Boolean).length
+  if (fields !== 5 && fields !== 6) throw invalid(`expected 5 or 6 fields, got ${fields}`)
+  try {
+    return CronExpressionParser.parse(expression, { tz: timezone, currentDate: from }).next().toDate()
+  } catch (err) {
+    throw invalid((err as Error).message)
+  }
+}
+
+export interface CronTrigger {
+  cronExpression: string
+  timezone: string
+}
+
+/**
+ * The cron trigger a workflow declares, or null when it has none: not CRON, or
+ * a CRON draft without an expression. Assumes a config that passed `validateTriggerConfig`.
+ */
+export function cronTriggerOf (triggerType: TriggerType, triggerConfig: Record<string, unknown>): CronTrigger | null {
+  if (triggerType !== 'CRON' || typeof triggerConfig.cronExpression !== 'string') return null
+  const timezone = typeof triggerConfig.timezone === 'string' ? triggerConfig.timezone : DEFAULT_TIMEZONE
+  return { cronExpression: triggerConfig.cronExpression, timezone }
+}
+
+/** Checks the fields of triggerConfig that the trigger of `triggerType` reads; other keys are free. */
+export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: Record<string, unknown>): void {
+  const { cronExpression, timezone, eventName, keywords, match } = triggerConfig
+  switch (triggerType) {
+    case 'CRON':
+      if (timezone !== undefined && (typeof timezone !== 'string' || !isValidTimezone(timezone))) {
+        throw new AppError(400, 'INVALID_TIMEZONE', `Invalid timezone: ${String(timezone)}`)
+      }
+      // A CRON workflow without an expression is a draft: valid, but never scheduled.
+      if (cronExpression === undefined || cronExpression === null) return
+      if (typeof cronExpression !== 'string') {
+        throw new AppError(400, 'INVALID_CRON_EXPRESSION', 'Invalid cron expression: must be a string')
+      }
+      validateCronExpression(cronExpression, (timezone as string | undefined) ?? DEFAULT_TIMEZONE)
+      return
+    case 'EVENT':
+      if (eventName !== undefined && typeof eventName !== 'string') throw invalidField('triggerConfig.eventName must be a string')
+      return
+    case 'KEYWORD':
+      if (keywords !== undefined && (!Array.isArray(keywords) || keywords.some((keyword) => typeof keyword !== 'string'))) {
+        throw invalidField('triggerConfig.keywords must be an array of strings')
+      }
+      if (match !== undefined && !(KEYWORD_MATCH_MODES as readonly unknown[]).includes(match)) {
+        throw invalidField(`triggerConfig.match must be one of ${KEYWORD_MATCH_MODES.join(', ')}`)
+      }
+  }
+}
+
+/** Everything checked before a workflow is stored, in the contract's order: graph, then trigger. */
+export function validateWorkflow (workflow: {
+  triggerType: TriggerType
+  triggerConfig: Record<string, unknown>
+  nodes: readonly WorkflowNode[]
+  edges: unknown
+}): void {
+  validateWorkflowGraph(workflow.nodes, workflow.edges)
+  validateTriggerConfig(workflow.triggerType, workflow.triggerConfig)
+}
