@@ -1,0 +1,106 @@
+import { sql } from 'drizzle-orm'
+import type { Config } from '../config.ts'
+import type { DbOrTx } from '../db/client.ts'
+import type { ChatAccount, UserRole } from '../db/schema/index.ts'
+import { AppError, badRequest, notFound } from '../errors.ts'
+import { chatAccountsRepository } from '../repositories/chat-accounts.ts'
+import { decryptSecret } from './crypto.ts'
+
+/** The id under which the installation's account from the environment can be selected. */
+export const DEFAULT_ACCOUNT_ID = 'default'
+
+/** An account ready to call the platform with: the token is decrypted. */
+export interface UsableChatAccount {
+  id: string
+  name: string
+  phoneNumberId: string
+  businessAccountId: string | null
+  accessToken: string
+}
+
+export interface ChatUser {
+  id: string
+  role: UserRole
+}
+
+export interface SelectOptions {
+  /**
+   * Workflows have no header to send: with several accounts they fall back to
+   * the one marked isDefault, and name `accountId` when there is none.
+   */
+  forWorkflow?: boolean
+}
+
+export const accountRequired = (): AppError => badRequest('X-Account-Id header is required', 'CHAT_ACCOUNT_REQUIRED')
+export const accountNotFound = (): AppError => notFound('Chat account not found', 'CHAT_ACCOUNT_NOT_FOUND')
+
+/**
+ * Which chat account a user sends and reads with (contract, Chat): their
+ * linked accounts, or, when they have none, the installation's default
+ * account from the environment, shared like a team inbox.
+ */
+export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
+  const { db, config } = options
+  const repo = chatAccountsRepository(db)
+  const { phoneNumberId, accessToken, businessAccountId } = config.chat
+  const environmentAccount: UsableChatAccount | null = phoneNumberId !== undefined && accessToken !== undefined
+    ? { id: DEFAULT_ACCOUNT_ID, name: 'Default account', phoneNumberId, businessAccountId: businessAccountId ?? null, accessToken }
+    : null
+
+  const usable = (account: ChatAccount): UsableChatAccount => ({
+    id: account.id,
+    name: account.name,
+    phoneNumberId: account.phoneNumberId,
+    businessAccountId: account.businessAccountId,
+    accessToken: decryptSecret(config.encryptionKey, account.accessTokenEncrypted)
+  })
+
+  return {
+    /** `requestedId` is the X-Account-Id header (or a node's accountId). */
+    async select (user: ChatUser, requestedId?: string, selectOptions: SelectOptions = {}): Promise<UsableChatAccount> {
+      const admin = user.role === 'admin'
+      if (requestedId !== undefined && requestedId !== DEFAULT_ACCOUNT_ID) {
+        const account = await repo.findWithSecret(requestedId, { userId: user.id, admin })
+        if (account === null) throw accountNotFound()
+        return usable(account)
+      }
+      const own = await repo.listOwnWithSecrets(user.id)
+      if (requestedId === DEFAULT_ACCOUNT_ID) {
+        if (environmentAccount === null || (own.length > 0 && !admin)) throw accountNotFound()
+        return environmentAccount
+      }
+      if (own.length === 1) return usable(own[0])
+      if (own.length === 0) {
+        if (environmentAccount === null) {
+          throw badRequest('No chat account is configured: link one with POST /api/chat/accounts', 'CHAT_ACCOUNT_MISSING')
+        }
+        return environmentAccount
+      }
+      if (selectOptions.forWorkflow === true) {
+        const preferred = own.find((account) => account.isDefault)
+        if (preferred !== undefined) return usable(preferred)
+        throw badRequest('accountId is required: the workflow owner has several chat accounts and none is marked default', 'CHAT_ACCOUNT_REQUIRED')
+      }
+      throw accountRequired()
+    },
+
+    /** Whether deliveries for this platform number belong to this installation. */
+    async isKnownNumber (numberId: string): Promise<boolean> {
+      if (numberId === environmentAccount?.phoneNumberId) return true
+      return (await repo.ownerIdsOf(numberId)).length > 0
+    },
+
+    /** Every user who can use the account that received a message: its linkers, plus, for the default account, everyone without one. */
+    async userIdsFor (numberId: string): Promise<string[]> {
+      const shared = numberId === environmentAccount?.phoneNumberId
+      const rows = await db.execute<{ id: string }>(sql`
+        select distinct user_id as id from chat_accounts where phone_number_id = ${numberId}
+        union
+        select u.id from users u
+        where ${shared} and not exists (select 1 from chat_accounts a where a.user_id = u.id)`)
+      return rows.map((row) => row.id)
+    }
+  }
+}
+
+export type ChatAccountResolver = ReturnType<typeof chatAccountResolver>

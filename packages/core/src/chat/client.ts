@@ -1,0 +1,203 @@
+import { Pool } from 'undici'
+
+/** The platform's error envelope (`{"error": {...}}`), kept whole so callers can branch on `code`. */
+export class ChatPlatformError extends Error {
+  override name = 'ChatPlatformError'
+  readonly httpStatus: number
+  readonly code: number
+  readonly subcode?: number
+  readonly type?: string
+  /** `error_data.details`: the platform's explanation, e.g. which template was missing. */
+  readonly details?: string
+  readonly fbtraceId?: string
+
+  constructor (httpStatus: number, error: PlatformErrorBody) {
+    super(error.message ?? `Chat platform error ${String(error.code)}`)
+    this.httpStatus = httpStatus
+    this.code = typeof error.code === 'number' ? error.code : Number(error.code)
+    this.subcode = error.error_subcode
+    this.type = error.type
+    this.details = error.error_data?.details
+    this.fbtraceId = error.fbtrace_id
+  }
+}
+
+/** The platform could not be reached, timed out, or answered something that is not the API. */
+export class ChatPlatformUnavailableError extends Error {
+  override name = 'ChatPlatformUnavailableError'
+}
+
+interface PlatformErrorBody {
+  message?: string
+  type?: string
+  code?: number | string
+  error_subcode?: number
+  error_data?: { details?: string }
+  fbtrace_id?: string
+}
+
+/** The send result of spec 2.7, passed through to the caller unchanged. */
+export interface SendResult {
+  messaging_product: string
+  contacts?: Array<{ input: string, wa_id: string }>
+  messages: Array<{ id: string, message_status?: string }>
+  [key: string]: unknown
+}
+
+export interface TemplateRecord {
+  id: string
+  name: string
+  language: string
+  status: string
+  category?: string
+  components?: unknown[]
+  [key: string]: unknown
+}
+
+export interface TextMessage {
+  messaging_product: 'whatsapp'
+  recipient_type: 'individual'
+  to: string
+  type: 'text'
+  text: { preview_url: boolean, body: string }
+  context?: { message_id: string }
+}
+
+export interface TemplateMessage {
+  messaging_product: 'whatsapp'
+  to: string
+  type: 'template'
+  template: { name: string, language: { code: string }, components?: unknown[] }
+}
+
+export type OutboundMessage = TextMessage | TemplateMessage
+
+export function textMessage (to: string, body: string, replyToWamid?: string): TextMessage {
+  return {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to,
+    type: 'text',
+    text: { preview_url: false, body },
+    ...(replyToWamid !== undefined && { context: { message_id: replyToWamid } })
+  }
+}
+
+export function templateMessage (to: string, name: string, languageCode: string, components?: unknown[]): TemplateMessage {
+  return {
+    messaging_product: 'whatsapp',
+    to,
+    type: 'template',
+    template: { name, language: { code: languageCode }, ...(components !== undefined && components.length > 0 && { components }) }
+  }
+}
+
+export interface ChatClientOptions {
+  /** CHAT_API_URL: the platform base URL including its version, e.g. https://graph.facebook.com/v21.0. */
+  apiUrl: string
+  /**
+   * Deadline of one platform call, connect to last body byte.
+   * @defaultValue 10000
+   */
+  timeoutMs?: number
+  /**
+   * Sockets kept open to the platform.
+   * @defaultValue 50
+   */
+  connections?: number
+}
+
+export interface ChatClient {
+  sendMessage: (phoneNumberId: string, accessToken: string, message: OutboundMessage) => Promise<SendResult>
+  /** Every template of the business account, all pages followed. */
+  listTemplates: (businessAccountId: string, accessToken: string, query?: { status?: string }) => Promise<TemplateRecord[]>
+  close: () => Promise<void>
+}
+
+// A runaway `next` chain must not loop forever.
+const MAX_TEMPLATE_PAGES = 100
+
+/** One pooled keep-alive connection set to the platform's origin, shared by every call. */
+export function createChatClient (options: ChatClientOptions): ChatClient {
+  const base = new URL(options.apiUrl)
+  const basePath = base.pathname.replace(/\/+$/, '')
+  const timeoutMs = options.timeoutMs ?? 10_000
+  const pool = new Pool(base.origin, {
+    connections: options.connections ?? 50,
+    connect: { timeout: timeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs
+  })
+
+  async function call<T> (method: 'GET' | 'POST', path: string, accessToken: string, body?: unknown): Promise<T> {
+    let statusCode: number
+    let text: string
+    try {
+      const response = await pool.request({
+        method,
+        path,
+        headers: {
+          authorization: `Bearer ${accessToken}`,
+          accept: 'application/json',
+          ...(body !== undefined && { 'content-type': 'application/json' })
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs)
+      })
+      statusCode = response.statusCode
+      // Reading the whole body also returns the socket to the pool.
+      text = await response.body.text()
+    } catch (err) {
+      throw new ChatPlatformUnavailableError(`Chat platform request failed: ${(err as Error).message}`, { cause: err })
+    }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      throw new ChatPlatformUnavailableError(`Chat platform answered ${statusCode} with a body that is not JSON`)
+    }
+    const envelope = (parsed as { error?: PlatformErrorBody } | null)?.error
+    if (envelope !== undefined && envelope !== null && typeof envelope === 'object') {
+      throw new ChatPlatformError(statusCode, envelope)
+    }
+    if (statusCode >= 400) {
+      throw new ChatPlatformUnavailableError(`Chat platform answered ${statusCode} without an error envelope`)
+    }
+    return parsed as T
+  }
+
+  return {
+    async sendMessage (phoneNumberId, accessToken, message) {
+      return call<SendResult>('POST', `${basePath}/${encodeURIComponent(phoneNumberId)}/messages`, accessToken, message)
+    },
+
+    async listTemplates (businessAccountId, accessToken, query = {}) {
+      const search = new URLSearchParams({ limit: '100', ...(query.status !== undefined && { status: query.status }) })
+      let path: string | undefined = `${basePath}/${encodeURIComponent(businessAccountId)}/message_templates?${search.toString()}`
+      const templates: TemplateRecord[] = []
+      for (let page = 0; path !== undefined && page < MAX_TEMPLATE_PAGES; page++) {
+        const result: { data?: TemplateRecord[], paging?: { next?: string } } =
+          await call('GET', path, accessToken)
+        templates.push(...(result.data ?? []))
+        path = nextPath(result.paging?.next, base.origin)
+      }
+      return templates
+    },
+
+    async close () {
+      await pool.close()
+    }
+  }
+}
+
+/** `paging.next` is an absolute URL; only one on the platform's own origin is followed (the token goes with it). */
+function nextPath (next: string | undefined, origin: string): string | undefined {
+  if (next === undefined || next === '') return undefined
+  let url: URL
+  try {
+    url = new URL(next)
+  } catch {
+    return undefined
+  }
+  return url.origin === origin ? `${url.pathname}${url.search}` : undefined
+}

@@ -1,0 +1,99 @@
+import { and, asc, eq, ne, type SQL } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { chatAccounts, type ChatAccount } from '../db/schema/index.ts'
+
+/** Whose accounts a caller may touch: their own, or every account for an admin. */
+export interface AccountScope {
+  userId: string
+  admin: boolean
+}
+
+export type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
+
+export interface NewChatAccount {
+  name: string
+  phoneNumberId: string
+  businessAccountId?: string | null
+  displayPhoneNumber?: string | null
+  accessTokenEncrypted: string
+  isDefault?: boolean
+}
+
+export type ChatAccountChanges = Partial<NewChatAccount>
+
+const publicColumns = {
+  id: chatAccounts.id,
+  userId: chatAccounts.userId,
+  name: chatAccounts.name,
+  phoneNumberId: chatAccounts.phoneNumberId,
+  businessAccountId: chatAccounts.businessAccountId,
+  displayPhoneNumber: chatAccounts.displayPhoneNumber,
+  isDefault: chatAccounts.isDefault,
+  createdAt: chatAccounts.createdAt
+}
+
+const scoped = (scope: AccountScope, condition: SQL): SQL | undefined =>
+  scope.admin ? condition : and(condition, eq(chatAccounts.userId, scope.userId))
+
+export function chatAccountsRepository (db: DbOrTx) {
+  /** At most one default account per user: marking one clears the others. */
+  async function clearOtherDefaults (tx: DbOrTx, userId: string, keepId: string): Promise<void> {
+    await tx.update(chatAccounts).set({ isDefault: false })
+      .where(and(eq(chatAccounts.userId, userId), ne(chatAccounts.id, keepId), eq(chatAccounts.isDefault, true)))
+  }
+
+  return {
+    async list (scope: AccountScope): Promise<PublicChatAccount[]> {
+      return db.select(publicColumns).from(chatAccounts)
+        .where(scope.admin ? undefined : eq(chatAccounts.userId, scope.userId))
+        .orderBy(asc(chatAccounts.createdAt), asc(chatAccounts.id))
+    },
+
+    /** The user's own linked accounts, secrets included, for choosing which one to send with. */
+    async listOwnWithSecrets (userId: string): Promise<ChatAccount[]> {
+      return db.select().from(chatAccounts).where(eq(chatAccounts.userId, userId))
+        .orderBy(asc(chatAccounts.createdAt), asc(chatAccounts.id))
+    },
+
+    async findWithSecret (id: string, scope: AccountScope): Promise<ChatAccount | null> {
+      const [account] = await db.select().from(chatAccounts).where(scoped(scope, eq(chatAccounts.id, id))).limit(1)
+      return account ?? null
+    },
+
+    /** Returns null when the user has already linked this phone number. */
+    async create (userId: string, input: NewChatAccount): Promise<PublicChatAccount | null> {
+      return db.transaction(async (tx) => {
+        const [account] = await tx.insert(chatAccounts).values({ ...input, userId })
+          .onConflictDoNothing({ target: [chatAccounts.userId, chatAccounts.phoneNumberId] })
+          .returning(publicColumns)
+        if (account !== undefined && account.isDefault) await clearOtherDefaults(tx, userId, account.id)
+        return account ?? null
+      })
+    },
+
+    /** Returns null when the account is not in scope; throws on a phone number the owner already linked (23505). */
+    async update (id: string, scope: AccountScope, changes: ChatAccountChanges): Promise<PublicChatAccount | null> {
+      return db.transaction(async (tx) => {
+        const [account] = await tx.update(chatAccounts).set({ ...changes, updatedAt: new Date() })
+          .where(scoped(scope, eq(chatAccounts.id, id)))
+          .returning(publicColumns)
+        if (account !== undefined && changes.isDefault === true) await clearOtherDefaults(tx, account.userId, account.id)
+        return account ?? null
+      })
+    },
+
+    async delete (id: string, scope: AccountScope): Promise<boolean> {
+      const deleted = await db.delete(chatAccounts).where(scoped(scope, eq(chatAccounts.id, id))).returning({ id: chatAccounts.id })
+      return deleted.length > 0
+    },
+
+    /** The users who linked this platform number. */
+    async ownerIdsOf (phoneNumberId: string): Promise<string[]> {
+      const rows = await db.selectDistinct({ userId: chatAccounts.userId }).from(chatAccounts)
+        .where(eq(chatAccounts.phoneNumberId, phoneNumberId))
+      return rows.map((row) => row.userId)
+    }
+  }
+}
+
+export type ChatAccountsRepository = ReturnType<typeof chatAccountsRepository>

@@ -1,0 +1,237 @@
+import { createId } from '@paralleldrive/cuid2'
+import { and, asc, desc, eq, gt, sql, type SQL } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import {
+  conversations, messages,
+  type AI_MODES, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
+} from '../db/schema/index.ts'
+
+export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
+export const CONVERSATION_SORTS = ['newest', 'unread', 'oldest'] as const
+export type ConversationFilter = typeof CONVERSATION_FILTERS[number]
+export type ConversationSort = typeof CONVERSATION_SORTS[number]
+export type MessageStatus = typeof MESSAGE_STATUSES[number]
+
+/** Messages embedded in each listed conversation (contract: the latest 20, oldest first). */
+export const LATEST_MESSAGES = 20
+/** The customer service window (spec 8). */
+export const WINDOW_MS = 24 * 3600 * 1000
+
+export type ConversationWithMessages = Conversation & { messages: Message[] }
+
+export interface ConversationChanges {
+  isPinned?: boolean
+  isArchived?: boolean
+  priority?: typeof CONVERSATION_PRIORITIES[number]
+  labels?: string[]
+  assignedAgentId?: string | null
+  aiMode?: typeof AI_MODES[number]
+}
+
+export interface OutboundMessageRecord {
+  phoneNumberId: string
+  phone: string
+  wamid: string | null
+  type: 'text' | 'template'
+  content: string
+  templateContent?: Record<string, unknown> | null
+  agentId?: string | null
+  agentName?: string | null
+  replyToId?: string | null
+}
+
+export interface InboundMessageRecord {
+  phoneNumberId: string
+  phone: string
+  /** The contact's profile name; absent on some deliveries, then the stored name stays. */
+  name?: string
+  wamid: string
+  type: string
+  content: string
+  replyToId?: string
+  receivedAt: Date
+}
+
+// Forward-only status order: a late `sent` never undoes `read`; `failed` yields only to proof of delivery.
+const STATUS_RANK = sql`array['sent', 'failed', 'delivered', 'read']::text[]`
+
+const filterCondition = (filter: ConversationFilter | undefined, now: Date): SQL | undefined => {
+  switch (filter) {
+    case 'archived': return eq(conversations.isArchived, true)
+    case 'unread': return and(eq(conversations.isArchived, false), gt(conversations.unreadCount, 0))
+    case 'active': return and(eq(conversations.isArchived, false), gt(conversations.lastIncomingAt, new Date(now.getTime() - WINDOW_MS)))
+    default: return eq(conversations.isArchived, false)
+  }
+}
+
+const sortOrder = (sort: ConversationSort | undefined): SQL[] => {
+  switch (sort) {
+    case 'unread': return [desc(conversations.unreadCount), sql`${conversations.lastMessageAt} desc nulls last`, desc(conversations.id)]
+    case 'oldest': return [sql`${conversations.lastMessageAt} asc nulls first`, asc(conversations.id)]
+    default: return [sql`${conversations.lastMessageAt} desc nulls last`, desc(conversations.id)]
+  }
+}
+
+/** Raw rows of the lateral query come back with column names; map them like Drizzle would. */
+const messageFromRow = (row: Record<string, unknown>): Message => ({
+  id: row.id as string,
+  conversationId: row.conversation_id as string,
+  wamid: row.wamid as string | null,
+  direction: row.direction as Message['direction'],
+  type: row.type as string,
+  content: row.content as string,
+  templateContent: row.template_content as Message['templateContent'],
+  status: row.status as Message['status'],
+  errorDetails: row.error_details,
+  agentId: row.agent_id as string | null,
+  agentName: row.agent_name as string | null,
+  replyToId: row.reply_to_id as string | null,
+  sentAt: row.sent_at === null ? null : new Date(row.sent_at as string),
+  createdAt: new Date(row.created_at as string)
+})
+
+/**
+ * Conversations and their messages. Every read and change is scoped by the
+ * platform number of the account the caller selected.
+ */
+export function conversationsRepository (db: DbOrTx) {
+  async function latestMessages (conversationIds: string[]): Promise<Map<string, Message[]>> {
+    const byConversation = new Map<string, Message[]>(conversationIds.map((id) => [id, []]))
+    if (conversationIds.length === 0) return byConversation
+    // One query for every conversation of the page: the index on (conversation_id, created_at desc, id desc) serves each lateral.
+    const rows = await db.execute<Record<string, unknown>>(sql`
+      select m.* from unnest(array[${sql.join(conversationIds.map((id) => sql`${id}`), sql`, `)}]::text[]) as c(id)
+      cross join lateral (
+        select * from messages where conversation_id = c.id
+        order by created_at desc, id desc limit ${LATEST_MESSAGES}
+      ) m`)
+    for (const row of rows) byConversation.get(row.conversation_id as string)?.push(messageFromRow(row))
+    for (const list of byConversation.values()) list.reverse()
+    return byConversation
+  }
+
+  return {
+    async list (phoneNumberId: string, query: { filter?: ConversationFilter, sort?: ConversationSort, limit: number, offset: number }): Promise<ConversationWithMessages[]> {
+      const rows = await db.select().from(conversations)
+        .where(and(eq(conversations.phoneNumberId, phoneNumberId), filterCondition(query.filter, new Date())))
+        .orderBy(...sortOrder(query.sort))
+        .limit(query.limit)
+        .offset(query.offset)
+      const latest = await latestMessages(rows.map((row) => row.id))
+      return rows.map((row) => ({ ...row, messages: latest.get(row.id) ?? [] }))
+    },
+
+    async get (id: string, phoneNumberId: string): Promise<Conversation | null> {
+      const [row] = await db.select().from(conversations)
+        .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
+      return row ?? null
+    },
+
+    async update (id: string, phoneNumberId: string, changes: ConversationChanges & { unreadCount?: number }): Promise<Conversation | null> {
+      const [row] = await db.update(conversations).set({ ...changes, updatedAt: new Date() })
+        .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId)))
+        .returning()
+      return row ?? null
+    },
+
+    /** A page of history strictly older than `before` (a message id), oldest first. */
+    async messagesBefore (conversationId: string, limit: number, before?: Message): Promise<Message[]> {
+      const rows = await db.select().from(messages)
+        .where(and(
+          eq(messages.conversationId, conversationId),
+          before === undefined ? undefined : sql`(${messages.createdAt}, ${messages.id}) < (${before.createdAt}, ${before.id})`
+        ))
+        .orderBy(desc(messages.createdAt), desc(messages.id))
+        .limit(limit)
+      return rows.reverse()
+    },
+
+    async findMessage (conversationId: string, id: string): Promise<Message | null> {
+      const [row] = await db.select().from(messages)
+        .where(and(eq(messages.id, id), eq(messages.conversationId, conversationId))).limit(1)
+      return row ?? null
+    },
+
+    /** What a send needs before calling the platform: the customer's latest inbound time, and the wamid of a quoted message. */
+    async sendContext (phoneNumberId: string, phone: string, replyToId?: string): Promise<{ lastIncomingAt: Date | null, replyToWamid: string | null }> {
+      const [row] = await db.select({
+        lastIncomingAt: conversations.lastIncomingAt,
+        replyToWamid: replyToId === undefined
+          ? sql<string | null>`null`
+          : sql<string | null>`(select ${messages.wamid} from ${messages} where ${messages.id} = ${replyToId} and ${messages.conversationId} = ${conversations.id})`
+      }).from(conversations)
+        .where(and(eq(conversations.phoneNumberId, phoneNumberId), eq(conversations.phone, phone))).limit(1)
+      return row ?? { lastIncomingAt: null, replyToWamid: null }
+    },
+
+    /** Stores a sent message on its conversation, creating the conversation when new, in one statement. */
+    async recordOutbound (record: OutboundMessageRecord): Promise<{ conversationId: string, messageId: string }> {
+      const now = new Date()
+      const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
+        with conversation as (
+          insert into conversations (id, phone_number_id, phone, last_message, last_message_at)
+          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now})
+          on conflict (phone_number_id, phone) do update
+            set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at
+          returning id
+        )
+        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
+        select ${createId()}, conversation.id, ${record.wamid}, 'outbound', ${record.type}, ${record.content},
+          ${record.templateContent == null ? null : JSON.stringify(record.templateContent)}::jsonb, 'sent',
+          ${record.agentId ?? null}, ${record.agentName ?? null}, ${record.replyToId ?? null}, ${now}, ${now}
+        from conversation
+        returning id, conversation_id`)
+      return { conversationId: row.conversation_id, messageId: row.id }
+    },
+
+    /**
+     * Stores a customer's message once (by wamid) and updates its conversation.
+     * Returns null for a duplicate delivery, which changes nothing.
+     */
+    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, messageId: string } | null> {
+      return db.transaction(async (tx) => {
+        const [conversation] = await tx.insert(conversations)
+          .values({ phoneNumberId: record.phoneNumberId, phone: record.phone, name: record.name ?? null })
+          .onConflictDoUpdate({
+            target: [conversations.phoneNumberId, conversations.phone],
+            set: { name: sql`coalesce(excluded.name, ${conversations.name})` }
+          })
+          .returning({ id: conversations.id })
+        const [message] = await tx.insert(messages).values({
+          conversationId: conversation.id,
+          wamid: record.wamid,
+          direction: 'inbound',
+          type: record.type,
+          content: record.content,
+          replyToId: record.replyToId ?? null,
+          sentAt: record.receivedAt,
+          createdAt: record.receivedAt
+        }).onConflictDoNothing({ target: messages.wamid }).returning({ id: messages.id })
+        if (message === undefined) return null
+        // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
+        await tx.update(conversations).set({
+          unreadCount: sql`${conversations.unreadCount} + 1`,
+          lastIncomingAt: sql`greatest(${conversations.lastIncomingAt}, ${record.receivedAt})`,
+          lastMessage: sql`case when ${conversations.lastMessageAt} is null or ${conversations.lastMessageAt} <= ${record.receivedAt} then ${record.content} else ${conversations.lastMessage} end`,
+          lastMessageAt: sql`greatest(${conversations.lastMessageAt}, ${record.receivedAt})`,
+          updatedAt: new Date()
+        }).where(eq(conversations.id, conversation.id))
+        return { conversationId: conversation.id, messageId: message.id }
+      })
+    },
+
+    /** Applies a platform status to a stored message when it moves the status forward; returns whether it did. */
+    async applyStatus (wamid: string, status: MessageStatus, errors?: unknown): Promise<boolean> {
+      const updated = await db.update(messages).set({
+        status,
+        ...(status === 'failed' && errors !== undefined && { errorDetails: errors })
+      }).where(and(
+        eq(messages.wamid, wamid),
+        sql`(${messages.status} is null or array_position(${STATUS_RANK}, ${messages.status}) < array_position(${STATUS_RANK}, ${status}::text))`
+      )).returning({ id: messages.id })
+      return updated.length > 0
+    }
+  }
+}
+
+export type ConversationsRepository = ReturnType<typeof conversationsRepository>

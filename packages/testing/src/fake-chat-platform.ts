@@ -1,0 +1,270 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
+
+/**
+ * A stand-in for the chat platform (WhatsApp Business Cloud API) that speaks
+ * its wire format (shared/CHAT_PLATFORM.md): sends, the template list, and
+ * signed webhook deliveries towards our `/webhook/chat`. Tests and the demo
+ * mode use it; production never does.
+ */
+
+export interface FakeTemplate {
+  name: string
+  language: string
+  /** Body text with positional placeholders `{{1}}`, `{{2}}`; their count is what sends must match. */
+  body: string
+  status?: string
+  category?: string
+}
+
+export interface RecordedRequest {
+  method: string
+  path: string
+  query: Record<string, string>
+  headers: Record<string, string | string[] | undefined>
+  body: unknown
+}
+
+export interface FakeChatPlatformOptions {
+  /** Bearer tokens the platform accepts; anything else is error 190. */
+  accessTokens?: string[]
+  templates?: FakeTemplate[]
+  /** Test-number mode: only these recipients may be messaged (131030); undefined allows everyone. */
+  allowedRecipients?: string[]
+  /** Throughput limit per sending number over a sliding second (130429); undefined is unlimited. */
+  messagesPerSecond?: number
+  /** Templates per page of the list, however large a `limit` is asked for. */
+  templatePageSize?: number
+}
+
+export interface FakeChatPlatform {
+  /** The value for CHAT_API_URL, version segment included. */
+  url: string
+  /** Every request received, oldest first. */
+  requests: RecordedRequest[]
+  /** The message sends among them. */
+  sends: () => RecordedRequest[]
+  /** Settings can be changed between tests. */
+  options: Required<Omit<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond'>> & Pick<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond'>
+  close: () => Promise<void>
+}
+
+export const FAKE_ACCESS_TOKEN = 'fake-platform-token'
+export const API_VERSION = 'v21.0'
+
+export const DEFAULT_FAKE_TEMPLATES: FakeTemplate[] = [
+  { name: 'hello_world', language: 'en_US', body: 'Hello World' },
+  { name: 'order_update', language: 'en_US', body: 'Good news {{1}}! Order {{2}} has shipped.' },
+  { name: 'order_update', language: 'ar', body: 'أخبار سارة {{1}}! تم شحن الطلب {{2}}.' },
+  { name: 'appointment_reminder', language: 'en_US', body: 'Hi {{1}}, see you on {{2}} at {{3}}.' },
+  { name: 'welcome', language: 'es', body: 'Bienvenido {{1}}' },
+  { name: 'draft_offer', language: 'en_US', body: 'Offer {{1}}', status: 'PENDING' }
+]
+
+const ERRORS = {
+  token: { status: 401, code: 190, message: 'Invalid OAuth access token - Cannot parse access token', type: 'OAuthException' },
+  rate: { status: 429, code: 130429, message: '(#130429) Rate limit hit', type: 'OAuthException' },
+  recipient: { status: 400, code: 131030, message: '(#131030) Recipient phone number not in allowed list', type: 'OAuthException' },
+  template: { status: 404, code: 132001, message: '(#132001) Template name does not exist in the translation', type: 'OAuthException', subcode: 2388040 },
+  params: { status: 400, code: 132000, message: '(#132000) Number of parameters does not match the expected number of params', type: 'OAuthException', subcode: 2388043 },
+  invalid: { status: 400, code: 100, message: '(#100) Invalid parameter', type: 'OAuthException' }
+} as const
+
+type PlatformError = typeof ERRORS[keyof typeof ERRORS]
+
+const placeholderCount = (text: string): number => new Set(text.match(/\{\{\d+\}\}/g) ?? []).size
+
+export async function startFakeChatPlatform (options: FakeChatPlatformOptions = {}): Promise<FakeChatPlatform> {
+  const settings: FakeChatPlatform['options'] = {
+    accessTokens: options.accessTokens ?? [FAKE_ACCESS_TOKEN],
+    templates: options.templates ?? DEFAULT_FAKE_TEMPLATES,
+    templatePageSize: options.templatePageSize ?? 2,
+    allowedRecipients: options.allowedRecipients,
+    messagesPerSecond: options.messagesPerSecond
+  }
+  const requests: RecordedRequest[] = []
+  const recentSends = new Map<string, number[]>()
+  const server = Fastify({ logger: false })
+  let baseUrl = ''
+
+  const fail = (reply: FastifyReply, error: PlatformError, details?: string): FastifyReply => reply.code(error.status).send({
+    error: {
+      message: error.message,
+      type: error.type,
+      code: error.code,
+      ...('subcode' in error && { error_subcode: error.subcode }),
+      ...(details !== undefined && { error_data: { messaging_product: 'whatsapp', details } }),
+      fbtrace_id: randomBytes(9).toString('base64url')
+    }
+  })
+
+  server.addHook('onRequest', async (request: FastifyRequest, reply) => {
+    const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
+    if (token === undefined || !settings.accessTokens.includes(token)) return fail(reply, ERRORS.token)
+  })
+  server.addHook('preHandler', async (request) => {
+    requests.push({
+      method: request.method,
+      path: request.url.split('?')[0],
+      query: request.query as Record<string, string>,
+      headers: request.headers,
+      body: request.body
+    })
+  })
+
+  server.post<{ Params: { phoneNumberId: string }, Body: Record<string, any> }>(`/${API_VERSION}/:phoneNumberId/messages`, async (request, reply) => {
+    const { phoneNumberId } = request.params
+    const body = request.body ?? {}
+    if (settings.messagesPerSecond !== undefined) {
+      const now = Date.now()
+      const window = (recentSends.get(phoneNumberId) ?? []).filter((at) => now - at < 1000)
+      recentSends.set(phoneNumberId, window)
+      if (window.length >= settings.messagesPerSecond) return fail(reply, ERRORS.rate)
+      window.push(now)
+    }
+    if (body.messaging_product !== 'whatsapp' || typeof body.to !== 'string') return fail(reply, ERRORS.invalid)
+    if (settings.allowedRecipients !== undefined && !settings.allowedRecipients.includes(body.to)) return fail(reply, ERRORS.recipient)
+    if (body.type === 'template') {
+      const { name, language, components } = body.template ?? {}
+      const template = settings.templates.find((t) => t.name === name && t.language === language?.code && (t.status ?? 'APPROVED') === 'APPROVED')
+      if (template === undefined) return fail(reply, ERRORS.template, `template name (${String(name)}) does not exist in ${String(language?.code)}`)
+      const bodyParameters = (components ?? []).find((c: { type?: string }) => c.type === 'body')?.parameters ?? []
+      const expected = placeholderCount(template.body)
+      if (bodyParameters.length !== expected) return fail(reply, ERRORS.params, `body: number of localizable_params (${bodyParameters.length}) does not match the expected number of params (${expected})`)
+    } else if (body.type === 'text') {
+      if (typeof body.text?.body !== 'string' || body.text.body.length > 4096) return fail(reply, ERRORS.invalid)
+    } else {
+      return fail(reply, ERRORS.invalid)
+    }
+    return {
+      messaging_product: 'whatsapp',
+      contacts: [{ input: body.to, wa_id: body.to }],
+      messages: [{ id: `wamid.${randomBytes(18).toString('base64url')}` }]
+    }
+  })
+
+  server.get<{ Params: { businessAccountId: string }, Querystring: { limit?: string, after?: string, status?: string } }>(
+    `/${API_VERSION}/:businessAccountId/message_templates`, async (request) => {
+      const { limit, after, status } = request.query
+      const matching = settings.templates
+        .map((t, i) => ({
+          id: String(1667192013751000 + i),
+          name: t.name,
+          language: t.language,
+          status: t.status ?? 'APPROVED',
+          category: t.category ?? 'UTILITY',
+          parameter_format: 'POSITIONAL',
+          components: [{ type: 'BODY', text: t.body }]
+        }))
+        .filter((t) => status === undefined || t.status === status)
+      const start = after === undefined ? 0 : Number(Buffer.from(after, 'base64url').toString())
+      const size = Math.min(Number(limit ?? 25), settings.templatePageSize)
+      const data = matching.slice(start, start + size)
+      const cursor = (n: number): string => Buffer.from(String(n)).toString('base64url')
+      const paging: Record<string, unknown> = { cursors: { before: cursor(start), after: cursor(start + data.length) } }
+      if (start + data.length < matching.length) {
+        const next = new URL(`${baseUrl}/${request.params.businessAccountId}/message_templates`)
+        next.search = new URLSearchParams({ ...request.query, after: cursor(start + data.length) }).toString()
+        paging.next = next.toString()
+      }
+      return { data, paging }
+    })
+
+  await server.listen({ host: '127.0.0.1', port: 0 })
+  const address = server.server.address()
+  if (address === null || typeof address === 'string') throw new Error('fake chat platform has no port')
+  baseUrl = `http://127.0.0.1:${address.port}/${API_VERSION}`
+
+  return {
+    url: baseUrl,
+    requests,
+    sends: () => requests.filter((r) => r.method === 'POST' && r.path.endsWith('/messages')),
+    options: settings,
+    close: async () => { await server.close() }
+  }
+}
+
+/* Webhook deliveries: what the platform posts to our /webhook/chat. */
+
+export interface InboundMessageSpec {
+  from: string
+  text?: string
+  /** Contact profile name; omit `name` and set `withoutContacts` for deliveries that carry none. */
+  name?: string
+  withoutContacts?: boolean
+  wamid?: string
+  /** Unix seconds; defaults to now. */
+  timestamp?: number
+  /** A whole message object instead of a text message (interactive, image, ...). */
+  message?: Record<string, unknown>
+}
+
+export interface StatusSpec {
+  wamid: string
+  status: 'sent' | 'delivered' | 'read' | 'failed'
+  recipientId: string
+  timestamp?: number
+  errors?: unknown[]
+}
+
+export const newWamid = (): string => `wamid.${randomBytes(18).toString('base64url')}`
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000)
+
+const delivery = (phoneNumberId: string, value: Record<string, unknown>): Record<string, unknown> => ({
+  object: 'whatsapp_business_account',
+  entry: [{
+    id: 'fake-business-account',
+    changes: [{
+      field: 'messages',
+      value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: phoneNumberId }, ...value }
+    }]
+  }]
+})
+
+export function messagesDelivery (phoneNumberId: string, specs: InboundMessageSpec[]): Record<string, unknown> {
+  const contacts = specs.filter((s) => s.withoutContacts !== true)
+    .map((s) => ({ profile: { name: s.name ?? 'Customer' }, wa_id: s.from }))
+  return delivery(phoneNumberId, {
+    ...(contacts.length > 0 && { contacts }),
+    messages: specs.map((s) => ({
+      from: s.from,
+      id: s.wamid ?? newWamid(),
+      timestamp: String(s.timestamp ?? nowSeconds()),
+      ...(s.message ?? { type: 'text', text: { body: s.text ?? '' } })
+    }))
+  })
+}
+
+export function statusesDelivery (phoneNumberId: string, specs: StatusSpec[]): Record<string, unknown> {
+  return delivery(phoneNumberId, {
+    statuses: specs.map((s) => ({
+      id: s.wamid,
+      status: s.status,
+      timestamp: String(s.timestamp ?? nowSeconds()),
+      recipient_id: s.recipientId,
+      ...(s.errors !== undefined && { errors: s.errors })
+    }))
+  })
+}
+
+/** JSON as the platform writes it: non-ASCII characters escaped as \uXXXX, so the signed bytes differ from a re-serialisation. */
+export function platformJson (payload: unknown): string {
+  return JSON.stringify(payload).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+export function signature (body: string | Buffer, appSecret: string): string {
+  return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`
+}
+
+/** The body and headers of one signed delivery, for `inject` or a real POST. */
+export function signedDelivery (payload: unknown, appSecret: string): { body: string, headers: Record<string, string> } {
+  const body = platformJson(payload)
+  return { body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature(body, appSecret) } }
+}
+
+/** POSTs a signed delivery to a running server's webhook, as the platform would. */
+export async function deliver (webhookUrl: string, payload: unknown, appSecret: string): Promise<Response> {
+  const { body, headers } = signedDelivery(payload, appSecret)
+  return fetch(webhookUrl, { method: 'POST', body, headers })
+}
