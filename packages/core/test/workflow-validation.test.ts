@@ -1,0 +1,118 @@
+import t, { type Test } from 'tap'
+import { AppError } from '../src/errors.ts'
+import type { WorkflowNode } from '../src/db/schema/index.ts'
+import {
+  cronTriggerOf,
+  outgoingLinks,
+  validateCronExpression,
+  validateTriggerConfig,
+  validateWorkflowGraph
+} from '../src/workflows/validation.ts'
+
+const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: { values: {} }, ...extra })
+
+/** The message of the 400 AppError `fn` throws. */
+function refusal (t: Test, fn: () => unknown): string {
+  try {
+    fn()
+  } catch (err) {
+    t.type(err, AppError)
+    t.equal((err as AppError).statusCode, 400)
+    return (err as AppError).message
+  }
+  t.fail('expected a 400 AppError')
+  return ''
+}
+
+t.test('a valid graph passes: chains, branches, edges, waits, an empty workflow', async (t) => {
+  t.doesNotThrow(() => validateWorkflowGraph([], undefined))
+  t.doesNotThrow(() => validateWorkflowGraph([
+    node('check', { type: 'condition', config: { field: 'triggerData.body.event', cases: { paid: 'thank' }, default: 'later', then: 'thank' } }),
+    node('thank', { type: 'send_chat', config: { phone: '1', text: 'hi' } }),
+    node('later', { type: 'wait', config: { hours: 1 }, next: 'final' }),
+    node('final', { type: 'http_request', config: { url: 'https://example.com' } })
+  ], [{ source: 'thank', target: 'final', sourceHandle: null }]))
+  // The same node reached from two branches is a diamond, not a cycle.
+  t.doesNotThrow(() => validateWorkflowGraph([
+    node('a', { type: 'condition', config: { field: 'x', then: 'b', else: 'c' } }),
+    node('b', { next: 'd' }),
+    node('c', { next: 'd' }),
+    node('d')
+  ], null))
+})
+
+t.test('node types and ids', async (t) => {
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1', { type: 'foo' })], [])), 'Unknown node type: foo')
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1'), node('n2'), node('n1')], [])), 'Duplicate node id: n1')
+})
+
+t.test('links must reach existing nodes', async (t) => {
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1', { next: 'n9' })], [])), 'Node n1: next refers to missing node n9')
+  const condition = (config: Record<string, unknown>): WorkflowNode[] => [node('n1', { type: 'condition', config: { field: 'x', ...config } }), node('n2')]
+  t.equal(refusal(t, () => validateWorkflowGraph(condition({ then: 'n9' }), [])), 'Node n1: then refers to missing node n9')
+  t.equal(refusal(t, () => validateWorkflowGraph(condition({ else: 'n8' }), [])), 'Node n1: else refers to missing node n8')
+  t.equal(refusal(t, () => validateWorkflowGraph(condition({ cases: { gold: 'n2', silver: 'n7' } }), [])), 'Node n1: cases.silver refers to missing node n7')
+  t.equal(refusal(t, () => validateWorkflowGraph(condition({ default: 'n6' }), [])), 'Node n1: default refers to missing node n6')
+  t.equal(refusal(t, () => validateWorkflowGraph(condition({ then: 5 }), [])), 'Node n1: then must be a node id')
+  t.equal(refusal(t, () => validateWorkflowGraph(condition({ cases: ['n2'] }), [])), 'Node n1: cases must map values to node ids')
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1')], [{ source: 'n1', target: 'n5' }])), 'Edge 0: target refers to missing node n5')
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1')], [{ source: 'n4', target: 'n1' }])), 'Edge 0: source refers to missing node n4')
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1')], { source: 'n1' })), 'edges must be an array')
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1')], [{ source: 'n1' }])), 'edges[0].target is required')
+})
+
+t.test('cycles are refused wherever their links are declared', async (t) => {
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1', { next: 'n2' }), node('n2', { next: 'n3' }), node('n3', { next: 'n2' })], [])),
+    'Workflow graph has a cycle at n2')
+  t.equal(refusal(t, () => validateWorkflowGraph([node('n1', { next: 'n1' })], [])), 'Workflow graph has a cycle at n1')
+  t.equal(refusal(t, () => validateWorkflowGraph([
+    node('n1', { type: 'condition', config: { field: 'x', then: 'n2' } }),
+    node('n2', { type: 'wait', config: { seconds: 1 } })
+  ], [{ source: 'n2', target: 'n1' }])), 'Workflow graph has a cycle at n1', 'a wait inside the loop does not make it legal')
+  t.equal(refusal(t, () => validateWorkflowGraph([
+    node('n1', { type: 'condition', config: { field: 'x', cases: { a: 'n2' } } }),
+    node('n2', { next: 'n1' })
+  ], [])), 'Workflow graph has a cycle at n1')
+})
+
+t.test('a long chain is checked without exhausting the stack', async (t) => {
+  const nodes = Array.from({ length: 50_000 }, (_, i) => node(`n${i}`, i < 49_999 ? { next: `n${i + 1}` } : {}))
+  t.doesNotThrow(() => validateWorkflowGraph(nodes, []))
+})
+
+t.test('outgoing links follow the engine order: branches, next, edges', async (t) => {
+  const condition = node('c', { type: 'condition', config: { field: 'x', then: 'a', else: 'b', cases: { k: 'd' }, default: 'e' }, next: 'f' })
+  t.same(outgoingLinks(condition, [{ source: 'c', target: 'g' }, { source: 'z', target: 'c' }]).map((link) => `${link.via}:${link.target}`),
+    ['then:a', 'else:b', 'cases.k:d', 'default:e', 'next:f', 'edges[0]:g'])
+})
+
+t.test('cron expressions: 5 or 6 fields, in a timezone', async (t) => {
+  const from = new Date('2030-01-01T00:00:00Z')
+  t.same(validateCronExpression('*/5 * * * *', 'UTC', from), new Date('2030-01-01T00:05:00Z'))
+  t.same(validateCronExpression('30 * * * * *', 'UTC', from), new Date('2030-01-01T00:00:30Z'))
+  t.same(validateCronExpression('0 9 * * *', 'America/New_York', from), new Date('2030-01-01T14:00:00Z'))
+  t.equal(refusal(t, () => validateCronExpression('61 * * * *')), 'Invalid cron expression: Constraint error, got value 61 expected range 0-59')
+  t.equal(refusal(t, () => validateCronExpression('* * *')), 'Invalid cron expression: expected 5 or 6 fields, got 3')
+  t.equal(refusal(t, () => validateCronExpression('* * * * * * *')), 'Invalid cron expression: expected 5 or 6 fields, got 7')
+  t.match(refusal(t, () => validateCronExpression('0 0 30 2 *')), /^Invalid cron expression: /)
+  t.equal(refusal(t, () => validateCronExpression('* * * * *', 'Mars/Olympus_Mons')), 'Invalid timezone: Mars/Olympus_Mons')
+})
+
+t.test('trigger configs', async (t) => {
+  t.doesNotThrow(() => validateTriggerConfig('CRON', {}), 'a CRON draft without an expression')
+  t.doesNotThrow(() => validateTriggerConfig('CRON', { cronExpression: '0 * * * *', timezone: 'Asia/Tokyo' }))
+  t.match(refusal(t, () => validateTriggerConfig('CRON', { cronExpression: 'nope nope nope nope nope' })), /^Invalid cron expression: .*nope/)
+  t.equal(refusal(t, () => validateTriggerConfig('CRON', { cronExpression: 5 })), 'Invalid cron expression: must be a string')
+  t.equal(refusal(t, () => validateTriggerConfig('CRON', { cronExpression: '0 * * * *', timezone: 'Nowhere/Land' })), 'Invalid timezone: Nowhere/Land')
+  t.doesNotThrow(() => validateTriggerConfig('MANUAL', { cronExpression: 'ignored' }), 'only CRON reads cronExpression')
+  t.equal(refusal(t, () => validateTriggerConfig('EVENT', { eventName: 3 })), 'triggerConfig.eventName must be a string')
+  t.equal(refusal(t, () => validateTriggerConfig('KEYWORD', { keywords: 'hi' })), 'triggerConfig.keywords must be an array of strings')
+  t.equal(refusal(t, () => validateTriggerConfig('KEYWORD', { keywords: ['hi'], match: 'fuzzy' })), 'triggerConfig.match must be one of contains, exact, startsWith')
+})
+
+t.test('cronTriggerOf reads the schedule a CRON workflow declares', async (t) => {
+  t.same(cronTriggerOf('CRON', { cronExpression: '0 * * * *' }), { cronExpression: '0 * * * *', timezone: 'UTC' })
+  t.same(cronTriggerOf('CRON', { cronExpression: '0 * * * *', timezone: 'Europe/Paris' }), { cronExpression: '0 * * * *', timezone: 'Europe/Paris' })
+  t.equal(cronTriggerOf('CRON', {}), null)
+  t.equal(cronTriggerOf('EVENT', { cronExpression: '0 * * * *' }), null)
+})
