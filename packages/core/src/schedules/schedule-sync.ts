@@ -1,0 +1,161 @@
+import type { Queue } from 'bullmq'
+import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm'
+import type { Db, DbOrTx } from '../db/client.ts'
+import { workflows, workflowSchedules, type Workflow } from '../db/schema/index.ts'
+import type { ScheduleJobData } from '../queues.ts'
+import { cronTriggerOf, validateCronExpression, type CronTrigger } from '../workflows/validation.ts'
+
+/** The name of the jobs a workflow's job scheduler produces, one per tick. */
+export const TICK_JOB_NAME = 'tick'
+
+/**
+ * A tick whose run could not be created (database briefly away) is retried;
+ * the run's idempotency key makes a retry create at most one run.
+ */
+const TICK_JOB_OPTIONS = { attempts: 3, backoff: { type: 'exponential', delay: 1000 } }
+
+/** How many workflows the rebuild at worker start reconciles at once. */
+const REBUILD_CONCURRENCY = 8
+
+export interface PlannedSchedule extends CronTrigger {
+  nextRunAt: Date
+}
+
+type ScheduleFields = Pick<Workflow, 'isActive' | 'triggerType' | 'triggerConfig'>
+
+/** The next time after `after` that a cron trigger fires, in its timezone; null when it never does or is invalid. */
+export function nextRunAt (trigger: CronTrigger, after: Date): Date | null {
+  try {
+    return validateCronExpression(trigger.cronExpression, trigger.timezone, after)
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The schedule a workflow should have now, or null: only an active CRON
+ * workflow with a valid expression is scheduled (spec 2.4; a CRON draft without one is not).
+ */
+export function plannedSchedule (workflow: ScheduleFields, now = new Date()): PlannedSchedule | null {
+  if (!workflow.isActive) return null
+  const trigger = cronTriggerOf(workflow.triggerType, workflow.triggerConfig)
+  if (trigger === null) return null
+  const next = nextRunAt(trigger, now)
+  return next === null ? null : { ...trigger, nextRunAt: next }
+}
+
+/**
+ * Serialises every change to one workflow's schedule (API saves, stale ticks,
+ * rebuilds) for the rest of the transaction, so that the last writer always
+ * acts on the committed state of the workflow.
+ */
+async function lockSchedule (tx: DbOrTx, workflowId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`workflow-schedule:${workflowId}`}, 0))`)
+}
+
+export interface ScheduleSyncOptions {
+  db: Db
+  /** The `scheduled-tasks` queue. */
+  queue: Queue<ScheduleJobData>
+}
+
+export type ReconcileOutcome = 'scheduled' | 'unscheduled'
+
+/**
+ * Keeps each workflow's WorkflowSchedule row and its BullMQ job scheduler (id =
+ * workflow id, on `scheduled-tasks`) in step with the workflow definition.
+ */
+export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
+  /** Registers the job scheduler unless Redis already holds the same one (re-upserting would drop a due tick). */
+  async function register (workflowId: string, trigger: CronTrigger): Promise<void> {
+    const existing = await queue.getJobScheduler(workflowId)
+    if (existing?.pattern === trigger.cronExpression && existing.tz === trigger.timezone && existing.next != null) return
+    await queue.upsertJobScheduler(
+      workflowId,
+      { pattern: trigger.cronExpression, tz: trigger.timezone },
+      { name: TICK_JOB_NAME, data: { workflowId }, opts: TICK_JOB_OPTIONS }
+    )
+  }
+
+  /** Makes row and scheduler match `workflow` (null: deleted). The caller holds the schedule lock. */
+  async function apply (tx: DbOrTx, workflowId: string, workflow: ScheduleFields | null): Promise<ReconcileOutcome> {
+    const planned = workflow === null ? null : plannedSchedule(workflow)
+    if (planned === null) {
+      await tx.delete(workflowSchedules).where(eq(workflowSchedules.workflowId, workflowId))
+      await queue.removeJobScheduler(workflowId)
+      return 'unscheduled'
+    }
+    // A changed expression or timezone is a new schedule: the old one is deleted (spec 3).
+    await tx.delete(workflowSchedules).where(and(
+      eq(workflowSchedules.workflowId, workflowId),
+      or(ne(workflowSchedules.cronExpression, planned.cronExpression), ne(workflowSchedules.timezone, planned.timezone))
+    ))
+    await tx.insert(workflowSchedules)
+      .values({ workflowId, cronExpression: planned.cronExpression, timezone: planned.timezone, nextRunAt: planned.nextRunAt })
+      .onConflictDoUpdate({ target: workflowSchedules.workflowId, set: { nextRunAt: planned.nextRunAt } })
+    await register(workflowId, planned)
+    return 'scheduled'
+  }
+
+  /** Reads the committed workflow under the schedule lock and makes row and scheduler match it. */
+  async function reconcile (workflowId: string): Promise<ReconcileOutcome> {
+    return db.transaction(async (tx) => {
+      await lockSchedule(tx, workflowId)
+      const [workflow] = await tx
+        .select({ isActive: workflows.isActive, triggerType: workflows.triggerType, triggerConfig: workflows.triggerConfig })
+        .from(workflows).where(eq(workflows.id, workflowId)).limit(1)
+      return apply(tx, workflowId, workflow ?? null)
+    })
+  }
+
+  return {
+    /** The workflows service's hook: runs inside the transaction that saved the workflow. */
+    async onSaved (workflow: Workflow, tx: DbOrTx): Promise<void> {
+      await lockSchedule(tx, workflow.id)
+      await apply(tx, workflow.id, workflow)
+    },
+
+    /** The workflows service's hook: the row goes with the workflow (cascade), the scheduler is removed here. */
+    async onDeleted (workflowId: string, tx: DbOrTx): Promise<void> {
+      await lockSchedule(tx, workflowId)
+      await queue.removeJobScheduler(workflowId)
+    },
+
+    reconcile,
+
+    /**
+     * At worker start: Redis may have lost its schedulers, or kept some whose
+     * workflow is gone or changed. Every workflow that has, or should have, a
+     * schedule on either side is reconciled with the database.
+     */
+    async rebuild (): Promise<Record<ReconcileOutcome, number>> {
+      const [active, rows, schedulers] = await Promise.all([
+        db.select({ id: workflows.id }).from(workflows).where(and(eq(workflows.triggerType, 'CRON'), eq(workflows.isActive, true))),
+        db.select({ id: workflowSchedules.workflowId }).from(workflowSchedules),
+        queue.getJobSchedulers()
+      ])
+      const pending = [...new Set([...active.map((w) => w.id), ...rows.map((r) => r.id), ...schedulers.map((s) => s.key)])]
+      const counts: Record<ReconcileOutcome, number> = { scheduled: 0, unscheduled: 0 }
+      const lane = async (): Promise<void> => {
+        for (let id = pending.pop(); id !== undefined; id = pending.pop()) counts[await reconcile(id)]++
+      }
+      await Promise.all(Array.from({ length: REBUILD_CONCURRENCY }, lane))
+      return counts
+    }
+  }
+}
+
+export type ScheduleSync = ReturnType<typeof createScheduleSync>
+
+/**
+ * Records a tick on the schedule row. A retried or late tick never moves
+ * lastRunAt backwards.
+ */
+export async function recordTick (db: DbOrTx, workflowId: string, scheduledAt: Date, next: Date | null): Promise<void> {
+  await db.update(workflowSchedules)
+    .set({ lastRunAt: scheduledAt, nextRunAt: next })
+    .where(and(
+      eq(workflowSchedules.workflowId, workflowId),
+      or(isNull(workflowSchedules.lastRunAt), lt(workflowSchedules.lastRunAt, scheduledAt))
+    ))
+}
