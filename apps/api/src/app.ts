@@ -13,6 +13,11 @@ import authRoutes from './routes/auth.ts'
 import healthRoutes from './routes/health.ts'
 import userRoutes from './routes/users.ts'
 import workflowRoutes from './routes/automation/workflows.ts'
+import eventRoutes from './routes/automation/events.ts'
+import fireRoutes from './routes/automation/fire.ts'
+import queueRoutes from './routes/automation/queues.ts'
+import runRoutes from './routes/automation/runs.ts'
+import inboundWebhookRoutes from './routes/automation/webhook.ts'
 
 export interface AppOptions {
   config: Config
@@ -40,6 +45,11 @@ export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<
   await fastify.register(authRoutes)
   await fastify.register(userRoutes)
   await fastify.register(workflowRoutes, { scheduleSync: createScheduleSync({ db: fastify.db, queue: fastify.queues['scheduled-tasks'] }) })
+  await fastify.register(fireRoutes)
+  await fastify.register(inboundWebhookRoutes)
+  await fastify.register(eventRoutes)
+  await fastify.register(runRoutes)
+  await fastify.register(queueRoutes)
 
   fastify.addHook('onReady', async () => {
     await usersRepository(fastify.db).ensureAdmin(opts.config.adminEmail, opts.config.adminPassword)

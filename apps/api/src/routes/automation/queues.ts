@@ -1,0 +1,71 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger } from 'fastify'
+import { Type, type Static } from 'typebox'
+import { QUEUE_NAMES, type Queues } from '@switchboard/core/queues'
+import { errorResponses } from '../../schemas/common.ts'
+
+/**
+ * Each queue gets this long to answer. The counters are read in parallel, so the whole
+ * answer stays within the contract's 2 seconds even when Redis hangs.
+ */
+export const QUEUE_COUNTS_BUDGET_MS = 1500
+
+const QueueCounters = Type.Object({
+  name: Type.String(),
+  waiting: Type.Integer(),
+  active: Type.Integer(),
+  completed: Type.Integer(),
+  failed: Type.Integer(),
+  delayed: Type.Integer(),
+  error: Type.Optional(Type.String())
+})
+
+type Counters = Static<typeof QueueCounters>
+
+class QueueTimeout extends Error {}
+
+async function withinBudget<T> (promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => { reject(new QueueTimeout(`No answer within ${ms} ms`)) }, ms)
+  })
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+async function countJobs (queue: Queues[keyof Queues], log: FastifyBaseLogger): Promise<Counters> {
+  try {
+    const counts = await withinBudget(queue.getJobCounts('waiting', 'prioritized', 'active', 'completed', 'failed', 'delayed'), QUEUE_COUNTS_BUDGET_MS)
+    return {
+      name: queue.name,
+      // Prioritized jobs wait too; BullMQ merely keeps them in a list of their own.
+      waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+      active: counts.active ?? 0,
+      completed: counts.completed ?? 0,
+      failed: counts.failed ?? 0,
+      delayed: counts.delayed ?? 0
+    }
+  } catch (err) {
+    log.warn({ err, queue: queue.name }, 'queue counters unavailable')
+    // Redis internals stay in the log; the client learns only which kind of failure it was.
+    const error = err instanceof QueueTimeout ? err.message : 'Queue unavailable'
+    return { name: queue.name, error, waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0 }
+  }
+}
+
+/** GET /api/automation/queues (spec 4.12): one failing queue is reported with `error` and zero counters. */
+const queues: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/api/automation/queues', {
+    schema: {
+      tags: ['queues'],
+      response: { 200: Type.Object({ queues: Type.Array(QueueCounters) }), ...errorResponses(401) }
+    }
+  }, async (request) => ({
+    queues: await Promise.all(QUEUE_NAMES.map(async (name) => countJobs(fastify.queues[name], request.log)))
+  }))
+}
+
+export default queues

@@ -1,0 +1,38 @@
+import { Type } from 'typebox'
+import { RUN_STATUSES, LOG_LEVELS } from '@switchboard/core/db/schema/index'
+import { NullableTimestamp, Timestamp } from '../../schemas/common.ts'
+
+export const RunStatus = Type.Enum(RUN_STATUSES)
+
+export const RunLog = Type.Object({
+  id: Type.String(),
+  nodeId: Type.Union([Type.String(), Type.Null()]),
+  level: Type.Enum(LOG_LEVELS),
+  message: Type.String(),
+  createdAt: Timestamp
+})
+
+/** A run without its logs, as lists return it. */
+export const RunSummary = Type.Object({
+  id: Type.String(),
+  workflowId: Type.String(),
+  status: RunStatus,
+  triggerData: Type.Unknown(),
+  result: Type.Record(Type.String(), Type.Unknown()),
+  error: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+  startedAt: NullableTimestamp,
+  completedAt: NullableTimestamp,
+  durationMs: Type.Union([Type.Integer(), Type.Null()])
+})
+
+/** Spec 2.3. */
+export const Run = Type.Object({ ...RunSummary.properties, logs: Type.Array(RunLog) })
+
+export const RunAccepted = Type.Object({ runId: Type.String() })
+
+/** `Idempotency-Key` (contract, Runs); a repeated header counts as absent rather than guessing which one was meant. */
+export function idempotencyKeyOf (headers: Record<string, string | string[] | undefined>): string | undefined {
+  const key = headers['idempotency-key']
+  return typeof key === 'string' ? key : undefined
+}

@@ -1,0 +1,58 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { isCuid } from '@paralleldrive/cuid2'
+import { conflict, notFound, type AppError } from '@switchboard/core/errors'
+import { runsRepository, type Viewer } from '@switchboard/core/repositories/runs'
+import { runQueueName } from '@switchboard/core/services/runs'
+import { errorResponses, Pagination } from '../../schemas/common.ts'
+import { Run, RunStatus, RunSummary } from './run-schemas.ts'
+
+const RunParams = Type.Object({ id: Type.String() })
+
+const ListRunsQuery = Type.Object({
+  workflowId: Type.Optional(Type.String({ maxLength: 64 })),
+  status: Type.Optional(RunStatus),
+  ...Pagination
+})
+
+const runNotFound = (): AppError => notFound('Run not found', 'RUN_NOT_FOUND')
+const viewerOf = (request: FastifyRequest): Viewer => ({ id: request.user.sub, role: request.user.role })
+
+/** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
+const runs: FastifyPluginAsyncTypebox = async (fastify) => {
+  const repo = runsRepository(fastify.db)
+
+  fastify.get('/api/automation/runs', {
+    schema: { tags: ['runs'], querystring: ListRunsQuery, response: { 200: Type.Array(RunSummary), ...errorResponses(400, 401) } }
+  }, async (request) => {
+    const { workflowId, status, limit, offset } = request.query
+    return repo.list(viewerOf(request), { workflowId, status, limit, offset })
+  })
+
+  fastify.get('/api/automation/runs/:id', {
+    schema: { tags: ['runs'], params: RunParams, response: { 200: Run, ...errorResponses(401, 404) } }
+  }, async (request) => {
+    // A malformed id is a 404 like any unknown one (contract section 3).
+    const run = isCuid(request.params.id) ? await repo.get(request.params.id, viewerOf(request)) : null
+    if (run === null) throw runNotFound()
+    return run
+  })
+
+  fastify.post('/api/automation/runs/:id/cancel', {
+    schema: { tags: ['runs'], params: RunParams, response: { 200: Run, ...errorResponses(401, 404, 409) } }
+  }, async (request) => {
+    const { id } = request.params
+    const outcome = isCuid(id) ? await repo.cancel(id, viewerOf(request)) : null
+    if (outcome === null) throw runNotFound()
+    if (outcome === 'finished') throw conflict('Run is already finished', 'RUN_FINISHED')
+    // Best effort: a queued job that is gone saves the worker a pointless pick-up; one that
+    // still runs (or a delayed resume) finds the run CANCELLED and stops by itself.
+    fastify.queues[runQueueName(outcome.triggerType)].remove(id).catch((err: unknown) => {
+      request.log.debug({ err, runId: id }, 'cancelled run job not removed')
+    })
+    return outcome.run
+  })
+}
+
+export default runs

@@ -1,0 +1,125 @@
+import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { runLogs, runs, workflows, type Run, type RunLog, type RunStatus, type TriggerType, type UserRole } from '../db/schema/index.ts'
+
+/** Who is asking: members see their own runs and workflows, admins everything (contract section 3). */
+export interface Viewer {
+  id: string
+  role: UserRole
+}
+
+/** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
+const runColumns = {
+  id: runs.id,
+  workflowId: runs.workflowId,
+  status: runs.status,
+  triggerData: runs.triggerData,
+  result: runs.result,
+  error: runs.error,
+  createdAt: runs.createdAt,
+  startedAt: runs.startedAt,
+  completedAt: runs.completedAt,
+  durationMs: runs.durationMs
+}
+
+export type RunSummary = Pick<Run, keyof typeof runColumns>
+
+/** Log ids leave as strings (spec 2.3); their order is the order of the bigint identity. */
+export type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
+
+export type RunWithLogs = RunSummary & { logs: RunLogView[] }
+
+/** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
+export interface TriggerTarget {
+  id: string
+  userId: string
+  triggerType: TriggerType
+  isActive: boolean
+}
+
+export const CANCELLABLE_RUN_STATUSES: readonly RunStatus[] = ['PENDING', 'RUNNING', 'WAITING']
+
+export interface ListRunsFilter {
+  workflowId?: string
+  status?: RunStatus
+  limit: number
+  offset: number
+}
+
+export function runsRepository (db: DbOrTx) {
+  const ownedBy = (viewer: Viewer): SQL | undefined => viewer.role === 'admin' ? undefined : eq(runs.userId, viewer.id)
+
+  async function get (id: string, viewer: Viewer): Promise<RunWithLogs | null> {
+    // Two independent reads in parallel; logs of a run the viewer cannot see are discarded with it.
+    const [[run], logs] = await Promise.all([
+      db.select(runColumns).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1),
+      db.select({ id: runLogs.id, nodeId: runLogs.nodeId, level: runLogs.level, message: runLogs.message, createdAt: runLogs.createdAt })
+        .from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))
+    ])
+    if (run === undefined) return null
+    return { ...run, logs: logs.map((log) => ({ ...log, id: String(log.id) })) }
+  }
+
+  return {
+    get,
+
+    /** Newest first, without logs. */
+    async list (viewer: Viewer, filter: ListRunsFilter): Promise<RunSummary[]> {
+      return db.select(runColumns).from(runs)
+        .where(and(
+          ownedBy(viewer),
+          filter.workflowId === undefined ? undefined : eq(runs.workflowId, filter.workflowId),
+          filter.status === undefined ? undefined : eq(runs.status, filter.status)
+        ))
+        .orderBy(desc(runs.createdAt), desc(runs.id))
+        .limit(filter.limit)
+        .offset(filter.offset)
+    },
+
+    /**
+     * Ends a PENDING, RUNNING or WAITING run as CANCELLED with a guarded update, so a
+     * run that finished meanwhile keeps its terminal status. Returns the run and the
+     * trigger type (which says where its job is queued), `finished`, or null when the
+     * viewer has no such run.
+     */
+    async cancel (id: string, viewer: Viewer): Promise<{ run: RunWithLogs, triggerType: TriggerType } | 'finished' | null> {
+      const owner = viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`
+      const [cancelled] = await db.execute<{ triggerType: TriggerType }>(sql`
+        with cancelled as (
+          update runs set
+            status = 'CANCELLED',
+            completed_at = now(),
+            duration_ms = (extract(epoch from now() - started_at) * 1000)::int
+          where id = ${id} ${owner} and status in ('PENDING', 'RUNNING', 'WAITING')
+          returning id, workflow_id
+        ), logged as (
+          insert into run_logs (run_id, level, message) select id, 'INFO', 'Run cancelled' from cancelled
+        )
+        select workflows.trigger_type as "triggerType"
+        from cancelled join workflows on workflows.id = cancelled.workflow_id
+      `)
+      if (cancelled === undefined) {
+        const [existing] = await db.select({ id: runs.id }).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1)
+        return existing === undefined ? null : 'finished'
+      }
+      const run = await get(id, viewer)
+      return run === null ? null : { run, triggerType: cancelled.triggerType }
+    },
+
+    /** The workflow a run would start from; `viewer` scopes it to its owner (none: the public inbound webhook). */
+    async findTriggerTarget (workflowId: string, viewer?: Viewer): Promise<TriggerTarget | null> {
+      const [target] = await db.select({
+        id: workflows.id,
+        userId: workflows.userId,
+        triggerType: workflows.triggerType,
+        isActive: workflows.isActive
+      }).from(workflows)
+        .where(and(
+          eq(workflows.id, workflowId),
+          viewer === undefined || viewer.role === 'admin' ? undefined : eq(workflows.userId, viewer.id)
+        ))
+        .limit(1)
+      return target ?? null
+    }
+  }
+}
