@@ -1,0 +1,215 @@
+import type { Db } from '../db/client.ts'
+import type { LogLevel } from '../db/schema/runs.ts'
+import type { TriggerType, WorkflowNode } from '../db/schema/workflows.ts'
+import type { Logger } from '../logger.ts'
+import { AGENT_EXECUTION, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues.ts'
+import { nextNodeId, startNode, type WorkflowGraph } from './graph.ts'
+import { isNodeType } from './node-types.ts'
+import { nodeExecutors } from './nodes/index.ts'
+import { runStore, type ClaimedRun, type LogLine } from './run-store.ts'
+import { renderTemplate } from './template.ts'
+import { NodeError, type NodeDependencies, type NodeResult } from './types.ts'
+
+/** The event a failed run emits to its owner's EVENT workflows (contract, Events). */
+export const RUN_FAILED_EVENT = 'workflow.run.failed'
+
+/** How a call to `executeRun` left the run. */
+export type RunOutcome =
+  | 'SUCCESS' | 'FAILED' | 'WAITING'
+  /** Cancelled or ended elsewhere while a node ran: no later node ran. */
+  | 'STOPPED'
+  /** Nothing to do: the run is missing or already finished. */
+  | 'SKIPPED'
+  /** The caller's signal was aborted (the job's lock was lost): the run is left for its new owner. */
+  | 'ABANDONED'
+
+export interface EngineOptions {
+  db: Db
+  /** Where resume jobs go. */
+  queues: Queues
+  logger: Logger
+  nodes: NodeDependencies
+  /** Starts the EVENT workflows listening to `workflow.run.failed` (services/runs emitEvent). */
+  emitEvent: (input: { userId: string, name: string, payload: unknown }) => Promise<unknown>
+  /**
+   * Takeovers of a RUNNING run whose worker stopped before the run is failed.
+   * @defaultValue 3
+   */
+  maxAttempts?: number
+  /**
+   * While a node runs longer than this, the run's status is checked this often
+   * so that a cancel aborts it.
+   * @defaultValue 1000
+   */
+  cancelPollMs?: number
+}
+
+export const runQueueFor = (triggerType: TriggerType): QueueName => triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
+
+/**
+ * The job that resumes a run suspended at a wait node. The id is unique per
+ * wait node of the run (a workflow has no cycles), so re-adding it never
+ * duplicates it, and the reconciler can find it from the run alone.
+ */
+export const resumeJobId = (runId: string, nodeId: string): string => `${runId}:resume:${encodeURIComponent(nodeId)}`
+
+/** Resume jobs retry on transient Redis or database failures; the run row is the record. */
+export const FOLLOW_UP_JOB_OPTIONS = { attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const
+
+const errorMessage = (err: unknown): string => err instanceof Error && err.message !== '' ? err.message : String(err)
+
+/**
+ * Executes runs (contract, "Graph execution" and "Runs"). One call takes a run
+ * from PENDING, WAITING or (after its worker died) RUNNING and executes nodes
+ * until the run ends, suspends on a wait node, or is cancelled. Node outputs,
+ * the run's position and log lines are written after each node in one
+ * statement, so a run taken over after a crash goes on from the node that was
+ * running.
+ */
+export function createRunEngine (options: EngineOptions) {
+  const { logger, queues } = options
+  const store = runStore(options.db)
+  const maxAttempts = options.maxAttempts ?? 3
+  const cancelPollMs = options.cancelPollMs ?? 1000
+
+  async function emitFailure (runId: string, error: string, failed: { workflowId: string, userId: string, eventName: string | null }): Promise<void> {
+    // A workflow that itself listens to failures emits nothing when it fails, so failures cannot loop.
+    if (failed.eventName === RUN_FAILED_EVENT) return
+    try {
+      await options.emitEvent({ userId: failed.userId, name: RUN_FAILED_EVENT, payload: { runId, workflowId: failed.workflowId, error } })
+    } catch (err) {
+      logger.error({ err, runId }, 'workflow.run.failed could not be emitted')
+    }
+  }
+
+  /** Ends a run FAILED (guarded by `from`) and emits `workflow.run.failed`; false when the run was not in `from`. */
+  async function failRun (runId: string, error: string, lines: LogLine[] = [], from: Parameters<typeof store.fail>[3] = ['RUNNING']): Promise<boolean> {
+    const failed = await store.fail(runId, error, lines, from)
+    if (failed === undefined) return false
+    logger.info({ runId, workflowId: failed.workflowId, error }, 'run failed')
+    await emitFailure(runId, error, failed)
+    return true
+  }
+
+  /**
+   * Runs `execute` with a signal that aborts when the job's signal does or
+   * when the run stops being RUNNING (a cancel), checked only while the node
+   * is still busy after `cancelPollMs`.
+   */
+  async function watchingCancel<T> (runId: string, jobSignal: AbortSignal | undefined, execute: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController()
+    const signal = jobSignal === undefined ? controller.signal : AbortSignal.any([jobSignal, controller.signal])
+    let timer: NodeJS.Timeout | undefined
+    const poll = (): void => {
+      timer = setTimeout(() => {
+        store.status(runId).then((status) => {
+          if (status !== 'RUNNING') controller.abort(new Error('the run was cancelled'))
+          else poll()
+        }, () => { poll() })
+      }, cancelPollMs)
+    }
+    poll()
+    try {
+      return await execute(signal)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined): Promise<NodeResult> {
+    const log = (level: LogLevel, message: string): void => { lines.push({ nodeId: node.id, level, message, at: new Date() }) }
+    if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
+    const executor = nodeExecutors[node.type]
+    const rawConfig = node.config ?? {}
+    const config = renderTemplate(rawConfig, result, (path) => { log('WARN', `Template path not found: ${path}`) }) as Record<string, unknown>
+    return await watchingCancel(run.id, signal, async (nodeSignal) => await executor.execute({
+      node,
+      config,
+      rawConfig,
+      run: { id: run.id, workflowId: run.workflowId, userId: run.userId, triggerData: run.triggerData, rawBody: run.rawBody },
+      result,
+      log,
+      signal: nodeSignal,
+      deps: options.nodes
+    }))
+  }
+
+  /**
+   * Executes the run `runId` as far as it goes now. Throws only on
+   * infrastructure failures (database, Redis): the job is then retried and the
+   * run taken over from the node that was running.
+   */
+  async function executeRun (runId: string, signal?: AbortSignal): Promise<RunOutcome> {
+    const claim = await store.claim(runId, maxAttempts)
+    if (claim === undefined) return 'SKIPPED'
+    if (!('claimed' in claim)) {
+      if (claim.status !== 'RUNNING') return 'SKIPPED'
+      const failed = await failRun(runId, `Run interrupted: its worker stopped ${claim.attempt + 1} times`)
+      return failed ? 'FAILED' : 'SKIPPED'
+    }
+    const run = claim.claimed
+    const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
+    const result = { ...run.result }
+    const visited = new Set<string>()
+    let nodeId = run.currentNodeId ?? startNode(graph)?.id
+    logger.debug({ runId, workflowId: run.workflowId, from: run.previousStatus, nodeId }, 'run claimed')
+
+    if (nodeId === undefined) {
+      return await store.succeed(runId, undefined, []) ? 'SUCCESS' : 'STOPPED'
+    }
+
+    // The lock on the job was lost: another worker owns the run now.
+    const abandoned = (): boolean => signal?.aborted === true
+    for (;;) {
+      if (abandoned()) return 'ABANDONED'
+      const lines: LogLine[] = []
+      const node: WorkflowNode | undefined = graph.nodes.find((candidate) => candidate.id === nodeId)
+      if (node === undefined || visited.has(nodeId)) {
+        const error = node === undefined ? `Node not found: ${nodeId}` : `Workflow graph has a cycle at ${nodeId}`
+        return await failRun(runId, error, lines) ? 'FAILED' : 'STOPPED'
+      }
+      visited.add(node.id)
+
+      lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} (${node.type}) started`, at: new Date() })
+      const started = performance.now()
+      let outcome: NodeResult
+      try {
+        outcome = await executeNode(run, node, result, lines, signal)
+      } catch (err) {
+        const error = errorMessage(err)
+        lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(performance.now() - started)}ms: ${error}`, at: new Date() })
+        if (abandoned()) return 'ABANDONED'
+        return await failRun(runId, error, lines) ? 'FAILED' : 'STOPPED'
+      }
+      const elapsed = Math.round(performance.now() - started)
+
+      if (outcome.suspendUntil !== undefined) {
+        lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
+        if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
+        const data: RunJobData = { runId }
+        await queues[runQueueFor(run.workflow.triggerType)].add('run', data, {
+          ...FOLLOW_UP_JOB_OPTIONS,
+          jobId: resumeJobId(runId, node.id),
+          delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
+        })
+        return 'WAITING'
+      }
+
+      lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} completed in ${elapsed}ms`, at: new Date() })
+      result[node.id] = outcome.output
+      const next = nextNodeId(graph, node, outcome)
+      if (next === null) {
+        return await store.succeed(runId, { nodeId: node.id, output: outcome.output }, lines) ? 'SUCCESS' : 'STOPPED'
+      }
+      if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
+        lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
+      }
+      if (!await store.advance(runId, node.id, outcome.output, next, lines)) return 'STOPPED'
+      nodeId = next
+    }
+  }
+
+  return { executeRun, failRun }
+}
+
+export type RunEngine = ReturnType<typeof createRunEngine>

@@ -1,0 +1,147 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { request } from 'undici'
+import { BlockedAddressError } from '../http-client.ts'
+import { NodeError, type NodeContext, type NodeExecutor } from '../types.ts'
+import { optionalBoolean, optionalNumber, optionalObject, optionalString, requiredString } from './config.ts'
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+/** The response lands in `result` (a jsonb column): keep it bounded. */
+export const MAX_RESPONSE_BYTES = 1024 * 1024
+const MAX_TIMEOUT_MS = 300_000
+const MAX_RETRIES = 10
+
+interface HttpResponse {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: unknown
+}
+
+/** A failure worth another attempt: the network, a timeout or a 5xx answer. */
+class TransientError extends Error {}
+
+function buildUrl (config: Record<string, unknown>): URL {
+  const text = requiredString(config, 'url')
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new NodeError(`url is not a valid URL: ${text}`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new NodeError('url must use http or https')
+  for (const [name, value] of Object.entries(optionalObject(config, 'query') ?? {})) {
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (item !== undefined && item !== null) url.searchParams.append(name, typeof item === 'object' ? JSON.stringify(item) : String(item))
+    }
+  }
+  return url
+}
+
+function buildHeaders (config: Record<string, unknown>): Record<string, string> {
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(optionalObject(config, 'headers') ?? {})) {
+    if (value !== undefined && value !== null) headers[name.toLowerCase()] = typeof value === 'object' ? JSON.stringify(value) : String(value)
+  }
+  return headers
+}
+
+/** Objects and arrays are sent as JSON; text as it is. */
+function buildBody (config: Record<string, unknown>, headers: Record<string, string>): string | undefined {
+  const body = config.body
+  if (body === undefined || body === null || body === '') return undefined
+  if (typeof body === 'string') return body
+  headers['content-type'] ??= 'application/json'
+  return JSON.stringify(body)
+}
+
+async function readBody (body: AsyncIterable<Buffer> & { destroy: () => void }): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.length
+    if (size > MAX_RESPONSE_BYTES) {
+      body.destroy()
+      throw new NodeError(`Response body is larger than ${MAX_RESPONSE_BYTES} bytes`)
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function parseBody (text: string, contentType: string | string[] | undefined): unknown {
+  if (text !== '' && typeof contentType === 'string' && /[/+]json\b/i.test(contentType)) {
+    try {
+      return JSON.parse(text)
+    } catch {
+      return text
+    }
+  }
+  return text
+}
+
+async function send (context: NodeContext, url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<HttpResponse> {
+  const timeout = AbortSignal.timeout(timeoutMs)
+  try {
+    const response = await request(url, {
+      dispatcher: context.deps.http,
+      method: method as 'GET',
+      headers,
+      body,
+      signal: AbortSignal.any([context.signal, timeout])
+    })
+    const text = await readBody(response.body)
+    return { status: response.statusCode, headers: response.headers, body: parseBody(text, response.headers['content-type']) }
+  } catch (err) {
+    if (err instanceof NodeError) throw err
+    if (err instanceof BlockedAddressError) throw new NodeError(err.message)
+    if (context.signal.aborted) throw new NodeError('Request aborted: the run was stopped')
+    if (timeout.aborted) throw new TransientError(`Request timed out after ${timeoutMs}ms`)
+    throw new TransientError(`Request failed: ${(err as Error).message}`)
+  }
+}
+
+/**
+ * An outbound HTTP call (spec 6.3) through the worker's shared dispatcher,
+ * which refuses private and metadata addresses. Network errors, timeouts
+ * and 5xx answers are retried `retries` times with exponential backoff.
+ */
+export const httpRequest: NodeExecutor<'http_request'> = {
+  type: 'http_request',
+  async execute (context) {
+    const { config, log, signal } = context
+    const method = (optionalString(config, 'method') ?? 'GET').toUpperCase()
+    if (!METHODS.includes(method)) throw new NodeError(`method must be one of ${METHODS.join(', ')}`)
+    const url = buildUrl(config)
+    const headers = buildHeaders(config)
+    const body = method === 'GET' || method === 'HEAD' ? undefined : buildBody(config, headers)
+    const timeoutMs = optionalNumber(config, 'timeoutMs', 1, MAX_TIMEOUT_MS) ?? 10_000
+    const retries = Math.floor(optionalNumber(config, 'retries', 0, MAX_RETRIES) ?? 0)
+    const failOnStatus = optionalBoolean(config, 'failOnStatus') ?? true
+    // Query strings may carry credentials: logs show the address without them.
+    const target = `${method} ${url.origin}${url.pathname}`
+
+    for (let attempt = 0; ; attempt++) {
+      let failure: string
+      try {
+        const response = await send(context, url, method, headers, body, timeoutMs)
+        if (response.status < 500 || attempt >= retries) {
+          log('INFO', `${target} answered ${response.status}`)
+          if (failOnStatus && response.status >= 400) throw new NodeError(`Request failed with status ${response.status}`)
+          return { output: response }
+        }
+        failure = `${target} answered ${response.status}`
+      } catch (err) {
+        if (!(err instanceof TransientError) || attempt >= retries) {
+          throw err instanceof TransientError ? new NodeError(err.message) : err
+        }
+        failure = err.message
+      }
+      const delayMs = Math.min(500 * 2 ** attempt, 10_000)
+      log('WARN', `${failure}; retrying in ${delayMs}ms (${attempt + 1} of ${retries})`)
+      try {
+        await sleep(delayMs, undefined, { signal })
+      } catch {
+        throw new NodeError('Request aborted: the run was stopped')
+      }
+    }
+  }
+}

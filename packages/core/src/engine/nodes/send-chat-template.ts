@@ -1,0 +1,24 @@
+import type { NodeExecutor } from '../types.ts'
+import { NodeError } from '../types.ts'
+import { optionalString, requiredString } from './config.ts'
+
+/** An approved template through one of the workflow owner's chat accounts. */
+export const sendChatTemplate: NodeExecutor<'send_chat_template'> = {
+  type: 'send_chat_template',
+  async execute ({ config, run, deps }) {
+    const templateName = requiredString(config, 'templateName')
+    const components = config.components
+    if (components !== undefined && components !== null && !Array.isArray(components)) {
+      throw new NodeError('components must be an array')
+    }
+    const sent = await deps.chat.sendTemplate({
+      userId: run.userId,
+      to: requiredString(config, 'phone'),
+      templateName,
+      lang: optionalString(config, 'lang') ?? 'en_US',
+      components: components ?? undefined,
+      accountId: optionalString(config, 'accountId')
+    })
+    return { output: { wamid: sent.wamid, kind: 'template', to: sent.to, templateName } }
+  }
+}

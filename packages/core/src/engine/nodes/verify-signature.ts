@@ -1,0 +1,51 @@
+import { createHmac, getHashes, timingSafeEqual } from 'node:crypto'
+import { getPath } from '../template.ts'
+import { NodeError, type NodeExecutor } from '../types.ts'
+import { optionalString, requiredString } from './config.ts'
+
+const ALGORITHMS = ['sha1', 'sha256', 'sha384', 'sha512'].filter((name) => getHashes().includes(name))
+const ENCODINGS = ['hex', 'base64'] as const
+type Encoding = typeof ENCODINGS[number]
+
+const INVALID_SIGNATURE = 'Invalid signature'
+
+function decode (text: string, encoding: Encoding): Buffer | undefined {
+  const valid = encoding === 'hex' ? /^[0-9a-fA-F]*$/.test(text) && text.length % 2 === 0 : /^[A-Za-z0-9+/_-]*={0,2}$/.test(text)
+  return valid ? Buffer.from(text, encoding) : undefined
+}
+
+/**
+ * An HMAC of the inbound webhook's exact bytes compared, in constant time, with
+ * a request header (spec 5.6). Any mismatch fails the run with `Invalid signature`.
+ */
+export const verifySignature: NodeExecutor<'verify_signature'> = {
+  type: 'verify_signature',
+  async execute ({ config, run, log }) {
+    const secret = requiredString(config, 'secret')
+    const header = requiredString(config, 'header').toLowerCase()
+    const algorithm = (optionalString(config, 'algorithm') ?? 'sha256').toLowerCase()
+    if (!ALGORITHMS.includes(algorithm)) throw new NodeError(`algorithm must be one of ${ALGORITHMS.join(', ')}`)
+    const encoding = (optionalString(config, 'encoding') ?? 'hex').toLowerCase()
+    if (encoding !== 'hex' && encoding !== 'base64') throw new NodeError(`encoding must be one of ${ENCODINGS.join(', ')}`)
+    const prefix = optionalString(config, 'prefix') ?? ''
+
+    if (run.rawBody === null) {
+      log('WARN', 'No request body to verify: the run was not started by an inbound webhook')
+      throw new NodeError(INVALID_SIGNATURE)
+    }
+    const headers = getPath(run.triggerData, 'headers')
+    const received = headers !== null && typeof headers === 'object' && Object.hasOwn(headers, header)
+      ? (headers as Record<string, unknown>)[header]
+      : undefined
+    if (typeof received !== 'string' || !received.startsWith(prefix)) {
+      log('WARN', `Header ${header} is missing or does not start with the prefix`)
+      throw new NodeError(INVALID_SIGNATURE)
+    }
+    const expected = createHmac(algorithm, secret).update(run.rawBody).digest()
+    const signature = decode(received.slice(prefix.length).trim(), encoding)
+    if (signature === undefined || signature.length !== expected.length || !timingSafeEqual(signature, expected)) {
+      throw new NodeError(INVALID_SIGNATURE)
+    }
+    return { output: { valid: true } }
+  }
+}

@@ -1,0 +1,64 @@
+import type { Dispatcher } from 'undici'
+import type { ChatSender } from '../chat/sender.ts'
+import type { LogLevel } from '../db/schema/runs.ts'
+import type { WorkflowNode } from '../db/schema/workflows.ts'
+import type { NodeType } from './node-types.ts'
+
+/** The part of a run a node may read. */
+export interface RunInfo {
+  id: string
+  workflowId: string
+  /** The workflow owner: chat nodes send from their accounts. */
+  userId: string
+  triggerData: unknown
+  /** The exact bytes of an inbound webhook request, for verify_signature. */
+  rawBody: Buffer | null
+}
+
+/** What executors need from outside the run. */
+export interface NodeDependencies {
+  chat: ChatSender
+  /** The shared undici dispatcher of http_request (address filtering and redirects built in). */
+  http: Dispatcher
+}
+
+export interface NodeContext {
+  node: WorkflowNode
+  /** The node's config with every template rendered against `result`. */
+  config: Record<string, unknown>
+  /** The config as the author wrote it, for fields that are paths rather than templates. */
+  rawConfig: Record<string, unknown>
+  run: RunInfo
+  /** triggerData plus the output of every node that ran so far. */
+  result: Readonly<Record<string, unknown>>
+  /** Adds a line to the run's logs under this node. */
+  log: (level: LogLevel, message: string) => void
+  /** Aborted when the run is cancelled or the worker lost the job. */
+  signal: AbortSignal
+  deps: NodeDependencies
+}
+
+export interface NodeResult {
+  /** Stored as `result[nodeId]`. */
+  output: unknown
+  /** The node the node chose to continue with (condition). */
+  next?: string | null
+  /** Edge `sourceHandle` values that stand for the chosen branch. */
+  handles?: string[]
+  /** Suspends the run (WAITING) until then; the node runs again when it resumes. */
+  suspendUntil?: Date
+}
+
+export interface NodeExecutor<T extends NodeType = NodeType> {
+  type: T
+  execute: (context: NodeContext) => Promise<NodeResult>
+}
+
+/**
+ * A node failure: the run ends FAILED with `message` as its error. Anything
+ * else an executor throws is treated the same way; this class only marks
+ * errors whose text is written for the workflow author.
+ */
+export class NodeError extends Error {
+  override name = 'NodeError'
+}
