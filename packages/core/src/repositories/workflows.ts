@@ -76,15 +76,19 @@ const toDate = (value: string | null): Date | null => value === null ? null : ne
 
 const parseJson = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T
 
-// json_agg renders timestamps as text; they are turned back into Dates below.
+/*
+ * Correlated subqueries name their tables explicitly: Drizzle renders a column of
+ * a single-table select unqualified, which inside a subquery would bind to the inner table.
+ * json_agg renders timestamps as text; they are turned back into Dates below.
+ */
 const recentRunsJson = sql`coalesce((
   select json_agg(json_build_object(
     'id', r.id, 'status', r.status, 'durationMs', r.duration_ms,
     'startedAt', r.started_at, 'completedAt', r.completed_at, 'createdAt', r.created_at
   ) order by r.created_at desc, r.id desc)
   from (
-    select * from ${runs} where ${runs.workflowId} = ${workflows.id}
-    order by ${runs.createdAt} desc, ${runs.id} desc limit ${sql.raw(String(RECENT_RUNS_LIMIT))}
+    select * from ${runs} where ${runs}.workflow_id = ${workflows}.id
+    order by ${runs}.created_at desc, ${runs}.id desc limit ${sql.raw(String(RECENT_RUNS_LIMIT))}
   ) r
 ), '[]'::json)`
 
@@ -93,7 +97,7 @@ const schedulesJson = sql`coalesce((
     'id', s.id, 'workflowId', s.workflow_id, 'cronExpression', s.cron_expression, 'timezone', s.timezone,
     'nextRunAt', s.next_run_at, 'lastRunAt', s.last_run_at, 'createdAt', s.created_at
   ) order by s.created_at)
-  from ${workflowSchedules} s where s.workflow_id = ${workflows.id}
+  from ${workflowSchedules} s where s.workflow_id = ${workflows}.id
 ), '[]'::json)`
 
 type Stamped<T, K extends keyof T> = Omit<T, K> & { [P in K]: string | null }

@@ -16,7 +16,12 @@ export const WorkflowNode = Type.Object({
 }, { additionalProperties: false })
 
 const Name = Type.String({ maxLength: 200 })
-const Description = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()])
+/**
+ * A type list rather than anyOf: AJV's type coercion would turn null into ''
+ * trying the string branch of a union first.
+ */
+const NullableString = (options: { maxLength?: number } = {}) => Type.Unsafe<string | null>({ type: ['string', 'null'], ...options })
+const Description = NullableString({ maxLength: 2000 })
 const TriggerConfig = Type.Unsafe<Record<string, unknown>>(Type.Object({}, {
   additionalProperties: true,
   description: 'EVENT: eventName; CRON: cronExpression (5 or 6 fields), timezone (IANA, default UTC); KEYWORD: keywords, match (contains, exact, startsWith)'
@@ -63,7 +68,7 @@ export const WorkflowParams = Type.Object({ id: Type.String({ description: 'work
 export const WorkflowSummary = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
+  description: NullableString(),
   triggerType: TriggerType,
   triggerConfig: TriggerConfig,
   isActive: Type.Boolean(),
@@ -99,7 +104,7 @@ export const WorkflowSchedule = Type.Object({
 export const WorkflowDetail = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
+  description: NullableString(),
   triggerType: TriggerType,
   triggerConfig: TriggerConfig,
   nodes: Type.Array(WorkflowNode),
