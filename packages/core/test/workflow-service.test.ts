@@ -1,0 +1,64 @@
+import t from 'tap'
+import { eq } from 'drizzle-orm'
+// By path: @switchboard/testing depends on this package, so it cannot be a dependency of it.
+import { createTestDatabase } from '../../testing/src/database.ts'
+import { createDatabase, type DbOrTx } from '../src/db/client.ts'
+import { users, workflows, type Workflow } from '../src/db/schema/index.ts'
+import { createWorkflowService, type ScheduleSync } from '../src/services/workflows.ts'
+
+const testDatabase = await createTestDatabase()
+const { db, close } = createDatabase(testDatabase.url, { max: 4 })
+t.teardown(async () => {
+  await close()
+  await testDatabase.drop()
+})
+
+const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x', role: 'member' }).returning()
+const scope = { userId: owner!.id, isAdmin: false }
+
+/** Records each hook call and what the transaction it runs in can see. */
+function recordingSync (fail = false) {
+  const calls: Array<{ hook: string, workflowId: string, visible: boolean, isActive?: boolean }> = []
+  const visible = async (tx: DbOrTx, id: string): Promise<boolean> =>
+    (await tx.select({ id: workflows.id }).from(workflows).where(eq(workflows.id, id))).length > 0
+  const sync: ScheduleSync = {
+    async onSaved (workflow: Workflow, tx: DbOrTx) {
+      calls.push({ hook: 'saved', workflowId: workflow.id, visible: await visible(tx, workflow.id), isActive: workflow.isActive })
+      if (fail) throw new Error('scheduler unavailable')
+    },
+    async onDeleted (workflowId: string, tx: DbOrTx) {
+      calls.push({ hook: 'deleted', workflowId, visible: await visible(tx, workflowId) })
+      if (fail) throw new Error('scheduler unavailable')
+    }
+  }
+  return { sync, calls }
+}
+
+t.test('the schedule hooks run in the saving transaction with the stored workflow', async (t) => {
+  const { sync, calls } = recordingSync()
+  const service = createWorkflowService({ db, scheduleSync: sync })
+  const created = await service.create(scope, { name: 'Nightly', triggerType: 'CRON', triggerConfig: { cronExpression: '0 3 * * *' }, isActive: true })
+  await service.update(scope, created.id, { isActive: false })
+  await service.update(scope, created.id, {})
+  await service.delete(scope, created.id)
+  t.same(calls, [
+    { hook: 'saved', workflowId: created.id, visible: true, isActive: true },
+    { hook: 'saved', workflowId: created.id, visible: true, isActive: false },
+    { hook: 'deleted', workflowId: created.id, visible: false }
+  ], 'an empty change saves nothing and calls no hook')
+})
+
+t.test('a failing hook undoes the change', async (t) => {
+  const working = createWorkflowService({ db })
+  const kept = await working.create(scope, { name: 'Kept', triggerType: 'MANUAL' })
+
+  const { sync } = recordingSync(true)
+  const failing = createWorkflowService({ db, scheduleSync: sync })
+  await t.rejects(failing.create(scope, { name: 'Never stored', triggerType: 'CRON', triggerConfig: { cronExpression: '* * * * *' } }), { message: 'scheduler unavailable' })
+  t.same(await db.select({ id: workflows.id }).from(workflows).where(eq(workflows.name, 'Never stored')), [])
+
+  await t.rejects(failing.update(scope, kept.id, { name: 'Renamed' }), { message: 'scheduler unavailable' })
+  await t.rejects(failing.delete(scope, kept.id), { message: 'scheduler unavailable' })
+  const [row] = await db.select({ name: workflows.name }).from(workflows).where(eq(workflows.id, kept.id))
+  t.same(row, { name: 'Kept' }, 'neither renamed nor deleted')
+})
