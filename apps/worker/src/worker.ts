@@ -2,7 +2,8 @@ import { Worker } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
 import { createDatabase } from '@switchboard/core/db/client'
 import type { Logger } from '@switchboard/core/logger'
-import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, QUEUE_NAMES } from '@switchboard/core/queues'
+import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, QUEUE_NAMES, SCHEDULED_TASKS } from '@switchboard/core/queues'
+import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
 import type { WorkerContext } from './context.ts'
 import { processors } from './processors/index.ts'
 
@@ -36,6 +37,10 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     workers.push(worker)
   }
   await Promise.all(workers.map(async (worker) => { await worker.waitUntilReady() }))
+
+  // Redis may have lost the cron schedulers (or kept stale ones): rebuild them from the database.
+  const schedules = await createScheduleSync({ db: database.db, queue: queues[SCHEDULED_TASKS] }).rebuild()
+  logger.info(schedules, 'cron schedules rebuilt')
   logger.info({ queues: workers.map((w) => w.name), concurrency: config.workerConcurrency }, 'worker started')
 
   return {
