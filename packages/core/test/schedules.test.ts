@@ -24,6 +24,12 @@ t.test('hourly ticks through the repeated and the skipped hour', async (t) => {
   t.equal(next('0 * * * *', 'Europe/Berlin', '2025-03-30T00:30:00Z'), '2025-03-30T01:00:00.000Z')
 })
 
+t.test('a daily time in the skipped hour moves on an hour; one in the repeated hour fires once', async (t) => {
+  t.equal(next('30 2 * * *', 'Europe/Berlin', '2025-03-29T02:00:00Z'), '2025-03-30T01:30:00.000Z', '03:30 CEST')
+  t.equal(next('30 2 * * *', 'Europe/Berlin', '2025-10-25T02:00:00Z'), '2025-10-26T00:30:00.000Z', '02:30 CEST')
+  t.equal(next('30 2 * * *', 'Europe/Berlin', '2025-10-26T00:30:00Z'), '2025-10-27T01:30:00.000Z', 'not again at 02:30 CET')
+})
+
 t.test('six fields tick every second; 5 or 6 fields only; bad input has no next run', async (t) => {
   t.equal(next('* * * * * *', 'UTC', '2025-01-01T00:00:00.000Z'), '2025-01-01T00:00:01.000Z')
   t.equal(next('*/15 * * * * *', 'UTC', '2025-01-01T00:00:01.500Z'), '2025-01-01T00:00:15.000Z')
