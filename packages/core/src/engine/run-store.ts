@@ -99,7 +99,7 @@ export function runStore (db: DbOrTx) {
           select id, 'INFO', case previous_status
             when 'PENDING' then 'Run started'
             when 'WAITING' then 'Run resumed'
-            else 'Run taken over after its worker stopped (attempt ' || (attempt + 1) || ')' end
+            else 'Run taken over after its worker stopped (attempt ' || attempt || ')' end
           from claimed
         )
         select previous.status as found_status, previous.attempt as found_attempt, claimed.*,
