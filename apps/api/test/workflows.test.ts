@@ -85,6 +85,7 @@ t.test('create errors come in the contract order with its messages', async (t) =
     [{ triggerType: 'NOPE', domain: 'NOPE' }, 'name is required'],
     [{ name: '   ' }, 'name is required'],
     [{ name: '', triggerType: 'MANUAL' }, 'name is required'],
+    [{ name: null, triggerType: 'MANUAL' }, 'name is required'],
     [{ name: 'x' }, 'triggerType is required'],
     [{ name: 'x', domain: 'NOPE', nodes: badNode }, 'triggerType is required'],
     [{ name: 'x', triggerType: 'NOPE', domain: 'NOPE' }, triggerTypes],
@@ -322,6 +323,7 @@ t.test('patch validates the result and stores nothing when it is refused', async
   const url = `${URL}/${workflow.id}`
   const refusals: Array<[Body, string]> = [
     [{ name: '  ' }, 'name is required'],
+    [{ name: null }, 'name is required'],
     [{ name: '  ', triggerType: 'NOPE' }, 'name is required'],
     [{ triggerType: 'NOPE' }, 'triggerType must be one of EVENT, CRON, WEBHOOK, KEYWORD, MANUAL, AGENT'],
     [{ domain: 'NOPE' }, 'domain must be one of GENERAL, CHAT, PROJECTS, CLIENTS, AGENTS'],

@@ -21,7 +21,8 @@ export interface WorkflowRoutesOptions {
 
 const scopeOf = (request: FastifyRequest): OwnerScope => ({ userId: request.user.sub, isAdmin: request.user.role === 'admin' })
 
-const isBlank = (value: unknown): boolean => typeof value === 'string' && value.trim() === ''
+/** Null counts as blank: AJV's type coercion would otherwise store it as ''. */
+const isBlank = (value: unknown): boolean => value === null || (typeof value === 'string' && value.trim() === '')
 
 /**
  * AJV reports a missing triggerType before it looks at name's value, so a blank
