@@ -1,7 +1,6 @@
 import t from 'tap'
 import { eq } from 'drizzle-orm'
-// By path: @switchboard/testing depends on this package, so it cannot be a dependency of it.
-import { createTestDatabase } from '../../testing/src/database.ts'
+import { createTestDatabase } from '@switchboard/testing/database'
 import { createDatabase, type DbOrTx } from '../src/db/client.ts'
 import { users, workflows, type Workflow } from '../src/db/schema/index.ts'
 import { createWorkflowService, type ScheduleSync } from '../src/services/workflows.ts'
