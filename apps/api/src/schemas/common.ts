@@ -12,7 +12,8 @@ export const ErrorResponse = Type.Object({
 export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorResponse> =>
   Object.fromEntries(statuses.map((status) => [status, ErrorResponse]))
 
-export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) })
+/** No length or format rules: a malformed id is simply not found (contract: 404, not 400). */
+export const IdParams = Type.Object({ id: Type.String() })
 
 /** Dates leave as ISO 8601 strings: the serializer formats the Date objects the repositories return. */
 export const Timestamp = Type.Unsafe<Date | string>(Type.String({ format: 'date-time' }))
