@@ -1,11 +1,26 @@
 import { Worker } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
+import { createChatClient } from '@switchboard/core/chat/client'
+import { createChatService } from '@switchboard/core/chat/service'
 import { createDatabase } from '@switchboard/core/db/client'
+import { createHttpClient } from '@switchboard/core/engine/http-client'
+import { createReconciler } from '@switchboard/core/engine/reconciler'
 import type { Logger } from '@switchboard/core/logger'
 import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, QUEUE_NAMES, SCHEDULED_TASKS } from '@switchboard/core/queues'
 import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
 import type { WorkerContext } from './context.ts'
 import { processors } from './processors/index.ts'
+import { runEngine } from './processors/workflow-runs.ts'
+
+/**
+ * A worker that dies (SIGKILL, OOM) holds its jobs' locks until they expire:
+ * BullMQ's stalled check then returns the jobs to the queue and the engine
+ * takes the run over. Shorter than BullMQ's 30 s default so that a crash
+ * costs seconds; jobs are I/O-bound, so renewals (every 5 s) are not starved.
+ */
+const LOCK_DURATION_MS = 10_000
+const STALLED_INTERVAL_MS = 5_000
+const MAX_STALLED_COUNT = 2
 
 export interface RunningWorker {
   context: WorkerContext
@@ -19,7 +34,10 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const redis = createProducerConnection(config.redisUrl)
   redis.on('error', (err) => { logger.warn({ err }, 'redis connection error') })
   const queues = createQueues(redis, config.queuePrefix)
-  const context: WorkerContext = { config, logger, database, queues, redis }
+  const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
+  const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
+  const chat = createChatService({ db: database.db, config, client: chatClient, logger }).sender
+  const context: WorkerContext = { config, logger, database, queues, redis, http: http.dispatcher, chat }
 
   const connection = createWorkerConnection(config.redisUrl)
   connection.on('error', (err) => { logger.warn({ err }, 'redis worker connection error') })
@@ -30,9 +48,16 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     const worker = new Worker(name, factory(context), {
       connection,
       prefix: config.queuePrefix,
-      concurrency: config.workerConcurrency
+      concurrency: config.workerConcurrency,
+      lockDuration: LOCK_DURATION_MS,
+      stalledInterval: STALLED_INTERVAL_MS,
+      maxStalledCount: MAX_STALLED_COUNT
     })
     worker.on('error', (err) => { logger.error({ err, queue: name }, 'worker error') })
+    // Another worker may own a job whose lock could not be renewed: stop working on it here.
+    worker.on('lockRenewalFailed', (jobIds) => {
+      for (const jobId of jobIds) worker.cancelJob(jobId, 'lock lost')
+    })
     worker.on('failed', (job, err) => { logger.warn({ err, queue: name, jobId: job?.id }, 'job failed') })
     workers.push(worker)
   }
@@ -41,14 +66,18 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   // Redis may have lost the cron schedulers (or kept stale ones): rebuild them from the database.
   const schedules = await createScheduleSync({ db: database.db, queue: queues[SCHEDULED_TASKS] }).rebuild()
   logger.info(schedules, 'cron schedules rebuilt')
+  const reconciler = createReconciler({ db: database.db, queues, logger, engine: runEngine(context) })
+  reconciler.start()
   logger.info({ queues: workers.map((w) => w.name), concurrency: config.workerConcurrency }, 'worker started')
 
   return {
     context,
     workers,
     async close () {
+      await reconciler.stop()
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
+      await Promise.all([http.close(), chatClient.close()])
       await closeQueues(queues)
       connection.disconnect()
       redis.disconnect()

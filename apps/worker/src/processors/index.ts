@@ -1,11 +1,15 @@
 import type { Processor } from 'bullmq'
 import type { QueueName } from '@switchboard/core/queues'
 import type { WorkerContext } from '../context.ts'
+import { agentExecutionProcessor } from './agent-execution.ts'
 import { scheduledTasksProcessor } from './scheduled-tasks.ts'
+import { workflowRunsProcessor } from './workflow-runs.ts'
 
 export type ProcessorFactory = (context: WorkerContext) => Processor
 
 /** One processor per queue; a queue without one has no Worker in this process. */
 export const processors: Partial<Record<QueueName, ProcessorFactory>> = {
+  'workflow-runs': workflowRunsProcessor,
+  'agent-execution': agentExecutionProcessor,
   'scheduled-tasks': scheduledTasksProcessor
 }

@@ -1,0 +1,188 @@
+import type { Queue } from 'bullmq'
+import { sql } from 'drizzle-orm'
+import type { Db } from '../db/client.ts'
+import type { TriggerType } from '../db/schema/workflows.ts'
+import type { Logger } from '../logger.ts'
+import type { Queues, RunJobData } from '../queues.ts'
+import { FOLLOW_UP_JOB_OPTIONS, resumeJobId, runQueueFor, type RunEngine } from './engine.ts'
+
+/** A job that will still (or does now) execute its run. */
+const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
+
+/** The job that takes over a RUNNING run whose job is gone; unique per takeover attempt. */
+export const takeoverJobId = (runId: string, attempt: number): string => `${runId}:takeover:${attempt}`
+
+export interface ReconcilerOptions {
+  db: Db
+  queues: Queues
+  logger: Logger
+  /** Fails runs that cannot be taken over any more (and emits workflow.run.failed). */
+  engine: Pick<RunEngine, 'failRun'>
+  /** @defaultValue 30000 */
+  intervalMs?: number
+  /**
+   * A PENDING run this old without a job is re-enqueued; a WAITING run whose
+   * resume time passed this long ago without a job gets its resume job back.
+   * @defaultValue 30000
+   */
+  graceMs?: number
+  /**
+   * RUNNING runs that started this long ago are checked for a live job.
+   * @defaultValue 60000
+   */
+  runningAfterMs?: number
+  /**
+   * Takeovers of a RUNNING run before it is failed; the engine's limit.
+   * @defaultValue 3
+   */
+  maxAttempts?: number
+  /** @defaultValue 500 */
+  batchSize?: number
+}
+
+export interface ReconcileReport {
+  requeued: number
+  resumed: number
+  takenOver: number
+  failed: number
+}
+
+/**
+ * Nothing accepted is lost (contract, Runs): Postgres is the record, and this
+ * puts Redis right when the two disagree. Every action is idempotent (job ids
+ * derive from the run, status changes are guarded), so each worker process
+ * runs one without coordination.
+ */
+export function createReconciler (options: ReconcilerOptions) {
+  const { db, queues, logger } = options
+  const intervalMs = options.intervalMs ?? 30_000
+  const grace = sql`${`${options.graceMs ?? 30_000} milliseconds`}::interval`
+  const runningAfter = sql`${`${options.runningAfterMs ?? 60_000} milliseconds`}::interval`
+  const maxAttempts = options.maxAttempts ?? 3
+  const batchSize = options.batchSize ?? 500
+
+  /** Makes sure job `jobId` will run: added when missing, retried when failed, replaced when it completed without moving the run. */
+  async function ensureJob (queue: Queue, jobId: string, runId: string): Promise<boolean> {
+    const state = await queue.getJobState(jobId)
+    if (LIVE_JOB_STATES.has(state)) return false
+    if (state === 'failed') {
+      await (await queue.getJob(jobId))?.retry('failed')
+      return true
+    }
+    if (state === 'completed') await queue.remove(jobId)
+    const data: RunJobData = { runId }
+    await queue.add('run', data, { ...FOLLOW_UP_JOB_OPTIONS, jobId })
+    return true
+  }
+
+  async function requeuePending (): Promise<number> {
+    const rows = await db.execute<{ id: string, triggerType: TriggerType }>(sql`
+      select runs.id, workflows.trigger_type as "triggerType" from runs join workflows on workflows.id = runs.workflow_id
+      where runs.status = 'PENDING' and runs.created_at < now() - ${grace}
+      order by runs.created_at limit ${batchSize}
+    `)
+    let count = 0
+    for (const run of rows) {
+      // The api's job id is the run id, so a job that is merely late is found and left alone.
+      if (await ensureJob(queues[runQueueFor(run.triggerType)], run.id, run.id)) {
+        logger.warn({ runId: run.id }, 'PENDING run had no job: re-enqueued')
+        count++
+      }
+    }
+    return count
+  }
+
+  async function resumeWaiting (): Promise<number> {
+    const rows = await db.execute<{ id: string, nodeId: string | null, triggerType: TriggerType }>(sql`
+      select runs.id, runs.current_node_id as "nodeId", workflows.trigger_type as "triggerType"
+      from runs join workflows on workflows.id = runs.workflow_id
+      cross join lateral (select runs.result->runs.current_node_id->>'until' as until) as wait
+      where runs.status = 'WAITING'
+        and case when wait.until ~ '^\d{4}-\d{2}-\d{2}T' then wait.until::timestamptz < now() - ${grace}
+          else runs.created_at < now() - ${grace} end
+      order by runs.created_at limit ${batchSize}
+    `)
+    let count = 0
+    for (const run of rows) {
+      if (await ensureJob(queues[runQueueFor(run.triggerType)], resumeJobId(run.id, run.nodeId ?? ''), run.id)) {
+        logger.warn({ runId: run.id }, 'WAITING run past its time had no resume job: re-enqueued')
+        count++
+      }
+    }
+    return count
+  }
+
+  /**
+   * A RUNNING run is alive while one of the jobs that can drive it is live:
+   * its first job, the resume job of one of its wait nodes, or a takeover
+   * job. BullMQ itself returns a job whose worker died (stalled) to the queue;
+   * this catches runs whose job is gone for good or failed after too many stalls.
+   */
+  async function takeOverRunning (): Promise<{ takenOver: number, failed: number }> {
+    const rows = await db.execute<{ id: string, attempt: number, triggerType: TriggerType, waitNodeIds: string[] | null }>(sql`
+      select runs.id, runs.attempt, workflows.trigger_type as "triggerType",
+        (select array_agg(node->>'id') from jsonb_array_elements(workflows.nodes) as node where node->>'type' = 'wait') as "waitNodeIds"
+      from runs join workflows on workflows.id = runs.workflow_id
+      where runs.status = 'RUNNING' and coalesce(runs.started_at, runs.created_at) < now() - ${runningAfter}
+      order by runs.created_at limit ${batchSize}
+    `)
+    let takenOver = 0
+    let failed = 0
+    for (const run of rows) {
+      const queue = queues[runQueueFor(run.triggerType)]
+      const candidates = [
+        run.id,
+        ...(run.waitNodeIds ?? []).map((nodeId) => resumeJobId(run.id, nodeId)),
+        ...Array.from({ length: run.attempt + 1 }, (_, attempt) => takeoverJobId(run.id, attempt))
+      ]
+      const states = await Promise.all(candidates.map(async (jobId) => await queue.getJobState(jobId)))
+      if (states.some((state) => LIVE_JOB_STATES.has(state))) continue
+      if (run.attempt >= maxAttempts) {
+        if (await options.engine.failRun(run.id, `Run interrupted: its worker stopped ${run.attempt + 1} times`)) failed++
+        continue
+      }
+      if (await ensureJob(queue, takeoverJobId(run.id, run.attempt), run.id)) {
+        logger.warn({ runId: run.id, attempt: run.attempt }, 'RUNNING run had no live job: taken over')
+        takenOver++
+      }
+    }
+    return { takenOver, failed }
+  }
+
+  async function reconcile (): Promise<ReconcileReport> {
+    const requeued = await requeuePending()
+    const resumed = await resumeWaiting()
+    const { takenOver, failed } = await takeOverRunning()
+    return { requeued, resumed, takenOver, failed }
+  }
+
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<unknown> | undefined
+  let stopped = true
+
+  function schedule (delayMs: number): void {
+    timer = setTimeout(() => {
+      running = reconcile()
+        .catch((err: unknown) => { logger.warn({ err }, 'reconciler pass failed') })
+        .finally(() => { if (!stopped) schedule(intervalMs) })
+    }, delayMs)
+    timer.unref()
+  }
+
+  return {
+    reconcile,
+    /** Runs a pass soon after start (a restarted worker puts things right at once), then every `intervalMs`. */
+    start (): void {
+      if (!stopped) return
+      stopped = false
+      schedule(Math.min(intervalMs, 1000))
+    },
+    async stop (): Promise<void> {
+      stopped = true
+      clearTimeout(timer)
+      await running
+    }
+  }
+}
+
+export type Reconciler = ReturnType<typeof createReconciler>
