@@ -134,3 +134,22 @@ t.test('a worker restart rebuilds flushed schedulers and drops stale ones', asyn
   t.equal(new Set(all).size, all.length)
   t.ok(runs.length >= 2)
 })
+
+t.test('a worker restart requeues a tick that Redis lost while keeping the scheduler', async (t) => {
+  const [workflow] = (await stack.call('GET', '/api/automation/workflows?triggerType=CRON', { token })).body
+    .filter((w: { isActive: boolean }) => w.isActive)
+  await Promise.all(stack.workers.map(async (worker) => { await worker.stop('SIGTERM') }))
+
+  // Every key but the schedulers' own records: the queued next tick is gone.
+  const keys = (await redis.keys(`${prefix}:${SCHEDULED_TASKS}:*`))
+    .filter((key) => !key.endsWith(`:${SCHEDULED_TASKS}:repeat`) && !key.endsWith(`:repeat:${workflow.id}`))
+  await redis.del(...keys)
+  t.ok(await scheduledTasks.getJobScheduler(workflow.id), 'the scheduler record survived')
+  t.equal(await scheduledTasks.getDelayedCount(), 0, 'no tick is queued')
+
+  const restartedAt = Date.now()
+  await stack.startWorker()
+  await waitForRuns(workflow.id, 2, (run) => Date.parse(run.triggerData.scheduledAt) > restartedAt)
+  const all = tickTimes(await runsOf(workflow.id))
+  t.equal(new Set(all).size, all.length)
+})

@@ -66,10 +66,16 @@ export type ReconcileOutcome = 'scheduled' | 'unscheduled'
  * workflow id, on `scheduled-tasks`) in step with the workflow definition.
  */
 export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
+  /** Whether Redis holds this scheduler with its next tick queued. */
+  async function isRegistered (workflowId: string, trigger: CronTrigger): Promise<boolean> {
+    const existing = await queue.getJobScheduler(workflowId)
+    if (existing?.pattern !== trigger.cronExpression || existing.tz !== trigger.timezone || existing.next == null) return false
+    return await queue.getJob(`repeat:${workflowId}:${existing.next}`) !== undefined
+  }
+
   /** Registers the job scheduler unless Redis already holds the same one (re-upserting would drop a due tick). */
   async function register (workflowId: string, trigger: CronTrigger): Promise<void> {
-    const existing = await queue.getJobScheduler(workflowId)
-    if (existing?.pattern === trigger.cronExpression && existing.tz === trigger.timezone && existing.next != null) return
+    if (await isRegistered(workflowId, trigger)) return
     await queue.upsertJobScheduler(
       workflowId,
       { pattern: trigger.cronExpression, tz: trigger.timezone },
