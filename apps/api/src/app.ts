@@ -18,6 +18,12 @@ import fireRoutes from './routes/automation/fire.ts'
 import queueRoutes from './routes/automation/queues.ts'
 import runRoutes from './routes/automation/runs.ts'
 import inboundWebhookRoutes from './routes/automation/webhook.ts'
+import chat from './plugins/chat.ts'
+import chatAccountRoutes from './routes/chat/accounts.ts'
+import chatConversationRoutes from './routes/chat/conversations.ts'
+import chatSendRoutes from './routes/chat/send.ts'
+import chatTemplateRoutes from './routes/chat/templates.ts'
+import chatWebhookRoutes from './routes/webhook-chat.ts'
 
 export interface AppOptions {
   config: Config
@@ -50,6 +56,12 @@ export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<
   await fastify.register(eventRoutes)
   await fastify.register(runRoutes)
   await fastify.register(queueRoutes)
+  await fastify.register(chat)
+  await fastify.register(chatAccountRoutes)
+  await fastify.register(chatSendRoutes)
+  await fastify.register(chatTemplateRoutes)
+  await fastify.register(chatConversationRoutes)
+  await fastify.register(chatWebhookRoutes)
 
   fastify.addHook('onReady', async () => {
     await usersRepository(fastify.db).ensureAdmin(opts.config.adminEmail, opts.config.adminPassword)

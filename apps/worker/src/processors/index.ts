@@ -1,6 +1,7 @@
 import type { Processor } from 'bullmq'
 import type { QueueName } from '@switchboard/core/queues'
 import type { WorkerContext } from '../context.ts'
+import { assistantMainProcessor } from './assistant-main.ts'
 import { agentExecutionProcessor } from './agent-execution.ts'
 import { scheduledTasksProcessor } from './scheduled-tasks.ts'
 import { workflowRunsProcessor } from './workflow-runs.ts'
@@ -9,6 +10,7 @@ export type ProcessorFactory = (context: WorkerContext) => Processor
 
 /** One processor per queue; a queue without one has no Worker in this process. */
 export const processors: Partial<Record<QueueName, ProcessorFactory>> = {
+  'assistant-main': assistantMainProcessor,
   'workflow-runs': workflowRunsProcessor,
   'agent-execution': agentExecutionProcessor,
   'scheduled-tasks': scheduledTasksProcessor

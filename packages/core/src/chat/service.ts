@@ -44,7 +44,7 @@ export interface ChatServiceOptions {
   db: DbOrTx
   config: Config
   client: ChatClient
-  logger: Logger
+  logger: Pick<Logger, 'error'>
 }
 
 /** Platform failures become the contract's errors: 500 with the spec's message, 502 when unreachable. */

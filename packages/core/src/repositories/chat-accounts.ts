@@ -71,7 +71,7 @@ export function chatAccountsRepository (db: DbOrTx) {
       })
     },
 
-    /** Returns null when the account is not in scope; throws on a phone number the owner already linked (23505). */
+    /** Returns null when the account is not in scope; a phone number the owner already linked violates the unique index. */
     async update (id: string, scope: AccountScope, changes: ChatAccountChanges): Promise<PublicChatAccount | null> {
       return db.transaction(async (tx) => {
         const [account] = await tx.update(chatAccounts).set({ ...changes, updatedAt: new Date() })

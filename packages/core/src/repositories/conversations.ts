@@ -72,6 +72,9 @@ const sortOrder = (sort: ConversationSort | undefined): SQL[] => {
   }
 }
 
+/** Dates inside raw SQL fragments are bound as text, so they travel as ISO strings with an explicit type. */
+const timestamptz = (date: Date): SQL => sql`${date.toISOString()}::timestamptz`
+
 /** Raw rows of the lateral query come back with column names; map them like Drizzle would. */
 const messageFromRow = (row: Record<string, unknown>): Message => ({
   id: row.id as string,
@@ -139,7 +142,7 @@ export function conversationsRepository (db: DbOrTx) {
       const rows = await db.select().from(messages)
         .where(and(
           eq(messages.conversationId, conversationId),
-          before === undefined ? undefined : sql`(${messages.createdAt}, ${messages.id}) < (${before.createdAt}, ${before.id})`
+          before === undefined ? undefined : sql`(${messages.createdAt}, ${messages.id}) < (${timestamptz(before.createdAt)}, ${before.id})`
         ))
         .orderBy(desc(messages.createdAt), desc(messages.id))
         .limit(limit)
@@ -158,7 +161,8 @@ export function conversationsRepository (db: DbOrTx) {
         lastIncomingAt: conversations.lastIncomingAt,
         replyToWamid: replyToId === undefined
           ? sql<string | null>`null`
-          : sql<string | null>`(select ${messages.wamid} from ${messages} where ${messages.id} = ${replyToId} and ${messages.conversationId} = ${conversations.id})`
+          // Qualified by hand: Drizzle writes a single-table select's columns unqualified.
+          : sql<string | null>`(select m.wamid from messages m where m.id = ${replyToId} and m.conversation_id = conversations.id)`
       }).from(conversations)
         .where(and(eq(conversations.phoneNumberId, phoneNumberId), eq(conversations.phone, phone))).limit(1)
       return row ?? { lastIncomingAt: null, replyToWamid: null }
@@ -166,7 +170,7 @@ export function conversationsRepository (db: DbOrTx) {
 
     /** Stores a sent message on its conversation, creating the conversation when new, in one statement. */
     async recordOutbound (record: OutboundMessageRecord): Promise<{ conversationId: string, messageId: string }> {
-      const now = new Date()
+      const now = timestamptz(new Date())
       const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
         with conversation as (
           insert into conversations (id, phone_number_id, phone, last_message, last_message_at)
@@ -209,11 +213,12 @@ export function conversationsRepository (db: DbOrTx) {
         }).onConflictDoNothing({ target: messages.wamid }).returning({ id: messages.id })
         if (message === undefined) return null
         // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
+        const receivedAt = timestamptz(record.receivedAt)
         await tx.update(conversations).set({
           unreadCount: sql`${conversations.unreadCount} + 1`,
-          lastIncomingAt: sql`greatest(${conversations.lastIncomingAt}, ${record.receivedAt})`,
-          lastMessage: sql`case when ${conversations.lastMessageAt} is null or ${conversations.lastMessageAt} <= ${record.receivedAt} then ${record.content} else ${conversations.lastMessage} end`,
-          lastMessageAt: sql`greatest(${conversations.lastMessageAt}, ${record.receivedAt})`,
+          lastIncomingAt: sql`greatest(${conversations.lastIncomingAt}, ${receivedAt})`,
+          lastMessage: sql`case when ${conversations.lastMessageAt} is null or ${conversations.lastMessageAt} <= ${receivedAt} then ${record.content} else ${conversations.lastMessage} end`,
+          lastMessageAt: sql`greatest(${conversations.lastMessageAt}, ${receivedAt})`,
           updatedAt: new Date()
         }).where(eq(conversations.id, conversation.id))
         return { conversationId: conversation.id, messageId: message.id }

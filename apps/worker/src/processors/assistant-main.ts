@@ -1,0 +1,23 @@
+import type { Job } from 'bullmq'
+import { chatDeliveryProcessor } from '@switchboard/core/chat/inbound'
+import { reactToInboundMessage } from '@switchboard/core/chat/keywords'
+import type { ChatDeliveryJobData } from '@switchboard/core/queues'
+import type { ProcessorFactory } from './index.ts'
+
+/** Inbound chat platform deliveries (contract, Queues): stored, then events and KEYWORD workflows started. */
+export const assistantMainProcessor: ProcessorFactory = (context) => {
+  const { config, logger, queues } = context
+  const db = context.database.db
+  const processDelivery = chatDeliveryProcessor({
+    db,
+    config,
+    logger,
+    onMessage: async (message) => {
+      const started = await reactToInboundMessage({ db, queues }, message)
+      if (started.eventRunIds.length > 0 || started.keywordRunIds.length > 0) {
+        logger.info({ conversationId: message.conversationId, ...started }, 'inbound chat message started runs')
+      }
+    }
+  })
+  return async (job: Job<ChatDeliveryJobData>) => processDelivery(job.data.deliveryId)
+}

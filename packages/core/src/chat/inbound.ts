@@ -1,0 +1,160 @@
+import type { Config } from '../config.ts'
+import type { DbOrTx } from '../db/client.ts'
+import { MESSAGE_STATUSES } from '../db/schema/index.ts'
+import type { Logger } from '../logger.ts'
+import { chatDeliveriesRepository } from '../repositories/chat-deliveries.ts'
+import { conversationsRepository, type MessageStatus } from '../repositories/conversations.ts'
+import { chatAccountResolver } from './accounts.ts'
+
+/** The job name of a platform delivery on the assistant-main queue. */
+export const CHAT_DELIVERY_JOB = 'chat-delivery'
+
+/** A newly stored customer message, for what reacts to it (events, KEYWORD workflows). */
+export interface InboundChatMessage {
+  phoneNumberId: string
+  /** Users who can use the receiving account. */
+  userIds: string[]
+  phone: string
+  name: string | null
+  text: string
+  type: string
+  wamid: string
+  messageId: string
+  conversationId: string
+}
+
+export interface DeliverySummary {
+  messages: number
+  duplicates: number
+  statuses: number
+  ignored: number
+}
+
+export interface InboundOptions {
+  db: DbOrTx
+  config: Config
+  logger: Logger
+  /** Called once per message, only when it was new: duplicates never start anything twice. */
+  onMessage?: (message: InboundChatMessage) => Promise<void>
+}
+
+interface PlatformMessage {
+  from?: string
+  id?: string
+  timestamp?: string
+  type?: string
+  context?: { id?: string }
+  [key: string]: unknown
+}
+
+interface PlatformStatus {
+  id?: string
+  status?: string
+  timestamp?: string
+  errors?: unknown[]
+}
+
+interface ChangeValue {
+  metadata?: { phone_number_id?: string }
+  contacts?: Array<{ wa_id?: string, profile?: { name?: string } }>
+  messages?: PlatformMessage[]
+  statuses?: PlatformStatus[]
+}
+
+const isRecord = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null
+
+/** The text a message shows in the inbox, whatever its type. */
+export function messageText (message: PlatformMessage): string {
+  const type = message.type ?? 'unknown'
+  const part = isRecord(message[type]) ? message[type] : {}
+  switch (type) {
+    case 'text': return String(part.body ?? '')
+    case 'interactive': return String(part.button_reply?.title ?? part.list_reply?.title ?? '')
+    case 'button': return String(part.text ?? part.payload ?? '')
+    case 'reaction': return String(part.emoji ?? '')
+    case 'image': case 'video': case 'document': case 'audio': case 'sticker':
+      return typeof part.caption === 'string' ? part.caption : `[${type}]`
+    default: return `[${type}]`
+  }
+}
+
+const timeOf = (timestamp: string | undefined): Date => {
+  const seconds = Number(timestamp)
+  return Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date()
+}
+
+/**
+ * Processes one platform delivery: messages stored once each (by wamid) on
+ * their conversation, statuses applied forward only. Deliveries for a platform
+ * number this installation does not serve are ignored.
+ */
+export function chatDeliveryProcessor (options: InboundOptions) {
+  const { db, logger, onMessage } = options
+  const deliveries = chatDeliveriesRepository(db)
+  const conversations = conversationsRepository(db)
+  const accounts = chatAccountResolver(options)
+
+  async function processChange (value: ChangeValue, summary: DeliverySummary): Promise<void> {
+    const phoneNumberId = value.metadata?.phone_number_id
+    if (typeof phoneNumberId !== 'string' || !await accounts.isKnownNumber(phoneNumberId)) {
+      summary.ignored++
+      logger.warn({ phoneNumberId }, 'chat delivery for an unknown platform number ignored')
+      return
+    }
+    const names = new Map<string, string>()
+    for (const contact of value.contacts ?? []) {
+      if (typeof contact.wa_id === 'string' && typeof contact.profile?.name === 'string') names.set(contact.wa_id, contact.profile.name)
+    }
+    let userIds: string[] | undefined
+    for (const message of value.messages ?? []) {
+      if (typeof message.from !== 'string' || typeof message.id !== 'string') continue
+      const text = messageText(message)
+      const stored = await conversations.recordInbound({
+        phoneNumberId,
+        phone: message.from,
+        name: names.get(message.from),
+        wamid: message.id,
+        type: message.type ?? 'unknown',
+        content: text,
+        replyToId: message.context?.id,
+        receivedAt: timeOf(message.timestamp)
+      })
+      if (stored === null) {
+        summary.duplicates++
+        continue
+      }
+      summary.messages++
+      if (onMessage !== undefined) {
+        userIds ??= await accounts.userIdsFor(phoneNumberId)
+        await onMessage({
+          phoneNumberId,
+          userIds,
+          phone: message.from,
+          name: names.get(message.from) ?? null,
+          text,
+          type: message.type ?? 'unknown',
+          wamid: message.id,
+          ...stored
+        })
+      }
+    }
+    for (const status of value.statuses ?? []) {
+      if (typeof status.id !== 'string' || !(MESSAGE_STATUSES as readonly string[]).includes(status.status ?? '')) continue
+      if (await conversations.applyStatus(status.id, status.status as MessageStatus, status.errors)) summary.statuses++
+    }
+  }
+
+  return async function processDelivery (deliveryId: string): Promise<DeliverySummary | null> {
+    const payload = await deliveries.get(deliveryId)
+    if (payload === null) return null
+    const summary: DeliverySummary = { messages: 0, duplicates: 0, statuses: 0, ignored: 0 }
+    const entries = isRecord(payload) && Array.isArray(payload.entry) ? payload.entry : []
+    for (const entry of entries) {
+      for (const change of isRecord(entry) && Array.isArray(entry.changes) ? entry.changes : []) {
+        if (isRecord(change) && change.field === 'messages' && isRecord(change.value)) await processChange(change.value, summary)
+      }
+    }
+    await deliveries.delete(deliveryId)
+    return summary
+  }
+}

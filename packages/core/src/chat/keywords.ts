@@ -1,0 +1,75 @@
+import { sql } from 'drizzle-orm'
+import { startRuns, emitEvent, type RunServiceDeps } from '../services/runs.ts'
+import { DEFAULT_ACCOUNT_ID } from './accounts.ts'
+import type { InboundChatMessage } from './inbound.ts'
+
+export const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
+
+export const KEYWORD_MATCHES = ['contains', 'exact', 'startsWith'] as const
+export type KeywordMatch = typeof KEYWORD_MATCHES[number]
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+// A keyword is a whole word: letters, digits or underscore may not touch it (any script).
+const WORD = '[\\p{L}\\p{N}_]'
+
+/**
+ * The first of `keywords` the text matches (contract, KEYWORD): case-insensitive,
+ * whole words; `contains` anywhere, `startsWith` at the beginning, `exact` the whole text.
+ */
+export function matchKeyword (text: string, keywords: unknown, match: unknown = 'contains'): string | null {
+  if (!Array.isArray(keywords)) return null
+  const normalized = text.trim().replace(/\s+/g, ' ')
+  for (const keyword of keywords) {
+    if (typeof keyword !== 'string' || keyword.trim() === '') continue
+    const pattern = escapeRegExp(keyword.trim().replace(/\s+/g, ' '))
+    const regexp = match === 'exact'
+      ? new RegExp(`^${pattern}$`, 'iu')
+      : match === 'startsWith'
+        ? new RegExp(`^${pattern}(?!${WORD})`, 'iu')
+        : new RegExp(`(?<!${WORD})${pattern}(?!${WORD})`, 'iu')
+    if (regexp.test(normalized)) return keyword
+  }
+  return null
+}
+
+/**
+ * What a new customer message starts: the `chat.message.received` event for
+ * the users who can use the receiving account, and their active KEYWORD
+ * workflows whose keywords match it.
+ */
+export async function reactToInboundMessage (deps: RunServiceDeps, message: InboundChatMessage): Promise<{ eventRunIds: string[], keywordRunIds: string[] }> {
+  if (message.userIds.length === 0) return { eventRunIds: [], keywordRunIds: [] }
+  const base = {
+    phone: message.phone,
+    name: message.name,
+    text: message.text,
+    type: message.type,
+    messageId: message.messageId,
+    wamid: message.wamid,
+    conversationId: message.conversationId
+  }
+  const eventRunIds = await emitEvent(deps, {
+    userIds: message.userIds,
+    name: CHAT_MESSAGE_RECEIVED,
+    payload: { ...base, phoneNumberId: message.phoneNumberId }
+  })
+
+  const userIds = sql`array[${sql.join(message.userIds.map((id) => sql`${id}`), sql`, `)}]::text[]`
+  // Each owner's own account for the receiving number; none means they use the default account.
+  const candidates = await deps.db.execute<{ id: string, userId: string, triggerConfig: Record<string, unknown>, accountId: string | null }>(sql`
+    select w.id, w.user_id as "userId", w.trigger_config as "triggerConfig", a.id as "accountId"
+    from workflows w
+    left join chat_accounts a on a.user_id = w.user_id and a.phone_number_id = ${message.phoneNumberId}
+    where w.trigger_type = 'KEYWORD' and w.is_active and w.user_id = any(${userIds})
+    order by w.created_at, w.id`)
+  const matched = candidates.flatMap((workflow) => {
+    const keyword = matchKeyword(message.text, workflow.triggerConfig.keywords, workflow.triggerConfig.match)
+    return keyword === null
+      ? []
+      : [{
+          workflow: { id: workflow.id, userId: workflow.userId, triggerType: 'KEYWORD' as const },
+          triggerData: { ...base, accountId: workflow.accountId ?? DEFAULT_ACCOUNT_ID, keyword }
+        }]
+  })
+  return { eventRunIds, keywordRunIds: await startRuns(deps, matched) }
+}
