@@ -1,0 +1,141 @@
+import t from 'tap'
+import { FAKE_ACCESS_TOKEN } from '@switchboard/testing/fake-chat-platform'
+import { buildChatTestApp, DEFAULT_BUSINESS_ACCOUNT_ID, DEFAULT_PHONE_NUMBER_ID } from './chat-helper.ts'
+
+const chat = await buildChatTestApp(t)
+const { request, fake, app, adminToken } = chat
+
+const sendTemplate = (token: string, headers: Record<string, string> = {}) => request({
+  method: 'POST', url: '/api/chat/send/template', token, headers, payload: { to: '16505550100', templateName: 'hello_world' }
+})
+const lastSendPath = () => fake.sends().at(-1)?.path
+
+t.test('accounts: create, list, update and delete; the token is write-only and encrypted at rest', async (t) => {
+  const member = await chat.newMember()
+  const created = await request({
+    method: 'POST',
+    url: '/api/chat/accounts',
+    token: member.token,
+    payload: { name: 'Support line', phoneNumberId: '200000000000001', businessAccountId: '300000000000001', displayPhoneNumber: '+1 555 0100', accessToken: 'secret-token-abc', id: 'mine', userId: 'someone' }
+  })
+  t.equal(created.statusCode, 201, created.body)
+  const account = created.json()
+  t.match(account, { name: 'Support line', phoneNumberId: '200000000000001', businessAccountId: '300000000000001', displayPhoneNumber: '+1 555 0100', isDefault: false, userId: member.id, createdAt: String })
+  t.not(account.id, 'mine')
+  t.notOk('accessToken' in account)
+  t.notOk('accessTokenEncrypted' in account)
+
+  const [stored] = await app.database.sql<Array<{ token: string }>>`select access_token_encrypted as token from chat_accounts where id = ${account.id}`
+  t.notOk(stored.token.includes('secret-token-abc'), 'not stored in clear')
+  t.match(stored.token, /^v1\./)
+
+  const list = await request({ method: 'GET', url: '/api/chat/accounts', token: member.token })
+  t.same(list.json().map((a: { id: string }) => a.id), [account.id])
+  t.notOk(JSON.stringify(list.json()).includes('secret-token-abc'))
+
+  const duplicate = await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload: { name: 'Again', phoneNumberId: '200000000000001', accessToken: 'x' } })
+  t.equal(duplicate.statusCode, 409)
+  t.equal(duplicate.json().message, 'Chat account already linked')
+
+  const patched = await request({ method: 'PATCH', url: `/api/chat/accounts/${account.id}`, token: member.token, payload: { name: 'Sales line', isDefault: true } })
+  t.equal(patched.statusCode, 200)
+  t.match(patched.json(), { name: 'Sales line', isDefault: true, phoneNumberId: '200000000000001' })
+
+  const other = await chat.newMember()
+  for (const [method, payload] of [['PATCH', { name: 'stolen' }], ['DELETE', undefined]] as const) {
+    const res = await request({ method, url: `/api/chat/accounts/${account.id}`, token: other.token, payload })
+    t.equal(res.statusCode, 404, `${method} by another user`)
+    t.equal(res.json().message, 'Chat account not found')
+  }
+  t.same((await request({ method: 'GET', url: '/api/chat/accounts', token: other.token })).json(), [])
+  const adminList = await request({ method: 'GET', url: '/api/chat/accounts', token: adminToken })
+  t.ok(adminList.json().some((a: { id: string }) => a.id === account.id), 'the admin sees every account')
+
+  const deleted = await request({ method: 'DELETE', url: `/api/chat/accounts/${account.id}`, token: member.token })
+  t.equal(deleted.statusCode, 204)
+  t.equal((await request({ method: 'DELETE', url: `/api/chat/accounts/${account.id}`, token: member.token })).statusCode, 404)
+})
+
+t.test('account validation names the field', async (t) => {
+  const member = await chat.newMember()
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ phoneNumberId: '1', accessToken: 'x' }, 'name is required'],
+    [{ name: 'A', accessToken: 'x' }, 'phoneNumberId is required'],
+    [{ name: 'A', phoneNumberId: '1' }, 'accessToken is required'],
+    [{ name: 'A', phoneNumberId: 'abc', accessToken: 'x' }, 'phoneNumberId must be the platform phone number id (digits)'],
+    [{ name: 'x'.repeat(201), phoneNumberId: '1', accessToken: 'x' }, 'name must be 1 to 200 characters']
+  ]
+  for (const [payload, message] of cases) {
+    const res = await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload })
+    t.equal(res.statusCode, 400, message)
+    t.equal(res.json().message, message)
+  }
+})
+
+t.test('zero linked accounts: the default account from the environment, with or without X-Account-Id', async (t) => {
+  const member = await chat.newMember()
+  t.equal((await sendTemplate(member.token)).statusCode, 200)
+  t.equal(lastSendPath(), `/v21.0/${DEFAULT_PHONE_NUMBER_ID}/messages`)
+  t.equal((await sendTemplate(member.token, { 'x-account-id': 'default' })).statusCode, 200)
+  const unknown = await sendTemplate(member.token, { 'x-account-id': 'no-such-account' })
+  t.equal(unknown.statusCode, 404)
+  t.same(unknown.json(), { statusCode: 404, code: 'CHAT_ACCOUNT_NOT_FOUND', error: 'Chat account not found', message: 'Chat account not found' })
+})
+
+t.test('one linked account: used with or without X-Account-Id; the default account is no longer theirs', async (t) => {
+  const member = await chat.newMember()
+  const accountId = await chat.linkAccount(member.token, '200000000000011')
+  t.equal((await sendTemplate(member.token)).statusCode, 200)
+  t.equal(lastSendPath(), '/v21.0/200000000000011/messages')
+  t.equal((await sendTemplate(member.token, { 'x-account-id': accountId })).statusCode, 200)
+  t.equal(lastSendPath(), '/v21.0/200000000000011/messages')
+  t.equal((await sendTemplate(member.token, { 'x-account-id': 'default' })).statusCode, 404)
+})
+
+t.test('two linked accounts: X-Account-Id is required and selects; someone else\'s account is 404', async (t) => {
+  const member = await chat.newMember()
+  const first = await chat.linkAccount(member.token, '200000000000021')
+  const second = await chat.linkAccount(member.token, '200000000000022', { isDefault: true })
+  const missing = await sendTemplate(member.token)
+  t.equal(missing.statusCode, 400)
+  t.same(missing.json(), { statusCode: 400, code: 'CHAT_ACCOUNT_REQUIRED', error: 'X-Account-Id header is required', message: 'X-Account-Id header is required' })
+  for (const url of ['/api/chat/templates', '/api/chat/conversations']) {
+    const res = await request({ method: 'GET', url, token: member.token })
+    t.equal(res.statusCode, 400, url)
+    t.equal(res.json().message, 'X-Account-Id header is required')
+  }
+
+  t.equal((await sendTemplate(member.token, { 'x-account-id': first })).statusCode, 200)
+  t.equal(lastSendPath(), '/v21.0/200000000000021/messages')
+  t.equal((await sendTemplate(member.token, { 'x-account-id': second })).statusCode, 200)
+  t.equal(lastSendPath(), '/v21.0/200000000000022/messages')
+  t.equal(fake.sends().at(-1)?.headers.authorization, `Bearer ${FAKE_ACCESS_TOKEN}`, 'the decrypted account token is sent')
+
+  const other = await chat.newMember()
+  const foreign = await sendTemplate(other.token, { 'x-account-id': first })
+  t.equal(foreign.statusCode, 404)
+  t.equal(foreign.json().message, 'Chat account not found')
+  t.equal((await sendTemplate(adminToken, { 'x-account-id': first })).statusCode, 200, 'the admin may select any account')
+})
+
+t.test('templates: every page of the business account, approved only, passed through', async (t) => {
+  const member = await chat.newMember()
+  const before = fake.requests.length
+  const res = await request({ method: 'GET', url: '/api/chat/templates', token: member.token })
+  t.equal(res.statusCode, 200)
+  const templates = res.json()
+  t.same(templates.map((tpl: { name: string, language: string }) => `${tpl.name}/${tpl.language}`),
+    ['hello_world/en_US', 'order_update/en_US', 'order_update/ar', 'appointment_reminder/en_US', 'welcome/es'])
+  t.match(templates[1], { id: String, status: 'APPROVED', category: 'UTILITY', parameter_format: 'POSITIONAL', components: [{ type: 'BODY', text: 'Good news {{1}}! Order {{2}} has shipped.' }] })
+  const pages = fake.requests.slice(before)
+  t.equal(pages.length, 3, 'three pages of two')
+  t.ok(pages.every((p) => p.path === `/v21.0/${DEFAULT_BUSINESS_ACCOUNT_ID}/message_templates` && p.query.status === 'APPROVED'))
+  t.equal(pages[0].query.after, undefined)
+  t.type(pages[1].query.after, 'string')
+
+  const noBusiness = await chat.newMember()
+  await chat.linkAccount(noBusiness.token, '200000000000031')
+  const refused = await request({ method: 'GET', url: '/api/chat/templates', token: noBusiness.token })
+  t.equal(refused.statusCode, 400)
+  t.equal(refused.json().message, 'The chat account has no businessAccountId: templates cannot be listed')
+})
