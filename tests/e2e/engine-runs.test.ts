@@ -1,0 +1,106 @@
+import { once } from 'node:events'
+import { createServer, type IncomingMessage } from 'node:http'
+import t from 'tap'
+import { startStack, waitFor } from '@switchboard/testing/processes'
+
+interface RunBody {
+  id: string
+  status: string
+  result: Record<string, any>
+  error: string | null
+  durationMs: number | null
+  logs: Array<{ nodeId: string | null, level: string, message: string }>
+}
+
+/** The local sink http_request nodes post to. */
+const received: Array<{ url: string, headers: IncomingMessage['headers'], body: string }> = []
+const sink = createServer((req, res) => {
+  let body = ''
+  req.on('data', (chunk) => { body += chunk })
+  req.on('end', () => {
+    received.push({ url: req.url ?? '', headers: req.headers, body })
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ticket: 'T-42' }))
+  })
+})
+sink.listen(0, '127.0.0.1')
+await once(sink, 'listening')
+t.teardown(() => { sink.close() })
+const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+
+const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
+const token = await stack.adminToken()
+
+async function createWorkflow (nodes: unknown[]): Promise<string> {
+  const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: 'engine e2e', triggerType: 'MANUAL', isActive: true, nodes } })
+  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
+  return res.body.id
+}
+
+async function fire (workflowId: string, body: unknown): Promise<string> {
+  const res = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body })
+  if (res.status !== 202) throw new Error(`fire failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body.runId
+}
+
+async function runReaching (runId: string, statuses: string[], timeoutMs = 15_000): Promise<RunBody> {
+  return waitFor(async () => {
+    const res = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
+    return statuses.includes(res.body.status) ? res.body as RunBody : undefined
+  }, { what: `run ${runId} to reach ${statuses.join('/')}`, timeoutMs })
+}
+
+t.test('fire → SUCCESS: templates from triggerData and earlier nodes reach the sink; result and logs are recorded', async (t) => {
+  const workflowId = await createWorkflow([
+    { id: 'vars', type: 'set', config: { values: { subject: 'Order {{triggerData.order.id}}' } }, next: 'post' },
+    { id: 'post', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/tickets`, body: { subject: '{{vars.subject}}', qty: '{{triggerData.order.qty}}' } }, next: 'check' },
+    { id: 'check', type: 'condition', config: { field: 'post.body.ticket', operator: 'startsWith', value: 'T-', then: 'done', else: 'odd' } },
+    { id: 'done', type: 'set', config: { values: { ticket: '{{post.body.ticket}}' } } },
+    { id: 'odd', type: 'set', config: { values: { ticket: 'none' } } }
+  ])
+  const runId = await fire(workflowId, { order: { id: 'A7', qty: 3 } })
+  const run = await runReaching(runId, ['SUCCESS', 'FAILED'])
+
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  const request = received.find((item) => item.url === '/tickets')
+  t.same(JSON.parse(request?.body ?? 'null'), { subject: 'Order A7', qty: 3 })
+  t.same(run.result.triggerData, { order: { id: 'A7', qty: 3 } })
+  t.same(run.result.done, { ticket: 'T-42' })
+  t.notOk('odd' in run.result)
+  t.type(run.durationMs, 'number')
+  t.same(run.logs.at(0), { ...run.logs.at(0), nodeId: null, level: 'INFO', message: 'Run started' })
+  t.match(run.logs.at(-1), { nodeId: null, level: 'INFO', message: /^Run succeeded in \d+ms$/ })
+  t.ok(run.logs.some((line) => line.nodeId === 'post' && /^Node post completed in \d+ms$/.test(line.message)))
+
+  const workflow = await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })
+  t.match(workflow.body, { runCount: 1, successCount: 1, failureCount: 0 })
+})
+
+t.test('a wait puts the run in WAITING; the delayed job brings it to SUCCESS', async (t) => {
+  const workflowId = await createWorkflow([
+    { id: 'pause', type: 'wait', config: { seconds: 2 } },
+    { id: 'after', type: 'set', config: { values: { done: 'yes' } } }
+  ])
+  const runId = await fire(workflowId, {})
+  const waiting = await runReaching(runId, ['WAITING', 'SUCCESS', 'FAILED'])
+  t.equal(waiting.status, 'WAITING')
+  t.type(waiting.result.pause.until, 'string')
+  t.notOk('after' in waiting.result)
+
+  const done = await runReaching(runId, ['SUCCESS', 'FAILED'])
+  t.equal(done.status, 'SUCCESS', done.error ?? '')
+  t.type(done.result.pause.resumedAt, 'string')
+  t.ok(Date.parse(done.result.pause.resumedAt) >= Date.parse(done.result.pause.until))
+  t.same(done.result.after, { done: 'yes' })
+  t.ok(done.logs.some((line) => line.message === 'Run resumed'))
+})
+
+t.test('a failing node ends the run FAILED with the error', async (t) => {
+  const workflowId = await createWorkflow([
+    { id: 'call', type: 'http_request', config: { url: 'http://127.0.0.1:1/unreachable', timeoutMs: 2000 } }
+  ])
+  const runId = await fire(workflowId, {})
+  const run = await runReaching(runId, ['SUCCESS', 'FAILED'])
+  t.equal(run.status, 'FAILED')
+  t.match(run.error, /^Request failed: .*ECONNREFUSED/)
+  t.match(run.logs.at(-1), { level: 'ERROR', message: /^Run failed: / })
+})
