@@ -1,0 +1,43 @@
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import t from 'tap'
+import { startStack, waitFor } from '@switchboard/testing/processes'
+
+let hits = 0
+const sink = createServer((_req, res) => { hits++; res.end('should not be reached') })
+sink.listen(0, '127.0.0.1')
+await once(sink, 'listening')
+t.teardown(() => { sink.close() })
+const port = (sink.address() as { port: number }).port
+
+// HTTP_REQUEST_ALLOW_PRIVATE is left at its default, false.
+const stack = await startStack(t)
+const token = await stack.adminToken()
+
+async function runOf (url: string): Promise<{ status: string, error: string | null }> {
+  const created = await stack.call('POST', '/api/automation/workflows', {
+    token,
+    body: { name: 'ssrf', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'call', type: 'http_request', config: { url } }] }
+  })
+  const fired = await stack.call('POST', `/api/automation/workflows/${created.body.id}/fire`, { token, body: {} })
+  return waitFor(async () => {
+    const res = await stack.call('GET', `/api/automation/runs/${fired.body.runId}`, { token })
+    return ['SUCCESS', 'FAILED'].includes(res.body.status) ? res.body : undefined
+  }, { what: `the run calling ${url} to end` })
+}
+
+t.test('http_request to loopback, by address or by name, is refused before connecting', async (t) => {
+  const byAddress = await runOf(`http://127.0.0.1:${port}/hook`)
+  t.equal(byAddress.status, 'FAILED')
+  t.equal(byAddress.error, 'Blocked request to private address 127.0.0.1')
+  const byName = await runOf(`http://localhost:${port}/hook`)
+  t.equal(byName.status, 'FAILED')
+  t.match(byName.error, /^Blocked request to private address (127\.0\.0\.1|::1)$/)
+  t.equal(hits, 0)
+})
+
+t.test('cloud metadata addresses are refused', async (t) => {
+  const run = await runOf('http://169.254.169.254/latest/meta-data/')
+  t.equal(run.status, 'FAILED')
+  t.equal(run.error, 'Blocked request to cloud metadata address 169.254.169.254')
+})
