@@ -3,6 +3,7 @@ import { createId } from '@paralleldrive/cuid2'
 import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import type { TriggerType, Workflow } from '../db/schema/index.ts'
+import { withTimeout } from '../timeout.ts'
 import { AGENT_EXECUTION, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues.ts'
 
 export interface RunServiceDeps {
@@ -34,6 +35,12 @@ const IDEMPOTENCY_WINDOW = sql.raw('interval \'24 hours\'')
 export function runQueueName (triggerType: TriggerType): QueueName {
   return triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
 }
+
+/**
+ * BullMQ waits for a Redis connection that may never come back; the caller gets its
+ * error (webhook: 500, so the sender retries) instead of hanging.
+ */
+const ENQUEUE_TIMEOUT_MS = 3000
 
 /** Keys are client-chosen: a long one is stored as its digest so that any header value works. */
 const MAX_STORED_KEY_LENGTH = 255
@@ -115,6 +122,7 @@ export async function startRuns (deps: RunServiceDeps, items: Array<Omit<StartRu
  * A run whose job could not be enqueued is taken back so that the caller's error
  * (and the sender's retry) does not leave a duplicate behind. If taking it back
  * fails too, the run stays PENDING and the worker's reconciler enqueues it later.
+ * A job that reaches Redis after its run was taken back finds no run and does nothing.
  */
 async function enqueueOrDiscard (deps: RunServiceDeps, started: Array<{ runId: string, triggerType: TriggerType }>): Promise<void> {
   const byQueue = new Map<QueueName, string[]>()
@@ -125,7 +133,8 @@ async function enqueueOrDiscard (deps: RunServiceDeps, started: Array<{ runId: s
   try {
     await Promise.all([...byQueue].map(async ([name, runIds]) => {
       // The job id is the run id, so a run is never queued twice (the reconciler relies on it).
-      await deps.queues[name].addBulk(runIds.map((runId) => ({ name: 'run', data: { runId } satisfies RunJobData, opts: { jobId: runId } })))
+      const jobs = runIds.map((runId) => ({ name: 'run', data: { runId } satisfies RunJobData, opts: { jobId: runId } }))
+      await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
     }))
   } catch (err) {
     await discardPendingRuns(deps.db, started.map(({ runId }) => runId)).catch(() => {})

@@ -2,13 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { QUEUE_NAMES, type Queues } from '@switchboard/core/queues'
+import { TimeoutError, withTimeout } from '@switchboard/core/timeout'
 import { errorResponses } from '../../schemas/common.ts'
 
 /**
  * Each queue gets this long to answer. The counters are read in parallel, so the whole
  * answer stays within the contract's 2 seconds even when Redis hangs.
  */
-export const QUEUE_COUNTS_BUDGET_MS = 1500
+const QUEUE_COUNTS_BUDGET_MS = 1500
 
 const QueueCounters = Type.Object({
   name: Type.String(),
@@ -22,23 +23,13 @@ const QueueCounters = Type.Object({
 
 type Counters = Static<typeof QueueCounters>
 
-class QueueTimeout extends Error {}
-
-async function withinBudget<T> (promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => { reject(new QueueTimeout(`No answer within ${ms} ms`)) }, ms)
-  })
-  try {
-    return await Promise.race([promise, timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 async function countJobs (queue: Queues[keyof Queues], log: FastifyBaseLogger): Promise<Counters> {
   try {
-    const counts = await withinBudget(queue.getJobCounts('waiting', 'prioritized', 'active', 'completed', 'failed', 'delayed'), QUEUE_COUNTS_BUDGET_MS)
+    const counts = await withTimeout(
+      queue.getJobCounts('waiting', 'prioritized', 'active', 'completed', 'failed', 'delayed'),
+      QUEUE_COUNTS_BUDGET_MS,
+      'Queue counters'
+    )
     return {
       name: queue.name,
       // Prioritized jobs wait too; BullMQ merely keeps them in a list of their own.
@@ -51,7 +42,7 @@ async function countJobs (queue: Queues[keyof Queues], log: FastifyBaseLogger): 
   } catch (err) {
     log.warn({ err, queue: queue.name }, 'queue counters unavailable')
     // Redis internals stay in the log; the client learns only which kind of failure it was.
-    const error = err instanceof QueueTimeout ? err.message : 'Queue unavailable'
+    const error = err instanceof TimeoutError ? err.message : 'Queue unavailable'
     return { name: queue.name, error, waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0 }
   }
 }
