@@ -1,0 +1,173 @@
+import t from 'tap'
+import {
+  messagesDelivery, newWamid, platformJson, signature, signedDelivery, statusesDelivery
+} from '@switchboard/testing/fake-chat-platform'
+import { APP_SECRET, buildChatTestApp, DEFAULT_PHONE_NUMBER_ID, VERIFY_TOKEN, waitFor } from './chat-helper.ts'
+import { createWorkflow } from './run-helpers.ts'
+
+const chat = await buildChatTestApp(t, { worker: true })
+const { request, app, fake, receive } = chat
+const member = await chat.newMember()
+
+interface ConversationBody { id: string, phone: string, name: string | null, unreadCount: number, lastMessage: string, messages: Array<{ id: string, content: string, status: string | null, wamid: string }> }
+const conversationOf = async (phone: string, token = member.token): Promise<ConversationBody | undefined> => {
+  const res = await request({ method: 'GET', url: '/api/chat/conversations', token })
+  return res.json().find((c: ConversationBody) => c.phone === phone)
+}
+const pendingDeliveries = async (): Promise<number> =>
+  (await app.database.sql<Array<{ n: number }>>`select count(*)::int as n from chat_deliveries`)[0].n
+
+t.test('verification handshake', async (t) => {
+  const ok = await request({ method: 'GET', url: `/webhook/chat?hub.mode=subscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1158201444` })
+  t.equal(ok.statusCode, 200)
+  t.equal(ok.body, '1158201444')
+  t.match(ok.headers['content-type'], /^text\/plain/)
+  for (const query of [`hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1`, `hub.mode=unsubscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1`, 'hub.mode=subscribe&hub.challenge=1']) {
+    const res = await request({ method: 'GET', url: `/webhook/chat?${query}` })
+    t.equal(res.statusCode, 403, query)
+    t.equal(res.json().message, 'Forbidden')
+  }
+})
+
+t.test('a delivery with a bad or missing signature is refused with 401 and stores nothing', async (t) => {
+  const payload = messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110001', text: 'forged' }])
+  const body = platformJson(payload)
+  for (const headers of [{ 'x-hub-signature-256': signature(body, 'another-secret') }, {}, { 'x-hub-signature-256': 'sha256=zz' }]) {
+    const res = await request({ method: 'POST', url: '/webhook/chat', payload: body, headers: { 'content-type': 'application/json', ...headers } })
+    t.equal(res.statusCode, 401)
+    t.same(res.json(), { statusCode: 401, code: 'INVALID_SIGNATURE', error: 'Invalid signature', message: 'Invalid signature' })
+  }
+  t.equal(await pendingDeliveries(), 0)
+  t.equal(await conversationOf('15551110001'), undefined)
+})
+
+t.test('non-ASCII payloads are verified over the raw bytes, escaped or not', async (t) => {
+  const text = '¿Lo tienen en otro color? 🙂 — ありがとう'
+  const now = Math.floor(Date.now() / 1000)
+  const escaped = signedDelivery(messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110002', name: 'Zoë Ñúñez', text, timestamp: now - 1 }]), APP_SECRET)
+  t.match(escaped.body, /\\u00bf/, 'the platform escapes non-ASCII characters')
+  const res = await request({ method: 'POST', url: '/webhook/chat', payload: escaped.body, headers: escaped.headers })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { status: 'received' })
+
+  const raw = Buffer.from(JSON.stringify(messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110002', withoutContacts: true, text: 'señal ✓', timestamp: now }])), 'utf8')
+  const rawRes = await request({ method: 'POST', url: '/webhook/chat', payload: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature(raw, APP_SECRET) } })
+  t.equal(rawRes.statusCode, 200)
+
+  const conversation = await waitFor(async () => {
+    const c = await conversationOf('15551110002')
+    return c?.messages.length === 2 ? c : undefined
+  }, 'both messages')
+  t.equal(conversation.name, 'Zoë Ñúñez')
+  t.same(conversation.messages.map((m) => m.content), [text, 'señal ✓'])
+})
+
+t.test('a duplicate delivery stores the message once', async (t) => {
+  const payload = messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110003', name: 'Dup', text: 'only once', wamid: newWamid() }])
+  await chat.deliver(payload)
+  await chat.deliver(payload)
+  const conversation = await conversationOf('15551110003')
+  t.equal(conversation?.messages.length, 1)
+  t.equal(conversation?.unreadCount, 1)
+  t.equal(conversation?.lastMessage, 'only once')
+})
+
+t.test('messages without contacts keep the stored name; unknown platform numbers are ignored', async (t) => {
+  await receive([{ from: '15551110004', name: 'Known Name', text: 'hi' }])
+  await receive([{ from: '15551110004', withoutContacts: true, text: 'again' }])
+  const conversation = await conversationOf('15551110004')
+  t.equal(conversation?.name, 'Known Name')
+  t.equal(conversation?.unreadCount, 2)
+  t.equal(conversation?.lastMessage, 'again')
+
+  await receive([{ from: '15551110005', text: 'to a stranger' }], '999999999')
+  t.equal(await conversationOf('15551110005'), undefined)
+})
+
+t.test('statuses move forward only, arrive without contacts, and record failures', async (t) => {
+  const phone = '15551110006'
+  await receive([{ from: phone, text: 'hello' }])
+  const sendText = async (text: string): Promise<string> => {
+    const res = await request({ method: 'POST', url: '/api/chat/send/text', token: member.token, payload: { to: phone, text } })
+    return res.json().messages[0].id
+  }
+  const first = await sendText('one')
+  const second = await sendText('two')
+  const statusOf = async (wamid: string) => (await conversationOf(phone))?.messages.find((m) => m.wamid === wamid)?.status
+
+  const readFirst = statusesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ wamid: first, status: 'read', recipientId: phone }])
+  t.notOk('contacts' in (readFirst.entry as any)[0].changes[0].value, 'status deliveries carry no contacts')
+  await chat.deliver(readFirst)
+  t.equal(await statusOf(first), 'read')
+  await chat.statuses([{ wamid: first, status: 'sent', recipientId: phone }, { wamid: first, status: 'delivered', recipientId: phone }])
+  t.equal(await statusOf(first), 'read', 'late sent and delivered do not undo read')
+
+  const errors = [{ code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: 'more than 24 hours' } }]
+  await chat.statuses([{ wamid: second, status: 'failed', recipientId: phone, errors }])
+  t.equal(await statusOf(second), 'failed')
+  const [stored] = await app.database.sql<Array<{ error_details: unknown }>>`select error_details from messages where wamid = ${second}`
+  t.same(stored.error_details, errors)
+  await chat.statuses([{ wamid: second, status: 'sent', recipientId: phone }])
+  t.equal(await statusOf(second), 'failed', 'a late sent does not undo failed')
+  await chat.statuses([{ wamid: second, status: 'delivered', recipientId: phone }])
+  t.equal(await statusOf(second), 'delivered', 'proof of delivery overrides failed')
+})
+
+t.test('an inbound message starts matching KEYWORD workflows and chat.message.received workflows', async (t) => {
+  const keywordId = await createWorkflow(chat, member.token, { name: 'pricing', triggerType: 'KEYWORD', triggerConfig: { keywords: ['Pricing', 'cost'] } })
+  const exactId = await createWorkflow(chat, member.token, { name: 'stop', triggerType: 'KEYWORD', triggerConfig: { keywords: ['stop'], match: 'exact' } })
+  const eventId = await createWorkflow(chat, member.token, { name: 'log', triggerType: 'EVENT', triggerConfig: { eventName: 'chat.message.received' } })
+  const runsOf = async (workflowId: string): Promise<Array<{ id: string }>> =>
+    (await request({ method: 'GET', url: `/api/automation/runs?workflowId=${workflowId}`, token: member.token })).json()
+
+  await receive([{ from: '15551110007', name: 'Buyer', text: 'What is your PRICING for teams?' }])
+  const [run] = await waitFor(async () => { const runs = await runsOf(keywordId); return runs.length > 0 ? runs : undefined }, 'keyword run')
+  const detail = (await request({ method: 'GET', url: `/api/automation/runs/${run.id}`, token: member.token })).json()
+  const conversation = await conversationOf('15551110007')
+  t.match(detail.triggerData, {
+    phone: '15551110007',
+    name: 'Buyer',
+    text: 'What is your PRICING for teams?',
+    messageId: conversation!.messages[0].id,
+    conversationId: conversation!.id,
+    accountId: 'default',
+    keyword: 'Pricing'
+  })
+  t.equal((await runsOf(exactId)).length, 0, 'exact match needs the whole text')
+  const [event] = await waitFor(async () => { const runs = await runsOf(eventId); return runs.length > 0 ? runs : undefined }, 'event run')
+  const eventRun = (await request({ method: 'GET', url: `/api/automation/runs/${event.id}`, token: member.token })).json()
+  t.match(eventRun.triggerData, { phone: '15551110007', text: 'What is your PRICING for teams?', phoneNumberId: DEFAULT_PHONE_NUMBER_ID })
+
+  await receive([{ from: '15551110007', text: 'costly pricingplan' }])
+  await receive([{ from: '15551110007', text: ' STOP ' }])
+  await waitFor(async () => (await runsOf(exactId)).length === 1 ? true : undefined, 'exact keyword run')
+  t.equal((await runsOf(keywordId)).length, 1, 'keywords match whole words only')
+
+  const duplicate = messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110007', text: 'cost?', wamid: newWamid() }])
+  await chat.deliver(duplicate)
+  await chat.deliver(duplicate)
+  await waitFor(async () => (await runsOf(keywordId)).length >= 2 ? true : undefined, 'second keyword run')
+  t.equal((await runsOf(keywordId)).length, 2, 'a duplicate delivery starts nothing twice')
+})
+
+t.test('a send_chat node replies through the platform and its result holds wamid and kind text', async (t) => {
+  const workflowId = await createWorkflow(chat, member.token, {
+    name: 'auto reply',
+    triggerType: 'KEYWORD',
+    triggerConfig: { keywords: ['hours'] },
+    nodes: [{ id: 'reply', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Hi {{triggerData.name}}, we open at 9.' } }]
+  } as Parameters<typeof createWorkflow>[2])
+  await receive([{ from: '15551110008', name: 'Early Bird', text: 'opening hours?' }])
+  const run = await waitFor(async () => {
+    const [summary] = (await request({ method: 'GET', url: `/api/automation/runs?workflowId=${workflowId}`, token: member.token })).json()
+    if (summary === undefined) return undefined
+    const detail = (await request({ method: 'GET', url: `/api/automation/runs/${summary.id}`, token: member.token })).json()
+    return ['SUCCESS', 'FAILED'].includes(detail.status) ? detail : undefined
+  }, 'send_chat run to finish')
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.match(run.result.reply, { wamid: /^wamid\./, kind: 'text', to: '15551110008' })
+  const sent = fake.sends().find((s) => (s.body as { to: string }).to === '15551110008')
+  t.same((sent?.body as { text: unknown }).text, { preview_url: false, body: 'Hi Early Bird, we open at 9.' })
+  const conversation = await conversationOf('15551110008')
+  t.match(conversation?.messages.at(-1), { content: 'Hi Early Bird, we open at 9.', wamid: run.result.reply.wamid, status: 'sent' })
+})
