@@ -22,7 +22,7 @@ t.test('verification handshake', async (t) => {
   t.equal(ok.statusCode, 200)
   t.equal(ok.body, '1158201444')
   t.match(ok.headers['content-type'], /^text\/plain/)
-  for (const query of [`hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1`, `hub.mode=unsubscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1`, 'hub.mode=subscribe&hub.challenge=1']) {
+  for (const query of ['hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1', `hub.mode=unsubscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1`, 'hub.mode=subscribe&hub.challenge=1']) {
     const res = await request({ method: 'GET', url: `/webhook/chat?${query}` })
     t.equal(res.statusCode, 403, query)
     t.equal(res.json().message, 'Forbidden')
