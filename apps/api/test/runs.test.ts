@@ -1,4 +1,5 @@
 import t from 'tap'
+import { resumeJobId } from '@switchboard/core/engine/engine'
 import { buildTestApp } from './helper.ts'
 import { createWorkflow, removeQueuedJobsAtTeardown } from './run-helpers.ts'
 
@@ -9,6 +10,12 @@ removeQueuedJobsAtTeardown(t, config)
 
 const fire = async (id: string, token: string, payload?: unknown, headers?: Record<string, string>) =>
   request({ method: 'POST', url: `/api/automation/workflows/${id}/fire`, token, payload: payload as object, headers })
+
+/** Job removal on cancel is not awaited by the route: poll with a deadline. */
+async function waitUntil (check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5000
+  while (!await check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+}
 
 const runCount = async (workflowId: string): Promise<number> =>
   (await sql`select id from runs where workflow_id = ${workflowId}`).length
@@ -225,8 +232,7 @@ t.test('cancel: PENDING, RUNNING and WAITING runs end CANCELLED; finished ones a
   t.equal(res.statusCode, 200)
   t.match(res.json(), { id: pending, status: 'CANCELLED', completedAt: String, durationMs: null })
   t.same(res.json().logs.map((log: { message: string }) => log.message), ['Run cancelled'])
-  const deadline = Date.now() + 5000
-  while (await app.queues['workflow-runs'].getJob(pending) !== undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  await waitUntil(async () => await app.queues['workflow-runs'].getJob(pending) === undefined)
   t.equal(await app.queues['workflow-runs'].getJob(pending), undefined, 'its queued job is removed')
 
   for (const status of ['RUNNING', 'WAITING'] as const) {
@@ -237,6 +243,14 @@ t.test('cancel: PENDING, RUNNING and WAITING runs end CANCELLED; finished ones a
     t.equal(cancelled.json().status, 'CANCELLED')
     t.ok(cancelled.json().durationMs >= 1000, 'durationMs counts from the start')
   }
+
+  const waiting = (await fire(workflowId, owner.token, {})).json().runId
+  await sql`update runs set status = 'WAITING', current_node_id = 'pause' where id = ${waiting}`
+  const resumeJob = resumeJobId(waiting, 'pause')
+  await app.queues['workflow-runs'].add('run', { runId: waiting }, { jobId: resumeJob, delay: 60_000 })
+  t.equal((await cancel(waiting)).statusCode, 200)
+  await waitUntil(async () => await app.queues['workflow-runs'].getJob(resumeJob) === undefined)
+  t.equal(await app.queues['workflow-runs'].getJob(resumeJob), undefined, 'the delayed resume job is removed')
 
   const finishedBody = { statusCode: 409, code: 'RUN_FINISHED', error: 'Run is already finished', message: 'Run is already finished' }
   t.same((await cancel(pending)).json(), finishedBody, 'cancelling twice')

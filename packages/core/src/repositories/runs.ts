@@ -37,7 +37,11 @@ export interface TriggerTarget {
   isActive: boolean
 }
 
-export const CANCELLABLE_RUN_STATUSES: readonly RunStatus[] = ['PENDING', 'RUNNING', 'WAITING']
+export interface CancelledRun {
+  run: RunWithLogs
+  triggerType: TriggerType
+  currentNodeId: string | null
+}
 
 export interface ListRunsFilter {
   workflowId?: string
@@ -78,24 +82,24 @@ export function runsRepository (db: DbOrTx) {
 
     /**
      * Ends a PENDING, RUNNING or WAITING run as CANCELLED with a guarded update, so a
-     * run that finished meanwhile keeps its terminal status. Returns the run and the
-     * trigger type (which says where its job is queued), `finished`, or null when the
-     * viewer has no such run.
+     * run that finished meanwhile keeps its terminal status. Returns the run with what
+     * locates its jobs (the trigger type picks the queue, a waiting run's current node
+     * names its resume job), `finished`, or null when the viewer has no such run.
      */
-    async cancel (id: string, viewer: Viewer): Promise<{ run: RunWithLogs, triggerType: TriggerType } | 'finished' | null> {
+    async cancel (id: string, viewer: Viewer): Promise<CancelledRun | 'finished' | null> {
       const owner = viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`
-      const [cancelled] = await db.execute<{ triggerType: TriggerType }>(sql`
+      const [cancelled] = await db.execute<{ triggerType: TriggerType, currentNodeId: string | null }>(sql`
         with cancelled as (
           update runs set
             status = 'CANCELLED',
             completed_at = now(),
             duration_ms = (extract(epoch from now() - started_at) * 1000)::int
           where id = ${id} ${owner} and status in ('PENDING', 'RUNNING', 'WAITING')
-          returning id, workflow_id
+          returning id, workflow_id, current_node_id
         ), logged as (
           insert into run_logs (run_id, level, message) select id, 'INFO', 'Run cancelled' from cancelled
         )
-        select workflows.trigger_type as "triggerType"
+        select workflows.trigger_type as "triggerType", cancelled.current_node_id as "currentNodeId"
         from cancelled join workflows on workflows.id = cancelled.workflow_id
       `)
       if (cancelled === undefined) {
@@ -103,7 +107,7 @@ export function runsRepository (db: DbOrTx) {
         return existing === undefined ? null : 'finished'
       }
       const run = await get(id, viewer)
-      return run === null ? null : { run, triggerType: cancelled.triggerType }
+      return run === null ? null : { run, triggerType: cancelled.triggerType, currentNodeId: cancelled.currentNodeId }
     },
 
     /** The workflow a run would start from; `viewer` scopes it to its owner (none: the public inbound webhook). */
