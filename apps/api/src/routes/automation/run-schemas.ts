@@ -31,7 +31,7 @@ export const Run = Type.Object({ ...RunSummary.properties, logs: Type.Array(RunL
 
 export const RunAccepted = Type.Object({ runId: Type.String() })
 
-/** `Idempotency-Key` (contract, Runs); a repeated header counts as absent rather than guessing which one was meant. */
+/** `Idempotency-Key` (contract, Runs). Node joins a repeated header into one string; only the typing allows an array. */
 export function idempotencyKeyOf (headers: Record<string, string | string[] | undefined>): string | undefined {
   const key = headers['idempotency-key']
   return typeof key === 'string' ? key : undefined
