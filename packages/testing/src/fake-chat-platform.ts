@@ -35,6 +35,8 @@ export interface FakeChatPlatformOptions {
   messagesPerSecond?: number
   /** Templates per page of the list, however large a `limit` is asked for. */
   templatePageSize?: number
+  /** Listen port; 0 (default) picks a free one. */
+  port?: number
 }
 
 export interface FakeChatPlatform {
@@ -45,7 +47,7 @@ export interface FakeChatPlatform {
   /** The message sends among them. */
   sends: () => RecordedRequest[]
   /** Settings can be changed between tests. */
-  options: Required<Omit<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond'>> & Pick<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond'>
+  options: Required<Omit<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond' | 'port'>> & Pick<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond'>
   close: () => Promise<void>
 }
 
@@ -170,7 +172,7 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       return { data, paging }
     })
 
-  await server.listen({ host: '127.0.0.1', port: 0 })
+  await server.listen({ host: '127.0.0.1', port: options.port ?? 0 })
   const address = server.server.address()
   if (address === null || typeof address === 'string') throw new Error('fake chat platform has no port')
   baseUrl = `http://127.0.0.1:${address.port}/${API_VERSION}`
