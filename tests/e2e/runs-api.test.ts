@@ -1,0 +1,263 @@
+import { createHmac } from 'node:crypto'
+import { once } from 'node:events'
+import { createServer, type ServerResponse } from 'node:http'
+import t from 'tap'
+import { startStack, waitFor } from '@switchboard/testing/processes'
+
+interface RunBody {
+  id: string
+  workflowId: string
+  status: string
+  createdAt: string
+  result: Record<string, any>
+  error: string | null
+  logs: Array<{ nodeId: string | null, level: string, message: string }>
+}
+
+const TERMINAL = ['SUCCESS', 'FAILED', 'CANCELLED']
+
+/** A sink that holds every request until the test releases it: keeps a run RUNNING on purpose. */
+const held: ServerResponse[] = []
+const slowSink = createServer((req, res) => {
+  req.resume()
+  held.push(res)
+  slowSink.emit('held')
+})
+slowSink.listen(0, '127.0.0.1')
+await once(slowSink, 'listening')
+const slowUrl = `http://127.0.0.1:${(slowSink.address() as { port: number }).port}/slow`
+t.teardown(() => {
+  for (const res of held) res.destroy()
+  slowSink.close()
+})
+
+const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
+const token = await stack.adminToken()
+
+async function createWorkflow (body: Record<string, unknown>): Promise<string> {
+  const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: 'runs api e2e', isActive: true, ...body } })
+  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
+  return res.body.id
+}
+
+async function getRun (runId: string): Promise<RunBody> {
+  return (await stack.call('GET', `/api/automation/runs/${runId}`, { token })).body
+}
+
+async function runReaching (runId: string, statuses: string[]): Promise<RunBody> {
+  return waitFor(async () => {
+    const run = await getRun(runId)
+    return statuses.includes(run.status) ? run : undefined
+  }, { what: `run ${runId} to reach ${statuses.join('/')}` })
+}
+
+/** The worker has nothing in hand and nothing scheduled on workflow-runs. */
+async function workflowRunsIdle (): Promise<void> {
+  await waitFor(async () => {
+    const { body } = await stack.call('GET', '/api/automation/queues', { token })
+    const runs = body.queues.find((queue: { name: string }) => queue.name === 'workflow-runs')
+    return runs.waiting + runs.active + runs.delayed === 0 ? true : undefined
+  }, { what: 'workflow-runs to be idle' })
+}
+
+async function postWebhook (workflowId: string, body: string, headers: Record<string, string> = {}, query = '') {
+  const res = await fetch(`${stack.baseUrl}/api/automation/webhook/${workflowId}${query}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body
+  })
+  return { status: res.status, body: await res.json() as { status: string, runId?: string } }
+}
+
+const sign = (secret: string, body: string): string => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+
+t.test('HMAC-verified webhook: a valid signature runs to SUCCESS, a tampered body FAILS with Invalid signature', async (t) => {
+  const secret = 'shared-webhook-secret'
+  const workflowId = await createWorkflow({
+    triggerType: 'WEBHOOK',
+    nodes: [
+      { id: 'verify', type: 'verify_signature', config: { secret, header: 'X-Signature', prefix: 'sha256=' }, next: 'record' },
+      { id: 'record', type: 'set', config: { values: { event: '{{triggerData.body.event}}', amount: '{{triggerData.body.amount}}' } } }
+    ]
+  })
+  // Spacing and key order a re-serialisation would change: the HMAC is over the exact bytes.
+  const body = '{ "event":"order.paid",\n  "amount":  42 }'
+
+  const valid = await postWebhook(workflowId, body, { 'x-signature': sign(secret, body) })
+  t.same(valid, { status: 200, body: { status: 'received', runId: valid.body.runId } })
+  const succeeded = await runReaching(valid.body.runId!, TERMINAL)
+  t.equal(succeeded.status, 'SUCCESS', succeeded.error ?? '')
+  t.same(succeeded.result.verify, { valid: true })
+  t.same(succeeded.result.record, { event: 'order.paid', amount: 42 })
+
+  const tampered = await postWebhook(workflowId, body.replace('42', '43'), { 'x-signature': sign(secret, body) })
+  t.equal(tampered.body.status, 'received')
+  const failed = await runReaching(tampered.body.runId!, TERMINAL)
+  t.equal(failed.status, 'FAILED')
+  t.equal(failed.error, 'Invalid signature')
+  t.notOk('record' in failed.result, 'no node after the failed check ran')
+
+  const unsigned = await runReaching((await postWebhook(workflowId, body)).body.runId!, TERMINAL)
+  t.equal(unsigned.error, 'Invalid signature')
+
+  const form = 'event=order.refunded&amount=5'
+  const formRun = await postWebhook(workflowId, form, { 'content-type': 'application/x-www-form-urlencoded', 'x-signature': sign(secret, form) })
+  const formDone = await runReaching(formRun.body.runId!, TERMINAL)
+  t.equal(formDone.status, 'SUCCESS', formDone.error ?? '')
+  t.same(formDone.result.record, { event: 'order.refunded', amount: '5' })
+})
+
+t.test('webhook: received with {body, headers, query}; ignored in all four cases; idempotent redelivery', async (t) => {
+  const workflowId = await createWorkflow({
+    triggerType: 'WEBHOOK',
+    nodes: [{ id: 'pick', type: 'set', config: { values: { source: '{{triggerData.headers.x-source}}', ref: '{{triggerData.query.ref}}', event: '{{triggerData.body.event}}' } } }]
+  })
+  const received = await postWebhook(workflowId, '{"event":"ping"}', { 'X-Source': 'crm' }, '?ref=r-1')
+  t.equal(received.body.status, 'received')
+  const run = await runReaching(received.body.runId!, TERMINAL)
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.same(run.result.pick, { source: 'crm', ref: 'r-1', event: 'ping' })
+
+  const inactive = await createWorkflow({ triggerType: 'WEBHOOK', isActive: false, nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
+  const manual = await createWorkflow({ triggerType: 'MANUAL', nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
+  for (const [what, id] of [['missing', 'clxxxxxxxxxxxxxxxxxxxxxxx'], ['malformed', 'not-a-cuid!'], ['inactive', inactive], ['not WEBHOOK', manual]]) {
+    t.same(await postWebhook(id!, '{}'), { status: 200, body: { status: 'ignored' } }, what)
+  }
+  for (const id of [inactive, manual]) {
+    t.match((await stack.call('GET', `/api/automation/workflows/${id}`, { token })).body, { runCount: 0, runs: [] })
+  }
+
+  const headers = { 'idempotency-key': 'delivery-77' }
+  const first = await postWebhook(workflowId, '{"event":"again"}', headers)
+  const second = await postWebhook(workflowId, '{"event":"again"}', headers)
+  t.equal(second.body.runId, first.body.runId)
+  await runReaching(first.body.runId!, TERMINAL)
+  t.match((await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body, { runCount: 2 })
+})
+
+t.test('fire: idempotent, and an inactive workflow answers 400 with no run created', async (t) => {
+  const workflowId = await createWorkflow({ triggerType: 'MANUAL', nodes: [{ id: 'n', type: 'set', config: { values: { ok: 'yes' } } }] })
+  const headers = { 'idempotency-key': 'fire-once' }
+  const first = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {}, headers })
+  const second = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {}, headers })
+  t.equal(first.status, 202)
+  t.equal(second.body.runId, first.body.runId)
+  t.equal((await runReaching(first.body.runId, TERMINAL)).status, 'SUCCESS')
+  t.match((await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body, { runCount: 1, successCount: 1 })
+
+  const inactive = await createWorkflow({ triggerType: 'MANUAL', isActive: false, nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
+  const refused = await stack.call('POST', `/api/automation/workflows/${inactive}/fire`, { token, body: {} })
+  t.equal(refused.status, 400)
+  t.equal(refused.body.message, 'Workflow is not active')
+  t.match((await stack.call('GET', `/api/automation/workflows/${inactive}`, { token })).body, { runCount: 0, runs: [] })
+  t.same((await stack.call('GET', `/api/automation/runs?workflowId=${inactive}`, { token })).body, [])
+})
+
+t.test('counters and the latest-10 rule', async (t) => {
+  // Fired runs carry no raw body, so the `bad` branch fails its signature check.
+  const workflowId = await createWorkflow({
+    triggerType: 'MANUAL',
+    nodes: [
+      { id: 'route', type: 'condition', config: { field: 'triggerData.ok', then: 'good', else: 'bad' } },
+      { id: 'good', type: 'set', config: { values: { n: '{{triggerData.n}}' } } },
+      { id: 'bad', type: 'verify_signature', config: { secret: 'x', header: 'x-signature' } }
+    ]
+  })
+  const runIds: string[] = []
+  for (let n = 0; n < 12; n++) {
+    const res = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: { n, ok: n % 4 !== 3 } })
+    runIds.push(res.body.runId)
+  }
+  const finished = await Promise.all(runIds.map(async (runId) => runReaching(runId, TERMINAL)))
+  t.same(finished.map((run) => run.status), runIds.map((_id, n) => n % 4 === 3 ? 'FAILED' : 'SUCCESS'))
+
+  const workflow = (await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body
+  t.match(workflow, { runCount: 12, successCount: 9, failureCount: 3 })
+  const newest = finished.reduce((latest, run) => run.createdAt > latest.createdAt ? run : latest)
+  t.equal(workflow.lastRunAt, newest.createdAt, 'lastRunAt is the latest run\'s creation time')
+
+  const listed = (await stack.call('GET', `/api/automation/runs?workflowId=${workflowId}`, { token })).body
+  t.equal(listed.length, 12)
+  t.equal(workflow.runs.length, 10)
+  t.same(workflow.runs.map((run: { id: string }) => run.id), listed.slice(0, 10).map((run: { id: string }) => run.id), 'the latest 10, newest first')
+  for (const run of workflow.runs) {
+    t.match(run, { id: String, status: /^(SUCCESS|FAILED)$/, durationMs: Number, startedAt: String, completedAt: String })
+  }
+})
+
+t.test('cancel a RUNNING run: the node in flight is abandoned, no later node runs', async (t) => {
+  const workflowId = await createWorkflow({
+    triggerType: 'MANUAL',
+    nodes: [
+      { id: 'slow', type: 'http_request', config: { method: 'POST', url: slowUrl, timeoutMs: 30000 }, next: 'after' },
+      { id: 'after', type: 'set', config: { values: { ran: 'yes' } } }
+    ]
+  })
+  const inFlight = once(slowSink, 'held')
+  const { runId } = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body
+  await inFlight
+  t.equal((await getRun(runId)).status, 'RUNNING')
+
+  const cancelled = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
+  t.equal(cancelled.status, 200)
+  t.equal(cancelled.body.status, 'CANCELLED')
+  for (const res of held.splice(0)) res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+  await workflowRunsIdle()
+
+  const run = await getRun(runId)
+  t.equal(run.status, 'CANCELLED')
+  t.notOk('after' in run.result)
+  const again = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
+  t.equal(again.status, 409)
+  t.equal(again.body.message, 'Run is already finished')
+})
+
+t.test('cancel a WAITING run: it never resumes', async (t) => {
+  const workflowId = await createWorkflow({
+    triggerType: 'MANUAL',
+    nodes: [
+      { id: 'pause', type: 'wait', config: { seconds: 1 } },
+      { id: 'after', type: 'set', config: { values: { ran: 'yes' } } }
+    ]
+  })
+  const { runId } = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body
+  const waiting = await runReaching(runId, ['WAITING', ...TERMINAL])
+  t.equal(waiting.status, 'WAITING')
+  const cancelled = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
+  t.equal(cancelled.body.status, 'CANCELLED')
+  await workflowRunsIdle()
+
+  const run = await getRun(runId)
+  t.equal(run.status, 'CANCELLED')
+  t.notOk('after' in run.result)
+  t.notOk(run.logs.some((line) => line.message === 'Run resumed'))
+})
+
+t.test('cancel a PENDING run: the worker never starts it', async (t) => {
+  const workflowId = await createWorkflow({ triggerType: 'MANUAL', nodes: [{ id: 'only', type: 'set', config: { values: { ran: 'yes' } } }] })
+  await stack.workers[0]!.stop('SIGTERM')
+  const { runId } = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body
+  t.equal((await getRun(runId)).status, 'PENDING')
+  const cancelled = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
+  t.equal(cancelled.status, 200)
+  t.equal(cancelled.body.status, 'CANCELLED')
+
+  await stack.startWorker()
+  const later = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body.runId
+  t.equal((await runReaching(later, TERMINAL)).status, 'SUCCESS', 'the new worker runs later runs')
+  await workflowRunsIdle()
+  const run = await getRun(runId)
+  t.equal(run.status, 'CANCELLED')
+  t.same(Object.keys(run.result), [], 'no node ran')
+})
+
+t.test('queues: the four queues in spec order with counters', async (t) => {
+  const res = await stack.call('GET', '/api/automation/queues', { token })
+  t.equal(res.status, 200)
+  t.same(res.body.queues.map((queue: { name: string }) => queue.name), ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'])
+  for (const queue of res.body.queues) {
+    t.same(Object.keys(queue).sort(), ['active', 'completed', 'delayed', 'failed', 'name', 'waiting'])
+    for (const counter of ['waiting', 'active', 'completed', 'failed', 'delayed']) t.ok(Number.isInteger(queue[counter]), `${queue.name}.${counter}`)
+  }
+  t.ok(res.body.queues[0].completed > 0, 'workflow-runs counts the runs this file executed')
+})
