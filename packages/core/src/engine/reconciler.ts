@@ -98,7 +98,7 @@ export function createReconciler (options: ReconcilerOptions) {
       from runs join workflows on workflows.id = runs.workflow_id
       cross join lateral (select runs.result->runs.current_node_id->>'until' as until) as wait
       where runs.status = 'WAITING'
-        and case when wait.until ~ '^\d{4}-\d{2}-\d{2}T' then wait.until::timestamptz < now() - ${grace}
+        and case when wait.until ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' then wait.until::timestamptz < now() - ${grace}
           else runs.created_at < now() - ${grace} end
       order by runs.created_at limit ${batchSize}
     `)

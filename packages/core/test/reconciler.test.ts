@@ -1,0 +1,116 @@
+import { eq } from 'drizzle-orm'
+import { Worker } from 'bullmq'
+import { Redis } from 'ioredis'
+import t from 'tap'
+import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from '@switchboard/testing/database'
+import { createDatabase } from '../src/db/client.ts'
+import { runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
+import { createRunEngine, resumeJobId } from '../src/engine/engine.ts'
+import { createHttpClient } from '../src/engine/http-client.ts'
+import { createReconciler, takeoverJobId } from '../src/engine/reconciler.ts'
+import { createLogger } from '../src/logger.ts'
+import { AGENT_EXECUTION, closeQueues, createQueues, createWorkerConnection, WORKFLOW_RUNS } from '../src/queues.ts'
+
+const testDb = await createTestDatabase()
+const database = createDatabase(testDb.url, { max: 4 })
+const { db } = database
+const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
+const queues = createQueues(redis, uniqueQueuePrefix())
+const logger = createLogger('silent', 'reconciler-test')
+const http = createHttpClient({ allowPrivate: false })
+const failed: unknown[] = []
+const engine = createRunEngine({
+  db,
+  queues,
+  logger,
+  nodes: { http: http.dispatcher, chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } } },
+  emitEvent: async (input) => { failed.push(input) }
+})
+// No grace: every unfinished run is examined at once.
+const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, runningAfterMs: 0 })
+
+t.teardown(async () => {
+  await Promise.all(Object.values(queues).map(async (queue) => { await queue.obliterate({ force: true }) }))
+  await closeQueues(queues)
+  redis.disconnect()
+  await http.close()
+  await database.close()
+  await testDb.drop()
+})
+
+const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
+const nodes: WorkflowNode[] = [{ id: 'pause', type: 'wait', config: { seconds: 5 } }]
+const [manual] = await db.insert(workflows).values({ userId: owner.id, name: 'm', triggerType: 'MANUAL', isActive: true, nodes }).returning()
+const [agent] = await db.insert(workflows).values({ userId: owner.id, name: 'a', triggerType: 'AGENT', isActive: true, nodes }).returning()
+
+async function run (values: Partial<typeof runs.$inferInsert> = {}): Promise<string> {
+  const [row] = await db.insert(runs).values({ workflowId: manual.id, userId: owner.id, triggerData: {}, ...values }).returning()
+  return row.id
+}
+
+const stateOf = async (jobId: string, queue = queues[WORKFLOW_RUNS]): Promise<string> => await queue.getJobState(jobId)
+
+t.test('a PENDING run whose job failed (database down before the run was taken) gets the job retried', async (t) => {
+  const runId = await run()
+  await queues[WORKFLOW_RUNS].add('run', { runId }, { jobId: runId })
+  const connection = createWorkerConnection(REDIS_URL)
+  const consumer = new Worker(WORKFLOW_RUNS, undefined, { connection, prefix: queues[WORKFLOW_RUNS].opts.prefix })
+  t.teardown(async () => {
+    await consumer.close()
+    connection.disconnect()
+  })
+  const job = await consumer.getNextJob('token')
+  t.equal(job?.id, runId)
+  await job?.moveToFailed(new Error('database down'), 'token', false)
+  t.equal(await stateOf(runId), 'failed')
+
+  t.equal((await reconciler.reconcile()).requeued, 1)
+  t.equal(await stateOf(runId), 'waiting')
+})
+
+t.test('a PENDING run without a job is enqueued once, on its trigger type\'s queue', async (t) => {
+  const lost = await run()
+  const [agentRun] = await db.insert(runs).values({ workflowId: agent.id, userId: owner.id, triggerData: {} }).returning()
+  const queued = await run()
+  await queues[WORKFLOW_RUNS].add('run', { runId: queued }, { jobId: queued })
+
+  const report = await reconciler.reconcile()
+  t.equal(report.requeued, 2)
+  t.equal(await stateOf(lost), 'waiting')
+  t.same((await queues[WORKFLOW_RUNS].getJob(lost))?.data, { runId: lost })
+  t.equal(await stateOf(agentRun.id, queues[AGENT_EXECUTION]), 'waiting')
+  t.equal((await reconciler.reconcile()).requeued, 0, 'job ids are run ids: never enqueued twice')
+})
+
+t.test('a WAITING run past its time without a resume job gets it back; a future one is left alone', async (t) => {
+  const past = new Date(Date.now() - 60_000).toISOString()
+  const future = new Date(Date.now() + 60_000).toISOString()
+  const due = await run({ status: 'WAITING', startedAt: new Date(), currentNodeId: 'pause', result: { triggerData: {}, pause: { until: past } } })
+  const later = await run({ status: 'WAITING', startedAt: new Date(), currentNodeId: 'pause', result: { triggerData: {}, pause: { until: future } } })
+  const report = await reconciler.reconcile()
+  t.equal(report.resumed, 1)
+  t.equal(await stateOf(resumeJobId(due, 'pause')), 'waiting')
+  t.equal(await stateOf(resumeJobId(later, 'pause')), 'unknown')
+})
+
+t.test('a RUNNING run without a live job is taken over; one whose takeovers are spent fails', async (t) => {
+  const orphan = await run({ status: 'RUNNING', startedAt: new Date(), currentNodeId: 'pause' })
+  const alive = await run({ status: 'RUNNING', startedAt: new Date(), currentNodeId: 'pause' })
+  await queues[WORKFLOW_RUNS].add('run', { runId: alive }, { jobId: alive })
+  const spent = await run({ status: 'RUNNING', startedAt: new Date(), currentNodeId: 'pause', attempt: 3 })
+
+  const report = await reconciler.reconcile()
+  t.equal(await stateOf(takeoverJobId(orphan, 0)), 'waiting')
+  t.equal(await stateOf(takeoverJobId(alive, 0)), 'unknown', 'a run whose job is queued is left alone')
+  t.equal(report.failed, 1)
+  const [row] = await db.select().from(runs).where(eq(runs.id, spent))
+  t.equal(row.status, 'FAILED')
+  t.equal(row.error, 'Run interrupted: its worker stopped 4 times')
+  t.same(failed.at(-1), { userId: owner.id, name: 'workflow.run.failed', payload: { runId: spent, workflowId: manual.id, error: 'Run interrupted: its worker stopped 4 times' } })
+
+  // The takeover job, executed, continues the run from its current node.
+  t.equal(await engine.executeRun(orphan), 'WAITING')
+  const [taken] = await db.select().from(runs).where(eq(runs.id, orphan))
+  t.equal(taken.attempt, 1)
+  t.equal((await reconciler.reconcile()).takenOver, 0, 'a taken-over run that is waiting is not touched')
+})
