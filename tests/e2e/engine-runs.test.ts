@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage } from 'node:http'
 import t from 'tap'
@@ -103,4 +104,38 @@ t.test('a failing node ends the run FAILED with the error', async (t) => {
   t.equal(run.status, 'FAILED')
   t.match(run.error, /^Request failed: .*ECONNREFUSED/)
   t.match(run.logs.at(-1), { level: 'ERROR', message: /^Run failed: / })
+})
+
+t.test('an inbound webhook verified with verify_signature: the valid signature passes, a tampered body fails', async (t) => {
+  const secret = 'shared-secret'
+  const created = await stack.call('POST', '/api/automation/workflows', {
+    token,
+    body: {
+      name: 'signed hook',
+      triggerType: 'WEBHOOK',
+      isActive: true,
+      nodes: [
+        { id: 'verify', type: 'verify_signature', config: { secret, header: 'x-hub-signature-256', prefix: 'sha256=' }, next: 'route' },
+        { id: 'route', type: 'condition', config: { field: 'triggerData.body.event', cases: { 'invoice.paid': 'paid' }, default: 'other' } },
+        { id: 'paid', type: 'set', config: { values: { amount: '{{triggerData.body.amount}}' } } },
+        { id: 'other', type: 'set', config: { values: { ignored: true } } }
+      ]
+    }
+  })
+  t.equal(created.status, 201)
+  const body = { event: 'invoice.paid', amount: 120 }
+  const signature = `sha256=${createHmac('sha256', secret).update(JSON.stringify(body)).digest('hex')}`
+
+  const valid = await stack.call('POST', `/api/automation/webhook/${created.body.id}`, { body, headers: { 'x-hub-signature-256': signature } })
+  t.equal(valid.body.status, 'received')
+  const passed = await runReaching(valid.body.runId, ['SUCCESS', 'FAILED'])
+  t.equal(passed.status, 'SUCCESS', passed.error ?? '')
+  t.same(passed.result.verify, { valid: true })
+  t.same(passed.result.paid, { amount: 120 })
+
+  const tampered = await stack.call('POST', `/api/automation/webhook/${created.body.id}`, { body: { ...body, amount: 999 }, headers: { 'x-hub-signature-256': signature } })
+  const failed = await runReaching(tampered.body.runId, ['SUCCESS', 'FAILED'])
+  t.equal(failed.status, 'FAILED')
+  t.equal(failed.error, 'Invalid signature')
+  t.notOk('paid' in failed.result)
 })
