@@ -100,18 +100,20 @@ export function createRunEngine (options: EngineOptions) {
     const controller = new AbortController()
     const signal = jobSignal === undefined ? controller.signal : AbortSignal.any([jobSignal, controller.signal])
     let timer: NodeJS.Timeout | undefined
+    let done = false
     const poll = (): void => {
       timer = setTimeout(() => {
         store.status(runId).then((status) => {
           if (status !== 'RUNNING') controller.abort(new Error('the run was cancelled'))
-          else poll()
-        }, () => { poll() })
+          else if (!done) poll()
+        }, () => { if (!done) poll() })
       }, cancelPollMs)
     }
     poll()
     try {
       return await execute(signal)
     } finally {
+      done = true
       clearTimeout(timer)
     }
   }
