@@ -95,6 +95,20 @@ t.test('a wait puts the run in WAITING; the delayed job brings it to SUCCESS', a
   t.ok(done.logs.some((line) => line.message === 'Run resumed'))
 })
 
+t.test('an AGENT workflow runs on the agent-execution queue', async (t) => {
+  const created = await stack.call('POST', '/api/automation/workflows', {
+    token,
+    body: { name: 'agent', triggerType: 'AGENT', isActive: true, nodes: [{ id: 'reply', type: 'set', config: { values: { said: '{{triggerData.prompt}}' } } }] }
+  })
+  t.equal(created.status, 201)
+  const runId = await fire(created.body.id, { prompt: 'hello' })
+  const run = await runReaching(runId, ['SUCCESS', 'FAILED'])
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.same(run.result.reply, { said: 'hello' })
+  const queues = await stack.call('GET', '/api/automation/queues', { token })
+  t.ok(queues.body.queues.find((queue: { name: string }) => queue.name === 'agent-execution').completed >= 1)
+})
+
 t.test('a failing node ends the run FAILED with the error', async (t) => {
   const workflowId = await createWorkflow([
     { id: 'call', type: 'http_request', config: { url: 'http://127.0.0.1:1/unreachable', timeoutMs: 2000 } }
