@@ -1,6 +1,4 @@
-import { Redis } from 'ioredis'
 import { createLogger } from '@switchboard/core/logger'
-import { closeQueues, createQueues } from '@switchboard/core/queues'
 import {
   FAKE_ACCESS_TOKEN, messagesDelivery, signedDelivery, startFakeChatPlatform, statusesDelivery,
   type FakeChatPlatform, type FakeChatPlatformOptions, type InboundMessageSpec, type StatusSpec
@@ -61,18 +59,8 @@ export async function buildChatTestApp (t: Teardown, options: { worker?: boolean
   if (options.worker === true) {
     worker = await startWorker(config, createLogger(process.env.TEST_WORKER_LOG_LEVEL ?? 'silent', 'worker'))
   }
-  // Teardowns run last-in first-out: the worker stops before the database is dropped.
-  t.teardown(async () => {
-    await worker?.close()
-    const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 })
-    const queues = createQueues(connection, config.queuePrefix)
-    try {
-      await Promise.all(Object.values(queues).map(async (queue) => { await queue.obliterate({ force: true }) }))
-    } finally {
-      await closeQueues(queues)
-      connection.disconnect()
-    }
-  })
+  // Teardowns run last-in first-out: the worker stops before the app's own teardown drops the database.
+  t.teardown(async () => { await worker?.close() })
 
   const deliver: ChatTestApp['deliver'] = async (payload) => {
     const { body, headers } = signedDelivery(payload, APP_SECRET)

@@ -1,6 +1,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { createId } from '@paralleldrive/cuid2'
 import { createTestDatabase, uniqueQueuePrefix } from '@switchboard/testing/database'
+import { deleteQueuePrefix } from '@switchboard/testing/redis'
 import { testConfig, TEST_ADMIN } from '@switchboard/testing/config'
 import type { Config } from '@switchboard/core/config'
 import { buildServer } from '../src/build.ts'
@@ -25,6 +26,7 @@ export async function buildTestApp (t: Teardown, env: Record<string, string> = {
   await app.ready()
   t.teardown(async () => {
     await app.close()
+    await deleteQueuePrefix(config.queuePrefix)
     await database.drop()
   })
 

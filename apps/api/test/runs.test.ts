@@ -1,12 +1,11 @@
 import t from 'tap'
 import { resumeJobId } from '@switchboard/core/engine/engine'
 import { buildTestApp } from './helper.ts'
-import { createWorkflow, removeQueuedJobsAtTeardown } from './run-helpers.ts'
+import { createWorkflow } from './run-helpers.ts'
 
 const testApp = await buildTestApp(t)
-const { app, request, adminToken, newMember, config } = testApp
+const { app, request, adminToken, newMember } = testApp
 const sql = app.database.sql
-removeQueuedJobsAtTeardown(t, config)
 
 const fire = async (id: string, token: string, payload?: unknown, headers?: Record<string, string>) =>
   request({ method: 'POST', url: `/api/automation/workflows/${id}/fire`, token, payload: payload as object, headers })

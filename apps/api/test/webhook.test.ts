@@ -1,11 +1,10 @@
 import t from 'tap'
 import { buildTestApp } from './helper.ts'
-import { createWorkflow, removeQueuedJobsAtTeardown } from './run-helpers.ts'
+import { createWorkflow } from './run-helpers.ts'
 
 const testApp = await buildTestApp(t)
-const { app, request, newMember, config } = testApp
+const { app, request, newMember } = testApp
 const sql = app.database.sql
-removeQueuedJobsAtTeardown(t, config)
 
 const member = await newMember()
 const webhookWorkflow = await createWorkflow(testApp, member.token, { triggerType: 'WEBHOOK' })

@@ -2,23 +2,17 @@ import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { asc, eq } from 'drizzle-orm'
-import { Redis } from 'ioredis'
 import t from 'tap'
-import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from '@switchboard/testing/database'
+import { createCoreTestContext } from '@switchboard/testing/context'
 import type { ChatSender, SendTemplateInput, SendTextInput } from '../src/chat/sender.ts'
-import { createDatabase } from '../src/db/client.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine, resumeJobId } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/http-client.ts'
 import { createLogger } from '../src/logger.ts'
-import { closeQueues, createQueues, WORKFLOW_RUNS } from '../src/queues.ts'
+import { WORKFLOW_RUNS } from '../src/queues.ts'
 import { emitEvent } from '../src/services/runs.ts'
 
-const testDb = await createTestDatabase()
-const database = createDatabase(testDb.url, { max: 4 })
-const { db } = database
-const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
-const queues = createQueues(redis, uniqueQueuePrefix())
+const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-test')
 
 /** The local http sink: records every request; the path picks the answer. */
@@ -59,14 +53,9 @@ const engineWith = (http = privateHttp.dispatcher) => createRunEngine({
 const engine = engineWith()
 
 t.teardown(async () => {
-  await Promise.all(Object.values(queues).map(async (queue) => { await queue.obliterate({ force: true }) }))
-  await closeQueues(queues)
-  redis.disconnect()
   sink.close()
   await privateHttp.close()
   await publicHttp.close()
-  await database.close()
-  await testDb.drop()
 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()

@@ -1,21 +1,16 @@
 import { eq } from 'drizzle-orm'
 import { Worker } from 'bullmq'
-import { Redis } from 'ioredis'
 import t from 'tap'
-import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from '@switchboard/testing/database'
-import { createDatabase } from '../src/db/client.ts'
+import { createCoreTestContext } from '@switchboard/testing/context'
+import { REDIS_URL } from '@switchboard/testing/database'
 import { runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine, resumeJobId } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/http-client.ts'
 import { createReconciler, takeoverJobId } from '../src/engine/reconciler.ts'
 import { createLogger } from '../src/logger.ts'
-import { AGENT_EXECUTION, closeQueues, createQueues, createWorkerConnection, WORKFLOW_RUNS } from '../src/queues.ts'
+import { AGENT_EXECUTION, createWorkerConnection, WORKFLOW_RUNS } from '../src/queues.ts'
 
-const testDb = await createTestDatabase()
-const database = createDatabase(testDb.url, { max: 4 })
-const { db } = database
-const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
-const queues = createQueues(redis, uniqueQueuePrefix())
+const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'reconciler-test')
 const http = createHttpClient({ allowPrivate: false })
 const failed: unknown[] = []
@@ -29,14 +24,7 @@ const engine = createRunEngine({
 // No grace: every unfinished run is examined at once.
 const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, runningAfterMs: 0 })
 
-t.teardown(async () => {
-  await Promise.all(Object.values(queues).map(async (queue) => { await queue.obliterate({ force: true }) }))
-  await closeQueues(queues)
-  redis.disconnect()
-  await http.close()
-  await database.close()
-  await testDb.drop()
-})
+t.teardown(async () => { await http.close() })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 const nodes: WorkflowNode[] = [{ id: 'pause', type: 'wait', config: { seconds: 5 } }]

@@ -1,25 +1,13 @@
 import t from 'tap'
 import { eq } from 'drizzle-orm'
-import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from '@switchboard/testing/database'
-import { createDatabase } from '../src/db/client.ts'
+import { createCoreTestContext } from '@switchboard/testing/context'
 import { runs, users, workflows, workflowSchedules } from '../src/db/schema/index.ts'
-import { closeQueues, createProducerConnection, createQueues, SCHEDULED_TASKS } from '../src/queues.ts'
+import { SCHEDULED_TASKS } from '../src/queues.ts'
 import { createScheduleSync } from '../src/schedules/schedule-sync.ts'
 import { handleTick } from '../src/schedules/tick.ts'
 
-const testDatabase = await createTestDatabase()
-const { db, close } = createDatabase(testDatabase.url, { max: 4 })
-const redis = createProducerConnection(REDIS_URL)
-const prefix = uniqueQueuePrefix()
-const queues = createQueues(redis, prefix)
+const { db, queues } = await createCoreTestContext(t)
 const queue = queues[SCHEDULED_TASKS]
-t.teardown(async () => {
-  await queue.obliterate({ force: true })
-  await closeQueues(queues)
-  redis.disconnect()
-  await close()
-  await testDatabase.drop()
-})
 
 const scheduleSync = createScheduleSync({ db, queue })
 const deps = { db, queues, scheduleSync }

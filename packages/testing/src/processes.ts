@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { createTestDatabase, uniqueQueuePrefix } from './database.ts'
+import { deleteQueuePrefix } from './redis.ts'
 import { testEnv, TEST_ADMIN } from './config.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
@@ -92,8 +93,9 @@ export interface StackOptions {
 export async function startStack (t: Teardown, options: StackOptions = {}): Promise<Stack> {
   const database = await createTestDatabase()
   const port = await freePort()
+  const queuePrefix = uniqueQueuePrefix()
   const env = {
-    ...testEnv(database.url, uniqueQueuePrefix(), options.env),
+    ...testEnv(database.url, queuePrefix, options.env),
     PORT: String(port),
     HOST: '127.0.0.1',
     LOG_LEVEL: options.env?.LOG_LEVEL ?? 'info'
@@ -101,6 +103,7 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
   const processes: ManagedProcess[] = []
   t.teardown(async () => {
     await Promise.all(processes.map(async (p) => { await p.stop('SIGKILL') }))
+    await deleteQueuePrefix(queuePrefix)
     await database.drop()
   })
 
