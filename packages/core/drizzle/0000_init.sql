@@ -124,6 +124,7 @@ CREATE TABLE "messages" (
 	"agent_name" text,
 	"reply_to_id" text,
 	"sent_at" timestamp with time zone,
+	"dispatched_at" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint

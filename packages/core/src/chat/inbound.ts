@@ -34,8 +34,12 @@ export interface InboundOptions {
   db: DbOrTx
   config: Config
   logger: Logger
-  /** Called once per message, only when it was new: duplicates never start anything twice. */
-  onMessage?: (message: InboundChatMessage) => Promise<void>
+  /**
+   * Starts what a message triggers. Called for a new message, and again for a stored one whose
+   * earlier call did not complete (a retried delivery), so it must be idempotent per wamid.
+   * A duplicate of a dispatched message never reaches it.
+   */
+  onMessage: (message: InboundChatMessage) => Promise<void>
 }
 
 interface PlatformMessage {
@@ -119,24 +123,22 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         replyToId: message.context?.id,
         receivedAt: timeOf(message.timestamp)
       })
-      if (stored === null) {
-        summary.duplicates++
-        continue
-      }
-      summary.messages++
-      if (onMessage !== undefined) {
-        userIds ??= await accounts.userIdsFor(phoneNumberId)
-        await onMessage({
-          phoneNumberId,
-          userIds,
-          phone: message.from,
-          name: names.get(message.from) ?? null,
-          text,
-          type: message.type ?? 'unknown',
-          wamid: message.id,
-          ...stored
-        })
-      }
+      if (stored?.isNew === true) summary.messages++
+      else summary.duplicates++
+      if (stored === null) continue
+      userIds ??= await accounts.userIdsFor(phoneNumberId)
+      await onMessage({
+        phoneNumberId,
+        userIds,
+        phone: message.from,
+        name: names.get(message.from) ?? null,
+        text,
+        type: message.type ?? 'unknown',
+        wamid: message.id,
+        conversationId: stored.conversationId,
+        messageId: stored.messageId
+      })
+      await conversations.markDispatched(stored.messageId)
     }
     for (const status of value.statuses ?? []) {
       if (typeof status.id !== 'string' || !(MESSAGE_STATUSES as readonly string[]).includes(status.status ?? '')) continue

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { startRuns, emitEvent, type RunServiceDeps } from '../services/runs.ts'
+import { startRun, type RunServiceDeps } from '../services/runs.ts'
 import { DEFAULT_ACCOUNT_ID } from './accounts.ts'
 import type { InboundChatMessage } from './inbound.ts'
 
@@ -33,9 +33,11 @@ export function matchKeyword (text: string, keywords: unknown, match: unknown = 
 }
 
 /**
- * What a new customer message starts: the `chat.message.received` event for
- * the users who can use the receiving account, and their active KEYWORD
- * workflows whose keywords match it.
+ * What a customer message starts: the `chat.message.received` event for the
+ * users who can use the receiving account, and their active KEYWORD workflows
+ * whose keywords match it. Each run is started with the idempotency key
+ * `chat:<wamid>`, so calling this again for the same message (a delivery retried
+ * after a crash) starts nothing twice; only the runs created by this call are returned.
  */
 export async function reactToInboundMessage (deps: RunServiceDeps, message: InboundChatMessage): Promise<{ eventRunIds: string[], keywordRunIds: string[] }> {
   if (message.userIds.length === 0) return { eventRunIds: [], keywordRunIds: [] }
@@ -48,28 +50,30 @@ export async function reactToInboundMessage (deps: RunServiceDeps, message: Inbo
     wamid: message.wamid,
     conversationId: message.conversationId
   }
-  const eventRunIds = await emitEvent(deps, {
-    userIds: message.userIds,
-    name: CHAT_MESSAGE_RECEIVED,
-    payload: { ...base, phoneNumberId: message.phoneNumberId }
-  })
 
   const userIds = sql`array[${sql.join(message.userIds.map((id) => sql`${id}`), sql`, `)}]::text[]`
-  // Each owner's own account for the receiving number; none means they use the default account.
-  const candidates = await deps.db.execute<{ id: string, userId: string, triggerConfig: Record<string, unknown>, accountId: string | null }>(sql`
-    select w.id, w.user_id as "userId", w.trigger_config as "triggerConfig", a.id as "accountId"
+  // Listeners and keyword candidates in one query; a KEYWORD workflow gets its owner's own
+  // account for the receiving number (none means the owner uses the default account).
+  const candidates = await deps.db.execute<{ id: string, userId: string, triggerType: 'EVENT' | 'KEYWORD', triggerConfig: Record<string, unknown>, accountId: string | null }>(sql`
+    select w.id, w.user_id as "userId", w.trigger_type as "triggerType", w.trigger_config as "triggerConfig", a.id as "accountId"
     from workflows w
-    left join chat_accounts a on a.user_id = w.user_id and a.phone_number_id = ${message.phoneNumberId}
-    where w.trigger_type = 'KEYWORD' and w.is_active and w.user_id = any(${userIds})
+    left join chat_accounts a on w.trigger_type = 'KEYWORD' and a.user_id = w.user_id and a.phone_number_id = ${message.phoneNumberId}
+    where w.is_active and w.user_id = any(${userIds})
+      and (w.trigger_type = 'KEYWORD' or (w.trigger_type = 'EVENT' and (w.trigger_config->>'eventName') = ${CHAT_MESSAGE_RECEIVED}))
     order by w.created_at, w.id`)
-  const matched = candidates.flatMap((workflow) => {
+
+  const idempotencyKey = `chat:${message.wamid}`
+  const start = async (workflow: typeof candidates[number], triggerData: unknown): Promise<string | null> => {
+    const started = await startRun(deps, { workflow: { id: workflow.id, userId: workflow.userId, triggerType: workflow.triggerType }, triggerData, idempotencyKey })
+    return started.created ? started.runId : null
+  }
+  const events = candidates.filter((workflow) => workflow.triggerType === 'EVENT')
+    .map((workflow) => start(workflow, { ...base, phoneNumberId: message.phoneNumberId }))
+  const keywords = candidates.filter((workflow) => workflow.triggerType === 'KEYWORD').flatMap((workflow) => {
     const keyword = matchKeyword(message.text, workflow.triggerConfig.keywords, workflow.triggerConfig.match)
-    return keyword === null
-      ? []
-      : [{
-          workflow: { id: workflow.id, userId: workflow.userId, triggerType: 'KEYWORD' as const },
-          triggerData: { ...base, accountId: workflow.accountId ?? DEFAULT_ACCOUNT_ID, keyword }
-        }]
+    return keyword === null ? [] : [start(workflow, { ...base, accountId: workflow.accountId ?? DEFAULT_ACCOUNT_ID, keyword })]
   })
-  return { eventRunIds, keywordRunIds: await startRuns(deps, matched) }
+  const created = (runIds: Array<string | null>): string[] => runIds.filter((id) => id !== null)
+  const [eventRunIds, keywordRunIds] = await Promise.all([Promise.all(events), Promise.all(keywords)])
+  return { eventRunIds: created(eventRunIds), keywordRunIds: created(keywordRunIds) }
 }

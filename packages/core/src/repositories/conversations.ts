@@ -1,5 +1,5 @@
 import { createId } from '@paralleldrive/cuid2'
-import { and, asc, desc, eq, gt, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import {
   conversations, messages,
@@ -90,6 +90,7 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
   agentName: row.agent_name as string | null,
   replyToId: row.reply_to_id as string | null,
   sentAt: row.sent_at === null ? null : new Date(row.sent_at as string),
+  dispatchedAt: row.dispatched_at === null ? null : new Date(row.dispatched_at as string),
   createdAt: new Date(row.created_at as string)
 })
 
@@ -190,9 +191,11 @@ export function conversationsRepository (db: DbOrTx) {
 
     /**
      * Stores a customer's message once (by wamid) and updates its conversation.
-     * Returns null for a duplicate delivery, which changes nothing.
+     * Returns the message while what it starts is still to be dispatched: when new
+     * (`isNew`), or stored by an earlier attempt that stopped before dispatching.
+     * Null for a duplicate whose dispatch is done, which changes nothing.
      */
-    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, messageId: string } | null> {
+    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, messageId: string, isNew: boolean } | null> {
       return db.transaction(async (tx) => {
         const [conversation] = await tx.insert(conversations)
           .values({ phoneNumberId: record.phoneNumberId, phone: record.phone, name: record.name ?? null })
@@ -211,7 +214,11 @@ export function conversationsRepository (db: DbOrTx) {
           sentAt: record.receivedAt,
           createdAt: record.receivedAt
         }).onConflictDoNothing({ target: messages.wamid }).returning({ id: messages.id })
-        if (message === undefined) return null
+        if (message === undefined) {
+          const [undispatched] = await tx.select({ id: messages.id, conversationId: messages.conversationId }).from(messages)
+            .where(and(eq(messages.wamid, record.wamid), eq(messages.direction, 'inbound'), isNull(messages.dispatchedAt))).limit(1)
+          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, messageId: undispatched.id, isNew: false }
+        }
         // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
         const receivedAt = timestamptz(record.receivedAt)
         await tx.update(conversations).set({
@@ -221,8 +228,13 @@ export function conversationsRepository (db: DbOrTx) {
           lastMessageAt: sql`greatest(${conversations.lastMessageAt}, ${receivedAt})`,
           updatedAt: new Date()
         }).where(eq(conversations.id, conversation.id))
-        return { conversationId: conversation.id, messageId: message.id }
+        return { conversationId: conversation.id, messageId: message.id, isNew: true }
       })
+    },
+
+    /** Records that an inbound message's events and KEYWORD runs were started. */
+    async markDispatched (messageId: string): Promise<void> {
+      await db.update(messages).set({ dispatchedAt: new Date() }).where(eq(messages.id, messageId))
     },
 
     /** Applies a platform status to a stored message when it moves the status forward; returns whether it did. */

@@ -67,6 +67,9 @@ export const messages = pgTable('messages', {
   agentName: text('agent_name'),
   replyToId: text('reply_to_id'),
   sentAt: nullableTimestamp('sent_at'),
+  // Inbound only: when the events and KEYWORD runs the message starts were dispatched. Null until
+  // then, so that a delivery retried after a worker died in between still starts them.
+  dispatchedAt: nullableTimestamp('dispatched_at'),
   createdAt: createdAt()
 }, (t) => [
   uniqueIndex('messages_wamid_key').on(t.wamid),
