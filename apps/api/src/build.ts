@@ -25,7 +25,7 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     keepAliveTimeout: 72_000,
     trustProxy: true,
     // Long ids must reach the routes and answer 404 like any unknown id, not 414.
-    maxParamLength: 1000,
+    routerOptions: { maxParamLength: 1000 },
     ajv: {
       customOptions: { verbose: true, keywords: ['errorMessage'] }
     },

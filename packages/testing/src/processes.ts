@@ -29,7 +29,9 @@ export interface ManagedProcess {
   stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
-function launch (entry: string, env: Record<string, string>, readyLine: RegExp): Promise<ManagedProcess> {
+type ReadyCheck = (output: string) => boolean | Promise<boolean>
+
+function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck): Promise<ManagedProcess> {
   const child = spawn(process.execPath, [...NODE_ARGS, entry], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -46,24 +48,23 @@ function launch (entry: string, env: Record<string, string>, readyLine: RegExp):
       await exited
     }
   }
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`${entry} did not start within 30s:\n${output}`))
-    }, 30_000)
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString()
-      if (readyLine.test(output)) {
-        clearTimeout(timer)
+    const deadline = Date.now() + 30_000
+    const poll = async (): Promise<void> => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        reject(new Error(`${entry} exited with ${child.exitCode ?? child.signalCode} before it was ready:\n${output}`))
+      } else if (await isReady(output)) {
         resolve(managed)
+      } else if (Date.now() > deadline) {
+        child.kill('SIGKILL')
+        reject(new Error(`${entry} did not start within 30s:\n${output}`))
+      } else {
+        setTimeout(() => { poll().catch(reject) }, 50)
       }
     }
-    child.stdout.on('data', onData)
-    child.stderr.on('data', onData)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`${entry} exited with ${code} before it was ready:\n${output}`))
-    })
+    poll().catch(reject)
   })
 }
 
@@ -108,18 +109,26 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
   })
 
   const startWorker = async (): Promise<ManagedProcess> => {
-    const worker = await launch('apps/worker/src/main.ts', env, /worker started/)
+    // The worker says it is ready in an info line, whatever level the test chose for the rest.
+    const level = ['warn', 'error', 'fatal', 'silent'].includes(env.LOG_LEVEL) ? 'info' : env.LOG_LEVEL
+    const worker = await launch('apps/worker/src/main.ts', { ...env, LOG_LEVEL: level }, (output) => output.includes('worker started'))
     processes.push(worker)
     workers.push(worker)
     return worker
   }
 
-  const api = await launch('apps/api/src/server.ts', env, /Server listening/)
+  const baseUrl = `http://127.0.0.1:${port}`
+  const api = await launch('apps/api/src/server.ts', env, async () => {
+    try {
+      return (await fetch(`${baseUrl}/health/live`)).ok
+    } catch {
+      return false
+    }
+  })
   processes.push(api)
   const workers: ManagedProcess[] = []
   for (let i = 0; i < (options.workers ?? 1); i++) await startWorker()
 
-  const baseUrl = `http://127.0.0.1:${port}`
   const call: Stack['call'] = async (method, path, { token, body, headers } = {}) => {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
