@@ -25,8 +25,8 @@ function recordingSync (fail = false) {
       calls.push({ hook: 'saved', workflowId: workflow.id, visible: await visible(tx, workflow.id), isActive: workflow.isActive })
       if (fail) throw new Error('scheduler unavailable')
     },
-    async onDeleted (workflowId: string, tx: DbOrTx) {
-      calls.push({ hook: 'deleted', workflowId, visible: await visible(tx, workflowId) })
+    async onDeleted (deleted, tx: DbOrTx) {
+      calls.push({ hook: 'deleted', workflowId: deleted.id, visible: await visible(tx, deleted.id) })
       if (fail) throw new Error('scheduler unavailable')
     }
   }

@@ -70,6 +70,12 @@ export interface WorkflowFilters {
   offset: number
 }
 
+/** A deleted workflow, and whether it had a schedule (its scheduler in Redis must go too). */
+export interface DeletedWorkflow {
+  id: string
+  hadSchedule: boolean
+}
+
 export const RECENT_RUNS_LIMIT = 10
 
 const toDate = (value: string | null): Date | null => value === null ? null : new Date(value)
@@ -184,11 +190,17 @@ export function workflowsRepository (db: DbOrTx) {
       return workflow ?? null
     },
 
-    /** Its runs, logs, idempotency keys and schedules go with it (foreign keys cascade). */
-    async delete (scope: OwnerScope, id: string): Promise<boolean> {
-      if (!isCuid(id)) return false
-      const deleted = await db.delete(workflows).where(byId(scope, id)).returning({ id: workflows.id })
-      return deleted.length > 0
+    /**
+     * Its runs, logs, idempotency keys and schedules go with it (foreign keys cascade).
+     * `hadSchedule` is read in the statement's snapshot, before the cascade.
+     */
+    async delete (scope: OwnerScope, id: string): Promise<DeletedWorkflow | null> {
+      if (!isCuid(id)) return null
+      const [deleted] = await db.delete(workflows).where(byId(scope, id)).returning({
+        id: workflows.id,
+        hadSchedule: sql<boolean>`exists (select 1 from ${workflowSchedules} s where s.workflow_id = ${workflows}.id)`
+      })
+      return deleted ?? null
     }
   }
 }

@@ -2,7 +2,10 @@ import type { Queue } from 'bullmq'
 import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db, DbOrTx } from '../db/client.ts'
 import { workflows, workflowSchedules, type Workflow } from '../db/schema/index.ts'
+import { AppError } from '../errors.ts'
 import type { ScheduleJobData } from '../queues.ts'
+import { withTimeout } from '../timeout.ts'
+import type { DeletedWorkflow } from '../repositories/workflows.ts'
 import { cronTriggerOf, validateCronExpression, type CronTrigger } from '../workflows/validation.ts'
 
 /** The name of the jobs a workflow's job scheduler produces, one per tick. */
@@ -16,6 +19,24 @@ const TICK_JOB_OPTIONS = { attempts: 3, backoff: { type: 'exponential', delay: 1
 
 /** How many workflows the rebuild at worker start reconciles at once. */
 const REBUILD_CONCURRENCY = 8
+
+/**
+ * BullMQ waits for a Redis connection that may never come back; a save that
+ * needs the scheduler fails within this instead of hanging its request.
+ */
+const SCHEDULER_TIMEOUT_MS = 3000
+
+/** The answer to a save that needs the scheduler while Redis is away: nothing was changed, a retry may succeed. */
+export const schedulerUnavailable = (): AppError => new AppError(503, 'SCHEDULER_UNAVAILABLE', 'Scheduler unavailable, retry later')
+
+/** Runs one exchange with the scheduler queue within the time limit; any failure becomes `schedulerUnavailable`. */
+async function onScheduler<T> (operation: () => Promise<T>, what: string): Promise<T> {
+  try {
+    return await withTimeout(operation(), SCHEDULER_TIMEOUT_MS, what)
+  } catch (err) {
+    throw Object.assign(schedulerUnavailable(), { cause: err })
+  }
+}
 
 export interface PlannedSchedule extends CronTrigger {
   nextRunAt: Date
@@ -83,12 +104,22 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
     )
   }
 
-  /** Makes row and scheduler match `workflow` (null: deleted). The caller holds the schedule lock. */
-  async function apply (tx: DbOrTx, workflowId: string, workflow: ScheduleFields | null): Promise<ReconcileOutcome> {
+  async function unregister (workflowId: string): Promise<void> {
+    await onScheduler(async () => await queue.removeJobScheduler(workflowId), `remove scheduler ${workflowId}`)
+  }
+
+  /**
+   * Makes row and scheduler match `workflow` (null: deleted). The caller holds the schedule lock.
+   * Unscheduling touches Redis only when a schedule row existed, unless `anyScheduler` (Redis
+   * may hold a scheduler without a row: a stale tick, a rebuild), so saving a workflow that
+   * never had a schedule does not depend on Redis.
+   */
+  async function apply (tx: DbOrTx, workflowId: string, workflow: ScheduleFields | null, anyScheduler: boolean): Promise<ReconcileOutcome> {
     const planned = workflow === null ? null : plannedSchedule(workflow)
     if (planned === null) {
-      await tx.delete(workflowSchedules).where(eq(workflowSchedules.workflowId, workflowId))
-      await queue.removeJobScheduler(workflowId)
+      const removed = await tx.delete(workflowSchedules).where(eq(workflowSchedules.workflowId, workflowId))
+        .returning({ id: workflowSchedules.id })
+      if (removed.length > 0 || anyScheduler) await unregister(workflowId)
       return 'unscheduled'
     }
     // A changed expression or timezone is a new schedule: the old one is deleted (spec 3).
@@ -99,7 +130,7 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
     await tx.insert(workflowSchedules)
       .values({ workflowId, cronExpression: planned.cronExpression, timezone: planned.timezone, nextRunAt: planned.nextRunAt })
       .onConflictDoUpdate({ target: workflowSchedules.workflowId, set: { nextRunAt: planned.nextRunAt } })
-    await register(workflowId, planned)
+    await onScheduler(async () => { await register(workflowId, planned) }, `register scheduler ${workflowId}`)
     return 'scheduled'
   }
 
@@ -110,7 +141,7 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
       const [workflow] = await tx
         .select({ isActive: workflows.isActive, triggerType: workflows.triggerType, triggerConfig: workflows.triggerConfig })
         .from(workflows).where(eq(workflows.id, workflowId)).limit(1)
-      return apply(tx, workflowId, workflow ?? null)
+      return apply(tx, workflowId, workflow ?? null, true)
     })
   }
 
@@ -118,13 +149,13 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
     /** The workflows service's hook: runs inside the transaction that saved the workflow. */
     async onSaved (workflow: Workflow, tx: DbOrTx): Promise<void> {
       await lockSchedule(tx, workflow.id)
-      await apply(tx, workflow.id, workflow)
+      await apply(tx, workflow.id, workflow, false)
     },
 
-    /** The workflows service's hook: the row goes with the workflow (cascade), the scheduler is removed here. */
-    async onDeleted (workflowId: string, tx: DbOrTx): Promise<void> {
-      await lockSchedule(tx, workflowId)
-      await queue.removeJobScheduler(workflowId)
+    /** The workflows service's hook: the row went with the workflow (cascade), the scheduler is removed here. */
+    async onDeleted (deleted: DeletedWorkflow, tx: DbOrTx): Promise<void> {
+      await lockSchedule(tx, deleted.id)
+      if (deleted.hadSchedule) await unregister(deleted.id)
     },
 
     reconcile,

@@ -4,6 +4,7 @@ import type { Workflow } from '../db/schema/index.ts'
 import { notFound, type AppError } from '../errors.ts'
 import {
   workflowsRepository,
+  type DeletedWorkflow,
   type OwnerScope,
   type WorkflowChanges,
   type WorkflowDetail,
@@ -20,7 +21,7 @@ export const workflowNotFound = (): AppError => notFound('Workflow not found', '
  */
 export interface ScheduleSync {
   onSaved: (workflow: Workflow, tx: DbOrTx) => Promise<void>
-  onDeleted: (workflowId: string, tx: DbOrTx) => Promise<void>
+  onDeleted: (deleted: DeletedWorkflow, tx: DbOrTx) => Promise<void>
 }
 
 export interface WorkflowServiceOptions {
@@ -71,8 +72,9 @@ export function createWorkflowService ({ db, scheduleSync }: WorkflowServiceOpti
     async delete (scope: OwnerScope, id: string): Promise<void> {
       if (!isCuid(id)) throw workflowNotFound()
       await db.transaction(async (tx) => {
-        if (!await workflowsRepository(tx).delete(scope, id)) throw workflowNotFound()
-        await scheduleSync?.onDeleted(id, tx)
+        const deleted = await workflowsRepository(tx).delete(scope, id)
+        if (deleted === null) throw workflowNotFound()
+        await scheduleSync?.onDeleted(deleted, tx)
       })
     }
   }
