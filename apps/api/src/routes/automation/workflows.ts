@@ -48,7 +48,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       tags,
       summary: 'Create a workflow',
       body: CreateWorkflowBody,
-      response: { 201: WorkflowDetail, ...errorResponses(400, 401) }
+      response: { 201: WorkflowDetail, ...errorResponses(400, 401, 503) }
     }
   }, async (request, reply) => {
     const workflow = await service.create(scopeOf(request), request.body)
@@ -84,7 +84,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       summary: 'Change the supplied fields of a workflow',
       params: WorkflowParams,
       body: UpdateWorkflowBody,
-      response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404) }
+      response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404, 503) }
     }
   }, async (request) => service.update(scopeOf(request), request.params.id, request.body))
 
@@ -93,7 +93,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       tags,
       summary: 'Delete a workflow with its runs and schedules',
       params: WorkflowParams,
-      response: { 204: Type.Null(), ...errorResponses(401, 404) }
+      response: { 204: Type.Null(), ...errorResponses(401, 404, 503) }
     }
   }, async (request, reply) => {
     await service.delete(scopeOf(request), request.params.id)
