@@ -1,0 +1,149 @@
+import t from 'tap'
+import {
+  deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform
+} from '@switchboard/testing/fake-chat-platform'
+import { startStack, waitFor } from '@switchboard/testing/processes'
+
+const PHONE_NUMBER_ID = '106540352242922'
+const APP_SECRET = 'e2e-chat-app-secret'
+const CUSTOMER = '15557654321'
+
+const fake = await startFakeChatPlatform()
+t.teardown(async () => { await fake.close() })
+const stack = await startStack(t, {
+  env: {
+    CHAT_API_URL: fake.url,
+    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
+    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
+    CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
+    CHAT_APP_SECRET: APP_SECRET,
+    CHAT_VERIFY_TOKEN: 'e2e-verify-token'
+  }
+})
+const token = await stack.adminToken()
+
+async function createWorkflow (body: Record<string, unknown>): Promise<string> {
+  const res = await stack.call('POST', '/api/automation/workflows', { token, body: { isActive: true, ...body } })
+  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
+  return res.body.id
+}
+
+const runsOf = async (workflowId: string): Promise<Array<{ id: string }>> =>
+  (await stack.call('GET', `/api/automation/runs?workflowId=${workflowId}`, { token })).body
+
+async function finishedRunOf (workflowId: string): Promise<{ id: string, status: string, error: string | null, result: Record<string, any>, triggerData: Record<string, any> }> {
+  return waitFor(async () => {
+    const [summary] = await runsOf(workflowId)
+    if (summary === undefined) return undefined
+    const run = (await stack.call('GET', `/api/automation/runs/${summary.id}`, { token })).body
+    return ['SUCCESS', 'FAILED'].includes(run.status) ? run : undefined
+  }, { what: `a finished run of ${workflowId}` })
+}
+
+/** assistant-main jobs completed so far: each processed delivery adds one. */
+const processedDeliveries = async (): Promise<number> => {
+  const { body } = await stack.call('GET', '/api/automation/queues', { token })
+  return body.queues.find((queue: { name: string }) => queue.name === 'assistant-main').completed
+}
+
+async function deliverAndWait (payload: unknown): Promise<void> {
+  const before = await processedDeliveries()
+  const res = await deliver(`${stack.baseUrl}/webhook/chat`, payload, APP_SECRET)
+  if (res.status !== 200) throw new Error(`delivery refused: ${res.status} ${await res.text()}`)
+  await waitFor(async () => await processedDeliveries() > before ? true : undefined, { what: 'the delivery to be processed' })
+}
+
+const replyId = await createWorkflow({
+  name: 'price reply',
+  triggerType: 'KEYWORD',
+  triggerConfig: { keywords: ['price'] },
+  nodes: [
+    { id: 'reply', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Hi {{triggerData.name}}, the price is 10 EUR.' }, next: 'follow' },
+    {
+      id: 'follow',
+      type: 'send_chat_template',
+      config: {
+        phone: '{{triggerData.phone}}',
+        templateName: 'order_update',
+        components: [{ type: 'body', parameters: [{ type: 'text', text: '{{triggerData.name}}' }, { type: 'text', text: 'A-7' }] }]
+      }
+    }
+  ]
+})
+const listenerId = await createWorkflow({
+  name: 'inbox log',
+  triggerType: 'EVENT',
+  triggerConfig: { eventName: 'chat.message.received' },
+  nodes: [{ id: 'note', type: 'set', config: { values: { from: '{{triggerData.phone}}', said: '{{triggerData.text}}' } } }]
+})
+
+const wamid = newWamid()
+const inbound = messagesDelivery(PHONE_NUMBER_ID, [{ from: CUSTOMER, name: 'Lena', text: 'What is the price?', wamid }])
+await deliverAndWait(inbound)
+
+t.test('an inbound message starts the KEYWORD workflow, whose send_chat node replies through the platform', async (t) => {
+  const run = await finishedRunOf(replyId)
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.match(run.triggerData, { phone: CUSTOMER, name: 'Lena', text: 'What is the price?', wamid, keyword: 'price', accountId: 'default' })
+
+  const [textSend, templateSend] = fake.sends()
+  t.same(textSend.body, {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: CUSTOMER,
+    type: 'text',
+    text: { preview_url: false, body: 'Hi Lena, the price is 10 EUR.' }
+  }, 'the platform received the exact text send')
+  t.equal(textSend.path, `/v21.0/${PHONE_NUMBER_ID}/messages`)
+  t.equal(textSend.headers.authorization, `Bearer ${FAKE_ACCESS_TOKEN}`)
+  t.match(run.result.reply, { kind: 'text', to: CUSTOMER, wamid: /^wamid\./ })
+
+  t.test('its send_chat_template node sends the template with the templated parameters', async (t) => {
+    t.same(templateSend.body, {
+      messaging_product: 'whatsapp',
+      to: CUSTOMER,
+      type: 'template',
+      template: {
+        name: 'order_update',
+        language: { code: 'en_US' },
+        components: [{ type: 'body', parameters: [{ type: 'text', text: 'Lena' }, { type: 'text', text: 'A-7' }] }]
+      }
+    })
+    t.match(run.result.follow, { kind: 'template', to: CUSTOMER, templateName: 'order_update', wamid: /^wamid\./ })
+    t.not(run.result.follow.wamid, run.result.reply.wamid)
+  })
+
+  t.test('the conversation holds the inbound message and both replies, with the platform ids', async (t) => {
+    const { body } = await stack.call('GET', '/api/chat/conversations', { token })
+    const conversation = body.find((c: { phone: string }) => c.phone === CUSTOMER)
+    t.match(conversation, { name: 'Lena', unreadCount: 1 })
+    t.match(conversation.messages, [
+      { direction: 'inbound', wamid, content: 'What is the price?' },
+      { direction: 'outbound', wamid: run.result.reply.wamid, type: 'text', content: 'Hi Lena, the price is 10 EUR.', status: 'sent' },
+      { direction: 'outbound', wamid: run.result.follow.wamid, type: 'template' }
+    ])
+    t.equal(conversation.messages.length, 3)
+    t.equal(run.triggerData.conversationId, conversation.id)
+    t.equal(run.triggerData.messageId, conversation.messages[0].id)
+  })
+})
+
+t.test('the same delivery starts the chat.message.received EVENT workflow', async (t) => {
+  const run = await finishedRunOf(listenerId)
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.match(run.triggerData, { phone: CUSTOMER, name: 'Lena', text: 'What is the price?', wamid, phoneNumberId: PHONE_NUMBER_ID })
+  t.same(run.result.note, { from: CUSTOMER, said: 'What is the price?' })
+})
+
+t.test('a duplicate delivery of the same message starts nothing more and stores nothing more', async (t) => {
+  await finishedRunOf(replyId)
+  const sendsBefore = fake.sends().length
+  await deliverAndWait(inbound)
+  t.equal((await runsOf(replyId)).length, 1, 'one KEYWORD run')
+  t.equal((await runsOf(listenerId)).length, 1, 'one EVENT run')
+  t.equal(fake.sends().length, sendsBefore, 'no second reply')
+  const { body } = await stack.call('GET', '/api/chat/conversations', { token })
+  const conversation = body.find((c: { phone: string }) => c.phone === CUSTOMER)
+  t.equal(conversation.unreadCount, 1)
+  t.equal(conversation.messages.filter((m: { direction: string }) => m.direction === 'inbound').length, 1)
+})
