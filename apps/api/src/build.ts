@@ -5,6 +5,7 @@ import type { Config } from '@switchboard/core/config'
 import { loggerOptions } from '@switchboard/core/logger'
 import { app } from './app.ts'
 import { formatValidationError } from './plugins/errors.ts'
+import { validatorCompiler } from './validator.ts'
 
 export interface BuildOptions {
   config: Config
@@ -26,11 +27,9 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     trustProxy: true,
     // Long ids must reach the routes and answer 404 like any unknown id, not 414.
     routerOptions: { maxParamLength: 1000 },
-    ajv: {
-      customOptions: { verbose: true, keywords: ['errorMessage'] }
-    },
     schemaErrorFormatter: formatValidationError
   }).withTypeProvider<TypeBoxTypeProvider>()
+  server.setValidatorCompiler(validatorCompiler)
   await server.register(fp(app), { config: options.config })
   return server
 }
