@@ -1,5 +1,5 @@
 import t from 'tap'
-import { resumeJobId } from '@switchboard/core/engine/engine'
+import { resumeJobId } from '@switchboard/core/queues'
 import { buildTestApp } from './helper.ts'
 import { createWorkflow } from './run-helpers.ts'
 

@@ -1,5 +1,6 @@
 import { Queue, type ConnectionOptions, type DefaultJobOptions } from 'bullmq'
 import { Redis, type RedisOptions } from 'ioredis'
+import type { TriggerType } from './db/schema/workflows.ts'
 
 /** The four queues of spec 2.5, in the order the queues endpoint lists them. */
 export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'] as const
@@ -9,6 +10,23 @@ export const WORKFLOW_RUNS: QueueName = 'workflow-runs'
 export const SCHEDULED_TASKS: QueueName = 'scheduled-tasks'
 export const AGENT_EXECUTION: QueueName = 'agent-execution'
 export const ASSISTANT_MAIN: QueueName = 'assistant-main'
+
+/** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
+export const runQueueFor = (triggerType: TriggerType): QueueName => triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
+
+/*
+ * Job ids derive from the run, so re-adding a job never duplicates it and the
+ * reconciler finds a run's jobs from the run alone.
+ */
+
+/** The job that starts a run (added with the run): never queued twice. */
+export const runJobId = (runId: string): string => runId
+
+/** The delayed job that resumes a run suspended at a wait node; unique per wait node (a workflow has no cycles). */
+export const resumeJobId = (runId: string, nodeId: string): string => `${runId}:resume:${encodeURIComponent(nodeId)}`
+
+/** The job that takes over a RUNNING run whose job is gone; unique per takeover attempt. */
+export const takeoverJobId = (runId: string, attempt: number): string => `${runId}:takeover:${attempt}`
 
 /** Job data is ids only: Postgres is the record. */
 export interface RunJobData { runId: string }

@@ -6,10 +6,10 @@ import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import type { ChatSender, SendTemplateInput, SendTextInput } from '../src/chat/sender.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine, resumeJobId } from '../src/engine/engine.ts'
+import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/http-client.ts'
 import { createLogger } from '../src/logger.ts'
-import { WORKFLOW_RUNS } from '../src/queues.ts'
+import { resumeJobId, WORKFLOW_RUNS } from '../src/queues.ts'
 import { emitEvent } from '../src/services/runs.ts'
 
 const { db, queues } = await createCoreTestContext(t)

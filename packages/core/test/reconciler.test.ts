@@ -4,11 +4,11 @@ import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
 import { runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine, resumeJobId } from '../src/engine/engine.ts'
+import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/http-client.ts'
-import { createReconciler, takeoverJobId } from '../src/engine/reconciler.ts'
+import { createReconciler } from '../src/engine/reconciler.ts'
 import { createLogger } from '../src/logger.ts'
-import { AGENT_EXECUTION, createWorkerConnection, WORKFLOW_RUNS } from '../src/queues.ts'
+import { AGENT_EXECUTION, createWorkerConnection, resumeJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'reconciler-test')

@@ -1,8 +1,8 @@
 import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
-import type { TriggerType, WorkflowNode } from '../db/schema/workflows.ts'
+import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
-import { AGENT_EXECUTION, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues.ts'
+import { resumeJobId, runQueueFor, type Queues, type RunJobData } from '../queues.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from './graph.ts'
 import { isNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
@@ -43,15 +43,6 @@ export interface EngineOptions {
    */
   cancelPollMs?: number
 }
-
-export const runQueueFor = (triggerType: TriggerType): QueueName => triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
-
-/**
- * The job that resumes a run suspended at a wait node. The id is unique per
- * wait node of the run (a workflow has no cycles), so re-adding it never
- * duplicates it, and the reconciler can find it from the run alone.
- */
-export const resumeJobId = (runId: string, nodeId: string): string => `${runId}:resume:${encodeURIComponent(nodeId)}`
 
 /** Resume jobs retry on transient Redis or database failures; the run row is the record. */
 export const FOLLOW_UP_JOB_OPTIONS = { attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const

@@ -3,14 +3,11 @@ import { sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { TriggerType } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
-import type { Queues, RunJobData } from '../queues.ts'
-import { FOLLOW_UP_JOB_OPTIONS, resumeJobId, runQueueFor, type RunEngine } from './engine.ts'
+import { resumeJobId, runJobId, runQueueFor, takeoverJobId, type Queues, type RunJobData } from '../queues.ts'
+import { FOLLOW_UP_JOB_OPTIONS, type RunEngine } from './engine.ts'
 
 /** A job that will still (or does now) execute its run. */
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
-
-/** The job that takes over a RUNNING run whose job is gone; unique per takeover attempt. */
-export const takeoverJobId = (runId: string, attempt: number): string => `${runId}:takeover:${attempt}`
 
 export interface ReconcilerOptions {
   db: Db
@@ -83,8 +80,8 @@ export function createReconciler (options: ReconcilerOptions) {
     `)
     let count = 0
     for (const run of rows) {
-      // The api's job id is the run id, so a job that is merely late is found and left alone.
-      if (await ensureJob(queues[runQueueFor(run.triggerType)], run.id, run.id)) {
+      // A job that is merely late is found by its id and left alone.
+      if (await ensureJob(queues[runQueueFor(run.triggerType)], runJobId(run.id), run.id)) {
         logger.warn({ runId: run.id }, 'PENDING run had no job: re-enqueued')
         count++
       }
@@ -131,7 +128,7 @@ export function createReconciler (options: ReconcilerOptions) {
     for (const run of rows) {
       const queue = queues[runQueueFor(run.triggerType)]
       const candidates = [
-        run.id,
+        runJobId(run.id),
         ...(run.waitNodeIds ?? []).map((nodeId) => resumeJobId(run.id, nodeId)),
         ...Array.from({ length: run.attempt + 1 }, (_, attempt) => takeoverJobId(run.id, attempt))
       ]

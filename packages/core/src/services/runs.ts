@@ -4,7 +4,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import type { TriggerType, Workflow } from '../db/schema/index.ts'
 import { withTimeout } from '../timeout.ts'
-import { AGENT_EXECUTION, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues.ts'
+import { runJobId, runQueueFor, type QueueName, type Queues, type RunJobData } from '../queues.ts'
 
 export interface RunServiceDeps {
   db: DbOrTx
@@ -30,11 +30,6 @@ export interface StartedRun {
 }
 
 const IDEMPOTENCY_WINDOW = sql.raw('interval \'24 hours\'')
-
-/** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
-export function runQueueName (triggerType: TriggerType): QueueName {
-  return triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
-}
 
 /**
  * BullMQ waits for a Redis connection that may never come back; the caller gets its
@@ -127,13 +122,12 @@ export async function startRuns (deps: RunServiceDeps, items: Array<Omit<StartRu
 async function enqueueOrDiscard (deps: RunServiceDeps, started: Array<{ runId: string, triggerType: TriggerType }>): Promise<void> {
   const byQueue = new Map<QueueName, string[]>()
   for (const { runId, triggerType } of started) {
-    const name = runQueueName(triggerType)
+    const name = runQueueFor(triggerType)
     byQueue.set(name, [...(byQueue.get(name) ?? []), runId])
   }
   try {
     await Promise.all([...byQueue].map(async ([name, runIds]) => {
-      // The job id is the run id, so a run is never queued twice (the reconciler relies on it).
-      const jobs = runIds.map((runId) => ({ name: 'run', data: { runId } satisfies RunJobData, opts: { jobId: runId } }))
+      const jobs = runIds.map((runId) => ({ name: 'run', data: { runId } satisfies RunJobData, opts: { jobId: runJobId(runId) } }))
       await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
     }))
   } catch (err) {

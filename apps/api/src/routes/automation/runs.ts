@@ -4,8 +4,7 @@ import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
 import { conflict, notFound, type AppError } from '@switchboard/core/errors'
 import { runsRepository, type Viewer } from '@switchboard/core/repositories/runs'
-import { resumeJobId } from '@switchboard/core/engine/engine'
-import { runQueueName } from '@switchboard/core/services/runs'
+import { resumeJobId, runJobId, runQueueFor } from '@switchboard/core/queues'
 import { errorResponses, Pagination } from '../../schemas/common.ts'
 import { Run, RunStatus, RunSummary } from './run-schemas.ts'
 
@@ -49,8 +48,8 @@ const runs: FastifyPluginAsyncTypebox = async (fastify) => {
     if (outcome === 'finished') throw conflict('Run is already finished', 'RUN_FINISHED')
     // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
     // that is running (locked, so not removable) finds the run CANCELLED and stops by itself.
-    const queue = fastify.queues[runQueueName(outcome.triggerType)]
-    const jobIds = [id, ...(outcome.currentNodeId === null ? [] : [resumeJobId(id, outcome.currentNodeId)])]
+    const queue = fastify.queues[runQueueFor(outcome.triggerType)]
+    const jobIds = [runJobId(id), ...(outcome.currentNodeId === null ? [] : [resumeJobId(id, outcome.currentNodeId)])]
     for (const jobId of jobIds) {
       queue.remove(jobId).catch((err: unknown) => { request.log.debug({ err, runId: id, jobId }, 'job of a cancelled run not removed') })
     }
