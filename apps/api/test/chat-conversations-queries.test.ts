@@ -1,0 +1,52 @@
+import t from 'tap'
+import { buildChatTestApp, DEFAULT_PHONE_NUMBER_ID } from './chat-helper.ts'
+
+const { app, request, adminToken } = await buildChatTestApp(t)
+const { sql } = app.database
+
+/** Unread conversations with 25 messages each on the default account's number. */
+async function seedConversations (prefix: string, count: number): Promise<void> {
+  await sql`
+    insert into conversations (id, phone_number_id, phone, last_message, last_message_at, unread_count)
+    select ${prefix} || g, ${DEFAULT_PHONE_NUMBER_ID}, '1555' || lpad(g::text, 7, '0') || ${prefix}, 'hi', now() - g * interval '1 minute', g
+    from generate_series(1, ${count}) g`
+  await sql`
+    insert into messages (id, conversation_id, direction, content, created_at)
+    select c.id || '-' || m, c.id, 'inbound', 'message ' || m, now() - interval '1 hour' + m * interval '1 second'
+    from conversations c cross join generate_series(1, 25) m
+    where c.id like ${prefix + '%'}`
+}
+
+/** The SQL statements the API runs while answering one request, counted through the pool's debug hook. */
+async function statementsFor (url: string): Promise<{ statements: string[], body: Array<{ messages: unknown[] }> }> {
+  const statements: string[] = []
+  sql.options.debug = (_connection, query) => { statements.push(query) }
+  try {
+    const res = await request({ method: 'GET', url, token: adminToken })
+    if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`)
+    return { statements, body: res.json() }
+  } finally {
+    sql.options.debug = false
+  }
+}
+
+t.test('GET /api/chat/conversations runs as many statements for 40 conversations as for one', async (t) => {
+  await seedConversations('one', 1)
+  const few = await statementsFor('/api/chat/conversations?limit=500')
+  t.equal(few.body.length, 1)
+  t.equal(few.body[0].messages.length, 20, 'the latest 20 messages are embedded')
+
+  await seedConversations('many', 39)
+  const many = await statementsFor('/api/chat/conversations?limit=500')
+  t.equal(many.body.length, 40)
+  t.ok(many.body.every((conversation) => conversation.messages.length === 20), 'every conversation embeds its latest 20 messages')
+
+  t.ok(few.statements.length > 0, 'the hook sees the statements')
+  t.equal(many.statements.length, few.statements.length, `the same statements: ${many.statements.join(' | ')}`)
+
+  for (const sort of ['unread', 'oldest']) {
+    const sorted = await statementsFor(`/api/chat/conversations?limit=500&sort=${sort}&filter=unread`)
+    t.equal(sorted.body.length, 40)
+    t.equal(sorted.statements.length, few.statements.length, `sort ${sort} with a filter`)
+  }
+})
