@@ -34,10 +34,15 @@ export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }
 
 /**
- * Redis keeps only enough finished jobs for the queue counters and debugging;
- * the run rows in Postgres are the history.
+ * Every job: a job that throws (database or Redis briefly away) is retried after
+ * 1, 2, 4 and 8 s instead of waiting for the reconciler; every processor is safe
+ * to repeat (run status changes are guarded, ticks carry an idempotency key,
+ * deliveries are stored once by wamid). Redis keeps only enough finished jobs for
+ * the queue counters and debugging; the rows in Postgres are the history.
  */
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1000 },
   removeOnComplete: { age: 3600, count: 1000 },
   removeOnFail: { age: 24 * 3600, count: 5000 }
 }

@@ -44,9 +44,6 @@ export interface EngineOptions {
   cancelPollMs?: number
 }
 
-/** Resume jobs retry on transient Redis or database failures; the run row is the record. */
-export const FOLLOW_UP_JOB_OPTIONS = { attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const
-
 const errorMessage = (err: unknown): string => err instanceof Error && err.message !== '' ? err.message : String(err)
 
 /**
@@ -181,7 +178,6 @@ export function createRunEngine (options: EngineOptions) {
         if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
         const data: RunJobData = { runId }
         await queues[runQueueFor(run.workflow.triggerType)].add('run', data, {
-          ...FOLLOW_UP_JOB_OPTIONS,
           jobId: resumeJobId(runId, node.id),
           delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
         })

@@ -4,7 +4,7 @@ import type { Db } from '../db/client.ts'
 import type { TriggerType } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import { resumeJobId, runJobId, runQueueFor, takeoverJobId, type Queues, type RunJobData } from '../queues.ts'
-import { FOLLOW_UP_JOB_OPTIONS, type RunEngine } from './engine.ts'
+import type { RunEngine } from './engine.ts'
 
 /** A job that will still (or does now) execute its run. */
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
@@ -68,7 +68,7 @@ export function createReconciler (options: ReconcilerOptions) {
     }
     if (state === 'completed') await queue.remove(jobId)
     const data: RunJobData = { runId }
-    await queue.add('run', data, { ...FOLLOW_UP_JOB_OPTIONS, jobId })
+    await queue.add('run', data, { jobId })
     return true
   }
 

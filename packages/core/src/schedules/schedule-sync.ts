@@ -11,12 +11,6 @@ import { cronTriggerOf, validateCronExpression, type CronTrigger } from '../work
 /** The name of the jobs a workflow's job scheduler produces, one per tick. */
 export const TICK_JOB_NAME = 'tick'
 
-/**
- * A tick whose run could not be created (database briefly away) is retried;
- * the run's idempotency key makes a retry create at most one run.
- */
-const TICK_JOB_OPTIONS = { attempts: 3, backoff: { type: 'exponential', delay: 1000 } }
-
 /** How many workflows the rebuild at worker start reconciles at once. */
 const REBUILD_CONCURRENCY = 8
 
@@ -100,7 +94,8 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
     await queue.upsertJobScheduler(
       workflowId,
       { pattern: trigger.cronExpression, tz: trigger.timezone },
-      { name: TICK_JOB_NAME, data: { workflowId }, opts: TICK_JOB_OPTIONS }
+      // Ticks get the queue's retries; the run's idempotency key makes a retried tick start at most one run.
+      { name: TICK_JOB_NAME, data: { workflowId } }
     )
   }
 
