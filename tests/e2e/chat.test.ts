@@ -147,3 +147,21 @@ t.test('a duplicate delivery of the same message starts nothing more and stores 
   t.equal(conversation.unreadCount, 1)
   t.equal(conversation.messages.filter((m: { direction: string }) => m.direction === 'inbound').length, 1)
 })
+
+t.test('demo mode: the fake posts the customer message it is given to the webhook as a signed delivery', async (t) => {
+  fake.options.webhook = { url: `${stack.baseUrl}/webhook/chat`, appSecret: APP_SECRET, phoneNumberId: PHONE_NUMBER_ID }
+  const res = await fetch(new URL('/_fake/inbound', fake.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ from: '15550001111', name: 'Demo', text: 'price please' })
+  })
+  const sent = await res.json() as { wamid: string, webhookStatus: number }
+  t.equal(sent.webhookStatus, 200, 'the webhook accepted the signature')
+  const conversation = await waitFor(async () => {
+    const { body } = await stack.call('GET', '/api/chat/conversations', { token })
+    return body.find((c: { phone: string }) => c.phone === '15550001111')
+  }, { what: 'the demo conversation' })
+  t.match(conversation, { name: 'Demo', messages: [{ wamid: sent.wamid, content: 'price please' }] })
+  await waitFor(async () => (await runsOf(replyId)).length === 2 ? true : undefined, { what: 'the demo message to start the KEYWORD workflow' })
+  t.notOk(fake.requests.some((request) => request.path.startsWith('/_fake/')), 'control requests are not platform requests')
+})

@@ -37,6 +37,19 @@ export interface FakeChatPlatformOptions {
   templatePageSize?: number
   /** Listen port; 0 (default) picks a free one. */
   port?: number
+  /** Where `POST /_fake/inbound` delivers the customer messages it is given (demo mode); unset, that route answers 404. */
+  webhook?: FakeWebhookTarget
+  /** Called with each platform request as it is received (the demo mode prints them). */
+  onRequest?: (request: RecordedRequest) => void
+}
+
+export interface FakeWebhookTarget {
+  /** Our `/webhook/chat` URL. */
+  url: string
+  /** CHAT_APP_SECRET of the service: deliveries are signed with it. */
+  appSecret: string
+  /** The platform number the messages are addressed to (the service's CHAT_PHONE_NUMBER_ID). */
+  phoneNumberId: string
 }
 
 export interface FakeChatPlatform {
@@ -47,9 +60,11 @@ export interface FakeChatPlatform {
   /** The message sends among them. */
   sends: () => RecordedRequest[]
   /** Settings can be changed between tests. */
-  options: Required<Omit<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond' | 'port'>> & Pick<FakeChatPlatformOptions, 'allowedRecipients' | 'messagesPerSecond'>
+  options: Required<Omit<FakeChatPlatformOptions, OptionalSetting | 'port' | 'onRequest'>> & Pick<FakeChatPlatformOptions, OptionalSetting>
   close: () => Promise<void>
 }
+
+type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'webhook'
 
 export const FAKE_ACCESS_TOKEN = 'fake-platform-token'
 export const API_VERSION = 'v21.0'
@@ -82,7 +97,8 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     templates: options.templates ?? DEFAULT_FAKE_TEMPLATES,
     templatePageSize: options.templatePageSize ?? 2,
     allowedRecipients: options.allowedRecipients,
-    messagesPerSecond: options.messagesPerSecond
+    messagesPerSecond: options.messagesPerSecond,
+    webhook: options.webhook
   }
   const requests: RecordedRequest[] = []
   const recentSends = new Map<string, number[]>()
@@ -100,18 +116,40 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     }
   })
 
+  // The platform's own API: bearer token checked, every request recorded. `/_fake/` routes control the fake itself.
+  const isPlatformRequest = (request: FastifyRequest): boolean => !request.url.startsWith('/_fake/')
   server.addHook('onRequest', async (request: FastifyRequest, reply) => {
+    if (!isPlatformRequest(request)) return
     const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
     if (token === undefined || !settings.accessTokens.includes(token)) return fail(reply, ERRORS.token)
   })
   server.addHook('preHandler', async (request) => {
-    requests.push({
+    if (!isPlatformRequest(request)) return
+    const recorded: RecordedRequest = {
       method: request.method,
       path: request.url.split('?')[0],
       query: request.query as Record<string, string>,
       headers: request.headers,
       body: request.body
-    })
+    }
+    requests.push(recorded)
+    options.onRequest?.(recorded)
+  })
+
+  // A customer writes: the platform's signed delivery of their message is posted to the webhook.
+  server.post<{ Body: { from?: unknown, name?: unknown, text?: unknown } }>('/_fake/inbound', async (request, reply) => {
+    const target = settings.webhook
+    if (target === undefined) return reply.code(404).send({ message: 'no webhook configured' })
+    const { from, name, text } = request.body ?? {}
+    if (typeof from !== 'string' || typeof text !== 'string') return reply.code(400).send({ message: 'from and text are required strings' })
+    const wamid = newWamid()
+    const payload = messagesDelivery(target.phoneNumberId, [{ from, text, wamid, ...(typeof name === 'string' && { name }) }])
+    try {
+      const res = await deliver(target.url, payload, target.appSecret)
+      return { wamid, webhookStatus: res.status }
+    } catch (err) {
+      return reply.code(502).send({ message: `webhook ${target.url} unreachable: ${(err as Error).message}` })
+    }
   })
 
   server.post<{ Params: { phoneNumberId: string }, Body: Record<string, any> }>(`/${API_VERSION}/:phoneNumberId/messages`, async (request, reply) => {

@@ -1,12 +1,15 @@
 import { FAKE_ACCESS_TOKEN, startFakeChatPlatform } from '../fake-chat-platform.ts'
 
 /**
- * Demo mode: the fake chat platform as a process, so that the service can be
- * tried without a platform account. Point the API and worker at it with the
- * printed environment; sends are answered and logged here, nothing leaves the machine.
+ * The fake chat platform as a process of its own, for pointing an already
+ * running service at it (`pnpm start:demo` starts both together). Sends are
+ * answered and printed here; nothing leaves the machine.
  */
 const port = Number(process.env.FAKE_CHAT_PORT ?? 3100)
-const platform = await startFakeChatPlatform({ port })
+const platform = await startFakeChatPlatform({
+  port,
+  onRequest: (request) => { process.stdout.write(`${request.method} ${request.path} ${JSON.stringify(request.body ?? null)}\n`) }
+})
 process.stdout.write([
   `fake chat platform listening on ${platform.url}`,
   'start the service with:',
@@ -14,17 +17,8 @@ process.stdout.write([
   ''
 ].join('\n'))
 
-let reported = 0
-const timer = setInterval(() => {
-  for (const request of platform.requests.slice(reported)) {
-    process.stdout.write(`${request.method} ${request.path} ${JSON.stringify(request.body ?? null)}\n`)
-  }
-  reported = platform.requests.length
-}, 500)
-
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    clearInterval(timer)
     platform.close().then(() => process.exit(0), () => process.exit(1))
   })
 }
