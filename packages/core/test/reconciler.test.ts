@@ -1,9 +1,9 @@
-import { eq } from 'drizzle-orm'
+import { asc, eq, sql } from 'drizzle-orm'
 import { Worker } from 'bullmq'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
-import { runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
+import { idempotencyKeys, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/http-client.ts'
 import { createReconciler } from '../src/engine/reconciler.ts'
@@ -101,4 +101,18 @@ t.test('a RUNNING run without a live job is taken over; one whose takeovers are 
   const [taken] = await db.select().from(runs).where(eq(runs.id, orphan))
   t.equal(taken.attempt, 1)
   t.equal((await reconciler.reconcile()).takenOver, 0, 'a taken-over run that is waiting is not touched')
+})
+
+t.test('idempotency keys past their 24 hours are purged in batches; younger ones stay', async (t) => {
+  const ageHours = [25, 30, 48, 24 * 7, 25, 23, 1]
+  for (const [i, hours] of ageHours.entries()) {
+    const runId = await run({ status: 'SUCCESS' })
+    await db.insert(idempotencyKeys).values({ workflowId: manual.id, key: `key-${i}-${hours}h`, runId, createdAt: sql`now() - ${`${hours} hours`}::interval` })
+  }
+  // Batches of two: the expired five take three statements.
+  const purging = createReconciler({ db, queues, logger, engine, keyBatchSize: 2 })
+  t.equal((await purging.reconcile()).purgedKeys, 5)
+  const kept = await db.select({ key: idempotencyKeys.key }).from(idempotencyKeys).orderBy(asc(idempotencyKeys.key))
+  t.same(kept.map((row) => row.key), ['key-5-23h', 'key-6-1h'])
+  t.equal((await purging.reconcile()).purgedKeys, 0)
 })

@@ -4,6 +4,7 @@ import type { Db } from '../db/client.ts'
 import type { TriggerType } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import { resumeJobId, runJobId, runQueueFor, takeoverJobId, type Queues, type RunJobData } from '../queues.ts'
+import { IDEMPOTENCY_WINDOW } from '../services/runs.ts'
 import type { RunEngine } from './engine.ts'
 
 /** A job that will still (or does now) execute its run. */
@@ -35,6 +36,11 @@ export interface ReconcilerOptions {
   maxAttempts?: number
   /** @defaultValue 500 */
   batchSize?: number
+  /**
+   * Expired idempotency keys deleted per statement.
+   * @defaultValue 10000
+   */
+  keyBatchSize?: number
 }
 
 export interface ReconcileReport {
@@ -42,6 +48,7 @@ export interface ReconcileReport {
   resumed: number
   takenOver: number
   failed: number
+  purgedKeys: number
 }
 
 /**
@@ -57,6 +64,7 @@ export function createReconciler (options: ReconcilerOptions) {
   const runningAfter = sql`${`${options.runningAfterMs ?? 60_000} milliseconds`}::interval`
   const maxAttempts = options.maxAttempts ?? 3
   const batchSize = options.batchSize ?? 500
+  const keyBatchSize = options.keyBatchSize ?? 10_000
 
   /** Makes sure job `jobId` will run: added when missing, retried when failed, replaced when it completed without moving the run. */
   async function ensureJob (queue: Queue, jobId: string, runId: string): Promise<boolean> {
@@ -146,11 +154,34 @@ export function createReconciler (options: ReconcilerOptions) {
     return { takenOver, failed }
   }
 
+  /**
+   * Every run adds an idempotency key (a cron tick each time), and nothing reads one
+   * past its window. They are deleted in batches so that no statement holds many row
+   * locks for long; a batch that comes back short means nothing expired is left.
+   */
+  async function purgeIdempotencyKeys (): Promise<number> {
+    let purged = 0
+    for (;;) {
+      const [batch] = await db.execute<{ deleted: number }>(sql`
+        with expired as (
+          delete from idempotency_keys where ctid in (
+            select ctid from idempotency_keys where created_at < now() - ${IDEMPOTENCY_WINDOW} limit ${keyBatchSize}
+          ) returning 1
+        )
+        select count(*)::int as deleted from expired
+      `)
+      const deleted = batch?.deleted ?? 0
+      purged += deleted
+      if (deleted < keyBatchSize) return purged
+    }
+  }
+
   async function reconcile (): Promise<ReconcileReport> {
     const requeued = await requeuePending()
     const resumed = await resumeWaiting()
     const { takenOver, failed } = await takeOverRunning()
-    return { requeued, resumed, takenOver, failed }
+    const purgedKeys = await purgeIdempotencyKeys()
+    return { requeued, resumed, takenOver, failed, purgedKeys }
   }
 
   let timer: NodeJS.Timeout | undefined

@@ -29,7 +29,8 @@ export interface StartedRun {
   created: boolean
 }
 
-const IDEMPOTENCY_WINDOW = sql.raw('interval \'24 hours\'')
+/** How long an idempotency key holds (contract: 24 hours); older keys are taken over, and purged by the worker's reconciler. */
+export const IDEMPOTENCY_WINDOW = sql.raw('interval \'24 hours\'')
 
 /**
  * BullMQ waits for a Redis connection that may never come back; the caller gets its
