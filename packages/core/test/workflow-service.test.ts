@@ -1,6 +1,7 @@
 import t from 'tap'
 import { eq } from 'drizzle-orm'
 import { createTestDatabase } from '@switchboard/testing/database'
+import type { Viewer } from '../src/auth/viewer.ts'
 import { createDatabase, type DbOrTx } from '../src/db/client.ts'
 import { users, workflows, type Workflow } from '../src/db/schema/index.ts'
 import { createWorkflowService, type ScheduleSync } from '../src/services/workflows.ts'
@@ -13,7 +14,7 @@ t.teardown(async () => {
 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x', role: 'member' }).returning()
-const scope = { userId: owner!.id, isAdmin: false }
+const viewer: Viewer = { id: owner!.id, role: 'member' }
 
 /** Records each hook call and what the transaction it runs in can see. */
 function recordingSync (fail = false) {
@@ -36,10 +37,10 @@ function recordingSync (fail = false) {
 t.test('the schedule hooks run in the saving transaction with the stored workflow', async (t) => {
   const { sync, calls } = recordingSync()
   const service = createWorkflowService({ db, scheduleSync: sync })
-  const created = await service.create(scope, { name: 'Nightly', triggerType: 'CRON', triggerConfig: { cronExpression: '0 3 * * *' }, isActive: true })
-  await service.update(scope, created.id, { isActive: false })
-  await service.update(scope, created.id, {})
-  await service.delete(scope, created.id)
+  const created = await service.create(viewer, { name: 'Nightly', triggerType: 'CRON', triggerConfig: { cronExpression: '0 3 * * *' }, isActive: true })
+  await service.update(viewer, created.id, { isActive: false })
+  await service.update(viewer, created.id, {})
+  await service.delete(viewer, created.id)
   t.same(calls, [
     { hook: 'saved', workflowId: created.id, visible: true, isActive: true },
     { hook: 'saved', workflowId: created.id, visible: true, isActive: false },
@@ -49,15 +50,15 @@ t.test('the schedule hooks run in the saving transaction with the stored workflo
 
 t.test('a failing hook undoes the change', async (t) => {
   const working = createWorkflowService({ db })
-  const kept = await working.create(scope, { name: 'Kept', triggerType: 'MANUAL' })
+  const kept = await working.create(viewer, { name: 'Kept', triggerType: 'MANUAL' })
 
   const { sync } = recordingSync(true)
   const failing = createWorkflowService({ db, scheduleSync: sync })
-  await t.rejects(failing.create(scope, { name: 'Never stored', triggerType: 'CRON', triggerConfig: { cronExpression: '* * * * *' } }), { message: 'scheduler unavailable' })
+  await t.rejects(failing.create(viewer, { name: 'Never stored', triggerType: 'CRON', triggerConfig: { cronExpression: '* * * * *' } }), { message: 'scheduler unavailable' })
   t.same(await db.select({ id: workflows.id }).from(workflows).where(eq(workflows.name, 'Never stored')), [])
 
-  await t.rejects(failing.update(scope, kept.id, { name: 'Renamed' }), { message: 'scheduler unavailable' })
-  await t.rejects(failing.delete(scope, kept.id), { message: 'scheduler unavailable' })
+  await t.rejects(failing.update(viewer, kept.id, { name: 'Renamed' }), { message: 'scheduler unavailable' })
+  await t.rejects(failing.delete(viewer, kept.id), { message: 'scheduler unavailable' })
   const [row] = await db.select({ name: workflows.name }).from(workflows).where(eq(workflows.id, kept.id))
   t.same(row, { name: 'Kept' }, 'neither renamed nor deleted')
 })

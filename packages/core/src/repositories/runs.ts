@@ -1,12 +1,7 @@
 import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { runLogs, runs, workflows, type Run, type RunLog, type RunStatus, type TriggerType, type UserRole } from '../db/schema/index.ts'
-
-/** Who is asking: members see their own runs and workflows, admins everything (contract section 3). */
-export interface Viewer {
-  id: string
-  role: UserRole
-}
+import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { runLogs, runs, workflows, type Run, type RunLog, type RunStatus, type TriggerType } from '../db/schema/index.ts'
 
 /** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
 const runColumns = {
@@ -51,7 +46,7 @@ export interface ListRunsFilter {
 }
 
 export function runsRepository (db: DbOrTx) {
-  const ownedBy = (viewer: Viewer): SQL | undefined => viewer.role === 'admin' ? undefined : eq(runs.userId, viewer.id)
+  const ownedBy = (viewer: Viewer): SQL | undefined => isAdmin(viewer) ? undefined : eq(runs.userId, viewer.id)
 
   async function get (id: string, viewer: Viewer): Promise<RunWithLogs | null> {
     // Two independent reads in parallel; logs of a run the viewer cannot see are discarded with it.
@@ -120,7 +115,7 @@ export function runsRepository (db: DbOrTx) {
       }).from(workflows)
         .where(and(
           eq(workflows.id, workflowId),
-          viewer === undefined || viewer.role === 'admin' ? undefined : eq(workflows.userId, viewer.id)
+          viewer === undefined || isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id)
         ))
         .limit(1)
       return target ?? null

@@ -1,5 +1,6 @@
 import { isCuid } from '@paralleldrive/cuid2'
 import { and, arrayContains, desc, eq, sql, type SQL } from 'drizzle-orm'
+import { isAdmin, type Viewer } from '../auth/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import {
   runs,
@@ -12,12 +13,6 @@ import {
   type Workflow,
   type WorkflowSchedule
 } from '../db/schema/index.ts'
-
-/** Whose workflows a caller may see and change: their own, or all for an admin (contract section 3). */
-export interface OwnerScope {
-  userId: string
-  isAdmin: boolean
-}
 
 /** The fields a client may set; ids, owner, counters and timestamps are the server's. */
 export const EDITABLE_WORKFLOW_FIELDS = [
@@ -140,8 +135,8 @@ function editableFields<T extends WorkflowChanges> (input: T): WorkflowChanges {
  * not a cuid2 matches nothing and never reaches the database.
  */
 export function workflowsRepository (db: DbOrTx) {
-  const byId = (scope: OwnerScope, id: string): SQL | undefined =>
-    and(eq(workflows.id, id), scope.isAdmin ? undefined : eq(workflows.userId, scope.userId))
+  const byId = (viewer: Viewer, id: string): SQL | undefined =>
+    and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id))
 
   return {
     async create (userId: string, input: WorkflowInput): Promise<Workflow> {
@@ -152,10 +147,10 @@ export function workflowsRepository (db: DbOrTx) {
     },
 
     /** Newest `updatedAt` first; each filter narrows the list (spec 4.7). */
-    async list (scope: OwnerScope, filters: WorkflowFilters): Promise<WorkflowSummary[]> {
+    async list (viewer: Viewer, filters: WorkflowFilters): Promise<WorkflowSummary[]> {
       return db.select(summaryColumns).from(workflows)
         .where(and(
-          scope.isAdmin ? undefined : eq(workflows.userId, scope.userId),
+          isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id),
           filters.domain === undefined ? undefined : eq(workflows.domain, filters.domain),
           filters.triggerType === undefined ? undefined : eq(workflows.triggerType, filters.triggerType),
           filters.isActive === undefined ? undefined : eq(workflows.isActive, filters.isActive),
@@ -168,25 +163,25 @@ export function workflowsRepository (db: DbOrTx) {
     },
 
     /** The stored workflow; `forUpdate` locks its row until the transaction ends. */
-    async findById (scope: OwnerScope, id: string, options: { forUpdate?: boolean } = {}): Promise<Workflow | null> {
+    async findById (viewer: Viewer, id: string, options: { forUpdate?: boolean } = {}): Promise<Workflow | null> {
       if (!isCuid(id)) return null
-      const query = db.select().from(workflows).where(byId(scope, id)).limit(1)
+      const query = db.select().from(workflows).where(byId(viewer, id)).limit(1)
       const [workflow] = options.forUpdate === true ? await query.for('update') : await query
       return workflow ?? null
     },
 
     /** The workflow with its recent runs and schedules, in one query. */
-    async findDetail (scope: OwnerScope, id: string): Promise<WorkflowDetail | null> {
+    async findDetail (viewer: Viewer, id: string): Promise<WorkflowDetail | null> {
       if (!isCuid(id)) return null
       const [row] = await db.select({ workflow: workflows, runs: recentRunsJson, schedules: schedulesJson })
-        .from(workflows).where(byId(scope, id)).limit(1)
+        .from(workflows).where(byId(viewer, id)).limit(1)
       if (row === undefined) return null
       return { ...row.workflow, runs: mapRuns(row.runs), schedules: mapSchedules(row.schedules) }
     },
 
-    async update (scope: OwnerScope, id: string, changes: WorkflowChanges): Promise<Workflow | null> {
+    async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<Workflow | null> {
       if (!isCuid(id)) return null
-      const [workflow] = await db.update(workflows).set(editableFields(changes)).where(byId(scope, id)).returning()
+      const [workflow] = await db.update(workflows).set(editableFields(changes)).where(byId(viewer, id)).returning()
       return workflow ?? null
     },
 
@@ -194,9 +189,9 @@ export function workflowsRepository (db: DbOrTx) {
      * Its runs, logs, idempotency keys and schedules go with it (foreign keys cascade).
      * `hadSchedule` is read in the statement's snapshot, before the cascade.
      */
-    async delete (scope: OwnerScope, id: string): Promise<DeletedWorkflow | null> {
+    async delete (viewer: Viewer, id: string): Promise<DeletedWorkflow | null> {
       if (!isCuid(id)) return null
-      const [deleted] = await db.delete(workflows).where(byId(scope, id)).returning({
+      const [deleted] = await db.delete(workflows).where(byId(viewer, id)).returning({
         id: workflows.id,
         hadSchedule: sql<boolean>`exists (select 1 from ${workflowSchedules} s where s.workflow_id = ${workflows}.id)`
       })

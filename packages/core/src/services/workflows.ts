@@ -1,11 +1,11 @@
 import { isCuid } from '@paralleldrive/cuid2'
+import type { Viewer } from '../auth/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow } from '../db/schema/index.ts'
 import { notFound, type AppError } from '../errors.ts'
 import {
   workflowsRepository,
   type DeletedWorkflow,
-  type OwnerScope,
   type WorkflowChanges,
   type WorkflowDetail,
   type WorkflowInput
@@ -33,29 +33,29 @@ const dedupe = (tags: string[] | undefined): string[] | undefined => tags === un
 
 /** Create, update and delete of workflow definitions: validation, then the write, then the schedule hooks. */
 export function createWorkflowService ({ db, scheduleSync }: WorkflowServiceOptions) {
-  const detail = async (scope: OwnerScope, id: string): Promise<WorkflowDetail> => {
-    const workflow = await workflowsRepository(db).findDetail(scope, id)
+  const detail = async (viewer: Viewer, id: string): Promise<WorkflowDetail> => {
+    const workflow = await workflowsRepository(db).findDetail(viewer, id)
     if (workflow === null) throw workflowNotFound()
     return workflow
   }
 
   return {
-    async create (scope: OwnerScope, input: WorkflowInput): Promise<WorkflowDetail> {
+    async create (viewer: Viewer, input: WorkflowInput): Promise<WorkflowDetail> {
       validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes: input.nodes ?? [], edges: input.edges })
       const created = await db.transaction(async (tx) => {
-        const workflow = await workflowsRepository(tx).create(scope.userId, { ...input, tags: dedupe(input.tags) })
+        const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
         await scheduleSync?.onSaved(workflow, tx)
         return workflow
       })
-      return detail(scope, created.id)
+      return detail(viewer, created.id)
     },
 
     /** Only the supplied fields change; the result is checked as a whole before it is stored. */
-    async update (scope: OwnerScope, id: string, changes: WorkflowChanges): Promise<WorkflowDetail> {
+    async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<WorkflowDetail> {
       if (!isCuid(id)) throw workflowNotFound()
       await db.transaction(async (tx) => {
         const repo = workflowsRepository(tx)
-        const current = await repo.findById(scope, id, { forUpdate: true })
+        const current = await repo.findById(viewer, id, { forUpdate: true })
         if (current === null) throw workflowNotFound()
         const supplied = Object.keys(changes).filter((key) => changes[key as keyof WorkflowChanges] !== undefined)
         if (supplied.length === 0) return
@@ -63,16 +63,16 @@ export function createWorkflowService ({ db, scheduleSync }: WorkflowServiceOpti
         // Stored definitions were checked when saved: only what this change touches is checked again.
         if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges)
         if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig)
-        const saved = await repo.update(scope, id, { ...changes, tags: dedupe(changes.tags) })
+        const saved = await repo.update(viewer, id, { ...changes, tags: dedupe(changes.tags) })
         await scheduleSync?.onSaved(saved!, tx)
       })
-      return detail(scope, id)
+      return detail(viewer, id)
     },
 
-    async delete (scope: OwnerScope, id: string): Promise<void> {
+    async delete (viewer: Viewer, id: string): Promise<void> {
       if (!isCuid(id)) throw workflowNotFound()
       await db.transaction(async (tx) => {
-        const deleted = await workflowsRepository(tx).delete(scope, id)
+        const deleted = await workflowsRepository(tx).delete(viewer, id)
         if (deleted === null) throw workflowNotFound()
         await scheduleSync?.onDeleted(deleted, tx)
       })

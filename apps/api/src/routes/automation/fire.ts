@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
+import { viewerOf } from '@switchboard/core/auth/viewer'
 import { AppError, notFound } from '@switchboard/core/errors'
 import { runsRepository } from '@switchboard/core/repositories/runs'
 import { startRun } from '@switchboard/core/services/runs'
@@ -24,7 +25,7 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const { id } = request.params
     if (!isCuid(id)) throw workflowNotFound()
-    const workflow = await repo.findTriggerTarget(id, { id: request.user.sub, role: request.user.role })
+    const workflow = await repo.findTriggerTarget(id, viewerOf(request.user))
     if (workflow === null) throw workflowNotFound()
     if (!workflow.isActive) throw new AppError(400, 'WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
     const { runId } = await startRun(fastify, {

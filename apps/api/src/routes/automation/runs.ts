@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
 import { conflict, notFound, type AppError } from '@switchboard/core/errors'
-import { runsRepository, type Viewer } from '@switchboard/core/repositories/runs'
+import { viewerOf } from '@switchboard/core/auth/viewer'
+import { runsRepository } from '@switchboard/core/repositories/runs'
 import { resumeJobId, runJobId, runQueueFor } from '@switchboard/core/queues'
 import { errorResponses, Pagination } from '../../schemas/common.ts'
 import { Run, RunStatus, RunSummary } from './run-schemas.ts'
@@ -17,7 +17,6 @@ const ListRunsQuery = Type.Object({
 })
 
 const runNotFound = (): AppError => notFound('Run not found', 'RUN_NOT_FOUND')
-const viewerOf = (request: FastifyRequest): Viewer => ({ id: request.user.sub, role: request.user.role })
 
 /** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
 const runs: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -27,14 +26,14 @@ const runs: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['runs'], querystring: ListRunsQuery, response: { 200: Type.Array(RunSummary), ...errorResponses(400, 401) } }
   }, async (request) => {
     const { workflowId, status, limit, offset } = request.query
-    return repo.list(viewerOf(request), { workflowId, status, limit, offset })
+    return repo.list(viewerOf(request.user), { workflowId, status, limit, offset })
   })
 
   fastify.get('/api/automation/runs/:id', {
     schema: { tags: ['runs'], params: RunParams, response: { 200: Run, ...errorResponses(401, 404) } }
   }, async (request) => {
     // A malformed id is a 404 like any unknown one (contract section 3).
-    const run = isCuid(request.params.id) ? await repo.get(request.params.id, viewerOf(request)) : null
+    const run = isCuid(request.params.id) ? await repo.get(request.params.id, viewerOf(request.user)) : null
     if (run === null) throw runNotFound()
     return run
   })
@@ -43,7 +42,7 @@ const runs: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['runs'], params: RunParams, response: { 200: Run, ...errorResponses(401, 404, 409) } }
   }, async (request) => {
     const { id } = request.params
-    const outcome = isCuid(id) ? await repo.cancel(id, viewerOf(request)) : null
+    const outcome = isCuid(id) ? await repo.cancel(id, viewerOf(request.user)) : null
     if (outcome === null) throw runNotFound()
     if (outcome === 'finished') throw conflict('Run is already finished', 'RUN_FINISHED')
     // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { badRequest } from '@switchboard/core/errors'
-import { workflowsRepository, type OwnerScope } from '@switchboard/core/repositories/workflows'
+import { viewerOf } from '@switchboard/core/auth/viewer'
+import { workflowsRepository } from '@switchboard/core/repositories/workflows'
 import { createWorkflowService, workflowNotFound, type ScheduleSync } from '@switchboard/core/services/workflows'
 import { errorResponses } from '../../schemas/common.ts'
 import {
@@ -18,8 +19,6 @@ export interface WorkflowRoutesOptions {
   /** CRON schedule side effects; absent until the scheduler provides them. */
   scheduleSync?: ScheduleSync
 }
-
-const scopeOf = (request: FastifyRequest): OwnerScope => ({ userId: request.user.sub, isAdmin: request.user.role === 'admin' })
 
 /** Null counts as blank: AJV's type coercion would otherwise store it as ''. */
 const isBlank = (value: unknown): boolean => value === null || (typeof value === 'string' && value.trim() === '')
@@ -51,7 +50,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       response: { 201: WorkflowDetail, ...errorResponses(400, 401, 503) }
     }
   }, async (request, reply) => {
-    const workflow = await service.create(scopeOf(request), request.body)
+    const workflow = await service.create(viewerOf(request.user), request.body)
     return reply.code(201).send(workflow)
   })
 
@@ -62,7 +61,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       querystring: ListWorkflowsQuery,
       response: { 200: Type.Array(WorkflowSummary), ...errorResponses(400, 401) }
     }
-  }, async (request) => workflows.list(scopeOf(request), request.query))
+  }, async (request) => workflows.list(viewerOf(request.user), request.query))
 
   fastify.get('/api/automation/workflows/:id', {
     schema: {
@@ -72,7 +71,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       response: { 200: WorkflowDetail, ...errorResponses(401, 404) }
     }
   }, async (request) => {
-    const workflow = await workflows.findDetail(scopeOf(request), request.params.id)
+    const workflow = await workflows.findDetail(viewerOf(request.user), request.params.id)
     if (workflow === null) throw workflowNotFound()
     return workflow
   })
@@ -86,7 +85,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       body: UpdateWorkflowBody,
       response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404, 503) }
     }
-  }, async (request) => service.update(scopeOf(request), request.params.id, request.body))
+  }, async (request) => service.update(viewerOf(request.user), request.params.id, request.body))
 
   fastify.delete('/api/automation/workflows/:id', {
     schema: {
@@ -96,7 +95,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (
       response: { 204: Type.Null(), ...errorResponses(401, 404, 503) }
     }
   }, async (request, reply) => {
-    await service.delete(scopeOf(request), request.params.id)
+    await service.delete(viewerOf(request.user), request.params.id)
     return reply.code(204).send(null)
   })
 }
