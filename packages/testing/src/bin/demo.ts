@@ -27,8 +27,10 @@ process.stdout.write([
   ''
 ].join('\n'))
 
+// A process group of its own: pnpm does not pass signals on, so they are sent to the whole group.
 const service = spawn('pnpm', ['start'], {
   stdio: 'inherit',
+  detached: true,
   env: {
     ...process.env,
     CHAT_API_URL: platform.url,
@@ -41,7 +43,7 @@ const service = spawn('pnpm', ['start'], {
 })
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => { service.kill(signal) })
+  process.on(signal, () => { if (service.pid !== undefined) process.kill(-service.pid, signal) })
 }
 service.once('exit', (code) => {
   platform.close().then(() => process.exit(code ?? 0), () => process.exit(1))
