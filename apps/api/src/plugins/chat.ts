@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { UsableChatAccount } from '@switchboard/core/chat/accounts'
 import { createChatClient } from '@switchboard/core/chat/client'
 import { createChatService, type ChatService } from '@switchboard/core/chat/service'
+import { viewerOf } from '@switchboard/core/auth/viewer'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,7 +22,7 @@ async function chat (fastify: FastifyInstance): Promise<void> {
     const header = request.headers['x-account-id']
     const requested = Array.isArray(header) ? header[0] : header
     return service.accounts.select(
-      { id: request.user.sub, role: request.user.role },
+      viewerOf(request.user),
       requested === undefined || requested.trim() === '' ? undefined : requested.trim()
     )
   })

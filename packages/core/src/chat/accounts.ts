@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm'
+import { isAdmin, type Viewer } from '../auth/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import type { ChatAccount, UserRole } from '../db/schema/index.ts'
+import type { ChatAccount } from '../db/schema/index.ts'
 import { AppError, badRequest, notFound } from '../errors.ts'
 import { chatAccountsRepository } from '../repositories/chat-accounts.ts'
 import { decryptSecret } from './crypto.ts'
@@ -16,11 +17,6 @@ export interface UsableChatAccount {
   phoneNumberId: string
   businessAccountId: string | null
   accessToken: string
-}
-
-export interface ChatUser {
-  id: string
-  role: UserRole
 }
 
 export interface SelectOptions {
@@ -57,10 +53,10 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
 
   return {
     /** `requestedId` is the X-Account-Id header (or a node's accountId). */
-    async select (user: ChatUser, requestedId?: string, selectOptions: SelectOptions = {}): Promise<UsableChatAccount> {
-      const admin = user.role === 'admin'
+    async select (user: Viewer, requestedId?: string, selectOptions: SelectOptions = {}): Promise<UsableChatAccount> {
+      const admin = isAdmin(user)
       if (requestedId !== undefined && requestedId !== DEFAULT_ACCOUNT_ID) {
-        const account = await repo.findWithSecret(requestedId, { userId: user.id, admin })
+        const account = await repo.findWithSecret(requestedId, user)
         if (account === null) throw accountNotFound()
         return usable(account)
       }

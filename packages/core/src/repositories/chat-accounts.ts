@@ -1,12 +1,7 @@
 import { and, asc, eq, ne, type SQL } from 'drizzle-orm'
+import { isAdmin, type Viewer } from '../auth/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { chatAccounts, type ChatAccount } from '../db/schema/index.ts'
-
-/** Whose accounts a caller may touch: their own, or every account for an admin. */
-export interface AccountScope {
-  userId: string
-  admin: boolean
-}
 
 export type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
 
@@ -32,8 +27,9 @@ const publicColumns = {
   createdAt: chatAccounts.createdAt
 }
 
-const scoped = (scope: AccountScope, condition: SQL): SQL | undefined =>
-  scope.admin ? condition : and(condition, eq(chatAccounts.userId, scope.userId))
+/** Whose accounts a caller may touch: their own, or every account for an admin. */
+const scoped = (viewer: Viewer, condition: SQL): SQL | undefined =>
+  isAdmin(viewer) ? condition : and(condition, eq(chatAccounts.userId, viewer.id))
 
 export function chatAccountsRepository (db: DbOrTx) {
   /** At most one default account per user: marking one clears the others. */
@@ -43,9 +39,9 @@ export function chatAccountsRepository (db: DbOrTx) {
   }
 
   return {
-    async list (scope: AccountScope): Promise<PublicChatAccount[]> {
+    async list (viewer: Viewer): Promise<PublicChatAccount[]> {
       return db.select(publicColumns).from(chatAccounts)
-        .where(scope.admin ? undefined : eq(chatAccounts.userId, scope.userId))
+        .where(isAdmin(viewer) ? undefined : eq(chatAccounts.userId, viewer.id))
         .orderBy(asc(chatAccounts.createdAt), asc(chatAccounts.id))
     },
 
@@ -55,8 +51,8 @@ export function chatAccountsRepository (db: DbOrTx) {
         .orderBy(asc(chatAccounts.createdAt), asc(chatAccounts.id))
     },
 
-    async findWithSecret (id: string, scope: AccountScope): Promise<ChatAccount | null> {
-      const [account] = await db.select().from(chatAccounts).where(scoped(scope, eq(chatAccounts.id, id))).limit(1)
+    async findWithSecret (id: string, viewer: Viewer): Promise<ChatAccount | null> {
+      const [account] = await db.select().from(chatAccounts).where(scoped(viewer, eq(chatAccounts.id, id))).limit(1)
       return account ?? null
     },
 
@@ -72,18 +68,18 @@ export function chatAccountsRepository (db: DbOrTx) {
     },
 
     /** Returns null when the account is not in scope; a phone number the owner already linked violates the unique index. */
-    async update (id: string, scope: AccountScope, changes: ChatAccountChanges): Promise<PublicChatAccount | null> {
+    async update (id: string, viewer: Viewer, changes: ChatAccountChanges): Promise<PublicChatAccount | null> {
       return db.transaction(async (tx) => {
         const [account] = await tx.update(chatAccounts).set({ ...changes, updatedAt: new Date() })
-          .where(scoped(scope, eq(chatAccounts.id, id)))
+          .where(scoped(viewer, eq(chatAccounts.id, id)))
           .returning(publicColumns)
         if (account !== undefined && changes.isDefault === true) await clearOtherDefaults(tx, account.userId, account.id)
         return account ?? null
       })
     },
 
-    async delete (id: string, scope: AccountScope): Promise<boolean> {
-      const deleted = await db.delete(chatAccounts).where(scoped(scope, eq(chatAccounts.id, id))).returning({ id: chatAccounts.id })
+    async delete (id: string, viewer: Viewer): Promise<boolean> {
+      const deleted = await db.delete(chatAccounts).where(scoped(viewer, eq(chatAccounts.id, id))).returning({ id: chatAccounts.id })
       return deleted.length > 0
     },
 

@@ -5,6 +5,7 @@ import { encryptSecret } from '@switchboard/core/chat/crypto'
 import { conflict } from '@switchboard/core/errors'
 import { chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/repositories/chat-accounts'
 import { errorResponses, IdParams, Timestamp } from '../../schemas/common.ts'
+import { viewerOf } from '@switchboard/core/auth/viewer'
 
 export const ChatAccount = Type.Object({
   id: Type.String(),
@@ -46,11 +47,10 @@ const alreadyLinked = () => conflict('Chat account already linked', 'CHAT_ACCOUN
 const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   const repo = chatAccountsRepository(fastify.db)
   const { encryptionKey } = fastify.config
-  const scopeOf = (user: { sub: string, role: string }) => ({ userId: user.sub, admin: user.role === 'admin' })
 
   fastify.get('/api/chat/accounts', {
     schema: { tags: ['chat'], response: { 200: Type.Array(ChatAccount), ...errorResponses(401) } }
-  }, async (request) => repo.list(scopeOf(request.user)))
+  }, async (request) => repo.list(viewerOf(request.user)))
 
   fastify.post('/api/chat/accounts', {
     schema: { tags: ['chat'], body: CreateChatAccountBody, response: { 201: ChatAccount, ...errorResponses(400, 401, 409) } }
@@ -67,7 +67,7 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
     const { accessToken, ...rest } = request.body
     const changes: ChatAccountChanges = { ...rest, ...(accessToken !== undefined && { accessTokenEncrypted: encryptSecret(encryptionKey, accessToken) }) }
     try {
-      const account = await repo.update(request.params.id, scopeOf(request.user), changes)
+      const account = await repo.update(request.params.id, viewerOf(request.user), changes)
       if (account === null) throw accountNotFound()
       return account
     } catch (err) {
@@ -80,7 +80,7 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/api/chat/accounts/:id', {
     schema: { tags: ['chat'], params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } }
   }, async (request, reply) => {
-    if (!await repo.delete(request.params.id, scopeOf(request.user))) throw accountNotFound()
+    if (!await repo.delete(request.params.id, viewerOf(request.user))) throw accountNotFound()
     return reply.code(204).send(null)
   })
 }
