@@ -13,7 +13,7 @@ export const DEFAULT_BUSINESS_ACCOUNT_ID = '102290129340398'
 export const APP_SECRET = 'chat-app-secret-for-tests'
 export const VERIFY_TOKEN = 'chat-verify-token'
 
-export interface ChatTestApp extends TestApp {
+interface ChatTestApp extends TestApp {
   fake: FakeChatPlatform
   worker?: RunningWorker
   /** POSTs a signed delivery to /webhook/chat and, with a worker, waits until it has been processed. */

@@ -1,6 +1,6 @@
 import type { TestApp } from './helper.ts'
 
-export interface WorkflowInput {
+interface WorkflowInput {
   name?: string
   triggerType: string
   triggerConfig?: Record<string, unknown>

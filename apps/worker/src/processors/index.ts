@@ -4,14 +4,14 @@ import type { WorkerContext } from '../context.ts'
 import { assistantMainProcessor } from './assistant-main.ts'
 import { agentExecutionProcessor } from './agent-execution.ts'
 import { scheduledTasksProcessor } from './scheduled-tasks.ts'
-import { workflowRunsProcessor } from './workflow-runs.ts'
+import { runProcessor } from './workflow-runs.ts'
 
 export type ProcessorFactory = (context: WorkerContext) => Processor
 
 /** One processor per queue; a queue without one has no Worker in this process. */
 export const processors: Partial<Record<QueueName, ProcessorFactory>> = {
   'assistant-main': assistantMainProcessor,
-  'workflow-runs': workflowRunsProcessor,
+  'workflow-runs': runProcessor,
   'agent-execution': agentExecutionProcessor,
   'scheduled-tasks': scheduledTasksProcessor
 }

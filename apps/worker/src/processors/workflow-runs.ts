@@ -33,5 +33,3 @@ export const runProcessor: ProcessorFactory = (context) => {
     return { outcome }
   }
 }
-
-export const workflowRunsProcessor: ProcessorFactory = runProcessor
