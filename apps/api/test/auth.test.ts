@@ -66,6 +66,16 @@ t.test('protected routes refuse bad tokens with 401 Unauthorized', async (t) => 
   t.equal(valid.statusCode, 200)
 })
 
+t.test('a percent-encoded path reaches its route only with a token', async (t) => {
+  for (const url of ['/%61pi/automation/queues', '/ap%69/users', '/%61pi/chat/accounts']) {
+    const res = await request({ method: 'GET', url })
+    t.equal(res.statusCode, 401, url)
+    t.same(res.json(), unauthorizedBody, url)
+  }
+  const res = await request({ method: 'GET', url: '/%61pi/automation/queues', token: adminToken })
+  t.equal(res.statusCode, 200, 'the same route with a token')
+})
+
 t.test('public routes stay public', async (t) => {
   t.equal((await request({ method: 'GET', url: '/health/live' })).statusCode, 200)
   const ready = await request({ method: 'GET', url: '/health/ready' })

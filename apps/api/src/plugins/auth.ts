@@ -41,7 +41,9 @@ async function auth (fastify: FastifyInstance): Promise<void> {
   })
 
   fastify.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config.public === true || !request.url.startsWith('/api/')) return
+    // The matched route's pattern, not the raw URL: the router decodes `/%61pi/users` to `/api/users`.
+    const path = request.routeOptions.url ?? request.url
+    if (request.routeOptions.config.public === true || !path.startsWith('/api/')) return
     try {
       await request.jwtVerify()
     } catch {
