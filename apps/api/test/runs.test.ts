@@ -71,6 +71,26 @@ t.test('fire without a body starts the run with empty triggerData', async (t) =>
   t.same(run.json().triggerData, {})
 })
 
+t.test('fire and events store U+0000 and unpaired surrogates of the payload as U+FFFD', async (t) => {
+  const member = await newMember()
+  const manual = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })
+  const listener = await createWorkflow(testApp, member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'odd.text' } })
+  const payload = '{"text":"a\\u0000b","lone":"\\udc00"}'
+  const stored = { text: 'a\ufffdb', lone: '\ufffd' }
+  const triggerDataOf = async (runId: string) =>
+    (await request({ method: 'GET', url: `/api/automation/runs/${runId}`, token: member.token })).json().triggerData
+
+  const fired = await fire(manual, member.token, payload, { 'content-type': 'application/json' })
+  t.equal(fired.statusCode, 202)
+  t.same(await triggerDataOf(fired.json().runId), stored)
+
+  const emitted = await request({ method: 'POST', url: '/api/automation/events', token: member.token, payload: `{"name":"odd.text","payload":${payload}}`, headers: { 'content-type': 'application/json' } })
+  t.equal(emitted.statusCode, 202)
+  t.equal(emitted.json().runIds.length, 1)
+  t.same(await triggerDataOf(emitted.json().runIds[0]), stored)
+  t.equal((await counters(listener))?.runCount, 1)
+})
+
 t.test('AGENT workflows run on the agent-execution queue', async (t) => {
   const workflowId = await createWorkflow(testApp, adminToken, { triggerType: 'AGENT' })
   const { runId } = (await fire(workflowId, adminToken, {})).json()

@@ -66,6 +66,23 @@ t.test('form-urlencoded and text bodies', async (t) => {
   t.equal((await storedRun(empty.json().runId))?.triggerData.body, null)
 })
 
+t.test('U+0000 and unpaired surrogates, which Postgres cannot store, are received as U+FFFD; the raw bytes stay exact', async (t) => {
+  const json = '{"text":"a\\u0000b","lone":"\\ud800","q\\u0000":1}'
+  const res = await post(webhookWorkflow, { payload: json, headers: { 'content-type': 'application/json' }, query: '?q=%00' })
+  t.equal(res.statusCode, 200, 'a 500 would make the sender retry forever')
+  const run = await storedRun(res.json().runId)
+  t.same(run?.triggerData.body, { text: 'a\ufffdb', lone: '\ufffd', 'q\ufffd': 1 })
+  t.equal(run?.triggerData.query.q, '\ufffd')
+  t.equal(run?.rawBody?.toString('utf8'), json)
+
+  const binary = Buffer.from([0x89, 0x50, 0x00, 0x4e])
+  const upload = await post(webhookWorkflow, { payload: binary as unknown as string, headers: { 'content-type': 'application/octet-stream' } })
+  t.equal(upload.json().status, 'received')
+  const uploaded = await storedRun(upload.json().runId)
+  t.equal(uploaded?.triggerData.body, '\ufffdP\ufffdN')
+  t.same(uploaded?.rawBody, binary)
+})
+
 t.test('ignored, still 200, for missing, malformed, inactive and non-WEBHOOK workflows; nothing is created', async (t) => {
   const inactive = await createWorkflow(testApp, member.token, { triggerType: 'WEBHOOK', isActive: false })
   const manual = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })

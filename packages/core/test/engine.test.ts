@@ -27,6 +27,8 @@ const sink = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (req.url?.startsWith('/slow')) { setTimeout(() => { res.end('late') }, 5000).unref(); return }
     if (req.url?.startsWith('/missing')) { res.writeHead(404).end('no such thing'); return }
     if (req.url?.startsWith('/flaky') && flaky++ === 0) { res.writeHead(503).end(); return }
+    if (req.url?.startsWith('/binary')) { res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0x89, 0x50, 0x00, 0x4e])); return }
+    if (req.url?.startsWith('/escapes')) { res.writeHead(200, { 'content-type': 'application/json' }).end('{"nul":"a\\u0000b","lone":"\\ud800","pair":"\\ud83d\\ude00","literal":"\\\\u0000"}'); return }
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'remote-1', echo: body === '' ? null : JSON.parse(body) }))
   })
 })
@@ -329,4 +331,18 @@ t.test('send_chat_template passes its config to the chat sender', async (t) => {
   t.equal(await engine.executeRun(runId), 'SUCCESS')
   t.match(sent.at(-1), { to: '15550002222', templateName: 'welcome', lang: 'en_US', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Bo' }] }] })
   t.same((await readRun(runId)).result.tpl, { wamid: `wamid.tpl${sent.length}`, kind: 'template', to: '15550002222', templateName: 'welcome' })
+})
+
+t.test('answers with U+0000 or unpaired surrogates are stored with replacement characters; an error quoting them fails the run', async (t) => {
+  const workflowId = await workflow([
+    { id: 'image', type: 'http_request', config: { url: `${sinkUrl}/binary` } },
+    { id: 'escapes', type: 'http_request', config: { url: `${sinkUrl}/escapes` } },
+    { id: 'later', type: 'wait', config: { until: 'x{{image.body}}' } }
+  ])
+  const runId = await run(workflowId, {})
+  t.equal(await engine.executeRun(runId), 'FAILED', 'a database error would throw instead')
+  const row = await readRun(runId)
+  t.equal((row.result.image as { body: string }).body, '\ufffdP\ufffdN')
+  t.same((row.result.escapes as { body: unknown }).body, { nul: 'a\ufffdb', lone: '\ufffd', pair: '\u{1f600}', literal: '\\u0000' })
+  t.equal(row.error, 'until is not a valid time: x\ufffdP\ufffdN')
 })

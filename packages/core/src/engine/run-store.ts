@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
+import { storableJson, storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { TriggerType, WorkflowNode } from '../db/schema/workflows.ts'
 
@@ -47,7 +48,8 @@ export interface FailedRun {
   eventName: string | null
 }
 
-const jsonb = (value: unknown): SQL => sql`${JSON.stringify(value ?? null)}::jsonb`
+/** Node outputs hold what the world answered: characters jsonb cannot hold become U+FFFD rather than failing the step. */
+const jsonb = (value: unknown): SQL => sql`${storableJson(value)}::jsonb`
 
 /**
  * One insert for all the lines of a step, so that their ids (the order the
@@ -178,11 +180,13 @@ export function runStore (db: DbOrTx) {
     },
 
     /**
-     * FAILED with `error`, the run-level line and the workflow's failureCount,
+     * FAILED with `failure` as the error, the run-level line and the workflow's failureCount,
      * for a run in one of `from`. Returns what the failure event needs, or
      * undefined when the run was not in one of those statuses.
      */
-    async fail (runId: string, error: string, lines: LogLine[], from: readonly RunStatus[] = ['RUNNING']): Promise<FailedRun | undefined> {
+    async fail (runId: string, failure: string, lines: LogLine[], from: readonly RunStatus[] = ['RUNNING']): Promise<FailedRun | undefined> {
+      // A node's error may quote what it received.
+      const error = storableText(failure)
       const statuses = sql.join(from.map((status) => sql`${status}`), sql`, `)
       const rows = await db.execute<{ workflowId: string, userId: string, eventName: string | null }>(sql`
         with failed as (

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { createId } from '@paralleldrive/cuid2'
 import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
+import { storableJson } from '../db/storable.ts'
 import type { TriggerType, Workflow } from '../db/schema/index.ts'
 import { withTimeout } from '../timeout.ts'
 import { runJobId, runQueueFor, type QueueName, type Queues, type RunJobData } from '../queues.ts'
@@ -46,7 +47,8 @@ function storedKey (key: string | undefined): string | undefined {
   return key.length <= MAX_STORED_KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`
 }
 
-const jsonb = (value: unknown): SQL => sql`${JSON.stringify(value ?? null)}::jsonb`
+/** Payloads come from outside: characters jsonb cannot hold become U+FFFD rather than failing the start. */
+const jsonb = (value: unknown): SQL => sql`${storableJson(value)}::jsonb`
 
 /**
  * Starts one run: the PENDING row, the workflow's runCount and lastRunAt and the
