@@ -139,3 +139,26 @@ t.test('templates: every page of the business account, approved only, passed thr
   t.equal(refused.statusCode, 400)
   t.equal(refused.json().message, 'The chat account has no businessAccountId: templates cannot be listed')
 })
+
+t.test('a deleted user\'s still-signed token can no longer link accounts, read the inbox or send', async (t) => {
+  const gone = await chat.newMember()
+  const goneAdmin = await chat.newMember()
+  await app.database.sql`update users set role = 'admin' where id = ${goneAdmin.id}`
+  const goneAdminToken = app.jwt.sign({ sub: goneAdmin.id, email: goneAdmin.email, role: 'admin' })
+  const linked = await chat.linkAccount((await chat.newMember()).token, '200000000000041')
+  for (const user of [gone, goneAdmin]) {
+    t.equal((await request({ method: 'DELETE', url: `/api/users/${user.id}`, token: adminToken })).statusCode, 204)
+  }
+  const sendsBefore = fake.sends().length
+
+  const link = await request({ method: 'POST', url: '/api/chat/accounts', token: gone.token, payload: { name: 'x', phoneNumberId: '200000000000042', accessToken: 'x' } })
+  t.equal(link.statusCode, 401, link.body)
+  t.equal(link.json().message, 'Unauthorized')
+  for (const token of [gone.token, goneAdminToken]) {
+    const inbox = await request({ method: 'GET', url: '/api/chat/conversations', token })
+    t.equal(inbox.statusCode, 401, 'the shared default inbox')
+    t.equal((await sendTemplate(token)).statusCode, 401, 'a send from the default account')
+  }
+  t.equal((await sendTemplate(goneAdminToken, { 'x-account-id': linked })).statusCode, 404, 'an admin who is gone selects no account')
+  t.equal(fake.sends().length, sendsBefore, 'nothing reached the platform')
+})

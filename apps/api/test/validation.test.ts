@@ -33,3 +33,18 @@ t.test('malformed JSON is a 400 in the contract shape', async (t) => {
   t.equal(res.statusCode, 400)
   t.match(res.json(), { statusCode: 400, code: 'BAD_REQUEST', message: /not valid JSON/ })
 })
+
+t.test('NUL characters, which Postgres cannot store, are a 400 wherever they arrive', async (t) => {
+  const nulText = { statusCode: 400, code: 'INVALID_TEXT', error: 'Text must not contain NUL (\\u0000) characters', message: 'Text must not contain NUL (\\u0000) characters' }
+  const cases = [
+    { method: 'POST', url: '/api/auth/login', payload: { email: 'a\u0000b@example.com', password: 'x' } },
+    { method: 'DELETE', url: '/api/users/a%00b', token },
+    { method: 'GET', url: '/api/chat/conversations', token, headers: { 'x-account-id': 'a\u0000b' } },
+    { method: 'PATCH', url: '/api/chat/accounts/x', token, payload: { name: 'a\u0000b' } }
+  ]
+  for (const options of cases) {
+    const res = await request(options as Parameters<typeof request>[0])
+    t.equal(res.statusCode, 400, `${options.method} ${options.url}`)
+    t.same(res.json(), nulText)
+  }
+})

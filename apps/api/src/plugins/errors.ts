@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '@switchboard/core/errors'
+import { AppError, unauthorized } from '@switchboard/core/errors'
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'BAD_REQUEST',
@@ -45,8 +45,23 @@ export function formatValidationError (errors: FastifySchemaValidationError[], d
   return new AppError(400, 'VALIDATION_ERROR', message)
 }
 
+interface DatabaseError { code?: string, constraint_name?: string }
+
+/**
+ * Database refusals that are the request's fault, not the server's: Postgres
+ * text and jsonb cannot hold NUL (U+0000), and a foreign key to `users` fails
+ * when a still-valid token belongs to a user who has been deleted.
+ */
+function requestFaultOf (error: unknown): AppError | undefined {
+  const { code, constraint_name: constraint } = ((error as { cause?: DatabaseError }).cause ?? error ?? {}) as DatabaseError
+  if (code === '22021' || code === '22P05') return new AppError(400, 'INVALID_TEXT', 'Text must not contain NUL (\\u0000) characters')
+  if (code === '23503' && constraint?.endsWith('_user_id_users_id_fk') === true) return unauthorized()
+  return undefined
+}
+
 async function errors (fastify: FastifyInstance): Promise<void> {
-  fastify.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+  fastify.setErrorHandler((caught: FastifyError | AppError, request, reply) => {
+    const error = requestFaultOf(caught) ?? caught
     const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
     if (error instanceof AppError) {
       if (statusCode >= 500) request.log.warn({ err: error }, 'request failed upstream')

@@ -3,7 +3,7 @@ import { isAdmin, type Viewer } from '../auth/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import type { ChatAccount } from '../db/schema/index.ts'
-import { AppError, badRequest, notFound } from '../errors.ts'
+import { AppError, badRequest, notFound, unauthorized } from '../errors.ts'
 import { chatAccountsRepository } from '../repositories/chat-accounts.ts'
 import { decryptSecret } from './crypto.ts'
 
@@ -61,6 +61,7 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
         return usable(account)
       }
       const own = await repo.listOwnWithSecrets(user.id)
+      if (own === null) throw unauthorized()
       if (requestedId === DEFAULT_ACCOUNT_ID) {
         if (environmentAccount === null || (own.length > 0 && !admin)) throw accountNotFound()
         return environmentAccount

@@ -1,7 +1,7 @@
-import { and, asc, eq, ne, type SQL } from 'drizzle-orm'
+import { and, asc, eq, ne, sql, type SQL } from 'drizzle-orm'
 import { isAdmin, type Viewer } from '../auth/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { chatAccounts, type ChatAccount } from '../db/schema/index.ts'
+import { chatAccounts, users, type ChatAccount } from '../db/schema/index.ts'
 
 export type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
 
@@ -45,14 +45,24 @@ export function chatAccountsRepository (db: DbOrTx) {
         .orderBy(asc(chatAccounts.createdAt), asc(chatAccounts.id))
     },
 
-    /** The user's own linked accounts, secrets included, for choosing which one to send with. */
-    async listOwnWithSecrets (userId: string): Promise<ChatAccount[]> {
-      return db.select().from(chatAccounts).where(eq(chatAccounts.userId, userId))
+    /**
+     * The user's own linked accounts, secrets included, for choosing which one to send with;
+     * null when the user no longer exists (a deleted user's token is still signed).
+     */
+    async listOwnWithSecrets (userId: string): Promise<ChatAccount[] | null> {
+      const rows = await db.select({ account: chatAccounts }).from(users)
+        .leftJoin(chatAccounts, eq(chatAccounts.userId, users.id))
+        .where(eq(users.id, userId))
         .orderBy(asc(chatAccounts.createdAt), asc(chatAccounts.id))
+      if (rows.length === 0) return null
+      return rows.flatMap((row) => row.account === null ? [] : [row.account])
     },
 
+    /** An account in the viewer's scope; a member's own accounts go with them, an admin must still exist to see others. */
     async findWithSecret (id: string, viewer: Viewer): Promise<ChatAccount | null> {
-      const [account] = await db.select().from(chatAccounts).where(scoped(viewer, eq(chatAccounts.id, id))).limit(1)
+      const viewerExists = sql`exists (select 1 from ${users} where ${users.id} = ${viewer.id})`
+      const [account] = await db.select().from(chatAccounts)
+        .where(and(scoped(viewer, eq(chatAccounts.id, id)), isAdmin(viewer) ? viewerExists : undefined)).limit(1)
       return account ?? null
     },
 
