@@ -62,6 +62,22 @@ t.test('non-ASCII payloads are verified over the raw bytes, escaped or not', asy
   t.same(conversation.messages.map((m) => m.content), [text, 'señal ✓'])
 })
 
+t.test('NUL characters a customer sends are dropped, not a reason to refuse the delivery', async (t) => {
+  await receive([{ from: '15551110010', name: 'Nul\u0000Name', text: 'before\u0000after' }])
+  const conversation = await conversationOf('15551110010')
+  t.equal(conversation?.name, 'NulName')
+  t.same(conversation?.messages.map((m) => m.content), ['beforeafter'])
+})
+
+t.test('a signed body that is JSON but not an object is 400 and stores nothing', async (t) => {
+  for (const body of ['null', '5', '[]', '"text"']) {
+    const res = await request({ method: 'POST', url: '/webhook/chat', payload: body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature(body, APP_SECRET) } })
+    t.equal(res.statusCode, 400, body)
+    t.same(res.json(), { statusCode: 400, code: 'INVALID_BODY', error: 'Body must be a JSON object', message: 'Body must be a JSON object' })
+  }
+  t.equal(await pendingDeliveries(), 0)
+})
+
 t.test('a duplicate delivery stores the message once', async (t) => {
   const payload = messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110003', name: 'Dup', text: 'only once', wamid: newWamid() }])
   await chat.deliver(payload)

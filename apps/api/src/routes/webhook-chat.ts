@@ -21,6 +21,13 @@ const sameText = (a: string, b: string): boolean => {
   return left.length === right.length && timingSafeEqual(left, right)
 }
 
+/**
+ * Postgres cannot store U+0000, and a delivery refused for it would be retried
+ * by the platform for days: a customer's NUL characters are dropped instead.
+ */
+const withoutNul = (_key: string, value: unknown): unknown =>
+  typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '') : value
+
 /** X-Hub-Signature-256 is `sha256=<hex HMAC of the exact bytes received>`. */
 function validSignature (raw: Buffer, header: string | string[] | undefined, appSecret: string): boolean {
   if (typeof header !== 'string' || !header.startsWith('sha256=')) return false
@@ -66,9 +73,12 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     let payload: unknown
     try {
-      payload = JSON.parse(raw.toString('utf8'))
+      payload = JSON.parse(raw.toString('utf8'), withoutNul)
     } catch {
       throw badRequest('Body must be JSON', 'INVALID_BODY')
+    }
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+      throw badRequest('Body must be a JSON object', 'INVALID_BODY')
     }
     const deliveryId = await deliveries.create(payload)
     try {
