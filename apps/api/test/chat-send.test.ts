@@ -48,6 +48,23 @@ t.test('send text: the exact platform request, the platform body passed through,
   })
 })
 
+t.test('text Postgres cannot hold is sent as given and stored with U+FFFD, so the message still shows in the inbox', async (t) => {
+  const phone = await customerInWindow()
+  const text = 'nul\u0000 and half an emoji \ud83d'
+  const res = await request({ method: 'POST', url: '/api/chat/send/text', token: member.token, payload: { to: phone, text, agentName: 'A\u0000da' } })
+  t.equal(res.statusCode, 200, res.body)
+  t.equal((lastSend()?.body as { text: { body: string } }).text.body, text)
+  const template = await request({ method: 'POST', url: '/api/chat/send/template', token: member.token, payload: { to: phone, templateName: 'hello_world', templateContent: { footer: 'x\u0000' } } })
+  t.equal(template.statusCode, 200, template.body)
+
+  const list = await request({ method: 'GET', url: '/api/chat/conversations', token: member.token })
+  const conversation = list.json().find((c: { phone: string }) => c.phone === phone)
+  t.match(conversation.messages.slice(-2), [
+    { direction: 'outbound', content: 'nul\ufffd and half an emoji \ufffd', agentName: 'A\ufffdda' },
+    { direction: 'outbound', templateContent: { footer: 'x\ufffd', templateName: 'hello_world' } }
+  ])
+})
+
 t.test('send text as a quoted reply: our message id becomes the platform wamid in context', async (t) => {
   const phone = `1650556${Math.floor(1000 + Math.random() * 8999)}`
   const wamid = newWamid()

@@ -62,11 +62,11 @@ t.test('non-ASCII payloads are verified over the raw bytes, escaped or not', asy
   t.same(conversation.messages.map((m) => m.content), [text, 'señal ✓'])
 })
 
-t.test('NUL characters a customer sends are dropped, not a reason to refuse the delivery', async (t) => {
-  await receive([{ from: '15551110010', name: 'Nul\u0000Name', text: 'before\u0000after' }])
+t.test('NUL characters and unpaired surrogates a customer sends become U+FFFD, not a reason to refuse the delivery', async (t) => {
+  await receive([{ from: '15551110010', name: 'Nul\u0000Name', text: 'before\u0000after \ud83d' }])
   const conversation = await conversationOf('15551110010')
-  t.equal(conversation?.name, 'NulName')
-  t.same(conversation?.messages.map((m) => m.content), ['beforeafter'])
+  t.equal(conversation?.name, 'Nul\ufffdName')
+  t.same(conversation?.messages.map((m) => m.content), ['before\ufffdafter \ufffd'])
 })
 
 t.test('a signed body that is JSON but not an object is 400 and stores nothing', async (t) => {

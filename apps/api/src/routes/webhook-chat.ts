@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { CHAT_DELIVERY_JOB } from '@switchboard/core/chat/inbound'
+import { storableText } from '@switchboard/core/db/storable'
 import { AppError, badRequest } from '@switchboard/core/errors'
 import { ASSISTANT_MAIN, type ChatDeliveryJobData } from '@switchboard/core/queues'
 import { chatDeliveriesRepository } from '@switchboard/core/repositories/chat-deliveries'
@@ -22,11 +23,10 @@ const sameText = (a: string, b: string): boolean => {
 }
 
 /**
- * Postgres cannot store U+0000, and a delivery refused for it would be retried
- * by the platform for days: a customer's NUL characters are dropped instead.
+ * Postgres cannot store U+0000 or unpaired surrogates, and a delivery refused
+ * for them would be retried by the platform for days: they become U+FFFD.
  */
-const withoutNul = (_key: string, value: unknown): unknown =>
-  typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '') : value
+const storableStrings = (_key: string, value: unknown): unknown => typeof value === 'string' ? storableText(value) : value
 
 /** X-Hub-Signature-256 is `sha256=<hex HMAC of the exact bytes received>`. */
 function validSignature (raw: Buffer, header: string | string[] | undefined, appSecret: string): boolean {
@@ -73,7 +73,7 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     let payload: unknown
     try {
-      payload = JSON.parse(raw.toString('utf8'), withoutNul)
+      payload = JSON.parse(raw.toString('utf8'), storableStrings)
     } catch {
       throw badRequest('Body must be JSON', 'INVALID_BODY')
     }

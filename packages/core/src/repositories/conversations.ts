@@ -1,6 +1,7 @@
 import { createId } from '@paralleldrive/cuid2'
 import { and, asc, desc, eq, gt, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
+import { storableJson, storableText } from '../db/storable.ts'
 import {
   conversations, messages,
   type AI_MODES, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
@@ -71,6 +72,8 @@ const sortOrder = (sort: ConversationSort | undefined): SQL[] => {
     default: return [sql`${conversations.lastMessageAt} desc nulls last`, desc(conversations.id)]
   }
 }
+
+const optionalText = (text: string | null | undefined): string | null => text == null ? null : storableText(text)
 
 /** Dates inside raw SQL fragments are bound as text, so they travel as ISO strings with an explicit type. */
 const timestamptz = (date: Date): SQL => sql`${date.toISOString()}::timestamptz`
@@ -169,8 +172,12 @@ export function conversationsRepository (db: DbOrTx) {
       return row ?? { lastIncomingAt: null, replyToWamid: null }
     },
 
-    /** Stores a sent message on its conversation, creating the conversation when new, in one statement. */
-    async recordOutbound (record: OutboundMessageRecord): Promise<{ conversationId: string, messageId: string }> {
+    /**
+     * Stores a sent message on its conversation, creating the conversation when new, in one statement.
+     * The platform took the text as it was; what Postgres cannot hold (NUL, unpaired surrogates) is stored as U+FFFD.
+     */
+    async recordOutbound (sent: OutboundMessageRecord): Promise<{ conversationId: string, messageId: string }> {
+      const record = { ...sent, content: storableText(sent.content), agentId: optionalText(sent.agentId), agentName: optionalText(sent.agentName), replyToId: optionalText(sent.replyToId) }
       const now = timestamptz(new Date())
       const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
         with conversation as (
@@ -182,7 +189,7 @@ export function conversationsRepository (db: DbOrTx) {
         )
         insert into messages (id, conversation_id, wamid, direction, type, content, template_content, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
         select ${createId()}, conversation.id, ${record.wamid}, 'outbound', ${record.type}, ${record.content},
-          ${record.templateContent == null ? null : JSON.stringify(record.templateContent)}::jsonb, 'sent',
+          ${record.templateContent == null ? null : storableJson(record.templateContent)}::jsonb, 'sent',
           ${record.agentId ?? null}, ${record.agentName ?? null}, ${record.replyToId ?? null}, ${now}, ${now}
         from conversation
         returning id, conversation_id`)
