@@ -24,7 +24,9 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     requestTimeout: 30_000,
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
-    trustProxy: true,
+    // X-Forwarded-For only from proxies on loopback or private networks (an ingress, a sidecar):
+    // trusting everyone would let any client pick its own address and escape per-address limits.
+    trustProxy: 'loopback,linklocal,uniquelocal',
     // Long ids must reach the routes and answer 404 like any unknown id, not 414.
     routerOptions: { maxParamLength: 1000 },
     schemaErrorFormatter: formatValidationError

@@ -43,6 +43,22 @@ t.test('login is rate limited per address and account', async (t) => {
   t.equal(statuses[10], 429)
 })
 
+t.test('a client cannot escape the login limit by forging X-Forwarded-For; a private proxy\'s header is honoured', async (t) => {
+  const email = 'forged-forwarding@example.com'
+  const fromClient = async (i: number): Promise<number> => (await request({
+    method: 'POST', url: '/api/auth/login', remoteAddress: '203.0.113.7', headers: { 'x-forwarded-for': `198.51.100.${i}` }, payload: { email, password: 'x' }
+  })).statusCode
+  const statuses: number[] = []
+  for (let i = 0; i < 11; i++) statuses.push(await fromClient(i))
+  t.same(statuses.slice(0, 10), Array(10).fill(401))
+  t.equal(statuses[10], 429, 'the forged addresses all count as the one client')
+
+  const viaIngress = async (client: string): Promise<number> => (await request({
+    method: 'POST', url: '/api/auth/login', remoteAddress: '10.1.2.3', headers: { 'x-forwarded-for': client }, payload: { email, password: 'x' }
+  })).statusCode
+  t.equal(await viaIngress('198.51.100.200'), 401, 'another client behind a private proxy has its own limit')
+})
+
 t.test('protected routes refuse bad tokens with 401 Unauthorized', async (t) => {
   const now = Math.floor(Date.now() / 1000)
   const claims = { sub: 'x', email: 'x@example.com', role: 'admin' }
