@@ -1,7 +1,7 @@
 import t from 'tap'
 import { resumeJobId } from '@switchboard/core/queues'
 import { buildTestApp } from './helper.ts'
-import { createWorkflow } from './run-helpers.ts'
+import { createWorkflow, planOf } from './run-helpers.ts'
 
 const testApp = await buildTestApp(t)
 const { app, request, adminToken, newMember } = testApp
@@ -237,6 +237,22 @@ t.test('runs: get with logs in order, list with filters, owner isolation', async
   t.equal(badStatus.statusCode, 400)
   t.equal(badStatus.json().message, 'status must be one of PENDING, RUNNING, WAITING, SUCCESS, FAILED, CANCELLED')
   t.equal((await request({ method: 'GET', url: '/api/automation/runs?limit=501', token: owner.token })).statusCode, 400)
+})
+
+t.test('run lists and a workflow\'s latest runs are read in index order, not by sorting every run', async (t) => {
+  const member = await newMember()
+  const workflowId = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })
+  await fire(workflowId, member.token, {})
+
+  for (const [what, token, url, statement] of [
+    ['admin list', adminToken, '/api/automation/runs', /from "runs"/],
+    ['member list', member.token, '/api/automation/runs', /from "runs"/],
+    ['list of one workflow', adminToken, `/api/automation/runs?workflowId=${workflowId}`, /from "runs"/],
+    ['latest 10 of a workflow', member.token, `/api/automation/workflows/${workflowId}`, /json_agg/]
+  ] as const) {
+    const plan = await planOf(testApp, token, url, statement)
+    t.notMatch(plan, /Sort|Seq Scan/, `${what}:\n${plan}`)
+  }
 })
 
 t.test('cancel: PENDING, RUNNING and WAITING runs end CANCELLED; finished ones answer 409', async (t) => {

@@ -1,8 +1,10 @@
 import t, { type Test } from 'tap'
 import { createId } from '@paralleldrive/cuid2'
 import { buildTestApp } from './helper.ts'
+import { planOf } from './run-helpers.ts'
 
-const { app, request, adminToken, newMember } = await buildTestApp(t)
+const testApp = await buildTestApp(t)
+const { app, request, adminToken, newMember } = testApp
 const sql = app.database.sql
 
 const URL = '/api/automation/workflows'
@@ -235,6 +237,15 @@ t.test('list: summaries, newest updatedAt first, each filter alone and combined'
     const res = await request({ method: 'GET', url: `${URL}${query}`, token })
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().message, message)
+  }
+})
+
+t.test('the list is read in index order, for admins (every workflow) as for members', async (t) => {
+  const member = await newMember()
+  await request({ method: 'POST', url: URL, token: member.token, payload: { name: 'indexed', triggerType: 'MANUAL' } })
+  for (const [who, token] of [['admin', adminToken], ['member', member.token]] as const) {
+    const plan = await planOf(testApp, token, URL, /from "workflows"/)
+    t.notMatch(plan, /Sort|Seq Scan/, `${who}:\n${plan}`)
   }
 })
 

@@ -138,8 +138,8 @@ ALTER TABLE "runs" ADD CONSTRAINT "runs_user_id_users_id_fk" FOREIGN KEY ("user_
 ALTER TABLE "chat_accounts" ADD CONSTRAINT "chat_accounts_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "messages" ADD CONSTRAINT "messages_conversation_id_conversations_id_fk" FOREIGN KEY ("conversation_id") REFERENCES "public"."conversations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "users_email_key" ON "users" USING btree ("email");--> statement-breakpoint
-CREATE INDEX "workflows_user_updated_idx" ON "workflows" USING btree ("user_id","updated_at" DESC NULLS LAST);--> statement-breakpoint
-CREATE INDEX "workflows_updated_idx" ON "workflows" USING btree ("updated_at" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "workflows_user_updated_idx" ON "workflows" USING btree ("user_id","updated_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
+CREATE INDEX "workflows_updated_idx" ON "workflows" USING btree ("updated_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
 CREATE INDEX "workflows_user_trigger_idx" ON "workflows" USING btree ("user_id","trigger_type","is_active");--> statement-breakpoint
 CREATE INDEX "workflows_user_domain_idx" ON "workflows" USING btree ("user_id","domain");--> statement-breakpoint
 CREATE INDEX "workflows_tags_idx" ON "workflows" USING gin ("tags");--> statement-breakpoint
@@ -148,8 +148,9 @@ CREATE INDEX "workflows_active_trigger_idx" ON "workflows" USING btree ("trigger
 CREATE UNIQUE INDEX "workflow_schedules_workflow_key" ON "workflow_schedules" USING btree ("workflow_id");--> statement-breakpoint
 CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");--> statement-breakpoint
 CREATE INDEX "run_logs_run_idx" ON "run_logs" USING btree ("run_id","id");--> statement-breakpoint
-CREATE INDEX "runs_workflow_created_idx" ON "runs" USING btree ("workflow_id","created_at" DESC NULLS LAST);--> statement-breakpoint
-CREATE INDEX "runs_user_created_idx" ON "runs" USING btree ("user_id","created_at" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "runs_workflow_created_idx" ON "runs" USING btree ("workflow_id","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
+CREATE INDEX "runs_user_created_idx" ON "runs" USING btree ("user_id","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
+CREATE INDEX "runs_created_idx" ON "runs" USING btree ("created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
 CREATE INDEX "runs_unfinished_idx" ON "runs" USING btree ("status","created_at") WHERE "runs"."status" in ('PENDING', 'RUNNING', 'WAITING');--> statement-breakpoint
 CREATE UNIQUE INDEX "chat_accounts_user_phone_key" ON "chat_accounts" USING btree ("user_id","phone_number_id");--> statement-breakpoint
 CREATE INDEX "chat_accounts_phone_idx" ON "chat_accounts" USING btree ("phone_number_id");--> statement-breakpoint

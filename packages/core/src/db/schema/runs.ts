@@ -32,8 +32,11 @@ export const runs = pgTable('runs', {
   completedAt: nullableTimestamp('completed_at'),
   durationMs: integer('duration_ms')
 }, (t) => [
-  index('runs_workflow_created_idx').on(t.workflowId, t.createdAt.desc()),
-  index('runs_user_created_idx').on(t.userId, t.createdAt.desc()),
+  // Newest first, id breaking ties, as the run list and a workflow's latest runs read them: per workflow,
+  // per owner, and for admins (every run). NULLS FIRST like `order by … desc`, or the index cannot serve it.
+  index('runs_workflow_created_idx').on(t.workflowId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  index('runs_user_created_idx').on(t.userId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  index('runs_created_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('runs_unfinished_idx').on(t.status, t.createdAt).where(sql`${t.status} in ('PENDING', 'RUNNING', 'WAITING')`)
 ])
 

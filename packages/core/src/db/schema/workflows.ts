@@ -40,8 +40,10 @@ export const workflows = pgTable('workflows', {
   lastRunAt: nullableTimestamp('last_run_at'),
   ...timestamps()
 }, (t) => [
-  index('workflows_user_updated_idx').on(t.userId, t.updatedAt.desc()),
-  index('workflows_updated_idx').on(t.updatedAt.desc()),
+  // The list's order, newest updatedAt first with id breaking ties, per owner and for admins;
+  // NULLS FIRST like `order by … desc`, or the index cannot serve it.
+  index('workflows_user_updated_idx').on(t.userId, t.updatedAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  index('workflows_updated_idx').on(t.updatedAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('workflows_user_trigger_idx').on(t.userId, t.triggerType, t.isActive),
   index('workflows_user_domain_idx').on(t.userId, t.domain),
   index('workflows_tags_idx').using('gin', t.tags),
