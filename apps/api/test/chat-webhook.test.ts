@@ -78,6 +78,17 @@ t.test('a signed body that is JSON but not an object is 400 and stores nothing',
   t.equal(await pendingDeliveries(), 0)
 })
 
+t.test('a message stamped in the future counts as received now: it does not hold the free-text window open', async (t) => {
+  const phone = '15551110011'
+  const before = Date.now()
+  await receive([{ from: phone, text: 'from the future', timestamp: Math.floor(before / 1000) + 2 * 86400 }])
+  const res = await request({ method: 'GET', url: '/api/chat/conversations', token: member.token })
+  const conversation = res.json().find((c: { phone: string }) => c.phone === phone)
+  t.ok(Date.parse(conversation.lastIncomingAt) <= Date.now(), conversation.lastIncomingAt)
+  t.ok(Date.parse(conversation.lastIncomingAt) >= before - 1000)
+  t.ok(Date.parse(conversation.messages[0].createdAt) <= Date.now())
+})
+
 t.test('a duplicate delivery stores the message once', async (t) => {
   const payload = messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110003', name: 'Dup', text: 'only once', wamid: newWamid() }])
   await chat.deliver(payload)

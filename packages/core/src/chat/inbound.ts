@@ -82,9 +82,15 @@ export function messageText (message: PlatformMessage): string {
   }
 }
 
+/**
+ * The platform's time of a message, never later than now: a future stamp (a
+ * skewed or forged one) would hold the 24-hour window open and pin the
+ * conversation to the top of the inbox.
+ */
 const timeOf = (timestamp: string | undefined): Date => {
   const seconds = Number(timestamp)
-  return Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date()
+  const now = Date.now()
+  return new Date(Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, now) : now)
 }
 
 /**
