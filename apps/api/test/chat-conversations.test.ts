@@ -76,6 +76,8 @@ t.test('PATCH changes the managed fields only, validates them, and is scoped to 
   const cleared = await request({ method: 'PATCH', url: `/api/chat/conversations/${id}`, token: member.token, headers, payload: { assignedAgentId: null } })
   t.equal(cleared.json().assignedAgentId, null)
   t.equal(cleared.json().priority, 'urgent', 'fields not sent stay')
+  const repeated = await request({ method: 'PATCH', url: `/api/chat/conversations/${id}`, token: member.token, headers, payload: { labels: ['vip', 'billing', 'vip'] } })
+  t.same(repeated.json().labels, ['vip', 'billing'], 'a label is stored once')
 
   const invalid: Array<[Record<string, unknown>, string]> = [
     [{ priority: 'critical' }, 'priority must be one of low, normal, high, urgent'],

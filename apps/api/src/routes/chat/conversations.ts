@@ -83,7 +83,10 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['chat'], params: IdParams, body: UpdateConversationBody, response: { 200: Conversation, ...errorResponses(400, 401, 404) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
-    const conversation = await repo.update(request.params.id, account.phoneNumberId, request.body)
+    const { labels } = request.body
+    // Labels are a set: each stored once, in the order given (like workflow tags).
+    const changes = labels === undefined ? request.body : { ...request.body, labels: [...new Set(labels)] }
+    const conversation = await repo.update(request.params.id, account.phoneNumberId, changes)
     if (conversation === null) throw conversationNotFound()
     return conversation
   })
