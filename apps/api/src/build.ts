@@ -27,8 +27,9 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     // X-Forwarded-For only from proxies on loopback or private networks (an ingress, a sidecar):
     // trusting everyone would let any client pick its own address and escape per-address limits.
     trustProxy: 'loopback,linklocal,uniquelocal',
-    // Long ids must reach the routes and answer 404 like any unknown id, not 414.
-    routerOptions: { maxParamLength: 1000 },
+    // Any id must reach its route and answer like any unknown one (404; the inbound webhook
+    // 200 ignored), never 414: no request line Node accepts (16 KiB of headers) is longer.
+    routerOptions: { maxParamLength: 16 * 1024 },
     schemaErrorFormatter: formatValidationError
   }).withTypeProvider<TypeBoxTypeProvider>()
   server.setValidatorCompiler(validatorCompiler)

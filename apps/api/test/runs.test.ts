@@ -212,7 +212,8 @@ t.test('runs: get with logs in order, list with filters, owner isolation', async
   for (const [url, token] of [
     [`/api/automation/runs/${runIds[0]}`, stranger.token],
     ['/api/automation/runs/clxxxxxxxxxxxxxxxxxxxxxxx', owner.token],
-    ['/api/automation/runs/NOT_A_CUID', owner.token]
+    ['/api/automation/runs/NOT_A_CUID', owner.token],
+    [`/api/automation/runs/${'x'.repeat(5000)}`, owner.token]
   ] as const) {
     const res = await request({ method: 'GET', url, token })
     t.equal(res.statusCode, 404, url)

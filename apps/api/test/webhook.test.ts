@@ -89,6 +89,7 @@ t.test('ignored, still 200, for missing, malformed, inactive and non-WEBHOOK wor
   for (const [what, id] of [
     ['missing', 'clxxxxxxxxxxxxxxxxxxxxxxx'],
     ['malformed', 'NOT-a-cuid'],
+    ['very long', 'x'.repeat(5000)],
     ['inactive', inactive],
     ['other trigger type', manual]
   ]) {
