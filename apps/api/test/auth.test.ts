@@ -136,6 +136,18 @@ t.test('user management is admin-only', async (t) => {
   t.equal((await request({ method: 'DELETE', url: `/api/users/${created.json().id}`, token: adminToken })).statusCode, 404)
 })
 
+t.test('the user list pages with limit and offset', async (t) => {
+  for (let i = 0; i < 3; i++) await newMember()
+  const all = (await request({ method: 'GET', url: '/api/users?limit=500', token: adminToken })).json()
+  t.ok(all.length >= 4)
+  const page = await request({ method: 'GET', url: '/api/users?limit=2&offset=1', token: adminToken })
+  t.equal(page.statusCode, 200)
+  t.same(page.json().map((u: { id: string }) => u.id), all.slice(1, 3).map((u: { id: string }) => u.id))
+  const tooMany = await request({ method: 'GET', url: '/api/users?limit=501', token: adminToken })
+  t.equal(tooMany.statusCode, 400)
+  t.equal(tooMany.json().message, 'limit must be <= 500')
+})
+
 t.test('metrics are exposed for Prometheus', async (t) => {
   await request({ method: 'GET', url: '/health/live' })
   const res = await request({ method: 'GET', url: '/metrics' })

@@ -56,6 +56,17 @@ t.test('accounts: create, list, update and delete; the token is write-only and e
   t.equal((await request({ method: 'DELETE', url: `/api/chat/accounts/${account.id}`, token: member.token })).statusCode, 404)
 })
 
+t.test('the account list pages with limit and offset', async (t) => {
+  const member = await chat.newMember()
+  const ids = []
+  for (const number of ['200000000000051', '200000000000052', '200000000000053']) ids.push(await chat.linkAccount(member.token, number))
+  const page = await request({ method: 'GET', url: '/api/chat/accounts?limit=2&offset=1', token: member.token })
+  t.equal(page.statusCode, 200)
+  t.same(page.json().map((a: { id: string }) => a.id), ids.slice(1))
+  t.same((await request({ method: 'GET', url: '/api/chat/accounts?limit=1', token: member.token })).json().map((a: { id: string }) => a.id), ids.slice(0, 1))
+  t.equal((await request({ method: 'GET', url: '/api/chat/accounts?offset=-1', token: member.token })).statusCode, 400)
+})
+
 t.test('account validation names the field', async (t) => {
   const member = await chat.newMember()
   const cases: Array<[Record<string, unknown>, string]> = [

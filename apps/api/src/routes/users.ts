@@ -3,7 +3,7 @@ import { Type } from 'typebox'
 import { conflict, notFound } from '@switchboard/core/errors'
 import { USER_ROLES } from '@switchboard/core/db/schema/index'
 import { usersRepository } from '@switchboard/core/repositories/users'
-import { errorResponses, IdParams, Timestamp } from '../schemas/common.ts'
+import { errorResponses, IdParams, Pagination, Timestamp } from '../schemas/common.ts'
 
 export const User = Type.Object({
   id: Type.String(),
@@ -24,8 +24,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.requireAdmin)
 
   fastify.get('/api/users', {
-    schema: { tags: ['users'], response: { 200: Type.Array(User), ...errorResponses(401, 403) } }
-  }, async () => repo.list())
+    schema: { tags: ['users'], querystring: Type.Object(Pagination), response: { 200: Type.Array(User), ...errorResponses(400, 401, 403) } }
+  }, async (request) => repo.list(request.query))
 
   fastify.post('/api/users', {
     schema: { tags: ['users'], body: CreateUserBody, response: { 201: User, ...errorResponses(400, 401, 403, 409) } }

@@ -39,10 +39,11 @@ export function chatAccountsRepository (db: DbOrTx) {
   }
 
   return {
-    async list (viewer: Viewer): Promise<PublicChatAccount[]> {
+    async list (viewer: Viewer, page: { limit: number, offset: number }): Promise<PublicChatAccount[]> {
       return db.select(publicColumns).from(chatAccounts)
         .where(isAdmin(viewer) ? undefined : eq(chatAccounts.userId, viewer.id))
         .orderBy(asc(chatAccounts.createdAt), asc(chatAccounts.id))
+        .limit(page.limit).offset(page.offset)
     },
 
     /**

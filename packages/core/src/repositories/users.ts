@@ -14,8 +14,9 @@ export function usersRepository (db: DbOrTx) {
       return user ?? null
     },
 
-    async list (): Promise<PublicUser[]> {
-      return db.select(publicColumns).from(users).orderBy(asc(users.createdAt))
+    async list (page: { limit: number, offset: number }): Promise<PublicUser[]> {
+      return db.select(publicColumns).from(users).orderBy(asc(users.createdAt), asc(users.id))
+        .limit(page.limit).offset(page.offset)
     },
 
     /** Returns null when the email is taken. */

@@ -4,7 +4,7 @@ import { accountNotFound } from '@switchboard/core/chat/accounts'
 import { encryptSecret } from '@switchboard/core/chat/crypto'
 import { conflict } from '@switchboard/core/errors'
 import { chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/repositories/chat-accounts'
-import { errorResponses, IdParams, Timestamp } from '../../schemas/common.ts'
+import { errorResponses, IdParams, Pagination, Timestamp } from '../../schemas/common.ts'
 import { viewerOf } from '@switchboard/core/auth/viewer'
 
 export const ChatAccount = Type.Object({
@@ -49,8 +49,8 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   const { encryptionKey } = fastify.config
 
   fastify.get('/api/chat/accounts', {
-    schema: { tags: ['chat'], response: { 200: Type.Array(ChatAccount), ...errorResponses(401) } }
-  }, async (request) => repo.list(viewerOf(request.user)))
+    schema: { tags: ['chat'], querystring: Type.Object(Pagination), response: { 200: Type.Array(ChatAccount), ...errorResponses(400, 401) } }
+  }, async (request) => repo.list(viewerOf(request.user), request.query))
 
   fastify.post('/api/chat/accounts', {
     schema: { tags: ['chat'], body: CreateChatAccountBody, response: { 201: ChatAccount, ...errorResponses(400, 401, 409) } }
