@@ -2,7 +2,7 @@ import t from 'tap'
 import { FAKE_ACCESS_TOKEN } from '@switchboard/testing/fake-chat-platform'
 import { buildChatTestApp, DEFAULT_BUSINESS_ACCOUNT_ID, DEFAULT_PHONE_NUMBER_ID } from './chat-helper.ts'
 
-const chat = await buildChatTestApp(t)
+const chat = await buildChatTestApp(t, { fake: { accessTokens: [FAKE_ACCESS_TOKEN, 'secret-token-abc'] } })
 const { request, fake, app, adminToken } = chat
 
 const sendTemplate = (token: string, headers: Record<string, string> = {}) => request({
@@ -33,7 +33,7 @@ t.test('accounts: create, list, update and delete; the token is write-only and e
   t.same(list.json().map((a: { id: string }) => a.id), [account.id])
   t.notOk(JSON.stringify(list.json()).includes('secret-token-abc'))
 
-  const duplicate = await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload: { name: 'Again', phoneNumberId: '200000000000001', accessToken: 'x' } })
+  const duplicate = await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload: { name: 'Again', phoneNumberId: '200000000000001', accessToken: FAKE_ACCESS_TOKEN } })
   t.equal(duplicate.statusCode, 409)
   t.equal(duplicate.json().message, 'Chat account already linked')
 
@@ -162,7 +162,7 @@ t.test('a deleted user\'s still-signed token can no longer link accounts, read t
   }
   const sendsBefore = fake.sends().length
 
-  const link = await request({ method: 'POST', url: '/api/chat/accounts', token: gone.token, payload: { name: 'x', phoneNumberId: '200000000000042', accessToken: 'x' } })
+  const link = await request({ method: 'POST', url: '/api/chat/accounts', token: gone.token, payload: { name: 'x', phoneNumberId: '200000000000042', accessToken: FAKE_ACCESS_TOKEN } })
   t.equal(link.statusCode, 401, link.body)
   t.equal(link.json().message, 'Unauthorized')
   for (const token of [gone.token, goneAdminToken]) {
@@ -172,4 +172,39 @@ t.test('a deleted user\'s still-signed token can no longer link accounts, read t
   }
   t.equal((await sendTemplate(goneAdminToken, { 'x-account-id': linked })).statusCode, 404, 'an admin who is gone selects no account')
   t.equal(fake.sends().length, sendsBefore, 'nothing reached the platform')
+})
+
+t.test('linking proves the token may use the number: nobody reads another business\'s inbox by naming its number', async (t) => {
+  const owner = await chat.newMember()
+  const ownerAccount = await chat.linkAccount(owner.token, '200000000000061')
+  await app.database.sql`insert into conversations (id, phone_number_id, phone, last_message) values ('conversation-61', '200000000000061', '15550006100', 'private')`
+  fake.options.numbersByToken = { 'intruder-token': ['200000000000062'] }
+  fake.options.accessTokens = [FAKE_ACCESS_TOKEN, 'secret-token-abc', 'intruder-token']
+  t.teardown(() => {
+    fake.options.numbersByToken = undefined
+    fake.options.accessTokens = [FAKE_ACCESS_TOKEN, 'secret-token-abc']
+  })
+
+  const intruder = await chat.newMember()
+  const link = (token: string, phoneNumberId: string) => request({ method: 'POST', url: '/api/chat/accounts', token: intruder.token, payload: { name: 'Mine', phoneNumberId, accessToken: token } })
+  for (const [token, number, code] of [['intruder-token', '200000000000061', 100], ['not-a-token', '200000000000061', 190]] as const) {
+    const refused = await link(token, number)
+    t.equal(refused.statusCode, 400, `${token} for ${number}`)
+    t.match(refused.json(), { code: 'CHAT_ACCOUNT_REJECTED', message: 'The chat platform refused accessToken for this phoneNumberId', details: { code } })
+  }
+  t.same((await request({ method: 'GET', url: '/api/chat/accounts', token: intruder.token })).json(), [], 'nothing was linked')
+
+  const own = await link('intruder-token', '200000000000062')
+  t.equal(own.statusCode, 201, own.body)
+  t.equal(fake.requests.at(-1)?.path, '/v21.0/200000000000062', 'the number was looked up with the token')
+  const moved = await request({ method: 'PATCH', url: `/api/chat/accounts/${own.json().id}`, token: intruder.token, payload: { phoneNumberId: '200000000000061' } })
+  t.equal(moved.statusCode, 400, 'nor by moving a linked account to it')
+  const badToken = await request({ method: 'PATCH', url: `/api/chat/accounts/${ownerAccount}`, token: owner.token, payload: { accessToken: 'intruder-token' } })
+  t.equal(badToken.statusCode, 400, 'a new token must fit the stored number')
+  t.equal((await request({ method: 'PATCH', url: `/api/chat/accounts/${ownerAccount}`, token: owner.token, payload: { accessToken: 'secret-token-abc' } })).statusCode, 200)
+
+  const inbox = await request({ method: 'GET', url: '/api/chat/conversations', token: intruder.token })
+  t.same(inbox.json(), [], 'the owner\'s conversation stays theirs')
+  const ownerInbox = await request({ method: 'GET', url: '/api/chat/conversations', token: owner.token })
+  t.same(ownerInbox.json().map((c: { phone: string }) => c.phone), ['15550006100'])
 })

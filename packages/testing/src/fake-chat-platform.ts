@@ -29,6 +29,11 @@ export interface FakeChatPlatformOptions {
   /** Bearer tokens the platform accepts; anything else is error 190. */
   accessTokens?: string[]
   templates?: FakeTemplate[]
+  /**
+   * The phone number ids each token may use (reading the number, sending from it); a token
+   * without an entry may use every number. Others answer error 100 like the platform.
+   */
+  numbersByToken?: Record<string, string[]>
   /** Test-number mode: only these recipients may be messaged (131030); undefined allows everyone. */
   allowedRecipients?: string[]
   /** Throughput limit per sending number over a sliding second (130429); undefined is unlimited. */
@@ -64,7 +69,7 @@ export interface FakeChatPlatform {
   close: () => Promise<void>
 }
 
-type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'webhook'
+type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'webhook' | 'numbersByToken'
 
 export const FAKE_ACCESS_TOKEN = 'fake-platform-token'
 export const API_VERSION = 'v21.0'
@@ -84,7 +89,8 @@ const ERRORS = {
   recipient: { status: 400, code: 131030, message: '(#131030) Recipient phone number not in allowed list', type: 'OAuthException' },
   template: { status: 404, code: 132001, message: '(#132001) Template name does not exist in the translation', type: 'OAuthException', subcode: 2388040 },
   params: { status: 400, code: 132000, message: '(#132000) Number of parameters does not match the expected number of params', type: 'OAuthException', subcode: 2388043 },
-  invalid: { status: 400, code: 100, message: '(#100) Invalid parameter', type: 'OAuthException' }
+  invalid: { status: 400, code: 100, message: '(#100) Invalid parameter', type: 'OAuthException' },
+  noAccess: { status: 400, code: 100, message: 'Unsupported request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation', type: 'GraphMethodException', subcode: 33 }
 } as const
 
 type PlatformError = typeof ERRORS[keyof typeof ERRORS]
@@ -98,7 +104,8 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     templatePageSize: options.templatePageSize ?? 2,
     allowedRecipients: options.allowedRecipients,
     messagesPerSecond: options.messagesPerSecond,
-    webhook: options.webhook
+    webhook: options.webhook,
+    numbersByToken: options.numbersByToken
   }
   const requests: RecordedRequest[] = []
   const recentSends = new Map<string, number[]>()
@@ -136,6 +143,12 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     options.onRequest?.(recorded)
   })
 
+  const tokenOf = (request: FastifyRequest): string => /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''
+  const mayUse = (request: FastifyRequest, phoneNumberId: string): boolean => {
+    const numbers = settings.numbersByToken?.[tokenOf(request)]
+    return numbers === undefined || numbers.includes(phoneNumberId)
+  }
+
   // A customer writes: the platform's signed delivery of their message is posted to the webhook.
   server.post<{ Body: { from?: unknown, name?: unknown, text?: unknown } }>('/_fake/inbound', async (request, reply) => {
     const target = settings.webhook
@@ -155,6 +168,7 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
   server.post<{ Params: { phoneNumberId: string }, Body: Record<string, any> }>(`/${API_VERSION}/:phoneNumberId/messages`, async (request, reply) => {
     const { phoneNumberId } = request.params
     const body = request.body ?? {}
+    if (!mayUse(request, phoneNumberId)) return fail(reply, ERRORS.noAccess)
     if (settings.messagesPerSecond !== undefined) {
       const now = Date.now()
       const window = (recentSends.get(phoneNumberId) ?? []).filter((at) => now - at < 1000)
@@ -181,6 +195,12 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       contacts: [{ input: body.to, wa_id: body.to }],
       messages: [{ id: `wamid.${randomBytes(18).toString('base64url')}` }]
     }
+  })
+
+  server.get<{ Params: { phoneNumberId: string } }>(`/${API_VERSION}/:phoneNumberId`, async (request, reply) => {
+    const { phoneNumberId } = request.params
+    if (!/^\d+$/.test(phoneNumberId) || !mayUse(request, phoneNumberId)) return fail(reply, ERRORS.noAccess)
+    return { verified_name: 'Fake Business', display_phone_number: '+1 555-078-3881', id: phoneNumberId, quality_rating: 'GREEN' }
   })
 
   server.get<{ Params: { businessAccountId: string }, Querystring: { limit?: string, after?: string, status?: string } }>(

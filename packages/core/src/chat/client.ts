@@ -107,8 +107,17 @@ export interface ChatClientOptions {
   connections?: number
 }
 
+/** `GET /{phone-number-id}`: the number as the platform knows it, answered only to a token that may use it. */
+export interface PhoneNumberRecord {
+  id: string
+  display_phone_number?: string
+  verified_name?: string
+  [key: string]: unknown
+}
+
 export interface ChatClient {
   sendMessage: (phoneNumberId: string, accessToken: string, message: OutboundMessage) => Promise<SendResult>
+  getPhoneNumber: (phoneNumberId: string, accessToken: string) => Promise<PhoneNumberRecord>
   /** Every template of the business account, all pages followed. */
   listTemplates: (businessAccountId: string, accessToken: string, query?: { status?: string }) => Promise<TemplateRecord[]>
   close: () => Promise<void>
@@ -169,6 +178,10 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
   return {
     async sendMessage (phoneNumberId, accessToken, message) {
       return call<SendResult>('POST', `${basePath}/${encodeURIComponent(phoneNumberId)}/messages`, accessToken, message)
+    },
+
+    async getPhoneNumber (phoneNumberId, accessToken) {
+      return call<PhoneNumberRecord>('GET', `${basePath}/${encodeURIComponent(phoneNumberId)}?fields=display_phone_number,verified_name`, accessToken)
     },
 
     async listTemplates (businessAccountId, accessToken, query = {}) {

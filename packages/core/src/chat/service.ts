@@ -152,6 +152,27 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
+  /**
+   * Linking an account must prove the token may use the number: the inbox and the
+   * KEYWORD workflows of a number are shared by everyone who linked it.
+   */
+  async function verifyNumber (phoneNumberId: string, accessToken: string): Promise<void> {
+    try {
+      await client.getPhoneNumber(phoneNumberId, accessToken)
+    } catch (err) {
+      // 190: the token is not valid; 100: the number does not exist or the token may not use it.
+      if (err instanceof ChatPlatformError && (err.code === 190 || err.code === 100)) {
+        throw new AppError(400, 'CHAT_ACCOUNT_REJECTED', 'The chat platform refused accessToken for this phoneNumberId', {
+          code: err.code,
+          subcode: err.subcode ?? null,
+          fbtraceId: err.fbtraceId ?? null,
+          platformMessage: err.message
+        })
+      }
+      throw platformFailure(err)
+    }
+  }
+
   const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
 
   const sender: ChatSender = {
@@ -167,7 +188,7 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
-  return { accounts, sendText, sendTemplate, listTemplates, sender }
+  return { accounts, sendText, sendTemplate, listTemplates, verifyNumber, sender }
 }
 
 export type ChatService = ReturnType<typeof createChatService>

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { accountNotFound } from '@switchboard/core/chat/accounts'
-import { encryptSecret } from '@switchboard/core/chat/crypto'
+import { decryptSecret, encryptSecret } from '@switchboard/core/chat/crypto'
 import { conflict } from '@switchboard/core/errors'
 import { chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/repositories/chat-accounts'
 import { errorResponses, IdParams, Pagination, Timestamp } from '../../schemas/common.ts'
@@ -53,21 +53,29 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => repo.list(viewerOf(request.user), request.query))
 
   fastify.post('/api/chat/accounts', {
-    schema: { tags: ['chat'], body: CreateChatAccountBody, response: { 201: ChatAccount, ...errorResponses(400, 401, 409) } }
+    schema: { tags: ['chat'], body: CreateChatAccountBody, response: { 201: ChatAccount, ...errorResponses(400, 401, 409, 500, 502) } }
   }, async (request, reply) => {
     const { accessToken, ...rest } = request.body
+    await fastify.chat.verifyNumber(rest.phoneNumberId, accessToken)
     const account = await repo.create(request.user.sub, { ...rest, accessTokenEncrypted: encryptSecret(encryptionKey, accessToken) })
     if (account === null) throw alreadyLinked()
     return reply.code(201).send(account)
   })
 
   fastify.patch('/api/chat/accounts/:id', {
-    schema: { tags: ['chat'], params: IdParams, body: UpdateChatAccountBody, response: { 200: ChatAccount, ...errorResponses(400, 401, 404, 409) } }
+    schema: { tags: ['chat'], params: IdParams, body: UpdateChatAccountBody, response: { 200: ChatAccount, ...errorResponses(400, 401, 404, 409, 500, 502) } }
   }, async (request) => {
     const { accessToken, ...rest } = request.body
+    const viewer = viewerOf(request.user)
+    if (accessToken !== undefined || rest.phoneNumberId !== undefined) {
+      // The number and token the account will have must still belong together.
+      const current = await repo.findWithSecret(request.params.id, viewer)
+      if (current === null) throw accountNotFound()
+      await fastify.chat.verifyNumber(rest.phoneNumberId ?? current.phoneNumberId, accessToken ?? decryptSecret(encryptionKey, current.accessTokenEncrypted))
+    }
     const changes: ChatAccountChanges = { ...rest, ...(accessToken !== undefined && { accessTokenEncrypted: encryptSecret(encryptionKey, accessToken) }) }
     try {
-      const account = await repo.update(request.params.id, viewerOf(request.user), changes)
+      const account = await repo.update(request.params.id, viewer, changes)
       if (account === null) throw accountNotFound()
       return account
     } catch (err) {
