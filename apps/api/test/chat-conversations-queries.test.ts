@@ -1,7 +1,9 @@
 import t from 'tap'
 import { buildChatTestApp, DEFAULT_PHONE_NUMBER_ID } from './chat-helper.ts'
+import { planOf } from './run-helpers.ts'
 
-const { app, request, adminToken } = await buildChatTestApp(t)
+const testApp = await buildChatTestApp(t)
+const { app, request, adminToken } = testApp
 const { sql } = app.database
 
 /** Unread conversations with 25 messages each on the default account's number. */
@@ -48,5 +50,19 @@ t.test('GET /api/chat/conversations runs as many statements for 40 conversations
     const sorted = await statementsFor(`/api/chat/conversations?limit=500&sort=${sort}&filter=unread`)
     t.equal(sorted.body.length, 40)
     t.equal(sorted.statements.length, few.statements.length, `sort ${sort} with a filter`)
+  }
+})
+
+t.test('embedded latest messages and history pages are read in index order, not by sorting a conversation\'s messages', async (t) => {
+  await seedConversations('plan', 2)
+  const [conversation] = await sql<Array<{ id: string }>>`select id from conversations where id like 'plan%' order by id limit 1`
+  for (const [what, url, statement] of [
+    ['latest 20 per conversation', '/api/chat/conversations?limit=500', /lateral/i],
+    ['history page', `/api/chat/conversations/${conversation!.id}/messages?limit=10`, /from "messages"/]
+  ] as const) {
+    const plan = await planOf(testApp, adminToken, url, statement)
+    const messagesPart = plan.split('\n').filter((line) => /messages/.test(line)).join('\n')
+    t.match(messagesPart, /Index Scan/, `${what} uses the messages index:\n${plan}`)
+    t.notMatch(plan, /Sort Key: (messages\.)?created_at|Sort Key: m\.created_at/, `${what} sorts no messages:\n${plan}`)
   }
 })

@@ -156,7 +156,7 @@ CREATE UNIQUE INDEX "chat_accounts_user_phone_key" ON "chat_accounts" USING btre
 CREATE INDEX "chat_accounts_phone_idx" ON "chat_accounts" USING btree ("phone_number_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "conversations_account_phone_key" ON "conversations" USING btree ("phone_number_id","phone");--> statement-breakpoint
 CREATE INDEX "conversations_account_last_message_idx" ON "conversations" USING btree ("phone_number_id","is_archived","last_message_at" DESC NULLS LAST);--> statement-breakpoint
-CREATE INDEX "conversations_account_unread_idx" ON "conversations" USING btree ("phone_number_id","unread_count" DESC NULLS LAST,"last_message_at" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "conversations_account_unread_idx" ON "conversations" USING btree ("phone_number_id","unread_count" DESC NULLS FIRST,"last_message_at" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "conversations_account_incoming_idx" ON "conversations" USING btree ("phone_number_id","last_incoming_at" DESC NULLS LAST);--> statement-breakpoint
 CREATE UNIQUE INDEX "messages_wamid_key" ON "messages" USING btree ("wamid");--> statement-breakpoint
-CREATE INDEX "messages_conversation_created_idx" ON "messages" USING btree ("conversation_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);
+CREATE INDEX "messages_conversation_created_idx" ON "messages" USING btree ("conversation_id","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);

@@ -49,7 +49,7 @@ export const conversations = pgTable('conversations', {
 }, (t) => [
   uniqueIndex('conversations_account_phone_key').on(t.phoneNumberId, t.phone),
   index('conversations_account_last_message_idx').on(t.phoneNumberId, t.isArchived, t.lastMessageAt.desc()),
-  index('conversations_account_unread_idx').on(t.phoneNumberId, t.unreadCount.desc(), t.lastMessageAt.desc()),
+  index('conversations_account_unread_idx').on(t.phoneNumberId, t.unreadCount.desc().nullsFirst(), t.lastMessageAt.desc()),
   index('conversations_account_incoming_idx').on(t.phoneNumberId, t.lastIncomingAt.desc())
 ])
 
@@ -73,7 +73,8 @@ export const messages = pgTable('messages', {
   createdAt: createdAt()
 }, (t) => [
   uniqueIndex('messages_wamid_key').on(t.wamid),
-  index('messages_conversation_created_idx').on(t.conversationId, t.createdAt.desc(), t.id.desc())
+  // DESC NULLS FIRST is what `order by created_at desc, id desc` means; only a matching index serves it without a sort.
+  index('messages_conversation_created_idx').on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
 ])
 
 /**
