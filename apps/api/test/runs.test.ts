@@ -304,3 +304,16 @@ t.test('cancel: PENDING, RUNNING and WAITING runs end CANCELLED; finished ones a
   t.equal((await cancel('NOT_A_CUID')).statusCode, 404)
   t.equal(await statusOf(foreign), 'PENDING')
 })
+
+t.test('cancel removes the job from the queue the run was created on, after its workflow left AGENT', async (t) => {
+  const member = await newMember()
+  const workflowId = await createWorkflow(testApp, member.token, { triggerType: 'AGENT' })
+  const runId = (await fire(workflowId, member.token, {})).json().runId
+  t.ok(await app.queues['agent-execution'].getJob(runId), 'queued on agent-execution')
+  const patched = await request({ method: 'PATCH', url: `/api/automation/workflows/${workflowId}`, token: member.token, payload: { triggerType: 'MANUAL' } })
+  t.equal(patched.statusCode, 200)
+
+  t.equal((await request({ method: 'POST', url: `/api/automation/runs/${runId}/cancel`, token: member.token })).statusCode, 200)
+  await waitUntil(async () => await app.queues['agent-execution'].getJob(runId) === undefined)
+  t.equal(await app.queues['agent-execution'].getJob(runId), undefined, 'its job is removed from agent-execution')
+})

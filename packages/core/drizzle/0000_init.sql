@@ -59,6 +59,7 @@ CREATE TABLE "runs" (
 	"workflow_id" text NOT NULL,
 	"user_id" text NOT NULL,
 	"status" text DEFAULT 'PENDING' NOT NULL,
+	"queue" text NOT NULL,
 	"trigger_data" jsonb,
 	"raw_body" "bytea",
 	"result" jsonb DEFAULT '{}'::jsonb NOT NULL,

@@ -8,7 +8,8 @@ import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/http-client.ts'
 import { createReconciler } from '../src/engine/reconciler.ts'
 import { createLogger } from '../src/logger.ts'
-import { AGENT_EXECUTION, createWorkerConnection, resumeJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues.ts'
+import { AGENT_EXECUTION, createWorkerConnection, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues.ts'
+import { startRun } from '../src/services/runs.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'reconciler-test')
@@ -32,7 +33,7 @@ const [manual] = await db.insert(workflows).values({ userId: owner.id, name: 'm'
 const [agent] = await db.insert(workflows).values({ userId: owner.id, name: 'a', triggerType: 'AGENT', isActive: true, nodes }).returning()
 
 async function run (values: Partial<typeof runs.$inferInsert> = {}): Promise<string> {
-  const [row] = await db.insert(runs).values({ workflowId: manual.id, userId: owner.id, triggerData: {}, ...values }).returning()
+  const [row] = await db.insert(runs).values({ workflowId: manual.id, userId: owner.id, queue: WORKFLOW_RUNS, triggerData: {}, ...values }).returning()
   return row.id
 }
 
@@ -58,7 +59,7 @@ t.test('a PENDING run whose job failed for good (database down through every att
 
 t.test('a PENDING run without a job is enqueued once, on its trigger type\'s queue', async (t) => {
   const lost = await run()
-  const [agentRun] = await db.insert(runs).values({ workflowId: agent.id, userId: owner.id, triggerData: {} }).returning()
+  const [agentRun] = await db.insert(runs).values({ workflowId: agent.id, userId: owner.id, queue: AGENT_EXECUTION, triggerData: {} }).returning()
   const queued = await run()
   await queues[WORKFLOW_RUNS].add('run', { runId: queued }, { jobId: queued })
 
@@ -101,6 +102,41 @@ t.test('a RUNNING run without a live job is taken over; one whose takeovers are 
   const [taken] = await db.select().from(runs).where(eq(runs.id, orphan))
   t.equal(taken.attempt, 1)
   t.equal((await reconciler.reconcile()).takenOver, 0, 'a taken-over run that is waiting is not touched')
+})
+
+t.test('a run\'s jobs stay on the queue it was created on when its workflow leaves AGENT', async (t) => {
+  const [switching] = await db.insert(workflows).values({ userId: owner.id, name: 's', triggerType: 'AGENT', isActive: true, nodes }).returning()
+  const { runId } = await startRun({ db, queues }, { workflow: switching, triggerData: {} })
+  t.equal(await stateOf(runJobId(runId), queues[AGENT_EXECUTION]), 'waiting', 'started on agent-execution')
+  // The job is lost while the workflow becomes MANUAL.
+  await queues[AGENT_EXECUTION].remove(runJobId(runId))
+  await db.update(workflows).set({ triggerType: 'MANUAL' }).where(eq(workflows.id, switching.id))
+
+  await reconciler.reconcile()
+  t.equal(await stateOf(runJobId(runId), queues[AGENT_EXECUTION]), 'waiting', 'the PENDING run is re-enqueued on agent-execution')
+  t.equal(await stateOf(runJobId(runId), queues[WORKFLOW_RUNS]), 'unknown', 'and not on workflow-runs')
+
+  // Suspended at its wait node, the run's resume job goes to agent-execution too.
+  t.equal(await engine.executeRun(runId), 'WAITING')
+  const resume = resumeJobId(runId, 'pause')
+  t.equal(await stateOf(resume, queues[AGENT_EXECUTION]), 'delayed')
+  t.equal(await stateOf(resume, queues[WORKFLOW_RUNS]), 'unknown')
+
+  // Past its time without the resume job, the reconciler puts it back on agent-execution.
+  await queues[AGENT_EXECUTION].remove(resume)
+  const past = new Date(Date.now() - 60_000).toISOString()
+  await db.update(runs).set({ result: sql`jsonb_set(${runs.result}, '{pause,until}', to_jsonb(${past}::text))` }).where(eq(runs.id, runId))
+  await reconciler.reconcile()
+  t.equal(await stateOf(resume, queues[AGENT_EXECUTION]), 'waiting')
+  t.equal(await stateOf(resume, queues[WORKFLOW_RUNS]), 'unknown')
+
+  // RUNNING without a live job: the takeover job goes to agent-execution.
+  await queues[AGENT_EXECUTION].remove(resume)
+  await db.update(runs).set({ status: 'RUNNING' }).where(eq(runs.id, runId))
+  await queues[AGENT_EXECUTION].remove(runJobId(runId))
+  await reconciler.reconcile()
+  t.equal(await stateOf(takeoverJobId(runId, 0), queues[AGENT_EXECUTION]), 'waiting')
+  t.equal(await stateOf(takeoverJobId(runId, 0), queues[WORKFLOW_RUNS]), 'unknown')
 })
 
 t.test('idempotency keys past their 24 hours are purged in batches; younger ones stay', async (t) => {

@@ -2,7 +2,7 @@ import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
-import { resumeJobId, runQueueFor, type Queues, type RunJobData } from '../queues.ts'
+import { resumeJobId, type Queues, type RunJobData } from '../queues.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from './graph.ts'
 import { isNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
@@ -177,7 +177,7 @@ export function createRunEngine (options: EngineOptions) {
         lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
         if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
         const data: RunJobData = { runId }
-        await queues[runQueueFor(run.workflow.triggerType)].add('run', data, {
+        await queues[run.queue].add('run', data, {
           jobId: resumeJobId(runId, node.id),
           delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
         })

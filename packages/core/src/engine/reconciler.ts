@@ -1,9 +1,8 @@
 import type { Queue } from 'bullmq'
 import { sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import type { TriggerType } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
-import { resumeJobId, runJobId, runQueueFor, takeoverJobId, type Queues, type RunJobData } from '../queues.ts'
+import { resumeJobId, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues.ts'
 import { IDEMPOTENCY_WINDOW } from '../services/runs.ts'
 import type { RunEngine } from './engine.ts'
 
@@ -81,15 +80,15 @@ export function createReconciler (options: ReconcilerOptions) {
   }
 
   async function requeuePending (): Promise<number> {
-    const rows = await db.execute<{ id: string, triggerType: TriggerType }>(sql`
-      select runs.id, workflows.trigger_type as "triggerType" from runs join workflows on workflows.id = runs.workflow_id
+    const rows = await db.execute<{ id: string, queue: QueueName }>(sql`
+      select runs.id, runs.queue from runs
       where runs.status = 'PENDING' and runs.created_at < now() - ${grace}
       order by runs.created_at limit ${batchSize}
     `)
     let count = 0
     for (const run of rows) {
       // A job that is merely late is found by its id and left alone.
-      if (await ensureJob(queues[runQueueFor(run.triggerType)], runJobId(run.id), run.id)) {
+      if (await ensureJob(queues[run.queue], runJobId(run.id), run.id)) {
         logger.warn({ runId: run.id }, 'PENDING run had no job: re-enqueued')
         count++
       }
@@ -98,9 +97,9 @@ export function createReconciler (options: ReconcilerOptions) {
   }
 
   async function resumeWaiting (): Promise<number> {
-    const rows = await db.execute<{ id: string, nodeId: string | null, triggerType: TriggerType }>(sql`
-      select runs.id, runs.current_node_id as "nodeId", workflows.trigger_type as "triggerType"
-      from runs join workflows on workflows.id = runs.workflow_id
+    const rows = await db.execute<{ id: string, nodeId: string | null, queue: QueueName }>(sql`
+      select runs.id, runs.current_node_id as "nodeId", runs.queue
+      from runs
       cross join lateral (select runs.result->runs.current_node_id->>'until' as until) as wait
       where runs.status = 'WAITING'
         and case when wait.until ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' then wait.until::timestamptz < now() - ${grace}
@@ -109,7 +108,7 @@ export function createReconciler (options: ReconcilerOptions) {
     `)
     let count = 0
     for (const run of rows) {
-      if (await ensureJob(queues[runQueueFor(run.triggerType)], resumeJobId(run.id, run.nodeId ?? ''), run.id)) {
+      if (await ensureJob(queues[run.queue], resumeJobId(run.id, run.nodeId ?? ''), run.id)) {
         logger.warn({ runId: run.id }, 'WAITING run past its time had no resume job: re-enqueued')
         count++
       }
@@ -124,8 +123,8 @@ export function createReconciler (options: ReconcilerOptions) {
    * this catches runs whose job is gone for good or failed after too many stalls.
    */
   async function takeOverRunning (): Promise<{ takenOver: number, failed: number }> {
-    const rows = await db.execute<{ id: string, attempt: number, triggerType: TriggerType, waitNodeIds: string[] | null }>(sql`
-      select runs.id, runs.attempt, workflows.trigger_type as "triggerType",
+    const rows = await db.execute<{ id: string, attempt: number, queue: QueueName, waitNodeIds: string[] | null }>(sql`
+      select runs.id, runs.attempt, runs.queue,
         (select array_agg(node->>'id') from jsonb_array_elements(workflows.nodes) as node where node->>'type' = 'wait') as "waitNodeIds"
       from runs join workflows on workflows.id = runs.workflow_id
       where runs.status = 'RUNNING' and coalesce(runs.started_at, runs.created_at) < now() - ${runningAfter}
@@ -134,7 +133,7 @@ export function createReconciler (options: ReconcilerOptions) {
     let takenOver = 0
     let failed = 0
     for (const run of rows) {
-      const queue = queues[runQueueFor(run.triggerType)]
+      const queue = queues[run.queue]
       const candidates = [
         runJobId(run.id),
         ...(run.waitNodeIds ?? []).map((nodeId) => resumeJobId(run.id, nodeId)),

@@ -2,7 +2,8 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
-import type { TriggerType, WorkflowNode } from '../db/schema/workflows.ts'
+import type { WorkflowNode } from '../db/schema/workflows.ts'
+import type { QueueName } from '../queues.ts'
 
 /**
  * The engine's statements. Each step of a run is one round trip: the node's
@@ -22,6 +23,8 @@ export interface ClaimedRun {
   id: string
   workflowId: string
   userId: string
+  /** Where the run's jobs go (recorded when it was created). */
+  queue: QueueName
   triggerData: unknown
   rawBody: Buffer | null
   result: Record<string, unknown>
@@ -31,7 +34,6 @@ export interface ClaimedRun {
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
-    triggerType: TriggerType
     eventName: string | null
   }
 }
@@ -94,7 +96,7 @@ export function runStore (db: DbOrTx) {
           from previous
           where runs.id = previous.id
             and (previous.status in ('PENDING', 'WAITING') or (previous.status = 'RUNNING' and previous.attempt < ${maxAttempts}))
-          returning runs.id, runs.workflow_id, runs.user_id, runs.trigger_data, runs.raw_body, runs.result,
+          returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
             runs.current_node_id, runs.attempt, previous.status as previous_status
         ), logged as (
           insert into run_logs (run_id, level, message)
@@ -105,7 +107,7 @@ export function runStore (db: DbOrTx) {
           from claimed
         )
         select previous.status as found_status, previous.attempt as found_attempt, claimed.*,
-          workflows.nodes, workflows.edges, workflows.trigger_type, workflows.trigger_config->>'eventName' as event_name
+          workflows.nodes, workflows.edges, workflows.trigger_config->>'eventName' as event_name
         from previous
         left join claimed on true
         left join workflows on workflows.id = claimed.workflow_id
@@ -118,6 +120,7 @@ export function runStore (db: DbOrTx) {
           id: row.id as string,
           workflowId: row.workflow_id as string,
           userId: row.user_id as string,
+          queue: row.queue as QueueName,
           triggerData: row.trigger_data,
           rawBody: (row.raw_body as Buffer | null) ?? null,
           result: row.result as Record<string, unknown>,
@@ -127,7 +130,6 @@ export function runStore (db: DbOrTx) {
           workflow: {
             nodes: (row.nodes as WorkflowNode[] | null) ?? [],
             edges: row.edges,
-            triggerType: row.trigger_type as TriggerType,
             eventName: row.event_name as string | null
           }
         }

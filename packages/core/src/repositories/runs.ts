@@ -2,6 +2,7 @@ import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { isAdmin, type Viewer } from '../auth/viewer.ts'
 import { runLogs, runs, workflows, type Run, type RunLog, type RunStatus, type TriggerType } from '../db/schema/index.ts'
+import type { QueueName } from '../queues.ts'
 
 /** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
 const runColumns = {
@@ -34,7 +35,7 @@ export interface TriggerTarget {
 
 export interface CancelledRun {
   run: RunWithLogs
-  triggerType: TriggerType
+  queue: QueueName
   currentNodeId: string | null
 }
 
@@ -78,31 +79,30 @@ export function runsRepository (db: DbOrTx) {
     /**
      * Ends a PENDING, RUNNING or WAITING run as CANCELLED with a guarded update, so a
      * run that finished meanwhile keeps its terminal status. Returns the run with what
-     * locates its jobs (the trigger type picks the queue, a waiting run's current node
+     * locates its jobs (the queue recorded on the run, a waiting run's current node
      * names its resume job), `finished`, or null when the viewer has no such run.
      */
     async cancel (id: string, viewer: Viewer): Promise<CancelledRun | 'finished' | null> {
       const owner = viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`
-      const [cancelled] = await db.execute<{ triggerType: TriggerType, currentNodeId: string | null }>(sql`
+      const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null }>(sql`
         with cancelled as (
           update runs set
             status = 'CANCELLED',
             completed_at = now(),
             duration_ms = (extract(epoch from now() - started_at) * 1000)::int
           where id = ${id} ${owner} and status in ('PENDING', 'RUNNING', 'WAITING')
-          returning id, workflow_id, current_node_id
+          returning id, queue, current_node_id
         ), logged as (
           insert into run_logs (run_id, level, message) select id, 'INFO', 'Run cancelled' from cancelled
         )
-        select workflows.trigger_type as "triggerType", cancelled.current_node_id as "currentNodeId"
-        from cancelled join workflows on workflows.id = cancelled.workflow_id
+        select queue, current_node_id as "currentNodeId" from cancelled
       `)
       if (cancelled === undefined) {
         const [existing] = await db.select({ id: runs.id }).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1)
         return existing === undefined ? null : 'finished'
       }
       const run = await get(id, viewer)
-      return run === null ? null : { run, triggerType: cancelled.triggerType, currentNodeId: cancelled.currentNodeId }
+      return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId }
     },
 
     /** The workflow a run would start from; `viewer` scopes it to its owner (none: the public inbound webhook). */

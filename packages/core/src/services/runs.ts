@@ -3,7 +3,7 @@ import { createId } from '@paralleldrive/cuid2'
 import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
-import type { TriggerType, Workflow } from '../db/schema/index.ts'
+import type { Workflow } from '../db/schema/index.ts'
 import { withTimeout } from '../timeout.ts'
 import { runJobId, runQueueFor, type QueueName, type Queues, type RunJobData } from '../queues.ts'
 
@@ -63,6 +63,7 @@ export async function startRun (deps: RunServiceDeps, input: StartRunInput): Pro
   }
 
   const runId = createId()
+  const queue = runQueueFor(workflow.triggerType)
   // The key is claimed before the run is inserted so that concurrent requests with one key
   // create one run: the loser's ON CONFLICT waits for the winner and returns the winner's
   // run id. An expired key is taken over. The foreign key is checked at the end of the statement.
@@ -77,8 +78,8 @@ export async function startRun (deps: RunServiceDeps, input: StartRunInput): Pro
           then idempotency_keys.created_at else excluded.created_at end
       returning run_id
     ), new_run as (
-      insert into runs (id, workflow_id, user_id, trigger_data, raw_body)
-      select ${runId}, ${workflow.id}, ${workflow.userId}, ${jsonb(input.triggerData)}, ${input.rawBody ?? null}::bytea
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body)
+      select ${runId}, ${workflow.id}, ${workflow.userId}, ${queue}, ${jsonb(input.triggerData)}, ${input.rawBody ?? null}::bytea
       where (select run_id from claim) = ${runId}
       returning workflow_id
     ), counted as (
@@ -88,7 +89,7 @@ export async function startRun (deps: RunServiceDeps, input: StartRunInput): Pro
     select (select run_id from claim) as "runId", exists (select 1 from new_run) as created
   `)
   if (row === undefined) throw new Error('run insert returned no row')
-  if (row.created) await enqueueOrDiscard(deps, [{ runId, triggerType: workflow.triggerType }])
+  if (row.created) await enqueueOrDiscard(deps, [{ runId, queue }])
   return { runId: row.runId, created: row.created }
 }
 
@@ -98,12 +99,12 @@ export async function startRun (deps: RunServiceDeps, input: StartRunInput): Pro
  */
 export async function startRuns (deps: RunServiceDeps, items: Array<Omit<StartRunInput, 'idempotencyKey'>>): Promise<string[]> {
   if (items.length === 0) return []
-  const planned = items.map((item) => ({ ...item, runId: createId() }))
-  const values = planned.map(({ runId, workflow, triggerData, rawBody }) =>
-    sql`(${runId}, ${workflow.id}, ${workflow.userId}, ${jsonb(triggerData)}, ${rawBody ?? null}::bytea)`)
+  const planned = items.map((item) => ({ ...item, runId: createId(), queue: runQueueFor(item.workflow.triggerType) }))
+  const values = planned.map(({ runId, workflow, queue, triggerData, rawBody }) =>
+    sql`(${runId}, ${workflow.id}, ${workflow.userId}, ${queue}, ${jsonb(triggerData)}, ${rawBody ?? null}::bytea)`)
   await deps.db.execute(sql`
     with new_runs as (
-      insert into runs (id, workflow_id, user_id, trigger_data, raw_body)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body)
       values ${sql.join(values, sql`, `)}
       returning workflow_id
     ), per_workflow as (
@@ -112,7 +113,7 @@ export async function startRuns (deps: RunServiceDeps, items: Array<Omit<StartRu
     update workflows set run_count = run_count + per_workflow.created, last_run_at = now()
     from per_workflow where workflows.id = per_workflow.workflow_id
   `)
-  await enqueueOrDiscard(deps, planned.map(({ runId, workflow }) => ({ runId, triggerType: workflow.triggerType })))
+  await enqueueOrDiscard(deps, planned)
   return planned.map(({ runId }) => runId)
 }
 
@@ -122,11 +123,10 @@ export async function startRuns (deps: RunServiceDeps, items: Array<Omit<StartRu
  * fails too, the run stays PENDING and the worker's reconciler enqueues it later.
  * A job that reaches Redis after its run was taken back finds no run and does nothing.
  */
-async function enqueueOrDiscard (deps: RunServiceDeps, started: Array<{ runId: string, triggerType: TriggerType }>): Promise<void> {
+async function enqueueOrDiscard (deps: RunServiceDeps, started: Array<{ runId: string, queue: QueueName }>): Promise<void> {
   const byQueue = new Map<QueueName, string[]>()
-  for (const { runId, triggerType } of started) {
-    const name = runQueueFor(triggerType)
-    byQueue.set(name, [...(byQueue.get(name) ?? []), runId])
+  for (const { runId, queue } of started) {
+    byQueue.set(queue, [...(byQueue.get(queue) ?? []), runId])
   }
   try {
     await Promise.all([...byQueue].map(async ([name, runIds]) => {

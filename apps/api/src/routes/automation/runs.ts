@@ -4,7 +4,7 @@ import { isCuid } from '@paralleldrive/cuid2'
 import { conflict, notFound, type AppError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/auth/viewer'
 import { runsRepository } from '@switchboard/core/repositories/runs'
-import { resumeJobId, runJobId, runQueueFor } from '@switchboard/core/queues'
+import { resumeJobId, runJobId } from '@switchboard/core/queues'
 import { errorResponses, Pagination } from '../../schemas/common.ts'
 import { Run, RunStatus, RunSummary } from './run-schemas.ts'
 
@@ -47,7 +47,7 @@ const runs: FastifyPluginAsyncTypebox = async (fastify) => {
     if (outcome === 'finished') throw conflict('Run is already finished', 'RUN_FINISHED')
     // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
     // that is running (locked, so not removable) finds the run CANCELLED and stops by itself.
-    const queue = fastify.queues[runQueueFor(outcome.triggerType)]
+    const queue = fastify.queues[outcome.queue]
     const jobIds = [runJobId(id), ...(outcome.currentNodeId === null ? [] : [resumeJobId(id, outcome.currentNodeId)])]
     for (const jobId of jobIds) {
       queue.remove(jobId).catch((err: unknown) => { request.log.debug({ err, runId: id, jobId }, 'job of a cancelled run not removed') })

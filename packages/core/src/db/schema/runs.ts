@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { bigint, customType, index, integer, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import type { QueueName } from '../../queues.ts'
 import { createdAt, id, nullableTimestamp } from './_columns.ts'
 import { users } from './users.ts'
 import { workflows } from './workflows.ts'
@@ -19,6 +20,9 @@ export const runs = pgTable('runs', {
   // Denormalised owner so that run reads are scoped without a join.
   userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
   status: text('status', { enum: RUN_STATUSES }).notNull().default('PENDING'),
+  // The queue of every job of the run, fixed when it is created: the workflow's trigger type
+  // may change while the run is unfinished, and its jobs must still be found where they are.
+  queue: text('queue').$type<QueueName>().notNull(),
   triggerData: jsonb('trigger_data').$type<unknown>(),
   // The exact bytes of an inbound webhook, for verify_signature; never part of triggerData.
   rawBody: bytea('raw_body'),
