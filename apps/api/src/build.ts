@@ -24,9 +24,8 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     requestTimeout: 30_000,
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
-    // X-Forwarded-For only from proxies on loopback or private networks (an ingress, a sidecar):
-    // trusting everyone would let any client pick its own address and escape per-address limits.
-    trustProxy: 'loopback,linklocal,uniquelocal',
+    // X-Forwarded-For only from the proxies TRUST_PROXY names (default: loopback and private networks).
+    trustProxy: options.config.trustProxy,
     // Any id must reach its route and answer like any unknown one (404; the inbound webhook
     // 200 ignored), never 414: no request line Node accepts (16 KiB of headers) is longer.
     routerOptions: { maxParamLength: 16 * 1024 },

@@ -59,6 +59,23 @@ t.test('a client cannot escape the login limit by forging X-Forwarded-For; a pri
   t.equal(await viaIngress('198.51.100.200'), 401, 'another client behind a private proxy has its own limit')
 })
 
+t.test('TRUST_PROXY names the proxies whose X-Forwarded-For is honoured', async (t) => {
+  const proxied = await buildTestApp(t, { TRUST_PROXY: '203.0.113.7' })
+  const email = 'configured-proxy@example.com'
+  const login = async (remoteAddress: string, client: string): Promise<number> => (await proxied.request({
+    method: 'POST', url: '/api/auth/login', remoteAddress, headers: { 'x-forwarded-for': client }, payload: { email, password: 'x' }
+  })).statusCode
+
+  const statuses: number[] = []
+  for (let i = 0; i < 11; i++) statuses.push(await login('203.0.113.7', '198.51.100.1'))
+  t.equal(statuses[10], 429, 'one client behind the configured proxy is limited')
+  t.equal(await login('203.0.113.7', '198.51.100.2'), 401, 'another client behind it has its own limit')
+
+  const viaPrivate: number[] = []
+  for (let i = 0; i < 11; i++) viaPrivate.push(await login('10.1.2.3', `198.51.100.${100 + i}`))
+  t.equal(viaPrivate[10], 429, 'a private proxy is no longer trusted: its forwarded clients count as one')
+})
+
 t.test('protected routes refuse bad tokens with 401 Unauthorized', async (t) => {
   const now = Math.floor(Date.now() / 1000)
   const claims = { sub: 'x', email: 'x@example.com', role: 'admin' }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import ipaddr from 'ipaddr.js'
 
 export interface Config {
   nodeEnv: string
@@ -24,6 +25,11 @@ export interface Config {
   /** 32 bytes: encrypts chat account tokens at rest. */
   encryptionKey: Buffer
   httpRequestAllowPrivate: boolean
+  /**
+   * Peers whose X-Forwarded-For is believed (Fastify's `trustProxy`): true (any peer), false
+   * (none), or addresses, CIDR ranges and the named ranges loopback, linklocal and uniquelocal.
+   */
+  trustProxy: boolean | string[]
   logLevel: string
   /** Where development secrets are kept when none are configured. */
   dataDir: string
@@ -72,6 +78,38 @@ function url (env: Env, name: string, fallback: string, protocols: string[]): st
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}`)
   }
   return raw.replace(/\/+$/, '')
+}
+
+/** proxy-addr's named ranges, which Fastify's `trustProxy` expands. */
+const NAMED_PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal']
+
+/** An address, optionally with a prefix length or (IPv4) netmask, as proxy-addr reads it; never a hop count. */
+function isProxyRange (entry: string): boolean {
+  if (NAMED_PROXY_RANGES.includes(entry)) return true
+  const [address = '', range, ...rest] = entry.split('/')
+  if (rest.length > 0) return false
+  const kind = ipaddr.IPv4.isValidFourPartDecimal(address) ? 'ipv4' : ipaddr.IPv6.isValid(address) ? 'ipv6' : undefined
+  if (kind === undefined) return false
+  if (range === undefined) return true
+  if (/^[0-9]+$/.test(range)) return Number(range) >= 1 && Number(range) <= (kind === 'ipv4' ? 32 : 128)
+  return kind === 'ipv4' && ipaddr.IPv4.isValidFourPartDecimal(range) && (ipaddr.IPv4.parse(range).prefixLengthFromSubnetMask() ?? 0) > 0
+}
+
+/**
+ * By default only proxies on loopback, link-local or private networks (an ingress, a sidecar) are
+ * trusted: trusting everyone would let any client pick its own address and escape per-address limits.
+ */
+function trustProxy (env: Env): boolean | string[] {
+  const raw = text(env, 'TRUST_PROXY')
+  if (raw === undefined) return [...NAMED_PROXY_RANGES]
+  if (raw.toLowerCase() === 'true') return true
+  if (raw.toLowerCase() === 'false') return false
+  const entries = raw.split(',').map((entry) => entry.trim())
+  const bad = entries.find((entry) => !isProxyRange(entry))
+  if (bad !== undefined) {
+    throw new ConfigError(`TRUST_PROXY must be true, false or a comma-separated list of addresses, CIDR ranges, loopback, linklocal and uniquelocal, got "${bad}"`)
+  }
+  return entries
 }
 
 /**
@@ -157,6 +195,7 @@ export function loadConfig (env: Env = process.env): Config {
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 50, 1, 1000),
     encryptionKey,
     httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
+    trustProxy: trustProxy(env),
     logLevel,
     dataDir
   }

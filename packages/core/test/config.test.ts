@@ -25,6 +25,7 @@ t.test('defaults follow the contract table', async (t) => {
   t.equal(config.chat.apiUrl, 'https://graph.facebook.com/v21.0')
   t.equal(config.workerConcurrency, 50)
   t.equal(config.httpRequestAllowPrivate, false)
+  t.same(config.trustProxy, ['loopback', 'linklocal', 'uniquelocal'])
   t.equal(config.logLevel, 'info')
   t.equal(config.encryptionKey.length, 32)
   t.ok(config.jwtSecret.length >= 32)
@@ -61,6 +62,7 @@ t.test('malformed values are refused with the setting named', async (t) => {
     [{ ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') }, /^ENCRYPTION_KEY must be 32 bytes/],
     [{ HTTP_REQUEST_ALLOW_PRIVATE: 'maybe' }, /^HTTP_REQUEST_ALLOW_PRIVATE must be true or false/],
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
+    [{ TRUST_PROXY: 'yes' }, /^TRUST_PROXY must be true, false or a comma-separated list/],
     [{ ADMIN_EMAIL: 'nobody' }, /^ADMIN_EMAIL must be an email address/]
   ]
   for (const [env, message] of cases) {
@@ -84,4 +86,18 @@ t.test('values are parsed and normalised', async (t) => {
   t.equal(config.chat.apiUrl, 'http://127.0.0.1:9999/v21.0')
   t.equal(config.chat.accessToken, 'token')
   t.equal(config.workerConcurrency, 5)
+})
+
+t.test('TRUST_PROXY: true, false, or addresses and ranges as Fastify\'s trustProxy reads them', async (t) => {
+  const trustProxy = (value: string): unknown => loadConfig({ DATA_DIR: dataDir(), TRUST_PROXY: value }).trustProxy
+  t.equal(trustProxy('true'), true)
+  t.equal(trustProxy('FALSE'), false)
+  t.same(trustProxy(' 203.0.113.7 , 10.0.0.0/8,2001:db8::/32, loopback,192.168.0.0/255.255.0.0,::1'),
+    ['203.0.113.7', '10.0.0.0/8', '2001:db8::/32', 'loopback', '192.168.0.0/255.255.0.0', '::1'])
+  // A hop count, a malformed address, a prefix out of range, a broken netmask or an empty entry names the entry.
+  for (const entry of ['1', '10.0.0', '10.0.0.0/33', '10.0.0.0/0', '2001:db8::/129', '10.0.0.0/255.0.255.0', '10.0.0.0/8/8', 'localhost', '']) {
+    t.throws(() => trustProxy(`loopback,${entry}`), new ConfigError(
+      `TRUST_PROXY must be true, false or a comma-separated list of addresses, CIDR ranges, loopback, linklocal and uniquelocal, got "${entry}"`
+    ), entry)
+  }
 })
