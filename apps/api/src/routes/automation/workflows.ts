@@ -16,11 +16,11 @@ import {
 } from './workflow-schemas.ts'
 
 export interface WorkflowRoutesOptions {
-  /** CRON schedule side effects; absent until the scheduler provides them. */
+  /** CRON schedule side effects (spec section 3). */
   scheduleSync?: ScheduleSync
 }
 
-/** Null counts as blank: AJV's type coercion would otherwise store it as ''. */
+/** A null name is as missing as a blank one. */
 const isBlank = (value: unknown): boolean => value === null || (typeof value === 'string' && value.trim() === '')
 
 /**
