@@ -47,15 +47,18 @@ export interface ChatServiceOptions {
   logger: Pick<Logger, 'error'>
 }
 
+/** What the platform said, relayed as the error body's `details` (contract, Chat). */
+const platformDetails = (err: ChatPlatformError): Record<string, unknown> => ({
+  code: err.code,
+  subcode: err.subcode ?? null,
+  fbtraceId: err.fbtraceId ?? null,
+  platformMessage: err.message
+})
+
 /** Platform failures become the contract's errors: 500 with the spec's message, 502 when unreachable. */
 export function platformFailure (err: unknown): unknown {
   if (err instanceof ChatPlatformError) {
-    return new AppError(500, 'CHAT_PLATFORM_ERROR', PLATFORM_ERROR_MESSAGES[err.code] ?? err.message, {
-      code: err.code,
-      subcode: err.subcode ?? null,
-      fbtraceId: err.fbtraceId ?? null,
-      platformMessage: err.message
-    })
+    return new AppError(500, 'CHAT_PLATFORM_ERROR', PLATFORM_ERROR_MESSAGES[err.code] ?? err.message, platformDetails(err))
   }
   if (err instanceof ChatPlatformUnavailableError) {
     return new AppError(502, 'CHAT_PLATFORM_UNAVAILABLE', 'Chat platform unavailable')
@@ -162,12 +165,7 @@ export function createChatService (options: ChatServiceOptions) {
     } catch (err) {
       // 190: the token is not valid; 100: the number does not exist or the token may not use it.
       if (err instanceof ChatPlatformError && (err.code === 190 || err.code === 100)) {
-        throw new AppError(400, 'CHAT_ACCOUNT_REJECTED', 'The chat platform refused accessToken for this phoneNumberId', {
-          code: err.code,
-          subcode: err.subcode ?? null,
-          fbtraceId: err.fbtraceId ?? null,
-          platformMessage: err.message
-        })
+        throw new AppError(400, 'CHAT_ACCOUNT_REJECTED', 'The chat platform refused accessToken for this phoneNumberId', platformDetails(err))
       }
       throw platformFailure(err)
     }
