@@ -108,10 +108,18 @@ t.test('Idempotency-Key: a redelivery returns the first run', async (t) => {
   t.equal((await sql`select count(*)::int as n from runs where trigger_data->'body' = '{"n":1}'::jsonb`)[0]?.n, 1)
 })
 
-t.test('a malformed JSON body is a 400', async (t) => {
+t.test('a malformed JSON body is still received (spec: always 200), kept as text with its raw bytes', async (t) => {
   const res = await post(webhookWorkflow, { payload: '{"broken', headers: { 'content-type': 'application/json' } })
-  t.equal(res.statusCode, 400)
-  t.match(res.json(), { statusCode: 400, message: String })
+  t.equal(res.statusCode, 200)
+  t.equal(res.json().status, 'received')
+  const [run] = await sql`select trigger_data->'body' as body, raw_body from runs where id = ${res.json().runId}`
+  t.equal(run?.body, '{"broken')
+  t.equal(Buffer.from(run?.raw_body).toString(), '{"broken')
+
+  const poisoned = await post(webhookWorkflow, { payload: '{"__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } })
+  t.equal(poisoned.statusCode, 200)
+  const [stored] = await sql`select trigger_data->'body' as body from runs where id = ${poisoned.json().runId}`
+  t.equal(stored?.body, '{"__proto__":{"admin":true}}', 'a prototype-poisoning body is kept as text, never parsed')
 })
 
 t.test('500 Internal Server Error when the run cannot be stored', async (t) => {

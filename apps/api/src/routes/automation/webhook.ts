@@ -42,9 +42,12 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
     rawBodies.set(request, raw)
     if (raw.length === 0) return done(null, null)
     const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
-    if (JSON_TYPE.test(type)) return parseJson(request, raw.toString('utf8'), done)
-    if (type === FORM_TYPE) return done(null, parseForm(raw.toString('utf8')))
-    done(null, raw.toString('utf8'))
+    const text = raw.toString('utf8')
+    // Spec 4.13: the answer is always 200. A sender's broken JSON is kept as text (and its bytes
+    // for verify_signature) rather than refused; so is JSON carrying __proto__, which is never parsed.
+    if (JSON_TYPE.test(type)) return parseJson(request, text, (err, value) => { done(null, err === null ? value : text) })
+    if (type === FORM_TYPE) return done(null, parseForm(text))
+    done(null, text)
   })
 
   fastify.post('/api/automation/webhook/:workflowId', {
