@@ -1,17 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { withTimeout } from '@switchboard/core/timeout'
 
 const READY_TIMEOUT_MS = 2000
 
 const Check = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) })
-
-function withTimeout<T> (promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout
-  return Promise.race([
-    promise,
-    new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('timed out')), ms) })
-  ]).finally(() => clearTimeout(timer))
-}
 
 /** Liveness says the process answers; readiness that Postgres and Redis do too. */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -25,8 +18,8 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['health'], security: [], response: { 200: Check, 503: Check } }
   }, async (_request, reply) => {
     const [database, redis] = await Promise.allSettled([
-      withTimeout(fastify.database.sql`select 1`, READY_TIMEOUT_MS),
-      withTimeout(fastify.redis.ping(), READY_TIMEOUT_MS)
+      withTimeout(fastify.database.sql`select 1`.execute(), READY_TIMEOUT_MS, 'database'),
+      withTimeout(fastify.redis.ping(), READY_TIMEOUT_MS, 'redis')
     ])
     const checks = {
       database: database.status === 'fulfilled' ? 'ok' : 'unavailable',
