@@ -5,8 +5,7 @@ import {
 } from '@switchboard/testing/fake-chat-platform'
 import { startWorker, type RunningWorker } from '../../worker/src/worker.ts'
 import { buildTestApp, type TestApp } from './helper.ts'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from '@switchboard/testing/teardown'
 
 export const DEFAULT_PHONE_NUMBER_ID = '106540352242922'
 export const DEFAULT_BUSINESS_ACCOUNT_ID = '102290129340398'

@@ -5,8 +5,7 @@ import { deleteQueuePrefix } from '@switchboard/testing/redis'
 import { testConfig, TEST_ADMIN } from '@switchboard/testing/config'
 import type { Config } from '@switchboard/core/config'
 import { buildServer } from '../src/build.ts'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from '@switchboard/testing/teardown'
 
 export interface TestApp {
   app: FastifyInstance

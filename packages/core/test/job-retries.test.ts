@@ -10,8 +10,7 @@ import { createHttpClient } from '../src/engine/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { createWorkerConnection, WORKFLOW_RUNS, type RunJobData } from '../src/queues.ts'
 import { startRun } from '../src/services/runs.ts'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from '@switchboard/testing/teardown'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'job-retries-test')

@@ -3,8 +3,7 @@ import { createDatabase, type Database, type Db } from '@switchboard/core/db/cli
 import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
 import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from './teardown.ts'
 
 export interface CoreTestContext {
   database: Database

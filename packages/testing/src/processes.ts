@@ -5,11 +5,10 @@ import { fileURLToPath } from 'node:url'
 import { createTestDatabase, uniqueQueuePrefix } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
 import { testEnv, TEST_ADMIN } from './config.ts'
+import type { Teardown } from './teardown.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const NODE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
-
-interface Teardown { teardown: (fn: () => unknown) => void }
 
 export async function freePort (): Promise<number> {
   const server = createServer()
