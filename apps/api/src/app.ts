@@ -8,6 +8,7 @@ import auth from './plugins/auth.ts'
 import context from './plugins/context.ts'
 import docs from './plugins/docs.ts'
 import errors from './plugins/errors.ts'
+import jsonBody from './plugins/json-body.ts'
 import metrics from './plugins/metrics.ts'
 import authRoutes from './routes/auth.ts'
 import healthRoutes from './routes/health.ts'
@@ -33,6 +34,7 @@ export interface AppOptions {
 export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(context, { config: opts.config })
   await fastify.register(errors)
+  await fastify.register(jsonBody)
   await fastify.register(cors, { origin: true })
   await fastify.register(rateLimit, {
     global: false,

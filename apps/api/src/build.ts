@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '@switchboard/core/config'
@@ -15,10 +15,29 @@ export interface BuildOptions {
 
 export const BODY_LIMIT = 1024 * 1024
 
+/**
+ * Fastify's request serializer without the query string: secrets travel there
+ * (`/webhook/chat?hub.verify_token=…`, tokens some senders put in webhook URLs).
+ */
+function requestForLog (request: FastifyRequest): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: request.url.split('?')[0],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort
+  }
+}
+
+function apiLoggerOptions (level: string): ReturnType<typeof loggerOptions> {
+  const options = loggerOptions(level, 'api')
+  return { ...options, serializers: { ...options.serializers, req: requestForLog } }
+}
+
 /** A configured Fastify instance with the app registered, not yet listening. */
 export async function buildServer (options: BuildOptions): Promise<FastifyInstance> {
   const server = Fastify({
-    logger: options.logger === false ? false : loggerOptions(options.config.logLevel, 'api'),
+    logger: options.logger === false ? false : apiLoggerOptions(options.config.logLevel),
     bodyLimit: BODY_LIMIT,
     // Slow clients must not hold sockets forever (Fastify's production guidance).
     requestTimeout: 30_000,

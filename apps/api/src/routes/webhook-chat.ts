@@ -6,6 +6,7 @@ import { storableText } from '@switchboard/core/db/storable'
 import { AppError, badRequest } from '@switchboard/core/errors'
 import { ASSISTANT_MAIN, type ChatDeliveryJobData } from '@switchboard/core/queues'
 import { chatDeliveriesRepository } from '@switchboard/core/repositories/chat-deliveries'
+import { isNestedTooDeeply, nestingTooDeep } from '../plugins/json-body.ts'
 import { errorResponses } from '../schemas/common.ts'
 
 const VerifyQuery = Type.Object({
@@ -71,9 +72,11 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     if (appSecret !== undefined && !validSignature(raw, request.headers['x-hub-signature-256'], appSecret)) {
       throw new AppError(401, 'INVALID_SIGNATURE', 'Invalid signature')
     }
+    const text = raw.toString('utf8')
+    if (isNestedTooDeeply(text)) throw nestingTooDeep()
     let payload: unknown
     try {
-      payload = JSON.parse(raw.toString('utf8'), storableStrings)
+      payload = JSON.parse(text, storableStrings)
     } catch {
       throw badRequest('Body must be JSON', 'INVALID_BODY')
     }

@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
+import querystring from 'fast-querystring'
 import { isCuid } from '@paralleldrive/cuid2'
 import { runsRepository } from '@switchboard/core/repositories/runs'
 import { startRun } from '@switchboard/core/services/runs'
+import { isNestedTooDeeply } from '../../plugins/json-body.ts'
 import { errorResponses } from '../../schemas/common.ts'
 import { idempotencyKeyOf } from './run-schemas.ts'
 
@@ -15,14 +17,19 @@ const WebhookAnswer = Type.Object({
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/
 const FORM_TYPE = 'application/x-www-form-urlencoded'
 
-/** Repeated form fields become arrays, the way form parsers usually present them. */
-function parseForm (text: string): Record<string, string | string[]> {
-  const fields: Record<string, string | string[]> = {}
-  for (const [key, value] of new URLSearchParams(text)) {
-    const previous = fields[key]
-    fields[key] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]
+/**
+ * More fields than a form sender posts; a body with more is kept as text rather than turned
+ * into an object of hundreds of thousands of keys (1 MiB of `a&` would be 512 Ki fields).
+ */
+export const MAX_FORM_FIELDS = 1000
+
+/** Whether `text` has more than MAX_FORM_FIELDS `&`-separated parts. */
+function hasTooManyFields (text: string): boolean {
+  let separators = 0
+  for (let at = text.indexOf('&'); at !== -1; at = text.indexOf('&', at + 1)) {
+    if (++separators >= MAX_FORM_FIELDS) return true
   }
-  return fields
+  return false
 }
 
 /**
@@ -32,23 +39,30 @@ function parseForm (text: string): Record<string, string | string[]> {
  */
 const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
   const repo = runsRepository(fastify.db)
-  // verify_signature needs the exact bytes the sender signed, so every body is read as a
-  // buffer here (this plugin only) and parsed by its content type.
-  const rawBodies = new WeakMap<FastifyRequest, Buffer>()
   const parseJson = fastify.getDefaultJsonParser('error', 'error')
 
-  fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (request, raw: Buffer, done) => {
-    rawBodies.set(request, raw)
-    if (raw.length === 0) return done(null, null)
+  /**
+   * The body as triggerData holds it. Spec 4.13: the answer is always 200, so what cannot be
+   * parsed is kept as text rather than refused: broken JSON, JSON nested too deeply, JSON
+   * carrying __proto__ (never parsed), a form with too many fields.
+   */
+  const bodyOf = async (request: FastifyRequest, raw: Buffer): Promise<unknown> => {
+    if (raw.length === 0) return null
     const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
     const text = raw.toString('utf8')
-    // Spec 4.13: the answer is always 200. A sender's broken JSON is kept as text (and its bytes
-    // for verify_signature) rather than refused; so is JSON carrying __proto__, which is never parsed.
-    if (JSON_TYPE.test(type)) return parseJson(request, text, (err, value) => { done(null, err === null ? value : text) })
-    if (type === FORM_TYPE) return done(null, parseForm(text))
-    done(null, text)
-  })
+    if (JSON_TYPE.test(type)) {
+      if (isNestedTooDeeply(text)) return text
+      return new Promise((resolve) => { parseJson(request, text, (err, value) => { resolve(err === null ? value : text) }) })
+    }
+    // Fastify's own query string parser: linear, repeated fields become arrays, no prototype.
+    if (type === FORM_TYPE) return hasTooManyFields(text) ? text : querystring.parse(text)
+    return text
+  }
+
+  // verify_signature needs the exact bytes the sender signed, so every body is kept as a
+  // buffer here (this plugin only) and parsed only once the workflow is known to take it.
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, raw: Buffer, done) => { done(null, raw) })
 
   fastify.post('/api/automation/webhook/:workflowId', {
     config: { public: true },
@@ -63,10 +77,12 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!isCuid(workflowId)) return { status: 'ignored' as const }
     const workflow = await repo.findTriggerTarget(workflowId)
     if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') return { status: 'ignored' as const }
+    const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
+    const body = rawBody === undefined ? null : await bodyOf(request, rawBody)
     const { runId } = await startRun(fastify, {
       workflow,
-      triggerData: { body: request.body ?? null, headers: { ...request.headers }, query: { ...(request.query as object) } },
-      rawBody: rawBodies.get(request),
+      triggerData: { body, headers: { ...request.headers }, query: { ...(request.query as object) } },
+      rawBody,
       idempotencyKey: idempotencyKeyOf(request.headers)
     })
     return { status: 'received' as const, runId }
