@@ -1,4 +1,4 @@
-export interface ProbedAnswer {
+interface ProbedAnswer {
   status: number
   text: string
   /** The slowest /health/live answer while the request was being handled. */
@@ -17,12 +17,13 @@ export async function sendWhileProbing (baseUrl: string, path: string, init: Req
     .finally(() => { answered = true })
   let slowestProbeMs = 0
   try {
-    do {
+    for (;;) {
       const started = performance.now()
       await (await fetch(`${baseUrl}/health/live`, { signal: AbortSignal.timeout(limitMs) })).text()
       slowestProbeMs = Math.max(slowestProbeMs, performance.now() - started)
+      if (answered) break
       await new Promise((resolve) => setTimeout(resolve, 50))
-    } while (!answered)
+    }
   } catch (err) {
     answer.catch(() => {})
     throw new Error(`/health/live gave no answer within ${limitMs} ms while POST ${path} was handled`, { cause: err })

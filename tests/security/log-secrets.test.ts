@@ -58,7 +58,8 @@ t.test('access logs keep the path, not the query string', async (t) => {
     await res.text()
   }
   for (const path of ['/webhook/chat', '/api/automation/webhook/x', '/nowhere']) {
-    await waitForLogLine(`the access log of ${path}`, (line) => line.msg === 'incoming request' && line.req?.url === path)
+    const logged = await waitForLogLine(`the access log of ${path}`, (line) => line.msg === 'incoming request' && line.req?.url?.startsWith(path))
+    t.equal(logged.req.url, path)
   }
   const output = stack.api.output()
   for (const secret of secrets) t.notMatch(output, secret, `${secret} is in no log line`)

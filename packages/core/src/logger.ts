@@ -21,9 +21,10 @@ export const REDACT_PATHS = [
  * Error properties that hold a statement's values: postgres.js `parameters` and `args`
  * (enumerable in its debug mode), Drizzle's `params`, and Postgres' `detail`
  * (`Failing row contains (…)`, `Key (email)=(…)`), `where` (`JSON data, line 1: …`) and
- * `internal_query`. Webhook headers, payloads and tokens are such values.
+ * `internal_query`; webhook headers, payloads and tokens are such values. Also Node's
+ * `rawPacket` on HTTP parser errors: the bytes received, Authorization header included.
  */
-const VALUE_KEYS = new Set(['parameters', 'args', 'params', 'detail', 'where', 'internal_query'])
+const VALUE_KEYS = new Set(['parameters', 'args', 'params', 'detail', 'where', 'internal_query', 'rawPacket'])
 
 /** Causes and nested errors kept at most (a cause may be circular); deeper ones are left out. */
 const MAX_ERROR_DEPTH = 10

@@ -8,7 +8,7 @@ import { AppError } from '@switchboard/core/errors'
  * JSON.stringify (jsonb parameters, responses) overflows V8's stack at a few thousand levels,
  * JSON.parse's reviver, template rendering and condition comparisons likewise.
  */
-export const MAX_JSON_DEPTH = 100
+const MAX_JSON_DEPTH = 100
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c

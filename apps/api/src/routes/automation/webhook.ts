@@ -21,7 +21,7 @@ const FORM_TYPE = 'application/x-www-form-urlencoded'
  * More fields than a form sender posts; a body with more is kept as text rather than turned
  * into an object of hundreds of thousands of keys (1 MiB of `a&` would be 512 Ki fields).
  */
-export const MAX_FORM_FIELDS = 1000
+const MAX_FORM_FIELDS = 1000
 
 /** Whether `text` has more than MAX_FORM_FIELDS `&`-separated parts. */
 function hasTooManyFields (text: string): boolean {
