@@ -133,12 +133,17 @@ export function hostileRequests (operation: Operation, context: FuzzContext): Ar
     authorization,
     accountId: header(fc.oneof(fc.constantFrom(...context.accountIds), hostileString(4_000))),
     idempotencyKey: header(hostileString(8_000)),
+    // Read by the rate limiter (trusted proxies) and by CORS.
+    forwardedFor: header(fc.oneof(fc.ipV4(), fc.ipV6(), hostileString(1_000))),
+    origin: header(fc.oneof(fc.webUrl(), hostileString(1_000))),
     signed: fc.boolean()
-  }).map(({ path, query, body, authorization, accountId, idempotencyKey, signed }) => {
+  }).map(({ path, query, body, authorization, accountId, idempotencyKey, forwardedFor, origin, signed }) => {
     const headers: Record<string, string | undefined> = {
       authorization,
       'x-account-id': accountId,
       'idempotency-key': idempotencyKey,
+      'x-forwarded-for': forwardedFor,
+      origin,
       'content-type': body.contentType,
       ...(signed && body.payload !== undefined && operation.path === '/webhook/chat' && { 'x-hub-signature-256': context.signDelivery(body.payload) })
     }
