@@ -2,7 +2,7 @@ import fc, { type Arbitrary } from 'fast-check'
 import type { JsonSchema } from './openapi.ts'
 
 /** Nesting of generated values; deeper bodies are another test's subject (contract: bounded JSON depth). */
-export const MAX_DEPTH = 50
+const MAX_DEPTH = 50
 
 /** Values that reach deeper than random text would, by field name: a real token, a real phone number id. */
 export type Samples = Record<string, readonly unknown[]>
@@ -16,7 +16,7 @@ const anyCharacter = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLengt
 
 const notableStrings = fc.constantFrom(
   '', ' ', '\u0000', 'a\u0000b', '\ud800', 'x\udc00y', '\ud83d\ude00', '__proto__', 'constructor', 'prototype',
-  'null', 'NaN', '-1', '1e999', '0x10', '\' OR \'1\'=\'1', '"; drop table users; --', '{{triggerData}}', '${7*7}',
+  'null', 'NaN', '-1', '1e999', '0x10', '\' OR \'1\'=\'1', '"; drop table users; --', '{{triggerData}}', '{{7*7}}', '#{7*7}',
   '../../etc/passwd', 'http://169.254.169.254/latest/meta-data/', '<script>alert(1)</script>', '%00', '%ED%A0%80'
 )
 

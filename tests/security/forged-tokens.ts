@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto'
 const encode = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url')
 
 /** A JWT signed with HMAC (`hash` sha256 for HS256, sha512 for HS512) whatever `header.alg` claims. */
-export function hmacToken (header: Record<string, unknown>, payload: Record<string, unknown>, secret: string, hash = 'sha256'): string {
+function hmacToken (header: Record<string, unknown>, payload: Record<string, unknown>, secret: string, hash = 'sha256'): string {
   const signed = `${encode(header)}.${encode(payload)}`
   return `${signed}.${createHmac(hash, secret).update(signed).digest('base64url')}`
 }

@@ -15,7 +15,7 @@ import { operationsOf } from './openapi.ts'
  * contract relays as 500/502), and every error carries the contract's body.
  * Seeded, so a failure reproduces; FUZZ_RUNS and FUZZ_SEED explore further.
  */
-const RUNS = Number(process.env.FUZZ_RUNS ?? 30)
+const RUNS = Number(process.env.FUZZ_RUNS ?? 40)
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123)
 
 const { app, request, adminToken, newMember, linkAccount, config } = await buildChatTestApp(t)

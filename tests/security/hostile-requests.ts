@@ -25,7 +25,7 @@ export interface FuzzContext {
 const UNRESERVED = /[A-Za-z0-9\-._~]/
 
 /** Percent-encodes every UTF-8 byte but the unreserved ones (a lone surrogate goes as U+FFFD, as any client sends it). */
-export function encodeComponent (text: string): string {
+function encodeComponent (text: string): string {
   return [...Buffer.from(text, 'utf8')]
     .map((byte) => UNRESERVED.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)
     .join('')

@@ -71,7 +71,7 @@ const errorBody = (statusCode: number, code: string, message: string) => ({ stat
 export function answerFrameworkError (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const statusCode = error.statusCode !== undefined && error.statusCode < 500 ? error.statusCode : 400
   const message = error.code === 'FST_ERR_BAD_URL' ? 'URL is not valid: malformed percent-encoding' : 'URL is not valid'
-  void reply.code(statusCode).send(errorBody(statusCode, 'INVALID_URL', message))
+  reply.code(statusCode).send(errorBody(statusCode, 'INVALID_URL', message))
 }
 
 const CLIENT_ERRORS: Record<string, [number, string, string]> = {
