@@ -75,7 +75,23 @@ const context: FuzzContext = {
     email: [TEST_ADMIN.email],
     password: [TEST_ADMIN.password],
     workflowId: workflowIds,
-    before: messageIds
+    before: messageIds,
+    // Workflow definitions: real node types, ids that collide or dangle, trigger and node configs near the edge.
+    type: ['send_chat', 'send_chat_template', 'http_request', 'condition', 'wait', 'set', 'verify_signature'],
+    id: ['n1', 'n2'],
+    next: ['n1', 'n2', 'n9'],
+    triggerConfig: [
+      { eventName: 'fuzz' }, { eventName: 5 }, { cronExpression: '* * * * *' }, { cronExpression: '* * * * * *' },
+      { cronExpression: '0 0 31 2 *' }, { cronExpression: 'garbage' }, { cronExpression: '* * * * *', timezone: 'Mars/Olympus' },
+      { keywords: ['hi'], match: 'exact' }, { keywords: 'hi' }, { keywords: [] }
+    ],
+    config: [
+      { seconds: 1e12 }, { days: -1 }, { until: 'garbage' }, { until: '{{triggerData.when}}' },
+      { url: 'http://127.0.0.1:1/', method: 'TRACE', timeoutMs: 1e12, retries: 1e9 }, { url: 'not a url' },
+      { field: 'x', operator: 'in', value: 'notarray' }, { cases: { a: 'n9' }, default: 'n1' }, { values: { a: '{{x}}' } },
+      { phone: '{{triggerData.phone}}', text: 'hi' }, { secret: '', header: 'x', algorithm: 'md5', encoding: 'utf16' }
+    ],
+    edges: [[{ source: 'n1', target: 'n2' }], [{ source: 'n2', target: 'n1' }], 'garbage', [null], [{ source: 1 }], {}]
   },
   signDelivery: (body) => signature(body, APP_SECRET)
 }

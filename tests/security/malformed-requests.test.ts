@@ -65,7 +65,10 @@ t.test('bytes the HTTP parser refuses are answered in the contract shape', async
   const request = (headers: string, line = 'GET /api/automation/queues HTTP/1.1'): string =>
     `${line}\r\nHost: x\r\nAuthorization: ${authorization}\r\n${headers}\r\n`
   const cases: Record<string, [string | Buffer, number]> = {
-    'a NUL in a header value': [request('X-Account-Id: a\u0000b\r\n'), 400],
+    'a NUL in X-Account-Id': [request('X-Account-Id: a\u0000b\r\n'), 400],
+    'a NUL in Idempotency-Key': [request('Idempotency-Key: a\u0000b\r\n'), 400],
+    'a NUL in Content-Type': [request('Content-Type: application/json\u0000\r\n'), 400],
+    'a NUL in Authorization': [`GET /api/automation/queues HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\u0000\r\n\r\n`, 400],
     'a bare CR in a header value': [request('Idempotency-Key: a\rb\r\n'), 400],
     'a header name with a space': [request('Bad Header: 1\r\n'), 400],
     'headers over 16 KiB': [request(`X-Padding: ${'a'.repeat(20 * 1024)}\r\n`), 431],
@@ -78,6 +81,22 @@ t.test('bytes the HTTP parser refuses are answered in the contract shape', async
   }
   for (const [name, [bytes, status]] of Object.entries(cases)) {
     const res = await exchange(bytes)
+    t.equal(res.status, status, name)
+    t.equal(errorBodyProblem(res.status, res.body), undefined, `${name}: ${res.body}`)
+  }
+})
+
+t.test('header bytes beyond ASCII (a lone surrogate\'s UTF-8, invalid UTF-8) reach the routes and are answered in the contract shape', async (t) => {
+  const withBytes = (line: string, name: string, bytes: number[], extra = ''): Buffer => Buffer.concat([
+    Buffer.from(`${line}\r\nHost: x\r\nConnection: close\r\n${extra}${name}: a`, 'latin1'), Buffer.from(bytes), Buffer.from('b\r\n\r\n', 'latin1')
+  ])
+  const cases: Record<string, [Buffer, number]> = {
+    'X-Account-Id': [withBytes('GET /api/chat/conversations HTTP/1.1', 'X-Account-Id', [0xed, 0xa0, 0x80], `Authorization: ${authorization}\r\n`), 404],
+    Authorization: [withBytes('GET /api/automation/queues HTTP/1.1', 'Authorization', [0xff, 0xfe]), 401],
+    'Content-Type': [withBytes('POST /api/automation/events HTTP/1.1', 'Content-Type', [0xc0, 0xaf], `Authorization: ${authorization}\r\nContent-Length: 2\r\n`), 415]
+  }
+  for (const [name, [bytes, status]] of Object.entries(cases)) {
+    const res = await exchange(Buffer.concat([bytes, name === 'Content-Type' ? Buffer.from('{}') : Buffer.alloc(0)]))
     t.equal(res.status, status, name)
     t.equal(errorBodyProblem(res.status, res.body), undefined, `${name}: ${res.body}`)
   }
