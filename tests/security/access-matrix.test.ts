@@ -107,6 +107,22 @@ t.test('A\'s resources are unchanged by B\'s attempts', async (t) => {
   t.equal(conversation!.isPinned, false)
 })
 
+t.test('owner fields in a body are dropped: nothing can be created for, or handed to, another user', async (t) => {
+  const foreignOwner = { userId: b.id, user_id: b.id, ownerId: b.id }
+  const workflow = await created(a.token, '/api/automation/workflows', { name: 'A, claimed for B', triggerType: 'MANUAL', ...foreignOwner })
+  const patched = await request({ method: 'PATCH', url: `/api/automation/workflows/${aWorkflow}`, token: a.token, payload: foreignOwner })
+  t.equal(patched.statusCode, 200)
+  const account = await chat.linkAccount(a.token, '200000000000203', foreignOwner)
+  for (const [url, id] of [[`/api/automation/workflows/${workflow}`, workflow], [`/api/automation/workflows/${aWorkflow}`, aWorkflow]]) {
+    t.equal((await request({ method: 'GET', url, token: a.token })).statusCode, 200, `${id} is still A's`)
+    t.equal((await request({ method: 'GET', url, token: b.token })).statusCode, 404, `${id} is not B's`)
+  }
+  const bAccounts = (await request({ method: 'GET', url: '/api/chat/accounts', token: b.token })).json()
+  t.notOk(bAccounts.some((listed: { id: string }) => listed.id === account), 'the account is not B\'s')
+  t.equal((await request({ method: 'DELETE', url: `/api/chat/accounts/${account}`, token: a.token })).statusCode, 204, 'it is A\'s to delete')
+  t.equal((await request({ method: 'DELETE', url: `/api/automation/workflows/${workflow}`, token: a.token })).statusCode, 204)
+})
+
 t.test('lists hold only the caller\'s own resources', async (t) => {
   const list = async (url: string, token: string): Promise<Array<{ id: string, workflowId?: string }>> => (await request({ method: 'GET', url, token })).json()
   const ids = async (url: string, token: string): Promise<string[]> => (await list(url, token)).map((item) => item.id).sort()
