@@ -139,6 +139,8 @@ export function hostileRequests (operation: Operation, context: FuzzContext): Ar
   )
   const header = (values: Arbitrary<string>): Arbitrary<string | undefined> => fc.option(values, { nil: undefined, freq: 2 })
   return fc.record({
+    // Now and then a CORS preflight for the route, with its own headers.
+    preflight: fc.oneof({ weight: 9, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.tuple(hostileString(200), hostileString(1_000)) }),
     path: pathFor(operation, context.knownIds),
     query: queryFor(operation, context.samples),
     body: bodyFor(operation, context.samples),
@@ -149,8 +151,10 @@ export function hostileRequests (operation: Operation, context: FuzzContext): Ar
     forwardedFor: header(fc.oneof(fc.ipV4(), fc.ipV6(), hostileString(1_000))),
     origin: header(fc.oneof(fc.webUrl(), hostileString(1_000))),
     signed: fc.boolean()
-  }).map(({ path, query, body, authorization, accountId, idempotencyKey, forwardedFor, origin, signed }) => {
+  }).map(({ preflight, path, query, body, authorization, accountId, idempotencyKey, forwardedFor, origin, signed }) => {
     const headers: Record<string, string | undefined> = {
+      'access-control-request-method': preflight?.[0],
+      'access-control-request-headers': preflight?.[1],
       authorization,
       'x-account-id': accountId,
       'idempotency-key': idempotencyKey,
@@ -160,7 +164,7 @@ export function hostileRequests (operation: Operation, context: FuzzContext): Ar
       ...(signed && body.payload !== undefined && operation.path === '/webhook/chat' && { 'x-hub-signature-256': context.signDelivery(body.payload) })
     }
     return {
-      method: operation.method,
+      method: preflight === undefined ? operation.method : 'OPTIONS',
       url: query === '' ? path : `${path}?${query}`,
       headers: Object.fromEntries(Object.entries(headers).flatMap(([name, value]) => value === undefined ? [] : [[name, asDelivered(value)]])),
       ...(body.payload !== undefined && { payload: body.payload })

@@ -130,6 +130,16 @@ t.test('undeclared methods answer 404 in the contract shape; under /api/ without
   }
 })
 
+t.test('an OPTIONS request that is not a complete CORS preflight is answered like one, not with a text/plain 400', async (t) => {
+  for (const headers of [{}, { origin: 'https://app.example.com' }, { 'access-control-request-method': 'POST' }, { origin: '', 'access-control-request-method': '' }]) {
+    const res = await request({ method: 'OPTIONS', url: '/api/automation/workflows', headers })
+    t.equal(res.statusCode, 204, JSON.stringify(headers))
+    t.equal(res.body, '')
+  }
+  const preflight = await request({ method: 'OPTIONS', url: '/api/automation/workflows', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } })
+  t.equal(preflight.headers['access-control-allow-origin'], 'https://app.example.com')
+})
+
 t.test('unknown routes say the same thing in error and message', async (t) => {
   const res = await request({ method: 'GET', url: '/api/nope?x=1', headers: { authorization } })
   t.same(res.json(), { statusCode: 404, code: 'NOT_FOUND', error: 'Route GET /api/nope not found', message: 'Route GET /api/nope not found' })
