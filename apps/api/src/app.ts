@@ -35,7 +35,9 @@ export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<
   await fastify.register(context, { config: opts.config })
   await fastify.register(errors)
   await fastify.register(jsonBody)
-  await fastify.register(cors, { origin: true })
+  // Not strict: an OPTIONS request without Origin or Access-Control-Request-Method gets the
+  // CORS headers (they reveal nothing) instead of the plugin's text/plain 400, which no client can parse.
+  await fastify.register(cors, { origin: true, strictPreflight: false })
   await fastify.register(rateLimit, {
     global: false,
     // After parsing, so that limits can be keyed by the body (login: per account).

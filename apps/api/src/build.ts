@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '@switchboard/core/config'
 import { loggerOptions } from '@switchboard/core/logger'
 import { app } from './app.ts'
-import { formatValidationError } from './plugins/errors.ts'
+import { answerClientError, answerFrameworkError, formatValidationError } from './plugins/errors.ts'
 import { validatorCompiler } from './validator.ts'
 
 export interface BuildOptions {
@@ -48,7 +48,10 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     // Any id must reach its route and answer like any unknown one (404; the inbound webhook
     // 200 ignored), never 414: no request line Node accepts (16 KiB of headers) is longer.
     routerOptions: { maxParamLength: 16 * 1024 },
-    schemaErrorFormatter: formatValidationError
+    schemaErrorFormatter: formatValidationError,
+    // Refusals that happen before routing answer with the contract's error body too.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError
   }).withTypeProvider<TypeBoxTypeProvider>()
   server.setValidatorCompiler(validatorCompiler)
   await server.register(fp(app), { config: options.config })

@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, unauthorized } from '@switchboard/core/errors'
 
@@ -59,6 +61,39 @@ function requestFaultOf (error: unknown): AppError | undefined {
   return undefined
 }
 
+const errorBody = (statusCode: number, code: string, message: string) => ({ statusCode, code, error: message, message })
+
+/**
+ * Fastify's `frameworkErrors`: a URL the router cannot decode (`%zz`, the UTF-8 of
+ * a lone surrogate) is refused before any route or hook runs, so the error
+ * handler never sees it; Fastify's own body would carry its FST_ code.
+ */
+export function answerFrameworkError (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const statusCode = error.statusCode !== undefined && error.statusCode < 500 ? error.statusCode : 400
+  const message = error.code === 'FST_ERR_BAD_URL' ? 'URL is not valid: malformed percent-encoding' : 'URL is not valid'
+  reply.code(statusCode).send(errorBody(statusCode, 'INVALID_URL', message))
+}
+
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'REQUEST_TIMEOUT', 'Request timeout'],
+  HPE_HEADER_OVERFLOW: [431, 'HEADERS_TOO_LARGE', 'Request headers too large']
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (a NUL or a
+ * bare CR in a header, oversized headers, a broken request line) never becomes
+ * a request. Fastify's default answer lacks `code`; this one is the contract's.
+ */
+export function answerClientError (error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [statusCode, code, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'BAD_REQUEST', 'Malformed HTTP request']
+  const body = JSON.stringify(errorBody(statusCode, code, message))
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  }
+  socket.destroy(error)
+}
+
 async function errors (fastify: FastifyInstance): Promise<void> {
   fastify.setErrorHandler((caught: FastifyError | AppError, request, reply) => {
     const error = requestFaultOf(caught) ?? caught
@@ -83,7 +118,7 @@ async function errors (fastify: FastifyInstance): Promise<void> {
   })
 
   fastify.setNotFoundHandler((request, reply) => {
-    return reply.code(404).send({ statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
+    return reply.code(404).send(errorBody(404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`))
   })
 }
 

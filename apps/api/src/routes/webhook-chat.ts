@@ -24,10 +24,16 @@ const sameText = (a: string, b: string): boolean => {
 }
 
 /**
- * Postgres cannot store U+0000 or unpaired surrogates, and a delivery refused
- * for them would be retried by the platform for days: they become U+FFFD.
+ * Postgres cannot store U+0000 or unpaired surrogates, in values or in keys, and a
+ * delivery refused for them would be retried by the platform for days: they become U+FFFD.
  */
-const storableStrings = (_key: string, value: unknown): unknown => typeof value === 'string' ? storableText(value) : value
+function storableStrings (_key: string, value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value)
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value
+  const keys = Object.keys(value)
+  if (keys.every((key) => storableText(key) === key)) return value
+  return Object.fromEntries(Object.entries(value).map(([key, field]) => [storableText(key), field]))
+}
 
 /** X-Hub-Signature-256 is `sha256=<hex HMAC of the exact bytes received>`. */
 function validSignature (raw: Buffer, header: string | string[] | undefined, appSecret: string): boolean {

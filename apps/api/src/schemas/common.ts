@@ -19,8 +19,11 @@ export const IdParams = Type.Object({ id: Type.String() })
 export const Timestamp = Type.Unsafe<Date | string>(Type.String({ format: 'date-time' }))
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
 
-/** `limit` and `offset` of every list (contract: default 100, max 500). */
+/**
+ * `limit` and `offset` of every list (contract: default 100, max 500). The offset's
+ * bound keeps it exact in JavaScript and within Postgres' bigint.
+ */
 export const Pagination = {
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
-  offset: Type.Integer({ minimum: 0, default: 0 })
+  offset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })
 }
