@@ -1,5 +1,6 @@
 import t from 'tap'
 import { TEST_ADMIN } from '@switchboard/testing/config'
+import { freePort } from '@switchboard/testing/processes'
 import { buildTestApp } from '../../apps/api/test/helper.ts'
 import { LOGIN_LIMITS_PER_MINUTE, MAX_PASSWORD_CHECKS_IN_FLIGHT } from '../../apps/api/src/routes/auth.ts'
 
@@ -82,4 +83,15 @@ t.test('a flood of distinct valid-looking attempts is held to a bounded number o
 
   const res = await request({ method: 'POST', url: '/api/auth/login', headers: { 'x-forwarded-for': '10.99.0.1' }, payload: { email: 'x@example.com', password: 'x' } })
   t.equal(res.statusCode, 401, 'once the flood has passed, attempts are checked again')
+})
+
+t.test('with Redis unreachable, logins are not limited rather than refused', async (t) => {
+  const noRedis = await buildTestApp(t, { REDIS_URL: `redis://127.0.0.1:${await freePort()}` })
+  const statuses: number[] = []
+  for (let i = 0; i < LOGIN_LIMITS_PER_MINUTE.addressAndEmail + 2; i++) {
+    statuses.push((await noRedis.request({ method: 'POST', url: '/api/auth/login', payload: { email: TEST_ADMIN.email, password: 'wrong' } })).statusCode)
+  }
+  t.same(statuses, Array(statuses.length).fill(401))
+  const right = await noRedis.request({ method: 'POST', url: '/api/auth/login', payload: TEST_ADMIN })
+  t.equal(right.statusCode, 200)
 })
