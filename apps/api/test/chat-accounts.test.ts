@@ -170,7 +170,7 @@ t.test('a deleted user\'s still-signed token can no longer link accounts, read t
     t.equal(inbox.statusCode, 401, 'the shared default inbox')
     t.equal((await sendTemplate(token)).statusCode, 401, 'a send from the default account')
   }
-  t.equal((await sendTemplate(goneAdminToken, { 'x-account-id': linked })).statusCode, 404, 'an admin who is gone selects no account')
+  t.equal((await sendTemplate(goneAdminToken, { 'x-account-id': linked })).statusCode, 401, 'an admin who is gone is refused before any account is selected')
   t.equal(fake.sends().length, sendsBefore, 'nothing reached the platform')
 })
 

@@ -170,6 +170,11 @@ export function loadConfig (env: Env = process.env): Config {
     throw new ConfigError('ADMIN_PASSWORD must be changed from its default when NODE_ENV=production')
   }
   if (adminPassword.length === 0) throw new ConfigError('ADMIN_PASSWORD must not be empty')
+  const chatAppSecret = text(env, 'CHAT_APP_SECRET')
+  // Without it anyone who knows a phone number id could post customer messages and statuses.
+  if (production && chatAppSecret === undefined) {
+    throw new ConfigError('CHAT_APP_SECRET is required when NODE_ENV=production (inbound chat deliveries must be signed)')
+  }
 
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
@@ -189,7 +194,7 @@ export function loadConfig (env: Env = process.env): Config {
       accessToken: text(env, 'CHAT_ACCESS_TOKEN'),
       phoneNumberId: text(env, 'CHAT_PHONE_NUMBER_ID'),
       businessAccountId: text(env, 'CHAT_BUSINESS_ACCOUNT_ID'),
-      appSecret: text(env, 'CHAT_APP_SECRET'),
+      appSecret: chatAppSecret,
       verifyToken: text(env, 'CHAT_VERIFY_TOKEN')
     },
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 50, 1, 1000),

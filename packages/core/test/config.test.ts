@@ -10,7 +10,8 @@ const production = {
   NODE_ENV: 'production',
   JWT_SECRET: 'x'.repeat(32),
   ENCRYPTION_KEY: key,
-  ADMIN_PASSWORD: 'a-real-password'
+  ADMIN_PASSWORD: 'a-real-password',
+  CHAT_APP_SECRET: 'the-platform-app-secret'
 }
 
 t.test('defaults follow the contract table', async (t) => {
@@ -47,6 +48,12 @@ t.test('production refuses unsafe defaults', async (t) => {
   t.throws(() => loadConfig({ ...production, ENCRYPTION_KEY: undefined }), /ENCRYPTION_KEY is required/)
   t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: undefined }), /ADMIN_PASSWORD must be changed/)
   t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: 'admin' }), /ADMIN_PASSWORD must be changed/)
+  for (const missing of [undefined, '', '   ']) {
+    t.throws(() => loadConfig({ ...production, CHAT_APP_SECRET: missing }),
+      new ConfigError('CHAT_APP_SECRET is required when NODE_ENV=production (inbound chat deliveries must be signed)'), `CHAT_APP_SECRET ${JSON.stringify(missing)}`)
+  }
+  t.equal(loadConfig(production).chat.appSecret, 'the-platform-app-secret')
+  t.equal(loadConfig({ DATA_DIR: dataDir() }).chat.appSecret, undefined, 'outside production deliveries may be unsigned')
 })
 
 t.test('malformed values are refused with the setting named', async (t) => {

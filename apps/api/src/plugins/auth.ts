@@ -3,6 +3,8 @@ import fp from 'fastify-plugin'
 import jwt from '@fastify/jwt'
 import { forbidden, unauthorized } from '@switchboard/core/errors'
 import type { UserRole } from '@switchboard/core/db/schema/index'
+import { createRoleCache, type RoleCache } from '@switchboard/core/auth/role-cache'
+import { USER_CHANGES_CHANNEL, usersRepository } from '@switchboard/core/repositories/users'
 
 export interface TokenClaims {
   sub: string
@@ -24,20 +26,36 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     requireAdmin: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** Current roles of token holders; routes that delete a user forget them here at once. */
+    userRoles: RoleCache
   }
 }
 
 export const TOKEN_LIFETIME_SECONDS = 24 * 3600
+/** The longest a deleted user's token or a changed role is honoured by a replica that missed the notification. */
+export const ROLE_CACHE_TTL_MS = 5000
+const ROLE_CACHE_MAX_ENTRIES = 10_000
 
 /**
- * Every /api route needs a valid HS256 token unless it is marked public.
- * Any failure, whatever its cause, is the same 401 `Unauthorized`.
+ * Every /api route needs a valid HS256 token unless it is marked public, and
+ * its user must still exist: the role a request is authorized with is the
+ * user's current one from the database, not the token's claim. Any failure,
+ * whatever its cause, is the same 401 `Unauthorized`.
  */
 async function auth (fastify: FastifyInstance): Promise<void> {
   await fastify.register(jwt, {
     secret: fastify.config.jwtSecret,
     sign: { algorithm: 'HS256', expiresIn: TOKEN_LIFETIME_SECONDS },
     verify: { algorithms: ['HS256'] }
+  })
+
+  const users = usersRepository(fastify.db)
+  const userRoles = createRoleCache({ load: users.roleOf, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
+  fastify.decorate('userRoles', userRoles)
+  // Deletions on any replica reach every replica's cache at once. After a reconnection,
+  // announcements made while the listener was away are lost: forget everything.
+  fastify.addHook('onReady', async () => {
+    await fastify.database.sql.listen(USER_CHANGES_CHANNEL, (userId) => { userRoles.forget(userId) }, () => { userRoles.clear() })
   })
 
   fastify.addHook('onRequest', async (request) => {
@@ -49,6 +67,9 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     } catch {
       throw unauthorized()
     }
+    const role = await userRoles.roleOf(request.user.sub)
+    if (role === null) throw unauthorized()
+    request.user.role = role
   })
 
   fastify.decorate('requireAdmin', async (request: FastifyRequest) => {

@@ -2,6 +2,13 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Where routes register their own metrics, served at /metrics. */
+    metricsRegistry: Registry
+  }
+}
+
 /**
  * Prometheus metrics at GET /metrics: process defaults and request durations by
  * route pattern (never the raw URL, so ids cannot explode the label set).
@@ -9,6 +16,7 @@ import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
 async function metrics (fastify: FastifyInstance): Promise<void> {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
+  fastify.decorate('metricsRegistry', registry)
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request duration by method, route and status code',

@@ -39,6 +39,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['users'], params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } }
   }, async (request, reply) => {
     if (!await repo.delete(request.params.id)) throw notFound('User not found', 'USER_NOT_FOUND')
+    // The other replicas hear of it from Postgres; this one need not wait for that.
+    fastify.userRoles.forget(request.params.id)
     return reply.code(204).send(null)
   })
 }

@@ -148,7 +148,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     }
     for (const status of value.statuses ?? []) {
       if (typeof status.id !== 'string' || !(MESSAGE_STATUSES as readonly string[]).includes(status.status ?? '')) continue
-      if (await conversations.applyStatus(status.id, status.status as MessageStatus, status.errors)) summary.statuses++
+      if (await conversations.applyStatus(phoneNumberId, status.id, status.status as MessageStatus, status.errors)) summary.statuses++
     }
   }
 

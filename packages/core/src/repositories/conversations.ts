@@ -244,13 +244,18 @@ export function conversationsRepository (db: DbOrTx) {
       await db.update(messages).set({ dispatchedAt: new Date() }).where(eq(messages.id, messageId))
     },
 
-    /** Applies a platform status to a stored message when it moves the status forward; returns whether it did. */
-    async applyStatus (wamid: string, status: MessageStatus, errors?: unknown): Promise<boolean> {
+    /**
+     * Applies a platform status to a stored message when it moves the status forward; returns whether it did.
+     * Only a message of the number that received the status: a delivery for one number never touches
+     * another number's messages, whatever wamid it names.
+     */
+    async applyStatus (phoneNumberId: string, wamid: string, status: MessageStatus, errors?: unknown): Promise<boolean> {
       const updated = await db.update(messages).set({
         status,
         ...(status === 'failed' && errors !== undefined && { errorDetails: errors })
       }).where(and(
         eq(messages.wamid, wamid),
+        sql`exists (select 1 from ${conversations} where ${conversations.id} = ${messages.conversationId} and ${conversations.phoneNumberId} = ${phoneNumberId})`,
         sql`(${messages.status} is null or array_position(${STATUS_RANK}, ${messages.status}) < array_position(${STATUS_RANK}, ${status}::text))`
       )).returning({ id: messages.id })
       return updated.length > 0

@@ -1,0 +1,64 @@
+import { LRUCache } from 'lru-cache'
+import type { UserRole } from '../db/schema/index.ts'
+
+/** What the database says of a token's user: the role, or null when the user no longer exists. */
+export type CurrentRole = UserRole | null
+
+export interface RoleCacheOptions {
+  /** Reads the user's current role; null when the user is gone. */
+  load: (userId: string) => Promise<CurrentRole>
+  /** How long an answer is trusted without a notification (the bound when one is missed). */
+  ttlMs: number
+  /** Users remembered at most; the least recently used are forgotten first. */
+  maxEntries: number
+}
+
+export interface RoleCache {
+  roleOf: (userId: string) => Promise<CurrentRole>
+  /** The user was deleted or their role changed: the next request reads the database. */
+  forget: (userId: string) => void
+  /** Notifications may have been missed (the listener reconnected): forget everyone. */
+  clear: () => void
+}
+
+/**
+ * The role each authenticated request is authorized with, read from the
+ * database rather than trusted from the token, at most once per user per TTL:
+ * concurrent misses for one user share one query, and an answer whose user is
+ * forgotten while it is being read is handed to the requests already waiting
+ * (they arrived before the change) but never cached.
+ */
+export function createRoleCache (options: RoleCacheOptions): RoleCache {
+  // Boxed: LRUCache cannot hold null, the answer for a deleted user, which is worth caching too.
+  const answers = new LRUCache<string, { role: CurrentRole }>({ max: options.maxEntries, ttl: options.ttlMs })
+  const loading = new Map<string, Promise<CurrentRole>>()
+
+  function load (userId: string): Promise<CurrentRole> {
+    const pending: Promise<CurrentRole> = options.load(userId)
+      .then((role) => {
+        if (loading.get(userId) === pending) answers.set(userId, { role })
+        return role
+      })
+      .finally(() => {
+        if (loading.get(userId) === pending) loading.delete(userId)
+      })
+    loading.set(userId, pending)
+    return pending
+  }
+
+  return {
+    async roleOf (userId) {
+      const cached = answers.get(userId)
+      if (cached !== undefined) return cached.role
+      return loading.get(userId) ?? load(userId)
+    },
+    forget (userId) {
+      answers.delete(userId)
+      loading.delete(userId)
+    },
+    clear () {
+      answers.clear()
+      loading.clear()
+    }
+  }
+}
