@@ -133,13 +133,18 @@ export function createRunEngine (options: EngineOptions) {
    * would take gigabytes fails at once rather than exhausting the worker.
    */
   function checkStorable (nodeId: string, output: unknown, result: Record<string, unknown>, sizer: JsonSizer): void {
-    try {
-      if (sizer.measure(output, nodeOutputMaxBytes) > nodeOutputMaxBytes) throw new NodeError(`Node output exceeds ${nodeOutputMaxBytes} bytes`)
-      if (sizer.measure({ ...result, [nodeId]: output }, runResultMaxBytes) > runResultMaxBytes) throw new NodeError(`Run result exceeds ${runResultMaxBytes} bytes`)
-    } catch (err) {
-      if (err instanceof UnserializableValueError) throw new NodeError(`Node output cannot be stored: ${err.message}`)
-      throw err
+    const check = (what: string, value: unknown, maxBytes: number): void => {
+      let bytes: number
+      try {
+        bytes = sizer.measure(value, maxBytes)
+      } catch (err) {
+        if (err instanceof UnserializableValueError) throw new NodeError(`${what} cannot be stored: ${err.message}`)
+        throw err
+      }
+      if (bytes > maxBytes) throw new NodeError(`${what} exceeds ${maxBytes} bytes`)
     }
+    check('Node output', output, nodeOutputMaxBytes)
+    check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
   }
 
   async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer): Promise<NodeResult> {
