@@ -30,7 +30,8 @@ await once(server, 'listening')
 t.teardown(() => { server.close() })
 const serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`
 
-const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
+// Twice the default node output bound, so the error shows the worker reads its setting.
+const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true', NODE_OUTPUT_MAX_BYTES: '2097152' } })
 const token = await stack.adminToken()
 
 async function createWorkflow (nodes: unknown[]): Promise<string> {
@@ -95,10 +96,10 @@ t.test('matches with ^(a|a)*$ on forty a and a ! is answered by RE2 in linear ti
   t.same(run.result.no, { matched: false })
 })
 
-t.test('a set node copying a 1 MB payload 2,000 times fails once with the output bound', async (t) => {
+t.test('a set node copying a 1 MB payload 2,000 times fails once with NODE_OUTPUT_MAX_BYTES', async (t) => {
   const run = await finished(hostile.amplify)
   t.equal(run.status, 'FAILED')
-  t.equal(run.error, 'Rendered config exceeds 1048576 bytes')
+  t.equal(run.error, 'Rendered config exceeds 2097152 bytes')
   t.equal(startedLines(run, 'amplify'), 1)
   t.equal(takeovers(run), 0)
   t.notOk('amplify' in run.result)

@@ -16,7 +16,9 @@ t.test('matches runs RE2: the classic catastrophic patterns take linear time', a
     ['^(a|a)*$', 'a'.repeat(MATCH_SUBJECT_MAX_LENGTH - 1) + '!'],
     ['^(a+)+$', 'a'.repeat(MATCH_SUBJECT_MAX_LENGTH - 1) + '!'],
     ['^(\\w+\\s?)*$', 'word '.repeat(MATCH_SUBJECT_MAX_LENGTH / 5 - 1) + '!'],
-    ['(x+x+)+y', 'x'.repeat(MATCH_SUBJECT_MAX_LENGTH)]
+    ['(x+x+)+y', 'x'.repeat(MATCH_SUBJECT_MAX_LENGTH)],
+    // The costliest kind of pattern allowed: counted repetition up to the program size bound.
+    ['[ab]{497}c', 'ab'.repeat(MATCH_SUBJECT_MAX_LENGTH / 2 - 1) + 'xc']
   ]) {
     const started = performance.now()
     t.equal(await matches(text, pattern), false)

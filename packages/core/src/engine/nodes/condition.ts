@@ -19,7 +19,7 @@ const isOperator = (value: string): value is Operator => (CONDITION_OPERATORS as
  */
 export const MATCH_PATTERN_MAX_LENGTH = 1000
 /** RE2 program instructions: counted repetition (`a{1000}`) is expanded, so length alone does not bound it. */
-export const MATCH_PROGRAM_MAX_SIZE = 1000
+export const MATCH_PROGRAM_MAX_SIZE = 500
 export const MATCH_SUBJECT_MAX_LENGTH = 65_536
 
 /** Compiles a `matches` pattern; a NodeError says why one is refused. */
