@@ -104,3 +104,17 @@ t.test('an output JSON cannot serialize fails the node, whatever produced it', a
   t.equal(await engine.executeRun(runId), 'FAILED')
   t.equal((await readRun(runId)).error, 'Rendered config cannot be serialized: it is nested more than 1000 levels deep')
 })
+
+t.test('missing template paths log at most 20 lines, each quoting at most 200 characters of the path', async (t) => {
+  const values = {
+    long: `{{triggerData.${'p'.repeat(5000)}}}`,
+    ...Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`v${i}`, `{{triggerData.missing${i}}}`]))
+  }
+  const runId = await runOf([{ id: 'sparse', type: 'set', config: { values } }])
+  t.equal(await engine.executeRun(runId), 'SUCCESS')
+  const warnings = (await readLogs(runId)).filter((line) => line.level === 'WARN').map((line) => line.message)
+  t.equal(warnings.length, 21)
+  t.equal(warnings[0], `Template path not found: triggerData.${'p'.repeat(188)}…`)
+  t.equal(warnings[1], 'Template path not found: triggerData.missing0')
+  t.equal(warnings[20], 'Template paths not found: 981 more')
+})
