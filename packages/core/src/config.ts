@@ -25,6 +25,10 @@ export interface Config {
   /** 32 bytes: encrypts chat account tokens at rest. */
   encryptionKey: Buffer
   httpRequestAllowPrivate: boolean
+  /** The most a node's output (and its rendered config) may serialize to, in bytes of JSON. */
+  nodeOutputMaxBytes: number
+  /** The most a run's `result` (triggerData and every node's output) may serialize to, in bytes of JSON. */
+  runResultMaxBytes: number
   /**
    * Peers whose X-Forwarded-For is believed (Fastify's `trustProxy`): true (any peer), false
    * (none), or addresses, CIDR ranges and the named ranges loopback, linklocal and uniquelocal.
@@ -176,6 +180,13 @@ export function loadConfig (env: Env = process.env): Config {
     throw new ConfigError('CHAT_APP_SECRET is required when NODE_ENV=production (inbound chat deliveries must be signed)')
   }
 
+  const nodeOutputMaxBytes = integer(env, 'NODE_OUTPUT_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024)
+  // jsonb holds at most 255 MiB; each step of a run rewrites the whole result.
+  const runResultMaxBytes = integer(env, 'RUN_RESULT_MAX_BYTES', 8 * 1024 * 1024, 1024, 128 * 1024 * 1024)
+  if (runResultMaxBytes < nodeOutputMaxBytes) {
+    throw new ConfigError(`RUN_RESULT_MAX_BYTES (${runResultMaxBytes}) must be at least NODE_OUTPUT_MAX_BYTES (${nodeOutputMaxBytes})`)
+  }
+
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
@@ -200,6 +211,8 @@ export function loadConfig (env: Env = process.env): Config {
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 50, 1, 1000),
     encryptionKey,
     httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
+    nodeOutputMaxBytes,
+    runResultMaxBytes,
     trustProxy: trustProxy(env),
     logLevel,
     dataDir

@@ -108,3 +108,12 @@ t.test('TRUST_PROXY: true, false, or addresses and ranges as Fastify\'s trustPro
     ), entry)
   }
 })
+
+t.test('NODE_OUTPUT_MAX_BYTES and RUN_RESULT_MAX_BYTES: 1 MiB and 8 MiB unless set, the result never below a node', async (t) => {
+  const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dataDir(), ...env })
+  t.match(load(), { nodeOutputMaxBytes: 1_048_576, runResultMaxBytes: 8_388_608 })
+  t.match(load({ NODE_OUTPUT_MAX_BYTES: '65536', RUN_RESULT_MAX_BYTES: '65536' }), { nodeOutputMaxBytes: 65_536, runResultMaxBytes: 65_536 })
+  t.throws(() => load({ NODE_OUTPUT_MAX_BYTES: '100' }), new ConfigError('NODE_OUTPUT_MAX_BYTES must be an integer from 1024 to 67108864, got "100"'))
+  t.throws(() => load({ RUN_RESULT_MAX_BYTES: '1GB' }), /^RUN_RESULT_MAX_BYTES must be an integer from 1024 to 134217728/)
+  t.throws(() => load({ RUN_RESULT_MAX_BYTES: '524288' }), new ConfigError('RUN_RESULT_MAX_BYTES (524288) must be at least NODE_OUTPUT_MAX_BYTES (1048576)'))
+})

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { createJsonSizer } from '../src/engine/json-size.ts'
 import { getPath, renderTemplate } from '../src/engine/template.ts'
 
 const result = {
@@ -51,4 +52,64 @@ t.test('prototype properties never resolve', async (t) => {
   t.equal(getPath(result, 'triggerData.constructor'), undefined)
   t.equal(getPath(result, '__proto__'), undefined)
   t.equal(getPath(result, 'triggerData.phone.length'), undefined)
+})
+
+t.test('placeholders are found as the former regular expression found them', async (t) => {
+  // The renderer once used /\{\{\s*([^{}]*?)\s*\}\}/g (and its anchored twin for a whole string); it must
+  // find the same placeholders on every text, here all short texts of an alphabet rich in braces and spaces.
+  const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g
+  const SINGLE_PLACEHOLDER = /^\{\{\s*([^{}]*?)\s*\}\}$/
+  const scope = { a: 'A', b: { c: 1 }, 'a b': 'AB' }
+  const stringify = (value: unknown): string => value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value)
+  const reference = (text: string): unknown => {
+    const single = SINGLE_PLACEHOLDER.exec(text)
+    if (single !== null) return getPath(scope, single[1]) ?? ''
+    return text.replace(PLACEHOLDER, (_match, path: string) => stringify(getPath(scope, path)))
+  }
+  const alphabet = ['{', '}', ' ', 'a', 'b', '.', 'c', '\n', '\u00a0']
+  let seed = 7
+  const random = (below: number): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % below }
+  const differences: unknown[] = []
+  for (let i = 0; i < 50_000 && differences.length < 5; i++) {
+    let text = ''
+    for (let length = random(14); length > 0; length--) text += alphabet[random(alphabet.length)]
+    const [rendered, expected] = [renderTemplate(text, scope), reference(text)]
+    if (JSON.stringify(rendered) !== JSON.stringify(expected)) differences.push({ text, rendered, expected })
+  }
+  t.same(differences, [])
+  t.same(renderTemplate('{{{a}}', scope), '{A')
+  t.same(renderTemplate('{{ {{a}} }}', scope), '{{ A }}')
+  t.same(renderTemplate('{{a}b}}', scope), '{{a}b}}')
+})
+
+t.test('rendering is linear: an unclosed {{ before 40,000 spaces takes milliseconds, not hours', async (t) => {
+  for (const text of ['{{' + ' '.repeat(40_000), '{{' + ' '.repeat(1024 * 1024) + '}', '{{ a'.repeat(100_000), '{'.repeat(200_000)]) {
+    const started = performance.now()
+    t.equal(renderTemplate(text, result), text)
+    t.ok(performance.now() - started < 1000, `${JSON.stringify(text.slice(0, 6))}… rendered in ${Math.round(performance.now() - started)}ms`)
+  }
+})
+
+t.test('with a limit, the rendered size is the size of its JSON, counted as it is rendered', async (t) => {
+  const sizer = createJsonSizer()
+  const config = { values: { text: 'Hi {{triggerData.phone}} "é" {{n1.body}}', whole: '{{n1.body}}', list: ['{{triggerData.count}}', 7, null], missing: '{{nope}}' } }
+  const rendered = renderTemplate(config, result)
+  const bytes = Buffer.byteLength(JSON.stringify(rendered))
+  t.same(renderTemplate(config, result, undefined, { maxBytes: bytes, sizer }), rendered)
+  t.throws(() => renderTemplate(config, result, undefined, { maxBytes: bytes - 1, sizer }), { name: 'NodeError', message: `Rendered config exceeds ${bytes - 1} bytes` })
+})
+
+t.test('a large object referenced thousands of times fails after a few references, without building the text', async (t) => {
+  const big = { items: Array.from({ length: 8192 }, (_, i) => ({ id: i, text: 'x'.repeat(48) })) }
+  const scope = { triggerData: big }
+  const maxBytes = 1024 * 1024
+  t.ok(Buffer.byteLength(JSON.stringify(big)) < maxBytes, 'one reference fits')
+  const whole = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, '{{triggerData}}']))
+  const inText = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, 'copy: {{triggerData}}']))
+  for (const values of [whole, inText]) {
+    const started = performance.now()
+    t.throws(() => renderTemplate({ values }, scope, undefined, { maxBytes }), { message: `Rendered config exceeds ${maxBytes} bytes` })
+    t.ok(performance.now() - started < 1000, `refused in ${Math.round(performance.now() - started)}ms`)
+  }
+  t.same(renderTemplate({ values: { a: '{{triggerData}}' } }, scope, undefined, { maxBytes }), { values: { a: big } })
 })

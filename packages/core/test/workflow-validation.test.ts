@@ -116,3 +116,19 @@ t.test('cronTriggerOf reads the schedule a CRON workflow declares', async (t) =>
   t.equal(cronTriggerOf('CRON', {}), null)
   t.equal(cronTriggerOf('EVENT', { cronExpression: '0 * * * *' }), null)
 })
+
+t.test('a literal matches pattern must be a valid RE2 pattern; a template is checked when the node runs', async (t) => {
+  const condition = (value: unknown, operator = 'matches'): WorkflowNode => node('check', { type: 'condition', config: { field: 'triggerData.text', operator, value } })
+  for (const value of ['^order-\\d+$', '(?i)yes|no', 42, '{{triggerData.pattern}}', undefined]) {
+    t.doesNotThrow(() => validateWorkflowGraph([condition(value)], []), String(value))
+  }
+  t.doesNotThrow(() => validateWorkflowGraph([condition('(a)\\1', 'equals')], []), 'only matches reads a pattern')
+  try {
+    validateWorkflowGraph([condition('^(a|a)*$\\1')], [])
+    t.fail('expected a 400')
+  } catch (err) {
+    t.match(err, { statusCode: 400, code: 'VALIDATION_ERROR', message: 'Node check: value is not a valid regular expression (RE2 syntax): invalid escape sequence: `\\1`' })
+  }
+  t.equal(refusal(t, () => validateWorkflowGraph([condition('a(?=b)')], [])), 'Node check: value is not a valid regular expression (RE2 syntax): invalid or unsupported Perl syntax: `(?=`')
+  t.equal(refusal(t, () => validateWorkflowGraph([condition('[ab]{1000}')], [])), 'Node check: value is not a usable regular expression: it compiles to 1002 instructions, more than 500')
+})

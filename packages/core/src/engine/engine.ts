@@ -4,6 +4,7 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import { resumeJobId, type Queues, type RunJobData } from '../queues.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from './graph.ts'
+import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
 import { runStore, type ClaimedRun, type LogLine } from './run-store.ts'
@@ -42,7 +43,24 @@ export interface EngineOptions {
    * @defaultValue 1000
    */
   cancelPollMs?: number
+  /**
+   * NODE_OUTPUT_MAX_BYTES: the most a node's output, and its config once
+   * rendered, may serialize to (bytes of JSON); beyond, the node fails.
+   * @defaultValue 1048576
+   */
+  nodeOutputMaxBytes?: number
+  /**
+   * RUN_RESULT_MAX_BYTES: the most the run's `result` may serialize to once a
+   * node's output is added; beyond, that node fails.
+   * @defaultValue 8388608
+   */
+  runResultMaxBytes?: number
 }
+
+/** A node may show a few missing paths; a config with thousands of them must not write thousands of lines. */
+const MAX_MISSING_PATH_LINES = 20
+/** Paths are quoted in log lines up to this many characters. */
+const MAX_QUOTED_PATH_LENGTH = 200
 
 const errorMessage = (err: unknown): string => err instanceof Error && err.message !== '' ? err.message : String(err)
 
@@ -59,6 +77,8 @@ export function createRunEngine (options: EngineOptions) {
   const store = runStore(options.db)
   const maxAttempts = options.maxAttempts ?? 3
   const cancelPollMs = options.cancelPollMs ?? 1000
+  const nodeOutputMaxBytes = options.nodeOutputMaxBytes ?? 1024 * 1024
+  const runResultMaxBytes = options.runResultMaxBytes ?? 8 * 1024 * 1024
 
   async function emitFailure (runId: string, error: string, failed: { workflowId: string, userId: string, eventName: string | null }): Promise<void> {
     // A workflow that itself listens to failures emits nothing when it fails, so failures cannot loop.
@@ -106,13 +126,41 @@ export function createRunEngine (options: EngineOptions) {
     }
   }
 
-  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined): Promise<NodeResult> {
+  /**
+   * Checks that a node's output can be stored: it serializes, within
+   * NODE_OUTPUT_MAX_BYTES, and the run's result with it within
+   * RUN_RESULT_MAX_BYTES. Measured without serializing, so an output that
+   * would take gigabytes fails at once rather than exhausting the worker.
+   */
+  function checkStorable (nodeId: string, output: unknown, result: Record<string, unknown>, sizer: JsonSizer): void {
+    const check = (what: string, value: unknown, maxBytes: number): void => {
+      let bytes: number
+      try {
+        bytes = sizer.measure(value, maxBytes)
+      } catch (err) {
+        if (err instanceof UnserializableValueError) throw new NodeError(`${what} cannot be stored: ${err.message}`)
+        throw err
+      }
+      if (bytes > maxBytes) throw new NodeError(`${what} exceeds ${maxBytes} bytes`)
+    }
+    check('Node output', output, nodeOutputMaxBytes)
+    check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
+  }
+
+  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer): Promise<NodeResult> {
     const log = (level: LogLevel, message: string): void => { lines.push({ nodeId: node.id, level, message, at: new Date() }) }
     if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
     const executor = nodeExecutors[node.type]
     const rawConfig = node.config ?? {}
-    const config = renderTemplate(rawConfig, result, (path) => { log('WARN', `Template path not found: ${path}`) }) as Record<string, unknown>
-    return await watchingCancel(run.id, signal, async (nodeSignal) => await executor.execute({
+    let missing = 0
+    const onMissing = (path: string): void => {
+      if (++missing > MAX_MISSING_PATH_LINES) return
+      const quoted = path.length > MAX_QUOTED_PATH_LENGTH ? `${path.slice(0, MAX_QUOTED_PATH_LENGTH)}…` : path
+      log('WARN', `Template path not found: ${quoted}`)
+    }
+    const config = renderTemplate(rawConfig, result, onMissing, { maxBytes: nodeOutputMaxBytes, sizer }) as Record<string, unknown>
+    if (missing > MAX_MISSING_PATH_LINES) log('WARN', `Template paths not found: ${missing - MAX_MISSING_PATH_LINES} more`)
+    const outcome = await watchingCancel(run.id, signal, async (nodeSignal) => await executor.execute({
       node,
       config,
       rawConfig,
@@ -122,6 +170,8 @@ export function createRunEngine (options: EngineOptions) {
       signal: nodeSignal,
       deps: options.nodes
     }))
+    checkStorable(node.id, outcome.output, result, sizer)
+    return outcome
   }
 
   /**
@@ -140,6 +190,8 @@ export function createRunEngine (options: EngineOptions) {
     const run = claim.claimed
     const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
     const result = { ...run.result }
+    // Sizes of the objects of this run's result, measured once; they are never changed once stored.
+    const sizer = createJsonSizer()
     const visited = new Set<string>()
     let nodeId = run.currentNodeId ?? startNode(graph)?.id
     logger.debug({ runId, workflowId: run.workflowId, from: run.previousStatus, nodeId }, 'run claimed')
@@ -164,7 +216,7 @@ export function createRunEngine (options: EngineOptions) {
       const started = performance.now()
       let outcome: NodeResult
       try {
-        outcome = await executeNode(run, node, result, lines, signal)
+        outcome = await executeNode(run, node, result, lines, signal, sizer)
       } catch (err) {
         const error = errorMessage(err)
         lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(performance.now() - started)}ms: ${error}`, at: new Date() })

@@ -2,12 +2,62 @@
  * `{{path}}` templates (contract, "Templates"): paths resolve against the run's
  * `result`, so `{{triggerData.phone}}` and `{{n1.body.id}}` both work.
  */
+import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
+import { NodeError } from './types.ts'
 
 /** Called once per placeholder whose path resolves to nothing. */
 export type MissingPathHandler = (path: string) => void
 
-const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g
-const SINGLE_PLACEHOLDER = /^\{\{\s*([^{}]*?)\s*\}\}$/
+export interface RenderLimit {
+  /** The rendered value may serialize to at most this many bytes of JSON. */
+  maxBytes: number
+  /** Shared with the caller so that sizes of the run's objects are measured once. */
+  sizer?: JsonSizer
+}
+
+interface Placeholder {
+  start: number
+  /** Just after the closing `}}`. */
+  end: number
+  path: string
+}
+
+const CLOSE_BRACE = 0x7d
+
+/**
+ * The placeholders of `text`, left to right: `{{`, then anything but braces,
+ * then `}}`; the path is what lies between, trimmed. This finds exactly what
+ * `/\{\{\s*([^{}]*?)\s*\}\}/g` finds, but in linear time: the regular
+ * expression backtracks cubically on `{{` followed by a long run of spaces.
+ * Each character is looked at a bounded number of times because the
+ * positions of the next `{` and `}` are remembered while the search moves on.
+ */
+function placeholders (text: string): Placeholder[] {
+  const indexOrEnd = (char: string, from: number): number => {
+    const index = text.indexOf(char, from)
+    return index === -1 ? text.length : index
+  }
+  const found: Placeholder[] = []
+  let nextOpen = -1
+  let nextClose = -1
+  let from = 0
+  for (;;) {
+    const start = text.indexOf('{{', from)
+    if (start === -1) return found
+    const inner = start + 2
+    if (nextOpen < inner) nextOpen = indexOrEnd('{', inner)
+    if (nextClose < inner) nextClose = indexOrEnd('}', inner)
+    const stop = Math.min(nextOpen, nextClose)
+    if (stop < text.length && text.charCodeAt(stop) === CLOSE_BRACE && text.charCodeAt(stop + 1) === CLOSE_BRACE) {
+      found.push({ start, end: stop + 2, path: text.slice(inner, stop).trim() })
+      from = stop + 2
+    } else {
+      // Between `inner` and `stop` there is no brace, so the next `{{` starts at `stop` or later, or
+      // right after this one when a third brace follows (`{{{a}}`, where stop === inner).
+      from = stop > inner ? stop : start + 1
+    }
+  }
+}
 
 /**
  * Splits `a.b-c[0].d` into `['a', 'b-c', '0', 'd']`. Segments may contain `-`
@@ -29,43 +79,113 @@ export function getPath (scope: unknown, path: string): unknown {
   return value
 }
 
-function stringify (value: unknown): string {
-  if (value === null || value === undefined) return ''
-  if (typeof value === 'object') return JSON.stringify(value)
-  return String(value)
-}
+/**
+ * Renders one value against `scope` while counting the size of the result
+ * as JSON, so that a config which would render to gigabytes fails after the
+ * first pieces past the limit instead of being built.
+ */
+class Renderer {
+  private remaining: number
+  private readonly sizer: JsonSizer
 
-function renderString (text: string, scope: unknown, onMissing?: MissingPathHandler): unknown {
-  const single = SINGLE_PLACEHOLDER.exec(text)
-  if (single !== null) {
-    const value = getPath(scope, single[1])
-    if (value === undefined) {
-      onMissing?.(single[1])
-      return ''
-    }
+  constructor (private readonly scope: unknown, private readonly onMissing: MissingPathHandler | undefined, private readonly limit: RenderLimit | undefined) {
+    this.remaining = limit?.maxBytes ?? Number.POSITIVE_INFINITY
+    this.sizer = limit?.sizer ?? createJsonSizer()
+  }
+
+  private tooLarge (): never {
+    throw new NodeError(`Rendered config exceeds ${this.limit?.maxBytes} bytes`)
+  }
+
+  private charge (bytes: number): void {
+    this.remaining -= bytes
+    if (this.remaining < 0) this.tooLarge()
+  }
+
+  private resolve (path: string): unknown {
+    const value = getPath(this.scope, path)
+    if (value === undefined) this.onMissing?.(path)
     return value
   }
-  if (!text.includes('{{')) return text
-  return text.replace(PLACEHOLDER, (_match, path: string) => {
-    const value = getPath(scope, path)
-    if (value === undefined) onMissing?.(path)
-    return stringify(value)
-  })
+
+  render (value: unknown): unknown {
+    if (typeof value === 'string') return this.renderString(value)
+    if (Array.isArray(value)) {
+      this.charge(2 + Math.max(0, value.length - 1))
+      return value.map((item) => this.render(item))
+    }
+    if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value)
+      this.charge(2 + Math.max(0, entries.length - 1))
+      const rendered: Record<string, unknown> = {}
+      for (const [key, item] of entries) {
+        this.charge(jsonStringBytes(key, this.remaining) + 1)
+        rendered[key] = this.render(item)
+      }
+      return rendered
+    }
+    this.charge(this.sizer.measure(value, this.remaining))
+    return value
+  }
+
+  private renderString (text: string): unknown {
+    const found = text.includes('{{') ? placeholders(text) : []
+    if (found.length === 0) {
+      this.charge(jsonStringBytes(text, this.remaining))
+      return text
+    }
+    // A string that is exactly one placeholder keeps the value itself: it costs its size as JSON.
+    if (found.length === 1 && found[0].start === 0 && found[0].end === text.length) {
+      const value = this.resolve(found[0].path)
+      if (value === undefined) {
+        this.charge(2)
+        return ''
+      }
+      this.charge(this.sizer.measure(value, this.remaining))
+      return value
+    }
+    const pieces: string[] = []
+    let length = 0
+    let copied = 0
+    const append = (piece: string): void => {
+      // A JSON string has at least one byte per UTF-16 unit: stop before building more than the limit allows.
+      length += piece.length
+      if (length + 2 > this.remaining) this.tooLarge()
+      pieces.push(piece)
+    }
+    for (const { start, end, path } of found) {
+      append(text.slice(copied, start))
+      append(this.stringify(this.resolve(path), this.remaining - length))
+      copied = end
+    }
+    append(text.slice(copied))
+    const rendered = pieces.join('')
+    this.charge(jsonStringBytes(rendered, this.remaining))
+    return rendered
+  }
+
+  /** A value inside longer text: null and missing as '', objects as JSON (measured first, so never larger than `budget` allows). */
+  private stringify (value: unknown, budget: number): string {
+    if (value === null || value === undefined) return ''
+    if (typeof value !== 'object') return String(value)
+    if (this.sizer.measure(value, budget) > budget) this.tooLarge()
+    return JSON.stringify(value)
+  }
 }
 
 /**
  * Renders every string inside `value` (objects and arrays are walked, other
  * values are returned as they are). A string that is exactly one placeholder
  * keeps the type of what it points to; inside longer text values are
- * stringified, objects as JSON. A missing path renders as ''.
+ * stringified, objects as JSON. A missing path renders as ''. With `limit`,
+ * a result larger than `limit.maxBytes` as JSON fails with a NodeError
+ * before it is built.
  */
-export function renderTemplate (value: unknown, scope: unknown, onMissing?: MissingPathHandler): unknown {
-  if (typeof value === 'string') return renderString(value, scope, onMissing)
-  if (Array.isArray(value)) return value.map((item) => renderTemplate(item, scope, onMissing))
-  if (value !== null && typeof value === 'object') {
-    const rendered: Record<string, unknown> = {}
-    for (const [key, item] of Object.entries(value)) rendered[key] = renderTemplate(item, scope, onMissing)
-    return rendered
+export function renderTemplate (value: unknown, scope: unknown, onMissing?: MissingPathHandler, limit?: RenderLimit): unknown {
+  try {
+    return new Renderer(scope, onMissing, limit).render(value)
+  } catch (err) {
+    if (err instanceof UnserializableValueError) throw new NodeError(`Rendered config cannot be serialized: ${err.message}`)
+    throw err
   }
-  return value
 }

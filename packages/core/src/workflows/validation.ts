@@ -1,6 +1,7 @@
 import { CronExpressionParser } from 'cron-parser'
 import { AppError } from '../errors.ts'
 import { isNodeType } from '../engine/node-types.ts'
+import { compileMatchPattern } from '../engine/nodes/condition.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 
 /** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
@@ -72,6 +73,15 @@ function checkConditionShape (node: WorkflowNode): void {
   if (config.cases !== undefined &&
     (!isRecord(config.cases) || Object.values(config.cases).some((target) => typeof target !== 'string'))) {
     throw invalidGraph(`Node ${node.id}: cases must map values to node ids`)
+  }
+  // A pattern written as a template is known only when the node runs, and checked then.
+  const pattern = config.value
+  if (config.operator === 'matches' && (typeof pattern === 'number' || (typeof pattern === 'string' && !pattern.includes('{{')))) {
+    try {
+      compileMatchPattern(String(pattern))
+    } catch (err) {
+      throw invalidField(`Node ${node.id}: ${(err as Error).message}`)
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util'
+import { RE2JS } from 're2js'
 import { getPath } from '../template.ts'
 import { NodeError, type NodeExecutor } from '../types.ts'
 import { optionalObject, optionalString } from './config.ts'
@@ -10,6 +11,44 @@ export const CONDITION_OPERATORS = [
 type Operator = typeof CONDITION_OPERATORS[number]
 
 const isOperator = (value: string): value is Operator => (CONDITION_OPERATORS as readonly string[]).includes(value)
+
+/**
+ * `matches` runs RE2 (re2js): time linear in the text matched, whatever the
+ * pattern, so no backreferences or lookaround. Matching still costs the
+ * pattern's compiled size times the text's length, hence the bounds.
+ */
+export const MATCH_PATTERN_MAX_LENGTH = 1000
+/** RE2 program instructions: counted repetition (`a{1000}`) is expanded, so length alone does not bound it. */
+export const MATCH_PROGRAM_MAX_SIZE = 500
+export const MATCH_SUBJECT_MAX_LENGTH = 65_536
+
+/** Compiles a `matches` pattern; a NodeError says why one is refused. */
+export function compileMatchPattern (pattern: string): RE2JS {
+  if (pattern.length > MATCH_PATTERN_MAX_LENGTH) {
+    throw new NodeError(`value is not a usable regular expression: longer than ${MATCH_PATTERN_MAX_LENGTH} characters`)
+  }
+  let compiled: RE2JS
+  try {
+    compiled = RE2JS.compile(pattern)
+  } catch (err) {
+    const reason = err instanceof Error ? err.message.replace(/^error parsing regexp: /, '') : String(err)
+    throw new NodeError(`value is not a valid regular expression (RE2 syntax): ${reason}`)
+  }
+  if (compiled.programSize() > MATCH_PROGRAM_MAX_SIZE) {
+    throw new NodeError(`value is not a usable regular expression: it compiles to ${compiled.programSize()} instructions, more than ${MATCH_PROGRAM_MAX_SIZE}`)
+  }
+  return compiled
+}
+
+function matches (value: unknown, expected: unknown): boolean {
+  const pattern = compileMatchPattern(String(expected ?? ''))
+  if (value === undefined || value === null) return false
+  const text = typeof value === 'object' ? JSON.stringify(value) : String(value)
+  if (text.length > MATCH_SUBJECT_MAX_LENGTH) {
+    throw new NodeError(`field value is too long to match: more than ${MATCH_SUBJECT_MAX_LENGTH} characters`)
+  }
+  return pattern.test(text)
+}
 
 /**
  * Scalars of different types compare by their text, so that a number from a
@@ -51,15 +90,7 @@ function test (operator: Operator | undefined, value: unknown, expected: unknown
       const list = Array.isArray(expected) ? expected : typeof expected === 'string' ? expected.split(',').map((item) => item.trim()) : []
       return list.some((item) => equals(value, item))
     }
-    case 'matches': {
-      let pattern: RegExp
-      try {
-        pattern = new RegExp(String(expected ?? ''))
-      } catch {
-        throw new NodeError(`value is not a valid regular expression: ${String(expected)}`)
-      }
-      return value !== undefined && value !== null && pattern.test(typeof value === 'object' ? JSON.stringify(value) : String(value))
-    }
+    case 'matches': return matches(value, expected)
   }
 }
 

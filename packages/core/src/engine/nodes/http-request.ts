@@ -7,6 +7,12 @@ import { optionalBoolean, optionalNumber, optionalObject, optionalString, requir
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 /** The response lands in `result` (a jsonb column): keep it bounded. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024
+/**
+ * JSON answers nested deeper than this fail the node: Node parses far deeper
+ * JSON than it can serialize again (JSON.stringify overflows the call stack
+ * near 5,000 levels), and the output must be stored.
+ */
+export const MAX_RESPONSE_JSON_DEPTH = 100
 const MAX_TIMEOUT_MS = 300_000
 const MAX_RETRIES = 10
 
@@ -67,8 +73,31 @@ async function readBody (body: AsyncIterable<Buffer> & { destroy: () => void }):
   return Buffer.concat(chunks).toString('utf8')
 }
 
+/** Whether arrays and objects in JSON `text` nest deeper than `limit`, counted in one pass without parsing. */
+function nestsDeeperThan (text: string, limit: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i]
+    if (inString) {
+      if (char === '\\') i++
+      else if (char === '"') inString = false
+    } else if (char === '"') {
+      inString = true
+    } else if (char === '[' || char === '{') {
+      if (++depth > limit) return true
+    } else if (char === ']' || char === '}') {
+      depth--
+    }
+  }
+  return false
+}
+
 function parseBody (text: string, contentType: string | string[] | undefined): unknown {
   if (text !== '' && typeof contentType === 'string' && /[/+]json\b/i.test(contentType)) {
+    if (nestsDeeperThan(text, MAX_RESPONSE_JSON_DEPTH)) {
+      throw new NodeError(`Response body nesting is too deep: more than ${MAX_RESPONSE_JSON_DEPTH} levels`)
+    }
     try {
       return JSON.parse(text)
     } catch {

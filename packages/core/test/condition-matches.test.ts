@@ -1,0 +1,46 @@
+import t from 'tap'
+import { MATCH_PROGRAM_MAX_SIZE, MATCH_SUBJECT_MAX_LENGTH, condition } from '../src/engine/nodes/condition.ts'
+import type { NodeContext } from '../src/engine/types.ts'
+
+/** Runs a condition node `field matches pattern` against `triggerData.text`. */
+async function matches (text: unknown, pattern: unknown): Promise<boolean> {
+  const rawConfig = { field: 'triggerData.text', operator: 'matches', value: pattern }
+  const context = { node: { id: 'c', type: 'condition', config: rawConfig }, config: rawConfig, rawConfig, result: { triggerData: { text } } } as unknown as NodeContext
+  const { output } = await condition.execute(context)
+  return (output as { matched: boolean }).matched
+}
+
+t.test('matches runs RE2: the classic catastrophic patterns take linear time', async (t) => {
+  for (const [pattern, text] of [
+    ['^(a|a)*$', 'a'.repeat(40) + '!'],
+    ['^(a|a)*$', 'a'.repeat(MATCH_SUBJECT_MAX_LENGTH - 1) + '!'],
+    ['^(a+)+$', 'a'.repeat(MATCH_SUBJECT_MAX_LENGTH - 1) + '!'],
+    ['^(\\w+\\s?)*$', 'word '.repeat(MATCH_SUBJECT_MAX_LENGTH / 5 - 1) + '!'],
+    ['(x+x+)+y', 'x'.repeat(MATCH_SUBJECT_MAX_LENGTH)],
+    // The costliest kind of pattern allowed: counted repetition up to the program size bound.
+    ['[ab]{497}c', 'ab'.repeat(MATCH_SUBJECT_MAX_LENGTH / 2 - 1) + 'xc']
+  ]) {
+    const started = performance.now()
+    t.equal(await matches(text, pattern), false)
+    const elapsed = performance.now() - started
+    t.ok(elapsed < 1000, `${pattern} on ${text.length} characters: ${Math.round(elapsed)}ms`)
+  }
+})
+
+t.test('ordinary patterns behave as before', async (t) => {
+  t.equal(await matches('order-123', '^order-\\d+$'), true)
+  t.equal(await matches('Order-123', '(?i)^order-[0-9]+$'), true)
+  t.equal(await matches('order-x', '^order-\\d+$'), false)
+  t.equal(await matches(42, '^4'), true)
+  t.equal(await matches({ id: 'abc' }, '"id":"abc"'), true)
+  t.equal(await matches(undefined, '.*'), false)
+})
+
+t.test('patterns RE2 cannot run, and oversized patterns or texts, fail the node with the reason', async (t) => {
+  await t.rejects(matches('aa', '(a)\\1'), { name: 'NodeError', message: 'value is not a valid regular expression (RE2 syntax): invalid escape sequence: `\\1`' })
+  await t.rejects(matches('ab', 'a(?=b)'), { message: /^value is not a valid regular expression \(RE2 syntax\): invalid or unsupported Perl syntax/ })
+  await t.rejects(matches('a', '('), { message: 'value is not a valid regular expression (RE2 syntax): missing closing ): `(`' })
+  await t.rejects(matches('a', 'a'.repeat(1001)), { message: 'value is not a usable regular expression: longer than 1000 characters' })
+  await t.rejects(matches('ab', '(a|b){1000}c'), { message: `value is not a usable regular expression: it compiles to 3003 instructions, more than ${MATCH_PROGRAM_MAX_SIZE}` })
+  await t.rejects(matches('a'.repeat(MATCH_SUBJECT_MAX_LENGTH + 1), 'a'), { message: `field value is too long to match: more than ${MATCH_SUBJECT_MAX_LENGTH} characters` })
+})
