@@ -9,6 +9,9 @@ export interface Config {
   host: string
   databaseUrl: string
   redisUrl: string
+  /** Ports of the default local addresses (used when DATABASE_URL / REDIS_URL are unset). */
+  localPostgresPort: number
+  localRedisPort: number
   queuePrefix: string
   jwtSecret: string
   adminEmail: string
@@ -174,12 +177,17 @@ export function loadConfig (env: Env = process.env): Config {
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
+  const localPostgresPort = integer(env, 'LOCAL_POSTGRES_PORT', 5432, 1, 65535)
+  const localRedisPort = integer(env, 'LOCAL_REDIS_PORT', 6379, 1, 65535)
+
   return {
     nodeEnv,
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST') ?? '0.0.0.0',
-    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/switchboard', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    databaseUrl: url(env, 'DATABASE_URL', `postgres://postgres@127.0.0.1:${localPostgresPort}/switchboard`, ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', `redis://127.0.0.1:${localRedisPort}`, ['redis:', 'rediss:']),
+    localPostgresPort,
+    localRedisPort,
     queuePrefix: text(env, 'QUEUE_PREFIX') ?? 'switchboard',
     jwtSecret,
     adminEmail,
