@@ -17,6 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { IMAGE_COMMANDS } from '@switchboard/testing/image'
 import { BASE_DATABASE_URL, dropDatabase, REDIS_URL } from '@switchboard/testing/database'
 import { completeOneRun } from '@switchboard/testing/one-run'
 import { freePort, waitFor } from '@switchboard/testing/processes'
@@ -24,12 +25,6 @@ import { deleteQueuePrefix } from '@switchboard/testing/redis'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const DEADLINE_MS = 150_000
-/** The image's commands (infra/Dockerfile, infra/k8s): keep them in step. */
-const COMMANDS = {
-  migrate: 'worker/node_modules/@switchboard/core/dist/bin/migrate.js',
-  api: 'api/dist/server.js',
-  worker: 'worker/dist/main.js'
-}
 
 const started = Date.now()
 const seconds = (): string => `${((Date.now() - started) / 1000).toFixed(1)}s`
@@ -47,8 +42,10 @@ async function run (command: string, args: string[], options: { cwd: string, env
 
 interface Service { name: string, child: ChildProcess, output: () => string }
 
-function startService (name: string, entry: string, cwd: string, env: NodeJS.ProcessEnv): Service {
-  const child = spawn(process.execPath, [entry], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+/** Runs one of the image's commands, with this node. */
+function startService (name: keyof typeof IMAGE_COMMANDS, cwd: string, env: NodeJS.ProcessEnv): Service {
+  const [, ...args] = IMAGE_COMMANDS[name]
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
@@ -129,11 +126,11 @@ try {
     LOG_LEVEL: 'info'
   }
 
-  await run(process.execPath, [COMMANDS.migrate], { cwd: bundles, env })
+  await run(process.execPath, IMAGE_COMMANDS.migrate.slice(1), { cwd: bundles, env })
   say(`migrated ${databaseName} from the bundle (the database was created by the migration)`)
 
-  const api = startService('api', COMMANDS.api, bundles, env)
-  const worker = startService('worker', COMMANDS.worker, bundles, env)
+  const api = startService('api', bundles, env)
+  const worker = startService('worker', bundles, env)
   services.push(api, worker)
   const baseUrl = `http://127.0.0.1:${env.PORT}`
   await waitFor(async () => {

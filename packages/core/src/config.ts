@@ -139,6 +139,25 @@ function devSecrets (dataDir: string): { jwtSecret: string, encryptionKey: strin
   }
 }
 
+/** Words that mark a value copied from an example rather than generated. */
+const PLACEHOLDER = /change-?me|replace-?me|placeholder/i
+
+/**
+ * Values from examples (an old compose file's `change-me-…` secret, an all-zero key)
+ * pass the length checks but are public: production refuses them.
+ */
+function refusePlaceholders (jwtSecret: string, encryptionKey: Buffer, adminPassword: string): void {
+  if (PLACEHOLDER.test(jwtSecret)) {
+    throw new ConfigError('JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48')
+  }
+  if (encryptionKey.every((byte) => byte === 0)) {
+    throw new ConfigError('ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32')
+  }
+  if (PLACEHOLDER.test(adminPassword) || adminPassword === 'password') {
+    throw new ConfigError('ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production')
+  }
+}
+
 /** Reads and validates the environment once; throws ConfigError naming the bad setting. */
 export function loadConfig (env: Env = process.env): Config {
   const nodeEnv = text(env, 'NODE_ENV') ?? 'development'
@@ -173,6 +192,7 @@ export function loadConfig (env: Env = process.env): Config {
     throw new ConfigError('ADMIN_PASSWORD must be changed from its default when NODE_ENV=production')
   }
   if (adminPassword.length === 0) throw new ConfigError('ADMIN_PASSWORD must not be empty')
+  if (production) refusePlaceholders(jwtSecret, encryptionKey, adminPassword)
 
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)

@@ -101,3 +101,11 @@ t.test('TRUST_PROXY: true, false, or addresses and ranges as Fastify\'s trustPro
     ), entry)
   }
 })
+
+t.test('production refuses the placeholder secrets of examples', async (t) => {
+  t.throws(() => loadConfig({ ...production, JWT_SECRET: 'change-me-to-a-long-random-secret-of-32-chars' }), new ConfigError('JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48'))
+  t.throws(() => loadConfig({ ...production, ENCRYPTION_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' }), new ConfigError('ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32'))
+  t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: 'change-me' }), new ConfigError('ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production'))
+  // Development keeps accepting them: only production is refused.
+  t.doesNotThrow(() => loadConfig({ ...production, NODE_ENV: 'development', JWT_SECRET: 'change-me-to-a-long-random-secret-of-32-chars', ENCRYPTION_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' }))
+})
