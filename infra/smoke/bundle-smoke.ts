@@ -123,6 +123,7 @@ try {
     CHAT_VERIFY_TOKEN: randomBytes(16).toString('hex'),
     HOST: '127.0.0.1',
     PORT: String(await freePort()),
+    WORKER_HTTP_PORT: String(await freePort()),
     LOG_LEVEL: 'info'
   }
 
@@ -136,9 +137,9 @@ try {
   await waitFor(async () => {
     alive(api)
     alive(worker)
-    return (await answers(`${baseUrl}/health/ready`)) && worker.output().includes('worker started') ? true : undefined
+    return (await answers(`${baseUrl}/health/ready`)) && (await answers(`http://127.0.0.1:${env.WORKER_HTTP_PORT}/health/ready`)) ? true : undefined
   }, { timeoutMs: 30_000, intervalMs: 100, what: 'the api and the worker to be ready' })
-  say('api and worker started from the bundles')
+  say('api and worker started from the bundles and ready (the worker on its own listener)')
 
   const { runId } = await completeOneRun(baseUrl, admin)
   say(`login, create, fire: run ${runId} SUCCESS`)

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import ipaddr from 'ipaddr.js'
+import { QUEUE_NAMES, type QueueName } from './queues.ts'
 
 export interface Config {
   nodeEnv: string
@@ -24,7 +25,14 @@ export interface Config {
     appSecret?: string
     verifyToken?: string
   }
+  /** Jobs in flight per queue in each worker process. */
   workerConcurrency: number
+  /** The queues this worker process consumes (default all). */
+  workerQueues: QueueName[]
+  /** The worker's health and metrics listener (on HOST). */
+  workerHttpPort: number
+  /** Connections of each process's PostgreSQL pool. */
+  databasePoolMax: number
   /** 32 bytes: encrypts chat account tokens at rest. */
   encryptionKey: Buffer
   httpRequestAllowPrivate: boolean
@@ -139,6 +147,18 @@ function devSecrets (dataDir: string): { jwtSecret: string, encryptionKey: strin
   }
 }
 
+function workerQueues (env: Env): QueueName[] {
+  const raw = text(env, 'WORKER_QUEUES')
+  if (raw === undefined) return [...QUEUE_NAMES]
+  const names = raw.split(',').map((name) => name.trim())
+  const unknown = names.find((name) => !(QUEUE_NAMES as readonly string[]).includes(name))
+  if (unknown !== undefined) {
+    throw new ConfigError(`WORKER_QUEUES must be a comma-separated list of ${QUEUE_NAMES.join(', ')}, got "${unknown}"`)
+  }
+  // In the order of QUEUE_NAMES, each once.
+  return QUEUE_NAMES.filter((name) => names.includes(name))
+}
+
 /** Words that mark a value copied from an example rather than generated. */
 const PLACEHOLDER = /change-?me|replace-?me|placeholder/i
 
@@ -221,6 +241,9 @@ export function loadConfig (env: Env = process.env): Config {
       verifyToken: text(env, 'CHAT_VERIFY_TOKEN')
     },
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 50, 1, 1000),
+    workerQueues: workerQueues(env),
+    workerHttpPort: integer(env, 'WORKER_HTTP_PORT', 3001, 0, 65535),
+    databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     encryptionKey,
     httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
     trustProxy: trustProxy(env),

@@ -6,7 +6,7 @@ import postgres from 'postgres'
 import t from 'tap'
 import { BASE_DATABASE_URL, createTestDatabase, dropDatabase } from '@switchboard/testing/database'
 import type { Teardown } from '@switchboard/testing/teardown'
-import { DatabaseSetupError, ensureDatabase } from '../src/db/migrate.ts'
+import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '../src/db/migrate.ts'
 import { lockViolations, readLock, readMigrations } from '../src/db/migration-lock.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
@@ -57,6 +57,18 @@ t.test('a missing database is created when the user may', async (t) => {
   t.teardown(() => dropDatabase(name))
   t.equal(await ensureDatabase(urlFor(name)), 'created')
   t.equal(await ensureDatabase(urlFor(name)), 'exists')
+})
+
+t.test('processes that migrate one database at the same time take turns', async (t) => {
+  const name = `switchboard_test_${randomBytes(6).toString('hex')}`
+  t.teardown(() => dropDatabase(name))
+  await ensureDatabase(urlFor(name))
+  const results = await Promise.allSettled([1, 2, 3].map(async () => { await migrateDatabase(urlFor(name)) }))
+  t.same(results.map((result) => result.status), ['fulfilled', 'fulfilled', 'fulfilled'])
+  const sql = postgres(urlFor(name), { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end())
+  const [applied] = await sql`select count(*)::int as count from drizzle.__drizzle_migrations`
+  t.equal(applied!.count, readMigrations().length, 'each migration applied once')
 })
 
 t.test('a missing database the user may not create is one clear error', async (t) => {

@@ -65,10 +65,15 @@ export async function ensureDatabase (url: string, { maintenanceDatabase = 'post
   }
 }
 
-/** Applies the migrations of `folder` (default: the released ones) that the database has not seen. */
+/**
+ * Applies the migrations of `folder` (default: the released ones) that the database has not
+ * seen. Processes that start together (a Job and init containers, several pods) migrate one
+ * at a time: the session lock is held on the pool's single connection until it closes.
+ */
 export async function migrateDatabase (url: string, folder = MIGRATIONS_FOLDER): Promise<void> {
   const sql = postgres(url, quiet)
   try {
+    await sql`select pg_advisory_lock(hashtext('switchboard:migrations'))`
     await migrate(drizzle(sql), { migrationsFolder: folder })
   } finally {
     await sql.end()
