@@ -48,7 +48,7 @@ try {
   await cluster.start()
   process.stdout.write('ready\n')
 } catch (err) {
-  const hint = root ? ` (as root it runs as the user postgres, which must be able to reach ${databaseDir}: otherwise set DATA_DIR to a directory it can reach)` : ''
+  const hint = root ? ` (as root it runs as the user postgres, which must be able to reach ${databaseDir} and this checkout's node_modules: otherwise set DATA_DIR to a directory it can reach, or run start as another user)` : ''
   process.stderr.write(`The embedded PostgreSQL did not start${hint}: ${err instanceof Error ? err.message : 'the server exited'}\n${recent.join('\n')}\n`)
   process.exit(1)
 }
