@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { completeOneRun } from '@switchboard/testing/one-run'
 import { freePort, waitFor } from '@switchboard/testing/processes'
+import type { Teardown } from '@switchboard/testing/teardown'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const admin = { email: 'admin@example.com', password: 'start-bare-password' }
@@ -26,9 +27,11 @@ async function portAnswers (port: number): Promise<boolean> {
   }
 }
 
-function launch (env: NodeJS.ProcessEnv): { output: () => string, exited: Promise<[number | null, string | null]>, pid: number } {
+interface Launched { output: () => string, exited: Promise<[number | null, string | null]>, pid: number }
+
+/** Starts `start` in a process group of its own; teardown ends the group, whatever the test did. */
+function launch (t: Teardown, env: NodeJS.ProcessEnv): Launched {
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
-  // A process group of its own, so that teardown can end everything it started.
   const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'infra/local/start.ts', '--source'], {
     cwd: ROOT,
     env: { ...inherited, NODE_ENV: 'development', ADMIN_EMAIL: admin.email, ADMIN_PASSWORD: admin.password, LOG_LEVEL: 'warn', ...env },
@@ -38,7 +41,12 @@ function launch (env: NodeJS.ProcessEnv): { output: () => string, exited: Promis
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  return { output: () => output, exited: once(child, 'exit') as Promise<[number | null, string | null]>, pid: child.pid! }
+  const exited = once(child, 'exit') as Promise<[number | null, string | null]>
+  t.teardown(() => {
+    // The launcher's children (PostgreSQL, Redis, the apps) share its group.
+    try { process.kill(-child.pid!, 'SIGKILL') } catch {}
+  })
+  return { output: () => output, exited, pid: child.pid! }
 }
 
 t.test('with nothing on the default addresses, start runs PostgreSQL and Redis itself and completes a run', async (t) => {
@@ -50,7 +58,7 @@ t.test('with nothing on the default addresses, start runs PostgreSQL and Redis i
   t.notOk(await portAnswers(ports.redis), 'nothing answers on the default Redis address')
 
   const started = Date.now()
-  const start = launch({
+  const start = launch(t, {
     DATA_DIR: dataDir,
     LOCAL_POSTGRES_PORT: String(ports.postgres),
     LOCAL_REDIS_PORT: String(ports.redis),
@@ -58,13 +66,7 @@ t.test('with nothing on the default addresses, start runs PostgreSQL and Redis i
     HOST: '127.0.0.1',
     WORKER_HTTP_PORT: String(ports.worker)
   })
-  let stopped = false
-  t.teardown(async () => {
-    if (!stopped) {
-      try { process.kill(-start.pid, 'SIGKILL') } catch {}
-    }
-    rmSync(dataDir, { recursive: true, force: true })
-  })
+  t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
 
   const baseUrl = `http://127.0.0.1:${ports.api}`
   await waitFor(async () => {
@@ -83,7 +85,6 @@ t.test('with nothing on the default addresses, start runs PostgreSQL and Redis i
 
   process.kill(start.pid, 'SIGTERM')
   const [code] = await start.exited
-  stopped = true
   t.equal(code, 0, 'SIGTERM stops start cleanly')
   for (const [name, port] of Object.entries(ports)) t.notOk(await portAnswers(port), `${name} is stopped`)
 })
@@ -93,7 +94,7 @@ t.test('without redis-server and with nothing on the Redis address, start stops 
   t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }) })
   const redisPort = await freePort()
   // An empty PATH: no redis-server to be found (start runs node by its own path).
-  const start = launch({ DATA_DIR: dataDir, LOCAL_REDIS_PORT: String(redisPort), PATH: join(dataDir, 'empty') })
+  const start = launch(t, { DATA_DIR: dataDir, LOCAL_REDIS_PORT: String(redisPort), PATH: join(dataDir, 'empty') })
   const [code] = await start.exited
   t.equal(code, 1)
   t.equal(start.output(), `[start] No Redis answers on 127.0.0.1:${redisPort} and redis-server is not installed: install Redis (apt-get install redis-server, brew install redis) or set REDIS_URL, or run the whole stack in containers: docker compose -f infra/compose.yaml up\n`)
