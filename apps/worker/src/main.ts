@@ -1,15 +1,27 @@
 import closeWithGrace from 'close-with-grace'
 import { loadConfig } from '@switchboard/core/config'
 import { createLogger } from '@switchboard/core/logger'
-import { startWorker } from './worker.ts'
+import { startWorkerHttp, storesReadiness, type Readiness } from './http.ts'
+import { startWorker, type RunningWorker } from './worker.ts'
 
 const config = loadConfig()
 const logger = createLogger(config.logLevel, 'worker')
-const worker = await startWorker(config, logger)
+
+const state: { worker?: RunningWorker, closing: boolean } = { closing: false }
+const readiness = async (): Promise<Readiness> => {
+  if (state.closing) return { ready: false, checks: { worker: 'closing' } }
+  if (state.worker === undefined) return { ready: false, checks: { worker: 'starting' } }
+  return storesReadiness(state.worker.context)
+}
+// First, so that liveness answers while the worker connects.
+const http = await startWorkerHttp({ host: config.host, port: config.workerHttpPort, logger, readiness })
+state.worker = await startWorker(config, logger)
 
 // Long enough for running nodes to finish; BullMQ returns unfinished jobs to the queue as stalled.
 closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
   if (err) logger.error({ err }, 'closing after an error')
   else logger.info({ signal }, 'closing')
-  await worker.close()
+  state.closing = true
+  await state.worker?.close()
+  await http.close()
 })

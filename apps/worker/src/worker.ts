@@ -6,7 +6,7 @@ import { createDatabase } from '@switchboard/core/db/client'
 import { createHttpClient } from '@switchboard/core/engine/http-client'
 import { createReconciler } from '@switchboard/core/engine/reconciler'
 import type { Logger } from '@switchboard/core/logger'
-import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, QUEUE_NAMES, SCHEDULED_TASKS } from '@switchboard/core/queues'
+import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, SCHEDULED_TASKS } from '@switchboard/core/queues'
 import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
 import type { WorkerContext } from './context.ts'
 import { processors } from './processors/index.ts'
@@ -28,9 +28,13 @@ export interface RunningWorker {
   close: () => Promise<void>
 }
 
-/** Connects to Postgres and Redis and starts a BullMQ Worker for each queue that has a processor. */
+/**
+ * Connects to Postgres and Redis and starts a BullMQ Worker for each queue of WORKER_QUEUES
+ * that has a processor. WORKER_CONCURRENCY applies to each queue: every queue keeps its own
+ * capacity, so agent runs never wait behind bulk automation in a process that takes both.
+ */
 export async function startWorker (config: Config, logger: Logger): Promise<RunningWorker> {
-  const database = createDatabase(config.databaseUrl)
+  const database = createDatabase(config.databaseUrl, { max: config.databasePoolMax })
   const redis = createProducerConnection(config.redisUrl)
   redis.on('error', (err) => { logger.warn({ err }, 'redis connection error') })
   const queues = createQueues(redis, config.queuePrefix)
@@ -42,7 +46,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const connection = createWorkerConnection(config.redisUrl)
   connection.on('error', (err) => { logger.warn({ err }, 'redis worker connection error') })
   const workers: Worker[] = []
-  for (const name of QUEUE_NAMES) {
+  for (const name of config.workerQueues) {
     const factory = processors[name]
     if (factory === undefined) continue
     const worker = new Worker(name, factory(context), {

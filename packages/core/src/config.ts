@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import ipaddr from 'ipaddr.js'
+import { QUEUE_NAMES, type QueueName } from './queues.ts'
 
 export interface Config {
   nodeEnv: string
@@ -9,6 +10,9 @@ export interface Config {
   host: string
   databaseUrl: string
   redisUrl: string
+  /** Ports of the default local addresses (used when DATABASE_URL / REDIS_URL are unset). */
+  localPostgresPort: number
+  localRedisPort: number
   queuePrefix: string
   jwtSecret: string
   adminEmail: string
@@ -21,7 +25,14 @@ export interface Config {
     appSecret?: string
     verifyToken?: string
   }
+  /** Jobs in flight per queue in each worker process. */
   workerConcurrency: number
+  /** The queues this worker process consumes (default all). */
+  workerQueues: QueueName[]
+  /** The worker's health and metrics listener (on HOST). */
+  workerHttpPort: number
+  /** Connections of each process's PostgreSQL pool. */
+  databasePoolMax: number
   /** 32 bytes: encrypts chat account tokens at rest. */
   encryptionKey: Buffer
   httpRequestAllowPrivate: boolean
@@ -140,6 +151,37 @@ function devSecrets (dataDir: string): { jwtSecret: string, encryptionKey: strin
   }
 }
 
+function workerQueues (env: Env): QueueName[] {
+  const raw = text(env, 'WORKER_QUEUES')
+  if (raw === undefined) return [...QUEUE_NAMES]
+  const names = raw.split(',').map((name) => name.trim())
+  const unknown = names.find((name) => !(QUEUE_NAMES as readonly string[]).includes(name))
+  if (unknown !== undefined) {
+    throw new ConfigError(`WORKER_QUEUES must be a comma-separated list of ${QUEUE_NAMES.join(', ')}, got "${unknown}"`)
+  }
+  // In the order of QUEUE_NAMES, each once.
+  return QUEUE_NAMES.filter((name) => names.includes(name))
+}
+
+/** Words that mark a value copied from an example rather than generated. */
+const PLACEHOLDER = /change-?me|replace-?me|placeholder/i
+
+/**
+ * Values from examples (an old compose file's `change-me-…` secret, an all-zero key)
+ * pass the length checks but are public: production refuses them.
+ */
+function refusePlaceholders (jwtSecret: string, encryptionKey: Buffer, adminPassword: string): void {
+  if (PLACEHOLDER.test(jwtSecret)) {
+    throw new ConfigError('JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48')
+  }
+  if (encryptionKey.every((byte) => byte === 0)) {
+    throw new ConfigError('ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32')
+  }
+  if (PLACEHOLDER.test(adminPassword) || adminPassword === 'password') {
+    throw new ConfigError('ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production')
+  }
+}
+
 /** Reads and validates the environment once; throws ConfigError naming the bad setting. */
 export function loadConfig (env: Env = process.env): Config {
   const nodeEnv = text(env, 'NODE_ENV') ?? 'development'
@@ -187,15 +229,22 @@ export function loadConfig (env: Env = process.env): Config {
     throw new ConfigError(`RUN_RESULT_MAX_BYTES (${runResultMaxBytes}) must be at least NODE_OUTPUT_MAX_BYTES (${nodeOutputMaxBytes})`)
   }
 
+  if (production) refusePlaceholders(jwtSecret, encryptionKey, adminPassword)
+
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+
+  const localPostgresPort = integer(env, 'LOCAL_POSTGRES_PORT', 5432, 1, 65535)
+  const localRedisPort = integer(env, 'LOCAL_REDIS_PORT', 6379, 1, 65535)
 
   return {
     nodeEnv,
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST') ?? '0.0.0.0',
-    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/switchboard', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    databaseUrl: url(env, 'DATABASE_URL', `postgres://postgres@127.0.0.1:${localPostgresPort}/switchboard`, ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', `redis://127.0.0.1:${localRedisPort}`, ['redis:', 'rediss:']),
+    localPostgresPort,
+    localRedisPort,
     queuePrefix: text(env, 'QUEUE_PREFIX') ?? 'switchboard',
     jwtSecret,
     adminEmail,
@@ -209,6 +258,9 @@ export function loadConfig (env: Env = process.env): Config {
       verifyToken: text(env, 'CHAT_VERIFY_TOKEN')
     },
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 50, 1, 1000),
+    workerQueues: workerQueues(env),
+    workerHttpPort: integer(env, 'WORKER_HTTP_PORT', 3001, 0, 65535),
+    databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     encryptionKey,
     httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
     nodeOutputMaxBytes,

@@ -117,3 +117,32 @@ t.test('NODE_OUTPUT_MAX_BYTES and RUN_RESULT_MAX_BYTES: 1 MiB and 8 MiB unless s
   t.throws(() => load({ RUN_RESULT_MAX_BYTES: '1GB' }), /^RUN_RESULT_MAX_BYTES must be an integer from 1024 to 134217728/)
   t.throws(() => load({ RUN_RESULT_MAX_BYTES: '524288' }), new ConfigError('RUN_RESULT_MAX_BYTES (524288) must be at least NODE_OUTPUT_MAX_BYTES (1048576)'))
 })
+
+t.test('production refuses the placeholder secrets of examples', async (t) => {
+  t.throws(() => loadConfig({ ...production, JWT_SECRET: 'change-me-to-a-long-random-secret-of-32-chars' }), new ConfigError('JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48'))
+  t.throws(() => loadConfig({ ...production, ENCRYPTION_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' }), new ConfigError('ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32'))
+  t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: 'change-me' }), new ConfigError('ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production'))
+  // Development keeps accepting them: only production is refused.
+  t.doesNotThrow(() => loadConfig({ ...production, NODE_ENV: 'development', JWT_SECRET: 'change-me-to-a-long-random-secret-of-32-chars', ENCRYPTION_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' }))
+})
+
+t.test('deployment settings: pool size, the worker queues and listener, the default local ports', async (t) => {
+  const defaults = loadConfig({ DATA_DIR: dataDir() })
+  t.equal(defaults.databasePoolMax, 10)
+  t.same(defaults.workerQueues, ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'])
+  t.equal(defaults.workerHttpPort, 3001)
+  t.equal(defaults.localPostgresPort, 5432)
+  t.equal(defaults.localRedisPort, 6379)
+
+  const set = loadConfig({ DATA_DIR: dataDir(), DATABASE_POOL_MAX: '25', WORKER_QUEUES: ' assistant-main , agent-execution,agent-execution', WORKER_HTTP_PORT: '9464', LOCAL_POSTGRES_PORT: '55432', LOCAL_REDIS_PORT: '56379' })
+  t.equal(set.databasePoolMax, 25)
+  t.same(set.workerQueues, ['agent-execution', 'assistant-main'], 'in queue order, each once')
+  t.equal(set.workerHttpPort, 9464)
+  t.equal(set.databaseUrl, 'postgres://postgres@127.0.0.1:55432/switchboard', 'the default database address follows LOCAL_POSTGRES_PORT')
+  t.equal(set.redisUrl, 'redis://127.0.0.1:56379', 'the default Redis address follows LOCAL_REDIS_PORT')
+  t.equal(loadConfig({ DATA_DIR: dataDir(), LOCAL_POSTGRES_PORT: '55432', DATABASE_URL: 'postgres://db:5432/x' }).databaseUrl, 'postgres://db:5432/x', 'DATABASE_URL wins')
+
+  t.throws(() => loadConfig({ DATA_DIR: dataDir(), DATABASE_POOL_MAX: '0' }), new ConfigError('DATABASE_POOL_MAX must be an integer from 1 to 1000, got "0"'))
+  t.throws(() => loadConfig({ DATA_DIR: dataDir(), WORKER_QUEUES: 'workflow-runs,' }), /WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, got ""/)
+  t.throws(() => loadConfig({ DATA_DIR: dataDir(), LOCAL_REDIS_PORT: '70000' }), /LOCAL_REDIS_PORT must be an integer from 1 to 65535/)
+})

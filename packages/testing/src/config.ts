@@ -17,6 +17,8 @@ export function testEnv (databaseUrl: string, queuePrefix: string, overrides: Re
     ADMIN_EMAIL: TEST_ADMIN.email,
     ADMIN_PASSWORD: TEST_ADMIN.password,
     LOG_LEVEL: 'warn',
+    // Any free port: worker processes of parallel tests never compete for the default.
+    WORKER_HTTP_PORT: '0',
     ...overrides
   }
 }

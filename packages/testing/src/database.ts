@@ -65,17 +65,20 @@ export async function createTestDatabase (): Promise<TestDatabase> {
     return {
       url: urlFor(name),
       name,
-      drop: async () => {
-        const sql = postgres(BASE_DATABASE_URL, { max: 1, onnotice: () => {} })
-        try {
-          await sql.unsafe(`drop database if exists "${name}" with (force)`)
-        } finally {
-          await sql.end()
-        }
-      }
+      drop: async () => { await dropDatabase(name) }
     }
   } finally {
     await admin.end()
+  }
+}
+
+/** Drops a database of the test server, closing its connections first. */
+export async function dropDatabase (name: string): Promise<void> {
+  const sql = postgres(BASE_DATABASE_URL, { max: 1, onnotice: () => {} })
+  try {
+    await sql.unsafe(`drop database if exists "${name.replaceAll('"', '""')}" with (force)`)
+  } finally {
+    await sql.end()
   }
 }
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { createTestDatabase, uniqueQueuePrefix } from './database.ts'
+import { createTestDatabase, uniqueQueuePrefix, type TestDatabase } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
 import { testEnv, TEST_ADMIN } from './config.ts'
 import type { Teardown } from './teardown.ts'
@@ -84,6 +84,8 @@ export interface StackOptions {
   env?: Record<string, string>
   /** How many worker processes to start (default 1). */
   workers?: number
+  /** A database the test prepared (default: a fresh migrated one); dropped at teardown either way. */
+  database?: TestDatabase
 }
 
 /**
@@ -91,7 +93,7 @@ export interface StackOptions {
  * for end-to-end tests. Everything is stopped and dropped at teardown.
  */
 export async function startStack (t: Teardown, options: StackOptions = {}): Promise<Stack> {
-  const database = await createTestDatabase()
+  const database = options.database ?? await createTestDatabase()
   const port = await freePort()
   const queuePrefix = uniqueQueuePrefix()
   const env = {

@@ -18,7 +18,7 @@ declare module 'fastify' {
 /** Connections the routes share, opened once and closed with the server. */
 async function context (fastify: FastifyInstance, opts: { config: Config }): Promise<void> {
   const { config } = opts
-  const database = createDatabase(config.databaseUrl)
+  const database = createDatabase(config.databaseUrl, { max: config.databasePoolMax })
   const redis = createProducerConnection(config.redisUrl)
   redis.on('error', (err) => { fastify.log.warn({ err }, 'redis connection error') })
   const queues = createQueues(redis, config.queuePrefix)

@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
+import t from 'tap'
+import { BASE_DATABASE_URL, createTestDatabase, dropDatabase } from '@switchboard/testing/database'
+import type { Teardown } from '@switchboard/testing/teardown'
+import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '../src/db/migrate.ts'
+import { lockViolations, readLock, readMigrations } from '../src/db/migration-lock.ts'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+
+t.test('the migrations folder keeps every released migration as it was locked', async (t) => {
+  const migrations = readMigrations()
+  const lock = readLock()
+  t.same(lockViolations(migrations, lock), [], 'released migrations are unchanged and every migration is locked')
+  t.equal(lock[0]?.tag, '0000_init', 'the baseline is the first migration')
+})
+
+t.test('changing, renumbering or adding a migration without locking it is reported', async (t) => {
+  const lock = [{ tag: '0000_init', when: 1, sha256: 'a' }, { tag: '0001_next', when: 2, sha256: 'b' }]
+  t.same(lockViolations(lock, lock), [])
+  t.match(lockViolations([{ ...lock[0]!, sha256: 'changed' }, lock[1]!], lock), [/released migration 0000_init\.sql was changed/])
+  t.match(lockViolations([{ ...lock[0]!, when: 5 }, lock[1]!], lock), [/0000_init has a new journal timestamp/])
+  t.match(lockViolations([lock[0]!], lock), [/0001_next must stay number 1 in the journal \(found nothing\)/])
+  t.match(lockViolations([...lock, { tag: '0002_new', when: 3, sha256: 'c' }], lock), [/0002_new is not in migrations\.lock\.json/])
+})
+
+function urlFor (database: string, user?: string): string {
+  const url = new URL(BASE_DATABASE_URL)
+  url.pathname = `/${database}`
+  if (user !== undefined) url.username = user
+  return url.toString()
+}
+
+/** A login role without CREATEDB, as a production database user usually is. */
+async function limitedRole (t: Teardown): Promise<string> {
+  const role = `sbtest_limited_${randomBytes(4).toString('hex')}`
+  const admin = postgres(BASE_DATABASE_URL, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create role "${role}" login nocreatedb`)
+  t.teardown(async () => {
+    await admin.unsafe(`drop role if exists "${role}"`)
+    await admin.end()
+  })
+  return role
+}
+
+t.test('an existing database is used without touching the maintenance database', async (t) => {
+  const database = await createTestDatabase()
+  t.teardown(database.drop)
+  t.equal(await ensureDatabase(database.url, { maintenanceDatabase: 'no_such_maintenance_database' }), 'exists')
+})
+
+t.test('a missing database is created when the user may', async (t) => {
+  const name = `switchboard_test_${randomBytes(6).toString('hex')}`
+  t.teardown(() => dropDatabase(name))
+  t.equal(await ensureDatabase(urlFor(name)), 'created')
+  t.equal(await ensureDatabase(urlFor(name)), 'exists')
+})
+
+t.test('processes that migrate one database at the same time take turns', async (t) => {
+  const name = `switchboard_test_${randomBytes(6).toString('hex')}`
+  t.teardown(() => dropDatabase(name))
+  await ensureDatabase(urlFor(name))
+  const results = await Promise.allSettled([1, 2, 3].map(async () => { await migrateDatabase(urlFor(name)) }))
+  t.same(results.map((result) => result.status), ['fulfilled', 'fulfilled', 'fulfilled'])
+  const sql = postgres(urlFor(name), { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end())
+  const [applied] = await sql`select count(*)::int as count from drizzle.__drizzle_migrations`
+  t.equal(applied!.count, readMigrations().length, 'each migration applied once')
+})
+
+t.test('a missing database the user may not create is one clear error', async (t) => {
+  const role = await limitedRole(t)
+  const name = `switchboard_test_${randomBytes(6).toString('hex')}`
+  const err = await ensureDatabase(urlFor(name, role)).catch((err: unknown) => err)
+  t.type(err, DatabaseSetupError)
+  t.match((err as Error).message, new RegExp(`^Database "${name}" does not exist at 127\\.0\\.0\\.1:5432/${name} and ${role} may not create it: create it \\(owned by ${role}\\) and run the migration again$`))
+
+  const unreachable = await ensureDatabase('postgres://someone:secret@127.0.0.1:1/switchboard').catch((err: unknown) => err)
+  t.type(unreachable, DatabaseSetupError)
+  t.match((unreachable as Error).message, /^Cannot connect to the database at 127\.0\.0\.1:1\/switchboard: /)
+  t.notMatch((unreachable as Error).message, /secret/, 'the password is never printed')
+})
+
+t.test('the migrate command migrates a database its user owns, and stops with one line when it cannot create one', async (t) => {
+  const role = await limitedRole(t)
+  const owned = `switchboard_test_${randomBytes(6).toString('hex')}`
+  const admin = postgres(BASE_DATABASE_URL, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database "${owned}" owner "${role}"`)
+  await admin.end()
+  t.teardown(() => dropDatabase(owned))
+
+  const migrate = async (databaseUrl: string): Promise<{ code: number | null, output: string }> => {
+    const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'packages/core/src/bin/migrate.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, JWT_SECRET: 'x'.repeat(40), ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_PASSWORD: 'not-the-default', CHAT_APP_SECRET: 'app-secret' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+    const [code] = await once(child, 'exit') as [number | null]
+    return { code, output }
+  }
+
+  const ok = await migrate(urlFor(owned, role))
+  t.equal(ok.code, 0, ok.output)
+  t.match(ok.output, /database migrated/)
+
+  const missing = `switchboard_test_${randomBytes(6).toString('hex')}`
+  const refused = await migrate(urlFor(missing, role))
+  t.equal(refused.code, 1)
+  const lines = refused.output.trim().split('\n')
+  t.equal(lines.length, 1, 'one line')
+  t.match(JSON.parse(lines[0]!), { level: 50, msg: `Database "${missing}" does not exist at 127.0.0.1:5432/${missing} and ${role} may not create it: create it (owned by ${role}) and run the migration again` })
+})

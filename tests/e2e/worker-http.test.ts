@@ -1,0 +1,83 @@
+/**
+ * The worker's own listener (WORKER_HTTP_PORT) for probes and scraping, and WORKER_QUEUES:
+ * a worker process consumes only the queues it is given.
+ */
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { testEnv } from '@switchboard/testing/config'
+import { freePort, startStack, waitFor } from '@switchboard/testing/processes'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const workerPort = await freePort()
+const stack = await startStack(t, { env: { WORKER_HTTP_PORT: String(workerPort), WORKER_QUEUES: 'agent-execution' } })
+const workerUrl = `http://127.0.0.1:${workerPort}`
+
+t.test('live, ready with both stores, Prometheus metrics; nothing else', async (t) => {
+  const live = await fetch(`${workerUrl}/health/live`)
+  t.equal(live.status, 200)
+  t.same(await live.json(), { status: 'ok' })
+  const ready = await fetch(`${workerUrl}/health/ready`)
+  t.equal(ready.status, 200)
+  t.same(await ready.json(), { status: 'ok', checks: { database: 'ok', redis: 'ok' } })
+  const metrics = await fetch(`${workerUrl}/metrics`)
+  t.equal(metrics.status, 200)
+  t.match(metrics.headers.get('content-type'), /^text\/plain/)
+  t.match(await metrics.text(), /^process_cpu_user_seconds_total \d/m)
+  t.equal((await fetch(`${workerUrl}/api/automation/queues`)).status, 404)
+  t.equal((await fetch(`${workerUrl}/health/ready`, { method: 'POST' })).status, 405)
+})
+
+t.test('WORKER_QUEUES: the worker takes agent runs and leaves other runs to other workers', async (t) => {
+  t.match(stack.workers[0]!.output(), /"queues":\["agent-execution"\]/)
+  const token = await stack.adminToken()
+  const create = async (triggerType: string): Promise<string> => {
+    const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: triggerType, triggerType, isActive: true, nodes: [{ id: 'a', type: 'set', config: { values: { x: '1' } } }] } })
+    return res.body.id
+  }
+  const fire = async (workflowId: string): Promise<string> => (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body.runId
+  const agentRun = await fire(await create('AGENT'))
+  const manualRun = await fire(await create('MANUAL'))
+  const status = async (runId: string): Promise<string> => (await stack.call('GET', `/api/automation/runs/${runId}`, { token })).body.status
+  await waitFor(async () => await status(agentRun) === 'SUCCESS' ? true : undefined, { what: 'the agent run to succeed' })
+  t.pass('the agent run succeeded')
+  await new Promise((resolve) => setTimeout(resolve, 1_000))
+  t.equal(await status(manualRun), 'PENDING', 'the workflow-runs queue is left alone')
+})
+
+t.test('liveness answers while the worker is still connecting; readiness does not', async (t) => {
+  const port = await freePort()
+  const unusedRedis = await freePort()
+  const env = { ...testEnv(stack.env.DATABASE_URL!, 'sbtest-unused', { REDIS_URL: `redis://127.0.0.1:${unusedRedis}`, WORKER_HTTP_PORT: String(port), LOG_LEVEL: 'info' }) }
+  const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'apps/worker/src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'ignore' })
+  const exited = once(child, 'exit')
+  t.teardown(async () => {
+    child.kill('SIGKILL')
+    await exited
+  })
+  const live = await waitFor(async () => {
+    try {
+      return await fetch(`http://127.0.0.1:${port}/health/live`)
+    } catch {
+      return undefined
+    }
+  }, { what: 'the worker listener' })
+  t.equal(live.status, 200)
+  const ready = await fetch(`http://127.0.0.1:${port}/health/ready`)
+  t.equal(ready.status, 503)
+  t.same(await ready.json(), { status: 'unavailable', checks: { worker: 'starting' } })
+})
+
+t.test('invalid WORKER_QUEUES stops the worker with the setting named', async (t) => {
+  const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'apps/worker/src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...stack.env, WORKER_QUEUES: 'workflow-runs,emails' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let output = ''
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const [code] = await once(child, 'exit')
+  t.not(code, 0)
+  t.match(output, 'WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, got "emails"')
+})
