@@ -51,7 +51,9 @@ function carriedIPv4 (address: ipaddr.IPv6): { carrier: typeof IPV4_CARRIERS[num
   return { carrier, addresses }
 }
 
-type BlockedCategory = 'cloud metadata' | 'link-local' | 'private'
+/** Gravest first. */
+const BLOCKED_CATEGORIES = ['cloud metadata', 'link-local', 'private'] as const
+type BlockedCategory = typeof BLOCKED_CATEGORIES[number]
 
 /**
  * Metadata and link-local addresses (169.254.0.0/16, fe80::/10: where metadata and
@@ -65,10 +67,10 @@ function blockedCategory (address: ipaddr.IPv4 | ipaddr.IPv6, allowPrivate: bool
   if (address.kind() === 'ipv6') {
     const carried = carriedIPv4(address as ipaddr.IPv6)
     if (carried !== undefined) {
-      for (const ipv4 of carried.addresses) {
-        const category = blockedCategory(ipv4, allowPrivate)
-        if (category !== undefined) return category
-      }
+      const categories = new Set(carried.addresses.map((ipv4) => blockedCategory(ipv4, allowPrivate)))
+      // The gravest reason wins: a local-use NAT64 address may carry several.
+      const category = BLOCKED_CATEGORIES.find((candidate) => categories.has(candidate))
+      if (category !== undefined) return category
       return allowPrivate || carried.carrier === NAT64_WELL_KNOWN ? undefined : 'private'
     }
   }
