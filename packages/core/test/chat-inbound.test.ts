@@ -41,7 +41,7 @@ function processor (failOnce?: 'before runs' | 'after runs') {
         failure = undefined
         throw new Error('worker died before starting runs')
       }
-      await reactToInboundMessage({ db, queues }, message)
+      await reactToInboundMessage({ db, queues, eventFanoutMax: 100 }, message)
       if (failure === 'after runs') {
         failure = undefined
         throw new Error('worker died before recording the dispatch')

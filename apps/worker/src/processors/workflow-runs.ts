@@ -7,13 +7,13 @@ import type { ProcessorFactory } from './index.ts'
 
 /** The engine every run queue of this process shares. */
 export function runEngine (context: WorkerContext) {
-  const { database, queues, logger } = context
+  const { database, queues, logger, config } = context
   return createRunEngine({
     db: database.db,
     queues,
     logger,
     nodes: { chat: context.chat, http: context.http },
-    emitEvent: async (input) => await emitEvent({ db: database.db, queues }, input)
+    emitEvent: async (input) => await emitEvent({ db: database.db, queues, eventFanoutMax: config.limits.eventFanoutMax }, input)
   })
 }
 
