@@ -50,8 +50,9 @@ function storedKey (key: string | undefined): string | undefined {
 }
 
 /**
- * Runs per insert statement and jobs per addBulk. A run binds at most six
- * parameters, so a chunk stays far below Postgres's 65,535 whatever the fan-out.
+ * Runs per statement and jobs per addBulk, whatever the fan-out: a statement stays
+ * small, holds few row locks, and binds far fewer than Postgres's 65,535 parameters
+ * (an insert binds one JSON parameter, a take-back three per run).
  */
 const CHUNK_SIZE = 1000
 
@@ -115,6 +116,7 @@ interface PlannedRun {
 
 /** A run as its insert left it: `claimVersion` is the key row's version (xmin) when this start claimed an idempotency key. */
 interface InsertedRun extends StartedRun {
+  workflowId: string
   queue: QueueName
   claimVersion: string | null
 }
@@ -167,11 +169,11 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
     from planned left join claim on claim.workflow_id = planned.workflow_id
   `)
   const byPlannedId = new Map(inserted.map((row) => [row.plannedId, row]))
-  return chunk.map(({ runId, queue }) => {
+  return chunk.map(({ runId, workflow, queue }) => {
     const row = byPlannedId.get(runId)
     if (row === undefined) throw new Error('run insert returned no row')
     const created = row.runId === runId
-    return { runId: row.runId, created, queue, claimVersion: created ? row.claimVersion : null }
+    return { runId: row.runId, created, workflowId: workflow.id, queue, claimVersion: created ? row.claimVersion : null }
   })
 }
 
@@ -260,22 +262,24 @@ async function enqueueOrDiscard (deps: RunServiceDeps, created: InsertedRun[], i
  * commit and then sees the new version, so no claim slips between check and delete.
  */
 async function discardUnclaimedRuns (db: DbOrTx, runs: InsertedRun[], idempotencyKey: string | undefined): Promise<number> {
-  const runIds = textArray(runs.map(({ runId }) => runId))
   const released = idempotencyKey === undefined
-    ? sql`select unnest(${runIds}) as run_id`
-    : sql`delete from idempotency_keys
-        where key = ${idempotencyKey}
-          and (run_id, xmin::text) in (select * from unnest(${runIds}, ${textArray(runs.map(({ claimVersion }) => claimVersion ?? ''))}))
-        returning run_id`
+    ? sql`select run_id from claimed`
+    : sql`delete from idempotency_keys using claimed
+        where idempotency_keys.workflow_id = claimed.workflow_id and idempotency_keys.key = ${idempotencyKey}
+          and idempotency_keys.run_id = claimed.run_id and idempotency_keys.xmin::text = claimed.version
+        returning idempotency_keys.run_id`
   const [row] = await db.execute<{ discarded: number }>(sql`
-    with released as (${released}), discarded as (
+    with claimed (workflow_id, run_id, version) as (
+      select * from unnest(${textArray(runs.map(({ workflowId }) => workflowId))}, ${textArray(runs.map(({ runId }) => runId))},
+        ${textArray(runs.map(({ claimVersion }) => claimVersion ?? ''))})
+    ), released as (${released}), discarded as (
       delete from runs where id in (select run_id from released) and status = 'PENDING' returning id, workflow_id
     ), per_workflow as (
       select workflow_id, count(*)::int as discarded from discarded group by workflow_id
     ), counted as (
       update workflows set
         run_count = run_count - per_workflow.discarded,
-        last_run_at = (select max(created_at) from runs where runs.workflow_id = workflows.id and runs.id <> all(${runIds}))
+        last_run_at = (select max(created_at) from runs where runs.workflow_id = workflows.id and runs.id not in (select id from discarded))
       from per_workflow where workflows.id = per_workflow.workflow_id
     )
     select count(*)::int as discarded from discarded
