@@ -22,6 +22,8 @@ const METADATA_ADDRESSES = new Set([
 
 const METADATA_HOSTNAMES = new Set(['metadata.google.internal', 'metadata.goog', 'metadata', 'instance-data', 'instance-data.ec2.internal'])
 
+const TEREDO = ipaddr.parseCIDR('2001::/32')
+
 /**
  * IPv6 ranges whose addresses carry an IPv4 address that the packet (or a
  * translator on its way) ends up at. `bytes` lists where the IPv4 address may
@@ -29,7 +31,6 @@ const METADATA_HOSTNAMES = new Set(['metadata.google.internal', 'metadata.goog',
  * 8 is skipped), so each possible place is checked. IPv4-mapped addresses
  * (::ffff:a.b.c.d) are turned into IPv4 by ipaddr.process() before this.
  */
-const TEREDO = ipaddr.parseCIDR('2001::/32')
 const IPV4_CARRIERS = [
   { range: ipaddr.parseCIDR('64:ff9b::/96'), bytes: [[12, 13, 14, 15]] }, // NAT64, well-known prefix (RFC 6052)
   { range: ipaddr.parseCIDR('64:ff9b:1::/48'), bytes: [[6, 7, 9, 10], [7, 9, 10, 11], [9, 10, 11, 12], [12, 13, 14, 15]] }, // NAT64, local use (RFC 8215)
