@@ -7,7 +7,7 @@ import { startStack, waitFor } from '@switchboard/testing/processes'
 interface CronRun { id: string, triggerData: { scheduledAt: string, cronExpression: string } }
 
 // Two worker processes from the start: every assertion below is made with both taking ticks.
-const stack = await startStack(t, { workers: 2 })
+const stack = await startStack(t, { workers: 2, env: { CRON_MIN_INTERVAL_SECONDS: '1' } })
 const token = await stack.adminToken()
 const prefix = stack.env.QUEUE_PREFIX!
 const redis = createProducerConnection(REDIS_URL)

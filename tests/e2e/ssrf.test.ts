@@ -32,7 +32,7 @@ t.test('http_request to loopback, by address or by name, is refused before conne
   t.equal(byAddress.error, 'Blocked request to private address 127.0.0.1')
   const byName = await runOf(`http://localhost:${port}/hook`)
   t.equal(byName.status, 'FAILED')
-  t.match(byName.error, /^Blocked request to private address (127\.0\.0\.1|::1)$/)
+  t.equal(byName.error, 'Blocked request to private address', 'without what the name resolved to')
   t.equal(hits, 0)
 })
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { buildTestApp } from './helper.ts'
 
-const { app, request, adminToken: token } = await buildTestApp(t)
+const { app, request, adminToken: token } = await buildTestApp(t, { CRON_MIN_INTERVAL_SECONDS: '1' })
 const scheduler = async (workflowId: string) => app.queues['scheduled-tasks'].getJobScheduler(workflowId)
 
 const cronWorkflow = (triggerConfig: Record<string, unknown>, isActive = true) => ({

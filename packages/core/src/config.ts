@@ -4,6 +4,22 @@ import { join } from 'node:path'
 import ipaddr from 'ipaddr.js'
 import { QUEUE_NAMES, type QueueName } from './queues.ts'
 
+/** Bounds on what a workflow author or caller controls (contract, "Limits and retention"). */
+export interface Limits {
+  /** WORKFLOW_MAX_NODES: nodes in one workflow. */
+  workflowMaxNodes: number
+  /** CRON_MIN_INTERVAL_SECONDS: the shortest time a cron expression may leave between two ticks. */
+  cronMinIntervalSeconds: number
+  /** EVENT_FANOUT_MAX: runs one event emission may start. */
+  eventFanoutMax: number
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  workflowMaxNodes: 2000,
+  cronMinIntervalSeconds: 60,
+  eventFanoutMax: 20_000
+}
+
 export interface Config {
   nodeEnv: string
   port: number
@@ -40,6 +56,7 @@ export interface Config {
   nodeOutputMaxBytes: number
   /** The most a run's `result` (triggerData and every node's output) may serialize to, in bytes of JSON. */
   runResultMaxBytes: number
+  limits: Limits
   /**
    * Peers whose X-Forwarded-For is believed (Fastify's `trustProxy`): true (any peer), false
    * (none), or addresses, CIDR ranges and the named ranges loopback, linklocal and uniquelocal.
@@ -265,6 +282,11 @@ export function loadConfig (env: Env = process.env): Config {
     httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
     nodeOutputMaxBytes,
     runResultMaxBytes,
+    limits: {
+      workflowMaxNodes: integer(env, 'WORKFLOW_MAX_NODES', DEFAULT_LIMITS.workflowMaxNodes, 1, 100_000),
+      cronMinIntervalSeconds: integer(env, 'CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
+      eventFanoutMax: integer(env, 'EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000)
+    },
     trustProxy: trustProxy(env),
     logLevel,
     dataDir

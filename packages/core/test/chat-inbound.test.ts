@@ -41,7 +41,7 @@ function processor (failOnce?: 'before runs' | 'after runs') {
         failure = undefined
         throw new Error('worker died before starting runs')
       }
-      await reactToInboundMessage({ db, queues }, message)
+      await reactToInboundMessage({ db, queues, eventFanoutMax: 100 }, message)
       if (failure === 'after runs') {
         failure = undefined
         throw new Error('worker died before recording the dispatch')
@@ -102,4 +102,28 @@ t.test('a message that matches nothing is still recorded as dispatched, so its d
   t.same(await processDelivery(await deliveries.create(payload)), { messages: 1, duplicates: 0, statuses: 0, ignored: 0 })
   t.same(await processDelivery(await deliveries.create(payload)), { messages: 0, duplicates: 1, statuses: 0, ignored: 0 })
   t.equal(calls(), 1)
+})
+
+t.test('beyond EVENT_FANOUT_MAX a message starts the oldest workflows and counts the others', async (t) => {
+  const before = { keyword: (await runsOf(keywordWorkflow.id)).length, event: (await runsOf(eventWorkflow.id)).length }
+  const message: InboundChatMessage = {
+    phoneNumberId: PHONE_NUMBER_ID,
+    userIds: [owner.id],
+    phone: '15551230003',
+    name: 'Bo',
+    text: 'price please',
+    type: 'text',
+    wamid: newWamid(),
+    conversationId: 'conversation',
+    messageId: 'message'
+  }
+  const bounded = await reactToInboundMessage({ db, queues, eventFanoutMax: 1 }, message)
+  t.equal(bounded.keywordRunIds.length, 1, 'the oldest workflow (KEYWORD) started')
+  t.same({ eventRunIds: bounded.eventRunIds, skipped: bounded.skipped }, { eventRunIds: [], skipped: 1 }, 'the newer one was left out and counted')
+
+  const again = await reactToInboundMessage({ db, queues, eventFanoutMax: 100 }, message)
+  t.same({ keywordRunIds: again.keywordRunIds, skipped: again.skipped }, { keywordRunIds: [], skipped: 0 }, 'the started run is not started twice')
+  t.equal(again.eventRunIds.length, 1, 'the one left out starts with a larger bound')
+  t.equal((await runsOf(keywordWorkflow.id)).length, before.keyword + 1)
+  t.equal((await runsOf(eventWorkflow.id)).length, before.event + 1)
 })

@@ -49,7 +49,7 @@ const engineWith = (http = privateHttp.dispatcher) => createRunEngine({
   queues,
   logger,
   nodes: { chat, http },
-  emitEvent: async (input) => await emitEvent({ db, queues }, input),
+  emitEvent: async (input) => await emitEvent({ db, queues, eventFanoutMax: 100 }, input),
   cancelPollMs: 50
 })
 const engine = engineWith()

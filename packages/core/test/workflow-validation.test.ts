@@ -1,9 +1,11 @@
 import t, { type Test } from 'tap'
+import { DEFAULT_LIMITS } from '../src/config.ts'
 import { AppError } from '../src/errors.ts'
 import type { WorkflowNode } from '../src/db/schema/index.ts'
 import {
   cronTriggerOf,
   outgoingLinks,
+  shortestCronInterval,
   validateCronExpression,
   validateTriggerConfig,
   validateWorkflowGraph
@@ -77,7 +79,8 @@ t.test('cycles are refused wherever their links are declared', async (t) => {
 
 t.test('a long chain is checked without exhausting the stack', async (t) => {
   const nodes = Array.from({ length: 50_000 }, (_, i) => node(`n${i}`, i < 49_999 ? { next: `n${i + 1}` } : {}))
-  t.doesNotThrow(() => validateWorkflowGraph(nodes, []))
+  // WORKFLOW_MAX_NODES may be set up to 100,000.
+  t.doesNotThrow(() => validateWorkflowGraph(nodes, [], { ...DEFAULT_LIMITS, workflowMaxNodes: 100_000 }))
 })
 
 t.test('outgoing links follow the engine order: branches, next, edges', async (t) => {
@@ -131,4 +134,34 @@ t.test('a literal matches pattern must be a valid RE2 pattern; a template is che
   }
   t.equal(refusal(t, () => validateWorkflowGraph([condition('a(?=b)')], [])), 'Node check: value is not a valid regular expression (RE2 syntax): invalid or unsupported Perl syntax: `(?=`')
   t.equal(refusal(t, () => validateWorkflowGraph([condition('[ab]{1000}')], [])), 'Node check: value is not a usable regular expression: it compiles to 1002 instructions, more than 500')
+})
+
+t.test('shortestCronInterval: the shortest time between two ticks', async (t) => {
+  const cases: Array<[string, number]> = [
+    ['* * * * * *', 1],
+    ['0-5 * * * * *', 1],
+    ['*/10 * * * * *', 10],
+    ['0,50 * * * * *', 10],
+    ['59 * * * * *', 60],
+    ['* * * * *', 60],
+    ['*/5 * * * *', 300],
+    ['0 0,23 * * *', 3600],
+    ['0 9 * * 1-5', 86_400],
+    ['0 0 L * *', 86_400]
+  ]
+  for (const [expression, seconds] of cases) t.equal(shortestCronInterval(expression), seconds, expression)
+})
+
+t.test('limits: nodes per workflow and cron frequency', async (t) => {
+  const chain = (length: number): WorkflowNode[] => Array.from({ length }, (_, i) => node(`n${i}`))
+  t.doesNotThrow(() => validateWorkflowGraph(chain(DEFAULT_LIMITS.workflowMaxNodes), []))
+  t.equal(refusal(t, () => validateWorkflowGraph(chain(DEFAULT_LIMITS.workflowMaxNodes + 1), [])), 'Workflow has too many nodes (max 2000)')
+  t.equal(refusal(t, () => validateWorkflowGraph(chain(4), [], { ...DEFAULT_LIMITS, workflowMaxNodes: 3 })), 'Workflow has too many nodes (max 3)')
+
+  t.equal(refusal(t, () => validateTriggerConfig('CRON', { cronExpression: '* * * * * *' })), 'Cron expression fires too often (minimum interval 60 seconds)')
+  t.equal(refusal(t, () => validateTriggerConfig('CRON', { cronExpression: '0,30 * * * * *' })), 'Cron expression fires too often (minimum interval 60 seconds)')
+  t.doesNotThrow(() => validateTriggerConfig('CRON', { cronExpression: '15 * * * * *' }), 'six fields, once a minute')
+  const every10s = { ...DEFAULT_LIMITS, cronMinIntervalSeconds: 10 }
+  t.doesNotThrow(() => validateTriggerConfig('CRON', { cronExpression: '*/10 * * * * *' }, every10s))
+  t.equal(refusal(t, () => validateTriggerConfig('CRON', { cronExpression: '*/5 * * * * *' }, every10s)), 'Cron expression fires too often (minimum interval 10 seconds)')
 })

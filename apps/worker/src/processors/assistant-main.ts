@@ -13,9 +13,12 @@ export const assistantMainProcessor: ProcessorFactory = (context) => {
     config,
     logger,
     onMessage: async (message) => {
-      const started = await reactToInboundMessage({ db, queues }, message)
+      const { skipped, ...started } = await reactToInboundMessage({ db, queues, eventFanoutMax: config.limits.eventFanoutMax }, message)
       if (started.eventRunIds.length > 0 || started.keywordRunIds.length > 0) {
         logger.info({ conversationId: message.conversationId, ...started }, 'inbound chat message started runs')
+      }
+      if (skipped > 0) {
+        logger.warn({ conversationId: message.conversationId, skipped, eventFanoutMax: config.limits.eventFanoutMax }, 'inbound chat message reached more workflows than EVENT_FANOUT_MAX: the newest were not started')
       }
     }
   })

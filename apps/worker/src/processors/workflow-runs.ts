@@ -15,7 +15,7 @@ export function runEngine (context: WorkerContext) {
     nodeOutputMaxBytes: config.nodeOutputMaxBytes,
     runResultMaxBytes: config.runResultMaxBytes,
     nodes: { chat: context.chat, http: context.http },
-    emitEvent: async (input) => await emitEvent({ db: database.db, queues }, input)
+    emitEvent: async (input) => await emitEvent({ db: database.db, queues, eventFanoutMax: config.limits.eventFanoutMax }, input)
   })
 }
 

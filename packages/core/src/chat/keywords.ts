@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { startRun, type RunServiceDeps } from '../services/runs.ts'
+import { startRuns, type EmitEventDeps, type StartRunsInput } from '../services/runs.ts'
 import { DEFAULT_ACCOUNT_ID } from './accounts.ts'
 import type { InboundChatMessage } from './inbound.ts'
 
@@ -35,12 +35,15 @@ export function matchKeyword (text: string, keywords: unknown, match: unknown = 
 /**
  * What a customer message starts: the `chat.message.received` event for the
  * users who can use the receiving account, and their active KEYWORD workflows
- * whose keywords match it. Each run is started with the idempotency key
- * `chat:<wamid>`, so calling this again for the same message (a delivery retried
- * after a crash) starts nothing twice; only the runs created by this call are returned.
+ * whose keywords match it, all in one batch (chunked however many listen). Each
+ * run is started with the idempotency key `chat:<wamid>`, so calling this again
+ * for the same message (a delivery retried after a crash) starts nothing twice;
+ * only the runs created by this call are returned. A message is not a request
+ * that can be refused: beyond `eventFanoutMax` runs the oldest workflows start
+ * and `skipped` counts the others.
  */
-export async function reactToInboundMessage (deps: RunServiceDeps, message: InboundChatMessage): Promise<{ eventRunIds: string[], keywordRunIds: string[] }> {
-  if (message.userIds.length === 0) return { eventRunIds: [], keywordRunIds: [] }
+export async function reactToInboundMessage (deps: EmitEventDeps, message: InboundChatMessage): Promise<{ eventRunIds: string[], keywordRunIds: string[], skipped: number }> {
+  if (message.userIds.length === 0) return { eventRunIds: [], keywordRunIds: [], skipped: 0 }
   const base = {
     phone: message.phone,
     name: message.name,
@@ -62,18 +65,15 @@ export async function reactToInboundMessage (deps: RunServiceDeps, message: Inbo
       and (w.trigger_type = 'KEYWORD' or (w.trigger_type = 'EVENT' and (w.trigger_config->>'eventName') = ${CHAT_MESSAGE_RECEIVED}))
     order by w.created_at, w.id`)
 
-  const idempotencyKey = `chat:${message.wamid}`
-  const start = async (workflow: typeof candidates[number], triggerData: unknown): Promise<string | null> => {
-    const started = await startRun(deps, { workflow: { id: workflow.id, userId: workflow.userId, triggerType: workflow.triggerType }, triggerData, idempotencyKey })
-    return started.created ? started.runId : null
-  }
-  const events = candidates.filter((workflow) => workflow.triggerType === 'EVENT')
-    .map((workflow) => start(workflow, { ...base, phoneNumberId: message.phoneNumberId }))
-  const keywords = candidates.filter((workflow) => workflow.triggerType === 'KEYWORD').flatMap((workflow) => {
+  const matched = candidates.flatMap((workflow): StartRunsInput['runs'] => {
+    const target = { workflow: { id: workflow.id, userId: workflow.userId, triggerType: workflow.triggerType } }
+    if (workflow.triggerType === 'EVENT') return [{ ...target, triggerData: { ...base, phoneNumberId: message.phoneNumberId } }]
     const keyword = matchKeyword(message.text, workflow.triggerConfig.keywords, workflow.triggerConfig.match)
-    return keyword === null ? [] : [start(workflow, { ...base, accountId: workflow.accountId ?? DEFAULT_ACCOUNT_ID, keyword })]
+    return keyword === null ? [] : [{ ...target, triggerData: { ...base, accountId: workflow.accountId ?? DEFAULT_ACCOUNT_ID, keyword } }]
   })
-  const created = (runIds: Array<string | null>): string[] => runIds.filter((id) => id !== null)
-  const [eventRunIds, keywordRunIds] = await Promise.all([Promise.all(events), Promise.all(keywords)])
-  return { eventRunIds: created(eventRunIds), keywordRunIds: created(keywordRunIds) }
+  const runs = matched.slice(0, deps.eventFanoutMax)
+  const started = await startRuns(deps, { runs, idempotencyKey: `chat:${message.wamid}` })
+  const created = (triggerType: 'EVENT' | 'KEYWORD'): string[] =>
+    started.flatMap((run, i) => run.created && runs[i]!.workflow.triggerType === triggerType ? [run.runId] : [])
+  return { eventRunIds: created('EVENT'), keywordRunIds: created('KEYWORD'), skipped: matched.length - runs.length }
 }

@@ -10,7 +10,7 @@ import {
   type WorkflowDetail,
   type WorkflowInput
 } from '../repositories/workflows.ts'
-import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph } from '../workflows/validation.ts'
+import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from '../workflows/validation.ts'
 
 export const workflowNotFound = (): AppError => notFound('Workflow not found', 'WORKFLOW_NOT_FOUND')
 
@@ -27,12 +27,14 @@ export interface ScheduleSync {
 export interface WorkflowServiceOptions {
   db: Db
   scheduleSync?: ScheduleSync
+  /** @defaultValue the configuration's defaults */
+  limits?: WorkflowLimits
 }
 
 const dedupe = (tags: string[] | undefined): string[] | undefined => tags === undefined ? undefined : [...new Set(tags)]
 
 /** Create, update and delete of workflow definitions: validation, then the write, then the schedule hooks. */
-export function createWorkflowService ({ db, scheduleSync }: WorkflowServiceOptions) {
+export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowServiceOptions) {
   const detail = async (viewer: Viewer, id: string): Promise<WorkflowDetail> => {
     const workflow = await workflowsRepository(db).findDetail(viewer, id)
     if (workflow === null) throw workflowNotFound()
@@ -41,7 +43,7 @@ export function createWorkflowService ({ db, scheduleSync }: WorkflowServiceOpti
 
   return {
     async create (viewer: Viewer, input: WorkflowInput): Promise<WorkflowDetail> {
-      validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes: input.nodes ?? [], edges: input.edges })
+      validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes: input.nodes ?? [], edges: input.edges }, limits)
       const created = await db.transaction(async (tx) => {
         const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
         await scheduleSync?.onSaved(workflow, tx)
@@ -61,8 +63,8 @@ export function createWorkflowService ({ db, scheduleSync }: WorkflowServiceOpti
         if (supplied.length === 0) return
         const merged = { ...current, ...changes }
         // Stored definitions were checked when saved: only what this change touches is checked again.
-        if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges)
-        if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig)
+        if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges, limits)
+        if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
         const saved = await repo.update(viewer, id, { ...changes, tags: dedupe(changes.tags) })
         await scheduleSync?.onSaved(saved!, tx)
       })

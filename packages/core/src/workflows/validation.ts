@@ -1,4 +1,5 @@
 import { CronExpressionParser } from 'cron-parser'
+import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { isNodeType } from '../engine/node-types.ts'
 import { compileMatchPattern } from '../engine/nodes/condition.ts'
@@ -114,12 +115,19 @@ function findCycle (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge
   return null
 }
 
+/** The bounds validation applies (config `limits`). */
+export type WorkflowLimits = Pick<Limits, 'workflowMaxNodes' | 'cronMinIntervalSeconds'>
+
 /**
- * Checks a workflow graph before it is stored (contract, Workflows): known node
- * types, unique ids, links that reach existing nodes, no cycles. `wait` nodes
- * suspend a run, they do not make loops legal. Throws a 400 AppError naming the node.
+ * Checks a workflow graph before it is stored (contract, Workflows): a bounded
+ * number of nodes, known node types, unique ids, links that reach existing nodes,
+ * no cycles. `wait` nodes suspend a run, they do not make loops legal. Throws a
+ * 400 AppError naming the node.
  */
-export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: unknown): void {
+export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: unknown, limits: WorkflowLimits = DEFAULT_LIMITS): void {
+  if (nodes.length > limits.workflowMaxNodes) {
+    throw new AppError(400, 'TOO_MANY_NODES', `Workflow has too many nodes (max ${limits.workflowMaxNodes})`)
+  }
   const ids = new Set<string>()
   for (const node of nodes) {
     if (!isNodeType(node.type)) throw invalidGraph(`Unknown node type: ${node.type}`)
@@ -167,6 +175,36 @@ export function validateCronExpression (expression: string, timezone = DEFAULT_T
   }
 }
 
+const SECONDS_PER_DAY = 86_400
+
+/**
+ * The shortest time between two ticks of a valid cron expression, in seconds.
+ * Every day is taken as matching, so the answer is never longer than the truth
+ * (it is shorter only for a gap across midnight into a day that does not match).
+ */
+export function shortestCronInterval (expression: string): number {
+  const { second, minute, hour } = CronExpressionParser.parse(expression).fields
+  const ascending = (values: readonly unknown[]): number[] => [...values as number[]].sort((a, b) => a - b)
+  const seconds = ascending(second.values)
+  const minutes = ascending(minute.values)
+  const hours = ascending(hour.values)
+  let first: number | undefined
+  let previous: number | undefined
+  let shortest = SECONDS_PER_DAY
+  for (const h of hours) {
+    for (const m of minutes) {
+      for (const s of seconds) {
+        const time = h * 3600 + m * 60 + s
+        if (previous !== undefined) shortest = Math.min(shortest, time - previous)
+        first ??= time
+        previous = time
+      }
+    }
+  }
+  // The last tick of a day and the first of the next.
+  return Math.min(shortest, SECONDS_PER_DAY - previous! + first!)
+}
+
 export interface CronTrigger {
   cronExpression: string
   timezone: string
@@ -183,7 +221,7 @@ export function cronTriggerOf (triggerType: TriggerType, triggerConfig: Record<s
 }
 
 /** Checks the fields of triggerConfig that the trigger of `triggerType` reads; other keys are free. */
-export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: Record<string, unknown>): void {
+export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: Record<string, unknown>, limits: WorkflowLimits = DEFAULT_LIMITS): void {
   const { cronExpression, timezone, eventName, keywords, match } = triggerConfig
   switch (triggerType) {
     case 'CRON':
@@ -196,6 +234,10 @@ export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: 
         throw new AppError(400, 'INVALID_CRON_EXPRESSION', 'Invalid cron expression: must be a string')
       }
       validateCronExpression(cronExpression, (timezone as string | undefined) ?? DEFAULT_TIMEZONE)
+      // Six fields can fire every second: one run a second per workflow is a load no one meant.
+      if (shortestCronInterval(cronExpression) < limits.cronMinIntervalSeconds) {
+        throw new AppError(400, 'CRON_TOO_FREQUENT', `Cron expression fires too often (minimum interval ${limits.cronMinIntervalSeconds} seconds)`)
+      }
       return
     case 'EVENT':
       if (eventName !== undefined && typeof eventName !== 'string') throw invalidField('triggerConfig.eventName must be a string')
@@ -216,7 +258,7 @@ export function validateWorkflow (workflow: {
   triggerConfig: Record<string, unknown>
   nodes: readonly WorkflowNode[]
   edges: unknown
-}): void {
-  validateWorkflowGraph(workflow.nodes, workflow.edges)
-  validateTriggerConfig(workflow.triggerType, workflow.triggerConfig)
+}, limits: WorkflowLimits = DEFAULT_LIMITS): void {
+  validateWorkflowGraph(workflow.nodes, workflow.edges, limits)
+  validateTriggerConfig(workflow.triggerType, workflow.triggerConfig, limits)
 }

@@ -17,7 +17,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 202: Type.Object({ runIds: Type.Array(Type.String()) }), ...errorResponses(400, 401, 413, 415) }
     }
   }, async (request, reply) => {
-    const runIds = await emitEvent(fastify, {
+    const runIds = await emitEvent({ db: fastify.db, queues: fastify.queues, eventFanoutMax: fastify.config.limits.eventFanoutMax }, {
       userId: request.user.sub,
       name: request.body.name,
       payload: request.body.payload ?? {}

@@ -38,7 +38,7 @@ async function refuseBlankName (request: FastifyRequest): Promise<void> {
 /** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all. */
 const workflowRoutes: FastifyPluginAsyncTypebox<WorkflowRoutesOptions> = async (fastify, opts) => {
   const workflows = workflowsRepository(fastify.db)
-  const service = createWorkflowService({ db: fastify.db, scheduleSync: opts.scheduleSync })
+  const service = createWorkflowService({ db: fastify.db, scheduleSync: opts.scheduleSync, limits: fastify.config.limits })
   const tags = ['workflows']
 
   fastify.post('/api/automation/workflows', {
