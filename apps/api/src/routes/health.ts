@@ -6,7 +6,11 @@ const READY_TIMEOUT_MS = 2000
 
 const Check = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) })
 
-/** Liveness says the process answers; readiness that Postgres and Redis do too. */
+/**
+ * Liveness says the process answers. Readiness depends on Postgres only: without Redis the api
+ * still serves (queue counters per queue, login without its limiter, non-CRON workflow saves),
+ * so a Redis outage shows as `degraded` in a 200 rather than taking every pod out of the Service.
+ */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/health/live', {
     config: { public: true },
@@ -25,8 +29,8 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
       database: database.status === 'fulfilled' ? 'ok' : 'unavailable',
       redis: redis.status === 'fulfilled' ? 'ok' : 'unavailable'
     }
-    const ready = database.status === 'fulfilled' && redis.status === 'fulfilled'
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks })
+    if (database.status !== 'fulfilled') return reply.code(503).send({ status: 'unavailable', checks })
+    return reply.code(200).send({ status: redis.status === 'fulfilled' ? 'ok' : 'degraded', checks })
   })
 }
 
