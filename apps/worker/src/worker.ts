@@ -7,6 +7,7 @@ import { createHttpClient } from '@switchboard/core/engine/http-client'
 import { createReconciler } from '@switchboard/core/engine/reconciler'
 import type { Logger } from '@switchboard/core/logger'
 import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, SCHEDULED_TASKS } from '@switchboard/core/queues'
+import { createRetention } from '@switchboard/core/retention/retention'
 import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
 import type { WorkerContext } from './context.ts'
 import { processors } from './processors/index.ts'
@@ -72,13 +73,15 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   logger.info(schedules, 'cron schedules rebuilt')
   const reconciler = createReconciler({ db: database.db, queues, logger, engine: runEngine(context) })
   reconciler.start()
+  const retention = createRetention({ db: database.db, logger, ...config.retention })
+  retention.start()
   logger.info({ queues: workers.map((w) => w.name), concurrency: config.workerConcurrency }, 'worker started')
 
   return {
     context,
     workers,
     async close () {
-      await reconciler.stop()
+      await Promise.all([reconciler.stop(), retention.stop()])
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
       await Promise.all([http.close(), chatClient.close()])

@@ -57,6 +57,15 @@ export interface Config {
   /** The most a run's `result` (triggerData and every node's output) may serialize to, in bytes of JSON. */
   runResultMaxBytes: number
   limits: Limits
+  /** What the worker deletes (retention/retention.ts); chat messages are never deleted. */
+  retention: {
+    /** RUN_RETENTION_DAYS: finished runs, with their log lines, are deleted this long after they were created. */
+    runDays: number
+    /** RAW_BODY_RETENTION_HOURS: a finished run's raw webhook body is cleared this long after it was created. */
+    rawBodyHours: number
+    /** RUN_RETENTION_MAX_PER_WORKFLOW: when set, only this many finished runs per workflow (the newest) are kept. */
+    maxRunsPerWorkflow?: number
+  }
   /**
    * Peers whose X-Forwarded-For is believed (Fastify's `trustProxy`): true (any peer), false
    * (none), or addresses, CIDR ranges and the named ranges loopback, linklocal and uniquelocal.
@@ -286,6 +295,11 @@ export function loadConfig (env: Env = process.env): Config {
       workflowMaxNodes: integer(env, 'WORKFLOW_MAX_NODES', DEFAULT_LIMITS.workflowMaxNodes, 1, 100_000),
       cronMinIntervalSeconds: integer(env, 'CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
       eventFanoutMax: integer(env, 'EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000)
+    },
+    retention: {
+      runDays: integer(env, 'RUN_RETENTION_DAYS', 30, 1, 36_500),
+      rawBodyHours: integer(env, 'RAW_BODY_RETENTION_HOURS', 72, 1, 876_000),
+      maxRunsPerWorkflow: text(env, 'RUN_RETENTION_MAX_PER_WORKFLOW') === undefined ? undefined : integer(env, 'RUN_RETENTION_MAX_PER_WORKFLOW', 0, 1, 100_000_000)
     },
     trustProxy: trustProxy(env),
     logLevel,

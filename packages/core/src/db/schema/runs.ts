@@ -41,7 +41,9 @@ export const runs = pgTable('runs', {
   index('runs_workflow_created_idx').on(t.workflowId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('runs_user_created_idx').on(t.userId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('runs_created_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
-  index('runs_unfinished_idx').on(t.status, t.createdAt).where(sql`${t.status} in ('PENDING', 'RUNNING', 'WAITING')`)
+  index('runs_unfinished_idx').on(t.status, t.createdAt).where(sql`${t.status} in ('PENDING', 'RUNNING', 'WAITING')`),
+  // Retention clears raw bodies past RAW_BODY_RETENTION_HOURS: only the rows that still hold one are indexed.
+  index('runs_raw_body_created_idx').on(t.createdAt).where(sql`${t.rawBody} is not null`)
 ])
 
 export const runLogs = pgTable('run_logs', {
@@ -61,7 +63,9 @@ export const idempotencyKeys = pgTable('idempotency_keys', {
   createdAt: createdAt()
 }, (t) => [
   primaryKey({ columns: [t.workflowId, t.key] }),
-  index('idempotency_keys_created_idx').on(t.createdAt)
+  index('idempotency_keys_created_idx').on(t.createdAt),
+  // Deleting a run (retention) cascades to its keys: found by index, not by a scan per run.
+  index('idempotency_keys_run_idx').on(t.runId)
 ])
 
 export type Run = typeof runs.$inferSelect

@@ -1,0 +1,2 @@
+CREATE INDEX "idempotency_keys_run_idx" ON "idempotency_keys" USING btree ("run_id");--> statement-breakpoint
+CREATE INDEX "runs_raw_body_created_idx" ON "runs" USING btree ("created_at") WHERE "runs"."raw_body" is not null;

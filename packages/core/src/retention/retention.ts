@@ -1,0 +1,157 @@
+import { sql, type SQL } from 'drizzle-orm'
+import type { Db } from '../db/client.ts'
+import type { Logger } from '../logger.ts'
+
+export interface RetentionOptions {
+  db: Db
+  logger: Logger
+  /** RUN_RETENTION_DAYS. */
+  runDays: number
+  /** RAW_BODY_RETENTION_HOURS. */
+  rawBodyHours: number
+  /** RUN_RETENTION_MAX_PER_WORKFLOW; absent: no per-workflow limit. */
+  maxRunsPerWorkflow?: number
+  /**
+   * Rows per statement: each batch is one short transaction (a run's log lines go with it
+   * by cascade), so no lock is held for long and the engine's writes never wait behind a pass.
+   * @defaultValue 500
+   */
+  batchSize?: number
+  /**
+   * Batches per kind and pass at most; what is left waits for the next pass.
+   * @defaultValue 200
+   */
+  maxBatches?: number
+  /** @defaultValue 60000 */
+  intervalMs?: number
+}
+
+export interface RetentionReport {
+  /** Finished runs cleared of their raw webhook body. */
+  rawBodies: number
+  /** Finished runs deleted for their age. */
+  expiredRuns: number
+  /** Finished runs deleted beyond RUN_RETENTION_MAX_PER_WORKFLOW. */
+  excessRuns: number
+}
+
+/** Only finished runs are touched: an unfinished run (a long wait) still needs its row and its body. */
+const FINISHED = sql.raw('(\'SUCCESS\', \'FAILED\', \'CANCELLED\')')
+
+/**
+ * Deletes what is due, in batches, from any number of workers at once. Every batch locks the
+ * rows it takes with SKIP LOCKED, so two workers never wait for each other nor take the same
+ * run, and a row another worker already deleted is simply not found. Workflow counters
+ * (runCount, successCount, failureCount) count runs ever made and are left as they are; chat
+ * messages and conversations have no link to runs and are never touched.
+ */
+export function createRetention (options: RetentionOptions) {
+  const { db, logger } = options
+  const batchSize = options.batchSize ?? 500
+  const maxBatches = options.maxBatches ?? 200
+  const intervalMs = options.intervalMs ?? 60_000
+
+  /** Runs `statement` (which answers `count`) until a batch comes back short or the pass's share is spent. */
+  async function inBatches (statement: SQL): Promise<number> {
+    let total = 0
+    for (let batch = 0; batch < maxBatches; batch++) {
+      const [row] = await db.execute<{ count: number }>(statement)
+      const count = row?.count ?? 0
+      total += count
+      if (count < batchSize) break
+    }
+    return total
+  }
+
+  /** verify_signature reads the raw body while the run is unfinished only; the partial index runs_raw_body_created_idx finds the rest. */
+  const clearRawBodies = async (): Promise<number> => await inBatches(sql`
+    with due as (
+      select id from runs
+      where raw_body is not null and created_at < now() - make_interval(hours => ${options.rawBodyHours}) and status in ${FINISHED}
+      order by created_at
+      limit ${batchSize}
+      for update skip locked
+    ), cleared as (
+      update runs set raw_body = null from due where runs.id = due.id returning 1
+    )
+    select count(*)::int as count from cleared
+  `)
+
+  /** Oldest first along runs_created_idx; log lines and idempotency keys go by cascade (both indexed by run). */
+  const deleteExpiredRuns = async (): Promise<number> => await inBatches(sql`
+    with due as (
+      select id from runs
+      where created_at < now() - make_interval(days => ${options.runDays}) and status in ${FINISHED}
+      order by created_at
+      limit ${batchSize}
+      for update skip locked
+    ), deleted as (
+      delete from runs using due where runs.id = due.id returning 1
+    )
+    select count(*)::int as count from deleted
+  `)
+
+  /**
+   * The finished runs of each workflow past its newest `max`, along runs_workflow_created_idx.
+   * Only workflows that ever made more than `max` runs (their runCount) are looked at.
+   */
+  const deleteExcessRuns = async (max: number): Promise<number> => await inBatches(sql`
+    with candidates as (
+      select beyond.id from workflows
+      cross join lateral (
+        select id from runs
+        where runs.workflow_id = workflows.id and runs.status in ${FINISHED}
+        order by created_at desc, id desc
+        offset ${max}
+        limit ${batchSize}
+      ) as beyond
+      where workflows.run_count > ${max}
+      limit ${batchSize}
+    ), due as (
+      select id from runs where id in (select id from candidates) for update skip locked
+    ), deleted as (
+      delete from runs using due where runs.id = due.id returning 1
+    )
+    select count(*)::int as count from deleted
+  `)
+
+  async function purge (): Promise<RetentionReport> {
+    // Deletions first: a body is not cleared from a run about to go.
+    const expiredRuns = await deleteExpiredRuns()
+    const excessRuns = options.maxRunsPerWorkflow === undefined ? 0 : await deleteExcessRuns(options.maxRunsPerWorkflow)
+    const rawBodies = await clearRawBodies()
+    const report = { rawBodies, expiredRuns, excessRuns }
+    if (rawBodies + expiredRuns + excessRuns > 0) logger.info(report, 'retention pass')
+    return report
+  }
+
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<unknown> | undefined
+  let stopped = true
+
+  function schedule (delayMs: number): void {
+    timer = setTimeout(() => {
+      running = purge()
+        .catch((err: unknown) => { logger.warn({ err }, 'retention pass failed') })
+        .finally(() => { if (!stopped) schedule(intervalMs) })
+    }, delayMs)
+    timer.unref()
+  }
+
+  return {
+    purge,
+    /** A first pass soon after start, then every `intervalMs`. */
+    start (): void {
+      if (!stopped) return
+      stopped = false
+      schedule(Math.min(intervalMs, 5000))
+    },
+    async stop (): Promise<void> {
+      stopped = true
+      clearTimeout(timer)
+      await running
+    }
+  }
+}
+
+export type Retention = ReturnType<typeof createRetention>
