@@ -10,6 +10,7 @@ import docs from './plugins/docs.ts'
 import errors from './plugins/errors.ts'
 import jsonBody from './plugins/json-body.ts'
 import metrics from './plugins/metrics.ts'
+import requestId from './plugins/request-id.ts'
 import authRoutes from './routes/auth.ts'
 import healthRoutes from './routes/health.ts'
 import userRoutes from './routes/users.ts'
@@ -33,6 +34,7 @@ export interface AppOptions {
 /** The whole API as one plugin: external plugins, then ours, then the routes. */
 export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(context, { config: opts.config })
+  await fastify.register(requestId)
   await fastify.register(errors)
   await fastify.register(jsonBody)
   // Not strict: an OPTIONS request without Origin or Access-Control-Request-Method gets the

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '@switchboard/core/config'
 import { loggerOptions } from '@switchboard/core/logger'
 import { app } from './app.ts'
+import { requestIdOf } from './plugins/request-id.ts'
 import { answerClientError, answerFrameworkError, formatValidationError } from './plugins/errors.ts'
 import { validatorCompiler } from './validator.ts'
 
@@ -51,7 +52,10 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     schemaErrorFormatter: formatValidationError,
     // Refusals that happen before routing answer with the contract's error body too.
     frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError
+    clientErrorHandler: answerClientError,
+    // X-Request-Id when it is a sane token, else a new one; logged as requestId, like the worker's run lines.
+    genReqId: (req) => requestIdOf(req.headers['x-request-id']),
+    requestIdLogLabel: 'requestId'
   }).withTypeProvider<TypeBoxTypeProvider>()
   server.setValidatorCompiler(validatorCompiler)
   await server.register(fp(app), { config: options.config })

@@ -3,6 +3,7 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 import type { Logger } from '@switchboard/core/logger'
+import { metricsText } from '@switchboard/core/observability/metrics'
 import { withTimeout } from '@switchboard/core/timeout'
 import type { WorkerContext } from './context.ts'
 
@@ -25,6 +26,8 @@ export async function storesReadiness ({ database, redis }: Pick<WorkerContext, 
 
 export interface WorkerHttp {
   port: number
+  /** The process's own series (defaults; the stores' once connected), served with the application's. */
+  registry: Registry
   close: () => Promise<void>
 }
 
@@ -35,7 +38,7 @@ function json (res: ServerResponse, status: number, body: unknown): void {
 /**
  * The worker's own small listener, for probes and scraping (it serves no API):
  * GET /health/live (the process answers), /health/ready (`readiness()`), /metrics
- * (Prometheus: the process's default metrics).
+ * (Prometheus: process defaults, store state and the application's series).
  */
 export async function startWorkerHttp ({ host, port, logger, readiness }: {
   host: string
@@ -59,7 +62,7 @@ export async function startWorkerHttp ({ host, port, logger, readiness }: {
         const { ready, checks } = await readiness()
         json(res, ready ? 200 : 503, { status: ready ? 'ok' : 'unavailable', checks })
       } else if (path === '/metrics') {
-        res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics())
+        res.writeHead(200, { 'content-type': registry.contentType }).end(await metricsText(registry))
       } else {
         json(res, 404, { statusCode: 404, code: 'NOT_FOUND', error: 'Not Found', message: 'Not Found' })
       }
@@ -77,6 +80,7 @@ export async function startWorkerHttp ({ host, port, logger, readiness }: {
   logger.info({ host, port: bound }, 'worker http listening')
   return {
     port: bound,
+    registry,
     close: async () => {
       server.closeAllConnections()
       server.close()

@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import { loadConfig } from '@switchboard/core/config'
 import { createLogger } from '@switchboard/core/logger'
+import { registerStoreMetrics } from '@switchboard/core/observability/metrics'
 import { startWorkerHttp, storesReadiness, type Readiness } from './http.ts'
 import { startWorker, type RunningWorker } from './worker.ts'
 
@@ -16,6 +17,7 @@ const readiness = async (): Promise<Readiness> => {
 // First, so that liveness answers while the worker connects.
 const http = await startWorkerHttp({ host: config.host, port: config.workerHttpPort, logger, readiness })
 state.worker = await startWorker(config, logger)
+registerStoreMetrics(http.registry, { ...state.worker.context, databasePoolMax: config.databasePoolMax, redis: state.worker.connections })
 
 // Long enough for running nodes to finish; BullMQ returns unfinished jobs to the queue as stalled.
 closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {

@@ -1,4 +1,5 @@
 import { Worker } from 'bullmq'
+import type { Redis } from 'ioredis'
 import type { Config } from '@switchboard/core/config'
 import { createChatClient } from '@switchboard/core/chat/client'
 import { createChatService } from '@switchboard/core/chat/service'
@@ -6,6 +7,7 @@ import { createDatabase } from '@switchboard/core/db/client'
 import { createHttpClient } from '@switchboard/core/engine/http-client'
 import { createReconciler } from '@switchboard/core/engine/reconciler'
 import type { Logger } from '@switchboard/core/logger'
+import { queueWait } from '@switchboard/core/observability/metrics'
 import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, SCHEDULED_TASKS } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention/retention'
 import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
@@ -25,6 +27,8 @@ const MAX_STALLED_COUNT = 2
 
 export interface RunningWorker {
   context: WorkerContext
+  /** Redis connections by role, for the connection metric. */
+  connections: Record<string, Redis>
   workers: Worker[]
   close: () => Promise<void>
 }
@@ -64,6 +68,10 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       for (const jobId of jobIds) worker.cancelJob(jobId, 'lock lost')
     })
     worker.on('failed', (job, err) => { logger.warn({ err, queue: name, jobId: job?.id }, 'job failed') })
+    // First attempts only: a retry's wait is its backoff, not the queue's.
+    worker.on('active', (job) => {
+      if (job.attemptsMade === 0 && job.processedOn !== undefined) queueWait.observe({ queue: name }, Math.max(0, job.processedOn - job.timestamp - (job.opts.delay ?? 0)) / 1000)
+    })
     workers.push(worker)
   }
   await Promise.all(workers.map(async (worker) => { await worker.waitUntilReady() }))
@@ -79,6 +87,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
 
   return {
     context,
+    connections: { producer: redis, worker: connection },
     workers,
     async close () {
       await Promise.all([reconciler.stop(), retention.stop()])

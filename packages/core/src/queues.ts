@@ -29,7 +29,11 @@ export const resumeJobId = (runId: string, nodeId: string): string => `${runId}:
 export const takeoverJobId = (runId: string, attempt: number): string => `${runId}:takeover:${attempt}`
 
 /** Job data is ids only: Postgres is the record. */
-export interface RunJobData { runId: string }
+export interface RunJobData {
+  runId: string
+  /** The X-Request-Id of the request that started the run: the worker logs the run with it. */
+  requestId?: string
+}
 export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+import { metricsText, registerStoreMetrics } from '@switchboard/core/observability/metrics'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,13 +11,15 @@ declare module 'fastify' {
 }
 
 /**
- * Prometheus metrics at GET /metrics: process defaults and request durations by
- * route pattern (never the raw URL, so ids cannot explode the label set).
+ * Prometheus metrics at GET /metrics: process defaults, request durations by
+ * route pattern (never the raw URL, so ids cannot explode the label set), store
+ * state and the application's series (observability/metrics).
  */
 async function metrics (fastify: FastifyInstance): Promise<void> {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   fastify.decorate('metricsRegistry', registry)
+  registerStoreMetrics(registry, { database: fastify.database, databasePoolMax: fastify.config.databasePoolMax, redis: { producer: fastify.redis }, queues: fastify.queues })
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request duration by method, route and status code',
@@ -32,7 +35,7 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
   })
 
   fastify.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-    return reply.type(registry.contentType).send(await registry.metrics())
+    return reply.type(registry.contentType).send(await metricsText(registry))
   })
 }
 

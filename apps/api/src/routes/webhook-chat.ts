@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import { CHAT_DELIVERY_JOB } from '@switchboard/core/chat/inbound'
 import { storableText } from '@switchboard/core/db/storable'
 import { AppError, badRequest } from '@switchboard/core/errors'
+import { chatInboundDeliveries } from '@switchboard/core/observability/metrics'
 import { ASSISTANT_MAIN, type ChatDeliveryJobData } from '@switchboard/core/queues'
 import { chatDeliveriesRepository } from '@switchboard/core/repositories/chat-deliveries'
 import { isNestedTooDeeply, nestingTooDeep } from '../plugins/json-body.ts'
@@ -101,6 +102,7 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
       await deliveries.delete(deliveryId).catch(() => {})
       throw err
     }
+    chatInboundDeliveries.inc()
     return { status: 'received' as const }
   })
 }

@@ -30,8 +30,9 @@ export const runProcessor: ProcessorFactory = (context) => {
   return async (job: Job<RunJobData>, _token?: string, signal?: AbortSignal) => {
     const runId = job.data?.runId
     if (typeof runId !== 'string' || runId === '') throw new UnrecoverableError('job data has no runId')
-    const outcome = await engine.executeRun(runId, signal)
-    context.logger.debug({ runId, jobId: job.id, outcome }, 'run job done')
+    const requestId = typeof job.data.requestId === 'string' ? job.data.requestId : undefined
+    const outcome = await engine.executeRun(runId, signal, { requestId })
+    context.logger.debug({ runId, jobId: job.id, requestId, outcome }, 'run job done')
     return { outcome }
   }
 }

@@ -2,6 +2,7 @@ import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { AppError, badRequest } from '../errors.ts'
 import type { Logger } from '../logger.ts'
+import { chatErrorCodeLabel, chatSends } from '../observability/metrics.ts'
 import { conversationsRepository, WINDOW_MS } from '../repositories/conversations.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import {
@@ -89,8 +90,11 @@ export function createChatService (options: ChatServiceOptions) {
 
   async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2]): Promise<SendResult> {
     try {
-      return await client.sendMessage(account.phoneNumberId, account.accessToken, message)
+      const sent = await client.sendMessage(account.phoneNumberId, account.accessToken, message)
+      chatSends.inc({ outcome: 'sent', error_code: 'none' })
+      return sent
     } catch (err) {
+      chatSends.inc(err instanceof ChatPlatformError ? { outcome: 'rejected', error_code: chatErrorCodeLabel(err.code) } : { outcome: 'unavailable', error_code: 'none' })
       throw platformFailure(err)
     }
   }

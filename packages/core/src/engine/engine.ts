@@ -2,6 +2,8 @@ import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
+import { runsFinished } from '../observability/metrics.ts'
+import { traceRun, type RunTrace } from '../observability/run-trace.ts'
 import { resumeJobId, type Queues, type RunJobData } from '../queues.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from './graph.ts'
 import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
@@ -90,11 +92,17 @@ export function createRunEngine (options: EngineOptions) {
     }
   }
 
-  /** Ends a run FAILED (guarded by `from`) and emits `workflow.run.failed`; false when the run was not in `from`. */
-  async function failRun (runId: string, error: string, lines: LogLine[] = [], from: Parameters<typeof store.fail>[3] = ['RUNNING']): Promise<boolean> {
+  /**
+   * Ends a run FAILED (guarded by `from`) and emits `workflow.run.failed`; false when the run was
+   * not in `from`. `trace`: the run is being executed (the reconciler fails runs it does not execute).
+   */
+  async function failRun (runId: string, error: string, lines: LogLine[] = [], from: Parameters<typeof store.fail>[3] = ['RUNNING'], trace?: RunTrace): Promise<boolean> {
+    trace?.write(lines)
     const failed = await store.fail(runId, error, lines, from)
     if (failed === undefined) return false
-    logger.info({ runId, workflowId: failed.workflowId, error }, 'run failed')
+    runsFinished.inc({ status: 'FAILED' })
+    ;(trace?.log ?? logger.child({ runId, workflowId: failed.workflowId })).error({ error }, 'Run failed')
+    trace?.ended('FAILED')
     await emitFailure(runId, error, failed)
     return true
   }
@@ -179,7 +187,7 @@ export function createRunEngine (options: EngineOptions) {
    * infrastructure failures (database, Redis): the job is then retried and the
    * run taken over from the node that was running.
    */
-  async function executeRun (runId: string, signal?: AbortSignal): Promise<RunOutcome> {
+  async function executeRun (runId: string, signal?: AbortSignal, context: { requestId?: string } = {}): Promise<RunOutcome> {
     const claim = await store.claim(runId, maxAttempts)
     if (claim === undefined) return 'SKIPPED'
     if (!('claimed' in claim)) {
@@ -188,27 +196,32 @@ export function createRunEngine (options: EngineOptions) {
       return failed ? 'FAILED' : 'SKIPPED'
     }
     const run = claim.claimed
+    const trace = traceRun(logger, run, context.requestId)
+    let firstLines = trace.claimed()
     const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
     const result = { ...run.result }
     // Sizes of the objects of this run's result, measured once; they are never changed once stored.
     const sizer = createJsonSizer()
     const visited = new Set<string>()
     let nodeId = run.currentNodeId ?? startNode(graph)?.id
-    logger.debug({ runId, workflowId: run.workflowId, from: run.previousStatus, nodeId }, 'run claimed')
 
     if (nodeId === undefined) {
-      return await store.succeed(runId, undefined, []) ? 'SUCCESS' : 'STOPPED'
+      trace.write(firstLines)
+      if (!await store.succeed(runId, undefined, firstLines)) return 'STOPPED'
+      trace.ended('SUCCESS')
+      return 'SUCCESS'
     }
 
     // The lock on the job was lost: another worker owns the run now.
     const abandoned = (): boolean => signal?.aborted === true
     for (;;) {
       if (abandoned()) return 'ABANDONED'
-      const lines: LogLine[] = []
+      const lines: LogLine[] = firstLines
+      firstLines = []
       const node: WorkflowNode | undefined = graph.nodes.find((candidate) => candidate.id === nodeId)
       if (node === undefined || visited.has(nodeId)) {
         const error = node === undefined ? `Node not found: ${nodeId}` : `Workflow graph has a cycle at ${nodeId}`
-        return await failRun(runId, error, lines) ? 'FAILED' : 'STOPPED'
+        return await failRun(runId, error, lines, ['RUNNING'], trace) ? 'FAILED' : 'STOPPED'
       }
       visited.add(node.id)
 
@@ -219,16 +232,21 @@ export function createRunEngine (options: EngineOptions) {
         outcome = await executeNode(run, node, result, lines, signal, sizer)
       } catch (err) {
         const error = errorMessage(err)
-        lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(performance.now() - started)}ms: ${error}`, at: new Date() })
+        const failedAfter = performance.now() - started
+        trace.node(node.type, 'failure', failedAfter)
+        lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(failedAfter)}ms: ${error}`, at: new Date() })
         if (abandoned()) return 'ABANDONED'
-        return await failRun(runId, error, lines) ? 'FAILED' : 'STOPPED'
+        return await failRun(runId, error, lines, ['RUNNING'], trace) ? 'FAILED' : 'STOPPED'
       }
       const elapsed = Math.round(performance.now() - started)
+      trace.node(node.type, outcome.suspendUntil === undefined ? 'success' : 'waiting', performance.now() - started)
 
       if (outcome.suspendUntil !== undefined) {
         lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
+        trace.write(lines)
         if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
-        const data: RunJobData = { runId }
+        // The resumed part of the run logs with the request id too.
+        const data: RunJobData = { runId, ...(context.requestId !== undefined && { requestId: context.requestId }) }
         await queues[run.queue].add('run', data, {
           jobId: resumeJobId(runId, node.id),
           delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
@@ -240,11 +258,15 @@ export function createRunEngine (options: EngineOptions) {
       result[node.id] = outcome.output
       const next = nextNodeId(graph, node, outcome)
       if (next === null) {
-        return await store.succeed(runId, { nodeId: node.id, output: outcome.output }, lines) ? 'SUCCESS' : 'STOPPED'
+        trace.write(lines)
+        if (!await store.succeed(runId, { nodeId: node.id, output: outcome.output }, lines)) return 'STOPPED'
+        trace.ended('SUCCESS')
+        return 'SUCCESS'
       }
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
         lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
       }
+      trace.write(lines)
       if (!await store.advance(runId, node.id, outcome.output, next, lines)) return 'STOPPED'
       nodeId = next
     }

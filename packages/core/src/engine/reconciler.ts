@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq'
 import { sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
+import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues.ts'
 import { IDEMPOTENCY_WINDOW } from '../services/runs.ts'
 import type { RunEngine } from './engine.ts'
@@ -180,6 +181,10 @@ export function createReconciler (options: ReconcilerOptions) {
     const resumed = await resumeWaiting()
     const { takenOver, failed } = await takeOverRunning()
     const purgedKeys = await purgeIdempotencyKeys()
+    reconcilerActions.inc({ action: 'requeued' }, requeued)
+    reconcilerActions.inc({ action: 'resumed' }, resumed)
+    reconcilerActions.inc({ action: 'taken_over' }, takenOver)
+    reconcilerActions.inc({ action: 'failed' }, failed)
     return { requeued, resumed, takenOver, failed, purgedKeys }
   }
 

@@ -31,6 +31,7 @@ export interface ClaimedRun {
   currentNodeId: string | null
   attempt: number
   previousStatus: RunStatus
+  startedAt: Date
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
@@ -97,7 +98,7 @@ export function runStore (db: DbOrTx) {
           where runs.id = previous.id
             and (previous.status in ('PENDING', 'WAITING') or (previous.status = 'RUNNING' and previous.attempt < ${maxAttempts}))
           returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
-            runs.current_node_id, runs.attempt, previous.status as previous_status
+            runs.current_node_id, runs.attempt, runs.started_at, previous.status as previous_status
         ), logged as (
           insert into run_logs (run_id, level, message)
           select id, 'INFO', case previous_status
@@ -127,6 +128,7 @@ export function runStore (db: DbOrTx) {
           currentNodeId: row.current_node_id as string | null,
           attempt: row.attempt as number,
           previousStatus: row.previous_status as RunStatus,
+          startedAt: new Date(row.started_at as string | Date),
           workflow: {
             nodes: (row.nodes as WorkflowNode[] | null) ?? [],
             edges: row.edges,

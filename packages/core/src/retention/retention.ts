@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
+import { retentionDeleted } from '../observability/metrics.ts'
 
 export interface RetentionOptions {
   db: Db
@@ -121,6 +122,9 @@ export function createRetention (options: RetentionOptions) {
     const excessRuns = options.maxRunsPerWorkflow === undefined ? 0 : await deleteExcessRuns(options.maxRunsPerWorkflow)
     const rawBodies = await clearRawBodies()
     const report = { rawBodies, expiredRuns, excessRuns }
+    retentionDeleted.inc({ kind: 'expired_runs' }, expiredRuns)
+    retentionDeleted.inc({ kind: 'excess_runs' }, excessRuns)
+    retentionDeleted.inc({ kind: 'raw_bodies' }, rawBodies)
     if (rawBodies + expiredRuns + excessRuns > 0) logger.info(report, 'retention pass')
     return report
   }

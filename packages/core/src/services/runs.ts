@@ -6,6 +6,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
 import type { Workflow } from '../db/schema/index.ts'
 import { AppError } from '../errors.ts'
+import { runsCreated } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
 import { runJobId, runQueueFor, type QueueName, type Queues, type RunJobData } from '../queues.ts'
 
@@ -24,6 +25,8 @@ export interface StartRunInput {
   rawBody?: Buffer
   /** Same key for the same workflow within 24 hours: the first run is returned and nothing is created. */
   idempotencyKey?: string
+  /** The request that starts the run (X-Request-Id), carried in its job. */
+  requestId?: string
 }
 
 export interface StartedRun {
@@ -104,6 +107,8 @@ export interface StartRunsInput {
   triggerData?: unknown
   /** One key for every run, per workflow: a workflow that used it within 24 hours gets that run back and nothing is created for it. */
   idempotencyKey?: string
+  /** The request that starts the runs (X-Request-Id), carried in their jobs. */
+  requestId?: string
 }
 
 interface PlannedRun {
@@ -117,6 +122,8 @@ interface PlannedRun {
 /** A run as its insert left it: `claimVersion` is the key row's version (xmin) when this start claimed an idempotency key. */
 interface InsertedRun extends StartedRun {
   workflowId: string
+  /** The workflow's domain, for the runs-created metric (null when no run was created for it). */
+  domain: string | null
   queue: QueueName
   claimVersion: string | null
 }
@@ -149,7 +156,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
           created_at = case when idempotency_keys.created_at > now() - ${IDEMPOTENCY_WINDOW}
             then idempotency_keys.created_at else excluded.created_at end
         returning workflow_id, run_id, xmin::text as version`
-  const inserted = await db.execute<{ plannedId: string, runId: string, claimVersion: string | null }>(sql`
+  const inserted = await db.execute<{ plannedId: string, runId: string, claimVersion: string | null, domain: string | null }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text)
@@ -164,16 +171,19 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
       update workflows set run_count = run_count + per_workflow.created, last_run_at = now()
       from (select workflow_id, count(*)::int as created from new_runs group by workflow_id) as per_workflow
       where workflows.id = per_workflow.workflow_id
+      returning workflows.id, workflows.domain
     )
-    select planned.run_id as "plannedId", coalesce(claim.run_id, planned.run_id) as "runId", claim.version as "claimVersion"
+    select planned.run_id as "plannedId", coalesce(claim.run_id, planned.run_id) as "runId", claim.version as "claimVersion",
+      counted.domain
     from planned left join claim on claim.workflow_id = planned.workflow_id
+    left join counted on counted.id = planned.workflow_id
   `)
   const byPlannedId = new Map(inserted.map((row) => [row.plannedId, row]))
   return chunk.map(({ runId, workflow, queue }) => {
     const row = byPlannedId.get(runId)
     if (row === undefined) throw new Error('run insert returned no row')
     const created = row.runId === runId
-    return { runId: row.runId, created, workflowId: workflow.id, queue, claimVersion: created ? row.claimVersion : null }
+    return { runId: row.runId, created, workflowId: workflow.id, domain: row.domain, queue, claimVersion: created ? row.claimVersion : null }
   })
 }
 
@@ -206,7 +216,10 @@ export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): P
     return inserted
   }
   const inserted = chunks.length === 1 ? await insertAll(deps.db) : await deps.db.transaction(insertAll)
-  await enqueueOrDiscard(deps, inserted.filter((run) => run.created), idempotencyKey)
+  const created = inserted.filter((run) => run.created)
+  await enqueueOrDiscard(deps, created, idempotencyKey, input.requestId)
+  const triggerTypes = new Map(distinct.map(({ workflow }) => [workflow.id, workflow.triggerType]))
+  for (const run of created) runsCreated.inc({ trigger_type: triggerTypes.get(run.workflowId), domain: run.domain ?? 'unknown' })
   if (distinct === input.runs) return inserted.map(({ runId, created }) => ({ runId, created }))
   const byWorkflow = new Map(distinct.map((run, i) => [run.workflow.id, inserted[i]!]))
   return input.runs.map((run) => {
@@ -217,8 +230,8 @@ export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): P
 
 /** Starts one run (fire, inbound webhook, cron tick); with an idempotency key, possibly the one it already started. */
 export async function startRun (deps: RunServiceDeps, input: StartRunInput): Promise<StartedRun> {
-  const { workflow, triggerData, rawBody, idempotencyKey } = input
-  const [started] = await startRuns(deps, { runs: [{ workflow, triggerData: triggerData ?? null, rawBody }], idempotencyKey })
+  const { workflow, triggerData, rawBody, idempotencyKey, requestId } = input
+  const [started] = await startRuns(deps, { runs: [{ workflow, triggerData: triggerData ?? null, rawBody }], idempotencyKey, requestId })
   return started!
 }
 
@@ -232,13 +245,14 @@ export async function startRun (deps: RunServiceDeps, input: StartRunInput): Pro
  * a run is durable, so when every run was kept the start succeeds; otherwise the
  * enqueue error is thrown (the kept runs are found again by their keys on a retry).
  */
-async function enqueueOrDiscard (deps: RunServiceDeps, created: InsertedRun[], idempotencyKey: string | undefined): Promise<void> {
+async function enqueueOrDiscard (deps: RunServiceDeps, created: InsertedRun[], idempotencyKey: string | undefined, requestId: string | undefined): Promise<void> {
   const byQueue = new Map<QueueName, string[]>()
   for (const { runId, queue } of created) byQueue.set(queue, [...(byQueue.get(queue) ?? []), runId])
   try {
     for (const [name, runIds] of byQueue) {
       for (const chunk of chunksOf(runIds)) {
-        const jobs = chunk.map((runId) => ({ name: 'run', data: { runId } satisfies RunJobData, opts: { jobId: runJobId(runId) } }))
+        const data = (runId: string): RunJobData => requestId === undefined ? { runId } : { runId, requestId }
+        const jobs = chunk.map((runId) => ({ name: 'run', data: data(runId), opts: { jobId: runJobId(runId) } }))
         await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
       }
     }

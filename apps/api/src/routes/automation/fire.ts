@@ -31,7 +31,8 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
     const { runId } = await startRun(fastify, {
       workflow,
       triggerData: request.body ?? {},
-      idempotencyKey: idempotencyKeyOf(request.headers)
+      idempotencyKey: idempotencyKeyOf(request.headers),
+      requestId: request.id
     })
     return reply.code(202).send({ runId })
   })

@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
 import { conflict, notFound, type AppError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/auth/viewer'
+import { runsFinished } from '@switchboard/core/observability/metrics'
 import { runsRepository } from '@switchboard/core/repositories/runs'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
 import { errorResponses, Pagination } from '../../schemas/common.ts'
@@ -45,6 +46,7 @@ const runs: FastifyPluginAsyncTypebox = async (fastify) => {
     const outcome = isCuid(id) ? await repo.cancel(id, viewerOf(request.user)) : null
     if (outcome === null) throw runNotFound()
     if (outcome === 'finished') throw conflict('Run is already finished', 'RUN_FINISHED')
+    runsFinished.inc({ status: 'CANCELLED' })
     // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
     // that is running (locked, so not removable) finds the run CANCELLED and stops by itself.
     const queue = fastify.queues[outcome.queue]

@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import querystring from 'fast-querystring'
 import { isCuid } from '@paralleldrive/cuid2'
 import { runsRepository } from '@switchboard/core/repositories/runs'
+import { webhookAnswers } from '@switchboard/core/observability/metrics'
 import { startRun } from '@switchboard/core/services/runs'
 import { isNestedTooDeeply } from '../../plugins/json-body.ts'
 import { errorResponses } from '../../schemas/common.ts'
@@ -74,17 +75,21 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { workflowId } = request.params
-    if (!isCuid(workflowId)) return { status: 'ignored' as const }
-    const workflow = await repo.findTriggerTarget(workflowId)
-    if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') return { status: 'ignored' as const }
+    const workflow = isCuid(workflowId) ? await repo.findTriggerTarget(workflowId) : null
+    if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') {
+      webhookAnswers.inc({ status: 'ignored' })
+      return { status: 'ignored' as const }
+    }
     const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
     const body = rawBody === undefined ? null : await bodyOf(request, rawBody)
     const { runId } = await startRun(fastify, {
       workflow,
       triggerData: { body, headers: { ...request.headers }, query: { ...(request.query as object) } },
       rawBody,
-      idempotencyKey: idempotencyKeyOf(request.headers)
+      idempotencyKey: idempotencyKeyOf(request.headers),
+      requestId: request.id
     })
+    webhookAnswers.inc({ status: 'received' })
     return { status: 'received' as const, runId }
   })
 }

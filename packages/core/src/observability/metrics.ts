@@ -1,0 +1,190 @@
+import type { Redis } from 'ioredis'
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Database } from '../db/client.ts'
+import { TERMINAL_RUN_STATUSES } from '../db/schema/runs.ts'
+import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
+import { NODE_TYPES } from '../engine/node-types.ts'
+import { QUEUE_NAMES, type Queues } from '../queues.ts'
+import { withTimeout } from '../timeout.ts'
+
+/**
+ * The application's series, defined once for the api and the worker: each process counts what it
+ * does and serves these next to its own (process defaults, HTTP durations, store state). Labels
+ * take values from closed sets only (statuses, trigger types, domains, node types, queue names,
+ * the platform's numeric error codes): never a workflow, run, user or conversation id.
+ */
+export const applicationMetrics = new Registry()
+const registers = [applicationMetrics]
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+const RUN_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
+
+export const runsCreated = new Counter({
+  name: 'switchboard_runs_created_total',
+  help: 'Runs created, by trigger type and workflow domain',
+  labelNames: ['trigger_type', 'domain'] as const,
+  registers
+})
+
+export const runsFinished = new Counter({
+  name: 'switchboard_runs_finished_total',
+  help: 'Runs that reached a terminal status (SUCCESS, FAILED, CANCELLED)',
+  labelNames: ['status'] as const,
+  registers
+})
+
+export const runDuration = new Histogram({
+  name: 'switchboard_run_duration_seconds',
+  help: 'From a run\'s start to its end (waits included), by terminal status',
+  labelNames: ['status'] as const,
+  buckets: RUN_SECONDS,
+  registers
+})
+
+export const queueWait = new Histogram({
+  name: 'switchboard_queue_wait_seconds',
+  help: 'From when a job could run (added, or its delay over) to when a worker took it, by queue',
+  labelNames: ['queue'] as const,
+  buckets: SECONDS,
+  registers
+})
+
+export const nodeDuration = new Histogram({
+  name: 'switchboard_node_duration_seconds',
+  help: 'Node executions, by node type and outcome (success, failure, waiting)',
+  labelNames: ['node_type', 'outcome'] as const,
+  buckets: SECONDS,
+  registers
+})
+
+export const chatSends = new Counter({
+  name: 'switchboard_chat_sends_total',
+  help: 'Messages sent to the chat platform, by outcome (sent, rejected, unavailable) and platform error code',
+  labelNames: ['outcome', 'error_code'] as const,
+  registers
+})
+
+export const chatInboundDeliveries = new Counter({
+  name: 'switchboard_chat_inbound_deliveries_total',
+  help: 'Chat platform deliveries accepted at /webhook/chat and queued',
+  registers
+})
+
+export const webhookAnswers = new Counter({
+  name: 'switchboard_webhook_answers_total',
+  help: 'Inbound webhook answers, by status (received, ignored)',
+  labelNames: ['status'] as const,
+  registers
+})
+
+export const reconcilerActions = new Counter({
+  name: 'switchboard_reconciler_actions_total',
+  help: 'What the reconciler did to runs: requeued (PENDING without a job), resumed (WAITING without a resume job), taken_over (RUNNING without a live job), failed (too many takeovers)',
+  labelNames: ['action'] as const,
+  registers
+})
+
+export const retentionDeleted = new Counter({
+  name: 'switchboard_retention_total',
+  help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared)',
+  labelNames: ['kind'] as const,
+  registers
+})
+
+/** The platform's error codes are numbers of a few digits; anything else is one bucket. */
+export const chatErrorCodeLabel = (code: unknown): string => {
+  const text = String(code)
+  return /^[0-9]{1,6}$/.test(text) ? text : 'other'
+}
+
+/** Every series shows from the first scrape, at zero, so dashboards and alerts see them before the first event. */
+function zeroKnownSeries (): void {
+  for (const triggerType of TRIGGER_TYPES) {
+    for (const domain of DOMAINS) runsCreated.inc({ trigger_type: triggerType, domain }, 0)
+  }
+  for (const status of TERMINAL_RUN_STATUSES) {
+    runsFinished.inc({ status }, 0)
+    runDuration.zero({ status })
+  }
+  for (const queue of QUEUE_NAMES) queueWait.zero({ queue })
+  for (const nodeType of NODE_TYPES) {
+    for (const outcome of ['success', 'failure', 'waiting']) nodeDuration.zero({ node_type: nodeType, outcome })
+  }
+  chatSends.inc({ outcome: 'sent', error_code: 'none' }, 0)
+  chatInboundDeliveries.inc(0)
+  for (const status of ['received', 'ignored']) webhookAnswers.inc({ status }, 0)
+  for (const action of ['requeued', 'resumed', 'taken_over', 'failed']) reconcilerActions.inc({ action }, 0)
+  for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies']) retentionDeleted.inc({ kind }, 0)
+}
+zeroKnownSeries()
+
+/** Job states the depth gauge reports (BullMQ's names). */
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const
+
+/** A scrape must answer even when a store does not: each probe is cut short. */
+const PROBE_TIMEOUT_MS = 1000
+
+export interface StoreMetricsSources {
+  database: Database
+  databasePoolMax: number
+  /** Redis connections by role (producer, worker). */
+  redis: Record<string, Redis>
+  queues: Queues
+}
+
+/**
+ * Series read from the stores at each scrape, into the process's own registry: queue depths
+ * (BullMQ's job counts per queue and state), Postgres answering, pool size, Redis connections.
+ */
+export function registerStoreMetrics (registry: Registry, sources: StoreMetricsSources): void {
+  const registers = [registry]
+  // eslint-disable-next-line no-new -- registered, read through the registry
+  new Gauge({
+    name: 'switchboard_queue_jobs',
+    help: 'Jobs per queue and state (waiting, active, delayed, failed); absent while Redis does not answer',
+    labelNames: ['queue', 'state'] as const,
+    registers,
+    async collect () {
+      this.reset()
+      await Promise.all(QUEUE_NAMES.map(async (name) => {
+        try {
+          const counts = await withTimeout(sources.queues[name].getJobCounts(...QUEUE_STATES), PROBE_TIMEOUT_MS, 'queue depth')
+          for (const state of QUEUE_STATES) this.set({ queue: name, state }, counts[state] ?? 0)
+        } catch {
+          // Redis away: no sample rather than a wrong zero (redis_up says why).
+        }
+      }))
+    }
+  })
+  // eslint-disable-next-line no-new -- registered, read through the registry
+  new Gauge({
+    name: 'switchboard_database_up',
+    help: '1 when Postgres answered a probe within 1 s at this scrape',
+    registers,
+    async collect () {
+      try {
+        await withTimeout(sources.database.sql`select 1`.execute(), PROBE_TIMEOUT_MS, 'database')
+        this.set(1)
+      } catch {
+        this.set(0)
+      }
+    }
+  })
+  const poolMax = new Gauge({ name: 'switchboard_database_pool_max', help: 'Connections this process\'s Postgres pool may open (DATABASE_POOL_MAX)', registers })
+  poolMax.set(sources.databasePoolMax)
+  // eslint-disable-next-line no-new -- registered, read through the registry
+  new Gauge({
+    name: 'switchboard_redis_up',
+    help: '1 while the Redis connection is ready, by connection role',
+    labelNames: ['connection'] as const,
+    registers,
+    collect () {
+      for (const [connection, redis] of Object.entries(sources.redis)) this.set({ connection }, redis.status === 'ready' ? 1 : 0)
+    }
+  })
+}
+
+/** The exposition text of a process: its own registry, then the application's series. */
+export async function metricsText (registry: Registry): Promise<string> {
+  return `${await registry.metrics()}\n${await applicationMetrics.metrics()}`
+}

@@ -1,0 +1,65 @@
+import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
+import type { Logger } from '../logger.ts'
+import type { LogLine } from '../engine/run-store.ts'
+import { isNodeType } from '../engine/node-types.ts'
+import { nodeDuration, runDuration, runsFinished } from './metrics.ts'
+
+type Level = 'debug' | 'info' | 'warn' | 'error'
+
+const LEVELS: Record<LogLevel, Level> = { DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' }
+
+/**
+ * Node lines go to the process log at debug (a busy worker writes several per node), unless
+ * they warn or report a failure; run-level lines keep their level.
+ */
+const processLevel = (line: LogLine): Level => line.nodeId !== null && (line.level === 'INFO' || line.level === 'DEBUG') ? 'debug' : LEVELS[line.level]
+
+export interface TracedRun {
+  id: string
+  workflowId: string
+  /** When the run first started (a resumed run keeps it), for its duration. */
+  startedAt: Date
+  previousStatus: RunStatus
+}
+
+/**
+ * What the engine tells operators about one run, besides its run_logs rows: the same lines in
+ * the process log with runId, workflowId, nodeId and the request id bound, and the run's metrics.
+ */
+export function traceRun (logger: Logger, run: TracedRun, requestId?: string) {
+  const log = logger.child({ runId: run.id, workflowId: run.workflowId, ...(requestId !== undefined && { requestId }) })
+  return {
+    log,
+    /** The lines the claim wrote ('Run started', 'Run resumed', 'Run taken over') and those the first step adds. */
+    claimed (): LogLine[] {
+      const message = run.previousStatus === 'PENDING' ? 'Run started' : run.previousStatus === 'WAITING' ? 'Run resumed' : 'Run taken over after its worker stopped'
+      log.info(message)
+      // The request that started the run, in its run_logs too: one id from the api's log to the run.
+      if (run.previousStatus !== 'PENDING' || requestId === undefined) return []
+      return [{ nodeId: null, level: 'INFO', message: `Request id: ${requestId}`, at: new Date() }]
+    },
+    /** Lines about to be written with a step. */
+    write (lines: readonly LogLine[]): void {
+      for (const line of lines) {
+        const level = processLevel(line)
+        if (!log.isLevelEnabled(level)) continue
+        if (line.nodeId === null) log[level](line.message)
+        else log[level]({ nodeId: line.nodeId }, line.message)
+      }
+    },
+    node (type: string, outcome: 'success' | 'failure' | 'waiting', milliseconds: number): void {
+      nodeDuration.observe({ node_type: isNodeType(type) ? type : 'unknown', outcome }, milliseconds / 1000)
+    },
+    /** The engine ended the run: SUCCESS is counted here, FAILED where every failure is (failRun). */
+    ended (status: 'SUCCESS' | 'FAILED'): void {
+      const seconds = (Date.now() - run.startedAt.getTime()) / 1000
+      runDuration.observe({ status }, seconds)
+      if (status === 'SUCCESS') {
+        runsFinished.inc({ status })
+        log.info({ durationMs: Math.round(seconds * 1000) }, 'Run succeeded')
+      }
+    }
+  }
+}
+
+export type RunTrace = ReturnType<typeof traceRun>
