@@ -28,7 +28,7 @@ const setStatus = async (runId: string, status: string, startedAt: Date | null =
 
 const statusOf = async (runId: string) => (await sql`select status from runs where id = ${runId}`)[0]?.status
 
-t.test('fire answers 202 with a PENDING run whose job carries only the run id', async (t) => {
+t.test('fire answers 202 with a PENDING run whose job carries only the run id and the request id', async (t) => {
   const member = await newMember()
   const workflowId = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })
 
@@ -40,7 +40,7 @@ t.test('fire answers 202 with a PENDING run whose job carries only the run id', 
   const job = await app.queues['workflow-runs'].getJob(runId)
   t.equal(job?.id, runId)
   t.equal(job?.name, 'run')
-  t.same(job?.data, { runId })
+  t.same(job?.data, { runId, requestId: res.headers['x-request-id'] })
 
   const run = await request({ method: 'GET', url: `/api/automation/runs/${runId}`, token: member.token })
   t.equal(run.statusCode, 200)
@@ -93,8 +93,9 @@ t.test('fire and events store U+0000 and unpaired surrogates of the payload as U
 
 t.test('AGENT workflows run on the agent-execution queue', async (t) => {
   const workflowId = await createWorkflow(testApp, adminToken, { triggerType: 'AGENT' })
-  const { runId } = (await fire(workflowId, adminToken, {})).json()
-  t.same((await app.queues['agent-execution'].getJob(runId))?.data, { runId })
+  const fired = await fire(workflowId, adminToken, {})
+  const { runId } = fired.json()
+  t.same((await app.queues['agent-execution'].getJob(runId))?.data, { runId, requestId: fired.headers['x-request-id'] })
   t.equal(await app.queues['workflow-runs'].getJob(runId), undefined)
 })
 
