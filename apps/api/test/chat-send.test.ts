@@ -241,3 +241,25 @@ t.test('the admin uses the default account like everyone without one', async (t)
   t.equal(res.statusCode, 200)
   t.equal(lastSend()?.path, `/v21.0/${DEFAULT_PHONE_NUMBER_ID}/messages`)
 })
+
+t.test('/metrics counts sends by outcome and platform error code, and accepted inbound deliveries', async (t) => {
+  const sample = async (series: string): Promise<number> => {
+    const text = (await request({ method: 'GET', url: '/metrics' })).body
+    const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `))
+    return line === undefined ? 0 : Number(line.slice(series.length + 1))
+  }
+  const sent = 'switchboard_chat_sends_total{outcome="sent",error_code="none"}'
+  const rejected = 'switchboard_chat_sends_total{outcome="rejected",error_code="131030"}'
+  const inbound = 'switchboard_chat_inbound_deliveries_total'
+  const before = { sent: await sample(sent), rejected: await sample(rejected), inbound: await sample(inbound) }
+
+  const phone = await customerInWindow()
+  t.equal((await request({ method: 'POST', url: '/api/chat/send/text', token: member.token, payload: { to: phone, text: 'counted' } })).statusCode, 200)
+  fake.options.allowedRecipients = ['16505550001']
+  t.equal((await request({ method: 'POST', url: '/api/chat/send/text', token: member.token, payload: { to: phone, text: 'refused' } })).statusCode, 500)
+  fake.options.allowedRecipients = undefined
+
+  t.equal(await sample(sent), before.sent + 1)
+  t.equal(await sample(rejected), before.rejected + 1)
+  t.equal(await sample(inbound), before.inbound + 1, 'the customer\'s message')
+})
