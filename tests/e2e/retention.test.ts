@@ -30,16 +30,17 @@ await seed('fresh-', 5, '1 hour')
 // Both workers start their first pass within seconds.
 const stack = await startStack(t, { database, workers: 2 })
 
-const count = async (query: ReturnType<typeof sql>): Promise<number> => (await query)[0]!.n as number
+/** `select count(*)::int as n …` of fixed test text. */
+const count = async (query: string): Promise<number> => (await sql.unsafe<Array<{ n: number }>>(query))[0]!.n
 
 t.test('two worker processes delete what is due, once, and nothing else', async (t) => {
-  await waitFor(async () => await count(sql`select count(*)::int as n from runs where id like 'expired-%'`) === 0 ? true : undefined, { timeoutMs: 30_000, what: 'expired runs deleted' })
-  await waitFor(async () => await count(sql`select count(*)::int as n from runs where raw_body is not null and id like 'body-%'`) === 0 ? true : undefined, { what: 'raw bodies cleared' })
+  await waitFor(async () => await count("select count(*)::int as n from runs where id like 'expired-%'") === 0 ? true : undefined, { timeoutMs: 30_000, what: 'expired runs deleted' })
+  await waitFor(async () => await count("select count(*)::int as n from runs where raw_body is not null and id like 'body-%'") === 0 ? true : undefined, { what: 'raw bodies cleared' })
 
   const reports = stack.workers.flatMap((worker) => worker.output().split('\n').filter((line) => line.includes('"retention pass"')).map((line) => JSON.parse(line)))
   t.equal(reports.reduce((sum, report) => sum + report.expiredRuns, 0), EXPIRED, 'every expired run deleted exactly once across the workers')
-  t.equal(await count(sql`select count(*)::int as n from run_logs where run_id like 'expired-%'`), 0, 'with their log lines')
-  t.equal(await count(sql`select count(*)::int as n from runs where id like 'body-%'`), 10, 'runs past the body retention kept')
-  t.equal(await count(sql`select count(*)::int as n from runs where id like 'fresh-%' and raw_body is not null`), 5, 'recent runs untouched')
+  t.equal(await count("select count(*)::int as n from run_logs where run_id like 'expired-%'"), 0, 'with their log lines')
+  t.equal(await count("select count(*)::int as n from runs where id like 'body-%'"), 10, 'runs past the body retention kept')
+  t.equal(await count("select count(*)::int as n from runs where id like 'fresh-%' and raw_body is not null"), 5, 'recent runs untouched')
   t.same(await sql`select run_count, success_count from workflows where id = 'hooks'`, [{ run_count: EXPIRED + 20, success_count: EXPIRED + 20 }], 'counters as they were')
 })
