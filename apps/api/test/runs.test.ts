@@ -1,5 +1,5 @@
 import t from 'tap'
-import { resumeJobId } from '@switchboard/core/queues'
+import { resumeJobId } from '@switchboard/core/queues/catalog'
 import { buildTestApp } from './helper.ts'
 import { createWorkflow, planOf } from './run-helpers.ts'
 

@@ -3,7 +3,7 @@ import type { Config } from '@switchboard/core/config'
 import type { Database } from '@switchboard/core/db/client'
 import type { NodeDependencies } from '@switchboard/core/engine/types'
 import type { Logger } from '@switchboard/core/logger'
-import type { Queues } from '@switchboard/core/queues'
+import type { Queues } from '@switchboard/core/queues/catalog'
 
 /** What every processor is given: the worker's shared connections. */
 export interface WorkerContext {

@@ -6,10 +6,10 @@ import { REDIS_URL } from '@switchboard/testing/database'
 import { waitFor } from '@switchboard/testing/processes'
 import { runLogs, runs, users, workflows } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/http-client.ts'
+import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
-import { createWorkerConnection, WORKFLOW_RUNS, type RunJobData } from '../src/queues.ts'
-import { startRun } from '../src/services/runs.ts'
+import { createWorkerConnection, WORKFLOW_RUNS, type RunJobData } from '../src/queues/catalog.ts'
+import { startRun } from '../src/runs/start.ts'
 import type { Teardown } from '@switchboard/testing/teardown'
 
 const { db, queues } = await createCoreTestContext(t)

@@ -3,8 +3,8 @@ import fp from 'fastify-plugin'
 import jwt from '@fastify/jwt'
 import { forbidden, unauthorized } from '@switchboard/core/errors'
 import type { UserRole } from '@switchboard/core/db/schema/index'
-import { createRoleCache, type RoleCache } from '@switchboard/core/auth/role-cache'
-import { USER_CHANGES_CHANNEL, usersRepository } from '@switchboard/core/repositories/users'
+import { createRoleCache, type RoleCache } from '@switchboard/core/users/role-cache'
+import { USER_CHANGES_CHANNEL, usersRepository } from '@switchboard/core/users/repository'
 
 export interface TokenClaims {
   sub: string

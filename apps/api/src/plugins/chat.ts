@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { UsableChatAccount } from '@switchboard/core/chat/accounts'
 import { createChatClient } from '@switchboard/core/chat/client'
 import { createChatService, type ChatService } from '@switchboard/core/chat/service'
-import { viewerOf } from '@switchboard/core/auth/viewer'
+import { viewerOf } from '@switchboard/core/users/viewer'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { Config } from '@switchboard/core/config'
 import { createDatabase, type Database, type Db } from '@switchboard/core/db/client'
-import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
+import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues/catalog'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -4,9 +4,9 @@ import { normalizeIP } from '@fastify/rate-limit'
 import { Counter } from 'prom-client'
 import { Type } from 'typebox'
 import { AppError, badRequest } from '@switchboard/core/errors'
-import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/auth/password'
+import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users/password'
 import type { User } from '@switchboard/core/db/schema/index'
-import { usersRepository } from '@switchboard/core/repositories/users'
+import { usersRepository } from '@switchboard/core/users/repository'
 import { errorResponses } from '../schemas/common.ts'
 
 export const LoginBody = Type.Object({

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { conflict, notFound } from '@switchboard/core/errors'
 import { USER_ROLES } from '@switchboard/core/db/schema/index'
-import { usersRepository } from '@switchboard/core/repositories/users'
+import { usersRepository } from '@switchboard/core/users/repository'
 import { errorResponses, IdParams, Pagination, Timestamp } from '../schemas/common.ts'
 
 export const User = Type.Object({

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq'
 import { chatDeliveryProcessor } from '@switchboard/core/chat/inbound'
-import { reactToInboundMessage } from '@switchboard/core/chat/keywords'
-import type { ChatDeliveryJobData } from '@switchboard/core/queues'
+import { reactToInboundMessage } from '@switchboard/core/triggers/keyword'
+import type { ChatDeliveryJobData } from '@switchboard/core/queues/catalog'
 import type { ProcessorFactory } from './index.ts'
 
 /** Inbound chat platform deliveries (contract, Queues): stored, then events and KEYWORD workflows started. */

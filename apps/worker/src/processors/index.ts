@@ -1,5 +1,5 @@
 import type { Processor } from 'bullmq'
-import type { QueueName } from '@switchboard/core/queues'
+import type { QueueName } from '@switchboard/core/queues/catalog'
 import type { WorkerContext } from '../context.ts'
 import { assistantMainProcessor } from './assistant-main.ts'
 import { agentExecutionProcessor } from './agent-execution.ts'

@@ -1,7 +1,7 @@
 import type { Job, JobSchedulerJobOptions } from 'bullmq'
-import { SCHEDULED_TASKS, type ScheduleJobData } from '@switchboard/core/queues'
-import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
-import { handleTick, type TickOutcome } from '@switchboard/core/schedules/tick'
+import { SCHEDULED_TASKS, type ScheduleJobData } from '@switchboard/core/queues/catalog'
+import { createScheduleSync } from '@switchboard/core/schedules/sync'
+import { handleTick, type TickOutcome } from '@switchboard/core/triggers/cron'
 import type { ProcessorFactory } from './index.ts'
 
 /**

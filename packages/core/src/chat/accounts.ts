@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import type { ChatAccount } from '../db/schema/index.ts'
 import { AppError, badRequest, notFound, unauthorized } from '../errors.ts'
-import { chatAccountsRepository } from '../repositories/chat-accounts.ts'
+import { chatAccountsRepository } from './accounts-repository.ts'
 import { decryptSecret } from './crypto.ts'
 
 /** The id under which the installation's account from the environment can be selected. */

@@ -2,8 +2,8 @@ import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { MESSAGE_STATUSES } from '../db/schema/index.ts'
 import type { Logger } from '../logger.ts'
-import { chatDeliveriesRepository } from '../repositories/chat-deliveries.ts'
-import { conversationsRepository, type MessageStatus } from '../repositories/conversations.ts'
+import { chatDeliveriesRepository } from './deliveries-repository.ts'
+import { conversationsRepository, type MessageStatus } from './conversations.ts'
 import { chatAccountResolver } from './accounts.ts'
 
 /** The job name of a platform delivery on the assistant-main queue. */

@@ -2,7 +2,7 @@ import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { AppError, badRequest } from '../errors.ts'
 import type { Logger } from '../logger.ts'
-import { conversationsRepository, WINDOW_MS } from '../repositories/conversations.ts'
+import { conversationsRepository, WINDOW_MS } from './conversations.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import {
   ChatPlatformError, ChatPlatformUnavailableError, templateMessage, textMessage,

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
-import { viewerOf } from '@switchboard/core/auth/viewer'
+import { viewerOf } from '@switchboard/core/users/viewer'
 import { AppError, notFound } from '@switchboard/core/errors'
-import { runsRepository } from '@switchboard/core/repositories/runs'
-import { startRun } from '@switchboard/core/services/runs'
+import { runsRepository } from '@switchboard/core/runs/repository'
+import { startRun } from '@switchboard/core/runs/start'
 import { errorResponses } from '../../schemas/common.ts'
 import { idempotencyKeyOf, RunAccepted } from './run-schemas.ts'
 

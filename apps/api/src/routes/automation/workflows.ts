@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { badRequest } from '@switchboard/core/errors'
-import { viewerOf } from '@switchboard/core/auth/viewer'
-import { workflowsRepository } from '@switchboard/core/repositories/workflows'
-import { createWorkflowService, workflowNotFound, type ScheduleSync } from '@switchboard/core/services/workflows'
+import { viewerOf } from '@switchboard/core/users/viewer'
+import { workflowsRepository } from '@switchboard/core/workflows/repository'
+import { createWorkflowService, workflowNotFound, type ScheduleSync } from '@switchboard/core/workflows/service'
 import { errorResponses } from '../../schemas/common.ts'
 import {
   CreateWorkflowBody,

@@ -3,9 +3,9 @@ import { Type } from 'typebox'
 import { accountNotFound } from '@switchboard/core/chat/accounts'
 import { decryptSecret, encryptSecret } from '@switchboard/core/chat/crypto'
 import { conflict } from '@switchboard/core/errors'
-import { chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/repositories/chat-accounts'
+import { chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/chat/accounts-repository'
 import { errorResponses, IdParams, Pagination, Timestamp } from '../../schemas/common.ts'
-import { viewerOf } from '@switchboard/core/auth/viewer'
+import { viewerOf } from '@switchboard/core/users/viewer'
 
 export const ChatAccount = Type.Object({
   id: Type.String(),

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db/schema/index'
 import { badRequest, notFound } from '@switchboard/core/errors'
-import { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from '@switchboard/core/repositories/conversations'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from '@switchboard/core/chat/conversations'
 import { errorResponses, IdParams, NullableTimestamp, Pagination, Timestamp } from '../../schemas/common.ts'
 
 const nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])

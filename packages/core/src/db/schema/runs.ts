@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { bigint, customType, index, integer, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
-import type { QueueName } from '../../queues.ts'
+import type { QueueName } from '../../queues/catalog.ts'
 import { createdAt, id, nullableTimestamp } from './_columns.ts'
 import { users } from './users.ts'
 import { workflows } from './workflows.ts'

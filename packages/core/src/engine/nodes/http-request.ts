@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
-import { BlockedAddressError } from '../http-client.ts'
+import { BlockedAddressError } from './http-client.ts'
 import { NodeError, type NodeContext, type NodeExecutor } from '../types.ts'
 import { optionalBoolean, optionalNumber, optionalObject, optionalString, requiredString } from './config.ts'
 

@@ -7,7 +7,7 @@ import { storableJson } from '../db/storable.ts'
 import type { Workflow } from '../db/schema/index.ts'
 import { AppError } from '../errors.ts'
 import { withTimeout } from '../timeout.ts'
-import { runJobId, runQueueFor, type QueueName, type Queues, type RunJobData } from '../queues.ts'
+import { runJobId, runQueueFor, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
 export interface RunServiceDeps {
   db: DbOrTx

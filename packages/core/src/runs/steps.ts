@@ -3,7 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import type { QueueName } from '../queues.ts'
+import type { QueueName } from '../queues/catalog.ts'
 
 /**
  * The engine's statements. Each step of a run is one round trip: the node's

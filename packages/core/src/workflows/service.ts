@@ -1,5 +1,5 @@
 import { isCuid } from '@paralleldrive/cuid2'
-import type { Viewer } from '../auth/viewer.ts'
+import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow } from '../db/schema/index.ts'
 import { notFound, type AppError } from '../errors.ts'
@@ -9,8 +9,8 @@ import {
   type WorkflowChanges,
   type WorkflowDetail,
   type WorkflowInput
-} from '../repositories/workflows.ts'
-import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from '../workflows/validation.ts'
+} from './repository.ts'
+import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 
 export const workflowNotFound = (): AppError => notFound('Workflow not found', 'WORKFLOW_NOT_FOUND')
 

@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 import { runLogs, runs, workflows, type Run, type RunLog, type RunStatus, type TriggerType } from '../db/schema/index.ts'
-import type { QueueName } from '../queues.ts'
+import type { QueueName } from '../queues/catalog.ts'
 
 /** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
 const runColumns = {

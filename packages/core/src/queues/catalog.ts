@@ -1,6 +1,6 @@
 import { Queue, type ConnectionOptions, type DefaultJobOptions } from 'bullmq'
 import { Redis, type RedisOptions } from 'ioredis'
-import type { TriggerType } from './db/schema/workflows.ts'
+import type { TriggerType } from '../db/schema/workflows.ts'
 
 /** The four queues of spec 2.5, in the order the queues endpoint lists them. */
 export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'] as const

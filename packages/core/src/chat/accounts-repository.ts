@@ -1,5 +1,5 @@
 import { and, asc, eq, ne, sql, type SQL } from 'drizzle-orm'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { chatAccounts, users, type ChatAccount } from '../db/schema/index.ts'
 

@@ -2,9 +2,9 @@ import type { Queue } from 'bullmq'
 import { sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
-import { resumeJobId, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues.ts'
-import { IDEMPOTENCY_WINDOW } from '../services/runs.ts'
-import type { RunEngine } from './engine.ts'
+import { resumeJobId, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { IDEMPOTENCY_WINDOW } from './start.ts'
+import type { RunEngine } from '../engine/engine.ts'
 
 /** A job that will still (or does now) execute its run. */
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])

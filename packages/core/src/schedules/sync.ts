@@ -3,9 +3,9 @@ import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db, DbOrTx } from '../db/client.ts'
 import { workflows, workflowSchedules, type Workflow } from '../db/schema/index.ts'
 import { AppError } from '../errors.ts'
-import type { ScheduleJobData } from '../queues.ts'
+import type { ScheduleJobData } from '../queues/catalog.ts'
 import { withTimeout } from '../timeout.ts'
-import type { DeletedWorkflow } from '../repositories/workflows.ts'
+import type { DeletedWorkflow } from '../workflows/repository.ts'
 import { cronTriggerOf, validateCronExpression, type CronTrigger } from '../workflows/validation.ts'
 
 /** The name of the jobs a workflow's job scheduler produces, one per tick. */

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
-import { startRuns, type EmitEventDeps, type StartRunsInput } from '../services/runs.ts'
-import { DEFAULT_ACCOUNT_ID } from './accounts.ts'
-import type { InboundChatMessage } from './inbound.ts'
+import { startRuns, type EmitEventDeps, type StartRunsInput } from '../runs/start.ts'
+import { DEFAULT_ACCOUNT_ID } from '../chat/accounts.ts'
+import type { InboundChatMessage } from '../chat/inbound.ts'
 
 export const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
 

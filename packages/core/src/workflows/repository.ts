@@ -1,6 +1,6 @@
 import { isCuid } from '@paralleldrive/cuid2'
 import { and, arrayContains, desc, eq, sql, type SQL } from 'drizzle-orm'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import {
   runs,

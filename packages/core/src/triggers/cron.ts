@@ -1,9 +1,9 @@
 import { eq } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { workflows } from '../db/schema/index.ts'
-import type { Queues } from '../queues.ts'
-import { startRun } from '../services/runs.ts'
-import { plannedSchedule, recordTick, type ScheduleSync } from './schedule-sync.ts'
+import type { Queues } from '../queues/catalog.ts'
+import { startRun } from '../runs/start.ts'
+import { plannedSchedule, recordTick, type ScheduleSync } from '../schedules/sync.ts'
 
 export interface TickDeps {
   db: Db
