@@ -10,7 +10,7 @@ import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { resumeJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
-import { emitEvent } from '../src/runs/start.ts'
+import { emitEvent } from '../src/triggers/event.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-test')

@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq'
 import { createRunEngine } from '@switchboard/core/engine/engine'
 import type { RunJobData } from '@switchboard/core/queues/catalog'
-import { emitEvent } from '@switchboard/core/runs/start'
+import { emitEvent } from '@switchboard/core/triggers/event'
 import type { WorkerContext } from '../context.ts'
 import type { ProcessorFactory } from './index.ts'
 

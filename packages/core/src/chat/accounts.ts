@@ -3,7 +3,7 @@ import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import type { ChatAccount } from '../db/schema/index.ts'
-import { AppError, badRequest, notFound, unauthorized } from '../errors.ts'
+import { DomainError, unauthorized } from '../errors.ts'
 import { chatAccountsRepository } from './accounts-repository.ts'
 import { decryptSecret } from './crypto.ts'
 
@@ -27,8 +27,8 @@ export interface SelectOptions {
   forWorkflow?: boolean
 }
 
-export const accountRequired = (): AppError => badRequest('X-Account-Id header is required', 'CHAT_ACCOUNT_REQUIRED')
-export const accountNotFound = (): AppError => notFound('Chat account not found', 'CHAT_ACCOUNT_NOT_FOUND')
+export const accountRequired = (): DomainError => new DomainError('CHAT_ACCOUNT_REQUIRED', 'X-Account-Id header is required')
+export const accountNotFound = (): DomainError => new DomainError('CHAT_ACCOUNT_NOT_FOUND', 'Chat account not found')
 
 /**
  * Which chat account a user sends and reads with (contract, Chat): their
@@ -69,14 +69,14 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
       if (own.length === 1) return usable(own[0])
       if (own.length === 0) {
         if (environmentAccount === null) {
-          throw badRequest('No chat account is configured: link one with POST /api/chat/accounts', 'CHAT_ACCOUNT_MISSING')
+          throw new DomainError('CHAT_ACCOUNT_MISSING', 'No chat account is configured: link one with POST /api/chat/accounts')
         }
         return environmentAccount
       }
       if (selectOptions.forWorkflow === true) {
         const preferred = own.find((account) => account.isDefault)
         if (preferred !== undefined) return usable(preferred)
-        throw badRequest('accountId is required: the workflow owner has several chat accounts and none is marked default', 'CHAT_ACCOUNT_REQUIRED')
+        throw new DomainError('CHAT_ACCOUNT_REQUIRED', 'accountId is required: the workflow owner has several chat accounts and none is marked default')
       }
       throw accountRequired()
     },

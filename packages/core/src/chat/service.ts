@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { AppError, badRequest } from '../errors.ts'
+import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { conversationsRepository, WINDOW_MS } from './conversations.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
@@ -58,10 +58,10 @@ const platformDetails = (err: ChatPlatformError): Record<string, unknown> => ({
 /** Platform failures become the contract's errors: 500 with the spec's message, 502 when unreachable. */
 export function platformFailure (err: unknown): unknown {
   if (err instanceof ChatPlatformError) {
-    return new AppError(500, 'CHAT_PLATFORM_ERROR', PLATFORM_ERROR_MESSAGES[err.code] ?? err.message, platformDetails(err))
+    return new DomainError('CHAT_PLATFORM_ERROR', PLATFORM_ERROR_MESSAGES[err.code] ?? err.message, platformDetails(err))
   }
   if (err instanceof ChatPlatformUnavailableError) {
-    return new AppError(502, 'CHAT_PLATFORM_UNAVAILABLE', 'Chat platform unavailable')
+    return new DomainError('CHAT_PLATFORM_UNAVAILABLE', 'Chat platform unavailable')
   }
   return err
 }
@@ -69,7 +69,7 @@ export function platformFailure (err: unknown): unknown {
 /** Recipients are digits only (spec 4.4); a leading plus and the usual separators are forgiven. */
 export function normalizePhone (to: string): string {
   const digits = to.trim().replace(/^\+/, '').replace(/[\s().-]/g, '')
-  if (!/^\d{6,15}$/.test(digits)) throw badRequest('to must be a phone number in international format', 'INVALID_PHONE')
+  if (!/^\d{6,15}$/.test(digits)) throw new DomainError('INVALID_PHONE', 'to must be a phone number in international format')
   return digits
 }
 
@@ -109,7 +109,7 @@ export function createChatService (options: ChatServiceOptions) {
     const replyToId = request.replyToId
     const context = await conversations.sendContext(account.phoneNumberId, phone, replyToId?.startsWith('wamid.') === true ? undefined : replyToId)
     if (context.lastIncomingAt === null || Date.now() - context.lastIncomingAt.getTime() > WINDOW_MS) {
-      throw badRequest('Outside the 24-hour window: send a template', 'OUTSIDE_WINDOW')
+      throw new DomainError('OUTSIDE_WINDOW', 'Outside the 24-hour window: send a template')
     }
     const replyToWamid = replyToId === undefined ? undefined : (context.replyToWamid ?? replyToId)
     const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid))
@@ -146,7 +146,7 @@ export function createChatService (options: ChatServiceOptions) {
 
   async function listTemplates (account: UsableChatAccount): Promise<TemplateRecord[]> {
     if (account.businessAccountId === null) {
-      throw badRequest('The chat account has no businessAccountId: templates cannot be listed', 'CHAT_ACCOUNT_NO_BUSINESS_ID')
+      throw new DomainError('CHAT_ACCOUNT_NO_BUSINESS_ID', 'The chat account has no businessAccountId: templates cannot be listed')
     }
     try {
       return await client.listTemplates(account.businessAccountId, account.accessToken, { status: 'APPROVED' })
@@ -165,7 +165,7 @@ export function createChatService (options: ChatServiceOptions) {
     } catch (err) {
       // 190: the token is not valid; 100: the number does not exist or the token may not use it.
       if (err instanceof ChatPlatformError && (err.code === 190 || err.code === 100)) {
-        throw new AppError(400, 'CHAT_ACCOUNT_REJECTED', 'The chat platform refused accessToken for this phoneNumberId', platformDetails(err))
+        throw new DomainError('CHAT_ACCOUNT_REJECTED', 'The chat platform refused accessToken for this phoneNumberId', platformDetails(err))
       }
       throw platformFailure(err)
     }

@@ -1,6 +1,5 @@
 import { Queue, type ConnectionOptions, type DefaultJobOptions } from 'bullmq'
 import { Redis, type RedisOptions } from 'ioredis'
-import type { TriggerType } from '../db/schema/workflows.ts'
 
 /** The four queues of spec 2.5, in the order the queues endpoint lists them. */
 export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'] as const
@@ -10,9 +9,6 @@ export const WORKFLOW_RUNS: QueueName = 'workflow-runs'
 export const SCHEDULED_TASKS: QueueName = 'scheduled-tasks'
 export const AGENT_EXECUTION: QueueName = 'agent-execution'
 export const ASSISTANT_MAIN: QueueName = 'assistant-main'
-
-/** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
-export const runQueueFor = (triggerType: TriggerType): QueueName => triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
 
 /*
  * Job ids derive from the run, so re-adding a job never duplicates it and the

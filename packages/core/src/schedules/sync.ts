@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq'
 import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db, DbOrTx } from '../db/client.ts'
 import { workflows, workflowSchedules, type Workflow } from '../db/schema/index.ts'
-import { AppError } from '../errors.ts'
+import { DomainError } from '../errors.ts'
 import type { ScheduleJobData } from '../queues/catalog.ts'
 import { withTimeout } from '../timeout.ts'
 import type { DeletedWorkflow } from '../workflows/repository.ts'
@@ -21,7 +21,7 @@ const REBUILD_CONCURRENCY = 8
 const SCHEDULER_TIMEOUT_MS = 3000
 
 /** The answer to a save that needs the scheduler while Redis is away: nothing was changed, a retry may succeed. */
-export const schedulerUnavailable = (): AppError => new AppError(503, 'SCHEDULER_UNAVAILABLE', 'Scheduler unavailable, retry later')
+export const schedulerUnavailable = (): DomainError => new DomainError('SCHEDULER_UNAVAILABLE', 'Scheduler unavailable, retry later')
 
 /** Runs one exchange with the scheduler queue within the time limit; any failure becomes `schedulerUnavailable`. */
 async function onScheduler<T> (operation: () => Promise<T>, what: string): Promise<T> {

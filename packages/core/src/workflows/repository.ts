@@ -135,8 +135,9 @@ function editableFields<T extends WorkflowChanges> (input: T): WorkflowChanges {
  * not a cuid2 matches nothing and never reaches the database.
  */
 export function workflowsRepository (db: DbOrTx) {
-  const byId = (viewer: Viewer, id: string): SQL | undefined =>
-    and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id))
+  const byId = (viewer: Viewer, id: string): SQL | undefined => isCuid(id)
+    ? and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id))
+    : sql`false`
 
   return {
     async create (userId: string, input: WorkflowInput): Promise<Workflow> {
@@ -164,7 +165,6 @@ export function workflowsRepository (db: DbOrTx) {
 
     /** The stored workflow; `forUpdate` locks its row until the transaction ends. */
     async findById (viewer: Viewer, id: string, options: { forUpdate?: boolean } = {}): Promise<Workflow | null> {
-      if (!isCuid(id)) return null
       const query = db.select().from(workflows).where(byId(viewer, id)).limit(1)
       const [workflow] = options.forUpdate === true ? await query.for('update') : await query
       return workflow ?? null
@@ -172,7 +172,6 @@ export function workflowsRepository (db: DbOrTx) {
 
     /** The workflow with its recent runs and schedules, in one query. */
     async findDetail (viewer: Viewer, id: string): Promise<WorkflowDetail | null> {
-      if (!isCuid(id)) return null
       const [row] = await db.select({ workflow: workflows, runs: recentRunsJson, schedules: schedulesJson })
         .from(workflows).where(byId(viewer, id)).limit(1)
       if (row === undefined) return null
@@ -180,7 +179,6 @@ export function workflowsRepository (db: DbOrTx) {
     },
 
     async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<Workflow | null> {
-      if (!isCuid(id)) return null
       const [workflow] = await db.update(workflows).set(editableFields(changes)).where(byId(viewer, id)).returning()
       return workflow ?? null
     },
@@ -190,7 +188,6 @@ export function workflowsRepository (db: DbOrTx) {
      * `hadSchedule` is read in the statement's snapshot, before the cascade.
      */
     async delete (viewer: Viewer, id: string): Promise<DeletedWorkflow | null> {
-      if (!isCuid(id)) return null
       const [deleted] = await db.delete(workflows).where(byId(viewer, id)).returning({
         id: workflows.id,
         hadSchedule: sql<boolean>`exists (select 1 from ${workflowSchedules} s where s.workflow_id = ${workflows}.id)`

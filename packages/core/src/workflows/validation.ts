@@ -1,6 +1,6 @@
 import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
-import { AppError } from '../errors.ts'
+import { DomainError } from '../errors.ts'
 import { isNodeType } from '../engine/node-types.ts'
 import { compileMatchPattern } from '../engine/nodes/condition.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
@@ -10,8 +10,8 @@ export const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
 
 export const DEFAULT_TIMEZONE = 'UTC'
 
-const invalidGraph = (message: string): AppError => new AppError(400, 'INVALID_WORKFLOW_GRAPH', message)
-const invalidField = (message: string): AppError => new AppError(400, 'VALIDATION_ERROR', message)
+const invalidGraph = (message: string): DomainError => new DomainError('INVALID_WORKFLOW_GRAPH', message)
+const invalidField = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -122,11 +122,11 @@ export type WorkflowLimits = Pick<Limits, 'workflowMaxNodes' | 'cronMinIntervalS
  * Checks a workflow graph before it is stored (contract, Workflows): a bounded
  * number of nodes, known node types, unique ids, links that reach existing nodes,
  * no cycles. `wait` nodes suspend a run, they do not make loops legal. Throws a
- * 400 AppError naming the node.
+ * 400 DomainError naming the node.
  */
 export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: unknown, limits: WorkflowLimits = DEFAULT_LIMITS): void {
   if (nodes.length > limits.workflowMaxNodes) {
-    throw new AppError(400, 'TOO_MANY_NODES', `Workflow has too many nodes (max ${limits.workflowMaxNodes})`)
+    throw new DomainError('TOO_MANY_NODES', `Workflow has too many nodes (max ${limits.workflowMaxNodes})`)
   }
   const ids = new Set<string>()
   for (const node of nodes) {
@@ -164,8 +164,8 @@ export function isValidTimezone (timezone: string): boolean {
  * and returns its next fire time after `from`; throws 400 `Invalid cron expression: <reason>`.
  */
 export function validateCronExpression (expression: string, timezone = DEFAULT_TIMEZONE, from = new Date()): Date {
-  const invalid = (reason: string): AppError => new AppError(400, 'INVALID_CRON_EXPRESSION', `Invalid cron expression: ${reason}`)
-  if (!isValidTimezone(timezone)) throw new AppError(400, 'INVALID_TIMEZONE', `Invalid timezone: ${timezone}`)
+  const invalid = (reason: string): DomainError => new DomainError('INVALID_CRON_EXPRESSION', `Invalid cron expression: ${reason}`)
+  if (!isValidTimezone(timezone)) throw new DomainError('INVALID_TIMEZONE', `Invalid timezone: ${timezone}`)
   const fields = expression.trim().split(/\s+/).filter(Boolean).length
   if (fields !== 5 && fields !== 6) throw invalid(`expected 5 or 6 fields, got ${fields}`)
   try {
@@ -226,17 +226,17 @@ export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: 
   switch (triggerType) {
     case 'CRON':
       if (timezone !== undefined && (typeof timezone !== 'string' || !isValidTimezone(timezone))) {
-        throw new AppError(400, 'INVALID_TIMEZONE', `Invalid timezone: ${String(timezone)}`)
+        throw new DomainError('INVALID_TIMEZONE', `Invalid timezone: ${String(timezone)}`)
       }
       // A CRON workflow without an expression is a draft: valid, but never scheduled.
       if (cronExpression === undefined || cronExpression === null) return
       if (typeof cronExpression !== 'string') {
-        throw new AppError(400, 'INVALID_CRON_EXPRESSION', 'Invalid cron expression: must be a string')
+        throw new DomainError('INVALID_CRON_EXPRESSION', 'Invalid cron expression: must be a string')
       }
       validateCronExpression(cronExpression, (timezone as string | undefined) ?? DEFAULT_TIMEZONE)
       // Six fields can fire every second: one run a second per workflow is a load no one meant.
       if (shortestCronInterval(cronExpression) < limits.cronMinIntervalSeconds) {
-        throw new AppError(400, 'CRON_TOO_FREQUENT', `Cron expression fires too often (minimum interval ${limits.cronMinIntervalSeconds} seconds)`)
+        throw new DomainError('CRON_TOO_FREQUENT', `Cron expression fires too often (minimum interval ${limits.cronMinIntervalSeconds} seconds)`)
       }
       return
     case 'EVENT':

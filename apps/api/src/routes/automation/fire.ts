@@ -2,18 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
 import { viewerOf } from '@switchboard/core/users/viewer'
-import { AppError, notFound } from '@switchboard/core/errors'
-import { runsRepository } from '@switchboard/core/runs/repository'
+import { DomainError } from '@switchboard/core/errors'
 import { startRun } from '@switchboard/core/runs/start'
+import { workflowNotFound } from '@switchboard/core/workflows/service'
+import { findTriggerTarget } from '@switchboard/core/triggers/direct'
 import { errorResponses } from '../../schemas/common.ts'
 import { idempotencyKeyOf, RunAccepted } from './run-schemas.ts'
 
-const workflowNotFound = (): AppError => notFound('Workflow not found', 'WORKFLOW_NOT_FOUND')
-
 /** POST /api/automation/workflows/:id/fire (spec 4.10): the whole body becomes triggerData; the run executes in the background. */
 const fire: FastifyPluginAsyncTypebox = async (fastify) => {
-  const repo = runsRepository(fastify.db)
-
   fastify.post('/api/automation/workflows/:id/fire', {
     schema: {
       tags: ['runs'],
@@ -25,9 +22,9 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const { id } = request.params
     if (!isCuid(id)) throw workflowNotFound()
-    const workflow = await repo.findTriggerTarget(id, viewerOf(request.user))
+    const workflow = await findTriggerTarget(fastify.db, id, viewerOf(request.user))
     if (workflow === null) throw workflowNotFound()
-    if (!workflow.isActive) throw new AppError(400, 'WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
+    if (!workflow.isActive) throw new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
     const { runId } = await startRun(fastify, {
       workflow,
       triggerData: request.body ?? {},

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
-import { badRequest } from '@switchboard/core/errors'
+import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users/viewer'
 import { workflowsRepository } from '@switchboard/core/workflows/repository'
 import { createWorkflowService, workflowNotFound, type ScheduleSync } from '@switchboard/core/workflows/service'
@@ -29,9 +29,9 @@ const isBlank = (value: unknown): boolean => value === null || (typeof value ===
  */
 async function refuseBlankName (request: FastifyRequest): Promise<void> {
   const body = request.body as Record<string, unknown> | null | undefined
-  if (isBlank(body?.name)) throw badRequest('name is required', 'VALIDATION_ERROR')
+  if (isBlank(body?.name)) throw new DomainError('VALIDATION_ERROR', 'name is required')
   if (request.method === 'POST' && (typeof body !== 'object' || body === null || Array.isArray(body))) {
-    throw badRequest('name is required', 'VALIDATION_ERROR')
+    throw new DomainError('VALIDATION_ERROR', 'name is required')
   }
 }
 

@@ -7,8 +7,6 @@ import { workflows } from './workflows.ts'
 
 export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
 export type RunStatus = typeof RUN_STATUSES[number]
-export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['SUCCESS', 'FAILED', 'CANCELLED']
-
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const
 export type LogLevel = typeof LOG_LEVELS[number]
 
