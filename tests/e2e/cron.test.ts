@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { closeQueues, createProducerConnection, createQueues, SCHEDULED_TASKS } from '@switchboard/core/queues/catalog'
+import { closeQueues, createProducerConnection, createQueues, SCHEDULED_TASKS } from '@switchboard/core/queues'
 import { REDIS_URL } from '@switchboard/testing/database'
 import { startStack, waitFor } from '@switchboard/testing/processes'
 

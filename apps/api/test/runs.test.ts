@@ -1,5 +1,5 @@
 import t from 'tap'
-import { resumeJobId } from '@switchboard/core/queues/catalog'
+import { resumeJobId } from '@switchboard/core/queues'
 import { buildTestApp } from './helper.ts'
 import { createWorkflow, planOf } from './run-helpers.ts'
 

@@ -8,7 +8,8 @@ import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createReconciler } from '../src/runs/reconciler.ts'
 import { createLogger } from '../src/logger.ts'
-import { AGENT_EXECUTION, createWorkerConnection, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
+import { AGENT_EXECUTION, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
+import { createWorkerConnection } from '../src/queues/connections.ts'
 import { startRun } from '../src/runs/start.ts'
 
 const { db, queues } = await createCoreTestContext(t)

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
-import { createDatabase, type Database, type Db } from '@switchboard/core/db/client'
-import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues/catalog'
+import { createDatabase, type Database, type Db } from '@switchboard/core/db'
+import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
 import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
 import type { Teardown } from './teardown.ts'

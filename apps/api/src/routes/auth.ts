@@ -4,9 +4,8 @@ import { normalizeIP } from '@fastify/rate-limit'
 import { Counter } from 'prom-client'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users/password'
-import type { User } from '@switchboard/core/db/schema/index'
-import { usersRepository } from '@switchboard/core/users/repository'
+import { DUMMY_PASSWORD_HASH, verifyPassword, usersRepository } from '@switchboard/core/users'
+import type { User } from '@switchboard/core/db'
 import { errorResponses } from '../schemas/common.ts'
 
 export const LoginBody = Type.Object({

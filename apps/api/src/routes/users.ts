@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { USER_ROLES } from '@switchboard/core/db/schema/index'
-import { usersRepository } from '@switchboard/core/users/repository'
+import { USER_ROLES } from '@switchboard/core/db'
+import { usersRepository } from '@switchboard/core/users'
 import { errorResponses, IdParams, Pagination, Timestamp } from '../schemas/common.ts'
 
 export const User = Type.Object({

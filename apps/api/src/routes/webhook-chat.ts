@@ -1,11 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { CHAT_DELIVERY_JOB } from '@switchboard/core/chat/inbound'
-import { storableText } from '@switchboard/core/db/storable'
+import { storableText } from '@switchboard/core/db'
 import { DomainError } from '@switchboard/core/errors'
-import { ASSISTANT_MAIN, type ChatDeliveryJobData } from '@switchboard/core/queues/catalog'
-import { chatDeliveriesRepository } from '@switchboard/core/chat/deliveries-repository'
+import { ASSISTANT_MAIN, CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '@switchboard/core/queues'
+import { chatDeliveriesRepository } from '@switchboard/core/chat'
 import { isNestedTooDeeply, nestingTooDeep } from '../plugins/json-body.ts'
 import { errorResponses } from '../schemas/common.ts'
 
@@ -91,11 +90,7 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     const deliveryId = await deliveries.create(payload)
     try {
-      await fastify.queues[ASSISTANT_MAIN].add(CHAT_DELIVERY_JOB, { deliveryId } satisfies ChatDeliveryJobData, {
-        jobId: deliveryId,
-        attempts: 5,
-        backoff: { type: 'exponential', delay: 1000 }
-      })
+      await fastify.queues[ASSISTANT_MAIN].add(CHAT_DELIVERY_JOB, { deliveryId } satisfies ChatDeliveryJobData, { jobId: deliveryId })
     } catch (err) {
       // A 500 makes the platform retry the delivery; the row would never be processed otherwise.
       await deliveries.delete(deliveryId).catch(() => {})

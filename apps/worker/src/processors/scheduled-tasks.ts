@@ -1,7 +1,7 @@
-import type { Job, JobSchedulerJobOptions } from 'bullmq'
-import { SCHEDULED_TASKS, type ScheduleJobData } from '@switchboard/core/queues/catalog'
-import { createScheduleSync } from '@switchboard/core/schedules/sync'
-import { handleTick, type TickOutcome } from '@switchboard/core/triggers/cron'
+import type { JobSchedulerJobOptions } from 'bullmq'
+import { SCHEDULED_TASKS } from '@switchboard/core/queues'
+import { createScheduleSync } from '@switchboard/core/schedules'
+import { handleTick, type TickOutcome } from '@switchboard/core/triggers'
 import type { ProcessorFactory } from './index.ts'
 
 /**
@@ -9,11 +9,11 @@ import type { ProcessorFactory } from './index.ts'
  * workers run: the tick's job id is `repeat:<workflowId>:<time>`, and only the
  * worker that takes the current tick may add the next one.
  */
-export const scheduledTasksProcessor: ProcessorFactory = (context) => {
+export const scheduledTasksProcessor: ProcessorFactory<'scheduled-tasks'> = (context) => {
   const { db } = context.database
   const deps = { db, queues: context.queues, scheduleSync: createScheduleSync({ db, queue: context.queues[SCHEDULED_TASKS] }) }
 
-  return async (job: Job<ScheduleJobData>): Promise<TickOutcome> => {
+  return async (job): Promise<TickOutcome> => {
     // A scheduler's jobs carry the schedule they were produced by, and their planned time.
     const { repeat, prevMillis } = job.opts as JobSchedulerJobOptions
     const outcome = await handleTick(deps, {

@@ -6,9 +6,6 @@ import { chatDeliveriesRepository } from './deliveries-repository.ts'
 import { conversationsRepository, type MessageStatus } from './conversations.ts'
 import { chatAccountResolver } from './accounts.ts'
 
-/** The job name of a platform delivery on the assistant-main queue. */
-export const CHAT_DELIVERY_JOB = 'chat-delivery'
-
 /** A newly stored customer message, for what reacts to it (events, KEYWORD workflows). */
 export interface InboundChatMessage {
   phoneNumberId: string

@@ -2,7 +2,7 @@ import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
-import { resumeJobId, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType } from './node-types.ts'
@@ -229,7 +229,7 @@ export function createRunEngine (options: EngineOptions) {
         lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
         if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
         const data: RunJobData = { runId }
-        await queues[run.queue].add('run', data, {
+        await queues[run.queue].add(RUN_JOB, data, {
           jobId: resumeJobId(runId, node.id),
           delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
         })

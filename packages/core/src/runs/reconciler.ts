@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq'
 import { sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
-import { resumeJobId, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
 import type { RunEngine } from '../engine/engine.ts'
 
@@ -75,7 +75,7 @@ export function createReconciler (options: ReconcilerOptions) {
     }
     if (state === 'completed') await queue.remove(jobId)
     const data: RunJobData = { runId }
-    await queue.add('run', data, { jobId })
+    await queue.add(RUN_JOB, data, { jobId })
     return true
   }
 

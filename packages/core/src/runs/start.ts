@@ -7,7 +7,7 @@ import { storableJson } from '../db/storable.ts'
 import { textArray } from '../db/sql.ts'
 import type { Workflow } from '../db/schema/index.ts'
 import { withTimeout } from '../timeout.ts'
-import { AGENT_EXECUTION, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
 export interface RunServiceDeps {
   db: DbOrTx
@@ -239,7 +239,7 @@ async function enqueueOrDiscard (deps: RunServiceDeps, created: InsertedRun[], i
   try {
     for (const [name, runIds] of byQueue) {
       for (const chunk of chunksOf(runIds)) {
-        const jobs = chunk.map((runId) => ({ name: 'run', data: { runId } satisfies RunJobData, opts: { jobId: runJobId(runId) } }))
+        const jobs = chunk.map((runId) => ({ name: RUN_JOB, data: { runId } satisfies RunJobData, opts: { jobId: runJobId(runId) } }))
         await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
       }
     }

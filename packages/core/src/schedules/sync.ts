@@ -3,13 +3,10 @@ import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db, DbOrTx } from '../db/client.ts'
 import { workflows, workflowSchedules, type Workflow } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
-import type { ScheduleJobData } from '../queues/catalog.ts'
+import { TICK_JOB, type ScheduleJobData } from '../queues/catalog.ts'
 import { withTimeout } from '../timeout.ts'
 import type { DeletedWorkflow } from '../workflows/repository.ts'
 import { cronTriggerOf, validateCronExpression, type CronTrigger } from '../workflows/validation.ts'
-
-/** The name of the jobs a workflow's job scheduler produces, one per tick. */
-export const TICK_JOB_NAME = 'tick'
 
 /** How many workflows the rebuild at worker start reconciles at once. */
 const REBUILD_CONCURRENCY = 8
@@ -95,7 +92,7 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
       workflowId,
       { pattern: trigger.cronExpression, tz: trigger.timezone },
       // Ticks get the queue's retries; the run's idempotency key makes a retried tick start at most one run.
-      { name: TICK_JOB_NAME, data: { workflowId } }
+      { name: TICK_JOB, data: { workflowId } }
     )
   }
 

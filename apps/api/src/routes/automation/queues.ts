@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { QUEUE_NAMES, type Queues } from '@switchboard/core/queues/catalog'
+import { QUEUE_NAMES, type Queues } from '@switchboard/core/queues'
 import { TimeoutError, withTimeout } from '@switchboard/core/timeout'
 import { errorResponses } from '../../schemas/common.ts'
 

@@ -2,9 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { viewerOf } from '@switchboard/core/users/viewer'
-import { workflowsRepository } from '@switchboard/core/workflows/repository'
-import { createWorkflowService, workflowNotFound, type ScheduleSync } from '@switchboard/core/workflows/service'
+import { viewerOf } from '@switchboard/core/users'
+import { workflowsRepository, createWorkflowService, workflowNotFound, type ScheduleSync } from '@switchboard/core/workflows'
 import { errorResponses } from '../../schemas/common.ts'
 import {
   CreateWorkflowBody,

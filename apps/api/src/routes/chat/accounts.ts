@@ -1,11 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { accountNotFound } from '@switchboard/core/chat/accounts'
-import { decryptSecret, encryptSecret } from '@switchboard/core/chat/crypto'
-import { chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/chat/accounts-repository'
+import { accountNotFound, decryptSecret, encryptSecret, chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/chat'
+import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams, Pagination, Timestamp } from '../../schemas/common.ts'
-import { viewerOf } from '@switchboard/core/users/viewer'
 
 export const ChatAccount = Type.Object({
   id: Type.String(),

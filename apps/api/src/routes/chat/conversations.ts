@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db/schema/index'
-import { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from '@switchboard/core/chat/conversations'
+import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from '@switchboard/core/chat'
 import { errorResponses, IdParams, NullableTimestamp, Pagination, Timestamp } from '../../schemas/common.ts'
 
 const nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])

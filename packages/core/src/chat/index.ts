@@ -1,0 +1,9 @@
+/** Chat: the platform client, accounts, conversations and messages, inbound deliveries and sending. */
+export { accountNotFound, type UsableChatAccount } from './accounts.ts'
+export { chatAccountsRepository, type ChatAccountChanges } from './accounts-repository.ts'
+export { createChatClient } from './client.ts'
+export { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from './conversations.ts'
+export { decryptSecret, encryptSecret } from './crypto.ts'
+export { chatDeliveriesRepository } from './deliveries-repository.ts'
+export { chatDeliveryProcessor } from './inbound.ts'
+export { createChatService, type ChatService } from './service.ts'
