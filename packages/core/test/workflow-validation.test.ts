@@ -4,12 +4,12 @@ import { DomainError } from '../src/errors.ts'
 import type { WorkflowNode } from '../src/db/schema/index.ts'
 import {
   cronTriggerOf,
-  outgoingLinks,
   shortestCronInterval,
   validateCronExpression,
   validateTriggerConfig,
   validateWorkflowGraph
 } from '../src/workflows/validation.ts'
+import { outgoingLinks } from '../src/workflows/graph.ts'
 
 const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: { values: {} }, ...extra })
 

@@ -4,6 +4,7 @@ import { DomainError } from '../errors.ts'
 import { isNodeType } from '../engine/node-types.ts'
 import { compileMatchPattern } from '../engine/nodes/condition.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+import { outgoingLinks } from './graph.ts'
 
 /** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
 export const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
@@ -15,38 +16,6 @@ const invalidField = (message: string): DomainError => new DomainError('VALIDATI
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** One link leaving a node: `via` names where it is declared (`next`, `then`, `cases.gold`, `edges[2]`). */
-export interface NodeLink {
-  via: string
-  target: string
-}
-
-/**
- * The links leaving a node, in the order the engine follows them (contract,
- * "Graph execution"): the condition's branches, then `next`, then edges.
- * Non-string targets are skipped here; `validateWorkflowGraph` refuses them.
- */
-export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[]): NodeLink[] {
-  const links: NodeLink[] = []
-  const config = node.config ?? {}
-  if (node.type === 'condition') {
-    for (const branch of ['then', 'else'] as const) {
-      if (typeof config[branch] === 'string') links.push({ via: branch, target: config[branch] })
-    }
-    if (isRecord(config.cases)) {
-      for (const [value, target] of Object.entries(config.cases)) {
-        if (typeof target === 'string') links.push({ via: `cases.${value}`, target })
-      }
-    }
-    if (typeof config.default === 'string') links.push({ via: 'default', target: config.default })
-  }
-  if (typeof node.next === 'string') links.push({ via: 'next', target: node.next })
-  edges.forEach((edge, i) => {
-    if (edge.source === node.id) links.push({ via: `edges[${i}]`, target: edge.target })
-  })
-  return links
-}
 
 /**
  * A workflow's `edges` as the engine reads them: absent means none; otherwise
