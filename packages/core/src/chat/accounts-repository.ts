@@ -3,7 +3,7 @@ import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { chatAccounts, users, type ChatAccount } from '../db/schema/index.ts'
 
-export type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
+type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
 
 export interface NewChatAccount {
   name: string
@@ -102,5 +102,3 @@ export function chatAccountsRepository (db: DbOrTx) {
     }
   }
 }
-
-export type ChatAccountsRepository = ReturnType<typeof chatAccountsRepository>

@@ -27,7 +27,7 @@ export interface SelectOptions {
   forWorkflow?: boolean
 }
 
-export const accountRequired = (): DomainError => new DomainError('CHAT_ACCOUNT_REQUIRED', 'X-Account-Id header is required')
+const accountRequired = (): DomainError => new DomainError('CHAT_ACCOUNT_REQUIRED', 'X-Account-Id header is required')
 export const accountNotFound = (): DomainError => new DomainError('CHAT_ACCOUNT_NOT_FOUND', 'Chat account not found')
 
 /**
@@ -99,5 +99,3 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
     }
   }
 }
-
-export type ChatAccountResolver = ReturnType<typeof chatAccountResolver>

@@ -20,14 +20,14 @@ export interface InboundChatMessage {
   conversationId: string
 }
 
-export interface DeliverySummary {
+interface DeliverySummary {
   messages: number
   duplicates: number
   statuses: number
   ignored: number
 }
 
-export interface InboundOptions {
+interface InboundOptions {
   db: DbOrTx
   config: Config
   logger: Logger
@@ -65,7 +65,7 @@ interface ChangeValue {
 const isRecord = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null
 
 /** The text a message shows in the inbox, whatever its type. */
-export function messageText (message: PlatformMessage): string {
+function messageText (message: PlatformMessage): string {
   const type = message.type ?? 'unknown'
   const part = isRecord(message[type]) ? message[type] : {}
   switch (type) {

@@ -18,9 +18,9 @@ const PLATFORM_ERROR_MESSAGES: Record<number, string> = {
   131030: 'Recipient phone number not in allowed list'
 }
 
-export const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
+const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
 
-export interface SendTextRequest {
+interface SendTextRequest {
   to: string
   text: string
   agentId?: string
@@ -29,7 +29,7 @@ export interface SendTextRequest {
   replyToId?: string
 }
 
-export interface SendTemplateRequest {
+interface SendTemplateRequest {
   to: string
   templateName: string
   lang?: string
@@ -40,7 +40,7 @@ export interface SendTemplateRequest {
   agentName?: string
 }
 
-export interface ChatServiceOptions {
+interface ChatServiceOptions {
   db: DbOrTx
   config: Config
   client: ChatClient
@@ -56,7 +56,7 @@ const platformDetails = (err: ChatPlatformError): Record<string, unknown> => ({
 })
 
 /** Platform failures become the contract's errors: 500 with the spec's message, 502 when unreachable. */
-export function platformFailure (err: unknown): unknown {
+function platformFailure (err: unknown): unknown {
   if (err instanceof ChatPlatformError) {
     return new DomainError('CHAT_PLATFORM_ERROR', PLATFORM_ERROR_MESSAGES[err.code] ?? err.message, platformDetails(err))
   }
@@ -67,7 +67,7 @@ export function platformFailure (err: unknown): unknown {
 }
 
 /** Recipients are digits only (spec 4.4); a leading plus and the usual separators are forgiven. */
-export function normalizePhone (to: string): string {
+function normalizePhone (to: string): string {
   const digits = to.trim().replace(/^\+/, '').replace(/[\s().-]/g, '')
   if (!/^\d{6,15}$/.test(digits)) throw new DomainError('INVALID_PHONE', 'to must be a phone number in international format')
   return digits

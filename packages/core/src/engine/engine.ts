@@ -12,10 +12,10 @@ import { renderTemplate } from './template.ts'
 import { NodeError, type NodeDependencies, type NodeResult } from './types.ts'
 
 /** The event a failed run emits to its owner's EVENT workflows (contract, Events). */
-export const RUN_FAILED_EVENT = 'workflow.run.failed'
+const RUN_FAILED_EVENT = 'workflow.run.failed'
 
 /** How a call to `executeRun` left the run. */
-export type RunOutcome =
+type RunOutcome =
   | 'SUCCESS' | 'FAILED' | 'WAITING'
   /** Cancelled or ended elsewhere while a node ran: no later node ran. */
   | 'STOPPED'
@@ -24,7 +24,7 @@ export type RunOutcome =
   /** The caller's signal was aborted (the job's lock was lost): the run is left for its new owner. */
   | 'ABANDONED'
 
-export interface EngineOptions {
+interface EngineOptions {
   db: Db
   /** Where resume jobs go. */
   queues: Queues

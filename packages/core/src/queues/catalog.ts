@@ -1,4 +1,4 @@
-import type { DefaultJobOptions, Job, Processor, Queue } from 'bullmq'
+import type { DefaultJobOptions, Processor, Queue } from 'bullmq'
 
 /** The four queues of spec 2.5, in the order the queues endpoint lists them. */
 export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'] as const
@@ -66,8 +66,6 @@ export const JOB_OPTIONS: Record<QueueName, DefaultJobOptions> = {
   'agent-execution': DEFAULT_JOB_OPTIONS,
   'assistant-main': DEFAULT_JOB_OPTIONS
 }
-
-export type JobOf<Q extends QueueName> = Job<JobCatalog[Q]['data'], unknown, JobCatalog[Q]['name']>
 
 /** The function that works a queue's jobs. */
 export type QueueProcessor<Q extends QueueName> = Processor<JobCatalog[Q]['data'], unknown, JobCatalog[Q]['name']>

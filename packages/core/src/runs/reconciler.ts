@@ -9,7 +9,7 @@ import type { RunEngine } from '../engine/engine.ts'
 /** A job that will still (or does now) execute its run. */
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
 
-export interface ReconcilerOptions {
+interface ReconcilerOptions {
   db: Db
   queues: Queues
   logger: Logger
@@ -42,7 +42,7 @@ export interface ReconcilerOptions {
   keyBatchSize?: number
 }
 
-export interface ReconcileReport {
+interface ReconcileReport {
   requeued: number
   resumed: number
   takenOver: number
@@ -211,5 +211,3 @@ export function createReconciler (options: ReconcilerOptions) {
     }
   }
 }
-
-export type Reconciler = ReturnType<typeof createReconciler>

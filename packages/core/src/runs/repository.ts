@@ -19,20 +19,20 @@ const runColumns = {
   durationMs: runs.durationMs
 }
 
-export type RunSummary = Pick<Run, keyof typeof runColumns>
+type RunSummary = Pick<Run, keyof typeof runColumns>
 
 /** Log ids leave as strings (spec 2.3); their order is the order of the bigint identity. */
-export type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
+type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
 
-export type RunWithLogs = RunSummary & { logs: RunLogView[] }
+type RunWithLogs = RunSummary & { logs: RunLogView[] }
 
-export interface CancelledRun {
+interface CancelledRun {
   run: RunWithLogs
   queue: QueueName
   currentNodeId: string | null
 }
 
-export interface ListRunsFilter {
+interface ListRunsFilter {
   workflowId?: string
   status?: RunStatus
   limit: number

@@ -17,7 +17,7 @@ export interface RunServiceDeps {
 /** What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size. */
 export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'>
 
-export interface StartRunInput {
+interface StartRunInput {
   workflow: RunTarget
   triggerData: unknown
   /** The exact bytes of an inbound webhook, for verify_signature. */
@@ -26,7 +26,7 @@ export interface StartRunInput {
   idempotencyKey?: string
 }
 
-export interface StartedRun {
+interface StartedRun {
   runId: string
   /** False when an idempotency key matched an earlier run. */
   created: boolean

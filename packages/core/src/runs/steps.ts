@@ -39,7 +39,7 @@ export interface ClaimedRun {
   }
 }
 
-export type ClaimOutcome =
+type ClaimOutcome =
   | { claimed: ClaimedRun }
   /** The run exists but is in a status the job may not take it from. */
   | { status: RunStatus, attempt: number }
@@ -215,5 +215,3 @@ export function runStore (db: DbOrTx) {
     }
   }
 }
-
-export type RunStore = ReturnType<typeof runStore>

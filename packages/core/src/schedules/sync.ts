@@ -18,7 +18,7 @@ const REBUILD_CONCURRENCY = 8
 const SCHEDULER_TIMEOUT_MS = 3000
 
 /** The answer to a save that needs the scheduler while Redis is away: nothing was changed, a retry may succeed. */
-export const schedulerUnavailable = (): DomainError => new DomainError('SCHEDULER_UNAVAILABLE', 'Scheduler unavailable, retry later')
+const schedulerUnavailable = (): DomainError => new DomainError('SCHEDULER_UNAVAILABLE', 'Scheduler unavailable, retry later')
 
 /** Runs one exchange with the scheduler queue within the time limit; any failure becomes `schedulerUnavailable`. */
 async function onScheduler<T> (operation: () => Promise<T>, what: string): Promise<T> {
@@ -29,13 +29,13 @@ async function onScheduler<T> (operation: () => Promise<T>, what: string): Promi
   }
 }
 
-export interface PlannedSchedule extends CronTrigger {
+interface PlannedSchedule extends CronTrigger {
   nextRunAt: Date
 }
 
 type ScheduleFields = Pick<Workflow, 'isActive' | 'triggerType' | 'triggerConfig'>
 
-/** The next time after `after` that a cron trigger fires, in its timezone; null when it never does or is invalid. */
+/** The next time after `after` that a cron trigger fires, in its timezone; null when it never does or is invalid. @internal exported for its tests */
 export function nextRunAt (trigger: CronTrigger, after: Date): Date | null {
   try {
     return validateCronExpression(trigger.cronExpression, trigger.timezone, after)
@@ -65,13 +65,13 @@ async function lockSchedule (tx: DbOrTx, workflowId: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`workflow-schedule:${workflowId}`}, 0))`)
 }
 
-export interface ScheduleSyncOptions {
+interface ScheduleSyncOptions {
   db: Db
   /** The `scheduled-tasks` queue. */
   queue: Queue<ScheduleJobData>
 }
 
-export type ReconcileOutcome = 'scheduled' | 'unscheduled'
+type ReconcileOutcome = 'scheduled' | 'unscheduled'
 
 /**
  * Keeps each workflow's WorkflowSchedule row and its BullMQ job scheduler (id =

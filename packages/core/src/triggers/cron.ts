@@ -5,14 +5,14 @@ import type { Queues } from '../queues/catalog.ts'
 import { startRun } from '../runs/start.ts'
 import { plannedSchedule, recordTick, type ScheduleSync } from '../schedules/sync.ts'
 
-export interface TickDeps {
+interface TickDeps {
   db: Db
   queues: Queues
   scheduleSync: ScheduleSync
 }
 
 /** One tick as its job scheduler produced it: the schedule it was registered with and its planned time. */
-export interface Tick {
+interface Tick {
   workflowId: string
   scheduledAt: Date
   cronExpression: string | undefined

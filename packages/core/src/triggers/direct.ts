@@ -4,7 +4,7 @@ import { workflows, type TriggerType } from '../db/schema/index.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 
 /** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
-export interface TriggerTarget {
+interface TriggerTarget {
   id: string
   userId: string
   triggerType: TriggerType

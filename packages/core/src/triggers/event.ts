@@ -10,12 +10,12 @@ export interface EmitEventDeps extends RunServiceDeps {
 }
 
 /** The users whose EVENT workflows listen: one owner, or everyone who can use a chat account. */
-export type EmitEventInput = ({ userId: string } | { userIds: readonly string[] }) & {
+type EmitEventInput = ({ userId: string } | { userIds: readonly string[] }) & {
   name: string
   payload: unknown
 }
 
-export const tooManyListeners = (max: number): DomainError =>
+const tooManyListeners = (max: number): DomainError =>
   new DomainError('TOO_MANY_LISTENERS', `Too many workflows listen to this event (max ${max})`)
 
 /**

@@ -5,7 +5,7 @@ import type { EmitEventDeps } from './event.ts'
 import { DEFAULT_ACCOUNT_ID } from '../chat/accounts.ts'
 import type { InboundChatMessage } from '../chat/inbound.ts'
 
-export const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
+const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 // A keyword is a whole word: letters, digits or underscore may not touch it (any script).
@@ -15,7 +15,7 @@ const WORD = '[\\p{L}\\p{N}_]'
  * The first of `keywords` the text matches (contract, KEYWORD): case-insensitive,
  * whole words; `contains` anywhere, `startsWith` at the beginning, `exact` the whole text.
  */
-export function matchKeyword (text: string, keywords: unknown, match: unknown = 'contains'): string | null {
+function matchKeyword (text: string, keywords: unknown, match: unknown = 'contains'): string | null {
   if (!Array.isArray(keywords)) return null
   const normalized = text.trim().replace(/\s+/g, ' ')
   for (const keyword of keywords) {

@@ -3,7 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { users, type User, type UserRole } from '../db/schema/index.ts'
 import { hashPassword } from './password.ts'
 
-export type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt'>
+type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt'>
 
 const publicColumns = { id: users.id, email: users.email, role: users.role, createdAt: users.createdAt }
 

@@ -11,7 +11,7 @@ export interface WorkflowGraph {
 }
 
 /** What a node chose when it ran: a node id, and the edge handles that stand for its branch. */
-export interface BranchChoice {
+interface BranchChoice {
   next?: string | null
   handles?: string[]
 }
@@ -28,7 +28,7 @@ function workflowEdges (edges: unknown): WorkflowEdge[] {
 }
 
 /** One link leaving a node: `via` names where it is declared (`next`, `then`, `cases.gold`, `edges[2]`). */
-export interface NodeLink {
+interface NodeLink {
   via: string
   target: string
 }

@@ -54,9 +54,9 @@ const summaryColumns = {
   updatedAt: workflows.updatedAt
 }
 
-export type WorkflowSummary = { [K in keyof typeof summaryColumns]: Workflow[K] }
+type WorkflowSummary = { [K in keyof typeof summaryColumns]: Workflow[K] }
 
-export interface WorkflowFilters {
+interface WorkflowFilters {
   domain?: Domain
   triggerType?: TriggerType
   isActive?: boolean
@@ -71,7 +71,7 @@ export interface DeletedWorkflow {
   hadSchedule: boolean
 }
 
-export const RECENT_RUNS_LIMIT = 10
+const RECENT_RUNS_LIMIT = 10
 
 const toDate = (value: string | null): Date | null => value === null ? null : new Date(value)
 
@@ -196,5 +196,3 @@ export function workflowsRepository (db: DbOrTx) {
     }
   }
 }
-
-export type WorkflowsRepository = ReturnType<typeof workflowsRepository>

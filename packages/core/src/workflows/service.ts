@@ -23,7 +23,7 @@ export interface ScheduleSync {
   onDeleted: (deleted: DeletedWorkflow, tx: DbOrTx) => Promise<void>
 }
 
-export interface WorkflowServiceOptions {
+interface WorkflowServiceOptions {
   db: Db
   scheduleSync?: ScheduleSync
   /** @defaultValue the configuration's defaults */
@@ -78,5 +78,3 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
     }
   }
 }
-
-export type WorkflowService = ReturnType<typeof createWorkflowService>

@@ -7,9 +7,9 @@ import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workf
 import { outgoingLinks } from './graph.ts'
 
 /** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
-export const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
+const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
 
-export const DEFAULT_TIMEZONE = 'UTC'
+const DEFAULT_TIMEZONE = 'UTC'
 
 const invalidGraph = (message: string): DomainError => new DomainError('INVALID_WORKFLOW_GRAPH', message)
 const invalidField = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
@@ -21,7 +21,7 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
  * A workflow's `edges` as the engine reads them: absent means none; otherwise
  * an array of `{source, target, sourceHandle?}` (other keys a builder saves are kept).
  */
-export function parseEdges (edges: unknown): WorkflowEdge[] {
+function parseEdges (edges: unknown): WorkflowEdge[] {
   if (edges === undefined || edges === null) return []
   if (!Array.isArray(edges)) throw invalidGraph('edges must be an array')
   edges.forEach((edge: unknown, i) => {
@@ -119,7 +119,7 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
   if (cycleAt !== null) throw invalidGraph(`Workflow graph has a cycle at ${cycleAt}`)
 }
 
-export function isValidTimezone (timezone: string): boolean {
+function isValidTimezone (timezone: string): boolean {
   try {
     Intl.DateTimeFormat('en-US', { timeZone: timezone })
     return true
@@ -150,6 +150,7 @@ const SECONDS_PER_DAY = 86_400
  * The shortest time between two ticks of a valid cron expression, in seconds.
  * Every day is taken as matching, so the answer is never longer than the truth
  * (it is shorter only for a gap across midnight into a day that does not match).
+ * @internal exported for its tests
  */
 export function shortestCronInterval (expression: string): number {
   const { second, minute, hour } = CronExpressionParser.parse(expression).fields
