@@ -3,7 +3,7 @@ import type { Config } from '@switchboard/core/config'
 import type { Database } from '@switchboard/core/db'
 import type { RunEngine } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
-import type { Queues } from '@switchboard/core/queues'
+import type { QueueName, QueueProcessor, Queues } from '@switchboard/core/queues'
 
 /** What every processor is given: the worker's shared connections and its one run engine. */
 export interface WorkerContext {
@@ -16,3 +16,6 @@ export interface WorkerContext {
   /** Executes runs for every run queue of this process and for the reconciler. */
   engine: RunEngine
 }
+
+/** Builds the processor of queue `Q` from the worker's shared context. */
+export type ProcessorFactory<Q extends QueueName> = (context: WorkerContext) => QueueProcessor<Q>

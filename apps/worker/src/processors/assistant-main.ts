@@ -1,6 +1,6 @@
 import { chatDeliveryProcessor } from '@switchboard/core/chat'
 import { reactToInboundMessage } from '@switchboard/core/triggers'
-import type { ProcessorFactory } from './index.ts'
+import type { ProcessorFactory } from '../context.ts'
 
 /** Inbound chat platform deliveries (contract, Queues): stored, then events and KEYWORD workflows started. */
 export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (context) => {

@@ -2,7 +2,7 @@ import type { JobSchedulerJobOptions } from 'bullmq'
 import { SCHEDULED_TASKS } from '@switchboard/core/queues'
 import { createScheduleSync } from '@switchboard/core/schedules'
 import { handleTick, type TickOutcome } from '@switchboard/core/triggers'
-import type { ProcessorFactory } from './index.ts'
+import type { ProcessorFactory } from '../context.ts'
 
 /**
  * Cron ticks. BullMQ produces each tick of a job scheduler once however many

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq'
-import type { ProcessorFactory } from './index.ts'
+import type { ProcessorFactory } from '../context.ts'
 
 /**
  * Executes the run named by the job. Node failures end the run FAILED and the
