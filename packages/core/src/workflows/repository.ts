@@ -101,25 +101,17 @@ const schedulesJson = sql`coalesce((
   from ${workflowSchedules} s where s.workflow_id = ${workflows}.id
 ), '[]'::json)`
 
-type Stamped<T, K extends keyof T> = Omit<T, K> & { [P in K]: string | null }
-
-function mapRuns (value: unknown): RecentRun[] {
-  return parseJson<Array<Stamped<RecentRun, 'startedAt' | 'completedAt' | 'createdAt'>>>(value).map((run) => ({
-    ...run,
-    startedAt: toDate(run.startedAt),
-    completedAt: toDate(run.completedAt),
-    createdAt: new Date(run.createdAt!)
-  }))
+/** Rows of a json_agg: `createdAt` and the nullable timestamp columns `dates` become Dates again. */
+function rowsWithDates<T> (value: unknown, dates: ReadonlyArray<keyof T & string>): T[] {
+  return parseJson<Array<Record<string, string | null>>>(value).map((row) => {
+    const converted: Record<string, unknown> = { ...row, createdAt: new Date(row.createdAt!) }
+    for (const key of dates) converted[key] = toDate(row[key] ?? null)
+    return converted as T
+  })
 }
 
-function mapSchedules (value: unknown): WorkflowSchedule[] {
-  return parseJson<Array<Stamped<WorkflowSchedule, 'nextRunAt' | 'lastRunAt' | 'createdAt'>>>(value).map((schedule) => ({
-    ...schedule,
-    nextRunAt: toDate(schedule.nextRunAt),
-    lastRunAt: toDate(schedule.lastRunAt),
-    createdAt: new Date(schedule.createdAt!)
-  }))
-}
+const mapRuns = (value: unknown): RecentRun[] => rowsWithDates<RecentRun>(value, ['startedAt', 'completedAt'])
+const mapSchedules = (value: unknown): WorkflowSchedule[] => rowsWithDates<WorkflowSchedule>(value, ['nextRunAt', 'lastRunAt'])
 
 /** Only the client-editable keys of `input`: a defence against mass assignment whatever the caller passes. */
 function editableFields<T extends WorkflowChanges> (input: T): WorkflowChanges {
