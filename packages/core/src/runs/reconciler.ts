@@ -4,7 +4,6 @@ import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
-import type { RunEngine } from '../engine/engine.ts'
 
 /** A job that will still (or does now) execute its run. */
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
@@ -13,8 +12,8 @@ interface ReconcilerOptions {
   db: Db
   queues: Queues
   logger: Logger
-  /** Fails runs that cannot be taken over any more (and emits workflow.run.failed). */
-  engine: Pick<RunEngine, 'failRun'>
+  /** The engine's failRun: fails runs that cannot be taken over any more (and emits workflow.run.failed). */
+  engine: { failRun: (runId: string, error: string) => Promise<boolean> }
   /** @defaultValue 30000 */
   intervalMs?: number
   /**
