@@ -1,6 +1,6 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
-import { createChatClient, createChatService } from '@switchboard/core/chat'
+import { createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createDatabase } from '@switchboard/core/db'
 import { createHttpClient, createRunEngine } from '@switchboard/core/engine'
 import { createReconciler } from '@switchboard/core/runs'
@@ -38,7 +38,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const queues = createQueues(redis, config.queuePrefix)
   const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
-  const chat = createChatService({ db: database.db, config, client: chatClient, logger }).sender
+  const chat = createChatSender(createChatService({ db: database.db, config, client: chatClient, logger }))
   const engine = createRunEngine({
     db: database.db,
     queues,

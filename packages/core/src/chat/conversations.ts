@@ -1,3 +1,4 @@
+import { WINDOW_MS } from './window.ts'
 import { createId } from '@paralleldrive/cuid2'
 import { and, asc, desc, eq, gt, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
@@ -15,9 +16,6 @@ export type MessageStatus = typeof MESSAGE_STATUSES[number]
 
 /** Messages embedded in each listed conversation (contract: the latest 20, oldest first). */
 const LATEST_MESSAGES = 20
-/** The customer service window (spec 8). */
-export const WINDOW_MS = 24 * 3600 * 1000
-
 type ConversationWithMessages = Conversation & { messages: Message[] }
 
 interface ConversationChanges {

@@ -1,4 +1,4 @@
-/** Chat: the platform client, accounts, conversations and messages, inbound deliveries and sending. */
+/** Chat: the platform client, accounts, conversations and messages, the window rule, inbound deliveries and sending. */
 export { accountNotFound, type UsableChatAccount } from './accounts.ts'
 export { chatAccountsRepository, type ChatAccountChanges } from './accounts-repository.ts'
 export { createChatClient } from './client.ts'
@@ -6,4 +6,5 @@ export { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } fro
 export { decryptSecret, encryptSecret } from './crypto.ts'
 export { chatDeliveriesRepository } from './deliveries-repository.ts'
 export { chatDeliveryProcessor } from './inbound.ts'
-export { createChatService, type ChatService } from './service.ts'
+export { createChatSender } from './sender.ts'
+export { createChatService, type ChatService } from './sending.ts'
