@@ -9,13 +9,11 @@ import { createWriteStream } from 'node:fs'
 import { Worker } from 'bullmq'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
-import { createRunEngine } from '@switchboard/core/engine/engine'
-import type { LogLine } from '@switchboard/core/engine/run-store'
+import { createRunEngine } from '@switchboard/core/engine'
 import { createLogger, type Logger } from '@switchboard/core/logger'
-import { queueWait, runsCreated } from '@switchboard/core/observability/metrics'
-import { traceRun } from '@switchboard/core/observability/run-trace'
+import { queueWait, runsCreated, traceRun } from '@switchboard/core/observability'
 import { createWorkerConnection, WORKFLOW_RUNS, type RunJobData } from '@switchboard/core/queues'
-import { startRuns } from '@switchboard/core/services/runs'
+import { startRuns, type LogLine } from '@switchboard/core/runs'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 1000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)

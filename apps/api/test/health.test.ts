@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createDatabase } from '@switchboard/core/db/client'
+import { createDatabase } from '@switchboard/core/db'
 import { freePort } from '@switchboard/testing/processes'
 import { buildTestApp } from './helper.ts'
 

@@ -3,7 +3,7 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 import type { Logger } from '@switchboard/core/logger'
-import { metricsText } from '@switchboard/core/observability/metrics'
+import { metricsText } from '@switchboard/core/observability'
 import { withTimeout } from '@switchboard/core/timeout'
 import type { WorkerContext } from './context.ts'
 

@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import { loadConfig } from '@switchboard/core/config'
 import { createLogger } from '@switchboard/core/logger'
-import { registerStoreMetrics } from '@switchboard/core/observability/metrics'
+import { registerStoreMetrics } from '@switchboard/core/observability'
 import { startWorkerHttp, storesReadiness, type Readiness } from './http.ts'
 import { startWorker, type RunningWorker } from './worker.ts'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createDatabase } from '@switchboard/core/db/client'
+import { createDatabase } from '@switchboard/core/db'
 import { createTestDatabase } from '@switchboard/testing/database'
 import { createLogger } from '../src/logger.ts'
 import { createRetention, type RetentionOptions } from '../src/retention/retention.ts'

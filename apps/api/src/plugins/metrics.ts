@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
-import { metricsText, registerStoreMetrics } from '@switchboard/core/observability/metrics'
+import { metricsText, registerStoreMetrics } from '@switchboard/core/observability'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -4,20 +4,20 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from '../observability/run-trace.ts'
-import { resumeJobId, type Queues, type RunJobData } from '../queues.ts'
-import { nextNodeId, startNode, type WorkflowGraph } from './graph.ts'
+import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
-import { runStore, type ClaimedRun, type LogLine } from './run-store.ts'
+import { runStore, type ClaimedRun, type LogLine } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, type NodeDependencies, type NodeResult } from './types.ts'
 
 /** The event a failed run emits to its owner's EVENT workflows (contract, Events). */
-export const RUN_FAILED_EVENT = 'workflow.run.failed'
+const RUN_FAILED_EVENT = 'workflow.run.failed'
 
 /** How a call to `executeRun` left the run. */
-export type RunOutcome =
+type RunOutcome =
   | 'SUCCESS' | 'FAILED' | 'WAITING'
   /** Cancelled or ended elsewhere while a node ran: no later node ran. */
   | 'STOPPED'
@@ -26,7 +26,7 @@ export type RunOutcome =
   /** The caller's signal was aborted (the job's lock was lost): the run is left for its new owner. */
   | 'ABANDONED'
 
-export interface EngineOptions {
+interface EngineOptions {
   db: Db
   /** Where resume jobs go. */
   queues: Queues
@@ -247,7 +247,7 @@ export function createRunEngine (options: EngineOptions) {
         if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
         // The resumed part of the run logs with the request id too.
         const data: RunJobData = { runId, ...(context.requestId !== undefined && { requestId: context.requestId }) }
-        await queues[run.queue].add('run', data, {
+        await queues[run.queue].add(RUN_JOB, data, {
           jobId: resumeJobId(runId, node.id),
           delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
         })

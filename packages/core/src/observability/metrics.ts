@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database } from '../db/client.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
 import { NODE_TYPES } from '../engine/node-types.ts'
-import { QUEUE_NAMES, type Queues } from '../queues.ts'
+import { QUEUE_NAMES, type Queues } from '../queues/catalog.ts'
 import { withTimeout } from '../timeout.ts'
 
 /**
@@ -12,7 +12,7 @@ import { withTimeout } from '../timeout.ts'
  * take values from closed sets only (statuses, trigger types, domains, node types, queue names,
  * the platform's numeric error codes): never a workflow, run, user or conversation id.
  */
-export const applicationMetrics = new Registry()
+const applicationMetrics = new Registry()
 const registers = [applicationMetrics]
 
 /** The statuses a run ends in. */

@@ -1,6 +1,6 @@
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { Logger } from '../logger.ts'
-import type { LogLine } from '../engine/run-store.ts'
+import type { LogLine } from '../runs/steps.ts'
 import { isNodeType } from '../engine/node-types.ts'
 import { nodeDuration, runDuration, runsFinished } from './metrics.ts'
 

@@ -157,5 +157,3 @@ export function createRetention (options: RetentionOptions) {
     }
   }
 }
-
-export type Retention = ReturnType<typeof createRetention>

@@ -3,9 +3,9 @@ import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import querystring from 'fast-querystring'
 import { isCuid } from '@paralleldrive/cuid2'
-import { runsRepository } from '@switchboard/core/repositories/runs'
-import { webhookAnswers } from '@switchboard/core/observability/metrics'
-import { startRun } from '@switchboard/core/services/runs'
+import { webhookAnswers } from '@switchboard/core/observability'
+import { startRun } from '@switchboard/core/runs'
+import { findTriggerTarget } from '@switchboard/core/triggers'
 import { isNestedTooDeeply } from '../../plugins/json-body.ts'
 import { errorResponses } from '../../schemas/common.ts'
 import { idempotencyKeyOf } from './run-schemas.ts'
@@ -39,7 +39,6 @@ function hasTooManyFields (text: string): boolean {
  * sender retries.
  */
 const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
-  const repo = runsRepository(fastify.db)
   const parseJson = fastify.getDefaultJsonParser('error', 'error')
 
   /**
@@ -75,7 +74,7 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request) => {
     const { workflowId } = request.params
-    const workflow = isCuid(workflowId) ? await repo.findTriggerTarget(workflowId) : null
+    const workflow = isCuid(workflowId) ? await findTriggerTarget(fastify.db, workflowId) : null
     if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') {
       webhookAnswers.inc({ status: 'ignored' })
       return { status: 'ignored' as const }

@@ -1,0 +1,75 @@
+import type { DefaultJobOptions, Processor, Queue } from 'bullmq'
+
+/** The four queues of spec 2.5, in the order the queues endpoint lists them. */
+export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'] as const
+export type QueueName = typeof QUEUE_NAMES[number]
+
+export type Queues = Record<QueueName, Queue>
+
+export const WORKFLOW_RUNS: QueueName = 'workflow-runs'
+export const SCHEDULED_TASKS: QueueName = 'scheduled-tasks'
+export const AGENT_EXECUTION: QueueName = 'agent-execution'
+export const ASSISTANT_MAIN: QueueName = 'assistant-main'
+
+/*
+ * Job ids derive from the run, so re-adding a job never duplicates it and the
+ * reconciler finds a run's jobs from the run alone.
+ */
+
+/** The job that starts a run (added with the run): never queued twice. */
+export const runJobId = (runId: string): string => runId
+
+/** The delayed job that resumes a run suspended at a wait node; unique per wait node (a workflow has no cycles). */
+export const resumeJobId = (runId: string, nodeId: string): string => `${runId}:resume:${encodeURIComponent(nodeId)}`
+
+/** The job that takes over a RUNNING run whose job is gone; unique per takeover attempt. */
+export const takeoverJobId = (runId: string, attempt: number): string => `${runId}:takeover:${attempt}`
+
+/**
+ * Every job: a job that throws (database or Redis briefly away) is retried after
+ * 1, 2, 4 and 8 s instead of waiting for the reconciler; every processor is safe
+ * to repeat (run status changes are guarded, ticks carry an idempotency key,
+ * deliveries are stored once by wamid). Redis keeps only enough finished jobs for
+ * the queue counters and debugging; the rows in Postgres are the history.
+ */
+const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 24 * 3600, count: 5000 }
+}
+
+/** Job data is ids only: Postgres is the record. */
+export interface RunJobData {
+  runId: string
+  /** The X-Request-Id of the request that started the run: the worker logs the run with it. */
+  requestId?: string
+}
+export interface ScheduleJobData { workflowId: string }
+export interface ChatDeliveryJobData { deliveryId: string }
+
+/** The job that starts, resumes or takes over a run. */
+export const RUN_JOB = 'run'
+/** A cron tick, produced by the workflow's job scheduler. */
+export const TICK_JOB = 'tick'
+/** An inbound chat platform delivery, stored before it is queued. */
+export const CHAT_DELIVERY_JOB = 'chat-delivery'
+
+/** What each queue carries: the name and data of its jobs. */
+export interface JobCatalog {
+  'workflow-runs': { name: typeof RUN_JOB, data: RunJobData }
+  'scheduled-tasks': { name: typeof TICK_JOB, data: ScheduleJobData }
+  'agent-execution': { name: typeof RUN_JOB, data: RunJobData }
+  'assistant-main': { name: typeof CHAT_DELIVERY_JOB, data: ChatDeliveryJobData }
+}
+
+/** Each queue's options for all of its jobs (BullMQ's defaultJobOptions): set once, when the queue is created. */
+export const JOB_OPTIONS: Record<QueueName, DefaultJobOptions> = {
+  'workflow-runs': DEFAULT_JOB_OPTIONS,
+  'scheduled-tasks': DEFAULT_JOB_OPTIONS,
+  'agent-execution': DEFAULT_JOB_OPTIONS,
+  'assistant-main': DEFAULT_JOB_OPTIONS
+}
+
+/** The function that works a queue's jobs. */
+export type QueueProcessor<Q extends QueueName> = Processor<JobCatalog[Q]['data'], unknown, JobCatalog[Q]['name']>

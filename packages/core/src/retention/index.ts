@@ -1,0 +1,2 @@
+/** Retention: what the workers delete, and when. */
+export { createRetention } from './retention.ts'

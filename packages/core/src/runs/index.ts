@@ -1,0 +1,5 @@
+/** Runs: every run statement (start, step, cancel, reads) and the reconciliation of runs and idempotency keys. */
+export { createReconciler } from './reconciler.ts'
+export { runsRepository } from './repository.ts'
+export { startRun, startRuns } from './start.ts'
+export type { LogLine } from './steps.ts'
