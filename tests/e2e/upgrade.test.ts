@@ -17,7 +17,8 @@ import { hashPassword } from '@switchboard/core/auth/password'
 import { ensureDatabase, migrateDatabase, MIGRATIONS_FOLDER } from '@switchboard/core/db/migrate'
 import { BASE_DATABASE_URL, dropDatabase } from '@switchboard/testing/database'
 import { TEST_ADMIN } from '@switchboard/testing/config'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 
 const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ tag: string }> }
 

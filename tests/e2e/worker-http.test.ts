@@ -7,7 +7,8 @@ import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { testEnv } from '@switchboard/testing/config'
-import { freePort, startStack, waitFor } from '@switchboard/testing/processes'
+import { freePort, startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const workerPort = await freePort()
