@@ -59,24 +59,24 @@ t.test('HMAC-verified webhook: a valid signature runs to SUCCESS, a tampered bod
 
   const valid = await postWebhook(workflowId, body, { 'x-signature': sign(secret, body) })
   t.same(valid, { status: 200, body: { status: 'received', runId: valid.body.runId } })
-  const succeeded = await client.runReaching(token, valid.body.runId!, TERMINAL_RUN_STATUSES)
+  const succeeded = await client.runReaching(token, valid.body.runId!)
   t.equal(succeeded.status, 'SUCCESS', succeeded.error ?? '')
   t.same(succeeded.result.verify, { valid: true })
   t.same(succeeded.result.record, { event: 'order.paid', amount: 42 })
 
   const tampered = await postWebhook(workflowId, body.replace('42', '43'), { 'x-signature': sign(secret, body) })
   t.equal(tampered.body.status, 'received')
-  const failed = await client.runReaching(token, tampered.body.runId!, TERMINAL_RUN_STATUSES)
+  const failed = await client.runReaching(token, tampered.body.runId!)
   t.equal(failed.status, 'FAILED')
   t.equal(failed.error, 'Invalid signature')
   t.notOk('record' in failed.result, 'no node after the failed check ran')
 
-  const unsigned = await client.runReaching(token, (await postWebhook(workflowId, body)).body.runId!, TERMINAL_RUN_STATUSES)
+  const unsigned = await client.runReaching(token, (await postWebhook(workflowId, body)).body.runId!)
   t.equal(unsigned.error, 'Invalid signature')
 
   const form = 'event=order.refunded&amount=5'
   const formRun = await postWebhook(workflowId, form, { 'content-type': 'application/x-www-form-urlencoded', 'x-signature': sign(secret, form) })
-  const formDone = await client.runReaching(token, formRun.body.runId!, TERMINAL_RUN_STATUSES)
+  const formDone = await client.runReaching(token, formRun.body.runId!)
   t.equal(formDone.status, 'SUCCESS', formDone.error ?? '')
   t.same(formDone.result.record, { event: 'order.refunded', amount: '5' })
 })
@@ -88,7 +88,7 @@ t.test('webhook: received with {body, headers, query}; ignored in all four cases
   })
   const received = await postWebhook(workflowId, '{"event":"ping"}', { 'X-Source': 'crm' }, '?ref=r-1')
   t.equal(received.body.status, 'received')
-  const run = await client.runReaching(token, received.body.runId!, TERMINAL_RUN_STATUSES)
+  const run = await client.runReaching(token, received.body.runId!)
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.same(run.result.pick, { source: 'crm', ref: 'r-1', event: 'ping' })
 
@@ -105,7 +105,7 @@ t.test('webhook: received with {body, headers, query}; ignored in all four cases
   const first = await postWebhook(workflowId, '{"event":"again"}', headers)
   const second = await postWebhook(workflowId, '{"event":"again"}', headers)
   t.equal(second.body.runId, first.body.runId)
-  await client.runReaching(token, first.body.runId!, TERMINAL_RUN_STATUSES)
+  await client.runReaching(token, first.body.runId!)
   t.match((await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body, { runCount: 2 })
 })
 
@@ -116,7 +116,7 @@ t.test('fire: idempotent, and an inactive workflow answers 400 with no run creat
   const second = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {}, headers })
   t.equal(first.status, 202)
   t.equal(second.body.runId, first.body.runId)
-  t.equal((await client.runReaching(token, first.body.runId, TERMINAL_RUN_STATUSES)).status, 'SUCCESS')
+  t.equal((await client.runReaching(token, first.body.runId)).status, 'SUCCESS')
   t.match((await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body, { runCount: 1, successCount: 1 })
 
   const inactive = await client.createWorkflow(token, { triggerType: 'MANUAL', isActive: false, nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
@@ -142,7 +142,7 @@ t.test('counters and the latest-10 rule', async (t) => {
     const res = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: { n, ok: n % 4 !== 3 } })
     runIds.push(res.body.runId)
   }
-  const finished = await Promise.all(runIds.map(async (runId) => client.runReaching(token, runId, TERMINAL_RUN_STATUSES)))
+  const finished = await Promise.all(runIds.map(async (runId) => client.runReaching(token, runId)))
   t.same(finished.map((run) => run.status), runIds.map((_id, n) => n % 4 === 3 ? 'FAILED' : 'SUCCESS'))
 
   const workflow = (await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body
@@ -218,7 +218,7 @@ t.test('cancel a PENDING run: the worker never starts it', async (t) => {
 
   await stack.startWorker()
   const later = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body.runId
-  t.equal((await client.runReaching(token, later, TERMINAL_RUN_STATUSES)).status, 'SUCCESS', 'the new worker runs later runs')
+  t.equal((await client.runReaching(token, later)).status, 'SUCCESS', 'the new worker runs later runs')
   await workflowRunsIdle()
   const run = await client.getRun(token, runId)
   t.equal(run.status, 'CANCELLED')
