@@ -18,7 +18,6 @@ import { ensureDatabase, migrateDatabase, MIGRATIONS_FOLDER } from '@switchboard
 import { BASE_DATABASE_URL, dropDatabase } from '@switchboard/testing/database'
 import { TEST_ADMIN } from '@switchboard/testing/config'
 import { startStack } from '@switchboard/testing/processes'
-import { waitFor } from '@switchboard/testing/wait'
 
 const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ tag: string }> }
 
@@ -90,10 +89,7 @@ t.test('after the upgrade the api and the worker work with the old data', async 
 
   const fired = await stack.call('POST', `/api/automation/workflows/${seed.workflowId}/fire`, { token, body: { name: 'after' } })
   t.equal(fired.status, 202)
-  const run = await waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${fired.body.runId}`, { token })
-    return ['SUCCESS', 'FAILED'].includes(res.body.status) ? res.body : undefined
-  }, { what: 'the new run to finish' })
+  const run = await stack.client.runReaching(token, fired.body.runId, ['SUCCESS', 'FAILED'])
   t.match(run, { status: 'SUCCESS', result: { greet: { greeting: 'hello after' } } })
   const workflow = await stack.call('GET', `/api/automation/workflows/${seed.workflowId}`, { token })
   t.match(workflow.body, { runCount: 2, successCount: 2 })
