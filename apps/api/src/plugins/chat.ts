@@ -1,9 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { UsableChatAccount } from '@switchboard/core/chat/accounts'
-import { createChatClient } from '@switchboard/core/chat/client'
-import { createChatService, type ChatService } from '@switchboard/core/chat/service'
-import { viewerOf } from '@switchboard/core/auth/viewer'
+import { type UsableChatAccount, createChatClient, createChatService, type ChatService } from '@switchboard/core/chat'
+import { viewerOf } from '@switchboard/core/users'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { conflict, notFound } from '@switchboard/core/errors'
-import { USER_ROLES } from '@switchboard/core/db/schema/index'
-import { usersRepository } from '@switchboard/core/repositories/users'
+import { DomainError } from '@switchboard/core/errors'
+import { USER_ROLES } from '@switchboard/core/db'
+import { usersRepository } from '@switchboard/core/users'
 import { errorResponses, IdParams, Pagination, Timestamp } from '../schemas/common.ts'
 
 export const User = Type.Object({
@@ -31,14 +31,14 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['users'], body: CreateUserBody, response: { 201: User, ...errorResponses(400, 401, 403, 409) } }
   }, async (request, reply) => {
     const user = await repo.create({ ...request.body, role: request.body.role ?? 'member' })
-    if (user === null) throw conflict('Email already registered', 'EMAIL_TAKEN')
+    if (user === null) throw new DomainError('EMAIL_TAKEN', 'Email already registered')
     return reply.code(201).send(user)
   })
 
   fastify.delete('/api/users/:id', {
     schema: { tags: ['users'], params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } }
   }, async (request, reply) => {
-    if (!await repo.delete(request.params.id)) throw notFound('User not found', 'USER_NOT_FOUND')
+    if (!await repo.delete(request.params.id)) throw new DomainError('USER_NOT_FOUND', 'User not found')
     // The other replicas hear of it from Postgres; this one need not wait for that.
     fastify.userRoles.forget(request.params.id)
     return reply.code(204).send(null)

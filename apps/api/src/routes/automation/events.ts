@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { emitEvent } from '@switchboard/core/services/runs'
+import { emitEvent } from '@switchboard/core/triggers'
 import { errorResponses } from '../../schemas/common.ts'
 
 const EmitEventBody = Type.Object({

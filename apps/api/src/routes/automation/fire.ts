@@ -1,19 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
-import { viewerOf } from '@switchboard/core/auth/viewer'
-import { AppError, notFound } from '@switchboard/core/errors'
-import { runsRepository } from '@switchboard/core/repositories/runs'
-import { startRun } from '@switchboard/core/services/runs'
+import { viewerOf } from '@switchboard/core/users'
+import { DomainError } from '@switchboard/core/errors'
+import { startRun } from '@switchboard/core/runs'
+import { workflowNotFound } from '@switchboard/core/workflows'
+import { findTriggerTarget } from '@switchboard/core/triggers'
 import { errorResponses } from '../../schemas/common.ts'
 import { idempotencyKeyOf, RunAccepted } from './run-schemas.ts'
 
-const workflowNotFound = (): AppError => notFound('Workflow not found', 'WORKFLOW_NOT_FOUND')
-
 /** POST /api/automation/workflows/:id/fire (spec 4.10): the whole body becomes triggerData; the run executes in the background. */
 const fire: FastifyPluginAsyncTypebox = async (fastify) => {
-  const repo = runsRepository(fastify.db)
-
   fastify.post('/api/automation/workflows/:id/fire', {
     schema: {
       tags: ['runs'],
@@ -25,9 +22,9 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const { id } = request.params
     if (!isCuid(id)) throw workflowNotFound()
-    const workflow = await repo.findTriggerTarget(id, viewerOf(request.user))
+    const workflow = await findTriggerTarget(fastify.db, id, viewerOf(request.user))
     if (workflow === null) throw workflowNotFound()
-    if (!workflow.isActive) throw new AppError(400, 'WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
+    if (!workflow.isActive) throw new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
     const { runId } = await startRun(fastify, {
       workflow,
       triggerData: request.body ?? {},

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { RUN_STATUSES, LOG_LEVELS } from '@switchboard/core/db/schema/index'
+import { RUN_STATUSES, LOG_LEVELS } from '@switchboard/core/db'
 import { NullableTimestamp, Timestamp } from '../../schemas/common.ts'
 
 export const RunStatus = Type.Enum(RUN_STATUSES)

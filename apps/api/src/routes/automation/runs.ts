@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { isCuid } from '@paralleldrive/cuid2'
-import { conflict, notFound, type AppError } from '@switchboard/core/errors'
-import { viewerOf } from '@switchboard/core/auth/viewer'
-import { runsRepository } from '@switchboard/core/repositories/runs'
+import { DomainError } from '@switchboard/core/errors'
+import { viewerOf } from '@switchboard/core/users'
+import { runsRepository } from '@switchboard/core/runs'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
 import { errorResponses, Pagination } from '../../schemas/common.ts'
 import { Run, RunStatus, RunSummary } from './run-schemas.ts'
@@ -16,7 +16,7 @@ const ListRunsQuery = Type.Object({
   ...Pagination
 })
 
-const runNotFound = (): AppError => notFound('Run not found', 'RUN_NOT_FOUND')
+const runNotFound = (): DomainError => new DomainError('RUN_NOT_FOUND', 'Run not found')
 
 /** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
 const runs: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -44,7 +44,7 @@ const runs: FastifyPluginAsyncTypebox = async (fastify) => {
     const { id } = request.params
     const outcome = isCuid(id) ? await repo.cancel(id, viewerOf(request.user)) : null
     if (outcome === null) throw runNotFound()
-    if (outcome === 'finished') throw conflict('Run is already finished', 'RUN_FINISHED')
+    if (outcome === 'finished') throw new DomainError('RUN_FINISHED', 'Run is already finished')
     // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
     // that is running (locked, so not removable) finds the run CANCELLED and stops by itself.
     const queue = fastify.queues[outcome.queue]

@@ -3,8 +3,8 @@ import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import querystring from 'fast-querystring'
 import { isCuid } from '@paralleldrive/cuid2'
-import { runsRepository } from '@switchboard/core/repositories/runs'
-import { startRun } from '@switchboard/core/services/runs'
+import { startRun } from '@switchboard/core/runs'
+import { findTriggerTarget } from '@switchboard/core/triggers'
 import { isNestedTooDeeply } from '../../plugins/json-body.ts'
 import { errorResponses } from '../../schemas/common.ts'
 import { idempotencyKeyOf } from './run-schemas.ts'
@@ -38,7 +38,6 @@ function hasTooManyFields (text: string): boolean {
  * sender retries.
  */
 const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
-  const repo = runsRepository(fastify.db)
   const parseJson = fastify.getDefaultJsonParser('error', 'error')
 
   /**
@@ -75,7 +74,7 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const { workflowId } = request.params
     if (!isCuid(workflowId)) return { status: 'ignored' as const }
-    const workflow = await repo.findTriggerTarget(workflowId)
+    const workflow = await findTriggerTarget(fastify.db, workflowId)
     if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') return { status: 'ignored' as const }
     const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
     const body = rawBody === undefined ? null : await bodyOf(request, rawBody)

@@ -1,11 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { accountNotFound } from '@switchboard/core/chat/accounts'
-import { decryptSecret, encryptSecret } from '@switchboard/core/chat/crypto'
-import { conflict } from '@switchboard/core/errors'
-import { chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/repositories/chat-accounts'
+import { DomainError } from '@switchboard/core/errors'
+import { accountNotFound, decryptSecret, encryptSecret, chatAccountsRepository, type ChatAccountChanges } from '@switchboard/core/chat'
+import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams, Pagination, Timestamp } from '../../schemas/common.ts'
-import { viewerOf } from '@switchboard/core/auth/viewer'
 
 export const ChatAccount = Type.Object({
   id: Type.String(),
@@ -38,7 +36,7 @@ export const CreateChatAccountBody = Type.Object({
 
 export const UpdateChatAccountBody = Type.Partial(Type.Object(fields), { additionalProperties: false })
 
-const alreadyLinked = () => conflict('Chat account already linked', 'CHAT_ACCOUNT_EXISTS')
+const alreadyLinked = () => new DomainError('CHAT_ACCOUNT_EXISTS', 'Chat account already linked')
 
 /**
  * Linked chat accounts (contract, Chat). The access token is write-only: it is

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db/schema/index'
-import { badRequest, notFound } from '@switchboard/core/errors'
-import { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from '@switchboard/core/repositories/conversations'
+import { DomainError } from '@switchboard/core/errors'
+import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from '@switchboard/core/chat'
 import { errorResponses, IdParams, NullableTimestamp, Pagination, Timestamp } from '../../schemas/common.ts'
 
 const nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])
@@ -63,7 +63,7 @@ export const MessagesQuery = Type.Object({
   limit: Pagination.limit
 })
 
-const conversationNotFound = () => notFound('Conversation not found', 'CONVERSATION_NOT_FOUND')
+const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
 
 /**
  * Spec 4.5 and the contract's conversation management. Every route acts on the
@@ -108,7 +108,7 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     if (conversation === null) throw conversationNotFound()
     const { before, limit } = request.query
     const cursor = before === undefined ? undefined : await repo.findMessage(conversation.id, before)
-    if (cursor === null) throw badRequest('before must be the id of a message of this conversation', 'INVALID_CURSOR')
+    if (cursor === null) throw new DomainError('INVALID_CURSOR', 'before must be the id of a message of this conversation')
     return repo.messagesBefore(conversation.id, limit, cursor)
   })
 }
