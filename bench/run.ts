@@ -16,11 +16,7 @@ try {
   const token = await stack.adminToken()
   // A large graph: the answer of /fire must not depend on the workflow's size.
   const nodes = Array.from({ length: 200 }, (_, i) => ({ id: `n${i}`, type: 'set', config: { values: { i: String(i) } }, ...(i < 199 && { next: `n${i + 1}` }) }))
-  const create = async (triggerType: string): Promise<string> => {
-    const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: `bench ${triggerType}`, triggerType, isActive: true, nodes } })
-    if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
-    return res.body.id
-  }
+  const create = async (triggerType: string): Promise<string> => stack.client.createWorkflow(token, { name: `bench ${triggerType}`, triggerType, nodes })
   const manual = await create('MANUAL')
   const webhook = await create('WEBHOOK')
 

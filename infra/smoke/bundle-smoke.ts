@@ -20,7 +20,8 @@ import { fileURLToPath } from 'node:url'
 import { IMAGE_COMMANDS } from '@switchboard/testing/image'
 import { BASE_DATABASE_URL, dropDatabase, REDIS_URL } from '@switchboard/testing/database'
 import { completeOneRun } from '@switchboard/testing/one-run'
-import { freePort, waitFor } from '@switchboard/testing/processes'
+import { freePort } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))

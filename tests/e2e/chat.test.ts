@@ -2,7 +2,9 @@ import t from 'tap'
 import {
   deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform
 } from '@switchboard/testing/fake-chat-platform'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
+import type { RunBody } from '@switchboard/testing/client'
 
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'e2e-chat-app-secret'
@@ -22,23 +24,8 @@ const stack = await startStack(t, {
 })
 const token = await stack.adminToken()
 
-async function createWorkflow (body: Record<string, unknown>): Promise<string> {
-  const res = await stack.call('POST', '/api/automation/workflows', { token, body: { isActive: true, ...body } })
-  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
-  return res.body.id
-}
-
-const runsOf = async (workflowId: string): Promise<Array<{ id: string }>> =>
-  (await stack.call('GET', `/api/automation/runs?workflowId=${workflowId}`, { token })).body
-
-async function finishedRunOf (workflowId: string): Promise<{ id: string, status: string, error: string | null, result: Record<string, any>, triggerData: Record<string, any> }> {
-  return waitFor(async () => {
-    const [summary] = await runsOf(workflowId)
-    if (summary === undefined) return undefined
-    const run = (await stack.call('GET', `/api/automation/runs/${summary.id}`, { token })).body
-    return ['SUCCESS', 'FAILED'].includes(run.status) ? run : undefined
-  }, { what: `a finished run of ${workflowId}` })
-}
+const { client } = stack
+const finishedRunOf = async (workflowId: string): Promise<RunBody> => client.latestRunReaching(token, workflowId, ['SUCCESS', 'FAILED'])
 
 /** assistant-main jobs completed so far: each processed delivery adds one. */
 const processedDeliveries = async (): Promise<number> => {
@@ -53,7 +40,7 @@ async function deliverAndWait (payload: unknown): Promise<void> {
   await waitFor(async () => await processedDeliveries() > before ? true : undefined, { what: 'the delivery to be processed' })
 }
 
-const replyId = await createWorkflow({
+const replyId = await client.createWorkflow(token, {
   name: 'price reply',
   triggerType: 'KEYWORD',
   triggerConfig: { keywords: ['price'] },
@@ -70,7 +57,7 @@ const replyId = await createWorkflow({
     }
   ]
 })
-const listenerId = await createWorkflow({
+const listenerId = await client.createWorkflow(token, {
   name: 'inbox log',
   triggerType: 'EVENT',
   triggerConfig: { eventName: 'chat.message.received' },
@@ -139,8 +126,8 @@ t.test('a duplicate delivery of the same message starts nothing more and stores 
   await finishedRunOf(replyId)
   const sendsBefore = fake.sends().length
   await deliverAndWait(inbound)
-  t.equal((await runsOf(replyId)).length, 1, 'one KEYWORD run')
-  t.equal((await runsOf(listenerId)).length, 1, 'one EVENT run')
+  t.equal((await client.runsOf(token, replyId)).length, 1, 'one KEYWORD run')
+  t.equal((await client.runsOf(token, listenerId)).length, 1, 'one EVENT run')
   t.equal(fake.sends().length, sendsBefore, 'no second reply')
   const { body } = await stack.call('GET', '/api/chat/conversations', { token })
   const conversation = body.find((c: { phone: string }) => c.phone === CUSTOMER)
@@ -162,6 +149,6 @@ t.test('demo mode: the fake posts the customer message it is given to the webhoo
     return body.find((c: { phone: string }) => c.phone === '15550001111')
   }, { what: 'the demo conversation' })
   t.match(conversation, { name: 'Demo', messages: [{ wamid: sent.wamid, content: 'price please' }] })
-  await waitFor(async () => (await runsOf(replyId)).length === 2 ? true : undefined, { what: 'the demo message to start the KEYWORD workflow' })
+  await waitFor(async () => (await client.runsOf(token, replyId)).length === 2 ? true : undefined, { what: 'the demo message to start the KEYWORD workflow' })
   t.notOk(fake.requests.some((request) => request.path.startsWith('/_fake/')), 'control requests are not platform requests')
 })

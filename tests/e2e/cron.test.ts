@@ -2,9 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { closeQueues, createProducerConnection, createQueues, SCHEDULED_TASKS } from '@switchboard/core/queues'
 import { REDIS_URL } from '@switchboard/testing/database'
-import { startStack, waitFor } from '@switchboard/testing/processes'
-
-interface CronRun { id: string, triggerData: { scheduledAt: string, cronExpression: string } }
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
+import type { RunSummary } from '@switchboard/testing/client'
 
 // Two worker processes from the start: every assertion below is made with both taking ticks.
 const stack = await startStack(t, { workers: 2, env: { CRON_MIN_INTERVAL_SECONDS: '1' } })
@@ -21,14 +21,8 @@ t.teardown(async () => {
 /** Long enough for a missed every-second tick to have shown up. */
 const QUIET_PERIOD_MS = 2500
 
-async function createCron (triggerConfig: Record<string, unknown>): Promise<string> {
-  const res = await stack.call('POST', '/api/automation/workflows', {
-    token,
-    body: { name: 'ticker', triggerType: 'CRON', isActive: true, triggerConfig, nodes: [{ id: 'n1', type: 'set', config: { values: { ok: 'yes' } } }] }
-  })
-  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
-  return res.body.id
-}
+const createCron = async (triggerConfig: Record<string, unknown>): Promise<string> =>
+  stack.client.createWorkflow(token, { name: 'ticker', triggerType: 'CRON', triggerConfig, nodes: [{ id: 'n1', type: 'set', config: { values: { ok: 'yes' } } }] })
 
 async function patch (workflowId: string, body: Record<string, unknown>): Promise<number> {
   const res = await stack.call('PATCH', `/api/automation/workflows/${workflowId}`, { token, body })
@@ -36,20 +30,16 @@ async function patch (workflowId: string, body: Record<string, unknown>): Promis
   return Date.now()
 }
 
-async function runsOf (workflowId: string): Promise<CronRun[]> {
-  const res = await stack.call('GET', `/api/automation/runs?workflowId=${workflowId}&limit=500`, { token })
-  if (res.status !== 200) throw new Error(`runs failed: ${JSON.stringify(res.body)}`)
-  return res.body
-}
+const runsOf = async (workflowId: string): Promise<RunSummary[]> => stack.client.runsOf(token, workflowId, { limit: 500 })
 
-async function waitForRuns (workflowId: string, count: number, accept: (run: CronRun) => boolean = () => true): Promise<CronRun[]> {
+async function waitForRuns (workflowId: string, count: number, accept: (run: RunSummary) => boolean = () => true): Promise<RunSummary[]> {
   return waitFor(async () => {
     const runs = (await runsOf(workflowId)).filter(accept)
     return runs.length >= count ? runs : undefined
   }, { what: `${count} runs of ${workflowId}` })
 }
 
-const tickTimes = (runs: CronRun[]): number[] => runs.map((run) => Date.parse(run.triggerData.scheduledAt))
+const tickTimes = (runs: RunSummary[]): number[] => runs.map((run) => Date.parse(run.triggerData.scheduledAt))
 
 /** Tick jobs a scheduler has produced, in any state, for planned times after `after`. */
 async function ticksAfter (workflowId: string, after: number): Promise<string[]> {

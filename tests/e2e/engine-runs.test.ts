@@ -2,16 +2,7 @@ import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage } from 'node:http'
 import t from 'tap'
-import { startStack, waitFor } from '@switchboard/testing/processes'
-
-interface RunBody {
-  id: string
-  status: string
-  result: Record<string, any>
-  error: string | null
-  durationMs: number | null
-  logs: Array<{ nodeId: string | null, level: string, message: string }>
-}
+import { startStack } from '@switchboard/testing/processes'
 
 /** The local sink http_request nodes post to. */
 const received: Array<{ url: string, headers: IncomingMessage['headers'], body: string }> = []
@@ -30,36 +21,20 @@ const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const token = await stack.adminToken()
-
-async function createWorkflow (nodes: unknown[]): Promise<string> {
-  const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: 'engine e2e', triggerType: 'MANUAL', isActive: true, nodes } })
-  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
-  return res.body.id
-}
-
-async function fire (workflowId: string, body: unknown): Promise<string> {
-  const res = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body })
-  if (res.status !== 202) throw new Error(`fire failed: ${res.status} ${JSON.stringify(res.body)}`)
-  return res.body.runId
-}
-
-async function runReaching (runId: string, statuses: string[], timeoutMs = 15_000): Promise<RunBody> {
-  return waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
-    return statuses.includes(res.body.status) ? res.body as RunBody : undefined
-  }, { what: `run ${runId} to reach ${statuses.join('/')}`, timeoutMs })
-}
+const { client } = stack
 
 t.test('fire → SUCCESS: templates from triggerData and earlier nodes reach the sink; result and logs are recorded', async (t) => {
-  const workflowId = await createWorkflow([
-    { id: 'vars', type: 'set', config: { values: { subject: 'Order {{triggerData.order.id}}' } }, next: 'post' },
-    { id: 'post', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/tickets`, body: { subject: '{{vars.subject}}', qty: '{{triggerData.order.qty}}' } }, next: 'check' },
-    { id: 'check', type: 'condition', config: { field: 'post.body.ticket', operator: 'startsWith', value: 'T-', then: 'done', else: 'odd' } },
-    { id: 'done', type: 'set', config: { values: { ticket: '{{post.body.ticket}}' } } },
-    { id: 'odd', type: 'set', config: { values: { ticket: 'none' } } }
-  ])
-  const runId = await fire(workflowId, { order: { id: 'A7', qty: 3 } })
-  const run = await runReaching(runId, ['SUCCESS', 'FAILED'])
+  const workflowId = await client.createWorkflow(token, {
+    nodes: [
+      { id: 'vars', type: 'set', config: { values: { subject: 'Order {{triggerData.order.id}}' } }, next: 'post' },
+      { id: 'post', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/tickets`, body: { subject: '{{vars.subject}}', qty: '{{triggerData.order.qty}}' } }, next: 'check' },
+      { id: 'check', type: 'condition', config: { field: 'post.body.ticket', operator: 'startsWith', value: 'T-', then: 'done', else: 'odd' } },
+      { id: 'done', type: 'set', config: { values: { ticket: '{{post.body.ticket}}' } } },
+      { id: 'odd', type: 'set', config: { values: { ticket: 'none' } } }
+    ]
+  })
+  const runId = await client.fire(token, workflowId, { order: { id: 'A7', qty: 3 } })
+  const run = await client.runReaching(token, runId, ['SUCCESS', 'FAILED'])
 
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   const request = received.find((item) => item.url === '/tickets')
@@ -77,17 +52,19 @@ t.test('fire → SUCCESS: templates from triggerData and earlier nodes reach the
 })
 
 t.test('a wait puts the run in WAITING; the delayed job brings it to SUCCESS', async (t) => {
-  const workflowId = await createWorkflow([
-    { id: 'pause', type: 'wait', config: { seconds: 2 } },
-    { id: 'after', type: 'set', config: { values: { done: 'yes' } } }
-  ])
-  const runId = await fire(workflowId, {})
-  const waiting = await runReaching(runId, ['WAITING', 'SUCCESS', 'FAILED'])
+  const workflowId = await client.createWorkflow(token, {
+    nodes: [
+      { id: 'pause', type: 'wait', config: { seconds: 2 } },
+      { id: 'after', type: 'set', config: { values: { done: 'yes' } } }
+    ]
+  })
+  const runId = await client.fire(token, workflowId, {})
+  const waiting = await client.runReaching(token, runId, ['WAITING', 'SUCCESS', 'FAILED'])
   t.equal(waiting.status, 'WAITING')
   t.type(waiting.result.pause.until, 'string')
   t.notOk('after' in waiting.result)
 
-  const done = await runReaching(runId, ['SUCCESS', 'FAILED'])
+  const done = await client.runReaching(token, runId, ['SUCCESS', 'FAILED'])
   t.equal(done.status, 'SUCCESS', done.error ?? '')
   t.type(done.result.pause.resumedAt, 'string')
   t.ok(Date.parse(done.result.pause.resumedAt) >= Date.parse(done.result.pause.until))
@@ -101,8 +78,8 @@ t.test('an AGENT workflow runs on the agent-execution queue', async (t) => {
     body: { name: 'agent', triggerType: 'AGENT', isActive: true, nodes: [{ id: 'reply', type: 'set', config: { values: { said: '{{triggerData.prompt}}' } } }] }
   })
   t.equal(created.status, 201)
-  const runId = await fire(created.body.id, { prompt: 'hello' })
-  const run = await runReaching(runId, ['SUCCESS', 'FAILED'])
+  const runId = await client.fire(token, created.body.id, { prompt: 'hello' })
+  const run = await client.runReaching(token, runId, ['SUCCESS', 'FAILED'])
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.same(run.result.reply, { said: 'hello' })
   const queues = await stack.call('GET', '/api/automation/queues', { token })
@@ -110,11 +87,13 @@ t.test('an AGENT workflow runs on the agent-execution queue', async (t) => {
 })
 
 t.test('a failing node ends the run FAILED with the error', async (t) => {
-  const workflowId = await createWorkflow([
-    { id: 'call', type: 'http_request', config: { url: 'http://127.0.0.1:1/unreachable', timeoutMs: 2000 } }
-  ])
-  const runId = await fire(workflowId, {})
-  const run = await runReaching(runId, ['SUCCESS', 'FAILED'])
+  const workflowId = await client.createWorkflow(token, {
+    nodes: [
+      { id: 'call', type: 'http_request', config: { url: 'http://127.0.0.1:1/unreachable', timeoutMs: 2000 } }
+    ]
+  })
+  const runId = await client.fire(token, workflowId, {})
+  const run = await client.runReaching(token, runId, ['SUCCESS', 'FAILED'])
   t.equal(run.status, 'FAILED')
   t.match(run.error, /^Request failed: .*ECONNREFUSED/)
   t.match(run.logs.at(-1), { level: 'ERROR', message: /^Run failed: / })
@@ -142,13 +121,13 @@ t.test('an inbound webhook verified with verify_signature: the valid signature p
 
   const valid = await stack.call('POST', `/api/automation/webhook/${created.body.id}`, { body, headers: { 'x-hub-signature-256': signature } })
   t.equal(valid.body.status, 'received')
-  const passed = await runReaching(valid.body.runId, ['SUCCESS', 'FAILED'])
+  const passed = await client.runReaching(token, valid.body.runId, ['SUCCESS', 'FAILED'])
   t.equal(passed.status, 'SUCCESS', passed.error ?? '')
   t.same(passed.result.verify, { valid: true })
   t.same(passed.result.paid, { amount: 120 })
 
   const tampered = await stack.call('POST', `/api/automation/webhook/${created.body.id}`, { body: { ...body, amount: 999 }, headers: { 'x-hub-signature-256': signature } })
-  const failed = await runReaching(tampered.body.runId, ['SUCCESS', 'FAILED'])
+  const failed = await client.runReaching(token, tampered.body.runId, ['SUCCESS', 'FAILED'])
   t.equal(failed.status, 'FAILED')
   t.equal(failed.error, 'Invalid signature')
   t.notOk('paid' in failed.result)

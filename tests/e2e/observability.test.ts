@@ -3,7 +3,8 @@
  * from the webhook's answer through the api's log, the job, the worker's log and the run's lines.
  */
 import t from 'tap'
-import { freePort, startStack, waitFor } from '@switchboard/testing/processes'
+import { freePort, startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 
 const workerPort = await freePort()
 // Debug: node lines reach the worker's log at debug.

@@ -5,7 +5,8 @@
 import postgres from 'postgres'
 import t from 'tap'
 import { createTestDatabase } from '@switchboard/testing/database'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 
 const EXPIRED = 1800
 

@@ -2,19 +2,9 @@ import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer, type ServerResponse } from 'node:http'
 import t from 'tap'
-import { startStack, waitFor } from '@switchboard/testing/processes'
-
-interface RunBody {
-  id: string
-  workflowId: string
-  status: string
-  createdAt: string
-  result: Record<string, any>
-  error: string | null
-  logs: Array<{ nodeId: string | null, level: string, message: string }>
-}
-
-const TERMINAL = ['SUCCESS', 'FAILED', 'CANCELLED']
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
+import { TERMINAL_RUN_STATUSES } from '@switchboard/testing/client'
 
 /** A sink that holds every request until the test releases it: keeps a run RUNNING on purpose. */
 const held: ServerResponse[] = []
@@ -33,23 +23,7 @@ t.teardown(() => {
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const token = await stack.adminToken()
-
-async function createWorkflow (body: Record<string, unknown>): Promise<string> {
-  const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: 'runs api e2e', isActive: true, ...body } })
-  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`)
-  return res.body.id
-}
-
-async function getRun (runId: string): Promise<RunBody> {
-  return (await stack.call('GET', `/api/automation/runs/${runId}`, { token })).body
-}
-
-async function runReaching (runId: string, statuses: string[]): Promise<RunBody> {
-  return waitFor(async () => {
-    const run = await getRun(runId)
-    return statuses.includes(run.status) ? run : undefined
-  }, { what: `run ${runId} to reach ${statuses.join('/')}` })
-}
+const { client } = stack
 
 /** The worker has nothing in hand and nothing scheduled on workflow-runs. */
 async function workflowRunsIdle (): Promise<void> {
@@ -73,7 +47,7 @@ const sign = (secret: string, body: string): string => `sha256=${createHmac('sha
 
 t.test('HMAC-verified webhook: a valid signature runs to SUCCESS, a tampered body FAILS with Invalid signature', async (t) => {
   const secret = 'shared-webhook-secret'
-  const workflowId = await createWorkflow({
+  const workflowId = await client.createWorkflow(token, {
     triggerType: 'WEBHOOK',
     nodes: [
       { id: 'verify', type: 'verify_signature', config: { secret, header: 'X-Signature', prefix: 'sha256=' }, next: 'record' },
@@ -85,41 +59,41 @@ t.test('HMAC-verified webhook: a valid signature runs to SUCCESS, a tampered bod
 
   const valid = await postWebhook(workflowId, body, { 'x-signature': sign(secret, body) })
   t.same(valid, { status: 200, body: { status: 'received', runId: valid.body.runId } })
-  const succeeded = await runReaching(valid.body.runId!, TERMINAL)
+  const succeeded = await client.runReaching(token, valid.body.runId!)
   t.equal(succeeded.status, 'SUCCESS', succeeded.error ?? '')
   t.same(succeeded.result.verify, { valid: true })
   t.same(succeeded.result.record, { event: 'order.paid', amount: 42 })
 
   const tampered = await postWebhook(workflowId, body.replace('42', '43'), { 'x-signature': sign(secret, body) })
   t.equal(tampered.body.status, 'received')
-  const failed = await runReaching(tampered.body.runId!, TERMINAL)
+  const failed = await client.runReaching(token, tampered.body.runId!)
   t.equal(failed.status, 'FAILED')
   t.equal(failed.error, 'Invalid signature')
   t.notOk('record' in failed.result, 'no node after the failed check ran')
 
-  const unsigned = await runReaching((await postWebhook(workflowId, body)).body.runId!, TERMINAL)
+  const unsigned = await client.runReaching(token, (await postWebhook(workflowId, body)).body.runId!)
   t.equal(unsigned.error, 'Invalid signature')
 
   const form = 'event=order.refunded&amount=5'
   const formRun = await postWebhook(workflowId, form, { 'content-type': 'application/x-www-form-urlencoded', 'x-signature': sign(secret, form) })
-  const formDone = await runReaching(formRun.body.runId!, TERMINAL)
+  const formDone = await client.runReaching(token, formRun.body.runId!)
   t.equal(formDone.status, 'SUCCESS', formDone.error ?? '')
   t.same(formDone.result.record, { event: 'order.refunded', amount: '5' })
 })
 
 t.test('webhook: received with {body, headers, query}; ignored in all four cases; idempotent redelivery', async (t) => {
-  const workflowId = await createWorkflow({
+  const workflowId = await client.createWorkflow(token, {
     triggerType: 'WEBHOOK',
     nodes: [{ id: 'pick', type: 'set', config: { values: { source: '{{triggerData.headers.x-source}}', ref: '{{triggerData.query.ref}}', event: '{{triggerData.body.event}}' } } }]
   })
   const received = await postWebhook(workflowId, '{"event":"ping"}', { 'X-Source': 'crm' }, '?ref=r-1')
   t.equal(received.body.status, 'received')
-  const run = await runReaching(received.body.runId!, TERMINAL)
+  const run = await client.runReaching(token, received.body.runId!)
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.same(run.result.pick, { source: 'crm', ref: 'r-1', event: 'ping' })
 
-  const inactive = await createWorkflow({ triggerType: 'WEBHOOK', isActive: false, nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
-  const manual = await createWorkflow({ triggerType: 'MANUAL', nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
+  const inactive = await client.createWorkflow(token, { triggerType: 'WEBHOOK', isActive: false, nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
+  const manual = await client.createWorkflow(token, { triggerType: 'MANUAL', nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
   for (const [what, id] of [['missing', 'clxxxxxxxxxxxxxxxxxxxxxxx'], ['malformed', 'not-a-cuid!'], ['inactive', inactive], ['not WEBHOOK', manual]]) {
     t.same(await postWebhook(id!, '{}'), { status: 200, body: { status: 'ignored' } }, what)
   }
@@ -131,21 +105,21 @@ t.test('webhook: received with {body, headers, query}; ignored in all four cases
   const first = await postWebhook(workflowId, '{"event":"again"}', headers)
   const second = await postWebhook(workflowId, '{"event":"again"}', headers)
   t.equal(second.body.runId, first.body.runId)
-  await runReaching(first.body.runId!, TERMINAL)
+  await client.runReaching(token, first.body.runId!)
   t.match((await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body, { runCount: 2 })
 })
 
 t.test('fire: idempotent, and an inactive workflow answers 400 with no run created', async (t) => {
-  const workflowId = await createWorkflow({ triggerType: 'MANUAL', nodes: [{ id: 'n', type: 'set', config: { values: { ok: 'yes' } } }] })
+  const workflowId = await client.createWorkflow(token, { triggerType: 'MANUAL', nodes: [{ id: 'n', type: 'set', config: { values: { ok: 'yes' } } }] })
   const headers = { 'idempotency-key': 'fire-once' }
   const first = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {}, headers })
   const second = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {}, headers })
   t.equal(first.status, 202)
   t.equal(second.body.runId, first.body.runId)
-  t.equal((await runReaching(first.body.runId, TERMINAL)).status, 'SUCCESS')
+  t.equal((await client.runReaching(token, first.body.runId)).status, 'SUCCESS')
   t.match((await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body, { runCount: 1, successCount: 1 })
 
-  const inactive = await createWorkflow({ triggerType: 'MANUAL', isActive: false, nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
+  const inactive = await client.createWorkflow(token, { triggerType: 'MANUAL', isActive: false, nodes: [{ id: 'n', type: 'set', config: { values: {} } }] })
   const refused = await stack.call('POST', `/api/automation/workflows/${inactive}/fire`, { token, body: {} })
   t.equal(refused.status, 400)
   t.equal(refused.body.message, 'Workflow is not active')
@@ -155,7 +129,7 @@ t.test('fire: idempotent, and an inactive workflow answers 400 with no run creat
 
 t.test('counters and the latest-10 rule', async (t) => {
   // Fired runs carry no raw body, so the `bad` branch fails its signature check.
-  const workflowId = await createWorkflow({
+  const workflowId = await client.createWorkflow(token, {
     triggerType: 'MANUAL',
     nodes: [
       { id: 'route', type: 'condition', config: { field: 'triggerData.ok', then: 'good', else: 'bad' } },
@@ -168,7 +142,7 @@ t.test('counters and the latest-10 rule', async (t) => {
     const res = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: { n, ok: n % 4 !== 3 } })
     runIds.push(res.body.runId)
   }
-  const finished = await Promise.all(runIds.map(async (runId) => runReaching(runId, TERMINAL)))
+  const finished = await Promise.all(runIds.map(async (runId) => client.runReaching(token, runId)))
   t.same(finished.map((run) => run.status), runIds.map((_id, n) => n % 4 === 3 ? 'FAILED' : 'SUCCESS'))
 
   const workflow = (await stack.call('GET', `/api/automation/workflows/${workflowId}`, { token })).body
@@ -186,7 +160,7 @@ t.test('counters and the latest-10 rule', async (t) => {
 })
 
 t.test('cancel a RUNNING run: the node in flight is abandoned, no later node runs', async (t) => {
-  const workflowId = await createWorkflow({
+  const workflowId = await client.createWorkflow(token, {
     triggerType: 'MANUAL',
     nodes: [
       { id: 'slow', type: 'http_request', config: { method: 'POST', url: slowUrl, timeoutMs: 30000 }, next: 'after' },
@@ -196,7 +170,7 @@ t.test('cancel a RUNNING run: the node in flight is abandoned, no later node run
   const inFlight = once(slowSink, 'held')
   const { runId } = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body
   await inFlight
-  t.equal((await getRun(runId)).status, 'RUNNING')
+  t.equal((await client.getRun(token, runId)).status, 'RUNNING')
 
   const cancelled = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
   t.equal(cancelled.status, 200)
@@ -204,7 +178,7 @@ t.test('cancel a RUNNING run: the node in flight is abandoned, no later node run
   for (const res of held.splice(0)) res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
   await workflowRunsIdle()
 
-  const run = await getRun(runId)
+  const run = await client.getRun(token, runId)
   t.equal(run.status, 'CANCELLED')
   t.notOk('after' in run.result)
   const again = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
@@ -213,7 +187,7 @@ t.test('cancel a RUNNING run: the node in flight is abandoned, no later node run
 })
 
 t.test('cancel a WAITING run: it never resumes', async (t) => {
-  const workflowId = await createWorkflow({
+  const workflowId = await client.createWorkflow(token, {
     triggerType: 'MANUAL',
     nodes: [
       { id: 'pause', type: 'wait', config: { seconds: 1 } },
@@ -221,32 +195,32 @@ t.test('cancel a WAITING run: it never resumes', async (t) => {
     ]
   })
   const { runId } = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body
-  const waiting = await runReaching(runId, ['WAITING', ...TERMINAL])
+  const waiting = await client.runReaching(token, runId, ['WAITING', ...TERMINAL_RUN_STATUSES])
   t.equal(waiting.status, 'WAITING')
   const cancelled = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
   t.equal(cancelled.body.status, 'CANCELLED')
   await workflowRunsIdle()
 
-  const run = await getRun(runId)
+  const run = await client.getRun(token, runId)
   t.equal(run.status, 'CANCELLED')
   t.notOk('after' in run.result)
   t.notOk(run.logs.some((line) => line.message === 'Run resumed'))
 })
 
 t.test('cancel a PENDING run: the worker never starts it', async (t) => {
-  const workflowId = await createWorkflow({ triggerType: 'MANUAL', nodes: [{ id: 'only', type: 'set', config: { values: { ran: 'yes' } } }] })
+  const workflowId = await client.createWorkflow(token, { triggerType: 'MANUAL', nodes: [{ id: 'only', type: 'set', config: { values: { ran: 'yes' } } }] })
   await stack.workers[0]!.stop('SIGTERM')
   const { runId } = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body
-  t.equal((await getRun(runId)).status, 'PENDING')
+  t.equal((await client.getRun(token, runId)).status, 'PENDING')
   const cancelled = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
   t.equal(cancelled.status, 200)
   t.equal(cancelled.body.status, 'CANCELLED')
 
   await stack.startWorker()
   const later = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body.runId
-  t.equal((await runReaching(later, TERMINAL)).status, 'SUCCESS', 'the new worker runs later runs')
+  t.equal((await client.runReaching(token, later)).status, 'SUCCESS', 'the new worker runs later runs')
   await workflowRunsIdle()
-  const run = await getRun(runId)
+  const run = await client.getRun(token, runId)
   t.equal(run.status, 'CANCELLED')
   t.same(Object.keys(run.result), [], 'no node ran')
 })

@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import t from 'tap'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import type { RunBody } from '@switchboard/testing/client'
 
 let hits = 0
 const sink = createServer((_req, res) => { hits++; res.end('should not be reached') })
@@ -14,17 +15,8 @@ const port = (sink.address() as { port: number }).port
 const stack = await startStack(t)
 const token = await stack.adminToken()
 
-async function runOf (url: string): Promise<{ status: string, error: string | null }> {
-  const created = await stack.call('POST', '/api/automation/workflows', {
-    token,
-    body: { name: 'ssrf', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'call', type: 'http_request', config: { url } }] }
-  })
-  const fired = await stack.call('POST', `/api/automation/workflows/${created.body.id}/fire`, { token, body: {} })
-  return waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${fired.body.runId}`, { token })
-    return ['SUCCESS', 'FAILED'].includes(res.body.status) ? res.body : undefined
-  }, { what: `the run calling ${url} to end` })
-}
+const runOf = async (url: string): Promise<RunBody> =>
+  stack.client.runWorkflow(token, { name: 'ssrf', nodes: [{ id: 'call', type: 'http_request', config: { url } }] }, {}, { statuses: ['SUCCESS', 'FAILED'] })
 
 t.test('http_request to loopback, by address or by name, is refused before connecting', async (t) => {
   const byAddress = await runOf(`http://127.0.0.1:${port}/hook`)

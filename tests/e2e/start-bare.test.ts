@@ -12,7 +12,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { completeOneRun } from '@switchboard/testing/one-run'
-import { freePort, waitFor } from '@switchboard/testing/processes'
+import { freePort } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 import type { Teardown } from '@switchboard/testing/teardown'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))

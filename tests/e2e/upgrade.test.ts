@@ -17,7 +17,7 @@ import { hashPassword } from '@switchboard/core/users'
 import { ensureDatabase, migrateDatabase, MIGRATIONS_FOLDER } from '@switchboard/core/db'
 import { BASE_DATABASE_URL, dropDatabase } from '@switchboard/testing/database'
 import { TEST_ADMIN } from '@switchboard/testing/config'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
 
 const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ tag: string }> }
 
@@ -89,10 +89,7 @@ t.test('after the upgrade the api and the worker work with the old data', async 
 
   const fired = await stack.call('POST', `/api/automation/workflows/${seed.workflowId}/fire`, { token, body: { name: 'after' } })
   t.equal(fired.status, 202)
-  const run = await waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${fired.body.runId}`, { token })
-    return ['SUCCESS', 'FAILED'].includes(res.body.status) ? res.body : undefined
-  }, { what: 'the new run to finish' })
+  const run = await stack.client.runReaching(token, fired.body.runId, ['SUCCESS', 'FAILED'])
   t.match(run, { status: 'SUCCESS', result: { greet: { greeting: 'hello after' } } })
   const workflow = await stack.call('GET', `/api/automation/workflows/${seed.workflowId}`, { token })
   t.match(workflow.body, { runCount: 2, successCount: 2 })

@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import t from 'tap'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 
 // The first call hangs (the worker is killed while waiting for it); later calls answer at once.
 const calls: string[] = []
@@ -44,10 +45,7 @@ t.test('a worker SIGKILLed mid-run: a restarted worker takes the run over and br
   await stack.startWorker()
 
   // The dead worker's job lock has to expire before the job comes back: seconds, not minutes.
-  const run = await waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
-    return ['SUCCESS', 'FAILED', 'CANCELLED'].includes(res.body.status) ? res.body : undefined
-  }, { what: 'the run to end after the crash', timeoutMs: 60_000, intervalMs: 250 })
+  const run = await stack.client.runReaching(token, runId, undefined, { timeoutMs: 60_000, intervalMs: 250 })
 
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.same(run.result.after, { step: 3 })

@@ -7,7 +7,8 @@ import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { testEnv } from '@switchboard/testing/config'
-import { freePort, startStack, waitFor } from '@switchboard/testing/processes'
+import { freePort, startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const workerPort = await freePort()
@@ -32,18 +33,15 @@ t.test('live, ready with both stores, Prometheus metrics; nothing else', async (
 t.test('WORKER_QUEUES: the worker takes agent runs and leaves other runs to other workers', async (t) => {
   t.match(stack.workers[0]!.output(), /"queues":\["agent-execution"\]/)
   const token = await stack.adminToken()
-  const create = async (triggerType: string): Promise<string> => {
-    const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: triggerType, triggerType, isActive: true, nodes: [{ id: 'a', type: 'set', config: { values: { x: '1' } } }] } })
-    return res.body.id
-  }
-  const fire = async (workflowId: string): Promise<string> => (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body.runId
-  const agentRun = await fire(await create('AGENT'))
-  const manualRun = await fire(await create('MANUAL'))
-  const status = async (runId: string): Promise<string> => (await stack.call('GET', `/api/automation/runs/${runId}`, { token })).body.status
-  await waitFor(async () => await status(agentRun) === 'SUCCESS' ? true : undefined, { what: 'the agent run to succeed' })
+  const { client } = stack
+  const create = async (triggerType: string): Promise<string> =>
+    client.createWorkflow(token, { name: triggerType, triggerType, nodes: [{ id: 'a', type: 'set', config: { values: { x: '1' } } }] })
+  const agentRun = await client.fire(token, await create('AGENT'))
+  const manualRun = await client.fire(token, await create('MANUAL'))
+  await client.runReaching(token, agentRun, ['SUCCESS'])
   t.pass('the agent run succeeded')
   await new Promise((resolve) => setTimeout(resolve, 1_000))
-  t.equal(await status(manualRun), 'PENDING', 'the workflow-runs queue is left alone')
+  t.equal((await client.getRun(token, manualRun)).status, 'PENDING', 'the workflow-runs queue is left alone')
 })
 
 t.test('liveness answers while the worker is still connecting; readiness does not', async (t) => {

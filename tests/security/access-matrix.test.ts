@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { buildChatTestApp, waitFor } from '../../apps/api/test/chat-helper.ts'
+import { waitFor } from '@switchboard/testing/wait'
+import type { WorkflowInput } from '@switchboard/testing/client'
+import { buildChatTestApp } from '../../apps/api/test/chat-helper.ts'
 
 /**
  * Who may touch what (contract section 3, Ownership): a member sees and changes
@@ -23,18 +25,14 @@ const MISSING_ID = 'z'.repeat(24)
 const a = await chat.newMember()
 const b = await chat.newMember()
 
-async function created (token: string, url: string, payload: Record<string, unknown>): Promise<string> {
-  const res = await request({ method: 'POST', url, token, payload })
-  if (res.statusCode !== 201 && res.statusCode !== 202) throw new Error(`${url}: ${res.statusCode} ${res.body}`)
-  return res.json().id ?? res.json().runId
-}
-
-const aWorkflow = await created(a.token, '/api/automation/workflows', { name: 'A manual', triggerType: 'MANUAL', isActive: true })
-const aEventWorkflow = await created(a.token, '/api/automation/workflows', { name: 'A on order', triggerType: 'EVENT', isActive: true, triggerConfig: { eventName: EVENT } })
-const bWorkflow = await created(b.token, '/api/automation/workflows', { name: 'B manual', triggerType: 'MANUAL', isActive: true })
-const bKeywordWorkflow = await created(b.token, '/api/automation/workflows', { name: 'B on hello', triggerType: 'KEYWORD', isActive: true, triggerConfig: { keywords: ['hello'] } })
-const aRun = await created(a.token, `/api/automation/workflows/${aWorkflow}/fire`, { from: 'A' })
-const bRun = await created(b.token, `/api/automation/workflows/${bWorkflow}/fire`, { from: 'B' })
+// No nodes: the runs touch nothing outside.
+const createWorkflow = async (token: string, input: WorkflowInput): Promise<string> => chat.client.createWorkflow(token, { ...input, nodes: [] })
+const aWorkflow = await createWorkflow(a.token, { name: 'A manual', triggerType: 'MANUAL' })
+const aEventWorkflow = await createWorkflow(a.token, { name: 'A on order', triggerType: 'EVENT', triggerConfig: { eventName: EVENT } })
+const bWorkflow = await createWorkflow(b.token, { name: 'B manual', triggerType: 'MANUAL' })
+const bKeywordWorkflow = await createWorkflow(b.token, { name: 'B on hello', triggerType: 'KEYWORD', triggerConfig: { keywords: ['hello'] } })
+const aRun = await chat.client.fire(a.token, aWorkflow, { from: 'A' })
+const bRun = await chat.client.fire(b.token, bWorkflow, { from: 'B' })
 const aAccount = await chat.linkAccount(a.token, A_NUMBER)
 const bAccount = await chat.linkAccount(b.token, B_NUMBER)
 await chat.receive([{ from: CUSTOMER, text: 'hello A' }], A_NUMBER)
@@ -109,7 +107,9 @@ t.test('A\'s resources are unchanged by B\'s attempts', async (t) => {
 
 t.test('owner fields in a body are dropped: nothing can be created for, or handed to, another user', async (t) => {
   const foreignOwner = { userId: b.id, user_id: b.id, ownerId: b.id }
-  const workflow = await created(a.token, '/api/automation/workflows', { name: 'A, claimed for B', triggerType: 'MANUAL', ...foreignOwner })
+  const created = await request({ method: 'POST', url: '/api/automation/workflows', token: a.token, payload: { name: 'A, claimed for B', triggerType: 'MANUAL', ...foreignOwner } })
+  t.equal(created.statusCode, 201)
+  const workflow: string = created.json().id
   const patched = await request({ method: 'PATCH', url: `/api/automation/workflows/${aWorkflow}`, token: a.token, payload: foreignOwner })
   t.equal(patched.statusCode, 200)
   const account = await chat.linkAccount(a.token, '200000000000203', foreignOwner)
@@ -203,6 +203,6 @@ t.test('queue counters are aggregate numbers, the same for every caller', async 
   const settled = await waitFor(async () => {
     const [first, second] = await Promise.all([b.token, adminToken].map(async (token) => (await request({ method: 'GET', url: '/api/automation/queues', token })).json()))
     return JSON.stringify(first) === JSON.stringify(second) ? first : undefined
-  }, 'queue counters to settle')
+  }, { what: 'queue counters to settle' })
   t.equal(settled.queues.length, 4)
 })

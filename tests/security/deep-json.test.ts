@@ -1,5 +1,6 @@
 import t from 'tap'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import type { RunBody } from '@switchboard/testing/client'
 import { sendWhileProbing } from './event-loop.ts'
 
 // A JSON body nested ~100,000 levels fits in well under 1 MiB; JSON.stringify (the jsonb
@@ -30,22 +31,10 @@ async function send (method: string, path: string, body: string, authorized = tr
   return { status: res.status, body: JSON.parse(await res.text()) }
 }
 
-async function createWorkflow (triggerType: string): Promise<string> {
-  const created = await stack.call('POST', '/api/automation/workflows', {
-    token,
-    // The set node copies triggerData into the run's result: the worker renders, stores and reads it back.
-    body: { name: `deep ${triggerType}`, triggerType, isActive: true, nodes: [{ id: 'copy', type: 'set', config: { values: { data: '{{triggerData}}' } } }] }
-  })
-  if (created.status !== 201) throw new Error(`workflow creation failed: ${JSON.stringify(created.body)}`)
-  return created.body.id
-}
-
-async function finishedRun (runId: string): Promise<any> {
-  return waitFor(async () => {
-    const run = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
-    return ['SUCCESS', 'FAILED'].includes(run.body.status) ? run.body : undefined
-  }, { what: `run ${runId} to end` })
-}
+// The set node copies triggerData into the run's result: the worker renders, stores and reads it back.
+const createWorkflow = async (triggerType: string): Promise<string> =>
+  stack.client.createWorkflow(token, { name: `deep ${triggerType}`, triggerType, nodes: [{ id: 'copy', type: 'set', config: { values: { data: '{{triggerData}}' } } }] })
+const finishedRun = async (runId: string): Promise<RunBody> => stack.client.runReaching(token, runId, ['SUCCESS', 'FAILED'])
 
 const manual = await createWorkflow('MANUAL')
 const webhook = await createWorkflow('WEBHOOK')
@@ -101,7 +90,7 @@ t.test(`/fire takes ${MAX_DEPTH} levels, which the run handles end to end, and r
   const fired = await send('POST', `/api/automation/workflows/${manual}/fire`, body)
   t.equal(fired.status, 202)
   const run = await finishedRun(fired.body.runId)
-  t.equal(run.status, 'SUCCESS', run.error)
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.same(run.result.copy.data, JSON.parse(body), 'stored as jsonb, rendered by the worker, read back')
 
   const refused = await send('POST', `/api/automation/workflows/${manual}/fire`, nestedObjects(MAX_DEPTH + 1))
@@ -114,7 +103,7 @@ t.test(`the inbound webhook parses ${MAX_DEPTH} levels and keeps one level more 
   const received = await send('POST', `/api/automation/webhook/${webhook}`, deepest, false)
   t.equal(received.body.status, 'received')
   const run = await finishedRun(received.body.runId)
-  t.equal(run.status, 'SUCCESS', run.error)
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.same(run.triggerData.body, JSON.parse(deepest), 'parsed')
 
   const tooDeep = nestedObjects(MAX_DEPTH + 1)

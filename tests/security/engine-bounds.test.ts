@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
-import t from 'tap'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import t, { type Test } from 'tap'
+import { startStack } from '@switchboard/testing/processes'
+import type { RunBody } from '@switchboard/testing/client'
 
 /**
  * Hostile workflow data against a real worker: inputs that used to block its
@@ -10,13 +11,6 @@ import { startStack, waitFor } from '@switchboard/testing/processes'
  * serializes to gigabytes, JSON too deep to serialize again). Each run must
  * end with a clear outcome, its node run once, while other runs go on.
  */
-
-interface RunBody {
-  status: string
-  error: string | null
-  result: Record<string, any>
-  logs: Array<{ nodeId: string | null, level: string, message: string }>
-}
 
 // An answer Node parses but cannot serialize again (JSON.stringify overflows the stack).
 let deepRequests = 0
@@ -34,27 +28,21 @@ const serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).por
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true', NODE_OUTPUT_MAX_BYTES: '2097152' } })
 const token = await stack.adminToken()
 
-async function createWorkflow (nodes: unknown[]): Promise<string> {
-  const res = await stack.call('POST', '/api/automation/workflows', { token, body: { name: 'hostile', triggerType: 'MANUAL', isActive: true, nodes } })
-  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`)
-  return res.body.id
-}
-
-async function fire (workflowId: string, body: unknown): Promise<string> {
-  const res = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body })
-  if (res.status !== 202) throw new Error(`fire failed: ${res.status} ${JSON.stringify(res.body)}`)
-  return res.body.runId
-}
-
-async function finished (runId: string, timeoutMs = 20_000): Promise<RunBody> {
-  return waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
-    return ['SUCCESS', 'FAILED', 'CANCELLED'].includes(res.body.status) ? res.body as RunBody : undefined
-  }, { what: `run ${runId} to end`, timeoutMs })
-}
+const { client } = stack
+const createWorkflow = async (nodes: unknown[]): Promise<string> => client.createWorkflow(token, { nodes })
+const fire = async (workflowId: string, triggerData: unknown): Promise<string> => client.fire(token, workflowId, triggerData)
+const finished = async (runId: string, timeoutMs = 20_000): Promise<RunBody> => client.runReaching(token, runId, undefined, { timeoutMs })
 
 const startedLines = (run: RunBody, nodeId: string): number => run.logs.filter((line) => line.nodeId === nodeId && line.message.startsWith(`Node ${nodeId} (`)).length
 const takeovers = (run: RunBody): number => run.logs.filter((line) => line.message.startsWith('Run taken over')).length
+
+/** The run failed with `error`, its node started once and no worker took the run over. */
+function failedOnce (t: Test, run: RunBody, nodeId: string, error: string): void {
+  t.equal(run.status, 'FAILED')
+  t.equal(run.error, error)
+  t.equal(startedLines(run, nodeId), 1)
+  t.equal(takeovers(run), 0)
+}
 
 const unclosedTemplate = '{{' + ' '.repeat(40_000)
 const hostile = {
@@ -98,19 +86,12 @@ t.test('matches with ^(a|a)*$ on forty a and a ! is answered by RE2 in linear ti
 
 t.test('a set node copying a 1 MB payload 2,000 times fails once with NODE_OUTPUT_MAX_BYTES', async (t) => {
   const run = await finished(hostile.amplify)
-  t.equal(run.status, 'FAILED')
-  t.equal(run.error, 'Rendered config exceeds 2097152 bytes')
-  t.equal(startedLines(run, 'amplify'), 1)
-  t.equal(takeovers(run), 0)
+  failedOnce(t, run, 'amplify', 'Rendered config exceeds 2097152 bytes')
   t.notOk('amplify' in run.result)
 })
 
 t.test('an http_request answered with JSON nested 100,000 deep fails its node once; the job is not retried', async (t) => {
-  const run = await finished(hostile.deep)
-  t.equal(run.status, 'FAILED')
-  t.equal(run.error, 'Response body nesting is too deep: more than 100 levels')
-  t.equal(startedLines(run, 'call'), 1)
-  t.equal(takeovers(run), 0)
+  failedOnce(t, await finished(hostile.deep), 'call', 'Response body nesting is too deep: more than 100 levels')
   t.equal(deepRequests, 1)
   // A job that threw would be waiting for its retry (delayed) or have failed for good.
   const queues = await stack.call('GET', '/api/automation/queues', { token })

@@ -3,8 +3,10 @@ import fc from 'fast-check'
 import { createLogger } from '@switchboard/core/logger'
 import { FAKE_ACCESS_TOKEN, messagesDelivery, signature, signedDelivery } from '@switchboard/testing/fake-chat-platform'
 import { TEST_ADMIN } from '@switchboard/testing/config'
-import { APP_SECRET, buildChatTestApp, DEFAULT_PHONE_NUMBER_ID, waitFor } from '../../apps/api/test/chat-helper.ts'
-import { startWorker } from '../../apps/worker/src/worker.ts'
+import { waitFor } from '@switchboard/testing/wait'
+import type { WorkflowInput } from '@switchboard/testing/client'
+import { startWorker } from '@switchboard/worker/worker'
+import { APP_SECRET, buildChatTestApp, DEFAULT_PHONE_NUMBER_ID } from '../../apps/api/test/chat-helper.ts'
 import { errorBodyProblem, isRelayedPlatformError } from './error-body.ts'
 import { hostileRequests, type FuzzContext, type HostileRequest } from './hostile-requests.ts'
 import { operationsOf } from './openapi.ts'
@@ -18,7 +20,7 @@ import { operationsOf } from './openapi.ts'
 const RUNS = Number(process.env.FUZZ_RUNS ?? 40)
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123)
 
-const { app, request, adminToken, newMember, linkAccount, config } = await buildChatTestApp(t)
+const { app, request, adminToken, newMember, linkAccount, config, client } = await buildChatTestApp(t)
 const MEMBER_PHONE_NUMBER_ID = '200000000001'
 const CUSTOMER = '15557654321'
 
@@ -26,11 +28,8 @@ const member = await newMember()
 const memberAccountId = await linkAccount(member.token, MEMBER_PHONE_NUMBER_ID)
 const throwaway = await newMember()
 
-async function createWorkflow (token: string, body: Record<string, unknown>): Promise<string> {
-  const res = await request({ method: 'POST', url: '/api/automation/workflows', token, payload: { isActive: true, ...body } })
-  if (res.statusCode !== 201) throw new Error(`workflow creation failed: ${res.body}`)
-  return res.json().id
-}
+// Without nodes: no run of these does anything.
+const createWorkflow = async (token: string, input: WorkflowInput): Promise<string> => client.createWorkflow(token, { ...input, nodes: [] })
 const manualId = await createWorkflow(adminToken, { name: 'fuzz manual', triggerType: 'MANUAL' })
 const workflowIds = [
   manualId,
@@ -38,7 +37,7 @@ const workflowIds = [
   await createWorkflow(adminToken, { name: 'fuzz event', triggerType: 'EVENT', triggerConfig: { eventName: 'fuzz' } }),
   await createWorkflow(member.token, { name: 'member manual', triggerType: 'MANUAL' })
 ]
-const runId = (await request({ method: 'POST', url: `/api/automation/workflows/${manualId}/fire`, token: adminToken, payload: {} })).json().runId as string
+const runId = await client.fire(adminToken, manualId)
 
 // Conversations come from inbound deliveries, which the worker records. It runs only for
 // this: during the fuzzing, runs of generated workflows must not execute (their nodes could
@@ -53,8 +52,8 @@ async function deliver (phoneNumberId: string): Promise<void> {
 await deliver(DEFAULT_PHONE_NUMBER_ID)
 await deliver(MEMBER_PHONE_NUMBER_ID)
 const conversations = [
-  ...await waitFor(async () => { const found = await conversationsOf(adminToken, 'default'); return found.length > 0 ? found : undefined }, 'default conversation'),
-  ...await waitFor(async () => { const found = await conversationsOf(member.token, memberAccountId); return found.length > 0 ? found : undefined }, 'member conversation')
+  ...await waitFor(async () => { const found = await conversationsOf(adminToken, 'default'); return found.length > 0 ? found : undefined }, { what: 'default conversation' }),
+  ...await waitFor(async () => { const found = await conversationsOf(member.token, memberAccountId); return found.length > 0 ? found : undefined }, { what: 'member conversation' })
 ]
 await worker.close()
 

@@ -3,7 +3,8 @@ import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
 import { REDIS_URL } from '@switchboard/testing/database'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 import type { Teardown } from '@switchboard/testing/teardown'
 
 /**
@@ -56,11 +57,7 @@ t.test('an enqueue that fails while a concurrent request with the same Idempoten
   t.teardown(database.close)
   const { sql } = database
 
-  const created = await stack.call('POST', '/api/automation/workflows', {
-    token,
-    body: { name: 'race', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'n1', type: 'set', config: { values: { done: true } } }] }
-  })
-  const workflowId = created.body.id as string
+  const workflowId = await stack.client.createWorkflow(token, { name: 'race', nodes: [{ id: 'n1', type: 'set', config: { values: { done: true } } }] })
   const fire = async (): Promise<{ status: number, body: unknown }> => {
     const { status, body } = await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {}, headers: { 'idempotency-key': 'order-7' } })
     return { status, body }
@@ -88,9 +85,6 @@ t.test('an enqueue that fails while a concurrent request with the same Idempoten
   redis.cut()
   await sql`update runs set created_at = created_at - interval '1 minute' where id = ${runId}`
   await stack.startWorker()
-  const finished = await waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
-    return ['SUCCESS', 'FAILED'].includes(res.body.status) ? res.body : undefined
-  }, { what: 'the kept run to be executed', timeoutMs: 30_000 })
+  const finished = await stack.client.runReaching(token, runId, ['SUCCESS', 'FAILED'], { timeoutMs: 30_000 })
   t.match(finished, { status: 'SUCCESS', result: { n1: { done: true } } }, 'the run was executed')
 })

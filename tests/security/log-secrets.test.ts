@@ -1,7 +1,8 @@
 import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
 import { createLogger } from '@switchboard/core/logger'
-import { startStack, waitFor } from '@switchboard/testing/processes'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 
 // Database errors carry the statement's values (Drizzle's message and `params`, Postgres'
 // `detail`), and access logs carried query strings: webhook senders' Authorization headers,
@@ -21,16 +22,13 @@ const waitForLogLine = async (what: string, matches: (line: any) => boolean): Pr
   waitFor(async () => apiLogLines().find(matches), { what })
 
 t.test('a failed webhook insert is logged without the sender\'s headers or payload', async (t) => {
-  const created = await stack.call('POST', '/api/automation/workflows', {
-    token,
-    body: { name: 'hook', triggerType: 'WEBHOOK', isActive: true, nodes: [{ id: 'n1', type: 'set', config: { values: {} } }] }
-  })
+  const workflowId = await stack.client.createWorkflow(token, { name: 'hook', triggerType: 'WEBHOOK', nodes: [{ id: 'n1', type: 'set', config: { values: {} } }] })
   // Every new run now fails its statement, as a broken migration or a full disk would.
   await sql`alter table runs add constraint runs_refused check (false) not valid`
   t.teardown(async () => { await sql`alter table runs drop constraint runs_refused` })
 
   const secrets = { header: 'Bearer header-secret-8f3a', apiKey: 'api-key-secret-51c7', payload: 'payload-secret-c0de' }
-  const res = await fetch(`${stack.baseUrl}/api/automation/webhook/${created.body.id as string}`, {
+  const res = await fetch(`${stack.baseUrl}/api/automation/webhook/${workflowId}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: secrets.header, 'x-api-key': secrets.apiKey },
     body: JSON.stringify({ card: secrets.payload })

@@ -2,7 +2,8 @@ import { once } from 'node:events'
 import { createServer } from 'node:http'
 import t from 'tap'
 import { blockedAddressReason, resolveAllowedAddress, type LookupAll } from '@switchboard/core/engine'
-import { startStack, waitFor, type Stack } from '@switchboard/testing/processes'
+import { startStack, type Stack } from '@switchboard/testing/processes'
+import type { RunBody } from '@switchboard/testing/client'
 import type { Teardown } from '@switchboard/testing/teardown'
 
 /*
@@ -146,17 +147,8 @@ async function loopbackServer (t: Teardown, handler: Parameters<typeof createSer
   return { port: (server.address() as { port: number }).port, hits: () => hits }
 }
 
-async function runOf (stack: Stack, token: string, url: string): Promise<{ status: string, error: string | null }> {
-  const created = await stack.call('POST', '/api/automation/workflows', {
-    token,
-    body: { name: 'ssrf', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'call', type: 'http_request', config: { url } }] }
-  })
-  const fired = await stack.call('POST', `/api/automation/workflows/${created.body.id}/fire`, { token, body: {} })
-  return waitFor(async () => {
-    const res = await stack.call('GET', `/api/automation/runs/${fired.body.runId}`, { token })
-    return ['SUCCESS', 'FAILED'].includes(res.body.status) ? res.body : undefined
-  }, { what: `the run calling ${url} to end` })
-}
+const runOf = async (stack: Stack, token: string, url: string): Promise<RunBody> =>
+  stack.client.runWorkflow(token, { name: 'ssrf', nodes: [{ id: 'call', type: 'http_request', config: { url } }] }, {}, { statuses: ['SUCCESS', 'FAILED'] })
 
 t.test('end to end, HTTP_REQUEST_ALLOW_PRIVATE=false: loopback in every spelling is refused before connecting', async (t) => {
   const sink = await loopbackServer(t, (_req, res) => { res.end('should not be reached') })

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap'
 import { createTestDatabase, uniqueQueuePrefix } from '@switchboard/testing/database'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
 import { testConfig, TEST_ADMIN } from '@switchboard/testing/config'
+import { createTestClient, injectTransport, type TestUser } from '@switchboard/testing/client'
 import { USER_CHANGES_CHANNEL } from '@switchboard/core/users'
 import { buildServer } from '../../apps/api/src/build.ts'
 import { ROLE_CACHE_TTL_MS } from '../../apps/api/src/plugins/auth.ts'
@@ -35,21 +36,10 @@ async function call (replica: FastifyInstance, method: 'GET' | 'POST' | 'DELETE'
   return replica.inject({ method, url, payload: payload as Record<string, unknown>, headers: { authorization: `Bearer ${token}` } })
 }
 
-async function login (email: string, password: string): Promise<string> {
-  const res = await one.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password } })
-  if (res.statusCode !== 200) throw new Error(`login failed: ${res.body}`)
-  return res.json().token
-}
-
-const adminA = await login(TEST_ADMIN.email, TEST_ADMIN.password)
+const client = createTestClient(injectTransport(one))
+const adminA = await client.login(TEST_ADMIN)
 let userCount = 0
-
-async function newUser (role: 'admin' | 'member'): Promise<{ id: string, token: string }> {
-  const email = `user-${++userCount}-${Date.now()}@example.com`
-  const res = await call(one, 'POST', '/api/users', adminA, { email, password: 'user-password', role })
-  if (res.statusCode !== 201) throw new Error(`user creation failed: ${res.body}`)
-  return { id: res.json().id, token: await login(email, 'user-password') }
-}
+const newUser = async (role: 'admin' | 'member'): Promise<TestUser> => client.newUser(adminA, { role })
 
 /** One request of each kind of protected route, answered with the given token on the given replica. */
 async function everyRouteKind (t: Test, replica: FastifyInstance, token: string): Promise<Record<string, number>> {

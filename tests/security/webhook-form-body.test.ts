@@ -11,11 +11,7 @@ const BODY_LIMIT = 1024 * 1024
 const MAX_FORM_FIELDS = 1000
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 
-const created = await stack.call('POST', '/api/automation/workflows', {
-  token,
-  body: { name: 'form sender', triggerType: 'WEBHOOK', isActive: true, nodes: [{ id: 'n1', type: 'set', config: { values: {} } }] }
-})
-const workflowId = created.body.id as string
+const workflowId = await stack.client.createWorkflow(token, { name: 'form sender', triggerType: 'WEBHOOK', nodes: [{ id: 'n1', type: 'set', config: { values: {} } }] })
 
 async function postForm (id: string, body: string): Promise<{ status: string, runId?: string, slowestProbeMs: number }> {
   const answer = await sendWhileProbing(stack.baseUrl, `/api/automation/webhook/${id}`, { method: 'POST', headers: FORM, body })
@@ -23,10 +19,7 @@ async function postForm (id: string, body: string): Promise<{ status: string, ru
   return { ...JSON.parse(answer.text), slowestProbeMs: answer.slowestProbeMs }
 }
 
-async function triggerBodyOf (runId: string): Promise<any> {
-  const run = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
-  return run.body.triggerData.body
-}
+const triggerBodyOf = async (runId: string): Promise<any> => (await stack.client.getRun(token, runId)).triggerData.body
 
 t.test('80 KB of `a&` to an unknown workflow: ignored, the event loop is not blocked', async (t) => {
   const answer = await postForm('x', 'a&'.repeat(40_000))

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildChatTestApp, DEFAULT_PHONE_NUMBER_ID } from './chat-helper.ts'
-import { planOf } from './run-helpers.ts'
+import { planOf } from './query-plan.ts'
 
 const testApp = await buildChatTestApp(t)
 const { app, request, adminToken } = testApp

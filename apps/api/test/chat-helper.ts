@@ -3,7 +3,8 @@ import {
   FAKE_ACCESS_TOKEN, messagesDelivery, signedDelivery, startFakeChatPlatform, statusesDelivery,
   type FakeChatPlatform, type FakeChatPlatformOptions, type InboundMessageSpec, type StatusSpec
 } from '@switchboard/testing/fake-chat-platform'
-import { startWorker, type RunningWorker } from '../../worker/src/worker.ts'
+import { waitFor } from '@switchboard/testing/wait'
+import { startWorker, type RunningWorker } from '@switchboard/worker/worker'
 import { buildTestApp, type TestApp } from './helper.ts'
 import type { Teardown } from '@switchboard/testing/teardown'
 
@@ -22,17 +23,6 @@ interface ChatTestApp extends TestApp {
   statuses: (specs: StatusSpec[], phoneNumberId?: string) => Promise<void>
   /** Links a chat account for a user through the API; returns its id. */
   linkAccount: (token: string, phoneNumberId: string, extra?: Record<string, unknown>) => Promise<string>
-}
-
-/** Polls until `check` returns a value other than undefined, or fails after the deadline. */
-export async function waitFor<T> (check: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
 }
 
 /**
@@ -69,7 +59,7 @@ export async function buildChatTestApp (t: Teardown, options: { worker?: boolean
     await waitFor(async () => {
       const [row] = await app.database.sql<Array<{ pending: number }>>`select count(*)::int as pending from chat_deliveries`
       return row.pending === 0 ? true : undefined
-    }, 'chat deliveries to be processed')
+    }, { what: 'chat deliveries to be processed', intervalMs: 25 })
   }
 
   const linkAccount: ChatTestApp['linkAccount'] = async (token, phoneNumberId, extra = {}) => {

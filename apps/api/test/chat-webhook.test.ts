@@ -2,8 +2,9 @@ import t from 'tap'
 import {
   messagesDelivery, newWamid, platformJson, signature, signedDelivery, statusesDelivery
 } from '@switchboard/testing/fake-chat-platform'
-import { APP_SECRET, buildChatTestApp, DEFAULT_PHONE_NUMBER_ID, VERIFY_TOKEN, waitFor } from './chat-helper.ts'
-import { createWorkflow } from './run-helpers.ts'
+import { APP_SECRET, buildChatTestApp, DEFAULT_PHONE_NUMBER_ID, VERIFY_TOKEN } from './chat-helper.ts'
+import { waitFor } from '@switchboard/testing/wait'
+import type { RunSummary } from '@switchboard/testing/client'
 
 const chat = await buildChatTestApp(t, { worker: true })
 const { request, app, fake, receive } = chat
@@ -57,7 +58,7 @@ t.test('non-ASCII payloads are verified over the raw bytes, escaped or not', asy
   const conversation = await waitFor(async () => {
     const c = await conversationOf('15551110002')
     return c?.messages.length === 2 ? c : undefined
-  }, 'both messages')
+  }, { what: 'both messages' })
   t.equal(conversation.name, 'Zoë Ñúñez')
   t.same(conversation.messages.map((m) => m.content), [text, 'señal ✓'])
 })
@@ -141,14 +142,13 @@ t.test('statuses move forward only, arrive without contacts, and record failures
 })
 
 t.test('an inbound message starts matching KEYWORD workflows and chat.message.received workflows', async (t) => {
-  const keywordId = await createWorkflow(chat, member.token, { name: 'pricing', triggerType: 'KEYWORD', triggerConfig: { keywords: ['Pricing', 'cost'] } })
-  const exactId = await createWorkflow(chat, member.token, { name: 'stop', triggerType: 'KEYWORD', triggerConfig: { keywords: ['stop'], match: 'exact' } })
-  const eventId = await createWorkflow(chat, member.token, { name: 'log', triggerType: 'EVENT', triggerConfig: { eventName: 'chat.message.received' } })
-  const runsOf = async (workflowId: string): Promise<Array<{ id: string }>> =>
-    (await request({ method: 'GET', url: `/api/automation/runs?workflowId=${workflowId}`, token: member.token })).json()
+  const keywordId = await chat.client.createWorkflow(member.token, { name: 'pricing', triggerType: 'KEYWORD', triggerConfig: { keywords: ['Pricing', 'cost'] } })
+  const exactId = await chat.client.createWorkflow(member.token, { name: 'stop', triggerType: 'KEYWORD', triggerConfig: { keywords: ['stop'], match: 'exact' } })
+  const eventId = await chat.client.createWorkflow(member.token, { name: 'log', triggerType: 'EVENT', triggerConfig: { eventName: 'chat.message.received' } })
+  const runsOf = async (workflowId: string): Promise<RunSummary[]> => chat.client.runsOf(member.token, workflowId)
 
   await receive([{ from: '15551110007', name: 'Buyer', text: 'What is your PRICING for teams?' }])
-  const [run] = await waitFor(async () => { const runs = await runsOf(keywordId); return runs.length > 0 ? runs : undefined }, 'keyword run')
+  const [run] = await waitFor(async () => { const runs = await runsOf(keywordId); return runs.length > 0 ? runs : undefined }, { what: 'keyword run' })
   const detail = (await request({ method: 'GET', url: `/api/automation/runs/${run.id}`, token: member.token })).json()
   const conversation = await conversationOf('15551110007')
   t.match(detail.triggerData, {
@@ -161,36 +161,31 @@ t.test('an inbound message starts matching KEYWORD workflows and chat.message.re
     keyword: 'Pricing'
   })
   t.equal((await runsOf(exactId)).length, 0, 'exact match needs the whole text')
-  const [event] = await waitFor(async () => { const runs = await runsOf(eventId); return runs.length > 0 ? runs : undefined }, 'event run')
+  const [event] = await waitFor(async () => { const runs = await runsOf(eventId); return runs.length > 0 ? runs : undefined }, { what: 'event run' })
   const eventRun = (await request({ method: 'GET', url: `/api/automation/runs/${event.id}`, token: member.token })).json()
   t.match(eventRun.triggerData, { phone: '15551110007', text: 'What is your PRICING for teams?', phoneNumberId: DEFAULT_PHONE_NUMBER_ID })
 
   await receive([{ from: '15551110007', text: 'costly pricingplan' }])
   await receive([{ from: '15551110007', text: ' STOP ' }])
-  await waitFor(async () => (await runsOf(exactId)).length === 1 ? true : undefined, 'exact keyword run')
+  await waitFor(async () => (await runsOf(exactId)).length === 1 ? true : undefined, { what: 'exact keyword run' })
   t.equal((await runsOf(keywordId)).length, 1, 'keywords match whole words only')
 
   const duplicate = messagesDelivery(DEFAULT_PHONE_NUMBER_ID, [{ from: '15551110007', text: 'cost?', wamid: newWamid() }])
   await chat.deliver(duplicate)
   await chat.deliver(duplicate)
-  await waitFor(async () => (await runsOf(keywordId)).length >= 2 ? true : undefined, 'second keyword run')
+  await waitFor(async () => (await runsOf(keywordId)).length >= 2 ? true : undefined, { what: 'second keyword run' })
   t.equal((await runsOf(keywordId)).length, 2, 'a duplicate delivery starts nothing twice')
 })
 
 t.test('a send_chat node replies through the platform and its result holds wamid and kind text', async (t) => {
-  const workflowId = await createWorkflow(chat, member.token, {
+  const workflowId = await chat.client.createWorkflow(member.token, {
     name: 'auto reply',
     triggerType: 'KEYWORD',
     triggerConfig: { keywords: ['hours'] },
     nodes: [{ id: 'reply', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Hi {{triggerData.name}}, we open at 9.' } }]
-  } as Parameters<typeof createWorkflow>[2])
+  })
   await receive([{ from: '15551110008', name: 'Early Bird', text: 'opening hours?' }])
-  const run = await waitFor(async () => {
-    const [summary] = (await request({ method: 'GET', url: `/api/automation/runs?workflowId=${workflowId}`, token: member.token })).json()
-    if (summary === undefined) return undefined
-    const detail = (await request({ method: 'GET', url: `/api/automation/runs/${summary.id}`, token: member.token })).json()
-    return ['SUCCESS', 'FAILED'].includes(detail.status) ? detail : undefined
-  }, 'send_chat run to finish')
+  const run = await chat.client.latestRunReaching(member.token, workflowId, ['SUCCESS', 'FAILED'])
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.match(run.result.reply, { wamid: /^wamid\./, kind: 'text', to: '15551110008' })
   const sent = fake.sends().find((s) => (s.body as { to: string }).to === '15551110008')

@@ -1,8 +1,8 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { createId } from '@paralleldrive/cuid2'
 import { createTestDatabase, uniqueQueuePrefix } from '@switchboard/testing/database'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
 import { testConfig, TEST_ADMIN } from '@switchboard/testing/config'
+import { createTestClient, injectTransport, type TestClient, type TestUser } from '@switchboard/testing/client'
 import type { Config } from '@switchboard/core/config'
 import { buildServer } from '../src/build.ts'
 import type { Teardown } from '@switchboard/testing/teardown'
@@ -13,7 +13,9 @@ export interface TestApp {
   /** An admin token for the ADMIN_EMAIL user. */
   adminToken: string
   /** A fresh member with a token: tests never share users. */
-  newMember: () => Promise<{ id: string, email: string, token: string }>
+  newMember: () => Promise<TestUser>
+  /** The test client on `inject`. */
+  client: TestClient
   request: (options: InjectOptions & { token?: string }) => Promise<LightMyRequestResponse>
 }
 
@@ -34,21 +36,8 @@ export async function buildTestApp (t: Teardown, env: Record<string, string> = {
     headers: { ...headers, ...(token !== undefined && { authorization: `Bearer ${token}` }) }
   })
 
-  const login = async (email: string, password: string): Promise<string> => {
-    const res = await request({ method: 'POST', url: '/api/auth/login', payload: { email, password } })
-    if (res.statusCode !== 200) throw new Error(`login failed: ${res.body}`)
-    return res.json().token
-  }
+  const client = createTestClient(injectTransport(app))
+  const adminToken = await client.login(TEST_ADMIN)
 
-  const adminToken = await login(TEST_ADMIN.email, TEST_ADMIN.password)
-
-  const newMember: TestApp['newMember'] = async () => {
-    const email = `member-${createId()}@example.com`
-    const password = 'member-password'
-    const res = await request({ method: 'POST', url: '/api/users', token: adminToken, payload: { email, password } })
-    if (res.statusCode !== 201) throw new Error(`user creation failed: ${res.body}`)
-    return { id: res.json().id, email, token: await login(email, password) }
-  }
-
-  return { app, config, adminToken, newMember, request }
+  return { app, config, adminToken, newMember: async () => client.newUser(adminToken), client, request }
 }

@@ -1,7 +1,6 @@
 import t from 'tap'
 import type { InjectOptions } from 'fastify'
 import { buildTestApp, type TestApp } from './helper.ts'
-import { createWorkflow } from './run-helpers.ts'
 
 const chain = (length: number): Array<{ id: string, type: string, next?: string }> =>
   Array.from({ length }, (_, i) => ({ id: `n${i}`, type: 'set', ...(i < length - 1 && { next: `n${i + 1}` }) }))
@@ -52,7 +51,7 @@ t.test('cron frequency: CRON_MIN_INTERVAL_SECONDS (default 60)', async (t) => {
 t.test('event fan-out beyond EVENT_FANOUT_MAX is refused and starts nothing', async (t) => {
   const app = await buildTestApp(t, { EVENT_FANOUT_MAX: '2' })
   const { request, adminToken: token } = app
-  for (let i = 0; i < 3; i++) await createWorkflow(app, token, { triggerType: 'EVENT', triggerConfig: { eventName: 'order.created' } })
+  for (let i = 0; i < 3; i++) await app.client.createWorkflow(token, { triggerType: 'EVENT', triggerConfig: { eventName: 'order.created' } })
   const emit = async (): Promise<{ statusCode: number, body: unknown }> => {
     const res = await request({ method: 'POST', url: '/api/automation/events', token, payload: { name: 'order.created', payload: {} } })
     return { statusCode: res.statusCode, body: res.json() }

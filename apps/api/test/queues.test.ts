@@ -2,14 +2,13 @@ import t from 'tap'
 import { createId } from '@paralleldrive/cuid2'
 import { freePort } from '@switchboard/testing/processes'
 import { buildTestApp } from './helper.ts'
-import { createWorkflow } from './run-helpers.ts'
 
 const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main']
 
 t.test('the four queues in spec order with their counters', async (t) => {
   const testApp = await buildTestApp(t)
   const { request, adminToken, newMember } = testApp
-  const workflowId = await createWorkflow(testApp, adminToken, { triggerType: 'MANUAL' })
+  const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })
   for (let i = 0; i < 2; i++) await request({ method: 'POST', url: `/api/automation/workflows/${workflowId}/fire`, token: adminToken, payload: {} })
 
   const member = await newMember()

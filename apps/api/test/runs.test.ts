@@ -1,7 +1,8 @@
 import t from 'tap'
 import { resumeJobId } from '@switchboard/core/queues'
 import { buildTestApp } from './helper.ts'
-import { createWorkflow, planOf } from './run-helpers.ts'
+import { planOf } from './query-plan.ts'
+import { waitFor } from '@switchboard/testing/wait'
 
 const testApp = await buildTestApp(t)
 const { app, request, adminToken, newMember } = testApp
@@ -11,9 +12,8 @@ const fire = async (id: string, token: string, payload?: unknown, headers?: Reco
   request({ method: 'POST', url: `/api/automation/workflows/${id}/fire`, token, payload: payload as object, headers })
 
 /** Job removal on cancel is not awaited by the route: poll with a deadline. */
-async function waitUntil (check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5000
-  while (!await check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+const waitUntil = async (check: () => Promise<boolean>): Promise<void> => {
+  await waitFor(async () => await check() ? true : undefined, { timeoutMs: 5000, intervalMs: 20, what: 'the job to be removed' })
 }
 
 const runCount = async (workflowId: string): Promise<number> =>
@@ -30,7 +30,7 @@ const statusOf = async (runId: string) => (await sql`select status from runs whe
 
 t.test('fire answers 202 with a PENDING run whose job carries only the run id and the request id', async (t) => {
   const member = await newMember()
-  const workflowId = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })
+  const workflowId = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
 
   const res = await fire(workflowId, member.token, { phone: '15550001111', nested: { a: [1, 2] } })
   t.equal(res.statusCode, 202)
@@ -64,7 +64,7 @@ t.test('fire answers 202 with a PENDING run whose job carries only the run id an
 })
 
 t.test('fire without a body starts the run with empty triggerData', async (t) => {
-  const workflowId = await createWorkflow(testApp, adminToken, { triggerType: 'MANUAL' })
+  const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })
   const res = await fire(workflowId, adminToken)
   t.equal(res.statusCode, 202)
   const run = await request({ method: 'GET', url: `/api/automation/runs/${res.json().runId}`, token: adminToken })
@@ -73,8 +73,8 @@ t.test('fire without a body starts the run with empty triggerData', async (t) =>
 
 t.test('fire and events store U+0000 and unpaired surrogates of the payload as U+FFFD', async (t) => {
   const member = await newMember()
-  const manual = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })
-  const listener = await createWorkflow(testApp, member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'odd.text' } })
+  const manual = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
+  const listener = await testApp.client.createWorkflow(member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'odd.text' } })
   const payload = '{"text":"a\\u0000b","lone":"\\udc00"}'
   const stored = { text: 'a\ufffdb', lone: '\ufffd' }
   const triggerDataOf = async (runId: string) =>
@@ -92,7 +92,7 @@ t.test('fire and events store U+0000 and unpaired surrogates of the payload as U
 })
 
 t.test('AGENT workflows run on the agent-execution queue', async (t) => {
-  const workflowId = await createWorkflow(testApp, adminToken, { triggerType: 'AGENT' })
+  const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'AGENT' })
   const fired = await fire(workflowId, adminToken, {})
   const { runId } = fired.json()
   t.same((await app.queues['agent-execution'].getJob(runId))?.data, { runId, requestId: fired.headers['x-request-id'] })
@@ -102,8 +102,8 @@ t.test('AGENT workflows run on the agent-execution queue', async (t) => {
 t.test('fire refuses inactive, missing, foreign and malformed workflows without creating a run', async (t) => {
   const owner = await newMember()
   const stranger = await newMember()
-  const inactive = await createWorkflow(testApp, owner.token, { triggerType: 'MANUAL', isActive: false })
-  const active = await createWorkflow(testApp, owner.token, { triggerType: 'MANUAL' })
+  const inactive = await testApp.client.createWorkflow(owner.token, { triggerType: 'MANUAL', isActive: false })
+  const active = await testApp.client.createWorkflow(owner.token, { triggerType: 'MANUAL' })
 
   const refused = await fire(inactive, owner.token, {})
   t.equal(refused.statusCode, 400)
@@ -127,8 +127,8 @@ t.test('fire refuses inactive, missing, foreign and malformed workflows without 
 })
 
 t.test('Idempotency-Key: the same key within 24 hours returns the first run and creates nothing', async (t) => {
-  const workflowId = await createWorkflow(testApp, adminToken, { triggerType: 'MANUAL' })
-  const other = await createWorkflow(testApp, adminToken, { triggerType: 'MANUAL' })
+  const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })
+  const other = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })
   const headers = { 'idempotency-key': 'order-42' }
 
   const first = (await fire(workflowId, adminToken, { n: 1 }, headers)).json().runId
@@ -159,12 +159,12 @@ t.test('Idempotency-Key: the same key within 24 hours returns the first run and 
 t.test('events start the caller\'s active EVENT workflows listening to the name', async (t) => {
   const member = await newMember()
   const stranger = await newMember()
-  const first = await createWorkflow(testApp, member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' } })
-  const second = await createWorkflow(testApp, member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' } })
-  await createWorkflow(testApp, member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' }, isActive: false })
-  await createWorkflow(testApp, member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.deleted' } })
-  await createWorkflow(testApp, member.token, { triggerType: 'MANUAL', triggerConfig: { eventName: 'client.created' } })
-  const foreign = await createWorkflow(testApp, stranger.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' } })
+  const first = await testApp.client.createWorkflow(member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' } })
+  const second = await testApp.client.createWorkflow(member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' } })
+  await testApp.client.createWorkflow(member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' }, isActive: false })
+  await testApp.client.createWorkflow(member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.deleted' } })
+  await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL', triggerConfig: { eventName: 'client.created' } })
+  const foreign = await testApp.client.createWorkflow(stranger.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'client.created' } })
 
   const res = await request({ method: 'POST', url: '/api/automation/events', token: member.token, payload: { name: 'client.created', payload: { clientId: 'c1' } } })
   t.equal(res.statusCode, 202)
@@ -192,8 +192,8 @@ t.test('events start the caller\'s active EVENT workflows listening to the name'
 t.test('runs: get with logs in order, list with filters, owner isolation', async (t) => {
   const owner = await newMember()
   const stranger = await newMember()
-  const workflowId = await createWorkflow(testApp, owner.token, { triggerType: 'MANUAL' })
-  const otherWorkflow = await createWorkflow(testApp, owner.token, { triggerType: 'MANUAL' })
+  const workflowId = await testApp.client.createWorkflow(owner.token, { triggerType: 'MANUAL' })
+  const otherWorkflow = await testApp.client.createWorkflow(owner.token, { triggerType: 'MANUAL' })
   const runIds: string[] = []
   for (let i = 0; i < 3; i++) runIds.push((await fire(workflowId, owner.token, { i })).json().runId)
   const otherRun = (await fire(otherWorkflow, owner.token, {})).json().runId
@@ -243,7 +243,7 @@ t.test('runs: get with logs in order, list with filters, owner isolation', async
 
 t.test('run lists and a workflow\'s latest runs are read in index order, not by sorting every run', async (t) => {
   const member = await newMember()
-  const workflowId = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })
+  const workflowId = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
   await fire(workflowId, member.token, {})
 
   for (const [what, token, url, statement] of [
@@ -260,7 +260,7 @@ t.test('run lists and a workflow\'s latest runs are read in index order, not by 
 t.test('cancel: PENDING, RUNNING and WAITING runs end CANCELLED; finished ones answer 409', async (t) => {
   const owner = await newMember()
   const stranger = await newMember()
-  const workflowId = await createWorkflow(testApp, owner.token, { triggerType: 'MANUAL' })
+  const workflowId = await testApp.client.createWorkflow(owner.token, { triggerType: 'MANUAL' })
   const cancel = async (id: string, token = owner.token) => request({ method: 'POST', url: `/api/automation/runs/${id}/cancel`, token })
 
   const pending = (await fire(workflowId, owner.token, {})).json().runId
@@ -308,7 +308,7 @@ t.test('cancel: PENDING, RUNNING and WAITING runs end CANCELLED; finished ones a
 
 t.test('cancel removes the job from the queue the run was created on, after its workflow left AGENT', async (t) => {
   const member = await newMember()
-  const workflowId = await createWorkflow(testApp, member.token, { triggerType: 'AGENT' })
+  const workflowId = await testApp.client.createWorkflow(member.token, { triggerType: 'AGENT' })
   const runId = (await fire(workflowId, member.token, {})).json().runId
   t.ok(await app.queues['agent-execution'].getJob(runId), 'queued on agent-execution')
   const patched = await request({ method: 'PATCH', url: `/api/automation/workflows/${workflowId}`, token: member.token, payload: { triggerType: 'MANUAL' } })

@@ -1,13 +1,12 @@
 import t from 'tap'
 import { buildTestApp } from './helper.ts'
-import { createWorkflow } from './run-helpers.ts'
 
 const testApp = await buildTestApp(t)
 const { app, request, newMember } = testApp
 const sql = app.database.sql
 
 const member = await newMember()
-const webhookWorkflow = await createWorkflow(testApp, member.token, { triggerType: 'WEBHOOK' })
+const webhookWorkflow = await testApp.client.createWorkflow(member.token, { triggerType: 'WEBHOOK' })
 
 const post = async (workflowId: string, options: { payload?: string | object, headers?: Record<string, string>, query?: string } = {}) =>
   request({ method: 'POST', url: `/api/automation/webhook/${workflowId}${options.query ?? ''}`, payload: options.payload, headers: options.headers })
@@ -84,8 +83,8 @@ t.test('U+0000 and unpaired surrogates, which Postgres cannot store, are receive
 })
 
 t.test('ignored, still 200, for missing, malformed, inactive and non-WEBHOOK workflows; nothing is created', async (t) => {
-  const inactive = await createWorkflow(testApp, member.token, { triggerType: 'WEBHOOK', isActive: false })
-  const manual = await createWorkflow(testApp, member.token, { triggerType: 'MANUAL' })
+  const inactive = await testApp.client.createWorkflow(member.token, { triggerType: 'WEBHOOK', isActive: false })
+  const manual = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
   for (const [what, id] of [
     ['missing', 'clxxxxxxxxxxxxxxxxxxxxxxx'],
     ['malformed', 'NOT-a-cuid'],

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createId } from '@paralleldrive/cuid2'
 import { buildTestApp } from './helper.ts'
-import { planOf } from './run-helpers.ts'
+import { planOf } from './query-plan.ts'
 
 const testApp = await buildTestApp(t)
 const { app, request, adminToken, newMember } = testApp

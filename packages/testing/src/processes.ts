@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { createTestDatabase, uniqueQueuePrefix, type TestDatabase } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
 import { testEnv, TEST_ADMIN } from './config.ts'
+import { createTestClient, httpTransport, type TestClient } from './client.ts'
 import type { Teardown } from './teardown.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
@@ -76,8 +77,9 @@ export interface Stack {
   startWorker: () => Promise<ManagedProcess>
   /** Logs in as the admin and returns the token. */
   adminToken: () => Promise<string>
-  /** fetch against the API with an optional bearer token and a JSON body. */
-  call: (method: string, path: string, options?: { token?: string, body?: unknown, headers?: Record<string, string> }) => Promise<{ status: number, body: any, headers: Headers }>
+  client: TestClient
+  /** The client's `call`: fetch against the API with an optional bearer token and a JSON body. */
+  call: TestClient['call']
 }
 
 export interface StackOptions {
@@ -130,38 +132,12 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
   const workers: ManagedProcess[] = []
   for (let i = 0; i < (options.workers ?? 1); i++) await startWorker()
 
-  const call: Stack['call'] = async (method, path, { token, body, headers } = {}) => {
-    const res = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers: {
-        ...(body !== undefined && { 'content-type': 'application/json' }),
-        ...(token !== undefined && { authorization: `Bearer ${token}` }),
-        ...headers
-      },
-      body: body === undefined ? undefined : JSON.stringify(body)
-    })
-    const text = await res.text()
-    let parsed: unknown = text
-    try { parsed = JSON.parse(text) } catch {}
-    return { status: res.status, body: parsed, headers: res.headers }
-  }
-
+  const client = createTestClient(httpTransport(baseUrl))
   let token: string | undefined
   const adminToken = async (): Promise<string> => {
-    token ??= (await call('POST', '/api/auth/login', { body: TEST_ADMIN })).body.token as string
+    token ??= await client.login(TEST_ADMIN)
     return token
   }
 
-  return { baseUrl, env, api, workers, startWorker, adminToken, call }
-}
-
-/** Polls until `check` returns a value other than undefined, or fails after the deadline. */
-export async function waitFor<T> (check: () => Promise<T | undefined>, { timeoutMs = 15_000, intervalMs = 50, what = 'condition' } = {}): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, intervalMs))
-  }
+  return { baseUrl, env, api, workers, startWorker, adminToken, client, call: client.call }
 }
