@@ -4,7 +4,7 @@ import jwt from '@fastify/jwt'
 import { forbidden, unauthorized } from '@switchboard/core/errors'
 import type { UserRole } from '@switchboard/core/db/schema/index'
 import { createRoleCache, type RoleCache } from '@switchboard/core/auth/role-cache'
-import { USER_CHANGES_CHANNEL, usersRepository } from '@switchboard/core/repositories/users'
+import { USER_CHANGES_CHANNEL } from '@switchboard/core/repositories/users'
 
 export interface TokenClaims {
   sub: string
@@ -49,8 +49,7 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     verify: { algorithms: ['HS256'] }
   })
 
-  const users = usersRepository(fastify.db)
-  const userRoles = createRoleCache({ load: users.roleOf, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
+  const userRoles = createRoleCache({ load: fastify.users.roleOf, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
   fastify.decorate('userRoles', userRoles)
   // Deletions on any replica reach every replica's cache at once. After a reconnection,
   // announcements made while the listener was away are lost: forget everything.
@@ -77,4 +76,4 @@ async function auth (fastify: FastifyInstance): Promise<void> {
   })
 }
 
-export default fp(auth, { name: 'auth', dependencies: ['context'] })
+export default fp(auth, { name: 'auth', dependencies: ['context', 'users'] })
