@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { conflict, notFound } from '@switchboard/core/errors'
 import { errorResponses, IdParams, Pagination } from '../../../schemas/common.ts'
-import { checkIdParam } from '../../../schemas/ids.ts'
 import { CreateUserBody, User } from './schemas.ts'
 
 const userNotFound = () => notFound('User not found', 'USER_NOT_FOUND')
@@ -10,7 +9,6 @@ const userNotFound = () => notFound('User not found', 'USER_NOT_FOUND')
 /** Admin-only user management (contract section 4, Users). */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.requireAdmin)
-  fastify.addHook('preHandler', checkIdParam('id', () => { throw userNotFound() }))
 
   fastify.get('', {
     schema: { tags: ['users'], querystring: Type.Object(Pagination), response: { 200: Type.Array(User), ...errorResponses(400, 401, 403) } }

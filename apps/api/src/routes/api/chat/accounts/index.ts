@@ -6,7 +6,6 @@ import { conflict } from '@switchboard/core/errors'
 import type { ChatAccountChanges } from '@switchboard/core/repositories/chat-accounts'
 import { viewerOf } from '@switchboard/core/auth/viewer'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
-import { checkIdParam } from '../../../../schemas/ids.ts'
 import { ChatAccount, CreateChatAccountBody, ListChatAccountsQuery, UpdateChatAccountBody } from './schemas.ts'
 
 const alreadyLinked = () => conflict('Chat account already linked', 'CHAT_ACCOUNT_EXISTS')
@@ -18,7 +17,6 @@ const alreadyLinked = () => conflict('Chat account already linked', 'CHAT_ACCOUN
 const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   const repo = fastify.chatAccounts
   const { encryptionKey } = fastify.config
-  fastify.addHook('preHandler', checkIdParam('id', () => { throw accountNotFound() }))
 
   fastify.get('', {
     schema: { tags: ['chat'], querystring: ListChatAccountsQuery, response: { 200: Type.Array(ChatAccount), ...errorResponses(400, 401) } }

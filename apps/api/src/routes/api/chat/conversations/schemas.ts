@@ -60,4 +60,3 @@ export const MessagesQuery = Type.Object({
   before: Type.Optional(Type.String({ maxLength: 64 })),
   limit: Pagination.limit
 })
-

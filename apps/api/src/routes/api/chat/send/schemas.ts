@@ -32,4 +32,3 @@ export const SendTemplateBody = Type.Object({
   }, { additionalProperties: false })),
   ...AgentFields
 }, { additionalProperties: false })
-
