@@ -18,7 +18,7 @@ import { delimiter, join, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { ConfigError, loadConfig } from '@switchboard/core/config'
-import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '@switchboard/core/db/migrate'
+import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '@switchboard/core/db'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const fromSource = process.argv.includes('--source')

@@ -144,7 +144,8 @@ for (const overlay of ['dev', 'production', 'production-hpa']) {
         DATABASE_URL: 'postgres://switchboard:pw@postgres:5432/switchboard',
         JWT_SECRET: randomBytes(48).toString('base64url'),
         ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-        ADMIN_PASSWORD: randomBytes(12).toString('base64url')
+        ADMIN_PASSWORD: randomBytes(12).toString('base64url'),
+        CHAT_APP_SECRET: randomBytes(16).toString('hex')
       })
       t.equal(settings.workerHttpPort, 3001)
       const [worker] = find(objects, 'Deployment', 'switchboard-worker')

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createDatabase } from '@switchboard/core/db/client'
+import { createDatabase } from '@switchboard/core/db'
 import { freePort, startStack } from '@switchboard/testing/processes'
 
 // The api alone, with Redis on a port where nothing listens (no worker could start).

@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
-import { createDatabase } from '@switchboard/core/db/client'
+import { createDatabase } from '@switchboard/core/db'
 import { REDIS_URL } from '@switchboard/testing/database'
 import { startStack, waitFor } from '@switchboard/testing/processes'
 import type { Teardown } from '@switchboard/testing/teardown'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createDatabase } from '@switchboard/core/db/client'
+import { createDatabase } from '@switchboard/core/db'
 import { createLogger } from '@switchboard/core/logger'
 import { startStack, waitFor } from '@switchboard/testing/processes'
 

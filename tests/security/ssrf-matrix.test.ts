@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import t from 'tap'
-import { blockedAddressReason, resolveAllowedAddress, type LookupAll } from '@switchboard/core/engine/http-client'
+import { blockedAddressReason, resolveAllowedAddress, type LookupAll } from '@switchboard/core/engine'
 import { startStack, waitFor, type Stack } from '@switchboard/testing/processes'
 import type { Teardown } from '@switchboard/testing/teardown'
 

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { createTestDatabase, uniqueQueuePrefix } from '@switchboard/testing/database'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
 import { testConfig, TEST_ADMIN } from '@switchboard/testing/config'
-import { USER_CHANGES_CHANNEL } from '@switchboard/core/repositories/users'
+import { USER_CHANGES_CHANNEL } from '@switchboard/core/users'
 import { buildServer } from '../../apps/api/src/build.ts'
 import { ROLE_CACHE_TTL_MS } from '../../apps/api/src/plugins/auth.ts'
 

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis'
 import type { Config } from '@switchboard/core/config'
-import type { Database } from '@switchboard/core/db/client'
-import type { NodeDependencies } from '@switchboard/core/engine/types'
+import type { Database } from '@switchboard/core/db'
+import type { RunEngine } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
-import type { Queues } from '@switchboard/core/queues'
+import type { QueueName, QueueProcessor, Queues } from '@switchboard/core/queues'
 
-/** What every processor is given: the worker's shared connections. */
+/** What every processor is given: the worker's shared connections and its one run engine. */
 export interface WorkerContext {
   config: Config
   logger: Logger
@@ -13,8 +13,9 @@ export interface WorkerContext {
   /** Producer connection, for processors that enqueue follow-up jobs. */
   queues: Queues
   redis: Redis
-  /** The one dispatcher of http_request nodes (address filtering built in). */
-  http: NodeDependencies['http']
-  /** How workflow chat nodes send: the chat service of the owner's accounts. */
-  chat: NodeDependencies['chat']
+  /** Executes runs for every run queue of this process and for the reconciler. */
+  engine: RunEngine
 }
+
+/** Builds the processor of queue `Q` from the worker's shared context. */
+export type ProcessorFactory<Q extends QueueName> = (context: WorkerContext) => QueueProcessor<Q>

@@ -1,16 +1,15 @@
-import { Worker } from 'bullmq'
+import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
-import { createChatClient } from '@switchboard/core/chat/client'
-import { createChatService } from '@switchboard/core/chat/service'
-import { createDatabase } from '@switchboard/core/db/client'
-import { createHttpClient } from '@switchboard/core/engine/http-client'
-import { createReconciler } from '@switchboard/core/engine/reconciler'
+import { createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
+import { createDatabase } from '@switchboard/core/db'
+import { createHttpClient, createRunEngine } from '@switchboard/core/engine'
+import { createReconciler } from '@switchboard/core/runs'
 import type { Logger } from '@switchboard/core/logger'
 import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, SCHEDULED_TASKS } from '@switchboard/core/queues'
-import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
+import { createScheduleSync } from '@switchboard/core/schedules'
+import { emitEvent } from '@switchboard/core/triggers'
 import type { WorkerContext } from './context.ts'
 import { processors } from './processors/index.ts'
-import { runEngine } from './processors/workflow-runs.ts'
 
 /**
  * A worker that dies (SIGKILL, OOM) holds its jobs' locks until they expire:
@@ -29,8 +28,7 @@ export interface RunningWorker {
 }
 
 /**
- * Connects to Postgres and Redis and starts a BullMQ Worker for each queue of WORKER_QUEUES
- * that has a processor. WORKER_CONCURRENCY applies to each queue: every queue keeps its own
+ * Connects to Postgres and Redis and starts a BullMQ Worker for each queue of WORKER_QUEUES. WORKER_CONCURRENCY applies to each queue: every queue keeps its own
  * capacity, so agent runs never wait behind bulk automation in a process that takes both.
  */
 export async function startWorker (config: Config, logger: Logger): Promise<RunningWorker> {
@@ -40,16 +38,23 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const queues = createQueues(redis, config.queuePrefix)
   const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
-  const chat = createChatService({ db: database.db, config, client: chatClient, logger }).sender
-  const context: WorkerContext = { config, logger, database, queues, redis, http: http.dispatcher, chat }
+  const chat = createChatSender(createChatService({ db: database.db, config, client: chatClient, logger }))
+  const engine = createRunEngine({
+    db: database.db,
+    queues,
+    logger,
+    nodeOutputMaxBytes: config.nodeOutputMaxBytes,
+    runResultMaxBytes: config.runResultMaxBytes,
+    nodes: { chat, http: http.dispatcher },
+    emitEvent: async (input) => await emitEvent({ db: database.db, queues, eventFanoutMax: config.limits.eventFanoutMax }, input)
+  })
+  const context: WorkerContext = { config, logger, database, queues, redis, engine }
 
   const connection = createWorkerConnection(config.redisUrl)
   connection.on('error', (err) => { logger.warn({ err }, 'redis worker connection error') })
   const workers: Worker[] = []
   for (const name of config.workerQueues) {
-    const factory = processors[name]
-    if (factory === undefined) continue
-    const worker = new Worker(name, factory(context), {
+    const worker = new Worker(name, processors[name](context) as Processor, {
       connection,
       prefix: config.queuePrefix,
       concurrency: config.workerConcurrency,
@@ -70,7 +75,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   // Redis may have lost the cron schedulers (or kept stale ones): rebuild them from the database.
   const schedules = await createScheduleSync({ db: database.db, queue: queues[SCHEDULED_TASKS] }).rebuild()
   logger.info(schedules, 'cron schedules rebuilt')
-  const reconciler = createReconciler({ db: database.db, queues, logger, engine: runEngine(context) })
+  const reconciler = createReconciler({ db: database.db, queues, logger, engine })
   reconciler.start()
   logger.info({ queues: workers.map((w) => w.name), concurrency: config.workerConcurrency }, 'worker started')
 

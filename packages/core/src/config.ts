@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import ipaddr from 'ipaddr.js'
-import { QUEUE_NAMES, type QueueName } from './queues.ts'
+import { QUEUE_NAMES, type QueueName } from './queues/catalog.ts'
 
 /** Bounds on what a workflow author or caller controls (contract, "Limits and retention"). */
 export interface Limits {

@@ -5,10 +5,10 @@ import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/http-client.ts'
+import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { MAX_RESPONSE_JSON_DEPTH } from '../src/engine/nodes/http-request.ts'
 import { createLogger } from '../src/logger.ts'
-import { WORKFLOW_RUNS } from '../src/queues.ts'
+import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 

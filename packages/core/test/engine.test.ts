@@ -7,10 +7,10 @@ import { createCoreTestContext } from '@switchboard/testing/context'
 import type { ChatSender, SendTemplateInput, SendTextInput } from '../src/chat/sender.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/http-client.ts'
+import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
-import { resumeJobId, WORKFLOW_RUNS } from '../src/queues.ts'
-import { emitEvent } from '../src/services/runs.ts'
+import { resumeJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
+import { emitEvent } from '../src/triggers/event.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-test')

@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { WorkflowNode } from '../src/db/schema/workflows.ts'
-import { nextNodeId, startNode } from '../src/engine/graph.ts'
+import { nextNodeId, startNode } from '../src/workflows/graph.ts'
 
 const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: {}, ...extra })
 

@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import { createServer } from 'node:http'
 import t from 'tap'
 import { request } from 'undici'
-import { blockedAddressReason, createHttpClient } from '../src/engine/http-client.ts'
+import { blockedAddressReason, createHttpClient } from '../src/engine/nodes/http-client.ts'
 
 t.test('only global unicast addresses pass without HTTP_REQUEST_ALLOW_PRIVATE', async (t) => {
   for (const address of ['10.0.0.1', '172.16.5.4', '192.168.1.1', '127.0.0.1', '0.0.0.0', '100.64.0.1', '169.254.10.10', '224.0.0.1', '::1', 'fe80::1', 'fd12:3456::1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:a00:1::1']) {

@@ -5,11 +5,12 @@ import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
 import { idempotencyKeys, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/http-client.ts'
-import { createReconciler } from '../src/engine/reconciler.ts'
+import { createHttpClient } from '../src/engine/nodes/http-client.ts'
+import { createReconciler } from '../src/runs/reconciler.ts'
 import { createLogger } from '../src/logger.ts'
-import { AGENT_EXECUTION, createWorkerConnection, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues.ts'
-import { startRun } from '../src/services/runs.ts'
+import { AGENT_EXECUTION, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
+import { createWorkerConnection } from '../src/queues/connections.ts'
+import { startRun } from '../src/runs/start.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'reconciler-test')

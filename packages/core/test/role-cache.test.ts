@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createRoleCache, type CurrentRole } from '../src/auth/role-cache.ts'
+import { createRoleCache, type CurrentRole } from '../src/users/role-cache.ts'
 
 /** A loader whose answers the test releases by hand, counting the queries it was asked. */
 function manualLoader () {

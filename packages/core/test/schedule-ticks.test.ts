@@ -2,9 +2,9 @@ import t from 'tap'
 import { eq } from 'drizzle-orm'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { runs, users, workflows, workflowSchedules } from '../src/db/schema/index.ts'
-import { SCHEDULED_TASKS } from '../src/queues.ts'
-import { createScheduleSync } from '../src/schedules/schedule-sync.ts'
-import { handleTick } from '../src/schedules/tick.ts'
+import { SCHEDULED_TASKS } from '../src/queues/catalog.ts'
+import { createScheduleSync } from '../src/schedules/sync.ts'
+import { handleTick } from '../src/triggers/cron.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const queue = queues[SCHEDULED_TASKS]

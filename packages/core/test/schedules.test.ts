@@ -1,5 +1,5 @@
 import t from 'tap'
-import { nextRunAt, plannedSchedule } from '../src/schedules/schedule-sync.ts'
+import { nextRunAt, plannedSchedule } from '../src/schedules/sync.ts'
 
 const next = (cronExpression: string, timezone: string, after: string): string | undefined =>
   nextRunAt({ cronExpression, timezone }, new Date(after))?.toISOString()

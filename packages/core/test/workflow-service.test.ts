@@ -1,10 +1,10 @@
 import t from 'tap'
 import { eq } from 'drizzle-orm'
 import { createTestDatabase } from '@switchboard/testing/database'
-import type { Viewer } from '../src/auth/viewer.ts'
+import type { Viewer } from '../src/users/viewer.ts'
 import { createDatabase, type DbOrTx } from '../src/db/client.ts'
 import { users, workflows, type Workflow } from '../src/db/schema/index.ts'
-import { createWorkflowService, type ScheduleSync } from '../src/services/workflows.ts'
+import { createWorkflowService, type ScheduleSync } from '../src/workflows/service.ts'
 
 const testDatabase = await createTestDatabase()
 const { db, close } = createDatabase(testDatabase.url, { max: 4 })

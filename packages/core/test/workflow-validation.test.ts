@@ -1,28 +1,27 @@
 import t, { type Test } from 'tap'
 import { DEFAULT_LIMITS } from '../src/config.ts'
-import { AppError } from '../src/errors.ts'
+import { DomainError } from '../src/errors.ts'
 import type { WorkflowNode } from '../src/db/schema/index.ts'
 import {
   cronTriggerOf,
-  outgoingLinks,
   shortestCronInterval,
   validateCronExpression,
   validateTriggerConfig,
   validateWorkflowGraph
 } from '../src/workflows/validation.ts'
+import { outgoingLinks } from '../src/workflows/graph.ts'
 
 const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: { values: {} }, ...extra })
 
-/** The message of the 400 AppError `fn` throws. */
+/** The message of the DomainError `fn` throws. */
 function refusal (t: Test, fn: () => unknown): string {
   try {
     fn()
   } catch (err) {
-    t.type(err, AppError)
-    t.equal((err as AppError).statusCode, 400)
-    return (err as AppError).message
+    t.type(err, DomainError)
+    return (err as DomainError).message
   }
-  t.fail('expected a 400 AppError')
+  t.fail('expected a DomainError')
   return ''
 }
 
@@ -130,7 +129,7 @@ t.test('a literal matches pattern must be a valid RE2 pattern; a template is che
     validateWorkflowGraph([condition('^(a|a)*$\\1')], [])
     t.fail('expected a 400')
   } catch (err) {
-    t.match(err, { statusCode: 400, code: 'VALIDATION_ERROR', message: 'Node check: value is not a valid regular expression (RE2 syntax): invalid escape sequence: `\\1`' })
+    t.match(err, { code: 'VALIDATION_ERROR', message: 'Node check: value is not a valid regular expression (RE2 syntax): invalid escape sequence: `\\1`' })
   }
   t.equal(refusal(t, () => validateWorkflowGraph([condition('a(?=b)')], [])), 'Node check: value is not a valid regular expression (RE2 syntax): invalid or unsupported Perl syntax: `(?=`')
   t.equal(refusal(t, () => validateWorkflowGraph([condition('[ab]{1000}')], [])), 'Node check: value is not a usable regular expression: it compiles to 1002 instructions, more than 500')

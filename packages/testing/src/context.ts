@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { createDatabase, type Database, type Db } from '@switchboard/core/db/client'
+import { createDatabase, type Database, type Db } from '@switchboard/core/db'
 import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
 import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { MIGRATIONS_FOLDER, migrateDatabase } from '@switchboard/core/db/migrate'
+import { MIGRATIONS_FOLDER, migrateDatabase } from '@switchboard/core/db'
 
 export const BASE_DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'

@@ -2,9 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import jwt from '@fastify/jwt'
 import { forbidden, unauthorized } from '@switchboard/core/errors'
-import type { UserRole } from '@switchboard/core/db/schema/index'
-import { createRoleCache, type RoleCache } from '@switchboard/core/auth/role-cache'
-import { USER_CHANGES_CHANNEL } from '@switchboard/core/repositories/users'
+import type { UserRole } from '@switchboard/core/db'
+import { createRoleCache, type RoleCache, USER_CHANGES_CHANNEL } from '@switchboard/core/users'
 
 export interface TokenClaims {
   sub: string

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { Config } from '@switchboard/core/config'
-import { createDatabase, type Database, type Db } from '@switchboard/core/db/client'
+import { createDatabase, type Database, type Db } from '@switchboard/core/db'
 import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
 
 declare module 'fastify' {

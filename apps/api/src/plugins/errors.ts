@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError, unauthorized } from '@switchboard/core/errors'
+import { DomainError, unauthorized, type ErrorCode } from '@switchboard/core/errors'
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'BAD_REQUEST',
@@ -44,7 +44,7 @@ export function formatValidationError (errors: FastifySchemaValidationError[], d
   } else {
     message = `${field || dataVar} ${first?.message ?? 'is invalid'}`
   }
-  return new AppError(400, 'VALIDATION_ERROR', message)
+  return new DomainError('VALIDATION_ERROR', message)
 }
 
 interface DatabaseError { code?: string, constraint_name?: string }
@@ -54,11 +54,52 @@ interface DatabaseError { code?: string, constraint_name?: string }
  * text and jsonb cannot hold NUL (U+0000), and a foreign key to `users` fails
  * when a still-valid token belongs to a user who has been deleted.
  */
-function requestFaultOf (error: unknown): AppError | undefined {
+function requestFaultOf (error: unknown): DomainError | undefined {
   const { code, constraint_name: constraint } = ((error as { cause?: DatabaseError }).cause ?? error ?? {}) as DatabaseError
-  if (code === '22021' || code === '22P05') return new AppError(400, 'INVALID_TEXT', 'Text must not contain NUL (\\u0000) characters')
+  if (code === '22021' || code === '22P05') return new DomainError('INVALID_TEXT', 'Text must not contain NUL (\\u0000) characters')
   if (code === '23503' && constraint?.endsWith('_user_id_users_id_fk') === true) return unauthorized()
   return undefined
+}
+
+/** The one place an error code becomes an HTTP status. */
+const HTTP_STATUS: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  VALIDATION_ERROR: 400,
+  INVALID_BODY: 400,
+  BODY_TOO_DEEP: 400,
+  INVALID_TEXT: 400,
+  INVALID_CURSOR: 400,
+  INVALID_WORKFLOW_GRAPH: 400,
+  TOO_MANY_NODES: 400,
+  INVALID_CRON_EXPRESSION: 400,
+  INVALID_TIMEZONE: 400,
+  CRON_TOO_FREQUENT: 400,
+  TOO_MANY_LISTENERS: 400,
+  WORKFLOW_NOT_ACTIVE: 400,
+  CHAT_ACCOUNT_REQUIRED: 400,
+  CHAT_ACCOUNT_MISSING: 400,
+  CHAT_ACCOUNT_REJECTED: 400,
+  CHAT_ACCOUNT_NO_BUSINESS_ID: 400,
+  INVALID_PHONE: 400,
+  OUTSIDE_WINDOW: 400,
+  UNAUTHORIZED: 401,
+  INVALID_CREDENTIALS: 401,
+  INVALID_SIGNATURE: 401,
+  FORBIDDEN: 403,
+  WORKFLOW_NOT_FOUND: 404,
+  RUN_NOT_FOUND: 404,
+  USER_NOT_FOUND: 404,
+  CHAT_ACCOUNT_NOT_FOUND: 404,
+  CONVERSATION_NOT_FOUND: 404,
+  RUN_FINISHED: 409,
+  EMAIL_TAKEN: 409,
+  CHAT_ACCOUNT_EXISTS: 409,
+  TOO_MANY_REQUESTS: 429,
+  LOGIN_BUSY: 429,
+  // The platform's refusal is relayed with its details (contract, Chat).
+  CHAT_PLATFORM_ERROR: 500,
+  CHAT_PLATFORM_UNAVAILABLE: 502,
+  SCHEDULER_UNAVAILABLE: 503
 }
 
 const errorBody = (statusCode: number, code: string, message: string) => ({ statusCode, code, error: message, message })
@@ -95,14 +136,15 @@ export function answerClientError (error: Error & { code?: string }, socket: Soc
 }
 
 async function errors (fastify: FastifyInstance): Promise<void> {
-  fastify.setErrorHandler((caught: FastifyError | AppError, request, reply) => {
+  fastify.setErrorHandler((caught: FastifyError | DomainError, request, reply) => {
     const error = requestFaultOf(caught) ?? caught
-    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
-    if (error instanceof AppError) {
+    if (error instanceof DomainError) {
+      const statusCode = HTTP_STATUS[error.code]
       if (statusCode >= 500) request.log.warn({ err: error }, 'request failed upstream')
       const { code, message, details } = error
       return reply.code(statusCode).send({ statusCode, code, error: message, message, ...(details && { details }) })
     }
+    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
     if (statusCode >= 500) {
       // Never leak internals; the status tells the caller to retry.
       request.log.error({ err: error }, 'request failed')

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '@switchboard/core/errors'
+import { DomainError } from '@switchboard/core/errors'
 
 /**
  * How deeply a JSON body may nest objects and arrays (`{"a":[1]}` is 2 levels). Real payloads
@@ -41,8 +41,8 @@ export function isNestedTooDeeply (text: string): boolean {
   return false
 }
 
-export const nestingTooDeep = (): AppError =>
-  new AppError(400, 'BODY_TOO_DEEP', `Body nesting is too deep (max ${MAX_JSON_DEPTH} levels)`)
+export const nestingTooDeep = (): DomainError =>
+  new DomainError('BODY_TOO_DEEP', `Body nesting is too deep (max ${MAX_JSON_DEPTH} levels)`)
 
 /**
  * The `application/json` parser of every route: Fastify's own (prototype-poisoning checks,

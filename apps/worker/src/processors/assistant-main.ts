@@ -1,11 +1,9 @@
-import type { Job } from 'bullmq'
-import { chatDeliveryProcessor } from '@switchboard/core/chat/inbound'
-import { reactToInboundMessage } from '@switchboard/core/chat/keywords'
-import type { ChatDeliveryJobData } from '@switchboard/core/queues'
-import type { ProcessorFactory } from './index.ts'
+import { chatDeliveryProcessor } from '@switchboard/core/chat'
+import { reactToInboundMessage } from '@switchboard/core/triggers'
+import type { ProcessorFactory } from '../context.ts'
 
 /** Inbound chat platform deliveries (contract, Queues): stored, then events and KEYWORD workflows started. */
-export const assistantMainProcessor: ProcessorFactory = (context) => {
+export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (context) => {
   const { config, logger, queues } = context
   const db = context.database.db
   const processDelivery = chatDeliveryProcessor({
@@ -22,5 +20,5 @@ export const assistantMainProcessor: ProcessorFactory = (context) => {
       }
     }
   })
-  return async (job: Job<ChatDeliveryJobData>) => processDelivery(job.data.deliveryId)
+  return async (job) => processDelivery(job.data.deliveryId)
 }

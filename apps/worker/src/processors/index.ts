@@ -1,17 +1,14 @@
-import type { Processor } from 'bullmq'
 import type { QueueName } from '@switchboard/core/queues'
-import type { WorkerContext } from '../context.ts'
+import type { ProcessorFactory } from '../context.ts'
 import { assistantMainProcessor } from './assistant-main.ts'
-import { agentExecutionProcessor } from './agent-execution.ts'
 import { scheduledTasksProcessor } from './scheduled-tasks.ts'
 import { runProcessor } from './workflow-runs.ts'
 
-export type ProcessorFactory = (context: WorkerContext) => Processor
-
-/** One processor per queue; a queue without one has no Worker in this process. */
-export const processors: Partial<Record<QueueName, ProcessorFactory>> = {
+/** One processor per queue of the job catalog: a queue without one does not compile. */
+export const processors: { [Q in QueueName]: ProcessorFactory<Q> } = {
   'assistant-main': assistantMainProcessor,
   'workflow-runs': runProcessor,
-  'agent-execution': agentExecutionProcessor,
+  // AGENT runs: the same engine on a queue of their own, so an agent never waits behind bulk automation.
+  'agent-execution': runProcessor,
   'scheduled-tasks': scheduledTasksProcessor
 }

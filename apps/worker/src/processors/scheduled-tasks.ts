@@ -1,19 +1,19 @@
-import type { Job, JobSchedulerJobOptions } from 'bullmq'
-import { SCHEDULED_TASKS, type ScheduleJobData } from '@switchboard/core/queues'
-import { createScheduleSync } from '@switchboard/core/schedules/schedule-sync'
-import { handleTick, type TickOutcome } from '@switchboard/core/schedules/tick'
-import type { ProcessorFactory } from './index.ts'
+import type { JobSchedulerJobOptions } from 'bullmq'
+import { SCHEDULED_TASKS } from '@switchboard/core/queues'
+import { createScheduleSync } from '@switchboard/core/schedules'
+import { handleTick, type TickOutcome } from '@switchboard/core/triggers'
+import type { ProcessorFactory } from '../context.ts'
 
 /**
  * Cron ticks. BullMQ produces each tick of a job scheduler once however many
  * workers run: the tick's job id is `repeat:<workflowId>:<time>`, and only the
  * worker that takes the current tick may add the next one.
  */
-export const scheduledTasksProcessor: ProcessorFactory = (context) => {
+export const scheduledTasksProcessor: ProcessorFactory<'scheduled-tasks'> = (context) => {
   const { db } = context.database
   const deps = { db, queues: context.queues, scheduleSync: createScheduleSync({ db, queue: context.queues[SCHEDULED_TASKS] }) }
 
-  return async (job: Job<ScheduleJobData>): Promise<TickOutcome> => {
+  return async (job): Promise<TickOutcome> => {
     // A scheduler's jobs carry the schedule they were produced by, and their planned time.
     const { repeat, prevMillis } = job.opts as JobSchedulerJobOptions
     const outcome = await handleTick(deps, {

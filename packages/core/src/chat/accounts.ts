@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import type { ChatAccount } from '../db/schema/index.ts'
-import { AppError, badRequest, notFound, unauthorized } from '../errors.ts'
-import { chatAccountsRepository } from '../repositories/chat-accounts.ts'
+import { DomainError, unauthorized } from '../errors.ts'
+import { chatAccountsRepository } from './accounts-repository.ts'
 import { decryptSecret } from './crypto.ts'
 
 /** The id under which the installation's account from the environment can be selected. */
@@ -27,8 +27,8 @@ export interface SelectOptions {
   forWorkflow?: boolean
 }
 
-export const accountRequired = (): AppError => badRequest('X-Account-Id header is required', 'CHAT_ACCOUNT_REQUIRED')
-export const accountNotFound = (): AppError => notFound('Chat account not found', 'CHAT_ACCOUNT_NOT_FOUND')
+const accountRequired = (): DomainError => new DomainError('CHAT_ACCOUNT_REQUIRED', 'X-Account-Id header is required')
+export const accountNotFound = (): DomainError => new DomainError('CHAT_ACCOUNT_NOT_FOUND', 'Chat account not found')
 
 /**
  * Which chat account a user sends and reads with (contract, Chat): their
@@ -69,14 +69,14 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
       if (own.length === 1) return usable(own[0])
       if (own.length === 0) {
         if (environmentAccount === null) {
-          throw badRequest('No chat account is configured: link one with POST /api/chat/accounts', 'CHAT_ACCOUNT_MISSING')
+          throw new DomainError('CHAT_ACCOUNT_MISSING', 'No chat account is configured: link one with POST /api/chat/accounts')
         }
         return environmentAccount
       }
       if (selectOptions.forWorkflow === true) {
         const preferred = own.find((account) => account.isDefault)
         if (preferred !== undefined) return usable(preferred)
-        throw badRequest('accountId is required: the workflow owner has several chat accounts and none is marked default', 'CHAT_ACCOUNT_REQUIRED')
+        throw new DomainError('CHAT_ACCOUNT_REQUIRED', 'accountId is required: the workflow owner has several chat accounts and none is marked default')
       }
       throw accountRequired()
     },
@@ -99,5 +99,3 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
     }
   }
 }
-
-export type ChatAccountResolver = ReturnType<typeof chatAccountResolver>

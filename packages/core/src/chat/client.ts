@@ -54,7 +54,7 @@ export interface TemplateRecord {
   [key: string]: unknown
 }
 
-export interface TextMessage {
+interface TextMessage {
   messaging_product: 'whatsapp'
   recipient_type: 'individual'
   to: string
@@ -63,7 +63,7 @@ export interface TextMessage {
   context?: { message_id: string }
 }
 
-export interface TemplateMessage {
+interface TemplateMessage {
   messaging_product: 'whatsapp'
   to: string
   type: 'template'
@@ -92,7 +92,7 @@ export function templateMessage (to: string, name: string, languageCode: string,
   }
 }
 
-export interface ChatClientOptions {
+interface ChatClientOptions {
   /** CHAT_API_URL: the platform base URL including its version, e.g. https://graph.facebook.com/v21.0. */
   apiUrl: string
   /**

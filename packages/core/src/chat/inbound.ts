@@ -2,12 +2,9 @@ import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { MESSAGE_STATUSES } from '../db/schema/index.ts'
 import type { Logger } from '../logger.ts'
-import { chatDeliveriesRepository } from '../repositories/chat-deliveries.ts'
-import { conversationsRepository, type MessageStatus } from '../repositories/conversations.ts'
+import { chatDeliveriesRepository } from './deliveries-repository.ts'
+import { conversationsRepository, type MessageStatus } from './conversations.ts'
 import { chatAccountResolver } from './accounts.ts'
-
-/** The job name of a platform delivery on the assistant-main queue. */
-export const CHAT_DELIVERY_JOB = 'chat-delivery'
 
 /** A newly stored customer message, for what reacts to it (events, KEYWORD workflows). */
 export interface InboundChatMessage {
@@ -23,14 +20,14 @@ export interface InboundChatMessage {
   conversationId: string
 }
 
-export interface DeliverySummary {
+interface DeliverySummary {
   messages: number
   duplicates: number
   statuses: number
   ignored: number
 }
 
-export interface InboundOptions {
+interface InboundOptions {
   db: DbOrTx
   config: Config
   logger: Logger
@@ -68,7 +65,7 @@ interface ChangeValue {
 const isRecord = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null
 
 /** The text a message shows in the inbox, whatever its type. */
-export function messageText (message: PlatformMessage): string {
+function messageText (message: PlatformMessage): string {
   const type = message.type ?? 'unknown'
   const part = isRecord(message[type]) ? message[type] : {}
   switch (type) {

@@ -12,7 +12,7 @@ export interface Database {
   close: () => Promise<void>
 }
 
-export interface DatabaseOptions {
+interface DatabaseOptions {
   max?: number
 }
 

@@ -13,7 +13,7 @@ import { MIGRATIONS_FOLDER } from './migrate.ts'
  */
 export const MIGRATION_LOCK_FILE = fileURLToPath(new URL('../../migrations.lock.json', import.meta.url))
 
-export interface LockedMigration { tag: string, when: number, sha256: string }
+interface LockedMigration { tag: string, when: number, sha256: string }
 
 interface Journal { entries: Array<{ idx: number, tag: string, when: number }> }
 

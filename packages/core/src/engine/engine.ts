@@ -2,20 +2,20 @@ import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
-import { resumeJobId, type Queues, type RunJobData } from '../queues.ts'
-import { nextNodeId, startNode, type WorkflowGraph } from './graph.ts'
+import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
-import { runStore, type ClaimedRun, type LogLine } from './run-store.ts'
+import { runStore, type ClaimedRun, type LogLine } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, type NodeDependencies, type NodeResult } from './types.ts'
 
 /** The event a failed run emits to its owner's EVENT workflows (contract, Events). */
-export const RUN_FAILED_EVENT = 'workflow.run.failed'
+const RUN_FAILED_EVENT = 'workflow.run.failed'
 
 /** How a call to `executeRun` left the run. */
-export type RunOutcome =
+type RunOutcome =
   | 'SUCCESS' | 'FAILED' | 'WAITING'
   /** Cancelled or ended elsewhere while a node ran: no later node ran. */
   | 'STOPPED'
@@ -24,7 +24,7 @@ export type RunOutcome =
   /** The caller's signal was aborted (the job's lock was lost): the run is left for its new owner. */
   | 'ABANDONED'
 
-export interface EngineOptions {
+interface EngineOptions {
   db: Db
   /** Where resume jobs go. */
   queues: Queues
@@ -229,7 +229,7 @@ export function createRunEngine (options: EngineOptions) {
         lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
         if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
         const data: RunJobData = { runId }
-        await queues[run.queue].add('run', data, {
+        await queues[run.queue].add(RUN_JOB, data, {
           jobId: resumeJobId(runId, node.id),
           delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
         })

@@ -10,6 +10,7 @@
 /**
  * Deeper than this, JSON.stringify overflows the call stack (about 5,000
  * levels on Node 20) or comes close: such a value cannot be stored.
+ * @internal exported for its tests
  */
 export const MAX_STORED_JSON_DEPTH = 1000
 

@@ -6,9 +6,9 @@ import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSi
 import { NodeError } from './types.ts'
 
 /** Called once per placeholder whose path resolves to nothing. */
-export type MissingPathHandler = (path: string) => void
+type MissingPathHandler = (path: string) => void
 
-export interface RenderLimit {
+interface RenderLimit {
   /** The rendered value may serialize to at most this many bytes of JSON. */
   maxBytes: number
   /** Shared with the caller so that sizes of the run's objects are measured once. */
@@ -63,7 +63,7 @@ function placeholders (text: string): Placeholder[] {
  * Splits `a.b-c[0].d` into `['a', 'b-c', '0', 'd']`. Segments may contain `-`
  * (header names such as `x-signature`); `[n]` is accepted as a synonym of `.n`.
  */
-export function parsePath (path: string): string[] {
+function parsePath (path: string): string[] {
   return path.replace(/\[(\d+)\]/g, '.$1').split('.').map((segment) => segment.trim()).filter((segment) => segment !== '')
 }
 

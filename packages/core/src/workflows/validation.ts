@@ -1,58 +1,27 @@
 import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
-import { AppError } from '../errors.ts'
+import { DomainError } from '../errors.ts'
 import { isNodeType } from '../engine/node-types.ts'
 import { compileMatchPattern } from '../engine/nodes/condition.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+import { outgoingLinks } from './graph.ts'
 
 /** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
-export const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
+const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
 
-export const DEFAULT_TIMEZONE = 'UTC'
+const DEFAULT_TIMEZONE = 'UTC'
 
-const invalidGraph = (message: string): AppError => new AppError(400, 'INVALID_WORKFLOW_GRAPH', message)
-const invalidField = (message: string): AppError => new AppError(400, 'VALIDATION_ERROR', message)
+const invalidGraph = (message: string): DomainError => new DomainError('INVALID_WORKFLOW_GRAPH', message)
+const invalidField = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** One link leaving a node: `via` names where it is declared (`next`, `then`, `cases.gold`, `edges[2]`). */
-export interface NodeLink {
-  via: string
-  target: string
-}
-
-/**
- * The links leaving a node, in the order the engine follows them (contract,
- * "Graph execution"): the condition's branches, then `next`, then edges.
- * Non-string targets are skipped here; `validateWorkflowGraph` refuses them.
- */
-export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[]): NodeLink[] {
-  const links: NodeLink[] = []
-  const config = node.config ?? {}
-  if (node.type === 'condition') {
-    for (const branch of ['then', 'else'] as const) {
-      if (typeof config[branch] === 'string') links.push({ via: branch, target: config[branch] })
-    }
-    if (isRecord(config.cases)) {
-      for (const [value, target] of Object.entries(config.cases)) {
-        if (typeof target === 'string') links.push({ via: `cases.${value}`, target })
-      }
-    }
-    if (typeof config.default === 'string') links.push({ via: 'default', target: config.default })
-  }
-  if (typeof node.next === 'string') links.push({ via: 'next', target: node.next })
-  edges.forEach((edge, i) => {
-    if (edge.source === node.id) links.push({ via: `edges[${i}]`, target: edge.target })
-  })
-  return links
-}
 
 /**
  * A workflow's `edges` as the engine reads them: absent means none; otherwise
  * an array of `{source, target, sourceHandle?}` (other keys a builder saves are kept).
  */
-export function parseEdges (edges: unknown): WorkflowEdge[] {
+function parseEdges (edges: unknown): WorkflowEdge[] {
   if (edges === undefined || edges === null) return []
   if (!Array.isArray(edges)) throw invalidGraph('edges must be an array')
   edges.forEach((edge: unknown, i) => {
@@ -122,11 +91,11 @@ export type WorkflowLimits = Pick<Limits, 'workflowMaxNodes' | 'cronMinIntervalS
  * Checks a workflow graph before it is stored (contract, Workflows): a bounded
  * number of nodes, known node types, unique ids, links that reach existing nodes,
  * no cycles. `wait` nodes suspend a run, they do not make loops legal. Throws a
- * 400 AppError naming the node.
+ * 400 DomainError naming the node.
  */
 export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: unknown, limits: WorkflowLimits = DEFAULT_LIMITS): void {
   if (nodes.length > limits.workflowMaxNodes) {
-    throw new AppError(400, 'TOO_MANY_NODES', `Workflow has too many nodes (max ${limits.workflowMaxNodes})`)
+    throw new DomainError('TOO_MANY_NODES', `Workflow has too many nodes (max ${limits.workflowMaxNodes})`)
   }
   const ids = new Set<string>()
   for (const node of nodes) {
@@ -150,7 +119,7 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
   if (cycleAt !== null) throw invalidGraph(`Workflow graph has a cycle at ${cycleAt}`)
 }
 
-export function isValidTimezone (timezone: string): boolean {
+function isValidTimezone (timezone: string): boolean {
   try {
     Intl.DateTimeFormat('en-US', { timeZone: timezone })
     return true
@@ -164,8 +133,8 @@ export function isValidTimezone (timezone: string): boolean {
  * and returns its next fire time after `from`; throws 400 `Invalid cron expression: <reason>`.
  */
 export function validateCronExpression (expression: string, timezone = DEFAULT_TIMEZONE, from = new Date()): Date {
-  const invalid = (reason: string): AppError => new AppError(400, 'INVALID_CRON_EXPRESSION', `Invalid cron expression: ${reason}`)
-  if (!isValidTimezone(timezone)) throw new AppError(400, 'INVALID_TIMEZONE', `Invalid timezone: ${timezone}`)
+  const invalid = (reason: string): DomainError => new DomainError('INVALID_CRON_EXPRESSION', `Invalid cron expression: ${reason}`)
+  if (!isValidTimezone(timezone)) throw new DomainError('INVALID_TIMEZONE', `Invalid timezone: ${timezone}`)
   const fields = expression.trim().split(/\s+/).filter(Boolean).length
   if (fields !== 5 && fields !== 6) throw invalid(`expected 5 or 6 fields, got ${fields}`)
   try {
@@ -181,6 +150,7 @@ const SECONDS_PER_DAY = 86_400
  * The shortest time between two ticks of a valid cron expression, in seconds.
  * Every day is taken as matching, so the answer is never longer than the truth
  * (it is shorter only for a gap across midnight into a day that does not match).
+ * @internal exported for its tests
  */
 export function shortestCronInterval (expression: string): number {
   const { second, minute, hour } = CronExpressionParser.parse(expression).fields
@@ -226,17 +196,17 @@ export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: 
   switch (triggerType) {
     case 'CRON':
       if (timezone !== undefined && (typeof timezone !== 'string' || !isValidTimezone(timezone))) {
-        throw new AppError(400, 'INVALID_TIMEZONE', `Invalid timezone: ${String(timezone)}`)
+        throw new DomainError('INVALID_TIMEZONE', `Invalid timezone: ${String(timezone)}`)
       }
       // A CRON workflow without an expression is a draft: valid, but never scheduled.
       if (cronExpression === undefined || cronExpression === null) return
       if (typeof cronExpression !== 'string') {
-        throw new AppError(400, 'INVALID_CRON_EXPRESSION', 'Invalid cron expression: must be a string')
+        throw new DomainError('INVALID_CRON_EXPRESSION', 'Invalid cron expression: must be a string')
       }
       validateCronExpression(cronExpression, (timezone as string | undefined) ?? DEFAULT_TIMEZONE)
       // Six fields can fire every second: one run a second per workflow is a load no one meant.
       if (shortestCronInterval(cronExpression) < limits.cronMinIntervalSeconds) {
-        throw new AppError(400, 'CRON_TOO_FREQUENT', `Cron expression fires too often (minimum interval ${limits.cronMinIntervalSeconds} seconds)`)
+        throw new DomainError('CRON_TOO_FREQUENT', `Cron expression fires too often (minimum interval ${limits.cronMinIntervalSeconds} seconds)`)
       }
       return
     case 'EVENT':

@@ -1,18 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { UsableChatAccount } from '@switchboard/core/chat/accounts'
-import { createChatClient } from '@switchboard/core/chat/client'
-import { createChatService, type ChatService } from '@switchboard/core/chat/service'
-import { viewerOf } from '@switchboard/core/auth/viewer'
-import { chatAccountsRepository, type ChatAccountsRepository } from '@switchboard/core/repositories/chat-accounts'
-import { chatDeliveriesRepository } from '@switchboard/core/repositories/chat-deliveries'
-import { conversationsRepository, type ConversationsRepository } from '@switchboard/core/repositories/conversations'
+import { chatAccountsRepository, chatDeliveriesRepository, conversationsRepository, createChatClient, createChatService, type ChatService, type UsableChatAccount } from '@switchboard/core/chat'
+import { viewerOf } from '@switchboard/core/users'
 
 declare module 'fastify' {
   interface FastifyInstance {
     chat: ChatService
-    chatAccounts: ChatAccountsRepository
-    conversations: ConversationsRepository
+    chatAccounts: ReturnType<typeof chatAccountsRepository>
+    conversations: ReturnType<typeof conversationsRepository>
     /** Inbound webhook deliveries, stored before the worker processes them. */
     chatDeliveries: ReturnType<typeof chatDeliveriesRepository>
     /** The chat account a request acts on: X-Account-Id, or the caller's only usable account. */

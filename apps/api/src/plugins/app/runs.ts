@@ -1,21 +1,29 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Viewer } from '@switchboard/core/auth/viewer'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
-import { runsRepository, type RunWithLogs } from '@switchboard/core/repositories/runs'
-import { emitEvent, startRun, type EmitEventInput, type StartRunInput } from '@switchboard/core/services/runs'
+import { runsRepository, startRun } from '@switchboard/core/runs'
 
-function createRuns (fastify: FastifyInstance) {
+type RunsRepository = ReturnType<typeof runsRepository>
+type Viewer = Parameters<RunsRepository['get']>[1]
+type RunWithLogs = NonNullable<Awaited<ReturnType<RunsRepository['get']>>>
+
+interface Runs {
+  list: RunsRepository['list']
+  get: RunsRepository['get']
+  start: (input: Parameters<typeof startRun>[1]) => ReturnType<typeof startRun>
+  /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
+  cancel: (id: string, viewer: Viewer, log: FastifyBaseLogger) => Promise<RunWithLogs | 'finished' | null>
+}
+
+function createRuns (fastify: FastifyInstance): Runs {
   const { db, queues } = fastify
   const repository = runsRepository(db)
   return {
     list: repository.list,
     get: repository.get,
-    start: async (input: StartRunInput) => startRun({ db, queues }, input),
-    emitEvent: async (input: EmitEventInput) => emitEvent({ db, queues, eventFanoutMax: fastify.config.limits.eventFanoutMax }, input),
+    start: async (input) => startRun({ db, queues }, input),
 
-    /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
-    async cancel (id: string, viewer: Viewer, log: FastifyBaseLogger): Promise<RunWithLogs | 'finished' | null> {
+    async cancel (id, viewer, log) {
       const outcome = await repository.cancel(id, viewer)
       if (outcome === null || outcome === 'finished') return outcome
       // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
@@ -32,11 +40,11 @@ function createRuns (fastify: FastifyInstance) {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    runs: ReturnType<typeof createRuns>
+    runs: Runs
   }
 }
 
-/** Runs: starting them (fire, webhook, events), reading and cancelling them. */
+/** Runs: starting one, reading and cancelling them. */
 async function runs (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('runs', createRuns(fastify))
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { usersRepository } from '@switchboard/core/repositories/users'
+import { usersRepository } from '@switchboard/core/users'
 
 declare module 'fastify' {
   interface FastifyInstance {

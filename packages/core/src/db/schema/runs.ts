@@ -1,14 +1,12 @@
 import { sql } from 'drizzle-orm'
 import { bigint, customType, index, integer, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
-import type { QueueName } from '../../queues.ts'
+import type { QueueName } from '../../queues/catalog.ts'
 import { createdAt, id, nullableTimestamp } from './_columns.ts'
 import { users } from './users.ts'
 import { workflows } from './workflows.ts'
 
 export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
 export type RunStatus = typeof RUN_STATUSES[number]
-export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['SUCCESS', 'FAILED', 'CANCELLED']
-
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const
 export type LogLevel = typeof LOG_LEVELS[number]
 

@@ -4,7 +4,7 @@ import { getPath } from '../template.ts'
 import { NodeError, type NodeExecutor } from '../types.ts'
 import { optionalObject, optionalString } from './config.ts'
 
-export const CONDITION_OPERATORS = [
+const CONDITION_OPERATORS = [
   'equals', 'notEquals', 'contains', 'startsWith', 'exists', 'notExists',
   'gt', 'gte', 'lt', 'lte', 'in', 'matches'
 ] as const
@@ -17,9 +17,10 @@ const isOperator = (value: string): value is Operator => (CONDITION_OPERATORS as
  * pattern, so no backreferences or lookaround. Matching still costs the
  * pattern's compiled size times the text's length, hence the bounds.
  */
-export const MATCH_PATTERN_MAX_LENGTH = 1000
-/** RE2 program instructions: counted repetition (`a{1000}`) is expanded, so length alone does not bound it. */
+const MATCH_PATTERN_MAX_LENGTH = 1000
+/** RE2 program instructions: counted repetition (`a{1000}`) is expanded, so length alone does not bound it. @internal exported for its tests */
 export const MATCH_PROGRAM_MAX_SIZE = 500
+/** @internal exported for its tests */
 export const MATCH_SUBJECT_MAX_LENGTH = 65_536
 
 /** Compiles a `matches` pattern; a NodeError says why one is refused. */

@@ -1,16 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
-import { BlockedAddressError } from '../http-client.ts'
+import { BlockedAddressError } from './http-client.ts'
 import { NodeError, type NodeContext, type NodeExecutor } from '../types.ts'
 import { optionalBoolean, optionalNumber, optionalObject, optionalString, requiredString } from './config.ts'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 /** The response lands in `result` (a jsonb column): keep it bounded. */
-export const MAX_RESPONSE_BYTES = 1024 * 1024
+const MAX_RESPONSE_BYTES = 1024 * 1024
 /**
  * JSON answers nested deeper than this fail the node: Node parses far deeper
  * JSON than it can serialize again (JSON.stringify overflows the call stack
  * near 5,000 levels), and the output must be stored.
+ * @internal exported for its tests
  */
 export const MAX_RESPONSE_JSON_DEPTH = 100
 const MAX_TIMEOUT_MS = 300_000

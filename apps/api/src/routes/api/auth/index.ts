@@ -2,9 +2,9 @@ import type { FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { normalizeIP } from '@fastify/rate-limit'
 import { Counter } from 'prom-client'
-import { AppError, badRequest } from '@switchboard/core/errors'
-import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/auth/password'
-import type { User } from '@switchboard/core/db/schema/index'
+import { DomainError } from '@switchboard/core/errors'
+import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users'
+import type { User } from '@switchboard/core/db'
 import { errorResponses } from '../../../schemas/common.ts'
 import { LoginBody, LoginResponse } from './schemas.ts'
 
@@ -26,8 +26,8 @@ export const MAX_PASSWORD_CHECKS_IN_FLIGHT = 16
 
 const emailOf = (request: FastifyRequest): string => String((request.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase()
 
-const tooManyAttempts = (retryAfterSeconds: number): AppError =>
-  new AppError(429, 'TOO_MANY_REQUESTS', `Too many login attempts, retry in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`)
+const tooManyAttempts = (retryAfterSeconds: number): DomainError =>
+  new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`)
 
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const attempts = new Counter({
@@ -76,16 +76,16 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { email, password } = request.body ?? {}
-    if (!email || !password) throw badRequest('email and password are required')
+    if (!email || !password) throw new DomainError('BAD_REQUEST', 'email and password are required')
     if (passwordChecksInFlight >= MAX_PASSWORD_CHECKS_IN_FLIGHT) {
       attempts.inc({ outcome: 'busy' })
       reply.header('retry-after', 1)
-      throw new AppError(429, 'LOGIN_BUSY', 'Too many logins in progress, retry in 1 second')
+      throw new DomainError('LOGIN_BUSY', 'Too many logins in progress, retry in 1 second')
     }
     passwordChecksInFlight++
     const user = await authenticate(email, password).finally(() => { passwordChecksInFlight-- })
     attempts.inc({ outcome: user === null ? 'invalid' : 'success' })
-    if (user === null) throw new AppError(401, 'INVALID_CREDENTIALS', 'Invalid email or password')
+    if (user === null) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password')
     const token = fastify.jwt.sign({ sub: user.id, email: user.email, role: user.role })
     return { token, user: { id: user.id, email: user.email, role: user.role } }
   })

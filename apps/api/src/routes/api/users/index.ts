@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { conflict, notFound } from '@switchboard/core/errors'
+import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams, Pagination } from '../../../schemas/common.ts'
 import { CreateUserBody, User } from './schemas.ts'
 
-const userNotFound = () => notFound('User not found', 'USER_NOT_FOUND')
+const userNotFound = (): DomainError => new DomainError('USER_NOT_FOUND', 'User not found')
 
 /** Admin-only user management (contract section 4, Users). */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -18,7 +18,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['users'], body: CreateUserBody, response: { 201: User, ...errorResponses(400, 401, 403, 409) } }
   }, async (request, reply) => {
     const user = await fastify.users.create({ ...request.body, role: request.body.role ?? 'member' })
-    if (user === null) throw conflict('Email already registered', 'EMAIL_TAKEN')
+    if (user === null) throw new DomainError('EMAIL_TAKEN', 'Email already registered')
     return reply.code(201).send(user)
   })
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { USER_ROLES } from '@switchboard/core/db/schema/index'
+import { USER_ROLES } from '@switchboard/core/db'
 import { Timestamp } from '../../../schemas/common.ts'
 
 export const User = Type.Object({

@@ -1,9 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { CHAT_DELIVERY_JOB } from '@switchboard/core/chat/inbound'
-import { storableText } from '@switchboard/core/db/storable'
-import { AppError, badRequest } from '@switchboard/core/errors'
-import { ASSISTANT_MAIN, type ChatDeliveryJobData } from '@switchboard/core/queues'
+import { storableText } from '@switchboard/core/db'
+import { DomainError } from '@switchboard/core/errors'
+import { ASSISTANT_MAIN, CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '@switchboard/core/queues'
 import { isNestedTooDeeply, nestingTooDeep } from '../../../plugins/json-body.ts'
 import { errorResponses } from '../../../schemas/common.ts'
 import { Challenge, Received, VerifyQuery } from './schemas.ts'
@@ -56,7 +55,7 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     const challenge = query['hub.challenge']
     if (verifyToken === undefined || query['hub.mode'] !== 'subscribe' || challenge === undefined ||
       !sameText(query['hub.verify_token'] ?? '', verifyToken)) {
-      throw new AppError(403, 'FORBIDDEN', 'Forbidden')
+      throw new DomainError('FORBIDDEN', 'Forbidden')
     }
     return reply.type('text/plain').send(challenge)
   })
@@ -67,7 +66,7 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
     if (appSecret !== undefined && !validSignature(raw, request.headers['x-hub-signature-256'], appSecret)) {
-      throw new AppError(401, 'INVALID_SIGNATURE', 'Invalid signature')
+      throw new DomainError('INVALID_SIGNATURE', 'Invalid signature')
     }
     const text = raw.toString('utf8')
     if (isNestedTooDeeply(text)) throw nestingTooDeep()
@@ -75,18 +74,14 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       payload = JSON.parse(text, storableStrings)
     } catch {
-      throw badRequest('Body must be JSON', 'INVALID_BODY')
+      throw new DomainError('INVALID_BODY', 'Body must be JSON')
     }
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-      throw badRequest('Body must be a JSON object', 'INVALID_BODY')
+      throw new DomainError('INVALID_BODY', 'Body must be a JSON object')
     }
     const deliveryId = await deliveries.create(payload)
     try {
-      await fastify.queues[ASSISTANT_MAIN].add(CHAT_DELIVERY_JOB, { deliveryId } satisfies ChatDeliveryJobData, {
-        jobId: deliveryId,
-        attempts: 5,
-        backoff: { type: 'exponential', delay: 1000 }
-      })
+      await fastify.queues[ASSISTANT_MAIN].add(CHAT_DELIVERY_JOB, { deliveryId } satisfies ChatDeliveryJobData, { jobId: deliveryId })
     } catch (err) {
       // A 500 makes the platform retry the delivery; the row would never be processed otherwise.
       await deliveries.delete(deliveryId).catch(() => {})

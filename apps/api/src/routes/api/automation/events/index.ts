@@ -11,7 +11,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 202: EventRuns, ...errorResponses(400, 401, 413, 415) }
     }
   }, async (request, reply) => {
-    const runIds = await fastify.runs.emitEvent({
+    const runIds = await fastify.triggers.emitEvent({
       userId: request.user.sub,
       name: request.body.name,
       payload: request.body.payload ?? {}

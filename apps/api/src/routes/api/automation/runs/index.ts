@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { conflict, notFound, type AppError } from '@switchboard/core/errors'
-import { viewerOf } from '@switchboard/core/auth/viewer'
+import { DomainError } from '@switchboard/core/errors'
+import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { ListRunsQuery, Run, RunSummary } from './schemas.ts'
 
-const runNotFound = (): AppError => notFound('Run not found', 'RUN_NOT_FOUND')
+const runNotFound = (): DomainError => new DomainError('RUN_NOT_FOUND', 'Run not found')
 
 /** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
 const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -33,7 +33,7 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const outcome = await runs.cancel(request.params.id, viewerOf(request.user), request.log)
     if (outcome === null) throw runNotFound()
-    if (outcome === 'finished') throw conflict('Run is already finished', 'RUN_FINISHED')
+    if (outcome === 'finished') throw new DomainError('RUN_FINISHED', 'Run is already finished')
     return outcome
   })
 }

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { RUN_STATUSES, LOG_LEVELS } from '@switchboard/core/db/schema/index'
+import { RUN_STATUSES, LOG_LEVELS } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const RunStatus = Type.Enum(RUN_STATUSES)

@@ -68,7 +68,7 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: WebhookAnswer, ...errorResponses(400, 413, 500) }
     }
   }, async (request) => {
-    const workflow = await fastify.workflows.findTriggerTarget(request.params.workflowId)
+    const workflow = await fastify.triggers.findTarget(request.params.workflowId)
     if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') return { status: 'ignored' as const }
     const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
     const body = rawBody === undefined ? null : await bodyOf(request, rawBody)

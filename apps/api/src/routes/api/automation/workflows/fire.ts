@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { viewerOf } from '@switchboard/core/auth/viewer'
-import { AppError } from '@switchboard/core/errors'
-import { workflowNotFound } from '@switchboard/core/services/workflows'
+import { DomainError } from '@switchboard/core/errors'
+import { viewerOf } from '@switchboard/core/users'
+import { workflowNotFound } from '@switchboard/core/workflows'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { idempotencyKeyOf, RunAccepted } from '../runs/schemas.ts'
 
@@ -19,9 +19,9 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 202: RunAccepted, ...errorResponses(400, 401, 404, 413, 415) }
     }
   }, async (request, reply) => {
-    const workflow = await fastify.workflows.findTriggerTarget(request.params.id, viewerOf(request.user))
+    const workflow = await fastify.triggers.findTarget(request.params.id, viewerOf(request.user))
     if (workflow === null) throw workflowNotFound()
-    if (!workflow.isActive) throw new AppError(400, 'WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
+    if (!workflow.isActive) throw new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
     const { runId } = await fastify.runs.start({
       workflow,
       triggerData: request.body ?? {},

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
-import { badRequest } from '@switchboard/core/errors'
-import { viewerOf } from '@switchboard/core/auth/viewer'
-import { workflowNotFound } from '@switchboard/core/services/workflows'
+import { DomainError } from '@switchboard/core/errors'
+import { viewerOf } from '@switchboard/core/users'
+import { workflowNotFound } from '@switchboard/core/workflows'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
@@ -24,9 +24,9 @@ const isBlank = (value: unknown): boolean => value === null || (typeof value ===
  */
 async function refuseBlankName (request: FastifyRequest): Promise<void> {
   const body = request.body as Record<string, unknown> | null | undefined
-  if (isBlank(body?.name)) throw badRequest('name is required', 'VALIDATION_ERROR')
+  if (isBlank(body?.name)) throw new DomainError('VALIDATION_ERROR', 'name is required')
   if (request.method === 'POST' && (typeof body !== 'object' || body === null || Array.isArray(body))) {
-    throw badRequest('name is required', 'VALIDATION_ERROR')
+    throw new DomainError('VALIDATION_ERROR', 'name is required')
   }
 }
 

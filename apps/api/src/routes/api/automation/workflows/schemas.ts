@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db/schema/index'
+import { DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 export const TriggerType = Type.Enum(TRIGGER_TYPES)

@@ -1,14 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { accountNotFound } from '@switchboard/core/chat/accounts'
-import { decryptSecret, encryptSecret } from '@switchboard/core/chat/crypto'
-import { conflict } from '@switchboard/core/errors'
-import type { ChatAccountChanges } from '@switchboard/core/repositories/chat-accounts'
-import { viewerOf } from '@switchboard/core/auth/viewer'
+import { DomainError } from '@switchboard/core/errors'
+import { accountNotFound, decryptSecret, encryptSecret, type ChatAccountChanges } from '@switchboard/core/chat'
+import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { ChatAccount, CreateChatAccountBody, ListChatAccountsQuery, UpdateChatAccountBody } from './schemas.ts'
 
-const alreadyLinked = () => conflict('Chat account already linked', 'CHAT_ACCOUNT_EXISTS')
+const alreadyLinked = () => new DomainError('CHAT_ACCOUNT_EXISTS', 'Chat account already linked')
 
 /**
  * Linked chat accounts (contract, Chat). The access token is write-only: it is

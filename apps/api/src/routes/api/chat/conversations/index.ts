@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { badRequest, notFound } from '@switchboard/core/errors'
+import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, MessagesQuery, UpdateConversationBody } from './schemas.ts'
 
-const conversationNotFound = () => notFound('Conversation not found', 'CONVERSATION_NOT_FOUND')
+const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
 
 /**
  * Spec 4.5 and the contract's conversation management. Every route acts on the
@@ -49,7 +49,7 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     if (conversation === null) throw conversationNotFound()
     const { before, limit } = request.query
     const cursor = before === undefined ? undefined : await repo.findMessage(conversation.id, before)
-    if (cursor === null) throw badRequest('before must be the id of a message of this conversation', 'INVALID_CURSOR')
+    if (cursor === null) throw new DomainError('INVALID_CURSOR', 'before must be the id of a message of this conversation')
     return repo.messagesBefore(conversation.id, limit, cursor)
   })
 }

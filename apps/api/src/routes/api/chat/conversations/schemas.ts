@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
-import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db/schema/index'
-import { CONVERSATION_FILTERS, CONVERSATION_SORTS } from '@switchboard/core/repositories/conversations'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS } from '@switchboard/core/chat'
+import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])

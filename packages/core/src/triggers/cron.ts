@@ -1,18 +1,18 @@
 import { eq } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { workflows } from '../db/schema/index.ts'
-import type { Queues } from '../queues.ts'
-import { startRun } from '../services/runs.ts'
-import { plannedSchedule, recordTick, type ScheduleSync } from './schedule-sync.ts'
+import type { Queues } from '../queues/catalog.ts'
+import { startRun } from '../runs/start.ts'
+import { plannedSchedule, recordTick, type ScheduleSync } from '../schedules/sync.ts'
 
-export interface TickDeps {
+interface TickDeps {
   db: Db
   queues: Queues
   scheduleSync: ScheduleSync
 }
 
 /** One tick as its job scheduler produced it: the schedule it was registered with and its planned time. */
-export interface Tick {
+interface Tick {
   workflowId: string
   scheduledAt: Date
   cronExpression: string | undefined

@@ -1,13 +1,13 @@
 import { createHash, randomFillSync } from 'node:crypto'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { init } from '@paralleldrive/cuid2'
-import { sql, type SQL } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
+import { textArray } from '../db/sql.ts'
 import type { Workflow } from '../db/schema/index.ts'
-import { AppError } from '../errors.ts'
 import { withTimeout } from '../timeout.ts'
-import { runJobId, runQueueFor, type QueueName, type Queues, type RunJobData } from '../queues.ts'
+import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
 export interface RunServiceDeps {
   db: DbOrTx
@@ -17,7 +17,7 @@ export interface RunServiceDeps {
 /** What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size. */
 export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'>
 
-export interface StartRunInput {
+interface StartRunInput {
   workflow: RunTarget
   triggerData: unknown
   /** The exact bytes of an inbound webhook, for verify_signature. */
@@ -26,11 +26,14 @@ export interface StartRunInput {
   idempotencyKey?: string
 }
 
-export interface StartedRun {
+interface StartedRun {
   runId: string
   /** False when an idempotency key matched an earlier run. */
   created: boolean
 }
+
+/** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
+const runQueueFor = (triggerType: Workflow['triggerType']): QueueName => triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
 
 /** How long an idempotency key holds (contract: 24 hours); older keys are taken over, and purged by the worker's reconciler. */
 export const IDEMPOTENCY_WINDOW = sql.raw('interval \'24 hours\'')
@@ -89,8 +92,6 @@ async function createRunIds (count: number): Promise<string[]> {
   }
   return ids
 }
-
-const textArray = (values: readonly string[]): SQL => sql`array[${sql.join(values.map((value) => sql`${value}`), sql`, `)}]::text[]`
 
 export interface StartRunsInput {
   runs: ReadonlyArray<{
@@ -238,7 +239,7 @@ async function enqueueOrDiscard (deps: RunServiceDeps, created: InsertedRun[], i
   try {
     for (const [name, runIds] of byQueue) {
       for (const chunk of chunksOf(runIds)) {
-        const jobs = chunk.map((runId) => ({ name: 'run', data: { runId } satisfies RunJobData, opts: { jobId: runJobId(runId) } }))
+        const jobs = chunk.map((runId) => ({ name: RUN_JOB, data: { runId } satisfies RunJobData, opts: { jobId: runJobId(runId) } }))
         await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
       }
     }
@@ -285,43 +286,4 @@ async function discardUnclaimedRuns (db: DbOrTx, runs: InsertedRun[], idempotenc
     select count(*)::int as discarded from discarded
   `)
   return runs.length - (row?.discarded ?? 0)
-}
-
-/** Who an emission reaches, and how far. */
-export interface EmitEventDeps extends RunServiceDeps {
-  /** EVENT_FANOUT_MAX: the most runs one emission may start. */
-  eventFanoutMax: number
-}
-
-/** The users whose EVENT workflows listen: one owner, or everyone who can use a chat account. */
-export type EmitEventInput = ({ userId: string } | { userIds: readonly string[] }) & {
-  name: string
-  payload: unknown
-}
-
-export const tooManyListeners = (max: number): AppError =>
-  new AppError(400, 'TOO_MANY_LISTENERS', `Too many workflows listen to this event (max ${max})`)
-
-/**
- * Starts every active EVENT workflow of these users whose triggerConfig.eventName is
- * `name`, and returns the run ids in the workflows' creation order. More listeners
- * than `eventFanoutMax` start nothing: 400 `Too many workflows listen to this event`.
- */
-export async function emitEvent (deps: EmitEventDeps, input: EmitEventInput): Promise<string[]> {
-  const listeners = 'userId' in input ? [input.userId] : input.userIds
-  if (listeners.length === 0) return []
-  // The predicate matches the partial expression index workflows_event_name_idx.
-  const targets = await deps.db.execute<{ id: string, userId: string }>(sql`
-    select id, user_id as "userId" from workflows
-    where trigger_type = 'EVENT' and is_active and (trigger_config->>'eventName') = ${input.name}
-      and user_id = any(${textArray(listeners)})
-    order by created_at, id
-    limit ${deps.eventFanoutMax + 1}
-  `)
-  if (targets.length > deps.eventFanoutMax) throw tooManyListeners(deps.eventFanoutMax)
-  const started = await startRuns(deps, {
-    runs: targets.map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT' } })),
-    triggerData: input.payload
-  })
-  return started.map(({ runId }) => runId)
 }

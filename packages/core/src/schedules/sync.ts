@@ -2,14 +2,11 @@ import type { Queue } from 'bullmq'
 import { and, eq, isNull, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db, DbOrTx } from '../db/client.ts'
 import { workflows, workflowSchedules, type Workflow } from '../db/schema/index.ts'
-import { AppError } from '../errors.ts'
-import type { ScheduleJobData } from '../queues.ts'
+import { DomainError } from '../errors.ts'
+import { TICK_JOB, type ScheduleJobData } from '../queues/catalog.ts'
 import { withTimeout } from '../timeout.ts'
-import type { DeletedWorkflow } from '../repositories/workflows.ts'
+import type { DeletedWorkflow } from '../workflows/repository.ts'
 import { cronTriggerOf, validateCronExpression, type CronTrigger } from '../workflows/validation.ts'
-
-/** The name of the jobs a workflow's job scheduler produces, one per tick. */
-export const TICK_JOB_NAME = 'tick'
 
 /** How many workflows the rebuild at worker start reconciles at once. */
 const REBUILD_CONCURRENCY = 8
@@ -21,7 +18,7 @@ const REBUILD_CONCURRENCY = 8
 const SCHEDULER_TIMEOUT_MS = 3000
 
 /** The answer to a save that needs the scheduler while Redis is away: nothing was changed, a retry may succeed. */
-export const schedulerUnavailable = (): AppError => new AppError(503, 'SCHEDULER_UNAVAILABLE', 'Scheduler unavailable, retry later')
+const schedulerUnavailable = (): DomainError => new DomainError('SCHEDULER_UNAVAILABLE', 'Scheduler unavailable, retry later')
 
 /** Runs one exchange with the scheduler queue within the time limit; any failure becomes `schedulerUnavailable`. */
 async function onScheduler<T> (operation: () => Promise<T>, what: string): Promise<T> {
@@ -32,13 +29,13 @@ async function onScheduler<T> (operation: () => Promise<T>, what: string): Promi
   }
 }
 
-export interface PlannedSchedule extends CronTrigger {
+interface PlannedSchedule extends CronTrigger {
   nextRunAt: Date
 }
 
 type ScheduleFields = Pick<Workflow, 'isActive' | 'triggerType' | 'triggerConfig'>
 
-/** The next time after `after` that a cron trigger fires, in its timezone; null when it never does or is invalid. */
+/** The next time after `after` that a cron trigger fires, in its timezone; null when it never does or is invalid. @internal exported for its tests */
 export function nextRunAt (trigger: CronTrigger, after: Date): Date | null {
   try {
     return validateCronExpression(trigger.cronExpression, trigger.timezone, after)
@@ -68,13 +65,13 @@ async function lockSchedule (tx: DbOrTx, workflowId: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`workflow-schedule:${workflowId}`}, 0))`)
 }
 
-export interface ScheduleSyncOptions {
+interface ScheduleSyncOptions {
   db: Db
   /** The `scheduled-tasks` queue. */
   queue: Queue<ScheduleJobData>
 }
 
-export type ReconcileOutcome = 'scheduled' | 'unscheduled'
+type ReconcileOutcome = 'scheduled' | 'unscheduled'
 
 /**
  * Keeps each workflow's WorkflowSchedule row and its BullMQ job scheduler (id =
@@ -95,7 +92,7 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
       workflowId,
       { pattern: trigger.cronExpression, tz: trigger.timezone },
       // Ticks get the queue's retries; the run's idempotency key makes a retried tick start at most one run.
-      { name: TICK_JOB_NAME, data: { workflowId } }
+      { name: TICK_JOB, data: { workflowId } }
     )
   }
 

@@ -135,7 +135,7 @@ export async function resolveAllowedAddress (hostname: string, allowPrivate: boo
   return addresses[0]!
 }
 
-export interface HttpClientOptions {
+interface HttpClientOptions {
   /** HTTP_REQUEST_ALLOW_PRIVATE: loopback and private networks are reachable (metadata stays refused). */
   allowPrivate: boolean
   /** @defaultValue 5 */

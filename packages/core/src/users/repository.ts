@@ -1,9 +1,9 @@
 import { asc, eq, sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { users, type User, type UserRole } from '../db/schema/index.ts'
-import { hashPassword } from '../auth/password.ts'
+import { hashPassword } from './password.ts'
 
-export type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt'>
+type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt'>
 
 const publicColumns = { id: users.id, email: users.email, role: users.role, createdAt: users.createdAt }
 

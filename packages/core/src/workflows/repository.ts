@@ -1,6 +1,5 @@
-import { isCuid } from '@paralleldrive/cuid2'
 import { and, arrayContains, desc, eq, sql, type SQL } from 'drizzle-orm'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import {
   runs,
@@ -54,9 +53,9 @@ const summaryColumns = {
   updatedAt: workflows.updatedAt
 }
 
-export type WorkflowSummary = { [K in keyof typeof summaryColumns]: Workflow[K] }
+type WorkflowSummary = { [K in keyof typeof summaryColumns]: Workflow[K] }
 
-export interface WorkflowFilters {
+interface WorkflowFilters {
   domain?: Domain
   triggerType?: TriggerType
   isActive?: boolean
@@ -71,7 +70,7 @@ export interface DeletedWorkflow {
   hadSchedule: boolean
 }
 
-export const RECENT_RUNS_LIMIT = 10
+const RECENT_RUNS_LIMIT = 10
 
 const toDate = (value: string | null): Date | null => value === null ? null : new Date(value)
 
@@ -101,25 +100,17 @@ const schedulesJson = sql`coalesce((
   from ${workflowSchedules} s where s.workflow_id = ${workflows}.id
 ), '[]'::json)`
 
-type Stamped<T, K extends keyof T> = Omit<T, K> & { [P in K]: string | null }
-
-function mapRuns (value: unknown): RecentRun[] {
-  return parseJson<Array<Stamped<RecentRun, 'startedAt' | 'completedAt' | 'createdAt'>>>(value).map((run) => ({
-    ...run,
-    startedAt: toDate(run.startedAt),
-    completedAt: toDate(run.completedAt),
-    createdAt: new Date(run.createdAt!)
-  }))
+/** Rows of a json_agg: `createdAt` and the nullable timestamp columns `dates` become Dates again. */
+function rowsWithDates<T> (value: unknown, dates: ReadonlyArray<keyof T & string>): T[] {
+  return parseJson<Array<Record<string, string | null>>>(value).map((row) => {
+    const converted: Record<string, unknown> = { ...row, createdAt: new Date(row.createdAt!) }
+    for (const key of dates) converted[key] = toDate(row[key] ?? null)
+    return converted as T
+  })
 }
 
-function mapSchedules (value: unknown): WorkflowSchedule[] {
-  return parseJson<Array<Stamped<WorkflowSchedule, 'nextRunAt' | 'lastRunAt' | 'createdAt'>>>(value).map((schedule) => ({
-    ...schedule,
-    nextRunAt: toDate(schedule.nextRunAt),
-    lastRunAt: toDate(schedule.lastRunAt),
-    createdAt: new Date(schedule.createdAt!)
-  }))
-}
+const mapRuns = (value: unknown): RecentRun[] => rowsWithDates<RecentRun>(value, ['startedAt', 'completedAt'])
+const mapSchedules = (value: unknown): WorkflowSchedule[] => rowsWithDates<WorkflowSchedule>(value, ['nextRunAt', 'lastRunAt'])
 
 /** Only the client-editable keys of `input`: a defence against mass assignment whatever the caller passes. */
 function editableFields<T extends WorkflowChanges> (input: T): WorkflowChanges {
@@ -131,8 +122,8 @@ function editableFields<T extends WorkflowChanges> (input: T): WorkflowChanges {
 }
 
 /**
- * Workflow definitions. Every read and write is scoped by owner; an id that is
- * not a cuid2 matches nothing and never reaches the database.
+ * Workflow definitions. Every read and write is scoped by owner. Ids are not checked here:
+ * the api answers a malformed one before any query (apps/api/src/schemas/ids.ts).
  */
 export function workflowsRepository (db: DbOrTx) {
   const byId = (viewer: Viewer, id: string): SQL | undefined =>
@@ -164,7 +155,6 @@ export function workflowsRepository (db: DbOrTx) {
 
     /** The stored workflow; `forUpdate` locks its row until the transaction ends. */
     async findById (viewer: Viewer, id: string, options: { forUpdate?: boolean } = {}): Promise<Workflow | null> {
-      if (!isCuid(id)) return null
       const query = db.select().from(workflows).where(byId(viewer, id)).limit(1)
       const [workflow] = options.forUpdate === true ? await query.for('update') : await query
       return workflow ?? null
@@ -172,7 +162,6 @@ export function workflowsRepository (db: DbOrTx) {
 
     /** The workflow with its recent runs and schedules, in one query. */
     async findDetail (viewer: Viewer, id: string): Promise<WorkflowDetail | null> {
-      if (!isCuid(id)) return null
       const [row] = await db.select({ workflow: workflows, runs: recentRunsJson, schedules: schedulesJson })
         .from(workflows).where(byId(viewer, id)).limit(1)
       if (row === undefined) return null
@@ -180,7 +169,6 @@ export function workflowsRepository (db: DbOrTx) {
     },
 
     async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<Workflow | null> {
-      if (!isCuid(id)) return null
       const [workflow] = await db.update(workflows).set(editableFields(changes)).where(byId(viewer, id)).returning()
       return workflow ?? null
     },
@@ -190,7 +178,6 @@ export function workflowsRepository (db: DbOrTx) {
      * `hadSchedule` is read in the statement's snapshot, before the cascade.
      */
     async delete (viewer: Viewer, id: string): Promise<DeletedWorkflow | null> {
-      if (!isCuid(id)) return null
       const [deleted] = await db.delete(workflows).where(byId(viewer, id)).returning({
         id: workflows.id,
         hadSchedule: sql<boolean>`exists (select 1 from ${workflowSchedules} s where s.workflow_id = ${workflows}.id)`
@@ -199,5 +186,3 @@ export function workflowsRepository (db: DbOrTx) {
     }
   }
 }
-
-export type WorkflowsRepository = ReturnType<typeof workflowsRepository>

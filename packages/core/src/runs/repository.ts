@@ -1,8 +1,9 @@
 import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
-import { runLogs, runs, workflows, type Run, type RunLog, type RunStatus, type TriggerType } from '../db/schema/index.ts'
-import type { QueueName } from '../queues.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
+import type { QueueName } from '../queues/catalog.ts'
+import { durationMsSince } from './steps.ts'
 
 /** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
 const runColumns = {
@@ -18,28 +19,20 @@ const runColumns = {
   durationMs: runs.durationMs
 }
 
-export type RunSummary = Pick<Run, keyof typeof runColumns>
+type RunSummary = Pick<Run, keyof typeof runColumns>
 
 /** Log ids leave as strings (spec 2.3); their order is the order of the bigint identity. */
-export type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
+type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
 
-export type RunWithLogs = RunSummary & { logs: RunLogView[] }
+type RunWithLogs = RunSummary & { logs: RunLogView[] }
 
-/** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
-export interface TriggerTarget {
-  id: string
-  userId: string
-  triggerType: TriggerType
-  isActive: boolean
-}
-
-export interface CancelledRun {
+interface CancelledRun {
   run: RunWithLogs
   queue: QueueName
   currentNodeId: string | null
 }
 
-export interface ListRunsFilter {
+interface ListRunsFilter {
   workflowId?: string
   status?: RunStatus
   limit: number
@@ -89,7 +82,7 @@ export function runsRepository (db: DbOrTx) {
           update runs set
             status = 'CANCELLED',
             completed_at = now(),
-            duration_ms = (extract(epoch from now() - started_at) * 1000)::int
+            duration_ms = ${durationMsSince(sql`started_at`)}
           where id = ${id} ${owner} and status in ('PENDING', 'RUNNING', 'WAITING')
           returning id, queue, current_node_id
         ), logged as (
@@ -103,22 +96,6 @@ export function runsRepository (db: DbOrTx) {
       }
       const run = await get(id, viewer)
       return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId }
-    },
-
-    /** The workflow a run would start from; `viewer` scopes it to its owner (none: the public inbound webhook). */
-    async findTriggerTarget (workflowId: string, viewer?: Viewer): Promise<TriggerTarget | null> {
-      const [target] = await db.select({
-        id: workflows.id,
-        userId: workflows.userId,
-        triggerType: workflows.triggerType,
-        isActive: workflows.isActive
-      }).from(workflows)
-        .where(and(
-          eq(workflows.id, workflowId),
-          viewer === undefined || isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id)
-        ))
-        .limit(1)
-      return target ?? null
     }
   }
 }

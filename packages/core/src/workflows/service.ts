@@ -1,18 +1,17 @@
-import { isCuid } from '@paralleldrive/cuid2'
-import type { Viewer } from '../auth/viewer.ts'
+import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow } from '../db/schema/index.ts'
-import { notFound, type AppError } from '../errors.ts'
+import { DomainError } from '../errors.ts'
 import {
   workflowsRepository,
   type DeletedWorkflow,
   type WorkflowChanges,
   type WorkflowDetail,
   type WorkflowInput
-} from '../repositories/workflows.ts'
-import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from '../workflows/validation.ts'
+} from './repository.ts'
+import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 
-export const workflowNotFound = (): AppError => notFound('Workflow not found', 'WORKFLOW_NOT_FOUND')
+export const workflowNotFound = (): DomainError => new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
 
 /**
  * The schedule side effects of CRON workflows (spec section 3). Both hooks run
@@ -24,7 +23,7 @@ export interface ScheduleSync {
   onDeleted: (deleted: DeletedWorkflow, tx: DbOrTx) => Promise<void>
 }
 
-export interface WorkflowServiceOptions {
+interface WorkflowServiceOptions {
   db: Db
   scheduleSync?: ScheduleSync
   /** @defaultValue the configuration's defaults */
@@ -54,7 +53,6 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
 
     /** Only the supplied fields change; the result is checked as a whole before it is stored. */
     async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<WorkflowDetail> {
-      if (!isCuid(id)) throw workflowNotFound()
       await db.transaction(async (tx) => {
         const repo = workflowsRepository(tx)
         const current = await repo.findById(viewer, id, { forUpdate: true })
@@ -72,7 +70,6 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
     },
 
     async delete (viewer: Viewer, id: string): Promise<void> {
-      if (!isCuid(id)) throw workflowNotFound()
       await db.transaction(async (tx) => {
         const deleted = await workflowsRepository(tx).delete(viewer, id)
         if (deleted === null) throw workflowNotFound()
@@ -81,5 +78,3 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
     }
   }
 }
-
-export type WorkflowService = ReturnType<typeof createWorkflowService>

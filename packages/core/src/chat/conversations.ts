@@ -1,3 +1,4 @@
+import { WINDOW_MS } from './window.ts'
 import { createId } from '@paralleldrive/cuid2'
 import { and, asc, desc, eq, gt, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
@@ -9,18 +10,15 @@ import {
 
 export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
 export const CONVERSATION_SORTS = ['newest', 'unread', 'oldest'] as const
-export type ConversationFilter = typeof CONVERSATION_FILTERS[number]
-export type ConversationSort = typeof CONVERSATION_SORTS[number]
+type ConversationFilter = typeof CONVERSATION_FILTERS[number]
+type ConversationSort = typeof CONVERSATION_SORTS[number]
 export type MessageStatus = typeof MESSAGE_STATUSES[number]
 
 /** Messages embedded in each listed conversation (contract: the latest 20, oldest first). */
-export const LATEST_MESSAGES = 20
-/** The customer service window (spec 8). */
-export const WINDOW_MS = 24 * 3600 * 1000
+const LATEST_MESSAGES = 20
+type ConversationWithMessages = Conversation & { messages: Message[] }
 
-export type ConversationWithMessages = Conversation & { messages: Message[] }
-
-export interface ConversationChanges {
+interface ConversationChanges {
   isPinned?: boolean
   isArchived?: boolean
   priority?: typeof CONVERSATION_PRIORITIES[number]
@@ -29,7 +27,7 @@ export interface ConversationChanges {
   aiMode?: typeof AI_MODES[number]
 }
 
-export interface OutboundMessageRecord {
+interface OutboundMessageRecord {
   phoneNumberId: string
   phone: string
   wamid: string | null
@@ -41,7 +39,7 @@ export interface OutboundMessageRecord {
   replyToId?: string | null
 }
 
-export interface InboundMessageRecord {
+interface InboundMessageRecord {
   phoneNumberId: string
   phone: string
   /** The contact's profile name; absent on some deliveries, then the stored name stays. */
@@ -262,5 +260,3 @@ export function conversationsRepository (db: DbOrTx) {
     }
   }
 }
-
-export type ConversationsRepository = ReturnType<typeof conversationsRepository>

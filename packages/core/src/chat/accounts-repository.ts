@@ -1,9 +1,9 @@
 import { and, asc, eq, ne, sql, type SQL } from 'drizzle-orm'
-import { isAdmin, type Viewer } from '../auth/viewer.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { chatAccounts, users, type ChatAccount } from '../db/schema/index.ts'
 
-export type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
+type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
 
 export interface NewChatAccount {
   name: string
@@ -102,5 +102,3 @@ export function chatAccountsRepository (db: DbOrTx) {
     }
   }
 }
-
-export type ChatAccountsRepository = ReturnType<typeof chatAccountsRepository>

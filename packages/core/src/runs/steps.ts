@@ -1,9 +1,10 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { storableJson, storableText } from '../db/storable.ts'
+import { jsonb } from '../db/sql.ts'
+import { storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import type { QueueName } from '../queues.ts'
+import type { QueueName } from '../queues/catalog.ts'
 
 /**
  * The engine's statements. Each step of a run is one round trip: the node's
@@ -38,7 +39,7 @@ export interface ClaimedRun {
   }
 }
 
-export type ClaimOutcome =
+type ClaimOutcome =
   | { claimed: ClaimedRun }
   /** The run exists but is in a status the job may not take it from. */
   | { status: RunStatus, attempt: number }
@@ -49,9 +50,6 @@ export interface FailedRun {
   userId: string
   eventName: string | null
 }
-
-/** Node outputs hold what the world answered: characters jsonb cannot hold become U+FFFD rather than failing the step. */
-const jsonb = (value: unknown): SQL => sql`${storableJson(value)}::jsonb`
 
 /**
  * One insert for all the lines of a step, so that their ids (the order the
@@ -72,7 +70,11 @@ function logRows (runId: string, lines: LogLine[], runLine?: SQL): SQL {
     order by part, n`
 }
 
-const durationMs = sql`(extract(epoch from (now() - coalesce(started_at, created_at))) * 1000)::int`
+/** `runs.duration_ms`: milliseconds from `since` to now, the one formula every run statement uses. */
+export const durationMsSince = (since: SQL): SQL => sql`(extract(epoch from (now() - ${since})) * 1000)::int`
+
+/** A run that ends here without ever starting (failed while PENDING) counts from its creation. */
+const durationMs = durationMsSince(sql`coalesce(started_at, created_at)`)
 
 export function runStore (db: DbOrTx) {
   return {
@@ -213,5 +215,3 @@ export function runStore (db: DbOrTx) {
     }
   }
 }
-
-export type RunStore = ReturnType<typeof runStore>

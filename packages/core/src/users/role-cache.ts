@@ -4,7 +4,7 @@ import type { UserRole } from '../db/schema/index.ts'
 /** What the database says of a token's user: the role, or null when the user no longer exists. */
 export type CurrentRole = UserRole | null
 
-export interface RoleCacheOptions {
+interface RoleCacheOptions {
   /** Reads the user's current role; null when the user is gone. */
   load: (userId: string) => Promise<CurrentRole>
   /** How long an answer is trusted without a notification (the bound when one is missed). */

@@ -2,19 +2,18 @@ import type { Queue } from 'bullmq'
 import { sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
-import { resumeJobId, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues.ts'
-import { IDEMPOTENCY_WINDOW } from '../services/runs.ts'
-import type { RunEngine } from './engine.ts'
+import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { IDEMPOTENCY_WINDOW } from './start.ts'
 
 /** A job that will still (or does now) execute its run. */
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
 
-export interface ReconcilerOptions {
+interface ReconcilerOptions {
   db: Db
   queues: Queues
   logger: Logger
-  /** Fails runs that cannot be taken over any more (and emits workflow.run.failed). */
-  engine: Pick<RunEngine, 'failRun'>
+  /** The engine's failRun: fails runs that cannot be taken over any more (and emits workflow.run.failed). */
+  engine: { failRun: (runId: string, error: string) => Promise<boolean> }
   /** @defaultValue 30000 */
   intervalMs?: number
   /**
@@ -42,7 +41,7 @@ export interface ReconcilerOptions {
   keyBatchSize?: number
 }
 
-export interface ReconcileReport {
+interface ReconcileReport {
   requeued: number
   resumed: number
   takenOver: number
@@ -75,7 +74,7 @@ export function createReconciler (options: ReconcilerOptions) {
     }
     if (state === 'completed') await queue.remove(jobId)
     const data: RunJobData = { runId }
-    await queue.add('run', data, { jobId })
+    await queue.add(RUN_JOB, data, { jobId })
     return true
   }
 
@@ -211,5 +210,3 @@ export function createReconciler (options: ReconcilerOptions) {
     }
   }
 }
-
-export type Reconciler = ReturnType<typeof createReconciler>

@@ -1,26 +1,20 @@
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { AppError, badRequest } from '../errors.ts'
+import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
-import { conversationsRepository, WINDOW_MS } from '../repositories/conversations.ts'
+import { conversationsRepository } from './conversations.ts'
+import { normalizePhone } from './phone.ts'
+import { platformDetails, platformFailure } from './platform-errors.ts'
+import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import {
-  ChatPlatformError, ChatPlatformUnavailableError, templateMessage, textMessage,
+  ChatPlatformError, templateMessage, textMessage,
   type ChatClient, type SendResult, type TemplateRecord
 } from './client.ts'
-import type { ChatSender } from './sender.ts'
 
-/** Spec section 7: the message a client sees for each platform error code; others keep the platform's own. */
-const PLATFORM_ERROR_MESSAGES: Record<number, string> = {
-  132001: 'Template name does not exist',
-  132000: 'Number of parameters mismatch',
-  190: 'Invalid OAuth access token',
-  131030: 'Recipient phone number not in allowed list'
-}
+const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
 
-export const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
-
-export interface SendTextRequest {
+interface SendTextRequest {
   to: string
   text: string
   agentId?: string
@@ -29,7 +23,7 @@ export interface SendTextRequest {
   replyToId?: string
 }
 
-export interface SendTemplateRequest {
+interface SendTemplateRequest {
   to: string
   templateName: string
   lang?: string
@@ -40,37 +34,11 @@ export interface SendTemplateRequest {
   agentName?: string
 }
 
-export interface ChatServiceOptions {
+interface ChatServiceOptions {
   db: DbOrTx
   config: Config
   client: ChatClient
   logger: Pick<Logger, 'error'>
-}
-
-/** What the platform said, relayed as the error body's `details` (contract, Chat). */
-const platformDetails = (err: ChatPlatformError): Record<string, unknown> => ({
-  code: err.code,
-  subcode: err.subcode ?? null,
-  fbtraceId: err.fbtraceId ?? null,
-  platformMessage: err.message
-})
-
-/** Platform failures become the contract's errors: 500 with the spec's message, 502 when unreachable. */
-export function platformFailure (err: unknown): unknown {
-  if (err instanceof ChatPlatformError) {
-    return new AppError(500, 'CHAT_PLATFORM_ERROR', PLATFORM_ERROR_MESSAGES[err.code] ?? err.message, platformDetails(err))
-  }
-  if (err instanceof ChatPlatformUnavailableError) {
-    return new AppError(502, 'CHAT_PLATFORM_UNAVAILABLE', 'Chat platform unavailable')
-  }
-  return err
-}
-
-/** Recipients are digits only (spec 4.4); a leading plus and the usual separators are forgiven. */
-export function normalizePhone (to: string): string {
-  const digits = to.trim().replace(/^\+/, '').replace(/[\s().-]/g, '')
-  if (!/^\d{6,15}$/.test(digits)) throw badRequest('to must be a phone number in international format', 'INVALID_PHONE')
-  return digits
 }
 
 /** The spec says `buttons`; the platform's send format says `button`. */
@@ -108,9 +76,7 @@ export function createChatService (options: ChatServiceOptions) {
     const phone = normalizePhone(request.to)
     const replyToId = request.replyToId
     const context = await conversations.sendContext(account.phoneNumberId, phone, replyToId?.startsWith('wamid.') === true ? undefined : replyToId)
-    if (context.lastIncomingAt === null || Date.now() - context.lastIncomingAt.getTime() > WINDOW_MS) {
-      throw badRequest('Outside the 24-hour window: send a template', 'OUTSIDE_WINDOW')
-    }
+    assertInsideWindow(context.lastIncomingAt)
     const replyToWamid = replyToId === undefined ? undefined : (context.replyToWamid ?? replyToId)
     const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid))
     await store({
@@ -146,7 +112,7 @@ export function createChatService (options: ChatServiceOptions) {
 
   async function listTemplates (account: UsableChatAccount): Promise<TemplateRecord[]> {
     if (account.businessAccountId === null) {
-      throw badRequest('The chat account has no businessAccountId: templates cannot be listed', 'CHAT_ACCOUNT_NO_BUSINESS_ID')
+      throw new DomainError('CHAT_ACCOUNT_NO_BUSINESS_ID', 'The chat account has no businessAccountId: templates cannot be listed')
     }
     try {
       return await client.listTemplates(account.businessAccountId, account.accessToken, { status: 'APPROVED' })
@@ -165,28 +131,13 @@ export function createChatService (options: ChatServiceOptions) {
     } catch (err) {
       // 190: the token is not valid; 100: the number does not exist or the token may not use it.
       if (err instanceof ChatPlatformError && (err.code === 190 || err.code === 100)) {
-        throw new AppError(400, 'CHAT_ACCOUNT_REJECTED', 'The chat platform refused accessToken for this phoneNumberId', platformDetails(err))
+        throw new DomainError('CHAT_ACCOUNT_REJECTED', 'The chat platform refused accessToken for this phoneNumberId', platformDetails(err))
       }
       throw platformFailure(err)
     }
   }
 
-  const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
-
-  const sender: ChatSender = {
-    async sendText (input) {
-      const account = await accounts.select({ id: input.userId, role: 'member' }, input.accountId, { forWorkflow: true })
-      const result = await sendText(account, { to: input.to, text: input.text, replyToId: input.replyToId })
-      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
-    },
-    async sendTemplate (input) {
-      const account = await accounts.select({ id: input.userId, role: 'member' }, input.accountId, { forWorkflow: true })
-      const result = await sendTemplate(account, { to: input.to, templateName: input.templateName, lang: input.lang, components: input.components })
-      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
-    }
-  }
-
-  return { accounts, sendText, sendTemplate, listTemplates, verifyNumber, sender }
+  return { accounts, sendText, sendTemplate, listTemplates, verifyNumber }
 }
 
 export type ChatService = ReturnType<typeof createChatService>

@@ -11,34 +11,60 @@ export interface WorkflowGraph {
 }
 
 /** What a node chose when it ran: a node id, and the edge handles that stand for its branch. */
-export interface BranchChoice {
+interface BranchChoice {
   next?: string | null
   handles?: string[]
 }
 
-/** The builder's edges; anything that is not a `{source, target}` pair is ignored. */
-export function workflowEdges (edges: unknown): WorkflowEdge[] {
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** The builder's edges as stored; anything that is not a `{source, target}` pair is ignored. */
+function workflowEdges (edges: unknown): WorkflowEdge[] {
   if (!Array.isArray(edges)) return []
   return edges.filter((edge): edge is WorkflowEdge =>
     edge !== null && typeof edge === 'object' &&
     typeof (edge as WorkflowEdge).source === 'string' && typeof (edge as WorkflowEdge).target === 'string')
 }
 
-/** The node ids a condition node's config may branch to. */
-export function branchTargets (node: WorkflowNode): string[] {
-  if (node.type !== 'condition' || node.config === undefined) return []
-  const { then, else: otherwise, cases, default: fallback } = node.config
-  const targets = [then, otherwise, fallback]
-  if (cases !== null && typeof cases === 'object') targets.push(...Object.values(cases))
-  return targets.filter((target): target is string => typeof target === 'string' && target !== '')
+/** One link leaving a node: `via` names where it is declared (`next`, `then`, `cases.gold`, `edges[2]`). */
+interface NodeLink {
+  via: string
+  target: string
+}
+
+/**
+ * The links leaving a node, in the order the engine follows them (contract,
+ * "Graph execution"): the condition's branches, then `next`, then edges.
+ * Non-string targets are skipped here; `validateWorkflowGraph` refuses them.
+ * Validation checks these links and the engine follows them: one definition.
+ */
+export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[]): NodeLink[] {
+  const links: NodeLink[] = []
+  const config = node.config ?? {}
+  if (node.type === 'condition') {
+    for (const branch of ['then', 'else'] as const) {
+      if (typeof config[branch] === 'string') links.push({ via: branch, target: config[branch] })
+    }
+    if (isRecord(config.cases)) {
+      for (const [value, target] of Object.entries(config.cases)) {
+        if (typeof target === 'string') links.push({ via: `cases.${value}`, target })
+      }
+    }
+    if (typeof config.default === 'string') links.push({ via: 'default', target: config.default })
+  }
+  if (typeof node.next === 'string') links.push({ via: 'next', target: node.next })
+  edges.forEach((edge, i) => {
+    if (edge.source === node.id) links.push({ via: `edges[${i}]`, target: edge.target })
+  })
+  return links
 }
 
 /** Every node id some link points to. */
-export function linkTargets (graph: WorkflowGraph): Set<string> {
+function linkTargets (graph: WorkflowGraph): Set<string> {
   const targets = new Set<string>()
   for (const node of graph.nodes) {
-    if (typeof node.next === 'string' && node.next !== '') targets.add(node.next)
-    for (const target of branchTargets(node)) targets.add(target)
+    for (const link of outgoingLinks(node, [])) if (link.target !== '') targets.add(link.target)
   }
   for (const edge of workflowEdges(graph.edges)) targets.add(edge.target)
   return targets

@@ -1,18 +1,15 @@
-import { Queue, type ConnectionOptions, type DefaultJobOptions } from 'bullmq'
-import { Redis, type RedisOptions } from 'ioredis'
-import type { TriggerType } from './db/schema/workflows.ts'
+import type { DefaultJobOptions, Processor, Queue } from 'bullmq'
 
 /** The four queues of spec 2.5, in the order the queues endpoint lists them. */
 export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'] as const
 export type QueueName = typeof QUEUE_NAMES[number]
 
+export type Queues = Record<QueueName, Queue>
+
 export const WORKFLOW_RUNS: QueueName = 'workflow-runs'
 export const SCHEDULED_TASKS: QueueName = 'scheduled-tasks'
 export const AGENT_EXECUTION: QueueName = 'agent-execution'
 export const ASSISTANT_MAIN: QueueName = 'assistant-main'
-
-/** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
-export const runQueueFor = (triggerType: TriggerType): QueueName => triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
 
 /*
  * Job ids derive from the run, so re-adding a job never duplicates it and the
@@ -28,11 +25,6 @@ export const resumeJobId = (runId: string, nodeId: string): string => `${runId}:
 /** The job that takes over a RUNNING run whose job is gone; unique per takeover attempt. */
 export const takeoverJobId = (runId: string, attempt: number): string => `${runId}:takeover:${attempt}`
 
-/** Job data is ids only: Postgres is the record. */
-export interface RunJobData { runId: string }
-export interface ScheduleJobData { workflowId: string }
-export interface ChatDeliveryJobData { deliveryId: string }
-
 /**
  * Every job: a job that throws (database or Redis briefly away) is retried after
  * 1, 2, 4 and 8 s instead of waiting for the reconciler; every processor is safe
@@ -40,33 +32,40 @@ export interface ChatDeliveryJobData { deliveryId: string }
  * deliveries are stored once by wamid). Redis keeps only enough finished jobs for
  * the queue counters and debugging; the rows in Postgres are the history.
  */
-export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
+const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   attempts: 5,
   backoff: { type: 'exponential', delay: 1000 },
   removeOnComplete: { age: 3600, count: 1000 },
   removeOnFail: { age: 24 * 3600, count: 5000 }
 }
 
-/** Producer side (api): fail fast when Redis is away instead of queueing commands in memory. */
-export function createProducerConnection (url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, ...options })
+/** Job data is ids only: Postgres is the record. */
+export interface RunJobData { runId: string }
+export interface ScheduleJobData { workflowId: string }
+export interface ChatDeliveryJobData { deliveryId: string }
+
+/** The job that starts, resumes or takes over a run. */
+export const RUN_JOB = 'run'
+/** A cron tick, produced by the workflow's job scheduler. */
+export const TICK_JOB = 'tick'
+/** An inbound chat platform delivery, stored before it is queued. */
+export const CHAT_DELIVERY_JOB = 'chat-delivery'
+
+/** What each queue carries: the name and data of its jobs. */
+export interface JobCatalog {
+  'workflow-runs': { name: typeof RUN_JOB, data: RunJobData }
+  'scheduled-tasks': { name: typeof TICK_JOB, data: ScheduleJobData }
+  'agent-execution': { name: typeof RUN_JOB, data: RunJobData }
+  'assistant-main': { name: typeof CHAT_DELIVERY_JOB, data: ChatDeliveryJobData }
 }
 
-/** Consumer side (worker): BullMQ requires `maxRetriesPerRequest: null` for blocking commands. */
-export function createWorkerConnection (url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, ...options })
+/** Each queue's options for all of its jobs (BullMQ's defaultJobOptions): set once, when the queue is created. */
+export const JOB_OPTIONS: Record<QueueName, DefaultJobOptions> = {
+  'workflow-runs': DEFAULT_JOB_OPTIONS,
+  'scheduled-tasks': DEFAULT_JOB_OPTIONS,
+  'agent-execution': DEFAULT_JOB_OPTIONS,
+  'assistant-main': DEFAULT_JOB_OPTIONS
 }
 
-export type Queues = Record<QueueName, Queue>
-
-export function createQueues (connection: ConnectionOptions, prefix: string): Queues {
-  const queues = {} as Queues
-  for (const name of QUEUE_NAMES) {
-    queues[name] = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS })
-  }
-  return queues
-}
-
-export async function closeQueues (queues: Queues): Promise<void> {
-  await Promise.all(Object.values(queues).map(async (queue) => { await queue.close() }))
-}
+/** The function that works a queue's jobs. */
+export type QueueProcessor<Q extends QueueName> = Processor<JobCatalog[Q]['data'], unknown, JobCatalog[Q]['name']>

@@ -1,12 +1,11 @@
 import { sql } from 'drizzle-orm'
-import { startRuns, type EmitEventDeps, type StartRunsInput } from '../services/runs.ts'
-import { DEFAULT_ACCOUNT_ID } from './accounts.ts'
-import type { InboundChatMessage } from './inbound.ts'
+import { textArray } from '../db/sql.ts'
+import { startRuns, type StartRunsInput } from '../runs/start.ts'
+import type { EmitEventDeps } from './event.ts'
+import { DEFAULT_ACCOUNT_ID } from '../chat/accounts.ts'
+import type { InboundChatMessage } from '../chat/inbound.ts'
 
-export const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
-
-export const KEYWORD_MATCHES = ['contains', 'exact', 'startsWith'] as const
-export type KeywordMatch = typeof KEYWORD_MATCHES[number]
+const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 // A keyword is a whole word: letters, digits or underscore may not touch it (any script).
@@ -16,7 +15,7 @@ const WORD = '[\\p{L}\\p{N}_]'
  * The first of `keywords` the text matches (contract, KEYWORD): case-insensitive,
  * whole words; `contains` anywhere, `startsWith` at the beginning, `exact` the whole text.
  */
-export function matchKeyword (text: string, keywords: unknown, match: unknown = 'contains'): string | null {
+function matchKeyword (text: string, keywords: unknown, match: unknown = 'contains'): string | null {
   if (!Array.isArray(keywords)) return null
   const normalized = text.trim().replace(/\s+/g, ' ')
   for (const keyword of keywords) {
@@ -54,7 +53,7 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
     conversationId: message.conversationId
   }
 
-  const userIds = sql`array[${sql.join(message.userIds.map((id) => sql`${id}`), sql`, `)}]::text[]`
+  const userIds = textArray(message.userIds)
   // Listeners and keyword candidates in one query; a KEYWORD workflow gets its owner's own
   // account for the receiving number (none means the owner uses the default account).
   const candidates = await deps.db.execute<{ id: string, userId: string, triggerType: 'EVENT' | 'KEYWORD', triggerConfig: Record<string, unknown>, accountId: string | null }>(sql`

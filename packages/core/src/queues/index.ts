@@ -1,0 +1,3 @@
+/** The queues: names, the job catalog (job names, data, options) and connections. */
+export { ASSISTANT_MAIN, CHAT_DELIVERY_JOB, QUEUE_NAMES, resumeJobId, runJobId, SCHEDULED_TASKS, type ChatDeliveryJobData, type QueueName, type QueueProcessor, type Queues } from './catalog.ts'
+export { closeQueues, createProducerConnection, createQueues, createWorkerConnection } from './connections.ts'

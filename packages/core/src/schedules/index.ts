@@ -1,0 +1,2 @@
+/** Schedules: the cron job schedulers in Redis kept in step with CRON workflows. */
+export { createScheduleSync } from './sync.ts'
