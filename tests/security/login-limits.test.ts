@@ -2,7 +2,7 @@ import t from 'tap'
 import { TEST_ADMIN } from '@switchboard/testing/config'
 import { freePort } from '@switchboard/testing/processes'
 import { buildTestApp } from '../../apps/api/test/helper.ts'
-import { LOGIN_LIMITS_PER_MINUTE, MAX_PASSWORD_CHECKS_IN_FLIGHT } from '../../apps/api/src/routes/auth.ts'
+import { LOGIN_LIMITS_PER_MINUTE, MAX_PASSWORD_CHECKS_IN_FLIGHT } from '../../apps/api/src/routes/api/auth/index.ts'
 
 const { request } = await buildTestApp(t)
 

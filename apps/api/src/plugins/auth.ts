@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import jwt from '@fastify/jwt'
 import { forbidden, unauthorized } from '@switchboard/core/errors'
 import type { UserRole } from '@switchboard/core/db'
-import { createRoleCache, type RoleCache, USER_CHANGES_CHANNEL, usersRepository } from '@switchboard/core/users'
+import { createRoleCache, type RoleCache, USER_CHANGES_CHANNEL } from '@switchboard/core/users'
 
 export interface TokenClaims {
   sub: string
@@ -48,8 +48,7 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     verify: { algorithms: ['HS256'] }
   })
 
-  const users = usersRepository(fastify.db)
-  const userRoles = createRoleCache({ load: users.roleOf, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
+  const userRoles = createRoleCache({ load: fastify.users.roleOf, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
   fastify.decorate('userRoles', userRoles)
   // Deletions on any replica reach every replica's cache at once. After a reconnection,
   // announcements made while the listener was away are lost: forget everything.
@@ -76,4 +75,4 @@ async function auth (fastify: FastifyInstance): Promise<void> {
   })
 }
 
-export default fp(auth, { name: 'auth', dependencies: ['context'] })
+export default fp(auth, { name: 'auth', dependencies: ['context', 'users'] })

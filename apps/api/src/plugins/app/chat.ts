@@ -1,0 +1,37 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { chatAccountsRepository, chatDeliveriesRepository, conversationsRepository, createChatClient, createChatService, type ChatService, type UsableChatAccount } from '@switchboard/core/chat'
+import { viewerOf } from '@switchboard/core/users'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    chat: ChatService
+    chatAccounts: ReturnType<typeof chatAccountsRepository>
+    conversations: ReturnType<typeof conversationsRepository>
+    /** Inbound webhook deliveries, stored before the worker processes them. */
+    chatDeliveries: ReturnType<typeof chatDeliveriesRepository>
+    /** The chat account a request acts on: X-Account-Id, or the caller's only usable account. */
+    chatAccountFor: (request: FastifyRequest) => Promise<UsableChatAccount>
+  }
+}
+
+/** One platform client (a pooled connection set) for the whole API process, closed with the server. */
+async function chat (fastify: FastifyInstance): Promise<void> {
+  const client = createChatClient({ apiUrl: fastify.config.chat.apiUrl })
+  const service = createChatService({ db: fastify.db, config: fastify.config, client, logger: fastify.log })
+  fastify.decorate('chat', service)
+  fastify.decorate('chatAccounts', chatAccountsRepository(fastify.db))
+  fastify.decorate('conversations', conversationsRepository(fastify.db))
+  fastify.decorate('chatDeliveries', chatDeliveriesRepository(fastify.db))
+  fastify.decorate('chatAccountFor', async (request: FastifyRequest) => {
+    const header = request.headers['x-account-id']
+    const requested = Array.isArray(header) ? header[0] : header
+    return service.accounts.select(
+      viewerOf(request.user),
+      requested === undefined || requested.trim() === '' ? undefined : requested.trim()
+    )
+  })
+  fastify.addHook('onClose', async () => { await client.close() })
+}
+
+export default fp(chat, { name: 'chat', dependencies: ['context'] })

@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { emitEvent, findTriggerTarget } from '@switchboard/core/triggers'
+
+type FindTriggerTargetArgs = Parameters<typeof findTriggerTarget> extends [unknown, ...infer Rest] ? Rest : never
+
+interface Triggers {
+  /** The workflow a fire or an inbound webhook starts a run from; a viewer scopes it to its owner. */
+  findTarget: (...args: FindTriggerTargetArgs) => ReturnType<typeof findTriggerTarget>
+  emitEvent: (input: Parameters<typeof emitEvent>[1]) => ReturnType<typeof emitEvent>
+}
+
+function createTriggers (fastify: FastifyInstance): Triggers {
+  const { db, queues } = fastify
+  return {
+    findTarget: async (...args) => findTriggerTarget(db, ...args),
+    emitEvent: async (input) => emitEvent({ db, queues, eventFanoutMax: fastify.config.limits.eventFanoutMax }, input)
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    triggers: Triggers
+  }
+}
+
+/** How a fire, an inbound webhook or an event finds its workflows (and, for events, starts their runs). */
+async function triggers (fastify: FastifyInstance): Promise<void> {
+  fastify.decorate('triggers', createTriggers(fastify))
+}
+
+export default fp(triggers, { name: 'triggers', dependencies: ['context'] })

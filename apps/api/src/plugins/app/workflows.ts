@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { createScheduleSync } from '@switchboard/core/schedules'
+import { createWorkflowService, workflowsRepository } from '@switchboard/core/workflows'
+
+type WorkflowsRepository = ReturnType<typeof workflowsRepository>
+
+type Workflows = ReturnType<typeof createWorkflowService> & {
+  list: WorkflowsRepository['list']
+  findDetail: WorkflowsRepository['findDetail']
+}
+
+function createWorkflows (fastify: FastifyInstance): Workflows {
+  const repository = workflowsRepository(fastify.db)
+  // CRON schedule side effects (spec section 3) run inside the transaction that saves the workflow.
+  const scheduleSync = createScheduleSync({ db: fastify.db, queue: fastify.queues['scheduled-tasks'] })
+  return {
+    ...createWorkflowService({ db: fastify.db, scheduleSync, limits: fastify.config.limits }),
+    list: repository.list,
+    findDetail: repository.findDetail
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    workflows: Workflows
+  }
+}
+
+/** Workflow definitions: reads, and writes checked and scheduled by the workflow service. */
+async function workflows (fastify: FastifyInstance): Promise<void> {
+  fastify.decorate('workflows', createWorkflows(fastify))
+}
+
+export default fp(workflows, { name: 'workflows', dependencies: ['context'] })

@@ -1,0 +1,94 @@
+import type { FastifyRequest } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { normalizeIP } from '@fastify/rate-limit'
+import { Counter } from 'prom-client'
+import { DomainError } from '@switchboard/core/errors'
+import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users'
+import type { User } from '@switchboard/core/db'
+import { errorResponses } from '../../../schemas/common.ts'
+import { LoginBody, LoginResponse } from './schemas.ts'
+
+/**
+ * Login attempts allowed per minute, checked in this order before any password is hashed.
+ * Per address: one client spraying a password over many accounts. Per email: many clients
+ * (a botnet) guessing one account's password. Per address and email: one client guessing one
+ * account, below the per-email limit so that a user mistyping their password on one device can
+ * still sign in from another.
+ */
+export const LOGIN_LIMITS_PER_MINUTE = { address: 30, email: 20, addressAndEmail: 10 }
+
+/**
+ * Password checks (scrypt runs, 16 MiB and tens of milliseconds of a libuv thread each) running or
+ * waiting at once in one process; attempts beyond it are refused at once with 429 and Retry-After,
+ * so that a flood of distinct valid-looking attempts cannot monopolize the CPU and thread pool.
+ */
+export const MAX_PASSWORD_CHECKS_IN_FLIGHT = 16
+
+const emailOf = (request: FastifyRequest): string => String((request.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase()
+
+const tooManyAttempts = (retryAfterSeconds: number): DomainError =>
+  new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`)
+
+const auth: FastifyPluginAsyncTypebox = async (fastify) => {
+  const attempts = new Counter({
+    name: 'login_attempts_total',
+    help: 'Login attempts by outcome: success and invalid had their password checked; rate_limited and busy were refused before',
+    labelNames: ['outcome'],
+    registers: [fastify.metricsRegistry]
+  })
+
+  // Redis-backed, so the limits hold across api replicas; skipOnError (set for the plugin)
+  // lets logins through when Redis is down rather than locking everyone out.
+  // IPv6 clients are limited per /64, the block one subscriber is given.
+  const limiters = [
+    fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.address, timeWindow: '1 minute', keyGenerator: (request) => `login:address:${normalizeIP(request.ip)}` }),
+    fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.email, timeWindow: '1 minute', keyGenerator: (request) => `login:email:${emailOf(request)}` }),
+    fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.addressAndEmail, timeWindow: '1 minute', keyGenerator: (request) => `login:address-email:${normalizeIP(request.ip)}:${emailOf(request)}` })
+  ]
+  let passwordChecksInFlight = 0
+
+  /** The user whose password this is, or null. */
+  async function authenticate (email: string, password: string): Promise<User | null> {
+    const user = await fastify.users.findByEmail(email)
+    // Verify against a dummy hash for unknown emails so timing does not reveal which exist.
+    const valid = await verifyPassword(password, user?.passwordHash ?? DUMMY_PASSWORD_HASH)
+    return user !== null && valid ? user : null
+  }
+
+  fastify.post('/login', {
+    config: { public: true },
+    schema: {
+      tags: ['auth'],
+      security: [],
+      body: LoginBody,
+      response: { 200: LoginResponse, ...errorResponses(400, 401, 429) }
+    },
+    // In order, stopping at the first refusal: an attempt refused per address counts against no account.
+    preHandler: async (request, reply) => {
+      for (const limiter of limiters) {
+        const limit = await limiter(request)
+        if (!limit.isAllowed && limit.isExceeded) {
+          attempts.inc({ outcome: 'rate_limited' })
+          reply.header('retry-after', limit.ttlInSeconds)
+          throw tooManyAttempts(limit.ttlInSeconds)
+        }
+      }
+    }
+  }, async (request, reply) => {
+    const { email, password } = request.body ?? {}
+    if (!email || !password) throw new DomainError('BAD_REQUEST', 'email and password are required')
+    if (passwordChecksInFlight >= MAX_PASSWORD_CHECKS_IN_FLIGHT) {
+      attempts.inc({ outcome: 'busy' })
+      reply.header('retry-after', 1)
+      throw new DomainError('LOGIN_BUSY', 'Too many logins in progress, retry in 1 second')
+    }
+    passwordChecksInFlight++
+    const user = await authenticate(email, password).finally(() => { passwordChecksInFlight-- })
+    attempts.inc({ outcome: user === null ? 'invalid' : 'success' })
+    if (user === null) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password')
+    const token = fastify.jwt.sign({ sub: user.id, email: user.email, role: user.role })
+    return { token, user: { id: user.id, email: user.email, role: user.role } }
+  })
+}
+
+export default auth

@@ -1,0 +1,23 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../../../schemas/common.ts'
+import { EmitEventBody, EventRuns } from './schemas.ts'
+
+/** POST /api/automation/events (contract, Events): starts the caller's active EVENT workflows listening to `name`. */
+const events: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.post('', {
+    schema: {
+      tags: ['runs'],
+      body: EmitEventBody,
+      response: { 202: EventRuns, ...errorResponses(400, 401, 413, 415) }
+    }
+  }, async (request, reply) => {
+    const runIds = await fastify.triggers.emitEvent({
+      userId: request.user.sub,
+      name: request.body.name,
+      payload: request.body.payload ?? {}
+    })
+    return reply.code(202).send({ runIds })
+  })
+}
+
+export default events

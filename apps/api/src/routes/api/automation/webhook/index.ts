@@ -1,0 +1,94 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import querystring from 'fast-querystring'
+import { webhookAnswers } from '@switchboard/core/observability'
+import { isNestedTooDeeply } from '../../../../plugins/json-body.ts'
+import { errorResponses } from '../../../../schemas/common.ts'
+import { checkIdParam } from '../../../../schemas/ids.ts'
+import { idempotencyKeyOf } from '../runs/schemas.ts'
+import { WebhookAnswer, WebhookParams } from './schemas.ts'
+
+const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/
+const FORM_TYPE = 'application/x-www-form-urlencoded'
+
+/**
+ * More fields than a form sender posts; a body with more is kept as text rather than turned
+ * into an object of hundreds of thousands of keys (1 MiB of `a&` would be 512 Ki fields).
+ */
+const MAX_FORM_FIELDS = 1000
+
+/** Whether `text` has more than MAX_FORM_FIELDS `&`-separated parts. */
+function hasTooManyFields (text: string): boolean {
+  let separators = 0
+  for (let at = text.indexOf('&'); at !== -1; at = text.indexOf('&', at + 1)) {
+    if (++separators >= MAX_FORM_FIELDS) return true
+  }
+  return false
+}
+
+/**
+ * POST /api/automation/webhook/:workflowId (spec 4.13), public. Always 200 so that
+ * workflow ids cannot be probed; 500 only when the run could not be started, so the
+ * sender retries.
+ */
+const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
+  const parseJson = fastify.getDefaultJsonParser('error', 'error')
+
+  /**
+   * The body as triggerData holds it. Spec 4.13: the answer is always 200, so what cannot be
+   * parsed is kept as text rather than refused: broken JSON, JSON nested too deeply, JSON
+   * carrying __proto__ (never parsed), a form with too many fields.
+   */
+  const bodyOf = async (request: FastifyRequest, raw: Buffer): Promise<unknown> => {
+    if (raw.length === 0) return null
+    const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
+    const text = raw.toString('utf8')
+    if (JSON_TYPE.test(type)) {
+      if (isNestedTooDeeply(text)) return text
+      return new Promise((resolve) => { parseJson(request, text, (err, value) => { resolve(err === null ? value : text) }) })
+    }
+    // Fastify's own query string parser: linear, repeated fields become arrays, no prototype.
+    if (type === FORM_TYPE) return hasTooManyFields(text) ? text : querystring.parse(text)
+    return text
+  }
+
+  // verify_signature needs the exact bytes the sender signed, so every body is kept as a
+  // buffer here (this plugin only) and parsed only once the workflow is known to take it.
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, raw: Buffer, done) => { done(null, raw) })
+
+  // A malformed id is ignored like an unknown one, before the body is looked at.
+  fastify.addHook('preHandler', checkIdParam('workflowId', (reply) => {
+    webhookAnswers.inc({ status: 'ignored' })
+    return reply.send({ status: 'ignored' })
+  }))
+
+  fastify.post('/:workflowId', {
+    config: { public: true },
+    schema: {
+      tags: ['runs'],
+      security: [],
+      params: WebhookParams,
+      response: { 200: WebhookAnswer, ...errorResponses(400, 413, 500) }
+    }
+  }, async (request) => {
+    const workflow = await fastify.triggers.findTarget(request.params.workflowId)
+    if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') {
+      webhookAnswers.inc({ status: 'ignored' })
+      return { status: 'ignored' as const }
+    }
+    const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
+    const body = rawBody === undefined ? null : await bodyOf(request, rawBody)
+    const { runId } = await fastify.runs.start({
+      workflow,
+      triggerData: { body, headers: { ...request.headers }, query: { ...(request.query as object) } },
+      rawBody,
+      idempotencyKey: idempotencyKeyOf(request.headers),
+      requestId: request.id
+    })
+    webhookAnswers.inc({ status: 'received' })
+    return { status: 'received' as const, runId }
+  })
+}
+
+export default webhook

@@ -1,0 +1,35 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { DomainError } from '@switchboard/core/errors'
+import { viewerOf } from '@switchboard/core/users'
+import { workflowNotFound } from '@switchboard/core/workflows'
+import { errorResponses, IdParams } from '../../../../schemas/common.ts'
+import { idempotencyKeyOf, RunAccepted } from '../runs/schemas.ts'
+
+/**
+ * POST /api/automation/workflows/:id/fire (spec 4.10): the whole body becomes triggerData; the run
+ * executes in the background. Registered by the workflows group, whose hook checks the id.
+ */
+const fire: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.post('/:id/fire', {
+    schema: {
+      tags: ['runs'],
+      params: IdParams,
+      body: Type.Optional(Type.Unknown()),
+      response: { 202: RunAccepted, ...errorResponses(400, 401, 404, 413, 415) }
+    }
+  }, async (request, reply) => {
+    const workflow = await fastify.triggers.findTarget(request.params.id, viewerOf(request.user))
+    if (workflow === null) throw workflowNotFound()
+    if (!workflow.isActive) throw new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
+    const { runId } = await fastify.runs.start({
+      workflow,
+      triggerData: request.body ?? {},
+      idempotencyKey: idempotencyKeyOf(request.headers),
+      requestId: request.id
+    })
+    return reply.code(202).send({ runId })
+  })
+}
+
+export default fire

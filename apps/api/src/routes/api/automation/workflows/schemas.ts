@@ -1,0 +1,120 @@
+import { Type } from 'typebox'
+import { DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
+import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
+
+export const TriggerType = Type.Enum(TRIGGER_TYPES)
+export const Domain = Type.Enum(DOMAINS)
+
+/** A JSON object whose keys depend on something else (trigger type, node type). */
+const FreeObject = Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true }))
+
+export const WorkflowNode = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  type: Type.String({ minLength: 1, maxLength: 100, description: 'send_chat, send_chat_template, http_request, condition, wait, set, verify_signature' }),
+  config: Type.Optional(FreeObject),
+  next: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'id of the following node' }))
+}, { additionalProperties: false })
+
+const Name = Type.String({ maxLength: 200 })
+/**
+ * A type list rather than anyOf: AJV's type coercion would turn null into ''
+ * trying the string branch of a union first.
+ */
+const NullableString = (options: { maxLength?: number } = {}) => Type.Unsafe<string | null>({ type: ['string', 'null'], ...options })
+const Description = NullableString({ maxLength: 2000 })
+const TriggerConfig = Type.Unsafe<Record<string, unknown>>(Type.Object({}, {
+  additionalProperties: true,
+  description: 'EVENT: eventName; CRON: cronExpression (5 or 6 fields), timezone (IANA, default UTC); KEYWORD: keywords, match (contains, exact, startsWith)'
+}))
+const Nodes = Type.Array(WorkflowNode)
+const Edges = Type.Unknown({ description: 'null, or an array of {source, target, sourceHandle?} as a visual builder saves them' })
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { maxItems: 50 })
+
+/**
+ * The writable fields. The property order is the order in which AJV reports
+ * failures, which gives the contract's order of checks: name, triggerType, domain, the rest.
+ */
+const writable = {
+  name: Name,
+  triggerType: TriggerType,
+  domain: Type.Optional(Domain),
+  description: Type.Optional(Description),
+  triggerConfig: Type.Optional(TriggerConfig),
+  nodes: Type.Optional(Nodes),
+  edges: Type.Optional(Edges),
+  isActive: Type.Optional(Type.Boolean()),
+  tags: Type.Optional(Tags)
+}
+
+export const CreateWorkflowBody = Type.Object(writable, { additionalProperties: false })
+
+export const UpdateWorkflowBody = Type.Object({
+  ...writable,
+  name: Type.Optional(Name),
+  triggerType: Type.Optional(TriggerType)
+}, { additionalProperties: false })
+
+export const ListWorkflowsQuery = Type.Object({
+  domain: Type.Optional(Domain),
+  triggerType: Type.Optional(TriggerType),
+  isActive: Type.Optional(Type.Boolean()),
+  tag: Type.Optional(Type.String({ maxLength: 50 })),
+  ...Pagination
+}, { additionalProperties: false })
+
+export const WorkflowSummary = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: NullableString(),
+  triggerType: TriggerType,
+  triggerConfig: TriggerConfig,
+  isActive: Type.Boolean(),
+  runCount: Type.Integer(),
+  successCount: Type.Integer(),
+  failureCount: Type.Integer(),
+  lastRunAt: NullableTimestamp,
+  domain: Domain,
+  tags: Type.Array(Type.String()),
+  updatedAt: Timestamp
+})
+
+export const RecentRun = Type.Object({
+  id: Type.String(),
+  status: Type.Enum(RUN_STATUSES),
+  durationMs: Type.Union([Type.Integer(), Type.Null()]),
+  startedAt: NullableTimestamp,
+  completedAt: NullableTimestamp,
+  createdAt: Timestamp
+})
+
+export const WorkflowSchedule = Type.Object({
+  id: Type.String(),
+  workflowId: Type.String(),
+  cronExpression: Type.String(),
+  timezone: Type.String(),
+  nextRunAt: NullableTimestamp,
+  lastRunAt: NullableTimestamp,
+  createdAt: Timestamp
+})
+
+/** Create, GET one and PATCH: every stored field but the owner, with the latest runs and the schedules. */
+export const WorkflowDetail = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: NullableString(),
+  triggerType: TriggerType,
+  triggerConfig: TriggerConfig,
+  nodes: Type.Array(WorkflowNode),
+  edges: Edges,
+  isActive: Type.Boolean(),
+  domain: Domain,
+  tags: Type.Array(Type.String()),
+  runCount: Type.Integer(),
+  successCount: Type.Integer(),
+  failureCount: Type.Integer(),
+  lastRunAt: NullableTimestamp,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  runs: Type.Array(RecentRun, { description: 'the latest 10 runs, newest first' }),
+  schedules: Type.Array(WorkflowSchedule)
+})

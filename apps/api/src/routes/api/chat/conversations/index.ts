@@ -1,0 +1,57 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { DomainError } from '@switchboard/core/errors'
+import { errorResponses, IdParams } from '../../../../schemas/common.ts'
+import { ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, MessagesQuery, UpdateConversationBody } from './schemas.ts'
+
+const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
+
+/**
+ * Spec 4.5 and the contract's conversation management. Every route acts on the
+ * conversations of the selected account only; another account's conversation is a 404.
+ */
+const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
+  const repo = fastify.conversations
+
+  fastify.get('', {
+    schema: { tags: ['chat'], querystring: ConversationsQuery, response: { 200: Type.Array(ConversationWithMessages), ...errorResponses(400, 401, 404) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    return repo.list(account.phoneNumberId, request.query)
+  })
+
+  fastify.patch('/:id', {
+    schema: { tags: ['chat'], params: IdParams, body: UpdateConversationBody, response: { 200: Conversation, ...errorResponses(400, 401, 404) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    const { labels } = request.body
+    // Labels are a set: each stored once, in the order given (like workflow tags).
+    const changes = labels === undefined ? request.body : { ...request.body, labels: [...new Set(labels)] }
+    const conversation = await repo.update(request.params.id, account.phoneNumberId, changes)
+    if (conversation === null) throw conversationNotFound()
+    return conversation
+  })
+
+  fastify.post('/:id/read', {
+    schema: { tags: ['chat'], params: IdParams, response: { 200: Conversation, ...errorResponses(400, 401, 404) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    const conversation = await repo.update(request.params.id, account.phoneNumberId, { unreadCount: 0 })
+    if (conversation === null) throw conversationNotFound()
+    return conversation
+  })
+
+  fastify.get('/:id/messages', {
+    schema: { tags: ['chat'], params: IdParams, querystring: MessagesQuery, response: { 200: Type.Array(ChatMessage), ...errorResponses(400, 401, 404) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    const conversation = await repo.get(request.params.id, account.phoneNumberId)
+    if (conversation === null) throw conversationNotFound()
+    const { before, limit } = request.query
+    const cursor = before === undefined ? undefined : await repo.findMessage(conversation.id, before)
+    if (cursor === null) throw new DomainError('INVALID_CURSOR', 'before must be the id of a message of this conversation')
+    return repo.messagesBefore(conversation.id, limit, cursor)
+  })
+}
+
+export default conversations

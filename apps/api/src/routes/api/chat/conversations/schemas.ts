@@ -1,0 +1,62 @@
+import { Type } from 'typebox'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS } from '@switchboard/core/chat'
+import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
+import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
+
+const nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])
+
+export const ChatMessage = Type.Object({
+  id: Type.String(),
+  wamid: nullable(Type.String()),
+  direction: Type.Enum(MESSAGE_DIRECTIONS),
+  type: Type.String(),
+  content: Type.String(),
+  templateContent: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  status: Type.Union([Type.Enum(MESSAGE_STATUSES), Type.Null()]),
+  agentId: nullable(Type.String()),
+  agentName: nullable(Type.String()),
+  replyToId: nullable(Type.String()),
+  createdAt: Timestamp
+})
+
+const conversationFields = {
+  id: Type.String(),
+  phone: Type.String(),
+  name: nullable(Type.String()),
+  lastMessage: nullable(Type.String()),
+  lastMessageAt: NullableTimestamp,
+  unreadCount: Type.Integer(),
+  isPinned: Type.Boolean(),
+  isArchived: Type.Boolean(),
+  priority: Type.String(),
+  labels: Type.Array(Type.String()),
+  assignedAgentId: nullable(Type.String()),
+  aiMode: Type.String(),
+  pendingApprovalCount: Type.Integer(),
+  lastIncomingAt: NullableTimestamp,
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+}
+
+export const Conversation = Type.Object(conversationFields)
+export const ConversationWithMessages = Type.Object({ ...conversationFields, messages: Type.Array(ChatMessage) })
+
+export const ConversationsQuery = Type.Object({
+  filter: Type.Optional(Type.Enum(CONVERSATION_FILTERS)),
+  sort: Type.Optional(Type.Enum(CONVERSATION_SORTS)),
+  ...Pagination
+})
+
+export const UpdateConversationBody = Type.Object({
+  isPinned: Type.Optional(Type.Boolean()),
+  isArchived: Type.Optional(Type.Boolean()),
+  priority: Type.Optional(Type.Enum(CONVERSATION_PRIORITIES)),
+  labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { maxItems: 50, errorMessage: 'labels must be at most 50 labels of 1 to 50 characters' })),
+  assignedAgentId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()])),
+  aiMode: Type.Optional(Type.Enum(AI_MODES))
+}, { additionalProperties: false })
+
+export const MessagesQuery = Type.Object({
+  before: Type.Optional(Type.String({ maxLength: 64 })),
+  limit: Pagination.limit
+})

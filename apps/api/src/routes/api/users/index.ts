@@ -1,0 +1,35 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { DomainError } from '@switchboard/core/errors'
+import { errorResponses, IdParams, Pagination } from '../../../schemas/common.ts'
+import { CreateUserBody, User } from './schemas.ts'
+
+const userNotFound = (): DomainError => new DomainError('USER_NOT_FOUND', 'User not found')
+
+/** Admin-only user management (contract section 4, Users). */
+const users: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRequest', fastify.requireAdmin)
+
+  fastify.get('', {
+    schema: { tags: ['users'], querystring: Type.Object(Pagination), response: { 200: Type.Array(User), ...errorResponses(400, 401, 403) } }
+  }, async (request) => fastify.users.list(request.query))
+
+  fastify.post('', {
+    schema: { tags: ['users'], body: CreateUserBody, response: { 201: User, ...errorResponses(400, 401, 403, 409) } }
+  }, async (request, reply) => {
+    const user = await fastify.users.create({ ...request.body, role: request.body.role ?? 'member' })
+    if (user === null) throw new DomainError('EMAIL_TAKEN', 'Email already registered')
+    return reply.code(201).send(user)
+  })
+
+  fastify.delete('/:id', {
+    schema: { tags: ['users'], params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } }
+  }, async (request, reply) => {
+    if (!await fastify.users.delete(request.params.id)) throw userNotFound()
+    // The other replicas hear of it from Postgres; this one need not wait for that.
+    fastify.userRoles.forget(request.params.id)
+    return reply.code(204).send(null)
+  })
+}
+
+export default users

@@ -1,0 +1,3 @@
+import { Type } from 'typebox'
+
+export const Check = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) })

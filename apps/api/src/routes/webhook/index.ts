@@ -1,0 +1,7 @@
+import type { FastifyInstance } from 'fastify'
+import chat from './chat/index.ts'
+
+/** /webhook: platforms calling in, public (each authenticates its own way). */
+export default async function webhook (fastify: FastifyInstance): Promise<void> {
+  await fastify.register(chat, { prefix: '/chat' })
+}
