@@ -6,9 +6,9 @@
  */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { completeOneRun } from '@switchboard/testing/one-run'
@@ -50,10 +50,26 @@ function launch (t: Teardown, env: NodeJS.ProcessEnv): Launched {
   return { output: () => output, exited, pid: child.pid! }
 }
 
+/**
+ * As root, the embedded PostgreSQL runs as the user postgres, which must reach this checkout's
+ * node_modules: a checkout inside a private directory (a `mktemp -d` folder, /root) is made
+ * traversable (search permission only, never read) until the test ends.
+ */
+function letOthersTraverse (t: Teardown, from: string): void {
+  if (process.getuid?.() !== 0) return
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
+    const mode = statSync(dir).mode & 0o7777
+    if ((mode & 0o001) !== 0) continue
+    chmodSync(dir, mode | 0o001)
+    t.teardown(() => { chmodSync(dir, mode) })
+  }
+}
+
 t.test('with nothing on the default addresses, start runs PostgreSQL and Redis itself and completes a run', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-start-'))
   // As root, PostgreSQL runs as the user postgres, which must reach its data directory.
   chmodSync(dataDir, 0o755)
+  letOthersTraverse(t, ROOT)
   const ports = { postgres: await freePort(), redis: await freePort(), api: await freePort(), worker: await freePort() }
   t.notOk(await portAnswers(ports.postgres), 'nothing answers on the default PostgreSQL address')
   t.notOk(await portAnswers(ports.redis), 'nothing answers on the default Redis address')
