@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
 import { retentionDeleted } from '../observability/metrics.ts'
+import { periodicPass } from '../periodic.ts'
 
 export interface RetentionOptions {
   db: Db
@@ -129,31 +130,7 @@ export function createRetention (options: RetentionOptions) {
     return report
   }
 
-  let timer: NodeJS.Timeout | undefined
-  let running: Promise<unknown> | undefined
-  let stopped = true
-
-  function schedule (delayMs: number): void {
-    timer = setTimeout(() => {
-      running = purge()
-        .catch((err: unknown) => { logger.warn({ err }, 'retention pass failed') })
-        .finally(() => { if (!stopped) schedule(intervalMs) })
-    }, delayMs)
-    timer.unref()
-  }
-
-  return {
-    purge,
-    /** A first pass soon after start, then every `intervalMs`. */
-    start (): void {
-      if (!stopped) return
-      stopped = false
-      schedule(Math.min(intervalMs, 5000))
-    },
-    async stop (): Promise<void> {
-      stopped = true
-      clearTimeout(timer)
-      await running
-    }
-  }
+  // A first pass soon after start, then every `intervalMs`.
+  const loop = periodicPass(purge, { intervalMs, firstDelayMs: Math.min(intervalMs, 5000), logger, failureMessage: 'retention pass failed' })
+  return { purge, start: loop.start, stop: loop.stop }
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../logger.ts'
 import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
+import { periodicPass } from '../periodic.ts'
 
 /** A job that will still (or does now) execute its run. */
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
@@ -187,31 +188,7 @@ export function createReconciler (options: ReconcilerOptions) {
     return { requeued, resumed, takenOver, failed, purgedKeys }
   }
 
-  let timer: NodeJS.Timeout | undefined
-  let running: Promise<unknown> | undefined
-  let stopped = true
-
-  function schedule (delayMs: number): void {
-    timer = setTimeout(() => {
-      running = reconcile()
-        .catch((err: unknown) => { logger.warn({ err }, 'reconciler pass failed') })
-        .finally(() => { if (!stopped) schedule(intervalMs) })
-    }, delayMs)
-    timer.unref()
-  }
-
-  return {
-    reconcile,
-    /** Runs a pass soon after start (a restarted worker puts things right at once), then every `intervalMs`. */
-    start (): void {
-      if (!stopped) return
-      stopped = false
-      schedule(Math.min(intervalMs, 1000))
-    },
-    async stop (): Promise<void> {
-      stopped = true
-      clearTimeout(timer)
-      await running
-    }
-  }
+  // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.
+  const loop = periodicPass(reconcile, { intervalMs, firstDelayMs: Math.min(intervalMs, 1000), logger, failureMessage: 'reconciler pass failed' })
+  return { reconcile, start: loop.start, stop: loop.stop }
 }
