@@ -11,14 +11,27 @@ import type { Teardown } from './teardown.ts'
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const NODE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
 
+/**
+ * Ports handed to servers a test starts later come from below Linux's ephemeral range
+ * (32768 and up): a port the kernel chose with bind(0) and released may be taken again, before
+ * the server binds it, as the local port of any outgoing connection of the parallel test files.
+ */
+const TEST_PORTS = { from: 20_000, to: 32_000 }
+
+/** A port nothing listens on now, for a server the caller starts. */
 export async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
+  for (;;) {
+    const port = TEST_PORTS.from + Math.floor(Math.random() * (TEST_PORTS.to - TEST_PORTS.from))
+    const server = createServer()
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => { resolve(false) })
+      server.listen(port, '127.0.0.1', () => { resolve(true) })
+    })
+    if (!bound) continue
+    server.close()
+    await once(server, 'close')
+    return port
+  }
 }
 
 export interface ManagedProcess {
