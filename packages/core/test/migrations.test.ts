@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { connect, createServer, type AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import t from 'tap'
@@ -115,4 +116,40 @@ t.test('the migrate command migrates a database its user owns, and stops with on
   const lines = refused.output.trim().split('\n')
   t.equal(lines.length, 1, 'one line')
   t.match(JSON.parse(lines[0]!), { level: 50, msg: `Database "${missing}" does not exist at 127.0.0.1:5432/${missing} and ${role} may not create it: create it (owned by ${role}) and run the migration again` })
+})
+
+/** The ErrorResponse a PostgreSQL server sends while it starts up, whatever the client asked. */
+function startingUpResponse (): Buffer {
+  const fields = Buffer.from('SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0')
+  const head = Buffer.alloc(5)
+  head.write('E')
+  head.writeInt32BE(fields.length + 4, 1)
+  return Buffer.concat([head, fields])
+}
+
+t.test('a server that is still starting up (57P03) is waited for, not reported as unreachable', async (t) => {
+  const real = new URL(BASE_DATABASE_URL)
+  let startingUp = true
+  let refused = 0
+  // In front of the real server: answers "starting up" at first, then forwards.
+  const proxy = createServer((client) => {
+    if (startingUp) {
+      refused += 1
+      client.once('data', () => { client.end(startingUpResponse()) })
+      return
+    }
+    const upstream = connect(Number(real.port || 5432), real.hostname)
+    client.pipe(upstream).pipe(client)
+    client.on('error', () => { upstream.destroy() })
+    upstream.on('error', () => { client.destroy() })
+  })
+  proxy.listen(0, '127.0.0.1')
+  await once(proxy, 'listening')
+  t.teardown(() => { proxy.close() })
+  setTimeout(() => { startingUp = false }, 1_500)
+
+  const through = new URL(BASE_DATABASE_URL)
+  through.port = String((proxy.address() as AddressInfo).port)
+  t.equal(await ensureDatabase(through.toString()), 'exists')
+  t.ok(refused > 1, `asked again after "starting up" (${refused} refusals)`)
 })

@@ -21,17 +21,28 @@ function describe (url: URL): string {
   return `${url.hostname}:${url.port || 5432}${url.pathname}`
 }
 
+/** How long a server that says it is starting up (57P03) is waited for: a fresh server's first checkpoint, a restart's recovery. */
+const STARTING_UP_WAIT_MS = 60_000
+
 async function databaseExists (url: URL): Promise<boolean> {
-  const sql = postgres(url.toString(), quiet)
-  try {
-    await sql`select 1`
-    return true
-  } catch (err) {
-    // 3D000: the server answered, and the database is not there.
-    if (codeOf(err) === '3D000') return false
-    throw new DatabaseSetupError(`Cannot connect to the database at ${describe(url)}: ${(err as Error).message}`, { cause: err })
-  } finally {
-    await sql.end()
+  const deadline = Date.now() + STARTING_UP_WAIT_MS
+  for (;;) {
+    const sql = postgres(url.toString(), quiet)
+    try {
+      await sql`select 1`
+      return true
+    } catch (err) {
+      // 3D000: the server answered, and the database is not there.
+      if (codeOf(err) === '3D000') return false
+      // 57P03: the server listens but does not take connections yet ("the database system is starting up").
+      if (codeOf(err) === '57P03' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250))
+        continue
+      }
+      throw new DatabaseSetupError(`Cannot connect to the database at ${describe(url)}: ${(err as Error).message}`, { cause: err })
+    } finally {
+      await sql.end()
+    }
   }
 }
 
