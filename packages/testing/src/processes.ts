@@ -10,6 +10,7 @@ import type { Teardown } from './teardown.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const NODE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
+const START_TIMEOUT_MS = 60_000
 
 /**
  * Ports handed to servers a test starts later come from below Linux's ephemeral range
@@ -64,7 +65,8 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
   return new Promise((resolve, reject) => {
-    const deadline = Date.now() + 30_000
+    // Generous: under a loaded CI machine, compiling the sources with tsx alone has taken half a minute.
+    const deadline = Date.now() + START_TIMEOUT_MS
     const poll = async (): Promise<void> => {
       if (child.exitCode !== null || child.signalCode !== null) {
         reject(new Error(`${entry} exited with ${child.exitCode ?? child.signalCode} before it was ready:\n${output}`))
@@ -72,7 +74,7 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
         resolve(managed)
       } else if (Date.now() > deadline) {
         child.kill('SIGKILL')
-        reject(new Error(`${entry} did not start within 30s:\n${output}`))
+        reject(new Error(`${entry} did not start within ${START_TIMEOUT_MS / 1000}s:\n${output}`))
       } else {
         setTimeout(() => { poll().catch(reject) }, 50)
       }
