@@ -119,10 +119,10 @@ export async function startRedisCluster (t: Teardown, { size = 3 }: { size?: num
     clients,
     async nodeOf (key) {
       const slot = await clients[0].cluster('KEYSLOT', key)
-      const ranges = await clients[0].cluster('SLOTS') as Array<[number, number, [string, number, ...unknown[]]]>
-      const range = ranges.find(([from, to]) => slot >= from && slot <= to)
-      if (range === undefined) throw new Error(`Redis Cluster: no node serves slot ${slot}`)
-      return nodes.findIndex(({ port }) => port === range[2][1])
+      const range = (await clients[0].cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)
+      const master = range?.[2]
+      if (master === undefined) throw new Error(`Redis Cluster: no node serves slot ${slot}`)
+      return nodes.findIndex(({ port }) => port === master[1])
     }
   }
 }

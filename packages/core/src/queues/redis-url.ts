@@ -15,7 +15,7 @@ export interface RedisClusterAddress {
 }
 
 /** Seed nodes one setting may list: a few are enough, the client discovers the rest. */
-export const MAX_CLUSTER_SEED_NODES = 64
+const MAX_CLUSTER_SEED_NODES = 64
 
 /** What is wrong with a Redis address; the configuration names the setting it came from. */
 export class RedisAddressError extends Error {
