@@ -78,6 +78,11 @@ async function makeCertificates (dir: string): Promise<{ ca: string, cert: strin
  * every process is killed and the directory removed at teardown.
  */
 export async function startRedisCluster (t: Teardown, { size = 3, tls = false, password }: RedisClusterOptions = {}): Promise<LocalRedisCluster> {
+  for (const [tool, version] of [['redis-server', '--version'], ['redis-cli', '--version'], ...(tls ? [['openssl', 'version']] : [])]) {
+    await run(tool, [version]).catch(() => {
+      throw new Error(`Redis Cluster tests need ${tool} on PATH (apt-get install redis-server openssl, brew install redis openssl)`)
+    })
+  }
   const dir = await mkdtemp(join(tmpdir(), 'switchboard-redis-cluster-'))
   const nodes: RedisClusterNode[] = []
   const clients: Redis[] = []
