@@ -54,11 +54,16 @@ t.test('the api and the worker are ready on the cluster', async (t) => {
 
   const listening = /"port":(\d+)[^\n]*"msg":"worker http listening"/.exec(stack.workers[0].output())
   t.ok(listening, 'the worker says where its probes listen')
-  const workerReady = await fetch(`http://127.0.0.1:${listening?.[1] ?? 0}/health/ready`)
+  const workerUrl = `http://127.0.0.1:${listening?.[1] ?? 0}`
+  const workerReady = await fetch(`${workerUrl}/health/ready`)
   t.same([workerReady.status, await workerReady.json()], [200, { status: 'ok', checks: { database: 'ok', redis: 'ok' } }])
 
   const metrics = (await stack.call('GET', '/metrics')).body as string
-  t.match(metrics, /^switchboard_redis_up\{connection="producer"\} 1$/m, 'the cluster connection counts as up')
+  t.match(metrics, /^switchboard_redis_up\{connection="producer"\} 1$/m, 'the api\'s cluster connection counts as up')
+  const workerMetrics = await (await fetch(`${workerUrl}/metrics`)).text()
+  for (const connection of ['producer', 'worker']) {
+    t.match(workerMetrics, new RegExp(`^switchboard_redis_up\\{connection="${connection}"\\} 1$`, 'm'), `the worker's ${connection} cluster connection counts as up`)
+  }
 })
 
 t.test('fire, a wait resumed by its delayed job, an agent run and an inbound webhook run on the cluster', async (t) => {
