@@ -107,7 +107,7 @@ const dataDir = resolve(config.dataDir)
 const unset = (name: string): boolean => (process.env[name]?.trim() ?? '') === ''
 mkdirSync(dataDir, { recursive: true })
 
-if (unset('REDIS_URL') && !(await answers(config.localRedisPort))) {
+if (unset('REDIS_URL') && unset('REDIS_CLUSTER_NODES') && !(await answers(config.localRedisPort))) {
   const redisServer = onPath('redis-server')
   if (redisServer === undefined) {
     fail(`No Redis answers on 127.0.0.1:${config.localRedisPort} and redis-server is not installed: install Redis (apt-get install redis-server, brew install redis) or set REDIS_URL, or run the whole stack in containers: docker compose -f infra/compose.yaml up`)
@@ -140,8 +140,10 @@ try {
   throw err
 }
 
-// The apps read the same settings, with the addresses and the data directory settled here.
-const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl }
+// The apps read the same settings, with the addresses and the data directory settled here
+// (a cluster's REDIS_CLUSTER_NODES as the redis+cluster:// REDIS_URL it became).
+const { REDIS_CLUSTER_NODES: _clusterNodes, ...settings } = process.env
+const env = { ...settings, DATA_DIR: dataDir, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl }
 const entry = (app: 'api' | 'worker', main: string): string[] => fromSource ? [...SOURCE_ARGS, `apps/${app}/src/${main}.ts`] : [`apps/${app}/dist/${main}.js`]
 for (const app of [run('api', process.execPath, entry('api', 'server'), env), run('worker', process.execPath, entry('worker', 'main'), env)]) {
   app.exited.then(() => {

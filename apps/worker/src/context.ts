@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis'
 import type { Config } from '@switchboard/core/config'
 import type { Database } from '@switchboard/core/db'
 import type { RunEngine } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
-import type { QueueName, QueueProcessor, Queues } from '@switchboard/core/queues'
+import type { QueueName, QueueProcessor, Queues, RedisConnection } from '@switchboard/core/queues'
 
 /** What every processor is given: the worker's shared connections and its one run engine. */
 export interface WorkerContext {
@@ -12,7 +11,7 @@ export interface WorkerContext {
   database: Database
   /** Producer connection, for processors that enqueue follow-up jobs. */
   queues: Queues
-  redis: Redis
+  redis: RedisConnection
   /** Executes runs for every run queue of this process and for the reconciler. */
   engine: RunEngine
 }

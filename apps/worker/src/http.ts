@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 import type { Logger } from '@switchboard/core/logger'
 import { metricsText } from '@switchboard/core/observability'
+import { redisAnswers } from '@switchboard/core/queues'
 import { withTimeout } from '@switchboard/core/timeout'
 import type { WorkerContext } from './context.ts'
 
@@ -15,7 +16,7 @@ export interface Readiness { ready: boolean, checks: Record<string, string> }
 export async function storesReadiness ({ database, redis }: Pick<WorkerContext, 'database' | 'redis'>): Promise<Readiness> {
   const [db, queue] = await Promise.allSettled([
     withTimeout(database.sql`select 1`.execute(), READY_TIMEOUT_MS, 'database'),
-    withTimeout(redis.ping(), READY_TIMEOUT_MS, 'redis')
+    withTimeout(redisAnswers(redis), READY_TIMEOUT_MS, 'redis')
   ])
   const checks = {
     database: db.status === 'fulfilled' ? 'ok' : 'unavailable',

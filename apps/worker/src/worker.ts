@@ -1,5 +1,4 @@
 import { Worker, type Processor } from 'bullmq'
-import type { Redis } from 'ioredis'
 import type { Config } from '@switchboard/core/config'
 import { createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createDatabase } from '@switchboard/core/db'
@@ -7,7 +6,7 @@ import { createHttpClient, createRunEngine } from '@switchboard/core/engine'
 import { createReconciler } from '@switchboard/core/runs'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
-import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, SCHEDULED_TASKS } from '@switchboard/core/queues'
+import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
 import { createScheduleSync } from '@switchboard/core/schedules'
 import { emitEvent } from '@switchboard/core/triggers'
@@ -27,7 +26,7 @@ const MAX_STALLED_COUNT = 2
 export interface RunningWorker {
   context: WorkerContext
   /** Redis connections by role, for the connection metric. */
-  connections: Record<string, Redis>
+  connections: Record<string, RedisConnection>
   workers: Worker[]
   close: () => Promise<void>
 }
@@ -61,7 +60,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   for (const name of config.workerQueues) {
     const worker = new Worker(name, processors[name](context) as Processor, {
       connection,
-      prefix: config.queuePrefix,
+      prefix: queueKeyPrefix(config.queuePrefix, name, connection),
       concurrency: config.workerConcurrency,
       lockDuration: LOCK_DURATION_MS,
       stalledInterval: STALLED_INTERVAL_MS,

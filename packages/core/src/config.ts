@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import ipaddr from 'ipaddr.js'
 import { QUEUE_NAMES, type QueueName } from './queues/catalog.ts'
+import { clusterUrl, isClusterUrl, parseClusterNodes, parseClusterUrl, RedisAddressError } from './queues/redis-url.ts'
 
 /** Bounds on what a workflow author or caller controls (contract, "Limits and retention"). */
 export interface Limits {
@@ -25,10 +26,12 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string
+  /** One Redis (`redis://`, `rediss://`) or a Redis Cluster (`redis+cluster://host:port,…`, also what REDIS_CLUSTER_NODES becomes). */
   redisUrl: string
   /** Ports of the default local addresses (used when DATABASE_URL / REDIS_URL are unset). */
   localPostgresPort: number
   localRedisPort: number
+  /** BullMQ's key prefix; on a cluster each queue's keys also carry its hash tag (queues/connections.ts). */
   queuePrefix: string
   jwtSecret: string
   adminEmail: string
@@ -119,6 +122,46 @@ function url (env: Env, name: string, fallback: string, protocols: string[]): st
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}`)
   }
   return raw.replace(/\/+$/, '')
+}
+
+/**
+ * REDIS_URL (one Redis, or a cluster as `redis+cluster://`), or the cluster's seed nodes in
+ * REDIS_CLUSTER_NODES, never both: which one would win is not obvious to whoever reads the deployment.
+ */
+function redisUrl (env: Env, localRedisPort: number): string {
+  const nodes = text(env, 'REDIS_CLUSTER_NODES')
+  const raw = text(env, 'REDIS_URL')
+  try {
+    if (nodes !== undefined) {
+      if (raw !== undefined) throw new ConfigError('REDIS_URL and REDIS_CLUSTER_NODES are both set: set one (a cluster may also be given as REDIS_URL=redis+cluster://host:port,host:port)')
+      return clusterUrl(parseClusterNodes(nodes))
+    }
+    if (raw !== undefined && isClusterUrl(raw)) {
+      parseClusterUrl(raw)
+      return raw
+    }
+  } catch (err) {
+    if (!(err instanceof RedisAddressError)) throw err
+    throw new ConfigError(nodes !== undefined
+      ? `REDIS_CLUSTER_NODES must be a comma-separated list of host:port: ${err.message}`
+      : `REDIS_URL ${err.message} (redis+cluster://[user:password@]host:port,host:port)`)
+  }
+  if (raw !== undefined && /^[a-z][a-z0-9+.-]*:/i.test(raw) && !/^rediss?:/i.test(raw)) {
+    throw new ConfigError('REDIS_URL must use redis:, rediss:, redis+cluster: or rediss+cluster:')
+  }
+  return url(env, 'REDIS_URL', `redis://127.0.0.1:${localRedisPort}`, ['redis:', 'rediss:'])
+}
+
+/**
+ * On a cluster, Redis hashes a key by the text between its first `{` and the next `}`; an empty
+ * `{}` there makes it hash the whole key, which would scatter a queue's keys over slots.
+ */
+function queuePrefix (env: Env, cluster: boolean): string {
+  const prefix = text(env, 'QUEUE_PREFIX') ?? 'switchboard'
+  if (cluster && /^[^{]*\{\}/.test(prefix)) {
+    throw new ConfigError(`QUEUE_PREFIX must not start a hash tag with "{}" on a Redis Cluster, got "${prefix}"`)
+  }
+  return prefix
 }
 
 /** proxy-addr's named ranges, which Fastify's `trustProxy` expands. */
@@ -262,16 +305,17 @@ export function loadConfig (env: Env = process.env): Config {
 
   const localPostgresPort = integer(env, 'LOCAL_POSTGRES_PORT', 5432, 1, 65535)
   const localRedisPort = integer(env, 'LOCAL_REDIS_PORT', 6379, 1, 65535)
+  const redis = redisUrl(env, localRedisPort)
 
   return {
     nodeEnv,
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL', `postgres://postgres@127.0.0.1:${localPostgresPort}/switchboard`, ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', `redis://127.0.0.1:${localRedisPort}`, ['redis:', 'rediss:']),
+    redisUrl: redis,
     localPostgresPort,
     localRedisPort,
-    queuePrefix: text(env, 'QUEUE_PREFIX') ?? 'switchboard',
+    queuePrefix: queuePrefix(env, isClusterUrl(redis)),
     jwtSecret,
     adminEmail,
     adminPassword,

@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis'
 import { createDatabase, type Database, type Db } from '@switchboard/core/db'
-import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
+import { closeQueues, createProducerConnection, createQueues, type Queues, type RedisConnection } from '@switchboard/core/queues'
 import { createTestDatabase, REDIS_URL, uniqueQueuePrefix } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
 import type { Teardown } from './teardown.ts'
@@ -8,7 +7,7 @@ import type { Teardown } from './teardown.ts'
 export interface CoreTestContext {
   database: Database
   db: Db
-  redis: Redis
+  redis: RedisConnection
   queues: Queues
   queuePrefix: string
 }

@@ -1,16 +1,16 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Redis } from 'ioredis'
 import type { Config } from '@switchboard/core/config'
 import { createDatabase, type Database, type Db } from '@switchboard/core/db'
-import { closeQueues, createProducerConnection, createQueues, type Queues } from '@switchboard/core/queues'
+import { closeQueues, createProducerConnection, createQueues, type Queues, type RedisConnection } from '@switchboard/core/queues'
 
 declare module 'fastify' {
   interface FastifyInstance {
     config: Config
     database: Database
     db: Db
-    redis: Redis
+    /** One Redis or a Redis Cluster, as REDIS_URL / REDIS_CLUSTER_NODES say. */
+    redis: RedisConnection
     queues: Queues
   }
 }
@@ -29,7 +29,7 @@ async function context (fastify: FastifyInstance, opts: { config: Config }): Pro
   fastify.decorate('config', config)
   fastify.decorate('database', database)
   fastify.decorate('db', database.db)
-  fastify.decorate('redis', redis)
+  fastify.decorate<RedisConnection>('redis', redis)
   fastify.decorate('queues', queues)
 
   fastify.addHook('onClose', async () => {

@@ -1,9 +1,9 @@
-import type { Redis } from 'ioredis'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database } from '../db/client.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
 import { NODE_TYPES } from '../engine/node-types.ts'
 import { QUEUE_NAMES, type Queues } from '../queues/catalog.ts'
+import type { RedisConnection } from '../queues/connections.ts'
 import { withTimeout } from '../timeout.ts'
 
 /**
@@ -130,7 +130,7 @@ export interface StoreMetricsSources {
   database: Database
   databasePoolMax: number
   /** Redis connections by role (producer, worker). */
-  redis: Record<string, Redis>
+  redis: Record<string, RedisConnection>
   queues: Queues
 }
 

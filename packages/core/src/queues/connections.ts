@@ -1,25 +1,79 @@
-import { Queue, type ConnectionOptions } from 'bullmq'
-import { Redis, type RedisOptions } from 'ioredis'
-import { JOB_OPTIONS, QUEUE_NAMES, type Queues } from './catalog.ts'
+import { Queue } from 'bullmq'
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { JOB_OPTIONS, QUEUE_NAMES, type QueueName, type Queues } from './catalog.ts'
+import { isClusterUrl, parseClusterUrl } from './redis-url.ts'
+
+/** A connection to one Redis or to a Redis Cluster: BullMQ and the rate limiter take either. */
+export type RedisConnection = Redis | Cluster
+
+/**
+ * A `redis+cluster://` URL gives an ioredis Cluster with `nodeOptions` on every node
+ * connection; any other URL one Redis.
+ */
+function connect (url: string, nodeOptions: RedisOptions, clusterOptions: ClusterOptions = {}): RedisConnection {
+  if (!isClusterUrl(url)) return new Redis(url, nodeOptions)
+  const { nodes, username, password, tls } = parseClusterUrl(url)
+  return new Cluster(nodes, {
+    ...clusterOptions,
+    redisOptions: { username, password, ...(tls && { tls: {} }), ...nodeOptions },
+    // Managed TLS clusters announce hostnames their certificates name: connect by name, not by resolved address.
+    ...(tls && { dnsLookup: (address, callback) => { callback(null, address) } })
+  })
+}
 
 /** Producer side (api): fail fast when Redis is away instead of queueing commands in memory. */
-export function createProducerConnection (url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, ...options })
+export function createProducerConnection (url: string, options: RedisOptions = {}): RedisConnection {
+  const nodeOptions: RedisOptions = { maxRetriesPerRequest: 1, connectTimeout: 2000, ...options }
+  if (!isClusterUrl(url)) return connect(url, { enableOfflineQueue: false, ...nodeOptions })
+  // A cluster queues nothing while it is not ready; its node connections keep their own
+  // offline queue, which only holds the first command while a node connection opens.
+  return connect(url, nodeOptions, { enableOfflineQueue: false })
 }
 
 /** Consumer side (worker): BullMQ requires `maxRetriesPerRequest: null` for blocking commands. */
-export function createWorkerConnection (url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, ...options })
+export function createWorkerConnection (url: string, options: RedisOptions = {}): RedisConnection {
+  return connect(url, { maxRetriesPerRequest: null, ...options })
 }
 
-export function createQueues (connection: ConnectionOptions, prefix: string): Queues {
+/**
+ * The BullMQ prefix of one queue. Its scripts touch many keys of a queue at once, which a
+ * cluster allows only within one hash slot: on a cluster every queue's keys carry the hash tag
+ * `{<queue>}` (`switchboard:{workflow-runs}:workflow-runs:wait`), so each queue stays in one slot
+ * and the four queues spread over the nodes. A prefix with a hash tag of its own
+ * (`{switchboard}`) is kept as is and puts every queue in its slot.
+ */
+export function queueKeyPrefix (prefix: string, queue: QueueName, connection: RedisConnection): string {
+  if (!(connection instanceof Cluster) || hasHashTag(prefix)) return prefix
+  return `${prefix}:{${queue}}`
+}
+
+/** Redis Cluster's rule: a key's tag is the text between its first `{` and the next `}`, when there is some. */
+function hasHashTag (prefix: string): boolean {
+  const open = prefix.indexOf('{')
+  return open >= 0 && prefix.indexOf('}', open + 1) > open + 1
+}
+
+export function createQueues (connection: RedisConnection, prefix: string): Queues {
   const queues = {} as Queues
   for (const name of QUEUE_NAMES) {
-    queues[name] = new Queue(name, { connection, prefix, defaultJobOptions: JOB_OPTIONS[name] })
+    queues[name] = new Queue(name, { connection, prefix: queueKeyPrefix(prefix, name, connection), defaultJobOptions: JOB_OPTIONS[name] })
   }
   return queues
 }
 
 export async function closeQueues (queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map(async (queue) => { await queue.close() }))
+}
+
+/**
+ * Resolves when Redis answers; a cluster must also serve every slot (`cluster_state:ok`):
+ * a node down without a replica leaves some queues unreachable while the others still answer.
+ */
+export async function redisAnswers (connection: RedisConnection): Promise<void> {
+  if (!(connection instanceof Cluster)) {
+    await connection.ping()
+    return
+  }
+  const info = await connection.cluster('INFO')
+  if (!/^cluster_state:ok\s*$/m.test(info)) throw new Error('Redis Cluster does not serve every slot')
 }

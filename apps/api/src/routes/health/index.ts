@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { redisAnswers } from '@switchboard/core/queues'
 import { withTimeout } from '@switchboard/core/timeout'
 import { Check } from './schemas.ts'
 
@@ -21,7 +22,7 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (_request, reply) => {
     const [database, redis] = await Promise.allSettled([
       withTimeout(fastify.database.sql`select 1`.execute(), READY_TIMEOUT_MS, 'database'),
-      withTimeout(fastify.redis.ping(), READY_TIMEOUT_MS, 'redis')
+      withTimeout(redisAnswers(fastify.redis), READY_TIMEOUT_MS, 'redis')
     ])
     const checks = {
       database: database.status === 'fulfilled' ? 'ok' : 'unavailable',
