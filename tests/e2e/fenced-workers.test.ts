@@ -82,7 +82,8 @@ const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true', R
 const token = await stack.adminToken()
 
 t.test('a worker cut off from Redis stops executing nodes before its job lock can expire; the run is taken over and completes', async (t) => {
-  const steps = 30
+  // Longer than the outage, so that a worker that did not stop would still be calling steps when its lock expired.
+  const steps = 60
   const nodes = Array.from({ length: steps }, (_, i) => ({
     id: `s${i}`,
     type: 'http_request',
