@@ -1,4 +1,4 @@
-import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
+import type { LogLevel } from '../db/schema/runs.ts'
 import type { Logger } from '../logger.ts'
 import type { ClaimKind, LogLine } from '../runs/steps.ts'
 import { isNodeType } from '../engine/node-types.ts'
