@@ -101,7 +101,7 @@ class InfrastructureError extends Error {
 class ClaimLostError extends Error {
   override name = 'ClaimLostError'
   constructor (readonly refusal: Refusal) {
-    super(refusal === 'superseded' ? 'the run was claimed by another worker' : 'the run was cancelled')
+    super(refusal === 'superseded' ? 'the run was claimed by another worker' : 'the run is no longer running')
   }
 }
 
