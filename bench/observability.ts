@@ -90,7 +90,7 @@ try {
   for (let i = 0; i < MICRO_ITERATIONS; i++) {
     runsCreated.inc({ trigger_type: 'MANUAL', domain: 'GENERAL' })
     queueWait.observe({ queue: WORKFLOW_RUNS }, 0.002)
-    const trace = traceRun(logger, { id: `run-${i}`, workflowId: 'bench-workflow', startedAt: at, previousStatus: 'PENDING' }, 'bench-request')
+    const trace = traceRun(logger, { id: `run-${i}`, workflowId: 'bench-workflow', startedAt: at, kind: 'start' }, 'bench-request')
     const first = trace.claimed()
     for (const nodeId of ['a', 'b', 'c']) {
       trace.node('set', 'success', 1)

@@ -6,8 +6,10 @@ import { waitFor } from '@switchboard/testing/wait'
 
 // The first call hangs (the worker is killed while waiting for it); later calls answer at once.
 const calls: string[] = []
+const idempotencyKeys: unknown[] = []
 const sink = createServer((req, res) => {
   calls.push(req.url ?? '')
+  idempotencyKeys.push(req.headers['idempotency-key'])
   if (calls.length > 1) res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
 })
 sink.listen(0, '127.0.0.1')
@@ -51,6 +53,8 @@ t.test('a worker SIGKILLed mid-run: a restarted worker takes the run over and br
   t.same(run.result.after, { step: 3 })
   t.match(run.result.slow, { status: 200, body: { ok: true } })
   t.same(calls, ['/slow', '/slow'], 'the interrupted node ran again; the completed one did not')
+  t.same(idempotencyKeys, [`${runId}:slow`, `${runId}:slow`], 'both deliveries carry the node\'s Idempotency-Key')
+  t.equal(run.logs.filter((line: { message: string }) => line.message === `Calling GET ${sinkUrl}/slow (attempt 1)`).length, 2, 'both deliveries are in the run\'s log')
   t.ok(run.logs.some((line: { message: string }) => line.message === 'Run taken over after its worker stopped (attempt 1)'))
   t.equal(run.logs.filter((line: { message: string }) => line.message === 'Node before (set) started').length, 1)
 })

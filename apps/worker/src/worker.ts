@@ -11,6 +11,7 @@ import { createRetention } from '@switchboard/core/retention'
 import { createScheduleSync } from '@switchboard/core/schedules'
 import { emitEvent } from '@switchboard/core/triggers'
 import type { WorkerContext } from './context.ts'
+import { createLockWatchdog } from './lock-watchdog.ts'
 import { processors } from './processors/index.ts'
 
 /**
@@ -22,6 +23,14 @@ import { processors } from './processors/index.ts'
 const LOCK_DURATION_MS = 10_000
 const STALLED_INTERVAL_MS = 5_000
 const MAX_STALLED_COUNT = 2
+/**
+ * A job whose lock was not renewed for LOCK_DURATION_MS minus this is stopped
+ * (lock-watchdog.ts): renewals come every 2.5 to 5 s, so a healthy job never
+ * comes near it, and a worker cut off from Redis stops 3 s before its lock can
+ * expire and another worker take the run over.
+ */
+const LOCK_WATCHDOG_MARGIN_MS = 3_000
+const LOCK_WATCHDOG_CHECK_MS = 250
 
 export interface RunningWorker {
   context: WorkerContext
@@ -57,8 +66,11 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const connection = createWorkerConnection(config.redisUrl)
   connection.on('error', (err) => { logger.warn({ err }, 'redis worker connection error') })
   const workers: Worker[] = []
+  const watchdogs: Array<ReturnType<typeof createLockWatchdog>> = []
   for (const name of config.workerQueues) {
-    const worker = new Worker(name, processors[name](context) as Processor, {
+    const watchdog = createLockWatchdog({ queue: name, lockDurationMs: LOCK_DURATION_MS, marginMs: LOCK_WATCHDOG_MARGIN_MS, checkEveryMs: LOCK_WATCHDOG_CHECK_MS, logger })
+    watchdogs.push(watchdog)
+    const worker = new Worker(name, watchdog.wrap(processors[name](context) as Processor), {
       connection,
       prefix: queueKeyPrefix(config.queuePrefix, name, connection),
       concurrency: config.workerConcurrency,
@@ -67,10 +79,9 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       maxStalledCount: MAX_STALLED_COUNT
     })
     worker.on('error', (err) => { logger.error({ err, queue: name }, 'worker error') })
-    // Another worker may own a job whose lock could not be renewed: stop working on it here.
-    worker.on('lockRenewalFailed', (jobIds) => {
-      for (const jobId of jobIds) worker.cancelJob(jobId, 'lock lost')
-    })
+    // A job whose lock is lost, or cannot be renewed in time, may be another worker's: stop working on it here.
+    worker.on('locksRenewed', ({ jobIds }) => { watchdog.renewed(jobIds) })
+    worker.on('lockRenewalFailed', (jobIds) => { watchdog.lost(jobIds) })
     worker.on('failed', (job, err) => { logger.warn({ err, queue: name, jobId: job?.id }, 'job failed') })
     // First attempts only: a retry's wait is its backoff, not the queue's.
     worker.on('active', (job) => {
@@ -97,6 +108,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       await Promise.all([reconciler.stop(), retention.stop()])
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
+      for (const watchdog of watchdogs) watchdog.close()
       await Promise.all([http.close(), chatClient.close()])
       await closeQueues(queues)
       connection.disconnect()

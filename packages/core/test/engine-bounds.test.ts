@@ -89,7 +89,7 @@ t.test('JSON nested too deeply to store fails the node once instead of throwing 
   t.equal(await engine.executeRun(deep), 'FAILED')
   t.equal((await readRun(deep)).error, `Response body nesting is too deep: more than ${MAX_RESPONSE_JSON_DEPTH} levels`)
   t.equal(requests.length, 1)
-  t.match((await readLogs(deep)).map((line) => line.message), ['Run started', 'Node call (http_request) started', /^Node call failed after \d+ms: Response body nesting is too deep/, /^Run failed: /])
+  t.match((await readLogs(deep)).map((line) => line.message), ['Run started', 'Node call (http_request) started', /^Calling GET .*\/deep \(attempt 1\)$/, /^Node call failed after \d+ms: Response body nesting is too deep/, /^Run failed: /])
 
   const allowed = await runOf([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/deep?levels=${MAX_RESPONSE_JSON_DEPTH}` } }])
   t.equal(await engine.executeRun(allowed), 'SUCCESS')

@@ -91,6 +91,7 @@ t.test('a run executes every node, renders templates from triggerData and earlie
   t.equal(received[0].method, 'POST')
   t.equal(received[0].headers['x-run'], 'Hello Ada')
   t.equal(received[0].headers['content-type'], 'application/json')
+  t.equal(received[0].headers['idempotency-key'], `${runId}:post`, 'the node\'s idempotency key')
   t.same(JSON.parse(received[0].body), { count: 2, name: 'Ada' }, 'a single placeholder keeps the number type')
   t.match(sent.at(-1), { userId: owner.id, to: '15550001111', text: 'Order remote-1 for Ada' })
 
@@ -111,9 +112,11 @@ t.test('a run executes every node, renders templates from triggerData and earlie
     ['vars', 'INFO', 'Node vars (set) started'],
     ['vars', 'INFO', 'Node vars completed in Nms'],
     ['post', 'INFO', 'Node post (http_request) started'],
+    ['post', 'INFO', `Calling POST ${sinkUrl}/orders (attempt 1)`],
     ['post', 'INFO', `POST ${sinkUrl}/orders answered 200`],
     ['post', 'INFO', 'Node post completed in Nms'],
     ['notify', 'INFO', 'Node notify (send_chat) started'],
+    ['notify', 'INFO', 'Sending chat message to 15550001111'],
     ['notify', 'INFO', 'Node notify completed in Nms'],
     [null, 'INFO', 'Run succeeded in Nms']
   ])

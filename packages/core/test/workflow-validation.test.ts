@@ -164,3 +164,11 @@ t.test('limits: nodes per workflow and cron frequency', async (t) => {
   t.doesNotThrow(() => validateTriggerConfig('CRON', { cronExpression: '*/10 * * * * *' }, every10s))
   t.equal(refusal(t, () => validateTriggerConfig('CRON', { cronExpression: '*/5 * * * * *' }, every10s)), 'Cron expression fires too often (minimum interval 10 seconds)')
 })
+
+t.test('http_request idempotencyKey is true or false', async (t) => {
+  const call = (idempotencyKey: unknown): WorkflowNode => node('call', { type: 'http_request', config: { url: 'https://example.com', idempotencyKey } })
+  for (const value of [true, false, undefined, null]) t.doesNotThrow(() => validateWorkflowGraph([call(value)], []), String(value))
+  for (const value of ['false', 0, 'run-1', {}]) {
+    t.match(refusal(t, () => validateWorkflowGraph([call(value)], [])), 'Node call: idempotencyKey must be true or false', JSON.stringify(value))
+  }
+})

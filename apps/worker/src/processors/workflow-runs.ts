@@ -4,7 +4,8 @@ import type { ProcessorFactory } from '../context.ts'
 /**
  * Executes the run named by the job. Node failures end the run FAILED and the
  * job completes; a database or Redis failure throws, so BullMQ retries the job
- * and the run is taken over from the node that was running.
+ * and, as the same owner, it claims the run again from the node that was
+ * running (an infrastructure retry, not a takeover).
  */
 export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'> = ({ engine, logger }) => {
   // Three parameters: BullMQ passes the abort signal (fired when the job's lock is lost) only then.
@@ -12,8 +13,11 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
     const runId = job.data?.runId
     if (typeof runId !== 'string' || runId === '') throw new UnrecoverableError('job data has no runId')
     const requestId = typeof job.data.requestId === 'string' ? job.data.requestId : undefined
-    const outcome = await engine.executeRun(runId, signal, { requestId })
+    const outcome = await engine.executeRun(runId, signal, { requestId, job })
     logger.debug({ runId, jobId: job.id, requestId, outcome }, 'run job done')
+    // The job's lock was lost or not renewed in time. Failing (not completing) the job: if this worker still
+    // holds the lock after all, BullMQ retries it and the run goes on; if not, the job's new owner has it.
+    if (outcome === 'ABANDONED') throw new Error(`stopped executing the run: ${String(signal?.reason ?? 'the job lock was lost')}`)
     return { outcome }
   }
 }

@@ -1,3 +1,4 @@
+import { DrizzleQueryError } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
@@ -9,7 +10,7 @@ import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts
 import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
-import { runStore, type ClaimedRun, type LogLine } from '../runs/steps.ts'
+import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, type NodeDependencies, type NodeResult } from './types.ts'
 
@@ -23,8 +24,22 @@ type RunOutcome =
   | 'STOPPED'
   /** Nothing to do: the run is missing or already finished. */
   | 'SKIPPED'
-  /** The caller's signal was aborted (the job's lock was lost): the run is left for its new owner. */
+  /** The caller's signal was aborted (the job's lock was lost or could not be renewed): the run is left for its next owner. */
   | 'ABANDONED'
+  /** Another claim owns the run (a takeover while this execution went on): its steps were refused and it stopped. */
+  | 'SUPERSEDED'
+
+/** The BullMQ job that delivers a run, as far as the claim needs it (a BullMQ `Job` is one). */
+export interface RunDelivery {
+  queueName: string
+  id?: string
+  /** Failed attempts so far: this attempt is number `attemptsMade + 1`. */
+  attemptsMade: number
+  /** Times the job stalled: its worker lost it (died, or could not renew the lock). */
+  stalledCounter: number
+  /** The error of the job's previous failed attempt. */
+  failedReason?: string
+}
 
 interface EngineOptions {
   db: Db
@@ -36,12 +51,14 @@ interface EngineOptions {
   emitEvent: (input: { userId: string, name: string, payload: unknown }) => Promise<unknown>
   /**
    * Takeovers of a RUNNING run whose worker stopped before the run is failed.
+   * Retries of the same job after a database or Redis error are not takeovers:
+   * the job's own attempts bound them (JOB_OPTIONS).
    * @defaultValue 3
    */
   maxAttempts?: number
   /**
-   * While a node runs longer than this, the run's status is checked this often
-   * so that a cancel aborts it.
+   * While a node runs longer than this, the run's status and claim are checked
+   * this often so that a cancel, or a takeover by another worker, aborts it.
    * @defaultValue 1000
    */
   cancelPollMs?: number
@@ -65,6 +82,47 @@ const MAX_MISSING_PATH_LINES = 20
 const MAX_QUOTED_PATH_LENGTH = 200
 
 const errorMessage = (err: unknown): string => err instanceof Error && err.message !== '' ? err.message : String(err)
+
+/**
+ * A database or Redis failure while executing a run: `executeRun` throws it,
+ * the job fails and BullMQ retries it (JOB_OPTIONS: 5 attempts, backoff 1, 2,
+ * 4, 8 s), and the retry claims the run again as the same owner. Its message
+ * (the job's failedReason in Redis) names the store and the driver's error,
+ * never a statement or its parameters.
+ */
+class InfrastructureError extends Error {
+  override name = 'InfrastructureError'
+  constructor (store: 'database' | 'Redis', cause: unknown) {
+    super(`${store} error: ${errorMessage(cause instanceof DrizzleQueryError ? cause.cause ?? cause : cause)}`, { cause })
+  }
+}
+
+/** A node was told not to act: the run is no longer RUNNING under this execution's claim. */
+class ClaimLostError extends Error {
+  override name = 'ClaimLostError'
+  constructor (readonly refusal: Refusal) {
+    super(refusal === 'superseded' ? 'the run was claimed by another worker' : 'the run is no longer running')
+  }
+}
+
+/** Runs `work` against the database: its failures are infrastructure failures. */
+async function database<T> (work: Promise<T>): Promise<T> {
+  try {
+    return await work
+  } catch (err) {
+    throw new InfrastructureError('database', err)
+  }
+}
+
+/** The owner of a claim made by `job`, and the line it writes when it claims the run again after a failed attempt. */
+function ownerOf (job: RunDelivery): ClaimOwner {
+  const reason = job.failedReason ?? 'an unknown error'
+  const cause = /^(database|Redis) error: /.test(reason) ? `a ${reason}` : `its job failed: ${reason}`
+  return {
+    id: `${job.queueName}/${job.id ?? ''}/${job.stalledCounter}`,
+    retryLine: `Run resumed after ${cause} (job attempt ${job.attemptsMade + 1})`
+  }
+}
 
 /**
  * Executes runs (contract, "Graph execution" and "Runs"). One call takes a run
@@ -93,8 +151,9 @@ export function createRunEngine (options: EngineOptions) {
   }
 
   /**
-   * Ends a run FAILED (guarded by `from`) and emits `workflow.run.failed`; false when the run was
-   * not in `from`. `trace`: the run is being executed (the reconciler fails runs it does not execute).
+   * Ends a run FAILED (guarded by `from`: statuses, or the claim of the execution that fails it) and
+   * emits `workflow.run.failed`; false when the run was not in `from`. `trace`: the run is being
+   * executed (the reconciler fails runs it does not execute).
    */
   async function failRun (runId: string, error: string, lines: LogLine[] = [], from: Parameters<typeof store.fail>[3] = ['RUNNING'], trace?: RunTrace): Promise<boolean> {
     trace?.write(lines)
@@ -107,20 +166,38 @@ export function createRunEngine (options: EngineOptions) {
     return true
   }
 
+  /** How an execution ends when its step was refused; a superseded one says so in the process log. */
+  function refused (refusal: Refusal, trace: RunTrace, run: ClaimedRun): RunOutcome {
+    if (refusal === 'stopped') return 'STOPPED'
+    trace.log.warn({ claim: run.claim }, 'Run step refused: another worker claimed the run; this execution stopped')
+    return 'SUPERSEDED'
+  }
+
+  /** A node failed: the run ends FAILED, as a step of this claim. */
+  async function failClaimed (run: ClaimedRun, error: string, lines: LogLine[], trace: RunTrace): Promise<RunOutcome> {
+    if (await database(failRun(run.id, error, lines, { claim: run.claim }, trace))) return 'FAILED'
+    return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', trace, run)
+  }
+
+  /** A step was written, or the execution stops (undefined: go on). */
+  function afterStep (outcome: StepOutcome, trace: RunTrace, run: ClaimedRun): RunOutcome | undefined {
+    return outcome === 'written' ? undefined : refused(outcome, trace, run)
+  }
+
   /**
    * Runs `execute` with a signal that aborts when the job's signal does or
-   * when the run stops being RUNNING (a cancel), checked only while the node
-   * is still busy after `cancelPollMs`.
+   * when the run stops being RUNNING under this claim (a cancel, or another
+   * worker's takeover), checked only while the node is still busy after `cancelPollMs`.
    */
-  async function watchingCancel<T> (runId: string, jobSignal: AbortSignal | undefined, execute: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async function watchingClaim<T> (run: ClaimedRun, jobSignal: AbortSignal | undefined, execute: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController()
     const signal = jobSignal === undefined ? controller.signal : AbortSignal.any([jobSignal, controller.signal])
     let timer: NodeJS.Timeout | undefined
     let done = false
     const poll = (): void => {
       timer = setTimeout(() => {
-        store.status(runId).then((status) => {
-          if (status !== 'RUNNING') controller.abort(new Error('the run was cancelled'))
+        store.lost(run.id, run.claim).then((refusal) => {
+          if (refusal !== undefined) controller.abort(new ClaimLostError(refusal))
           else if (!done) poll()
         }, () => { if (!done) poll() })
       }, cancelPollMs)
@@ -155,8 +232,16 @@ export function createRunEngine (options: EngineOptions) {
     check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
   }
 
-  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer): Promise<NodeResult> {
+  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
     const log = (level: LogLevel, message: string): void => { lines.push({ nodeId: node.id, level, message, at: new Date() }) }
+    // The step's lines so far and `message` are written before the node acts, under this claim.
+    const beforeEffect = async (message: string): Promise<void> => {
+      log('INFO', message)
+      const pending = lines.splice(0)
+      trace.write(pending)
+      const outcome = await database(store.record(run.id, run.claim, pending))
+      if (outcome !== 'written') throw new ClaimLostError(outcome)
+    }
     if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
     const executor = nodeExecutors[node.type]
     const rawConfig = node.config ?? {}
@@ -168,13 +253,14 @@ export function createRunEngine (options: EngineOptions) {
     }
     const config = renderTemplate(rawConfig, result, onMissing, { maxBytes: nodeOutputMaxBytes, sizer }) as Record<string, unknown>
     if (missing > MAX_MISSING_PATH_LINES) log('WARN', `Template paths not found: ${missing - MAX_MISSING_PATH_LINES} more`)
-    const outcome = await watchingCancel(run.id, signal, async (nodeSignal) => await executor.execute({
+    const outcome = await watchingClaim(run, signal, async (nodeSignal) => await executor.execute({
       node,
       config,
       rawConfig,
       run: { id: run.id, workflowId: run.workflowId, userId: run.userId, triggerData: run.triggerData, rawBody: run.rawBody },
       result,
       log,
+      beforeEffect,
       signal: nodeSignal,
       deps: options.nodes
     }))
@@ -184,20 +270,23 @@ export function createRunEngine (options: EngineOptions) {
 
   /**
    * Executes the run `runId` as far as it goes now. Throws only on
-   * infrastructure failures (database, Redis): the job is then retried and the
-   * run taken over from the node that was running.
+   * infrastructure failures (database, Redis), as an InfrastructureError: the
+   * job is then retried and, as the same owner, claims the run again from the
+   * node that was running without counting a takeover. `job`: the job that
+   * delivers the run; without one every claim of a RUNNING run is a takeover.
    */
-  async function executeRun (runId: string, signal?: AbortSignal, context: { requestId?: string } = {}): Promise<RunOutcome> {
-    const claim = await store.claim(runId, maxAttempts)
+  async function executeRun (runId: string, signal?: AbortSignal, context: { requestId?: string, job?: RunDelivery } = {}): Promise<RunOutcome> {
+    const owner = context.job === undefined ? undefined : ownerOf(context.job)
+    const claim = await database(store.claim(runId, maxAttempts, owner))
     if (claim === undefined) return 'SKIPPED'
     if (!('claimed' in claim)) {
       if (claim.status !== 'RUNNING') return 'SKIPPED'
-      const failed = await failRun(runId, `Run interrupted: its worker stopped ${claim.attempt + 1} times`)
+      const failed = await database(failRun(runId, `Run interrupted: its worker stopped ${claim.attempt + 1} times`))
       return failed ? 'FAILED' : 'SKIPPED'
     }
     const run = claim.claimed
     const trace = traceRun(logger, run, context.requestId)
-    let firstLines = trace.claimed()
+    let firstLines = trace.claimed(owner?.retryLine)
     const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
     const result = { ...run.result }
     // Sizes of the objects of this run's result, measured once; they are never changed once stored.
@@ -207,12 +296,13 @@ export function createRunEngine (options: EngineOptions) {
 
     if (nodeId === undefined) {
       trace.write(firstLines)
-      if (!await store.succeed(runId, undefined, firstLines)) return 'STOPPED'
+      const ended = afterStep(await database(store.succeed(runId, run.claim, undefined, firstLines)), trace, run)
+      if (ended !== undefined) return ended
       trace.ended('SUCCESS')
       return 'SUCCESS'
     }
 
-    // The lock on the job was lost: another worker owns the run now.
+    // The job's lock was lost, or could not be renewed: the run is left for its next owner.
     const abandoned = (): boolean => signal?.aborted === true
     for (;;) {
       if (abandoned()) return 'ABANDONED'
@@ -221,7 +311,7 @@ export function createRunEngine (options: EngineOptions) {
       const node: WorkflowNode | undefined = graph.nodes.find((candidate) => candidate.id === nodeId)
       if (node === undefined || visited.has(nodeId)) {
         const error = node === undefined ? `Node not found: ${nodeId}` : `Workflow graph has a cycle at ${nodeId}`
-        return await failRun(runId, error, lines, ['RUNNING'], trace) ? 'FAILED' : 'STOPPED'
+        return await failClaimed(run, error, lines, trace)
       }
       visited.add(node.id)
 
@@ -229,14 +319,17 @@ export function createRunEngine (options: EngineOptions) {
       const started = performance.now()
       let outcome: NodeResult
       try {
-        outcome = await executeNode(run, node, result, lines, signal, sizer)
+        outcome = await executeNode(run, node, result, lines, signal, sizer, trace)
       } catch (err) {
+        if (err instanceof InfrastructureError) throw err
+        // Told not to act before an outside effect: nothing was done, nothing is written.
+        if (err instanceof ClaimLostError) return refused(err.refusal, trace, run)
         const error = errorMessage(err)
         const failedAfter = performance.now() - started
         trace.node(node.type, 'failure', failedAfter)
         lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(failedAfter)}ms: ${error}`, at: new Date() })
         if (abandoned()) return 'ABANDONED'
-        return await failRun(runId, error, lines, ['RUNNING'], trace) ? 'FAILED' : 'STOPPED'
+        return await failClaimed(run, error, lines, trace)
       }
       const elapsed = Math.round(performance.now() - started)
       trace.node(node.type, outcome.suspendUntil === undefined ? 'success' : 'waiting', performance.now() - started)
@@ -244,13 +337,18 @@ export function createRunEngine (options: EngineOptions) {
       if (outcome.suspendUntil !== undefined) {
         lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
         trace.write(lines)
-        if (!await store.suspend(runId, node.id, outcome.output, lines)) return 'STOPPED'
+        const suspended = afterStep(await database(store.suspend(runId, run.claim, node.id, outcome.output, lines)), trace, run)
+        if (suspended !== undefined) return suspended
         // The resumed part of the run logs with the request id too.
         const data: RunJobData = { runId, ...(context.requestId !== undefined && { requestId: context.requestId }) }
-        await queues[run.queue].add(RUN_JOB, data, {
-          jobId: resumeJobId(runId, node.id),
-          delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
-        })
+        try {
+          await queues[run.queue].add(RUN_JOB, data, {
+            jobId: resumeJobId(runId, node.id),
+            delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
+          })
+        } catch (err) {
+          throw new InfrastructureError('Redis', err)
+        }
         return 'WAITING'
       }
 
@@ -259,7 +357,8 @@ export function createRunEngine (options: EngineOptions) {
       const next = nextNodeId(graph, node, outcome)
       if (next === null) {
         trace.write(lines)
-        if (!await store.succeed(runId, { nodeId: node.id, output: outcome.output }, lines)) return 'STOPPED'
+        const ended = afterStep(await database(store.succeed(runId, run.claim, { nodeId: node.id, output: outcome.output }, lines)), trace, run)
+        if (ended !== undefined) return ended
         trace.ended('SUCCESS')
         return 'SUCCESS'
       }
@@ -267,7 +366,8 @@ export function createRunEngine (options: EngineOptions) {
         lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
       }
       trace.write(lines)
-      if (!await store.advance(runId, node.id, outcome.output, next, lines)) return 'STOPPED'
+      const advanced = afterStep(await database(store.advance(runId, run.claim, node.id, outcome.output, next, lines)), trace, run)
+      if (advanced !== undefined) return advanced
       nodeId = next
     }
   }

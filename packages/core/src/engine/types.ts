@@ -31,8 +31,16 @@ export interface NodeContext {
   run: RunInfo
   /** triggerData plus the output of every node that ran so far. */
   result: Readonly<Record<string, unknown>>
-  /** Adds a line to the run's logs under this node. */
+  /** Adds a line to the run's logs under this node (written when the node ends). */
   log: (level: LogLevel, message: string) => void
+  /**
+   * Call right before each outside effect (a request, a message): writes the
+   * node's lines so far and `message` (INFO) to the run's log now, so that an
+   * attempt shows even if the worker dies during it. Throws, and the node must
+   * not act, when the run is no longer this execution's (cancelled, or claimed
+   * by another worker).
+   */
+  beforeEffect: (message: string) => Promise<void>
   /** Aborted when the run is cancelled or the worker lost the job. */
   signal: AbortSignal
   deps: NodeDependencies

@@ -1,6 +1,6 @@
-import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
+import type { LogLevel } from '../db/schema/runs.ts'
 import type { Logger } from '../logger.ts'
-import type { LogLine } from '../runs/steps.ts'
+import type { ClaimKind, LogLine } from '../runs/steps.ts'
 import { isNodeType } from '../engine/node-types.ts'
 import { nodeDuration, runDuration, runsFinished } from './metrics.ts'
 
@@ -19,7 +19,13 @@ export interface TracedRun {
   workflowId: string
   /** When the run first started (a resumed run keeps it), for its duration. */
   startedAt: Date
-  previousStatus: RunStatus
+  kind: ClaimKind
+}
+
+const CLAIM_LINES: Record<Exclude<ClaimKind, 'retry'>, string> = {
+  start: 'Run started',
+  resume: 'Run resumed',
+  takeover: 'Run taken over after its worker stopped'
 }
 
 /**
@@ -30,12 +36,15 @@ export function traceRun (logger: Logger, run: TracedRun, requestId?: string) {
   const log = logger.child({ runId: run.id, workflowId: run.workflowId, ...(requestId !== undefined && { requestId }) })
   return {
     log,
-    /** The lines the claim wrote ('Run started', 'Run resumed', 'Run taken over') and those the first step adds. */
-    claimed (): LogLine[] {
-      const message = run.previousStatus === 'PENDING' ? 'Run started' : run.previousStatus === 'WAITING' ? 'Run resumed' : 'Run taken over after its worker stopped'
-      log.info(message)
+    /**
+     * The line the claim wrote ('Run started', 'Run resumed', 'Run taken over', or `retryLine`
+     * when the same job claims it again after a failed attempt) and those the first step adds.
+     */
+    claimed (retryLine?: string): LogLine[] {
+      if (run.kind === 'retry') log.warn(retryLine ?? 'Run resumed after its job failed')
+      else log.info(CLAIM_LINES[run.kind])
       // The request that started the run, in its run_logs too: one id from the api's log to the run.
-      if (run.previousStatus !== 'PENDING' || requestId === undefined) return []
+      if (run.kind !== 'start' || requestId === undefined) return []
       return [{ nodeId: null, level: 'INFO', message: `Request id: ${requestId}`, at: new Date() }]
     },
     /** Lines about to be written with a step. */

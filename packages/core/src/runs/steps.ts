@@ -11,6 +11,12 @@ import type { QueueName } from '../queues/catalog.ts'
  * result, the run's position, its log lines, a status change and the
  * workflow counters go together, and every status change is guarded by the
  * status it expects, so a cancelled or finished run is never overwritten.
+ *
+ * Fencing: every claim bumps `runs.claim`, and every step of the execution
+ * that claimed the run is written only while the run still carries that
+ * claim. A worker that lost its job (stalled, cut off from Redis) while another
+ * took the run over has its steps refused and stops; its log lines are still
+ * written, because they say what it did (a call it made happened).
  */
 
 export interface LogLine {
@@ -31,7 +37,10 @@ export interface ClaimedRun {
   result: Record<string, unknown>
   currentNodeId: string | null
   attempt: number
-  previousStatus: RunStatus
+  /** The fencing token of this claim: every step of the execution carries it. */
+  claim: number
+  /** How the claim came about, and so which line it wrote. */
+  kind: ClaimKind
   startedAt: Date
   workflow: {
     nodes: WorkflowNode[]
@@ -39,6 +48,26 @@ export interface ClaimedRun {
     eventName: string | null
   }
 }
+
+/**
+ * `retry`: the owner that held the run claims it again, its previous attempt
+ * having failed (a database or Redis error); `takeover`: the run was RUNNING
+ * under another owner, whose worker stopped or lost the job.
+ */
+export type ClaimKind = 'start' | 'resume' | 'retry' | 'takeover'
+
+/** Who claims a run: one delivery of one job; the same owner claiming again is a retry, not a takeover. */
+export interface ClaimOwner {
+  /** `<queue>/<jobId>/<stalls>`: a job that stalled (its worker lost it) comes back as another owner. */
+  id: string
+  /** The run-level line a retry writes (`Run resumed after a database error: …`). */
+  retryLine: string
+}
+
+/** Why a step was refused: `stopped`, the run is no longer RUNNING (cancelled, ended); `superseded`, another claim owns it. */
+export type Refusal = 'stopped' | 'superseded'
+/** Whether a step was written under its claim. */
+export type StepOutcome = 'written' | Refusal
 
 type ClaimOutcome =
   | { claimed: ClaimedRun }
@@ -55,9 +84,10 @@ export interface FailedRun {
 /**
  * One insert for all the lines of a step, so that their ids (the order the
  * API lists them in) follow the order they were written; `runLine` is the
- * run-level line that closes the step, selected from the step's update.
+ * run-level line that closes the step, selected from the step's update;
+ * `when`, a further condition for writing them.
  */
-function logRows (runId: string, lines: LogLine[], runLine?: SQL): SQL {
+function logRows (runId: string, lines: LogLine[], { runLine, when }: { runLine?: SQL, when?: SQL } = {}): SQL {
   const rows = jsonb(lines.map((line) => ({ node_id: line.nodeId, level: line.level, message: line.message, at: line.at.toISOString() })))
   return sql`
     insert into run_logs (run_id, node_id, level, message, created_at)
@@ -66,8 +96,8 @@ function logRows (runId: string, lines: LogLine[], runLine?: SQL): SQL {
       from rows from (jsonb_to_recordset(${rows}) as (node_id text, level text, message text, at timestamptz))
         with ordinality as line(node_id, level, message, at, n)
       ${runLine === undefined ? sql`` : sql`union all select 1, 1, null, level, message, now() from (${runLine}) as run_line`}
-    ) as step
-    where exists (select 1 from runs where id = ${runId})
+    ) as ordered
+    where exists (select 1 from runs where id = ${runId}) ${when === undefined ? sql`` : sql`and ${when}`}
     order by part, n`
 }
 
@@ -77,35 +107,63 @@ export const durationMsSince = (since: SQL): SQL => sql`(extract(epoch from (now
 /** A run that ends here without ever starting (failed while PENDING) counts from its creation. */
 const durationMs = durationMsSince(sql`coalesce(started_at, created_at)`)
 
+type StepRow = { written: boolean, status: RunStatus | null, claim: number | null }
+
+/** The guard of a step: the run is RUNNING under `claim`. */
+const heldBy = (claim: number): SQL => sql`status = 'RUNNING' and claim = ${claim}`
+
+/**
+ * Reads a step's answer: `written`, or why not from the run as the statement
+ * found it (a run RUNNING under another claim was superseded).
+ */
+function stepOutcome (row: StepRow | undefined, claim: number): StepOutcome {
+  if (row?.written === true) return 'written'
+  return row?.status === 'RUNNING' && row.claim !== claim ? 'superseded' : 'stopped'
+}
+
+/** Selects a step's answer from its CTE `step` and the run row as the statement began. */
+const stepAnswer = (runId: string): SQL => sql`
+  select exists (select 1 from step) as written, found.status, found.claim
+  from (select 1) as one left join (select status, claim from runs where id = ${runId}) as found on true`
+
 export function runStore (db: DbOrTx) {
   return {
     /**
-     * Takes the run for execution: PENDING or WAITING become RUNNING; a run
-     * found RUNNING lost its worker and is taken over (its attempt counted)
-     * while fewer than `maxAttempts` takeovers happened. The run-level log
-     * line is written by the same statement.
+     * Takes the run for execution under a new claim: PENDING or WAITING become
+     * RUNNING. A run found RUNNING is retried when `owner` held it (its job's
+     * previous attempt failed and ended; not counted), else taken over (its
+     * worker stopped; counted in `attempt`) while fewer than `maxAttempts`
+     * takeovers happened. A claim without an owner always takes over. The
+     * run-level log line is written by the same statement.
      */
-    async claim (runId: string, maxAttempts: number): Promise<ClaimOutcome> {
+    async claim (runId: string, maxAttempts: number, owner?: ClaimOwner): Promise<ClaimOutcome> {
+      const ownerId = owner?.id ?? null
       const rows = await db.execute<Record<string, unknown>>(sql`
         with previous as (
-          select id, status, attempt from runs where id = ${runId} for update
+          select id, status, attempt,
+            case status when 'PENDING' then 'start' when 'WAITING' then 'resume'
+              when 'RUNNING' then case when claim_owner = ${ownerId}::text then 'retry' else 'takeover' end end as kind
+          from runs where id = ${runId} for update
         ), claimed as (
           update runs set
             status = 'RUNNING',
             started_at = coalesce(runs.started_at, now()),
-            attempt = runs.attempt + (case when previous.status = 'RUNNING' then 1 else 0 end),
+            attempt = runs.attempt + (case when previous.kind = 'takeover' then 1 else 0 end),
+            claim = runs.claim + 1,
+            claim_owner = ${ownerId}::text,
             result = case when runs.result ? 'triggerData' then runs.result
               else jsonb_build_object('triggerData', coalesce(runs.trigger_data, 'null'::jsonb)) || runs.result end
           from previous
           where runs.id = previous.id
-            and (previous.status in ('PENDING', 'WAITING') or (previous.status = 'RUNNING' and previous.attempt < ${maxAttempts}))
+            and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts}))
           returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
-            runs.current_node_id, runs.attempt, runs.started_at, previous.status as previous_status
+            runs.current_node_id, runs.attempt, runs.claim, runs.started_at, previous.kind
         ), logged as (
           insert into run_logs (run_id, level, message)
-          select id, 'INFO', case previous_status
-            when 'PENDING' then 'Run started'
-            when 'WAITING' then 'Run resumed'
+          select id, case kind when 'retry' then 'WARN' else 'INFO' end, case kind
+            when 'start' then 'Run started'
+            when 'resume' then 'Run resumed'
+            when 'retry' then ${owner?.retryLine ?? ''}::text
             else 'Run taken over after its worker stopped (attempt ' || attempt || ')' end
           from claimed
         )
@@ -129,7 +187,8 @@ export function runStore (db: DbOrTx) {
           result: row.result as Record<string, unknown>,
           currentNodeId: row.current_node_id as string | null,
           attempt: row.attempt as number,
-          previousStatus: row.previous_status as RunStatus,
+          claim: row.claim as number,
+          kind: row.kind as ClaimKind,
           startedAt: new Date(row.started_at as string | Date),
           workflow: {
             nodes: (row.nodes as WorkflowNode[] | null) ?? [],
@@ -140,67 +199,88 @@ export function runStore (db: DbOrTx) {
       }
     },
 
-    /** A node finished and the run goes on at `nextNodeId`; false when the run is no longer RUNNING. */
-    async advance (runId: string, nodeId: string, output: unknown, nextNodeId: string, lines: LogLine[]): Promise<boolean> {
-      const rows = await db.execute<{ advanced: boolean }>(sql`
-        with advanced as (
+    /**
+     * Writes `lines` now, before the node acts on the outside world, so that
+     * every attempt of an outside effect shows in the run's log even when its
+     * worker dies during it; refused (nothing written, the node must not act)
+     * unless the run is RUNNING under `claim`. The row is share-locked, so a
+     * claim in progress is waited for and seen.
+     */
+    async record (runId: string, claim: number, lines: LogLine[]): Promise<StepOutcome> {
+      const rows = await db.execute<StepRow>(sql`
+        with found as (
+          select status, claim from runs where id = ${runId} for share
+        ), step as (
+          select 1 from found where ${heldBy(claim)}
+        ), logged as (
+          ${logRows(runId, lines, { when: sql`exists (select 1 from step)` })}
+        )
+        select exists (select 1 from step) as written, (select status from found) as status, (select claim from found) as claim
+      `)
+      return stepOutcome(rows[0], claim)
+    },
+
+    /** A node finished and the run goes on at `nextNodeId`. */
+    async advance (runId: string, claim: number, nodeId: string, output: unknown, nextNodeId: string, lines: LogLine[]): Promise<StepOutcome> {
+      const rows = await db.execute<StepRow>(sql`
+        with step as (
           update runs set result = result || jsonb_build_object(${nodeId}::text, ${jsonb(output)}), current_node_id = ${nextNodeId}
-          where id = ${runId} and status = 'RUNNING'
+          where id = ${runId} and ${heldBy(claim)}
           returning id
         ), logged as (${logRows(runId, lines)})
-        select exists (select 1 from advanced) as advanced
+        ${stepAnswer(runId)}
       `)
-      return rows[0]?.advanced === true
+      return stepOutcome(rows[0], claim)
     },
 
     /** The last node finished: SUCCESS, the run-level line and the workflow's successCount. */
-    async succeed (runId: string, last: { nodeId: string, output: unknown } | undefined, lines: LogLine[]): Promise<boolean> {
+    async succeed (runId: string, claim: number, last: { nodeId: string, output: unknown } | undefined, lines: LogLine[]): Promise<StepOutcome> {
       const result = last === undefined ? sql`result` : sql`result || jsonb_build_object(${last.nodeId}::text, ${jsonb(last.output)})`
-      const rows = await db.execute<{ succeeded: boolean }>(sql`
-        with succeeded as (
+      const rows = await db.execute<StepRow>(sql`
+        with step as (
           update runs set status = 'SUCCESS', result = ${result}, current_node_id = null,
             completed_at = now(), duration_ms = ${durationMs}
-          where id = ${runId} and status = 'RUNNING'
+          where id = ${runId} and ${heldBy(claim)}
           returning id, workflow_id, duration_ms
         ), logged as (
-          ${logRows(runId, lines, sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from succeeded`)}
+          ${logRows(runId, lines, { runLine: sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from step` })}
         ), counted as (
-          update workflows set success_count = success_count + 1 where id = (select workflow_id from succeeded)
+          update workflows set success_count = success_count + 1 where id = (select workflow_id from step)
         )
-        select exists (select 1 from succeeded) as succeeded
+        ${stepAnswer(runId)}
       `)
-      return rows[0]?.succeeded === true
+      return stepOutcome(rows[0], claim)
     },
 
     /** A wait node suspends the run at `nodeId`: WAITING until its resume job runs it again. */
-    async suspend (runId: string, nodeId: string, output: unknown, lines: LogLine[]): Promise<boolean> {
-      const rows = await db.execute<{ suspended: boolean }>(sql`
-        with suspended as (
+    async suspend (runId: string, claim: number, nodeId: string, output: unknown, lines: LogLine[]): Promise<StepOutcome> {
+      const rows = await db.execute<StepRow>(sql`
+        with step as (
           update runs set status = 'WAITING', result = result || jsonb_build_object(${nodeId}::text, ${jsonb(output)}), current_node_id = ${nodeId}
-          where id = ${runId} and status = 'RUNNING'
+          where id = ${runId} and ${heldBy(claim)}
           returning id
         ), logged as (${logRows(runId, lines)})
-        select exists (select 1 from suspended) as suspended
+        ${stepAnswer(runId)}
       `)
-      return rows[0]?.suspended === true
+      return stepOutcome(rows[0], claim)
     },
 
     /**
      * FAILED with `failure` as the error, the run-level line and the workflow's failureCount,
-     * for a run in one of `from`. Returns what the failure event needs, or
-     * undefined when the run was not in one of those statuses.
+     * for a run in one of `from` (`claim`: RUNNING under that claim, as a step of its execution).
+     * Returns what the failure event needs, or undefined when the run was not in one of those statuses.
      */
-    async fail (runId: string, failure: string, lines: LogLine[], from: readonly RunStatus[] = ['RUNNING']): Promise<FailedRun | undefined> {
+    async fail (runId: string, failure: string, lines: LogLine[], from: readonly RunStatus[] | { claim: number } = ['RUNNING']): Promise<FailedRun | undefined> {
       // A node's error may quote what it received.
       const error = storableText(failure)
-      const statuses = sql.join(from.map((status) => sql`${status}`), sql`, `)
+      const guard = 'claim' in from ? heldBy(from.claim) : sql`status in (${sql.join(from.map((status) => sql`${status}`), sql`, `)})`
       const rows = await db.execute<{ workflowId: string, userId: string, eventName: string | null }>(sql`
         with failed as (
           update runs set status = 'FAILED', error = ${error}, completed_at = now(), duration_ms = ${durationMs}
-          where id = ${runId} and status in (${statuses})
+          where id = ${runId} and ${guard}
           returning id, workflow_id, user_id
         ), logged as (
-          ${logRows(runId, lines, sql`select 'ERROR' as level, 'Run failed: ' || ${error}::text as message from failed`)}
+          ${logRows(runId, lines, { runLine: sql`select 'ERROR' as level, 'Run failed: ' || ${error}::text as message from failed` })}
         ), counted as (
           update workflows set failure_count = failure_count + 1 where id = (select workflow_id from failed)
           returning trigger_config->>'eventName' as event_name
@@ -211,9 +291,13 @@ export function runStore (db: DbOrTx) {
       return rows[0]
     },
 
-    async status (runId: string): Promise<RunStatus | undefined> {
-      const rows = await db.execute<{ status: RunStatus }>(sql`select status from runs where id = ${runId}`)
-      return rows[0]?.status
+    /** Why the run is no longer RUNNING under `claim`, or undefined while it is: the check a long node repeats. */
+    async lost (runId: string, claim: number): Promise<Refusal | undefined> {
+      const rows = await db.execute<StepRow>(sql`
+        select status = 'RUNNING' and claim = ${claim} as written, status, claim from runs where id = ${runId}
+      `)
+      const outcome = stepOutcome(rows[0], claim)
+      return outcome === 'written' ? undefined : outcome
     }
   }
 }

@@ -55,6 +55,14 @@ function checkConditionShape (node: WorkflowNode): void {
   }
 }
 
+/** http_request's `idempotencyKey` is a switch set when the workflow is written: true (the default) or false. */
+function checkHttpRequestShape (node: WorkflowNode): void {
+  const value = node.config?.idempotencyKey
+  if (value !== undefined && value !== null && typeof value !== 'boolean') {
+    throw invalidField(`Node ${node.id}: idempotencyKey must be true or false`)
+  }
+}
+
 /** Reports the first node a link leads back to, following links depth first in array order. */
 function findCycle (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[]): string | null {
   const targets = new Map(nodes.map((node) => [node.id, outgoingLinks(node, edges).map((link) => link.target)]))
@@ -103,6 +111,7 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
     if (ids.has(node.id)) throw invalidGraph(`Duplicate node id: ${node.id}`)
     ids.add(node.id)
     if (node.type === 'condition') checkConditionShape(node)
+    if (node.type === 'http_request') checkHttpRequestShape(node)
   }
   const links = parseEdges(edges)
   for (const node of nodes) {

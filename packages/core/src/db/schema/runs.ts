@@ -28,7 +28,12 @@ export const runs = pgTable('runs', {
   error: text('error'),
   // The node to run when the run resumes (after a wait, or after its worker died).
   currentNodeId: text('current_node_id'),
+  // Takeovers: claims of a RUNNING run whose worker stopped (not a retry of the same job after an error).
   attempt: integer('attempt').notNull().default(0),
+  // The fencing token: bumped by every claim; a step is written only under the claim that read it.
+  claim: integer('claim').notNull().default(0),
+  // Who holds the claim: one delivery of one job (`<queue>/<jobId>/<stalls>`), null when claimed outside a job.
+  claimOwner: text('claim_owner'),
   createdAt: createdAt(),
   startedAt: nullableTimestamp('started_at'),
   completedAt: nullableTimestamp('completed_at'),

@@ -43,11 +43,22 @@ function buildUrl (config: Record<string, unknown>): URL {
   return url
 }
 
-function buildHeaders (config: Record<string, unknown>): Record<string, string> {
+/**
+ * The key a receiver can deduplicate on: the same for every attempt of this
+ * node in this run (its own retries, a job retried after an error, a takeover
+ * after a crash), different for every other node and run. The node id is
+ * percent-encoded, so that any id makes a valid header value.
+ */
+const idempotencyKey = (context: NodeContext): string => `${context.run.id}:${encodeURIComponent(context.node.id)}`
+
+function buildHeaders (context: NodeContext): Record<string, string> {
+  const { config } = context
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(optionalObject(config, 'headers') ?? {})) {
     if (value !== undefined && value !== null) headers[name.toLowerCase()] = typeof value === 'object' ? JSON.stringify(value) : String(value)
   }
+  // An Idempotency-Key the author set in `headers` is kept; `idempotencyKey: false` sends none.
+  if (optionalBoolean(config, 'idempotencyKey') ?? true) headers['idempotency-key'] ??= idempotencyKey(context)
   return headers
 }
 
@@ -133,15 +144,17 @@ async function send (context: NodeContext, url: URL, method: string, headers: Re
  * An outbound HTTP call (spec 6.3) through the worker's shared dispatcher,
  * which refuses private and metadata addresses. Network errors, timeouts
  * and 5xx answers are retried `retries` times with exponential backoff.
+ * Each attempt is written to the run's log before it is sent, and carries
+ * the node's Idempotency-Key unless `idempotencyKey` is false.
  */
 export const httpRequest: NodeExecutor<'http_request'> = {
   type: 'http_request',
   async execute (context) {
-    const { config, log, signal } = context
+    const { config, log, signal, beforeEffect } = context
     const method = (optionalString(config, 'method') ?? 'GET').toUpperCase()
     if (!METHODS.includes(method)) throw new NodeError(`method must be one of ${METHODS.join(', ')}`)
     const url = buildUrl(config)
-    const headers = buildHeaders(config)
+    const headers = buildHeaders(context)
     const body = method === 'GET' || method === 'HEAD' ? undefined : buildBody(config, headers)
     const timeoutMs = optionalNumber(config, 'timeoutMs', 1, MAX_TIMEOUT_MS) ?? 10_000
     const retries = Math.floor(optionalNumber(config, 'retries', 0, MAX_RETRIES) ?? 0)
@@ -150,6 +163,7 @@ export const httpRequest: NodeExecutor<'http_request'> = {
     const target = `${method} ${url.origin}${url.pathname}`
 
     for (let attempt = 0; ; attempt++) {
+      await beforeEffect(`Calling ${target} (attempt ${attempt + 1})`)
       let failure: string
       try {
         const response = await send(context, url, method, headers, body, timeoutMs)

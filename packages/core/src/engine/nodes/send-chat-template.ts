@@ -5,20 +5,22 @@ import { optionalString, requiredString } from './config.ts'
 /** An approved template through one of the workflow owner's chat accounts. */
 export const sendChatTemplate: NodeExecutor<'send_chat_template'> = {
   type: 'send_chat_template',
-  async execute ({ config, run, deps }) {
+  async execute ({ config, run, deps, beforeEffect }) {
     const templateName = requiredString(config, 'templateName')
     const components = config.components
     if (components !== undefined && components !== null && !Array.isArray(components)) {
       throw new NodeError('components must be an array')
     }
-    const sent = await deps.chat.sendTemplate({
+    const input = {
       userId: run.userId,
       to: requiredString(config, 'phone'),
       templateName,
       lang: optionalString(config, 'lang') ?? 'en_US',
       components: components ?? undefined,
       accountId: optionalString(config, 'accountId')
-    })
+    }
+    await beforeEffect(`Sending chat template ${templateName} to ${input.to}`)
+    const sent = await deps.chat.sendTemplate(input)
     return { output: { wamid: sent.wamid, kind: 'template', to: sent.to, templateName } }
   }
 }
