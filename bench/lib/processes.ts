@@ -12,6 +12,10 @@ export type Mode = 'sources' | 'built'
 const SOURCE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
 const READY_WITHIN_MS = 60_000
 
+/** Every process started and not yet exited: none outlives the bench, however it ends. */
+const live = new Set<ChildProcess>()
+process.once('exit', () => { for (const child of live) child.kill('SIGKILL') })
+
 export interface BenchProcess {
   name: string
   child: ChildProcess
@@ -50,7 +54,9 @@ export async function launch (options: { name: string, entry: string, env: Recor
     stdio: ['ignore', fd, fd]
   })
   closeSync(fd)
+  live.add(child)
   const exited = once(child, 'exit')
+  child.once('exit', () => { live.delete(child) })
   const logTail = (): string => {
     try {
       return readFileSync(logFile, 'utf8').slice(-4000)

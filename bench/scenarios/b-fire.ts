@@ -26,8 +26,8 @@ export async function sustainedFire (ctx: BenchContext): Promise<Omit<ScenarioRe
   })
   const roundRobin = (): string => ids[n % SPREAD]!
   await fire(roundRobin, seconds(ctx.quick, 3, 1))
-  const one = await fire(() => ids[0]!, seconds(ctx.quick, 15, 3))
-  const spread = await fire(roundRobin, seconds(ctx.quick, 15, 3))
+  const one = await fire(() => ids[0]!, seconds(ctx.quick, 10, 3))
+  const spread = await fire(roundRobin, seconds(ctx.quick, 10, 3))
   return {
     id: 'B',
     title: '/fire sustained',

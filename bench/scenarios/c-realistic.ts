@@ -2,10 +2,10 @@ import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { measurePipeline } from '../lib/pipeline.ts'
 import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
 import { startStack, type BenchContext } from '../lib/stack.ts'
 import { createWorkflow } from '../lib/workflows.ts'
-import { measurePipeline } from './a-webhook.ts'
 
 const SECRET = 'bench-signing-secret'
 

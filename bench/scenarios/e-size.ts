@@ -5,7 +5,7 @@ import { createWorkflow, pureChain, seconds } from '../lib/workflows.ts'
 
 const LARGE = 1000
 /** Fires per second: a steady stream the api answers easily, so that latency shows cost, not queueing. */
-const RATE = 20
+const RATE = 10
 const CONNECTIONS = 4
 
 async function fireAtRate (stack: Stack, workflowId: string, durationSeconds: number): Promise<LoadResult> {
@@ -30,7 +30,7 @@ export async function sizeIndependence (ctx: BenchContext): Promise<Omit<Scenari
   const stack = await startStack(ctx, 'E')
   const small = await createWorkflow(stack, 'bench E 1 node', 'MANUAL', pureChain(1))
   const large = await createWorkflow(stack, `bench E ${LARGE} nodes`, 'MANUAL', pureChain(LARGE))
-  const duration = seconds(ctx.quick, 10, 3)
+  const duration = seconds(ctx.quick, 15, 3)
   await fireAtRate(stack, small, seconds(ctx.quick, 2, 1))
   const smallLoad = await fireAtRate(stack, small, duration)
   const largeLoad = await fireAtRate(stack, large, duration)

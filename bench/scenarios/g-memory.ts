@@ -1,9 +1,9 @@
 import { load } from '../lib/load.ts'
+import { stampedBody } from '../lib/pipeline.ts'
 import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
 import { measureRuns, waitForFinished } from '../lib/runs.ts'
 import { startStack, type BenchContext } from '../lib/stack.ts'
 import { createWorkflow, pureChain } from '../lib/workflows.ts'
-import { stampedBody } from './a-webhook.ts'
 
 const SAMPLE_EVERY_MS = 1000
 /** Growth over the second half of the runs that still counts as flat: 10 MB per 100,000 runs is 100 bytes a run. */
@@ -40,15 +40,17 @@ export async function workerMemory (ctx: BenchContext): Promise<Omit<ScenarioRes
   const source = { table: 'runs', workflowId } as const
   const startRssMb = worker.rssMb()
   const samples: Sample[] = []
-  let sampling = true
+  const sampling = new AbortController()
   const sampler = (async () => {
-    while (sampling) {
+    while (!sampling.signal.aborted) {
       const [{ finished }] = await stack.sql<Array<{ finished: number }>>`
         select count(*)::int as finished from runs where workflow_id = ${workflowId} and status in ('SUCCESS', 'FAILED')`
       samples.push({ finished, rssMb: worker.rssMb() })
       await new Promise((resolve) => setTimeout(resolve, SAMPLE_EVERY_MS))
     }
   })()
+  // Awaited below; handled now so that a failed query does not end the process before then.
+  sampler.catch(() => {})
   const started = Date.now()
   const fired = await load({
     baseUrl: stack.baseUrl,
@@ -60,7 +62,7 @@ export async function workerMemory (ctx: BenchContext): Promise<Omit<ScenarioRes
     request: () => ({ path: `/api/automation/webhook/${workflowId}`, body: stampedBody() })
   })
   await waitForFinished(stack.sql, source, fired.requests, Math.max(0, capSeconds * 1000 - (Date.now() - started)))
-  sampling = false
+  sampling.abort()
   await sampler
   const endRssMb = worker.rssMb()
   const runs = await measureRuns(stack.sql, source)
