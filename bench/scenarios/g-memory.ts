@@ -83,6 +83,7 @@ export async function workerMemory (ctx: BenchContext): Promise<Omit<ScenarioRes
     ],
     notes: [
       `${samples.length} RSS samples, one a second; fired for at most ${capSeconds}s with the drain`,
+      ...(ctx.quick ? ['quick: too few runs for the slope to say whether memory keeps growing (start-up and warm-up dominate)'] : []),
       ...failureNote('webhook load', fired)
     ]
   }
