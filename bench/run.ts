@@ -7,6 +7,7 @@
  *   pnpm bench [-- --only A,B] [--quick] [--built] [--log-level warn] [--connections 50]
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { machineFacts } from './lib/facts.ts'
@@ -99,6 +100,8 @@ for (const scenario of SCENARIOS.filter((s) => only === undefined || only.includ
 }
 
 const totalSeconds = Math.round((Date.now() - startedAt.getTime()) / 1000)
+// Beside the load at start: whether other work on the machine went on during the run.
+machine['Load average at end'] = loadavg().map((load) => load.toFixed(2)).join(' ')
 const table = `${renderTable(machine, results)}\n\nTotal ${totalSeconds}s; process logs in bench/results/logs/${stamp}/.`
 const json = JSON.stringify({ startedAt: startedAt.toISOString(), seconds: totalSeconds, options, machine, scenarios: results }, null, 2)
 for (const name of [stamp, 'latest']) {

@@ -33,7 +33,7 @@ function slope (samples: Sample[]): number {
  */
 export async function workerMemory (ctx: BenchContext): Promise<Omit<ScenarioResult, 'seconds'>> {
   const total = ctx.quick ? 5000 : 100_000
-  const capSeconds = ctx.quick ? 90 : 420
+  const capSeconds = ctx.quick ? 90 : 360
   const stack = await startStack(ctx, 'G')
   const worker = stack.worker!
   const workflowId = await createWorkflow(stack, 'bench G', 'WEBHOOK', pureChain(3))
@@ -70,12 +70,14 @@ export async function workerMemory (ctx: BenchContext): Promise<Omit<ScenarioRes
   const secondHalf = samples.filter((s) => s.finished >= finished / 2)
   const growth = slope(secondHalf) * 100_000
   const peakRssMb = Math.max(endRssMb, ...samples.map((s) => s.rssMb))
+  // Over fewer runs, start-up, warm-up and the collector's swings outweigh any growth per run.
+  const judged = !ctx.quick && finished >= total / 2
   return {
     id: 'G',
     title: `worker memory (${total.toLocaleString('en-US')} runs)`,
     metrics: [
       metric('RSS at the end', endRssMb, 'MB', { op: '<', value: 300 }),
-      metric('growth over the second half', growth, 'MB per 100k runs', { op: '<', value: FLAT_MB_PER_100K }),
+      metric('growth over the second half', growth, 'MB per 100k runs', judged ? { op: '<', value: FLAT_MB_PER_100K } : undefined),
       metric('RSS at start', startRssMb, 'MB'),
       metric('RSS peak', peakRssMb, 'MB'),
       metric('runs finished', finished, 'runs', { op: '>=', value: total }),
@@ -83,7 +85,7 @@ export async function workerMemory (ctx: BenchContext): Promise<Omit<ScenarioRes
     ],
     notes: [
       `${samples.length} RSS samples, one a second; fired for at most ${capSeconds}s with the drain`,
-      ...(ctx.quick ? ['quick: too few runs for the slope to say whether memory keeps growing (start-up and warm-up dominate)'] : []),
+      ...(judged ? [] : [`growth not judged: ${finished.toLocaleString('en-US')} runs finished, too few for the slope to say whether memory keeps growing`]),
       ...failureNote('webhook load', fired)
     ]
   }
