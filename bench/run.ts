@@ -1,50 +1,112 @@
 /**
- * Benchmarks of the hot paths against a real api process (and its own database):
- * POST /fire and the inbound webhook. Run with `pnpm bench`; prints one line per
- * scenario and a JSON summary. Targets are read from the numbers, not asserted in tests.
+ * `pnpm bench`: the hot paths of issue 13 measured against real api and worker processes on the
+ * local PostgreSQL and Redis (a database and queue prefix of their own per scenario, removed
+ * after it), driven over HTTP by a load generator in this process. Prints a table of the figures
+ * against their targets and writes it, with the JSON, to bench/results/. See bench/README.md.
+ *
+ *   pnpm bench [-- --only A,B] [--quick] [--built] [--log-level warn] [--connections 50]
  */
-import autocannon from 'autocannon'
-import { startStack } from '@switchboard/testing/processes'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { machineFacts } from './lib/facts.ts'
+import { ROOT } from './lib/processes.ts'
+import { renderTable, type ScenarioResult } from './lib/report.ts'
+import type { BenchContext } from './lib/stack.ts'
+import { webhookToSuccess } from './scenarios/a-webhook.ts'
+import { sustainedFire } from './scenarios/b-fire.ts'
+import { realisticWorkflow } from './scenarios/c-realistic.ts'
+import { nodeCost } from './scenarios/d-node-cost.ts'
+import { sizeIndependence } from './scenarios/e-size.ts'
+import { readsAtScale } from './scenarios/f-reads.ts'
+import { workerMemory } from './scenarios/g-memory.ts'
 
-const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
+  { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
+  { id: 'B', title: '/fire sustained', run: sustainedFire },
+  { id: 'C', title: 'realistic workflow', run: realisticWorkflow },
+  { id: 'D', title: 'node cost', run: nodeCost },
+  { id: 'E', title: 'size independence', run: sizeIndependence },
+  { id: 'F', title: 'reads at scale', run: readsAtScale },
+  { id: 'G', title: 'worker memory', run: workerMemory }
+]
 
-const teardowns: Array<() => unknown> = []
-const stack = await startStack({ teardown: (fn) => { teardowns.push(fn) } }, { workers: 0, env: { LOG_LEVEL: 'warn' } })
-
-try {
-  const token = await stack.adminToken()
-  // A large graph: the answer of /fire must not depend on the workflow's size.
-  const nodes = Array.from({ length: 200 }, (_, i) => ({ id: `n${i}`, type: 'set', config: { values: { i: String(i) } }, ...(i < 199 && { next: `n${i + 1}` }) }))
-  const create = async (triggerType: string): Promise<string> => stack.client.createWorkflow(token, { name: `bench ${triggerType}`, triggerType, nodes })
-  const manual = await create('MANUAL')
-  const webhook = await create('WEBHOOK')
-
-  const scenarios = [
-    { name: 'fire', path: `/api/automation/workflows/${manual}/fire`, headers: { authorization: `Bearer ${token}` } },
-    { name: 'inbound webhook', path: `/api/automation/webhook/${webhook}`, headers: {} }
-  ]
-  const summary: Record<string, unknown> = {}
-  for (const scenario of scenarios) {
-    const result = await autocannon({
-      url: `${stack.baseUrl}${scenario.path}`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...scenario.headers },
-      body: JSON.stringify({ event: 'order.created', data: { id: 42, phone: '16505551234' } }),
-      connections: CONNECTIONS,
-      duration: DURATION_SECONDS
-    })
-    const line = {
-      requestsPerSecond: Math.round(result.requests.average),
-      latencyP50Ms: result.latency.p50,
-      latencyP99Ms: result.latency.p99,
-      non2xx: result.non2xx,
-      errors: result.errors
-    }
-    summary[scenario.name] = line
-    console.log(`${scenario.name}: ${line.requestsPerSecond} req/s, p50 ${line.latencyP50Ms} ms, p99 ${line.latencyP99Ms} ms, non-2xx ${line.non2xx}, errors ${line.errors}`)
-  }
-  console.log(JSON.stringify({ connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, results: summary }))
-} finally {
-  for (const fn of teardowns.reverse()) await fn()
+function usage (message: string): never {
+  console.error(`${message}\nusage: pnpm bench [-- --only A,B,...] [--quick] [--built] [--log-level <level>] [--connections <n>]`)
+  process.exit(2)
 }
+
+// `pnpm bench -- --quick` passes the `--` on.
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((arg) => arg !== '--'),
+  options: {
+    only: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    built: { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: 'warn' },
+    connections: { type: 'string', default: '50' }
+  }
+})
+const only = values.only?.split(',').map((id) => id.trim().toUpperCase()).filter((id) => id !== '')
+const unknown = only?.find((id) => !SCENARIOS.some((scenario) => scenario.id === id))
+if (unknown !== undefined) usage(`unknown scenario ${unknown}: the scenarios are ${SCENARIOS.map((s) => s.id).join(', ')}`)
+const connections = Number(values.connections)
+if (!Number.isInteger(connections) || connections < 1 || connections > 1000) usage('--connections must be an integer from 1 to 1000')
+
+const startedAt = new Date()
+const stamp = startedAt.toISOString().replace(/[:.]/g, '-')
+const resultsDir = join(ROOT, 'bench', 'results')
+const logDir = join(resultsDir, 'logs', stamp)
+mkdirSync(logDir, { recursive: true })
+
+let teardowns: Array<() => unknown> = []
+async function tearDown (): Promise<void> {
+  const pending = teardowns.reverse()
+  teardowns = []
+  for (const fn of pending) {
+    try {
+      await fn()
+    } catch (err) {
+      console.error('clean-up failed:', err)
+    }
+  }
+}
+// Interrupted: stop the processes and drop the databases before leaving.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => { tearDown().finally(() => process.exit(130)) })
+}
+
+const options = { quick: values.quick, mode: values.built ? 'built' as const : 'sources' as const, logLevel: values['log-level'], connections }
+const machine = await machineFacts(options)
+const ctx: BenchContext = { ...options, logDir, teardown: (fn) => { teardowns.push(fn) } }
+
+const results: ScenarioResult[] = []
+for (const scenario of SCENARIOS.filter((s) => only === undefined || only.includes(s.id))) {
+  const began = performance.now()
+  console.log(`${scenario.id}. ${scenario.title}…`)
+  let result: ScenarioResult
+  try {
+    result = { ...await scenario.run(ctx), seconds: 0 }
+  } catch (err) {
+    console.error(err)
+    result = { id: scenario.id, title: scenario.title, metrics: [], notes: [], seconds: 0, error: err instanceof Error ? err.message : String(err) }
+  } finally {
+    await tearDown()
+  }
+  result.seconds = Math.round((performance.now() - began) / 1000)
+  console.log(`${scenario.id} done in ${result.seconds}s`)
+  results.push(result)
+}
+
+const totalSeconds = Math.round((Date.now() - startedAt.getTime()) / 1000)
+// Beside the load at start: whether other work on the machine went on during the run.
+machine['Load average at end'] = loadavg().map((load) => load.toFixed(2)).join(' ')
+const table = `${renderTable(machine, results)}\n\nTotal ${totalSeconds}s; process logs in bench/results/logs/${stamp}/.`
+const json = JSON.stringify({ startedAt: startedAt.toISOString(), seconds: totalSeconds, options, machine, scenarios: results }, null, 2)
+for (const name of [stamp, 'latest']) {
+  writeFileSync(join(resultsDir, `${name}.json`), `${json}\n`)
+  writeFileSync(join(resultsDir, `${name}.md`), `${table}\n`)
+}
+console.log(`\n${table}\n\nWritten: bench/results/${stamp}.json (and latest.json, latest.md)`)
+process.exitCode = results.some((result) => result.error !== undefined) ? 1 : 0

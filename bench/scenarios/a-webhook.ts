@@ -1,0 +1,75 @@
+import { testEnv } from '@switchboard/testing/config'
+import { freePort } from '@switchboard/testing/processes'
+import { createBareTable } from '../bare/table.ts'
+import type { LoadResult } from '../lib/load.ts'
+import { measurePipeline } from '../lib/pipeline.ts'
+import { launch } from '../lib/processes.ts'
+import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
+import type { RunSource, RunsMeasure } from '../lib/runs.ts'
+import { isolatedStores, startStack, type BenchContext } from '../lib/stack.ts'
+import { createWorkflow } from '../lib/workflows.ts'
+
+/** The bare durable pipeline (bench/bare): its api and worker processes on stores of their own, measured like Switchboard. */
+async function barePipeline (ctx: BenchContext): Promise<{ load: LoadResult, runs: RunsMeasure }> {
+  const { databaseUrl, queuePrefix, sql } = await isolatedStores(ctx)
+  await createBareTable(sql)
+  const [port, workerPort] = [await freePort(), await freePort()]
+  const env = { ...testEnv(databaseUrl, queuePrefix), PORT: String(port), WORKER_HTTP_PORT: String(workerPort), HOST: '127.0.0.1' }
+  const baseUrl = `http://127.0.0.1:${port}`
+  const api = await launch({ name: 'A-bare-api', entry: 'bench/bare/api.ts', env, readyUrl: baseUrl, logDir: ctx.logDir, mode: 'sources' })
+  ctx.teardown(api.stop)
+  const worker = await launch({ name: 'A-bare-worker', entry: 'bench/bare/worker.ts', env, readyUrl: `http://127.0.0.1:${workerPort}`, logDir: ctx.logDir, mode: 'sources' })
+  ctx.teardown(worker.stop)
+  const source: RunSource = { table: 'bare_runs' }
+  const result = await measurePipeline({
+    ctx,
+    sql,
+    baseUrl,
+    warmPath: '/runs',
+    measuredPath: '/runs',
+    warm: source,
+    measured: source,
+    betweenPhases: async () => { await sql`truncate bare_runs` }
+  })
+  await Promise.all([api.stop(), worker.stop()])
+  return result
+}
+
+export async function webhookToSuccess (ctx: BenchContext): Promise<Omit<ScenarioResult, 'seconds'>> {
+  const stack = await startStack(ctx, 'A')
+  const nodes = [{ id: 'n1', type: 'set', config: { values: { orderId: '{{triggerData.body.data.id}}' } } }]
+  const warmId = await createWorkflow(stack, 'bench A warm-up', 'WEBHOOK', nodes)
+  const measuredId = await createWorkflow(stack, 'bench A', 'WEBHOOK', nodes)
+  const ours = await measurePipeline({
+    ctx,
+    sql: stack.sql,
+    baseUrl: stack.baseUrl,
+    warmPath: `/api/automation/webhook/${warmId}`,
+    measuredPath: `/api/automation/webhook/${measuredId}`,
+    warm: { table: 'runs', workflowId: warmId },
+    measured: { table: 'runs', workflowId: measuredId }
+  })
+  // Out of the way of the bare pipeline, which is measured next on the same machine.
+  await Promise.all([stack.api.stop(), stack.worker?.stop()])
+  const bare = await barePipeline(ctx)
+  return {
+    id: 'A',
+    title: 'inbound webhook → set → SUCCESS',
+    metrics: [
+      metric('completed runs/s', ours.runs.runsPerSecond, 'runs/s', { op: '>=', value: 1500 }),
+      metric('request → SUCCESS p50', ours.runs.p50Ms, 'ms'),
+      metric('request → SUCCESS p99', ours.runs.p99Ms, 'ms'),
+      metric('webhook answers/s', ours.load.requestsPerSecond, 'req/s'),
+      metric('bare durable pipeline', bare.runs.runsPerSecond, 'runs/s'),
+      metric('bare request → done p50', bare.runs.p50Ms, 'ms'),
+      metric('bare request → done p99', bare.runs.p99Ms, 'ms'),
+      metric('ratio to the bare pipeline', ours.runs.runsPerSecond / bare.runs.runsPerSecond, '×', { op: '>=', value: 1 })
+    ],
+    notes: [
+      ...failureNote('webhook load', ours.load),
+      ...failureNote('bare pipeline load', bare.load),
+      ...(ours.runs.unfinished + ours.runs.notSuccess > 0 ? [`${ours.runs.unfinished} runs unfinished, ${ours.runs.notSuccess} not SUCCESS`] : []),
+      ...(bare.runs.unfinished > 0 ? [`bare pipeline: ${bare.runs.unfinished} runs unfinished`] : [])
+    ]
+  }
+}

@@ -1,0 +1,49 @@
+import { load } from '../lib/load.ts'
+import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
+import { startStack, type BenchContext } from '../lib/stack.ts'
+import { createWorkflow, seconds } from '../lib/workflows.ts'
+
+const SPREAD = 100
+
+/**
+ * POST /fire at full speed, all to one workflow and then round robin over 100, with no
+ * worker consuming: what the api accepts, each run durable and enqueued when it answers.
+ */
+export async function sustainedFire (ctx: BenchContext): Promise<Omit<ScenarioResult, 'seconds'>> {
+  const stack = await startStack(ctx, 'B', { worker: false })
+  const nodes = [{ id: 'n1', type: 'set', config: { values: { a: '{{triggerData.n}}' } } }]
+  const ids: string[] = []
+  for (let i = 0; i < SPREAD; i++) ids.push(await createWorkflow(stack, `bench B ${i}`, 'MANUAL', nodes))
+  const token = await stack.adminToken()
+  let n = 0
+  const fire = async (pick: () => string, durationSeconds: number) => load({
+    baseUrl: stack.baseUrl,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    connections: ctx.connections,
+    durationSeconds,
+    request: () => ({ path: `/api/automation/workflows/${pick()}/fire`, body: JSON.stringify({ n: ++n, event: 'order.created' }) })
+  })
+  const roundRobin = (): string => ids[n % SPREAD]!
+  await fire(roundRobin, seconds(ctx.quick, 3, 1))
+  const one = await fire(() => ids[0]!, seconds(ctx.quick, 10, 3))
+  const spread = await fire(roundRobin, seconds(ctx.quick, 10, 3))
+  return {
+    id: 'B',
+    title: '/fire sustained',
+    metrics: [
+      metric('one workflow', one.requestsPerSecond, 'req/s', { op: '>=', value: 5000 }),
+      metric('one workflow p50', one.p50Ms, 'ms'),
+      metric('one workflow p99', one.p99Ms, 'ms', { op: '<', value: 20 }),
+      metric(`spread over ${SPREAD}`, spread.requestsPerSecond, 'req/s', { op: '>=', value: 5000 }),
+      metric(`spread over ${SPREAD} p50`, spread.p50Ms, 'ms'),
+      metric(`spread over ${SPREAD} p99`, spread.p99Ms, 'ms', { op: '<', value: 20 }),
+      metric('one ÷ spread', one.requestsPerSecond / spread.requestsPerSecond, '×', { op: '>=', value: 0.9 })
+    ],
+    notes: [
+      'api process only: no worker consumes while /fire is driven (scenarios A, C and E execute runs)',
+      ...failureNote('one workflow', one),
+      ...failureNote('spread', spread)
+    ]
+  }
+}
