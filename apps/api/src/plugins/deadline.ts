@@ -9,12 +9,15 @@ declare module 'fastify' {
   }
 }
 
+/** Of the deadline, what is kept for writing the answer once the last step gave up. */
+const ANSWER_MARGIN_MS = 100
+
 /** Each request's deadline, set when it arrives, before its body is read or its token checked. */
 async function deadline (fastify: FastifyInstance): Promise<void> {
   const { requestDeadlineMs } = fastify.config.timeouts
   fastify.decorateRequest('deadline', null as unknown as Deadline)
   fastify.addHook('onRequest', async (request) => {
-    request.deadline = Deadline.after(requestDeadlineMs)
+    request.deadline = Deadline.after(requestDeadlineMs - ANSWER_MARGIN_MS)
   })
 }
 

@@ -141,8 +141,10 @@ export function answerClientError (error: Error & { code?: string }, socket: Soc
 
 async function errors (fastify: FastifyInstance): Promise<void> {
   fastify.setErrorHandler((caught: FastifyError | DomainError, request, reply) => {
-    // Postgres or Redis down or too slow is not the server's bug: 503, and the caller retries.
-    const error = requestFaultOf(caught) ?? (!(caught instanceof DomainError) && isStoreUnavailable(caught) ? serviceUnavailable(caught) : caught)
+    // Postgres or Redis down or too slow is not the server's bug: 503, and the caller retries
+    // (unless the route chose the status, as the inbound webhook's spec 500).
+    const unavailable = !(caught instanceof DomainError) && caught.statusCode === undefined && isStoreUnavailable(caught)
+    const error = requestFaultOf(caught) ?? (unavailable ? serviceUnavailable(caught) : caught)
     if (error instanceof DomainError) {
       const statusCode = HTTP_STATUS[error.code]
       if (statusCode >= 500) request.log.warn({ err: error }, 'request failed upstream')

@@ -31,7 +31,7 @@ function hasTooManyFields (text: string): boolean {
  * The spec's answer when the run cannot be started (spec 7: 500 `Internal Server Error`, the
  * sender retries), also when Postgres or Redis is down: never the 503 other routes give.
  */
-const notStarted = (cause: unknown): Error => Object.assign(new Error('Webhook run not started: a store is unavailable'), { cause })
+const notStarted = (cause: unknown): Error => Object.assign(new Error('Webhook run not started: a store is unavailable'), { cause, statusCode: 500 })
 
 /**
  * POST /api/automation/webhook/:workflowId (spec 4.13), public. Always 200 so that
