@@ -24,8 +24,8 @@ export interface RedisStateLog {
    * errors are logged once per minute per source and message.
    */
   listen: (emitter: ErrorEmitter, source: Record<string, string>) => void
-  /** Called each time Redis is available again after having been lost (the reconciler runs a pass). */
-  onAvailable: (listener: () => void) => void
+  /** Called each time Redis is available again after having been lost for `downMs` (the reconciler runs a pass). */
+  onAvailable: (listener: (downMs: number) => void) => void
   /** Shutdown: the connections closing now are not an outage. */
   close: () => void
 }
@@ -38,7 +38,7 @@ const summary = (err: Error): { message: string, code?: string } => {
 /** One structured line per change of Redis's availability, instead of a line (or a stack trace) per failed reconnection. */
 export function createRedisStateLog (logger: Pick<Logger, 'info' | 'warn'>): RedisStateLog {
   const down = new Set<string>()
-  const listeners: Array<() => void> = []
+  const listeners: Array<(downMs: number) => void> = []
   const lastLogged = new Map<string, { at: number, repeated: number }>()
   let downSince = 0
   let suppressed = 0
@@ -59,8 +59,9 @@ export function createRedisStateLog (logger: Pick<Logger, 'info' | 'warn'>): Red
 
   function ready (name: string): void {
     if (closing || !down.delete(name) || down.size > 0) return
-    logger.info({ connection: name, downMs: Date.now() - downSince, errorsSuppressed: suppressed }, 'redis available again')
-    for (const listener of listeners) listener()
+    const downMs = Date.now() - downSince
+    logger.info({ connection: name, downMs, errorsSuppressed: suppressed }, 'redis available again')
+    for (const listener of listeners) listener(downMs)
   }
 
   function logRateLimited (err: Error, source: Record<string, string>): void {

@@ -8,6 +8,9 @@ import { ensureJob, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
 import { periodicPass } from '../periodic.ts'
 
+/** After the grace has passed, so that the youngest lost run is surely old enough (the clocks of worker and Postgres differ a little). */
+const FOLLOW_UP_MARGIN_MS = 250
+
 interface ReconcilerOptions {
   db: Db
   queues: Queues
@@ -222,15 +225,16 @@ export function createReconciler (options: ReconcilerOptions) {
       await loop.stop()
     },
     /**
-     * Redis is available again and may have come back empty: a pass now (schedulers rebuilt,
-     * older work re-enqueued), and one when the work younger than the grace at this moment is
-     * old enough, so that everything lost is back within the grace (plus a pass).
+     * Redis is available again after `downMs` away and may have come back empty: a pass now
+     * (schedulers rebuilt, work older than the grace re-enqueued), and one as soon as the work
+     * accepted just before Redis went away is older than the grace. Work accepted while it was
+     * away was refused (its request took it back), so nothing lost waits for the next interval.
      */
-    redisReturned (): void {
+    redisReturned (downMs = 0): void {
       schedulersInDoubt = true
       loop.runSoon()
       clearTimeout(followUp)
-      followUp = setTimeout(loop.runSoon, graceMs)
+      followUp = setTimeout(loop.runSoon, Math.max(0, graceMs - downMs) + FOLLOW_UP_MARGIN_MS)
       followUp.unref()
     }
   }
