@@ -5,6 +5,7 @@ import type { Config } from '@switchboard/core/config'
 import services from './plugins/app/index.ts'
 import auth from './plugins/auth.ts'
 import context from './plugins/context.ts'
+import deadline from './plugins/deadline.ts'
 import docs from './plugins/docs.ts'
 import errors from './plugins/errors.ts'
 import jsonBody from './plugins/json-body.ts'
@@ -20,6 +21,7 @@ export interface AppOptions {
 export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(context, { config: opts.config })
   await fastify.register(requestId)
+  await fastify.register(deadline)
   await fastify.register(errors)
   await fastify.register(jsonBody)
   // Not strict: an OPTIONS request without Origin or Access-Control-Request-Method gets the

@@ -1,12 +1,12 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
-import { createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
+import { chatDeliveryRequeue, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createDatabase } from '@switchboard/core/db'
 import { createHttpClient, createRunEngine } from '@switchboard/core/engine'
 import { createReconciler } from '@switchboard/core/runs'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
-import { closeQueues, createProducerConnection, createQueues, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
+import { ASSISTANT_MAIN, closeQueues, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
 import { createScheduleSync } from '@switchboard/core/schedules'
 import { emitEvent } from '@switchboard/core/triggers'
@@ -45,10 +45,17 @@ export interface RunningWorker {
  * capacity, so agent runs never wait behind bulk automation in a process that takes both.
  */
 export async function startWorker (config: Config, logger: Logger): Promise<RunningWorker> {
-  const database = createDatabase(config.databaseUrl, { max: config.databasePoolMax })
+  const database = createDatabase(config.databaseUrl, {
+    max: config.databasePoolMax,
+    connectTimeoutMs: config.timeouts.databaseConnectMs,
+    idleTimeoutSeconds: config.timeouts.databaseIdleSeconds
+  })
+  // Every connection, queue and worker has a listener: an outage is two lines, not a stack trace per retry.
+  const redisState = createRedisStateLog(logger)
   const redis = createProducerConnection(config.redisUrl)
-  redis.on('error', (err) => { logger.warn({ err }, 'redis connection error') })
+  redisState.watch(redis, 'producer')
   const queues = createQueues(redis, config.queuePrefix)
+  for (const queue of Object.values(queues)) redisState.listen(queue, { queue: queue.name })
   const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
   const chat = createChatSender(createChatService({ db: database.db, config, client: chatClient, logger }))
@@ -64,7 +71,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const context: WorkerContext = { config, logger, database, queues, redis, engine }
 
   const connection = createWorkerConnection(config.redisUrl)
-  connection.on('error', (err) => { logger.warn({ err }, 'redis worker connection error') })
+  redisState.watch(connection, 'worker')
   const workers: Worker[] = []
   const watchdogs: Array<ReturnType<typeof createLockWatchdog>> = []
   for (const name of config.workerQueues) {
@@ -78,7 +85,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       stalledInterval: STALLED_INTERVAL_MS,
       maxStalledCount: MAX_STALLED_COUNT
     })
-    worker.on('error', (err) => { logger.error({ err, queue: name }, 'worker error') })
+    redisState.listen(worker, { queue: name, role: 'worker' })
     // A job whose lock is lost, or cannot be renewed in time, may be another worker's: stop working on it here.
     worker.on('locksRenewed', ({ jobIds }) => { watchdog.renewed(jobIds) })
     worker.on('lockRenewalFailed', (jobIds) => { watchdog.lost(jobIds) })
@@ -92,10 +99,23 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   await Promise.all(workers.map(async (worker) => { await worker.waitUntilReady() }))
 
   // Redis may have lost the cron schedulers (or kept stale ones): rebuild them from the database.
-  const schedules = await createScheduleSync({ db: database.db, queue: queues[SCHEDULED_TASKS] }).rebuild()
+  const scheduleSync = createScheduleSync({ db: database.db, queue: queues[SCHEDULED_TASKS] })
+  const schedules = await scheduleSync.rebuild()
   logger.info(schedules, 'cron schedules rebuilt')
-  const reconciler = createReconciler({ db: database.db, queues, logger, engine })
+  const reconciler = createReconciler({
+    db: database.db,
+    queues,
+    logger,
+    engine,
+    ...config.reconciler,
+    restore: {
+      schedulers: scheduleSync.restoreLost,
+      chatDeliveries: chatDeliveryRequeue({ db: database.db, queue: queues[ASSISTANT_MAIN], logger, graceMs: config.reconciler.graceMs })
+    }
+  })
   reconciler.start()
+  // Redis back, maybe empty: its jobs and schedulers are put back now, not at the next interval.
+  redisState.onAvailable(reconciler.redisReturned)
   const retention = createRetention({ db: database.db, logger, ...config.retention })
   retention.start()
   logger.info({ queues: workers.map((w) => w.name), concurrency: config.workerConcurrency }, 'worker started')
@@ -105,6 +125,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     connections: { producer: redis, worker: connection },
     workers,
     async close () {
+      redisState.close()
       await Promise.all([reconciler.stop(), retention.stop()])
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))

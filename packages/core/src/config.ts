@@ -21,6 +21,17 @@ export const DEFAULT_LIMITS: Limits = {
   eventFanoutMax: 20_000
 }
 
+export interface Timeouts {
+  /** REQUEST_DEADLINE_MS: `/fire` and the inbound webhook answer within this; a run is kept only if it was stored and queued in time. */
+  requestDeadlineMs: number
+  /** DATABASE_CONNECT_TIMEOUT_MS: a PostgreSQL connection attempt gives up after this. */
+  databaseConnectMs: number
+  /** DATABASE_STATEMENT_TIMEOUT_MS: the api's statements (and idle transactions) are ended by the server after this. */
+  databaseStatementMs: number
+  /** DATABASE_IDLE_TIMEOUT_SECONDS: an unused pool connection is closed after this, so none goes stale. */
+  databaseIdleSeconds: number
+}
+
 export interface Config {
   nodeEnv: string
   port: number
@@ -52,6 +63,15 @@ export interface Config {
   workerHttpPort: number
   /** Connections of each process's PostgreSQL pool. */
   databasePoolMax: number
+  /** How long the stores may take before a request or a connection gives up (README, Configuration). */
+  timeouts: Timeouts
+  /** The worker's reconciler (runs/reconciler.ts): how often it looks and how old work must be before it acts. */
+  reconciler: {
+    /** RECONCILER_INTERVAL_MS: between two passes (a pass also runs at once when Redis comes back). */
+    intervalMs: number
+    /** RECONCILER_GRACE_MS: a PENDING run or a stored chat delivery this old without a job gets one; above REQUEST_DEADLINE_MS. */
+    graceMs: number
+  }
   /** 32 bytes: encrypts chat account tokens at rest. */
   encryptionKey: Buffer
   httpRequestAllowPrivate: boolean
@@ -303,6 +323,21 @@ export function loadConfig (env: Env = process.env): Config {
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
+  const timeouts: Timeouts = {
+    requestDeadlineMs: integer(env, 'REQUEST_DEADLINE_MS', 3000, 1000, 60_000),
+    databaseConnectMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+    databaseStatementMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 1000, 3_600_000),
+    databaseIdleSeconds: integer(env, 'DATABASE_IDLE_TIMEOUT_SECONDS', 60, 1, 86_400)
+  }
+  const reconciler = {
+    intervalMs: integer(env, 'RECONCILER_INTERVAL_MS', 10_000, 100, 3_600_000),
+    graceMs: integer(env, 'RECONCILER_GRACE_MS', timeouts.requestDeadlineMs + 2000, 0, 3_600_000)
+  }
+  // Until the deadline has passed, the request that stored a run may still take it back.
+  if (reconciler.graceMs <= timeouts.requestDeadlineMs) {
+    throw new ConfigError(`RECONCILER_GRACE_MS (${reconciler.graceMs}) must be more than REQUEST_DEADLINE_MS (${timeouts.requestDeadlineMs})`)
+  }
+
   const localPostgresPort = integer(env, 'LOCAL_POSTGRES_PORT', 5432, 1, 65535)
   const localRedisPort = integer(env, 'LOCAL_REDIS_PORT', 6379, 1, 65535)
   const redis = redisUrl(env, localRedisPort)
@@ -331,6 +366,8 @@ export function loadConfig (env: Env = process.env): Config {
     workerQueues: workerQueues(env),
     workerHttpPort: integer(env, 'WORKER_HTTP_PORT', 3001, 0, 65535),
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
+    timeouts,
+    reconciler,
     encryptionKey,
     httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
     nodeOutputMaxBytes,

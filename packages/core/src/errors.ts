@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'WORKFLOW_NOT_FOUND' | 'WORKFLOW_NOT_ACTIVE' | 'INVALID_WORKFLOW_GRAPH' | 'TOO_MANY_NODES'
   | 'INVALID_CRON_EXPRESSION' | 'INVALID_TIMEZONE' | 'CRON_TOO_FREQUENT' | 'TOO_MANY_LISTENERS'
   | 'RUN_NOT_FOUND' | 'RUN_FINISHED' | 'SCHEDULER_UNAVAILABLE'
+  // Postgres or Redis did not answer in time: nothing was done, a retry may succeed
+  | 'SERVICE_UNAVAILABLE'
   // Users
   | 'USER_NOT_FOUND' | 'EMAIL_TAKEN'
   // Chat
@@ -37,3 +39,41 @@ export class DomainError extends Error {
 
 export const unauthorized = (): DomainError => new DomainError('UNAUTHORIZED', 'Unauthorized')
 export const forbidden = (): DomainError => new DomainError('FORBIDDEN', 'Forbidden')
+
+/** The answer to a request its stores could not serve in time: nothing was done, a retry may succeed. */
+export const serviceUnavailable = (cause?: unknown): DomainError =>
+  Object.assign(new DomainError('SERVICE_UNAVAILABLE', 'Service unavailable, retry later'), { cause })
+
+/** postgres.js's own codes for a connection that failed, closed or did not open in time. */
+const CONNECTION_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
+/** Socket errors of a store that is down or unreachable. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+/**
+ * SQLSTATEs of a server that is unavailable or gave up on time: class 08 (connection
+ * exception), 57P01-57P03 (shutting down, crashed, not accepting connections yet), 57014
+ * (statement_timeout), 25P03 (idle_in_transaction_session_timeout), 53300 (too many connections).
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '25P03', '53300'])
+/** ioredis refusing a command while its connection is down (offline queue off, retries spent, closed). */
+const REDIS_UNAVAILABLE = /^(Stream isn't writeable|Connection is closed|Reached the max retries per request limit)/
+
+function isUnavailableCause (error: Error & { code?: unknown }): boolean {
+  if (error.name === 'TimeoutError' || error.name === 'MaxRetriesPerRequestError') return true
+  const code = typeof error.code === 'string' ? error.code : ''
+  return CONNECTION_CODES.has(code) || SOCKET_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) ||
+    ('severity' in error && code.startsWith('08')) || REDIS_UNAVAILABLE.test(error.message)
+}
+
+/**
+ * Whether `error` (or one of its causes: Drizzle wraps the driver's error) says that Postgres
+ * or Redis was down, unreachable or too slow, rather than that the request or the code was wrong.
+ */
+export function isStoreUnavailable (error: unknown): boolean {
+  let current = error
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    if (current instanceof DomainError) return current.code === 'SERVICE_UNAVAILABLE' || current.code === 'SCHEDULER_UNAVAILABLE'
+    if (current instanceof Error && isUnavailableCause(current)) return true
+    current = (current as { cause?: unknown }).cause
+  }
+  return false
+}

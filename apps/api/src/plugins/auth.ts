@@ -65,7 +65,9 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     } catch {
       throw unauthorized()
     }
-    const role = await userRoles.roleOf(request.user.sub)
+    // Half the request's deadline at most, so that a route that promises an answer within it
+    // (`/fire`) still has time; beyond, the request is answered 503.
+    const role = await request.deadline.race(userRoles.roleOf(request.user.sub), 'read the token\'s user', fastify.config.timeouts.requestDeadlineMs / 2)
     if (role === null) throw unauthorized()
     request.user.role = role
   })
@@ -75,4 +77,4 @@ async function auth (fastify: FastifyInstance): Promise<void> {
   })
 }
 
-export default fp(auth, { name: 'auth', dependencies: ['context', 'users'] })
+export default fp(auth, { name: 'auth', dependencies: ['context', 'deadline', 'users'] })

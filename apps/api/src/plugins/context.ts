@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '@switchboard/core/config'
 import { createDatabase, type Database, type Db } from '@switchboard/core/db'
-import { closeQueues, createProducerConnection, createQueues, type Queues, type RedisConnection } from '@switchboard/core/queues'
+import { closeQueues, createProducerConnection, createQueues, createRedisStateLog, type Queues, type RedisConnection } from '@switchboard/core/queues'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,13 +18,19 @@ declare module 'fastify' {
 /** Connections the routes share, opened once and closed with the server. */
 async function context (fastify: FastifyInstance, opts: { config: Config }): Promise<void> {
   const { config } = opts
-  const database = createDatabase(config.databaseUrl, { max: config.databasePoolMax })
+  const { databaseConnectMs, databaseIdleSeconds, databaseStatementMs } = config.timeouts
+  const database = createDatabase(config.databaseUrl, {
+    max: config.databasePoolMax,
+    connectTimeoutMs: databaseConnectMs,
+    idleTimeoutSeconds: databaseIdleSeconds,
+    statementTimeoutMs: databaseStatementMs
+  })
+  // One line when Redis goes away and one when it is back, not one per reconnection attempt.
+  const redisState = createRedisStateLog(fastify.log)
   const redis = createProducerConnection(config.redisUrl)
-  redis.on('error', (err) => { fastify.log.warn({ err }, 'redis connection error') })
+  redisState.watch(redis, 'producer')
   const queues = createQueues(redis, config.queuePrefix)
-  for (const queue of Object.values(queues)) {
-    queue.on('error', (err) => { fastify.log.warn({ err, queue: queue.name }, 'queue error') })
-  }
+  for (const queue of Object.values(queues)) redisState.listen(queue, { queue: queue.name })
 
   fastify.decorate('config', config)
   fastify.decorate('database', database)
@@ -33,6 +39,7 @@ async function context (fastify: FastifyInstance, opts: { config: Config }): Pro
   fastify.decorate('queues', queues)
 
   fastify.addHook('onClose', async () => {
+    redisState.close()
     await closeQueues(queues)
     redis.disconnect()
     await database.close()

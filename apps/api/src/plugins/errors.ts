@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import fp from 'fastify-plugin'
-import { DomainError, unauthorized, type ErrorCode } from '@switchboard/core/errors'
+import { DomainError, isStoreUnavailable, serviceUnavailable, unauthorized, type ErrorCode } from '@switchboard/core/errors'
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'BAD_REQUEST',
@@ -99,8 +99,12 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   // The platform's refusal is relayed with its details (contract, Chat).
   CHAT_PLATFORM_ERROR: 500,
   CHAT_PLATFORM_UNAVAILABLE: 502,
-  SCHEDULER_UNAVAILABLE: 503
+  SCHEDULER_UNAVAILABLE: 503,
+  SERVICE_UNAVAILABLE: 503
 }
+
+/** What a 503 tells the caller to wait: about the time a store takes to be reconnected. */
+const RETRY_AFTER_SECONDS = 5
 
 const errorBody = (statusCode: number, code: string, message: string) => ({ statusCode, code, error: message, message })
 
@@ -137,10 +141,14 @@ export function answerClientError (error: Error & { code?: string }, socket: Soc
 
 async function errors (fastify: FastifyInstance): Promise<void> {
   fastify.setErrorHandler((caught: FastifyError | DomainError, request, reply) => {
-    const error = requestFaultOf(caught) ?? caught
+    // Postgres or Redis down or too slow is not the server's bug: 503, and the caller retries
+    // (unless the route chose the status, as the inbound webhook's spec 500).
+    const unavailable = !(caught instanceof DomainError) && caught.statusCode === undefined && isStoreUnavailable(caught)
+    const error = requestFaultOf(caught) ?? (unavailable ? serviceUnavailable(caught) : caught)
     if (error instanceof DomainError) {
       const statusCode = HTTP_STATUS[error.code]
       if (statusCode >= 500) request.log.warn({ err: error }, 'request failed upstream')
+      if (statusCode === 503) reply.header('retry-after', RETRY_AFTER_SECONDS)
       const { code, message, details } = error
       return reply.code(statusCode).send({ statusCode, code, error: message, message, ...(details && { details }) })
     }

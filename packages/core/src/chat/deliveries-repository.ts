@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm'
+import { asc, eq, lt, sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { chatDeliveries } from '../db/schema/index.ts'
 
@@ -18,6 +18,17 @@ export function chatDeliveriesRepository (db: DbOrTx) {
 
     async delete (id: string): Promise<void> {
       await db.delete(chatDeliveries).where(eq(chatDeliveries.id, id))
+    },
+
+    /**
+     * Deliveries stored more than `olderThanMs` ago and not processed yet (a processed one is
+     * deleted), oldest first. The table holds only what is in flight, so it is read without an index.
+     */
+    async unprocessed (olderThanMs: number, limit: number): Promise<string[]> {
+      const rows = await db.select({ id: chatDeliveries.id }).from(chatDeliveries)
+        .where(lt(chatDeliveries.createdAt, sql`now() - ${`${olderThanMs} milliseconds`}::interval`))
+        .orderBy(asc(chatDeliveries.createdAt)).limit(limit)
+      return rows.map((row) => row.id)
     }
   }
 }

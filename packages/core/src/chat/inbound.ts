@@ -1,7 +1,10 @@
+import type { Queue } from 'bullmq'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { MESSAGE_STATUSES } from '../db/schema/index.ts'
 import type { Logger } from '../logger.ts'
+import { CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '../queues/catalog.ts'
+import { ensureJob } from '../queues/ensure-job.ts'
 import { chatDeliveriesRepository } from './deliveries-repository.ts'
 import { conversationsRepository, type MessageStatus } from './conversations.ts'
 import { chatAccountResolver } from './accounts.ts'
@@ -161,5 +164,44 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     }
     await deliveries.delete(deliveryId)
     return summary
+  }
+}
+
+/**
+ * Attempts of one delivery job at most, the queue's own five included: each reconciler retry of a
+ * failed job is one more. Deliveries fail only while a store is away, so a job that keeps failing
+ * with both stores up is left failed (and kept in chat_deliveries) rather than retried forever.
+ */
+const MAX_DELIVERY_ATTEMPTS = 15
+
+interface DeliveryRequeueOptions {
+  db: DbOrTx
+  /** The assistant-main queue. */
+  queue: Queue
+  logger: Logger
+  /** RECONCILER_GRACE_MS: a delivery stored this long ago is expected to have its job. */
+  graceMs: number
+  /** Deliveries looked at per pass. @defaultValue 500 */
+  batchSize?: number
+}
+
+/**
+ * For the reconciler: a delivery the platform was answered 200 for is never lost (the platform
+ * will not send it again). A stored delivery whose job Redis lost, or whose job failed all its
+ * attempts (the database away for about 30 s), is queued again. Returns how many were.
+ */
+export function chatDeliveryRequeue (options: DeliveryRequeueOptions): () => Promise<number> {
+  const { queue, logger, graceMs } = options
+  const deliveries = chatDeliveriesRepository(options.db)
+  return async function requeueChatDeliveries (): Promise<number> {
+    let count = 0
+    for (const deliveryId of await deliveries.unprocessed(graceMs, options.batchSize ?? 500)) {
+      const data: ChatDeliveryJobData = { deliveryId }
+      if (await ensureJob(queue, CHAT_DELIVERY_JOB, data, deliveryId, MAX_DELIVERY_ATTEMPTS)) {
+        logger.warn({ deliveryId }, 'stored chat delivery had no job: re-enqueued')
+        count++
+      }
+    }
+    return count
   }
 }

@@ -81,7 +81,7 @@ export const webhookAnswers = new Counter({
 
 export const reconcilerActions = new Counter({
   name: 'switchboard_reconciler_actions_total',
-  help: 'What the reconciler did to runs: requeued (PENDING without a job), resumed (WAITING without a resume job), taken_over (RUNNING without a live job), failed (too many takeovers)',
+  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job)',
   labelNames: ['action'] as const,
   registers
 })
@@ -115,7 +115,7 @@ function zeroKnownSeries (): void {
   chatSends.inc({ outcome: 'sent', error_code: 'none' }, 0)
   chatInboundDeliveries.inc(0)
   for (const status of ['received', 'ignored']) webhookAnswers.inc({ status }, 0)
-  for (const action of ['requeued', 'resumed', 'taken_over', 'failed']) reconcilerActions.inc({ action }, 0)
+  for (const action of ['requeued', 'resumed', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued']) reconcilerActions.inc({ action }, 0)
   for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies']) retentionDeleted.inc({ kind }, 0)
 }
 zeroKnownSeries()

@@ -4,11 +4,12 @@ import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
 import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { ensureJob, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
 import { periodicPass } from '../periodic.ts'
 
-/** A job that will still (or does now) execute its run. */
-const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children'])
+/** After the grace has passed, so that the youngest lost run is surely old enough (the clocks of worker and Postgres differ a little). */
+const FOLLOW_UP_MARGIN_MS = 250
 
 interface ReconcilerOptions {
   db: Db
@@ -16,14 +17,23 @@ interface ReconcilerOptions {
   logger: Logger
   /** The engine's failRun: fails runs that cannot be taken over any more (and emits workflow.run.failed). */
   engine: { failRun: (runId: string, error: string) => Promise<boolean> }
-  /** @defaultValue 30000 */
+  /** RECONCILER_INTERVAL_MS. @defaultValue 10000 */
   intervalMs?: number
   /**
-   * A PENDING run this old without a job is re-enqueued; a WAITING run whose
-   * resume time passed this long ago without a job gets its resume job back.
-   * @defaultValue 30000
+   * RECONCILER_GRACE_MS: a PENDING run this old without a job is re-enqueued; a WAITING run whose
+   * resume time passed this long ago without a job gets its resume job back. Longer than a
+   * request's deadline: until then, the request that stored a run may still take it back.
+   * @defaultValue 5000
    */
   graceMs?: number
+  /**
+   * What else Redis may lose, put right on each pass: the cron job schedulers (schedules'
+   * `restoreLost`: every one of them after Redis came back) and the jobs of stored chat deliveries.
+   */
+  restore?: {
+    schedulers: (always: boolean) => Promise<number>
+    chatDeliveries: () => Promise<number>
+  }
   /**
    * RUNNING runs that started this long ago are checked for a live job.
    * @defaultValue 60000
@@ -48,6 +58,9 @@ interface ReconcileReport {
   resumed: number
   takenOver: number
   failed: number
+  /** Workflows whose schedule was reconciled because Redis had lost schedulers (or had just come back). */
+  schedulersRestored: number
+  chatDeliveriesRequeued: number
   purgedKeys: number
 }
 
@@ -59,25 +72,18 @@ interface ReconcileReport {
  */
 export function createReconciler (options: ReconcilerOptions) {
   const { db, queues, logger } = options
-  const intervalMs = options.intervalMs ?? 30_000
-  const grace = sql`${`${options.graceMs ?? 30_000} milliseconds`}::interval`
+  const intervalMs = options.intervalMs ?? 10_000
+  const graceMs = options.graceMs ?? 5000
+  const grace = sql`${`${graceMs} milliseconds`}::interval`
   const runningAfter = sql`${`${options.runningAfterMs ?? 60_000} milliseconds`}::interval`
   const maxAttempts = options.maxAttempts ?? 3
   const batchSize = options.batchSize ?? 500
   const keyBatchSize = options.keyBatchSize ?? 10_000
 
-  /** Makes sure job `jobId` will run: added when missing, retried when failed, replaced when it completed without moving the run. */
-  async function ensureJob (queue: Queue, jobId: string, runId: string): Promise<boolean> {
-    const state = await queue.getJobState(jobId)
-    if (LIVE_JOB_STATES.has(state)) return false
-    if (state === 'failed') {
-      await (await queue.getJob(jobId))?.retry('failed')
-      return true
-    }
-    if (state === 'completed') await queue.remove(jobId)
+  /** Makes sure the run job `jobId` will run (added, retried or replaced). */
+  async function ensureRunJob (queue: Queue, jobId: string, runId: string): Promise<boolean> {
     const data: RunJobData = { runId }
-    await queue.add(RUN_JOB, data, { jobId })
-    return true
+    return await ensureJob(queue, RUN_JOB, data, jobId)
   }
 
   async function requeuePending (): Promise<number> {
@@ -89,7 +95,7 @@ export function createReconciler (options: ReconcilerOptions) {
     let count = 0
     for (const run of rows) {
       // A job that is merely late is found by its id and left alone.
-      if (await ensureJob(queues[run.queue], runJobId(run.id), run.id)) {
+      if (await ensureRunJob(queues[run.queue], runJobId(run.id), run.id)) {
         logger.warn({ runId: run.id }, 'PENDING run had no job: re-enqueued')
         count++
       }
@@ -109,7 +115,7 @@ export function createReconciler (options: ReconcilerOptions) {
     `)
     let count = 0
     for (const run of rows) {
-      if (await ensureJob(queues[run.queue], resumeJobId(run.id, run.nodeId ?? ''), run.id)) {
+      if (await ensureRunJob(queues[run.queue], resumeJobId(run.id, run.nodeId ?? ''), run.id)) {
         logger.warn({ runId: run.id }, 'WAITING run past its time had no resume job: re-enqueued')
         count++
       }
@@ -146,7 +152,7 @@ export function createReconciler (options: ReconcilerOptions) {
         if (await options.engine.failRun(run.id, `Run interrupted: its worker stopped ${run.attempt + 1} times`)) failed++
         continue
       }
-      if (await ensureJob(queue, takeoverJobId(run.id, run.attempt), run.id)) {
+      if (await ensureRunJob(queue, takeoverJobId(run.id, run.attempt), run.id)) {
         logger.warn({ runId: run.id, attempt: run.attempt }, 'RUNNING run had no live job: taken over')
         takenOver++
       }
@@ -176,19 +182,60 @@ export function createReconciler (options: ReconcilerOptions) {
     }
   }
 
+  /** Set when Redis came back: the next pass rebuilds every scheduler, whatever the counts say. */
+  let schedulersInDoubt = false
+
+  async function restoreSchedulers (): Promise<number> {
+    if (options.restore === undefined) return 0
+    const always = schedulersInDoubt
+    schedulersInDoubt = false
+    try {
+      return await options.restore.schedulers(always)
+    } catch (err) {
+      schedulersInDoubt ||= always
+      throw err
+    }
+  }
+
   async function reconcile (): Promise<ReconcileReport> {
     const requeued = await requeuePending()
     const resumed = await resumeWaiting()
     const { takenOver, failed } = await takeOverRunning()
+    const schedulersRestored = await restoreSchedulers()
+    const chatDeliveriesRequeued = await options.restore?.chatDeliveries() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
     reconcilerActions.inc({ action: 'requeued' }, requeued)
     reconcilerActions.inc({ action: 'resumed' }, resumed)
     reconcilerActions.inc({ action: 'taken_over' }, takenOver)
     reconcilerActions.inc({ action: 'failed' }, failed)
-    return { requeued, resumed, takenOver, failed, purgedKeys }
+    reconcilerActions.inc({ action: 'schedulers_restored' }, schedulersRestored)
+    reconcilerActions.inc({ action: 'chat_deliveries_requeued' }, chatDeliveriesRequeued)
+    if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
+    return { requeued, resumed, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, purgedKeys }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.
   const loop = periodicPass(reconcile, { intervalMs, firstDelayMs: Math.min(intervalMs, 1000), logger, failureMessage: 'reconciler pass failed' })
-  return { reconcile, start: loop.start, stop: loop.stop }
+  let followUp: NodeJS.Timeout | undefined
+  return {
+    reconcile,
+    start: loop.start,
+    async stop (): Promise<void> {
+      clearTimeout(followUp)
+      await loop.stop()
+    },
+    /**
+     * Redis is available again after `downMs` away and may have come back empty: a pass now
+     * (schedulers rebuilt, work older than the grace re-enqueued), and one as soon as the work
+     * accepted just before Redis went away is older than the grace. Work accepted while it was
+     * away was refused (its request took it back), so nothing lost waits for the next interval.
+     */
+    redisReturned (downMs = 0): void {
+      schedulersInDoubt = true
+      loop.runSoon()
+      clearTimeout(followUp)
+      followUp = setTimeout(loop.runSoon, Math.max(0, graceMs - downMs) + FOLLOW_UP_MARGIN_MS)
+      followUp.unref()
+    }
+  }
 }

@@ -6,13 +6,32 @@ import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
 import { textArray } from '../db/sql.ts'
 import type { Workflow } from '../db/schema/index.ts'
+import { isStoreUnavailable, serviceUnavailable } from '../errors.ts'
+import type { Logger } from '../logger.ts'
 import { runsCreated } from '../observability/metrics.ts'
-import { withTimeout } from '../timeout.ts'
+import { TimeoutError, withTimeout, type Deadline } from '../timeout.ts'
 import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
 export interface RunServiceDeps {
   db: DbOrTx
   queues: Queues
+  /** Where a run that could not be taken back after an error answer is reported. */
+  logger?: Pick<Logger, 'error'>
+}
+
+/**
+ * The time limits of a request that starts runs (fire, inbound webhook): no run may outlive
+ * an error answer, nor be created after the answer was given.
+ */
+export interface StartDeadline {
+  /** The answer is due by then: the runs are stored and queued before it, or the start fails SERVICE_UNAVAILABLE. */
+  deadline: Deadline
+  /**
+   * Until then (ms since the epoch) a run this start stored but could not confirm is taken back
+   * after the answer, while Postgres lets it: the reconciler leaves PENDING runs alone that long
+   * (RECONCILER_GRACE_MS after they were created) before it queues them itself.
+   */
+  settleBy: number
 }
 
 /** What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size. */
@@ -27,6 +46,8 @@ interface StartRunInput {
   idempotencyKey?: string
   /** The request that starts the run (X-Request-Id), carried in its job. */
   requestId?: string
+  /** The request's time limits; without them (cron ticks, chat deliveries) the start waits for the stores. */
+  limits?: StartDeadline
 }
 
 interface StartedRun {
@@ -46,6 +67,16 @@ export const IDEMPOTENCY_WINDOW = sql.raw('interval \'24 hours\'')
  * error (webhook: 500, so the sender retries) instead of hanging.
  */
 const ENQUEUE_TIMEOUT_MS = 3000
+
+/**
+ * Of a request's deadline, the part after the run's commit is kept for its enqueue and, if that
+ * fails, its take-back: a transaction sends its COMMIT only with this much time left.
+ */
+const QUEUE_RESERVE_MS = 1000
+/** Of that part, the last is kept for the take-back after a failed or late enqueue. */
+const TAKE_BACK_RESERVE_MS = 500
+/** Between two attempts to take back a run after the answer, while Postgres does not answer. */
+const TAKE_BACK_RETRY_MS = 250
 
 /** Keys are client-chosen: a long one is stored as its digest so that any header value works. */
 const MAX_STORED_KEY_LENGTH = 255
@@ -110,6 +141,8 @@ export interface StartRunsInput {
   idempotencyKey?: string
   /** The request that starts the runs (X-Request-Id), carried in their jobs. */
   requestId?: string
+  /** The request's time limits; without them the start waits for the stores. */
+  limits?: StartDeadline
 }
 
 interface PlannedRun {
@@ -191,8 +224,9 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
 /**
  * Starts runs: rows (with counters and keys) first, in chunks inside one transaction
  * when there are several, then the jobs, `addBulk` per queue and chunk. A single run
- * costs one statement and one Redis call. Call it outside a transaction: the jobs are
- * enqueued before the caller's commit otherwise.
+ * costs one statement and one Redis call (three round trips to Postgres with `limits`:
+ * begin, insert, commit). Call it outside a transaction: the jobs are enqueued before
+ * the caller's commit otherwise.
  */
 export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): Promise<StartedRun[]> {
   if (input.runs.length === 0) return []
@@ -216,9 +250,12 @@ export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): P
     }
     return inserted
   }
-  const inserted = chunks.length === 1 ? await insertAll(deps.db) : await deps.db.transaction(insertAll)
+  const { limits } = input
+  const inserted = limits !== undefined
+    ? await insertInTime(deps, insertAll, limits, idempotencyKey)
+    : chunks.length === 1 ? await insertAll(deps.db) : await deps.db.transaction(insertAll)
   const created = inserted.filter((run) => run.created)
-  await enqueueOrDiscard(deps, created, idempotencyKey, input.requestId)
+  await enqueueOrTakeBack(deps, created, idempotencyKey, input.requestId, limits)
   const triggerTypes = new Map(distinct.map(({ workflow }) => [workflow.id, workflow.triggerType]))
   for (const run of created) runsCreated.inc({ trigger_type: triggerTypes.get(run.workflowId), domain: run.domain ?? 'unknown' })
   if (distinct === input.runs) return inserted.map(({ runId, created }) => ({ runId, created }))
@@ -229,10 +266,50 @@ export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): P
   })
 }
 
+/**
+ * Stores the runs in one transaction that commits before the deadline or not at all, so no run
+ * appears after its request was answered: the transaction writes nothing if it only got its
+ * connection once the answer was given; the server ends it (statement_timeout,
+ * idle_in_transaction_session_timeout, set to what is left) if the client stops answering; and
+ * the COMMIT is sent only while time is left for the enqueue. A COMMIT whose answer arrives too
+ * late has stored runs the request was answered an error for: they are taken back.
+ */
+async function insertInTime (deps: RunServiceDeps, insertAll: (db: DbOrTx) => Promise<InsertedRun[]>, limits: StartDeadline, idempotencyKey: string | undefined): Promise<InsertedRun[]> {
+  const { deadline } = limits
+  let answered = false
+  const checkTime = (what: string): void => {
+    if (answered) throw new TimeoutError(`${what}: the request was answered already`)
+    deadline.check(what, QUEUE_RESERVE_MS)
+  }
+  try {
+    checkTime('store the run')
+  } catch (err) {
+    throw serviceUnavailable(err)
+  }
+  const transaction = deps.db.transaction(async (tx) => {
+    checkTime('store the run')
+    const serverLimit = String(Math.ceil(deadline.remainingMs(QUEUE_RESERVE_MS)))
+    // Sent together with the insert (one round trip): both limits apply to it and to the wait for COMMIT.
+    const [, inserted] = await Promise.all([
+      tx.execute(sql`select set_config('statement_timeout', ${serverLimit}, true), set_config('idle_in_transaction_session_timeout', ${serverLimit}, true)`),
+      insertAll(tx)
+    ])
+    checkTime('commit the run')
+    return inserted
+  })
+  try {
+    return await deadline.race(transaction, 'store the run', TAKE_BACK_RESERVE_MS)
+  } catch (err) {
+    answered = true
+    transaction.then(async (late) => { await takeBackAfterAnswer(deps, late.filter((run) => run.created), idempotencyKey, limits.settleBy) }, () => {})
+    throw isStoreUnavailable(err) ? serviceUnavailable(err) : err
+  }
+}
+
 /** Starts one run (fire, inbound webhook, cron tick); with an idempotency key, possibly the one it already started. */
 export async function startRun (deps: RunServiceDeps, input: StartRunInput): Promise<StartedRun> {
-  const { workflow, triggerData, rawBody, idempotencyKey, requestId } = input
-  const [started] = await startRuns(deps, { runs: [{ workflow, triggerData: triggerData ?? null, rawBody }], idempotencyKey, requestId })
+  const { workflow, triggerData, rawBody, idempotencyKey, requestId, limits } = input
+  const [started] = await startRuns(deps, { runs: [{ workflow, triggerData: triggerData ?? null, rawBody }], idempotencyKey, requestId, limits })
   return started!
 }
 
@@ -245,8 +322,10 @@ export async function startRun (deps: RunServiceDeps, input: StartRunInput): Pro
  * with the same key was answered with it, and every answered run id must exist. Such
  * a run is durable, so when every run was kept the start succeeds; otherwise the
  * enqueue error is thrown (the kept runs are found again by their keys on a retry).
+ * With `limits`, the enqueue stops in time for the take-back, and a take-back Postgres
+ * does not answer in time goes on after the answer.
  */
-async function enqueueOrDiscard (deps: RunServiceDeps, created: InsertedRun[], idempotencyKey: string | undefined, requestId: string | undefined): Promise<void> {
+async function enqueueOrTakeBack (deps: RunServiceDeps, created: InsertedRun[], idempotencyKey: string | undefined, requestId: string | undefined, limits: StartDeadline | undefined): Promise<void> {
   const byQueue = new Map<QueueName, string[]>()
   for (const { runId, queue } of created) byQueue.set(queue, [...(byQueue.get(queue) ?? []), runId])
   try {
@@ -254,17 +333,56 @@ async function enqueueOrDiscard (deps: RunServiceDeps, created: InsertedRun[], i
       for (const chunk of chunksOf(runIds)) {
         const data = (runId: string): RunJobData => requestId === undefined ? { runId } : { runId, requestId }
         const jobs = chunk.map((runId) => ({ name: RUN_JOB, data: data(runId), opts: { jobId: runJobId(runId) } }))
-        await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
+        const budget = limits === undefined ? ENQUEUE_TIMEOUT_MS : Math.min(ENQUEUE_TIMEOUT_MS, limits.deadline.remainingMs(TAKE_BACK_RESERVE_MS))
+        await withTimeout(deps.queues[name].addBulk(jobs), budget, `enqueue on ${name}`)
       }
     }
   } catch (err) {
-    let kept = 0
-    try {
-      for (const chunk of chunksOf(created)) kept += await discardUnclaimedRuns(deps.db, chunk, idempotencyKey)
-    } catch {
-      // The runs stay PENDING and the reconciler enqueues them: better than losing one.
+    if (limits === undefined) {
+      let kept = 0
+      try {
+        for (const chunk of chunksOf(created)) kept += await discardUnclaimedRuns(deps.db, chunk, idempotencyKey)
+      } catch {
+        // The runs stay PENDING and the reconciler enqueues them: better than losing one.
+      }
+      if (kept < created.length) throw err
+      return
     }
-    if (kept < created.length) throw err
+    const takingBack = discardAll(deps.db, created, idempotencyKey)
+    try {
+      if (await limits.deadline.race(takingBack, 'take the run back') === created.length) return
+    } catch {
+      takingBack.catch(async () => { await takeBackAfterAnswer(deps, created, idempotencyKey, limits.settleBy) })
+    }
+    throw isStoreUnavailable(err) ? serviceUnavailable(err) : err
+  }
+}
+
+/** How many of `runs` were kept (their ids handed out), taking back the others. */
+async function discardAll (db: DbOrTx, runs: InsertedRun[], idempotencyKey: string | undefined): Promise<number> {
+  let kept = 0
+  for (const chunk of chunksOf(runs)) kept += await discardUnclaimedRuns(db, chunk, idempotencyKey)
+  return kept
+}
+
+/**
+ * Takes back runs whose request was answered with an error, retrying while Postgres does not
+ * answer, until `settleBy`; past it the reconciler may queue them, so the run would still run
+ * once (both Postgres and Redis failed that request): that is logged.
+ */
+async function takeBackAfterAnswer (deps: RunServiceDeps, runs: InsertedRun[], idempotencyKey: string | undefined, settleBy: number): Promise<void> {
+  if (runs.length === 0) return
+  for (;;) {
+    try {
+      await withTimeout(discardAll(deps.db, runs, idempotencyKey), Math.max(TAKE_BACK_RETRY_MS, settleBy - Date.now()), 'take the runs back')
+      return
+    } catch (err) {
+      if (Date.now() + TAKE_BACK_RETRY_MS >= settleBy) {
+        deps.logger?.error({ err, runIds: runs.map(({ runId }) => runId) }, 'runs answered with an error could not be taken back: the reconciler will run them')
+        return
+      }
+      await new Promise((resolve) => setTimeout(resolve, TAKE_BACK_RETRY_MS))
+    }
   }
 }
 

@@ -137,6 +137,26 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
     })
   }
 
+  /**
+   * At worker start, and when the reconciler finds schedulers missing: Redis may have lost
+   * them, or kept some whose workflow is gone or changed. Every workflow that has, or should
+   * have, a schedule on either side is reconciled with the database.
+   */
+  async function rebuild (): Promise<Record<ReconcileOutcome, number>> {
+    const [active, rows, schedulers] = await Promise.all([
+      db.select({ id: workflows.id }).from(workflows).where(and(eq(workflows.triggerType, 'CRON'), eq(workflows.isActive, true))),
+      db.select({ id: workflowSchedules.workflowId }).from(workflowSchedules),
+      queue.getJobSchedulers()
+    ])
+    const pending = [...new Set([...active.map((w) => w.id), ...rows.map((r) => r.id), ...schedulers.map((s) => s.key)])]
+    const counts: Record<ReconcileOutcome, number> = { scheduled: 0, unscheduled: 0 }
+    const lane = async (): Promise<void> => {
+      for (let id = pending.pop(); id !== undefined; id = pending.pop()) counts[await reconcile(id)]++
+    }
+    await Promise.all(Array.from({ length: REBUILD_CONCURRENCY }, lane))
+    return counts
+  }
+
   return {
     /** The workflows service's hook: runs inside the transaction that saved the workflow. */
     async onSaved (workflow: Workflow, tx: DbOrTx): Promise<void> {
@@ -152,24 +172,24 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
 
     reconcile,
 
+    rebuild,
+
     /**
-     * At worker start: Redis may have lost its schedulers, or kept some whose
-     * workflow is gone or changed. Every workflow that has, or should have, a
-     * schedule on either side is reconciled with the database.
+     * The reconciler's check, on each pass: when Redis holds another number of job schedulers
+     * than there are schedule rows (Redis lost its data, or a failover lost recent writes), or
+     * when `always` (Redis has just come back), every schedule is rebuilt. Returns how many
+     * workflows were reconciled, 0 when the counts agreed.
      */
-    async rebuild (): Promise<Record<ReconcileOutcome, number>> {
-      const [active, rows, schedulers] = await Promise.all([
-        db.select({ id: workflows.id }).from(workflows).where(and(eq(workflows.triggerType, 'CRON'), eq(workflows.isActive, true))),
-        db.select({ id: workflowSchedules.workflowId }).from(workflowSchedules),
-        queue.getJobSchedulers()
-      ])
-      const pending = [...new Set([...active.map((w) => w.id), ...rows.map((r) => r.id), ...schedulers.map((s) => s.key)])]
-      const counts: Record<ReconcileOutcome, number> = { scheduled: 0, unscheduled: 0 }
-      const lane = async (): Promise<void> => {
-        for (let id = pending.pop(); id !== undefined; id = pending.pop()) counts[await reconcile(id)]++
+    async restoreLost (always: boolean): Promise<number> {
+      if (!always) {
+        const [[row], schedulers] = await Promise.all([
+          db.select({ count: sql<number>`count(*)::int` }).from(workflowSchedules),
+          queue.getJobSchedulersCount()
+        ])
+        if (row?.count === schedulers) return 0
       }
-      await Promise.all(Array.from({ length: REBUILD_CONCURRENCY }, lane))
-      return counts
+      const { scheduled, unscheduled } = await rebuild()
+      return scheduled + unscheduled
     }
   }
 }

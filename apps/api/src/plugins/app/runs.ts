@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
 import { runsRepository, startRun } from '@switchboard/core/runs'
+import type { Deadline } from '@switchboard/core/timeout'
 
 type RunsRepository = ReturnType<typeof runsRepository>
 type Viewer = Parameters<RunsRepository['get']>[1]
@@ -10,18 +11,31 @@ type RunWithLogs = NonNullable<Awaited<ReturnType<RunsRepository['get']>>>
 interface Runs {
   list: RunsRepository['list']
   get: RunsRepository['get']
-  start: (input: Parameters<typeof startRun>[1]) => ReturnType<typeof startRun>
+  /**
+   * Starts a run for a request that is answered by `deadline`: the run is stored and queued
+   * before it, or the start fails SERVICE_UNAVAILABLE and no run is left behind.
+   */
+  start: (input: Omit<Parameters<typeof startRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof startRun>
   /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
   cancel: (id: string, viewer: Viewer, log: FastifyBaseLogger) => Promise<RunWithLogs | 'finished' | null>
 }
 
+/** Clocks of the api and of Postgres (whose time stamps a run's creation) may differ this much. */
+const CLOCK_SKEW_MS = 500
+
 function createRuns (fastify: FastifyInstance): Runs {
-  const { db, queues } = fastify
+  const { db, queues, config } = fastify
   const repository = runsRepository(db)
+  const { requestDeadlineMs } = config.timeouts
   return {
     list: repository.list,
     get: repository.get,
-    start: async (input) => startRun({ db, queues }, input),
+    // A run the request could not confirm is taken back until the reconciler would queue it:
+    // RECONCILER_GRACE_MS after the request arrived (its run was created later still).
+    start: async (input, deadline) => startRun({ db, queues, logger: fastify.log }, {
+      ...input,
+      limits: { deadline, settleBy: deadline.at - requestDeadlineMs + config.reconciler.graceMs - CLOCK_SKEW_MS }
+    }),
 
     async cancel (id, viewer, log) {
       const outcome = await repository.cancel(id, viewer)

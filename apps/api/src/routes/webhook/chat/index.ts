@@ -63,7 +63,7 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('', {
     config: { public: true },
-    schema: { tags: ['chat'], security: [], response: { 200: Received, ...errorResponses(400, 401, 500) } }
+    schema: { tags: ['chat'], security: [], response: { 200: Received, ...errorResponses(400, 401, 500, 503) } }
   }, async (request) => {
     const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
     if (appSecret !== undefined && !validSignature(raw, request.headers['x-hub-signature-256'], appSecret)) {
@@ -80,13 +80,17 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new DomainError('INVALID_BODY', 'Body must be a JSON object')
     }
-    const deliveryId = await deliveries.create(payload)
+    // Within the request's deadline, or 503 and the platform retries. A row stored after that
+    // answer is processed too: messages are stored once by wamid, so the retry changes nothing.
+    const deliveryId = await request.deadline.race(deliveries.create(payload), 'store the chat delivery')
     try {
-      await fastify.queues[ASSISTANT_MAIN].add(CHAT_DELIVERY_JOB, { deliveryId } satisfies ChatDeliveryJobData, { jobId: deliveryId })
+      await request.deadline.race(
+        fastify.queues[ASSISTANT_MAIN].add(CHAT_DELIVERY_JOB, { deliveryId } satisfies ChatDeliveryJobData, { jobId: deliveryId }),
+        'queue the chat delivery'
+      )
     } catch (err) {
-      // A 500 makes the platform retry the delivery; the row would never be processed otherwise.
-      await deliveries.delete(deliveryId).catch(() => {})
-      throw err
+      // Stored is received: the worker's reconciler queues a stored delivery that has no job.
+      request.log.warn({ err, deliveryId }, 'chat delivery stored but not queued: the reconciler will queue it')
     }
     chatInboundDeliveries.inc()
     return { status: 'received' as const }

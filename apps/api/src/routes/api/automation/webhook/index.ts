@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import querystring from 'fast-querystring'
+import { isStoreUnavailable } from '@switchboard/core/errors'
 import { webhookAnswers } from '@switchboard/core/observability'
 import { isNestedTooDeeply } from '../../../../plugins/json-body.ts'
 import { errorResponses } from '../../../../schemas/common.ts'
@@ -27,9 +28,15 @@ function hasTooManyFields (text: string): boolean {
 }
 
 /**
+ * The spec's answer when the run cannot be started (spec 7: 500 `Internal Server Error`, the
+ * sender retries), also when Postgres or Redis is down: never the 503 other routes give.
+ */
+const notStarted = (cause: unknown): Error => Object.assign(new Error('Webhook run not started: a store is unavailable'), { cause, statusCode: 500 })
+
+/**
  * POST /api/automation/webhook/:workflowId (spec 4.13), public. Always 200 so that
  * workflow ids cannot be probed; 500 only when the run could not be started, so the
- * sender retries.
+ * sender retries: within REQUEST_DEADLINE_MS, and then no run exists.
  */
 const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
   const parseJson = fastify.getDefaultJsonParser('error', 'error')
@@ -72,22 +79,27 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: WebhookAnswer, ...errorResponses(400, 413, 500) }
     }
   }, async (request) => {
-    const workflow = await fastify.triggers.findTarget(request.params.workflowId)
-    if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') {
-      webhookAnswers.inc({ status: 'ignored' })
-      return { status: 'ignored' as const }
+    const { deadline } = request
+    try {
+      const workflow = await deadline.race(fastify.triggers.findTarget(request.params.workflowId), 'find the workflow')
+      if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') {
+        webhookAnswers.inc({ status: 'ignored' })
+        return { status: 'ignored' as const }
+      }
+      const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
+      const body = rawBody === undefined ? null : await bodyOf(request, rawBody)
+      const { runId } = await fastify.runs.start({
+        workflow,
+        triggerData: { body, headers: { ...request.headers }, query: { ...(request.query as object) } },
+        rawBody,
+        idempotencyKey: idempotencyKeyOf(request.headers),
+        requestId: request.id
+      }, deadline)
+      webhookAnswers.inc({ status: 'received' })
+      return { status: 'received' as const, runId }
+    } catch (err) {
+      throw isStoreUnavailable(err) ? notStarted(err) : err
     }
-    const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
-    const body = rawBody === undefined ? null : await bodyOf(request, rawBody)
-    const { runId } = await fastify.runs.start({
-      workflow,
-      triggerData: { body, headers: { ...request.headers }, query: { ...(request.query as object) } },
-      rawBody,
-      idempotencyKey: idempotencyKeyOf(request.headers),
-      requestId: request.id
-    })
-    webhookAnswers.inc({ status: 'received' })
-    return { status: 'received' as const, runId }
   })
 }
 

@@ -9,6 +9,8 @@ import { idempotencyKeyOf, RunAccepted } from '../runs/schemas.ts'
 /**
  * POST /api/automation/workflows/:id/fire (spec 4.10): the whole body becomes triggerData; the run
  * executes in the background. Registered by the workflows group, whose hook checks the id.
+ * Answered within REQUEST_DEADLINE_MS: 503 with Retry-After when Postgres or Redis cannot
+ * store and queue the run in time, and then no run exists.
  */
 const fire: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/:id/fire', {
@@ -16,10 +18,11 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['runs'],
       params: IdParams,
       body: Type.Optional(Type.Unknown()),
-      response: { 202: RunAccepted, ...errorResponses(400, 401, 404, 413, 415) }
+      response: { 202: RunAccepted, ...errorResponses(400, 401, 404, 413, 415, 503) }
     }
   }, async (request, reply) => {
-    const workflow = await fastify.triggers.findTarget(request.params.id, viewerOf(request.user))
+    const { deadline } = request
+    const workflow = await deadline.race(fastify.triggers.findTarget(request.params.id, viewerOf(request.user)), 'find the workflow')
     if (workflow === null) throw workflowNotFound()
     if (!workflow.isActive) throw new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
     const { runId } = await fastify.runs.start({
@@ -27,7 +30,7 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
       triggerData: request.body ?? {},
       idempotencyKey: idempotencyKeyOf(request.headers),
       requestId: request.id
-    })
+    }, deadline)
     return reply.code(202).send({ runId })
   })
 }

@@ -1,0 +1,140 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import t, { type Test } from 'tap'
+import { createDatabase } from '@switchboard/core/db'
+import { createTestClient, httpTransport } from '@switchboard/testing/client'
+import { testConfig, TEST_ADMIN } from '@switchboard/testing/config'
+import { uniqueQueuePrefix } from '@switchboard/testing/database'
+import { startOwnPostgres, startOwnRedis } from '@switchboard/testing/stores'
+import { waitFor } from '@switchboard/testing/wait'
+import { buildServer } from '../src/build.ts'
+
+// Postgres and Redis of this file's own: they are stopped, killed and frozen under traffic.
+const DEADLINE_MS = 2000
+/** What the answer may take beyond the deadline: the event loop of a busy test machine. */
+const SLACK_MS = 500
+const ownPostgres = await startOwnPostgres(t)
+const ownRedis = await startOwnRedis(t)
+const config = testConfig(ownPostgres.url, uniqueQueuePrefix(), {
+  REDIS_URL: ownRedis.url,
+  REQUEST_DEADLINE_MS: String(DEADLINE_MS),
+  DATABASE_CONNECT_TIMEOUT_MS: '1000'
+})
+const app = await buildServer({ config, logger: false })
+await app.listen({ port: 0, host: '127.0.0.1' })
+const database = createDatabase(ownPostgres.url, { max: 1 })
+const { sql } = database
+t.teardown(async () => {
+  await app.close()
+  await database.close()
+})
+const baseUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+const client = createTestClient(httpTransport(baseUrl))
+const token = await client.login(TEST_ADMIN)
+const nodes = [{ id: 'n1', type: 'set', config: { values: {} } }]
+const manual = await client.createWorkflow(token, { name: 'fired', nodes })
+const hook = await client.createWorkflow(token, { name: 'hooked', triggerType: 'WEBHOOK', nodes })
+
+interface Answer {
+  kind: 'fire' | 'webhook'
+  tag: string
+  sentAt: number
+  ms: number
+  status: number
+  body: any
+  retryAfter: string | null
+}
+
+let sent = 0
+async function send (kind: Answer['kind']): Promise<Answer> {
+  const tag = `${kind}-${++sent}`
+  const sentAt = Date.now()
+  const url = kind === 'fire' ? `${baseUrl}/api/automation/workflows/${manual}/fire` : `${baseUrl}/api/automation/webhook/${hook}`
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(kind === 'fire' && { authorization: `Bearer ${token}` }) },
+      body: JSON.stringify({ tag }),
+      signal: AbortSignal.timeout(30_000)
+    })
+    const body = await res.json()
+    return { kind, tag, sentAt, ms: Date.now() - sentAt, status: res.status, body, retryAfter: res.headers.get('retry-after') }
+  } catch (err) {
+    return { kind, tag, sentAt, ms: Date.now() - sentAt, status: 0, body: String(err), retryAfter: null }
+  }
+}
+
+const accepted = (answer: Answer): boolean =>
+  answer.kind === 'fire' ? answer.status === 202 : answer.status === 200 && answer.body?.status === 'received'
+
+/**
+ * Fires and posts webhooks from four loops while `outage` lasts `outageMs`, then until the api
+ * accepts runs again after `recover`. Every answer must come within the deadline: accepted, or
+ * the error the contract names. Then, once anything held back could have landed, the runs in
+ * Postgres must be exactly those of the accepted requests.
+ */
+async function underTraffic (t: Test, outage: () => Promise<void> | void, recover: () => Promise<void> | void, outageMs = 3000): Promise<void> {
+  const answers: Answer[] = []
+  const traffic = { stopped: false }
+  const loop = async (kind: Answer['kind']): Promise<void> => {
+    while (!traffic.stopped) answers.push(await send(kind))
+  }
+  const loops = [loop('fire'), loop('webhook'), loop('fire'), loop('webhook')]
+  await sleep(300)
+  const outageAt = Date.now()
+  await outage()
+  await sleep(outageMs)
+  await recover()
+  const recoveredAt = Date.now()
+  await waitFor(async () => answers.some((a) => a.sentAt > recoveredAt && accepted(a)) ? true : undefined, { timeoutMs: 20_000, what: 'runs to be accepted again' })
+  traffic.stopped = true
+  await Promise.all(loops)
+  // What a frozen server or a driver's queue held back would have landed by now.
+  await sleep(2000)
+
+  const failed = answers.filter((a) => !accepted(a))
+  const during = answers.filter((a) => a.sentAt >= outageAt && a.sentAt <= recoveredAt)
+  t.comment(`${answers.length} answers, ${failed.length} errors; during the outage: ${during.length} answers, slowest ${Math.max(...during.map((a) => a.ms))} ms; accepted again ${answers.find((a) => a.sentAt > recoveredAt && accepted(a))!.sentAt - recoveredAt} ms after the store returned`)
+  t.ok(failed.length > 0, 'the outage was felt')
+  const late = answers.filter((a) => a.ms > DEADLINE_MS + SLACK_MS)
+  t.same(late.map(({ kind, ms, status }) => ({ kind, ms, status })), [], `every answer within ${DEADLINE_MS} ms (+${SLACK_MS})`)
+  for (const answer of failed) {
+    if (answer.kind === 'fire') {
+      t.same({ status: answer.status, body: answer.body, retryAfter: answer.retryAfter }, {
+        status: 503,
+        body: { statusCode: 503, code: 'SERVICE_UNAVAILABLE', error: 'Service unavailable, retry later', message: 'Service unavailable, retry later' },
+        retryAfter: '5'
+      }, `${answer.tag}: 503 with Retry-After`)
+    } else {
+      t.same({ status: answer.status, body: answer.body }, {
+        status: 500,
+        body: { statusCode: 500, code: 'INTERNAL_SERVER_ERROR', error: 'Internal Server Error', message: 'Internal Server Error' }
+      }, `${answer.tag}: the spec's 500`)
+    }
+  }
+
+  const runs: Array<{ id: string, tag: string }> = await sql`
+    select id, coalesce(trigger_data->>'tag', trigger_data->'body'->>'tag') as tag from runs`
+  const stored = new Map(runs.map(({ id, tag }) => [tag, id]))
+  const answered = answers.filter((a) => stored.has(a.tag))
+  t.same(failed.filter((a) => stored.has(a.tag)).map((a) => a.tag), [], 'no run exists for a request answered with an error')
+  t.same(answers.filter(accepted).filter((a) => stored.get(a.tag) !== a.body.runId).map((a) => a.tag), [], 'every accepted request has its run')
+  t.equal(answered.length, runs.filter((run) => answers.some((a) => a.tag === run.tag)).length)
+  t.equal(runs.filter((run) => !answers.some((a) => a.tag === run.tag)).length, 0, 'no run without a request')
+  await sql`delete from runs`
+}
+
+t.test('Postgres stopped under traffic: 503 / 500 within the deadline, and no run for an error', async (t) => {
+  await underTraffic(t, ownPostgres.stop, ownPostgres.start)
+})
+
+t.test('Postgres frozen under traffic (connections open, nothing answers): no run lands after its error answer', async (t) => {
+  await underTraffic(t, ownPostgres.freeze, ownPostgres.thaw, 4000)
+})
+
+t.test('Redis killed under traffic and started again empty: 503 / 500 within the deadline, runs taken back', async (t) => {
+  await underTraffic(t, ownRedis.kill, ownRedis.start)
+})
+
+t.test('Redis frozen under traffic: the enqueue gives up in time and the run is taken back', async (t) => {
+  await underTraffic(t, ownRedis.freeze, ownRedis.thaw)
+})
