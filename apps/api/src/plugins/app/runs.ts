@@ -10,6 +10,7 @@ type RunWithLogs = NonNullable<Awaited<ReturnType<RunsRepository['get']>>>
 interface Runs {
   list: RunsRepository['list']
   get: RunsRepository['get']
+  perMinute: RunsRepository['perMinute']
   start: (input: Parameters<typeof startRun>[1]) => ReturnType<typeof startRun>
   /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
   cancel: (id: string, viewer: Viewer, log: FastifyBaseLogger) => Promise<RunWithLogs | 'finished' | null>
@@ -21,6 +22,7 @@ function createRuns (fastify: FastifyInstance): Runs {
   return {
     list: repository.list,
     get: repository.get,
+    perMinute: repository.perMinute,
     start: async (input) => startRun({ db, queues }, input),
 
     async cancel (id, viewer, log) {
@@ -44,7 +46,7 @@ declare module 'fastify' {
   }
 }
 
-/** Runs: starting one, reading and cancelling them. */
+/** Runs: starting one, reading, counting and cancelling them. */
 async function runs (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('runs', createRuns(fastify))
 }
