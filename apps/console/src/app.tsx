@@ -54,14 +54,15 @@ function Shell () {
   const [session, setSession] = useState<Session | null>(loadSession)
   const onLoginPage = location.path === `${BASE}/login`
 
+  // Reads the address when called, not when rendered: several requests may be refused at once.
   const signOut = (): void => {
     clearSession()
     setSession(null)
-    const next = onLoginPage ? '' : `?next=${encodeURIComponent(location.url)}`
-    location.route(`${BASE}/login${next}`, true)
+    if (window.location.pathname === `${BASE}/login`) return
+    location.route(`${BASE}/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, true)
   }
 
-  useEffect(() => { onUnauthorized(signOut) }, [location.url])
+  useEffect(() => { onUnauthorized(signOut) }, [])
 
   // The token ends 24 hours after login: back to the login page then, without waiting for a 401.
   useEffect(() => {

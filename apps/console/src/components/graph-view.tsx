@@ -39,10 +39,10 @@ export function GraphView ({ nodes, edges, path = [], states = new Map() }: Grap
     <div class='graph-scroll' tabIndex={0} aria-label='Workflow graph (scrolls)'>
       <svg class='graph' width={layout.width} height={layout.height} viewBox={`0 0 ${layout.width} ${layout.height}`} role='img' aria-label={`Workflow graph: ${description}${path.length > 0 ? `. Path taken: ${path.join(', ')}` : ''}`}>
         <defs>
-          <marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' markerHeight='7' orient='auto-start-reverse'>
+          <marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerUnits='userSpaceOnUse' markerWidth='10' markerHeight='10' orient='auto-start-reverse'>
             <path d='M0,0 L10,5 L0,10 z' class='arrow' />
           </marker>
-          <marker id='arrow-taken' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' markerHeight='7' orient='auto-start-reverse'>
+          <marker id='arrow-taken' viewBox='0 0 10 10' refX='9' refY='5' markerUnits='userSpaceOnUse' markerWidth='10' markerHeight='10' orient='auto-start-reverse'>
             <path d='M0,0 L10,5 L0,10 z' class='arrow taken' />
           </marker>
         </defs>

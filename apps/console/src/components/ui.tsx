@@ -3,10 +3,16 @@ import { useEffect, useRef } from 'preact/hooks'
 import { prettyJson } from '../format.ts'
 import type { MessageStatus, RunStatus } from '../types.ts'
 
-/** The page's title; focused when the page opens, so that keyboard and screen reader users start there. */
+/** Whether a page was shown already: the first one after a full load leaves focus at the top, where the skip link is. */
+let shownBefore = false
+
+/** The page's title; focused when the app moves to another page, so that keyboard and screen reader users start there. */
 export function PageTitle ({ children, actions }: { children: ComponentChildren, actions?: ComponentChildren }) {
   const heading = useRef<HTMLHeadingElement>(null)
-  useEffect(() => { heading.current?.focus({ preventScroll: true }) }, [])
+  useEffect(() => {
+    if (shownBefore) heading.current?.focus({ preventScroll: true })
+    shownBefore = true
+  }, [])
   return (
     <div class='page-title'>
       <h1 ref={heading} tabIndex={-1}>{children}</h1>

@@ -82,7 +82,7 @@ function TextReply ({ accountId, conversation, onSent }: { accountId: string, co
     setText('')
     onSent()
   })
-  const until = conversation.lastIncomingAt === null ? '' : clock(new Date(Date.parse(conversation.lastIncomingAt) + WINDOW_MS).toISOString())
+  const until = conversation.lastIncomingAt === null ? '' : dateTime(new Date(Date.parse(conversation.lastIncomingAt) + WINDOW_MS).toISOString())
   return (
     <form class='reply' onSubmit={(event) => { event.preventDefault(); send.run() }}>
       <label for='reply-text'>Reply <span class='muted'>(free text allowed until {until}, 24 hours after the customer’s last message)</span></label>
@@ -221,7 +221,7 @@ export function Inbox () {
                         aria-current={conversation.id === query.c ? 'true' : undefined}
                         data-conversation={conversation.phone}
                       >
-                        <span class='who'><strong>{conversation.name ?? `+${conversation.phone}`}</strong>{conversation.isPinned && <span class='muted'> · pinned</span>}</span>
+                        <span class='contact'><strong>{conversation.name ?? `+${conversation.phone}`}</strong>{conversation.isPinned && <span class='muted'> · pinned</span>}</span>
                         {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}
                         <span class='last muted'>{conversation.lastMessage ?? ''}</span>
                         <span class='when muted small'>{ago(conversation.lastMessageAt)}</span>

@@ -22,7 +22,7 @@ const QUEUE_ROLES: Record<string, string> = {
 function Queues () {
   const queues = useData(async () => ({ queues: await api.queues(), readAt: new Date().toISOString() }), [], QUEUES_EVERY_MS)
   return (
-    <section class='card' aria-labelledby='queues-title'>
+    <section class='card wide' aria-labelledby='queues-title'>
       <h2 id='queues-title'>Queues</h2>
       <p class='muted' aria-live='polite'>
         {queues.data === undefined ? 'Reading the counters…' : `Read every 5 s; last at ${clock(queues.data.readAt, true)}.`}
