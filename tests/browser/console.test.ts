@@ -187,8 +187,18 @@ t.test('the overview\'s queue counters change while it is open (polled every 5 s
   await stack.client.fire(token, workflowId, { amount: 5 })
   await waitFor(async () => await counter('workflow-runs', 'completed') > before ? true : undefined, { timeoutMs: 12_000, intervalMs: 250, what: 'the completed counter to move' })
   t.pass(`workflow-runs completed went from ${before} to ${await counter('workflow-runs', 'completed')} without a reload`)
-  await page.locator('.chart svg').waitFor()
-  t.match(await page.locator('.chart svg').getAttribute('aria-label'), /\d+ SUCCESS/, 'the runs of the last hour are charted')
+
+  // A run that fails (http_request to a loopback address is refused) is listed for attention.
+  const failing = await stack.client.runWorkflow(token, {
+    name: 'Notify partner',
+    nodes: [{ id: 'notify', type: 'http_request', config: { method: 'POST', url: 'http://127.0.0.1:9/hook' } }]
+  })
+  t.equal(failing.status, 'FAILED')
+  await page.reload()
+  const attention = page.locator('.failed-list li', { hasText: 'Notify partner' })
+  await attention.waitFor()
+  t.match(await attention.locator('.error-text').textContent(), /Blocked request to private address 127\.0\.0\.1/)
+  t.match(await page.locator('.chart svg').getAttribute('aria-label'), /2 SUCCESS, 1 FAILED/, 'the runs of the last hour are charted by status')
   await shot('05-overview')
 })
 
@@ -206,8 +216,11 @@ t.test('workflow and run lists with their filters', async (t) => {
   await page.getByLabel('Status').selectOption('SUCCESS')
   await page.getByLabel('Created').selectOption('1h')
   await page.locator('table.runs tbody tr').nth(1).waitFor()
-  t.equal(await page.locator('table.runs tbody tr').count(), 2, 'both runs of the hour')
+  t.equal(await page.locator('table.runs tbody tr').count(), 2, 'the two successful runs of the hour')
   await page.getByLabel('Status').selectOption('FAILED')
+  await page.locator('table.runs tbody tr').first().waitFor()
+  t.equal(await page.locator('table.runs tbody tr').count(), 1, 'the failed one')
+  await page.getByLabel('Status').selectOption('CANCELLED')
   await page.getByText('No run matches').waitFor()
   t.same(await unlabelledControls(), [])
   await page.getByLabel('Status').selectOption('SUCCESS')
