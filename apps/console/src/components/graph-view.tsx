@@ -36,7 +36,7 @@ export function GraphView ({ nodes, edges, path = [], states = new Map() }: Grap
     ? `${nodes.length} node`
     : layout.links.map((link) => `${link.from} to ${link.to}${link.label === '' ? '' : ` (${link.label})`}`).join('; ')
   return (
-    <div class='graph-scroll' tabIndex={0} aria-label='Workflow graph (scrolls)'>
+    <div class='graph-scroll' tabIndex={0} role='region' aria-label='Workflow graph (scrolls)'>
       <svg class='graph' width={layout.width} height={layout.height} viewBox={`0 0 ${layout.width} ${layout.height}`} role='img' aria-label={`Workflow graph: ${description}${path.length > 0 ? `. Path taken: ${path.join(', ')}` : ''}`}>
         <defs>
           <marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerUnits='userSpaceOnUse' markerWidth='10' markerHeight='10' orient='auto-start-reverse'>

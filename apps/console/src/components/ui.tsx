@@ -35,7 +35,7 @@ export function Loading ({ what }: { what: string }) {
 }
 
 export function JsonBlock ({ value, label }: { value: unknown, label: string }) {
-  return <pre class='json' tabIndex={0} aria-label={label}>{prettyJson(value)}</pre>
+  return <pre class='json' tabIndex={0} role='group' aria-label={label}>{prettyJson(value)}</pre>
 }
 
 const TICKS: Record<MessageStatus, { mark: string, label: string }> = {
