@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  ChatAccount, ChatMessage, Conversation, QueueCounters, Run, RunStats, RunStatus, RunSummary,
+  ChatAccount, ChatMessage, Conversation, QueueCounters, Run, RunStats, RunSummary,
   Template, User, Workflow, WorkflowInput, WorkflowSummary
 } from './types.ts'
 
@@ -90,7 +90,6 @@ export const api = {
   runs: async (filter: RunFilter = {}) => call<RunSummary[]>('GET', `/api/automation/runs${query({ ...filter })}`),
   run: async (id: string) => call<Run>('GET', `/api/automation/runs/${encodeURIComponent(id)}`),
   cancelRun: async (id: string) => call<Run>('POST', `/api/automation/runs/${encodeURIComponent(id)}/cancel`),
-  failedRuns: async (limit: number) => call<RunSummary[]>('GET', `/api/automation/runs${query({ status: 'FAILED' satisfies RunStatus, limit })}`),
 
   accounts: async () => call<ChatAccount[]>('GET', '/api/chat/accounts'),
   linkAccount: async (input: { name: string, phoneNumberId: string, accessToken: string, businessAccountId?: string, displayPhoneNumber?: string, isDefault?: boolean }) =>

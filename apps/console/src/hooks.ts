@@ -3,7 +3,6 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 export interface Loaded<T> {
   data: T | undefined
   error: Error | undefined
-  loading: boolean
   /** Loads again now. */
   reload: () => void
 }
@@ -15,7 +14,6 @@ export interface Loaded<T> {
 export function useData<T> (load: () => Promise<T>, deps: unknown[], everyMs?: number | null): Loaded<T> {
   const [data, setData] = useState<T | undefined>(undefined)
   const [error, setError] = useState<Error | undefined>(undefined)
-  const [loading, setLoading] = useState(true)
   const [tick, setTick] = useState(0)
   const latest = useRef(load)
   latest.current = load
@@ -24,7 +22,6 @@ export function useData<T> (load: () => Promise<T>, deps: unknown[], everyMs?: n
     let live = true
     let timer: ReturnType<typeof setTimeout> | undefined
     const run = async (): Promise<void> => {
-      setLoading(true)
       try {
         const value = await latest.current()
         if (!live) return
@@ -33,10 +30,7 @@ export function useData<T> (load: () => Promise<T>, deps: unknown[], everyMs?: n
       } catch (err) {
         if (live) setError(err instanceof Error ? err : new Error(String(err)))
       } finally {
-        if (live) {
-          setLoading(false)
-          if (everyMs !== undefined && everyMs !== null) timer = setTimeout(run, everyMs)
-        }
+        if (live && everyMs !== undefined && everyMs !== null) timer = setTimeout(run, everyMs)
       }
     }
     run().catch(() => {})
@@ -47,7 +41,7 @@ export function useData<T> (load: () => Promise<T>, deps: unknown[], everyMs?: n
   }, [...deps, tick, everyMs])
 
   const reload = useCallback(() => { setTick((n) => n + 1) }, [])
-  return { data, error, loading, reload }
+  return { data, error, reload }
 }
 
 /** Starts an action from an event handler, remembering whether it is under way and how it failed (never throwing). */
