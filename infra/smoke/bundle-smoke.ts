@@ -25,7 +25,7 @@ import { waitFor } from '@switchboard/testing/wait'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const DEADLINE_MS = 150_000
+const DEADLINE_MS = 300_000
 
 const started = Date.now()
 const seconds = (): string => `${((Date.now() - started) / 1000).toFixed(1)}s`
@@ -77,6 +77,20 @@ async function answers (url: string): Promise<boolean> {
   }
 }
 
+/** The api bundle carries the built console (apps/console, a dependency of the api) and serves it. */
+async function consoleServed (baseUrl: string): Promise<void> {
+  const page = await fetch(`${baseUrl}/console/`, { signal: AbortSignal.timeout(5_000) })
+  const html = await page.text()
+  const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1]
+  if (page.status !== 200 || script === undefined) throw new Error(`GET /console/ answered ${page.status} without the app's script:\n${html.slice(0, 500)}`)
+  if (page.headers.get('content-security-policy')?.includes("default-src 'none'") !== true) throw new Error('GET /console/ has no Content-Security-Policy')
+  const asset = await fetch(`${baseUrl}${script}`, { signal: AbortSignal.timeout(5_000) })
+  await asset.arrayBuffer()
+  if (asset.status !== 200 || asset.headers.get('cache-control')?.includes('immutable') !== true) {
+    throw new Error(`GET ${script} answered ${asset.status} (cache-control: ${asset.headers.get('cache-control')})`)
+  }
+}
+
 const id = randomBytes(6).toString('hex')
 const databaseName = `switchboard_smoke_${id}`
 const databaseUrl = new URL(BASE_DATABASE_URL)
@@ -100,7 +114,7 @@ const deadline = setTimeout(() => {
 }, DEADLINE_MS)
 
 try {
-  for (const built of ['apps/api/dist/server.js', 'apps/worker/dist/main.js', 'packages/core/dist/bin/migrate.js']) {
+  for (const built of ['apps/api/dist/server.js', 'apps/worker/dist/main.js', 'packages/core/dist/bin/migrate.js', 'apps/console/dist/index.html']) {
     if (!existsSync(join(ROOT, built))) throw new Error(`${built} is missing: run \`pnpm build\` first`)
   }
   // One at a time: two deploys share pnpm's store and the machine's two cores.
@@ -141,6 +155,9 @@ try {
     return (await answers(`${baseUrl}/health/ready`)) && (await answers(`http://127.0.0.1:${env.WORKER_HTTP_PORT}/health/ready`)) ? true : undefined
   }, { timeoutMs: 30_000, intervalMs: 100, what: 'the api and the worker to be ready' })
   say('api and worker started from the bundles and ready (the worker on its own listener)')
+
+  await consoleServed(baseUrl)
+  say('the console is served from the api bundle at /console (its assets immutable, under a Content-Security-Policy)')
 
   const { runId } = await completeOneRun(baseUrl, admin)
   say(`login, create, fire: run ${runId} SUCCESS`)

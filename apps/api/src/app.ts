@@ -4,6 +4,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { Config } from '@switchboard/core/config'
 import services from './plugins/app/index.ts'
 import auth from './plugins/auth.ts'
+import consoleApp from './plugins/console.ts'
 import context from './plugins/context.ts'
 import deadline from './plugins/deadline.ts'
 import docs from './plugins/docs.ts'
@@ -17,7 +18,7 @@ export interface AppOptions {
   config: Config
 }
 
-/** The whole API as one plugin: external plugins, then ours, then the services, then the routes. */
+/** The whole API as one plugin: external plugins, then ours, then the services, then the routes and the console. */
 export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(context, { config: opts.config })
   await fastify.register(requestId)
@@ -41,6 +42,7 @@ export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<
   await fastify.register(services)
   await fastify.register(auth)
   await fastify.register(routes)
+  await fastify.register(consoleApp)
 
   fastify.addHook('onReady', async () => {
     await fastify.users.ensureAdmin(opts.config.adminEmail, opts.config.adminPassword)

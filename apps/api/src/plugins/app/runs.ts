@@ -11,6 +11,7 @@ type RunWithLogs = NonNullable<Awaited<ReturnType<RunsRepository['get']>>>
 interface Runs {
   list: RunsRepository['list']
   get: RunsRepository['get']
+  perMinute: RunsRepository['perMinute']
   /**
    * Starts a run for a request that is answered by `deadline`: the run is stored and queued
    * before it, or the start fails SERVICE_UNAVAILABLE and no run is left behind.
@@ -30,6 +31,7 @@ function createRuns (fastify: FastifyInstance): Runs {
   return {
     list: repository.list,
     get: repository.get,
+    perMinute: repository.perMinute,
     // A run the request could not confirm is taken back until the reconciler would queue it:
     // RECONCILER_GRACE_MS after the request arrived (its run was created later still).
     start: async (input, deadline) => startRun({ db, queues, logger: fastify.log }, {
@@ -58,7 +60,7 @@ declare module 'fastify' {
   }
 }
 
-/** Runs: starting one, reading and cancelling them. */
+/** Runs: starting one, reading, counting and cancelling them. */
 async function runs (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('runs', createRuns(fastify))
 }

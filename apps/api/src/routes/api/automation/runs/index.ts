@@ -1,13 +1,31 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
+import { RUN_STATUSES } from '@switchboard/core/db'
 import { viewerOf } from '@switchboard/core/users'
 import { runsFinished } from '@switchboard/core/observability'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
-import { ListRunsQuery, Run, RunSummary } from './schemas.ts'
+import { ListRunsQuery, Run, RunStats, RunStatsQuery, RunSummary } from './schemas.ts'
 
 const runNotFound = (): DomainError => new DomainError('RUN_NOT_FOUND', 'Run not found')
+
+const MINUTE_MS = 60_000
+
+/**
+ * A date-time the schema's format accepts but a Date cannot hold (a leap second,
+ * `23:59:60`) is refused like a malformed one rather than reaching SQL as NaN.
+ */
+function instantOf (field: string, value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined
+  const instant = new Date(value)
+  if (Number.isNaN(instant.getTime())) throw new DomainError('VALIDATION_ERROR', `${field} must be an ISO 8601 date-time`)
+  return instant
+}
+
+type RunStatus = typeof RUN_STATUSES[number]
+
+const zeroCounts = (): Record<RunStatus, number> => Object.fromEntries(RUN_STATUSES.map((status) => [status, 0])) as Record<RunStatus, number>
 
 /** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
 const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -18,7 +36,26 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['runs'], querystring: ListRunsQuery, response: { 200: Type.Array(RunSummary), ...errorResponses(400, 401) } }
   }, async (request) => {
     const { workflowId, status, limit, offset } = request.query
-    return runs.list(viewerOf(request.user), { workflowId, status, limit, offset })
+    const since = instantOf('since', request.query.since)
+    const until = instantOf('until', request.query.until)
+    return runs.list(viewerOf(request.user), { workflowId, status, since, until, limit, offset })
+  })
+
+  // The console's overview: runs per minute by status. A static path, so it wins over `/:id`.
+  fastify.get('/stats', {
+    schema: { tags: ['runs'], querystring: RunStatsQuery, response: { 200: RunStats, ...errorResponses(400, 401) } }
+  }, async (request) => {
+    const { minutes, workflowId } = request.query
+    const until = new Date()
+    const currentMinute = Math.floor(until.getTime() / MINUTE_MS) * MINUTE_MS
+    const since = new Date(currentMinute - (minutes - 1) * MINUTE_MS)
+    const buckets = Array.from({ length: minutes }, (_, i) => ({ minute: new Date(since.getTime() + i * MINUTE_MS), counts: zeroCounts() }))
+    for (const { minute, status, count } of await runs.perMinute(viewerOf(request.user), { since, workflowId })) {
+      const bucket = buckets[(minute.getTime() - since.getTime()) / MINUTE_MS]
+      // A minute past `until` (the database's clock a little ahead of the api's) has no bucket.
+      if (bucket !== undefined) bucket.counts[status] += count
+    }
+    return { since, until, bucketSeconds: 60 as const, buckets }
   })
 
   fastify.get('/:id', {

@@ -31,10 +31,33 @@ export const Run = Type.Object({ ...RunSummary.properties, logs: Type.Array(RunL
 
 export const RunAccepted = Type.Object({ runId: Type.String() })
 
+const instant = (field: string, description: string) =>
+  Type.String({ format: 'date-time', maxLength: 64, description, errorMessage: `${field} must be an ISO 8601 date-time` })
+
 export const ListRunsQuery = Type.Object({
   workflowId: Type.Optional(Type.String({ maxLength: 64 })),
   status: Type.Optional(RunStatus),
+  since: Type.Optional(instant('since', 'runs created at or after this time')),
+  until: Type.Optional(instant('until', 'runs created before this time')),
   ...Pagination
+})
+
+/** The longest window the stats cover: a day of one-minute buckets. */
+export const RUN_STATS_MAX_MINUTES = 1440
+
+export const RunStatsQuery = Type.Object({
+  minutes: Type.Integer({ minimum: 1, maximum: RUN_STATS_MAX_MINUTES, default: 60, description: 'how many minutes, the current one included' }),
+  workflowId: Type.Optional(Type.String({ maxLength: 64 }))
+})
+
+const StatusCounts = Type.Object(Object.fromEntries(RUN_STATUSES.map((status) => [status, Type.Integer()])) as Record<typeof RUN_STATUSES[number], ReturnType<typeof Type.Integer>>)
+
+/** Runs created per minute over a window, by the status each has now: one bucket per minute, oldest first, empty minutes included. */
+export const RunStats = Type.Object({
+  since: Timestamp,
+  until: Timestamp,
+  bucketSeconds: Type.Literal(60),
+  buckets: Type.Array(Type.Object({ minute: Timestamp, counts: StatusCounts }))
 })
 
 /** `Idempotency-Key` (contract, Runs). Node joins a repeated header into one string; only the typing allows an array. */

@@ -1,0 +1,130 @@
+import { clearSession, loadSession } from './session.ts'
+import type {
+  ChatAccount, ChatMessage, Conversation, QueueCounters, Run, RunStats, RunSummary,
+  Template, User, Workflow, WorkflowInput, WorkflowSummary
+} from './types.ts'
+
+/** An error answer of the api, in the contract's body `{statusCode, code, message}`. */
+export class ApiError extends Error {
+  constructor (readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+let unauthorized: () => void = () => {}
+
+/** What to do when the api answers 401: the token expired or its user was deleted. */
+export function onUnauthorized (handler: () => void): void {
+  unauthorized = handler
+}
+
+interface RequestOptions {
+  body?: unknown
+  /** X-Account-Id: the chat account a /api/chat call acts for. */
+  accountId?: string
+  /** Requests without the token (login). */
+  anonymous?: boolean
+}
+
+/** A request bounded in time, so that a hung api shows an error instead of a spinner forever. */
+const REQUEST_TIMEOUT_MS = 15_000
+
+async function call<T> (method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' }
+  if (options.body !== undefined) headers['content-type'] = 'application/json'
+  if (options.accountId !== undefined) headers['x-account-id'] = options.accountId
+  const session = options.anonymous === true ? null : loadSession()
+  if (session !== null) headers.authorization = `Bearer ${session.token}`
+  let res: Response
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
+    })
+  } catch (err) {
+    throw new ApiError(0, 'NETWORK', err instanceof DOMException && err.name === 'TimeoutError' ? 'The api did not answer in time' : 'The api cannot be reached')
+  }
+  if (res.status === 204) return undefined as T
+  const text = await res.text()
+  let body: any
+  try {
+    body = text === '' ? undefined : JSON.parse(text)
+  } catch {
+    body = undefined
+  }
+  if (res.ok) return body as T
+  if (res.status === 401 && options.anonymous !== true) {
+    clearSession()
+    unauthorized()
+  }
+  throw new ApiError(res.status, body?.code ?? 'ERROR', body?.message ?? `${res.status} ${res.statusText}`)
+}
+
+const query = (params: Record<string, string | number | boolean | undefined>): string => {
+  const search = new URLSearchParams()
+  for (const [key, value] of Object.entries(params)) if (value !== undefined && value !== '') search.set(key, String(value))
+  const text = search.toString()
+  return text === '' ? '' : `?${text}`
+}
+
+export interface WorkflowFilter { domain?: string, triggerType?: string, isActive?: string, tag?: string, limit?: number, offset?: number }
+export interface RunFilter { workflowId?: string, status?: string, since?: string, until?: string, limit?: number, offset?: number }
+export interface ConversationFilter { filter?: string, sort?: string }
+
+export const api = {
+  login: async (email: string, password: string) =>
+    call<{ token: string, user: User }>('POST', '/api/auth/login', { body: { email, password }, anonymous: true }),
+
+  queues: async () => (await call<{ queues: QueueCounters[] }>('GET', '/api/automation/queues')).queues,
+  runStats: async (minutes: number) => call<RunStats>('GET', `/api/automation/runs/stats${query({ minutes })}`),
+
+  workflows: async (filter: WorkflowFilter = {}) => call<WorkflowSummary[]>('GET', `/api/automation/workflows${query({ ...filter })}`),
+  workflow: async (id: string) => call<Workflow>('GET', `/api/automation/workflows/${encodeURIComponent(id)}`),
+  createWorkflow: async (input: WorkflowInput) => call<Workflow>('POST', '/api/automation/workflows', { body: input }),
+  updateWorkflow: async (id: string, changes: Partial<WorkflowInput>) => call<Workflow>('PATCH', `/api/automation/workflows/${encodeURIComponent(id)}`, { body: changes }),
+  deleteWorkflow: async (id: string) => call<undefined>('DELETE', `/api/automation/workflows/${encodeURIComponent(id)}`),
+  fire: async (id: string, triggerData: unknown) => call<{ runId: string }>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/fire`, { body: triggerData }),
+
+  runs: async (filter: RunFilter = {}) => call<RunSummary[]>('GET', `/api/automation/runs${query({ ...filter })}`),
+  run: async (id: string) => call<Run>('GET', `/api/automation/runs/${encodeURIComponent(id)}`),
+  cancelRun: async (id: string) => call<Run>('POST', `/api/automation/runs/${encodeURIComponent(id)}/cancel`),
+
+  accounts: async () => call<ChatAccount[]>('GET', '/api/chat/accounts'),
+  linkAccount: async (input: { name: string, phoneNumberId: string, accessToken: string, businessAccountId?: string, displayPhoneNumber?: string, isDefault?: boolean }) =>
+    call<ChatAccount>('POST', '/api/chat/accounts', { body: input }),
+  /** Re-checks the number against its stored token at the platform: the api verifies whenever phoneNumberId is sent. */
+  verifyAccount: async (account: ChatAccount) =>
+    call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(account.id)}`, { body: { phoneNumberId: account.phoneNumberId } }),
+  updateAccount: async (id: string, changes: { isDefault?: boolean }) => call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(id)}`, { body: changes }),
+  deleteAccount: async (id: string) => call<undefined>('DELETE', `/api/chat/accounts/${encodeURIComponent(id)}`),
+
+  conversations: async (accountId: string | undefined, filter: ConversationFilter) =>
+    call<Conversation[]>('GET', `/api/chat/conversations${query({ ...filter, limit: 200 })}`, { accountId }),
+  messages: async (accountId: string | undefined, conversationId: string, before?: string) =>
+    call<ChatMessage[]>('GET', `/api/chat/conversations/${encodeURIComponent(conversationId)}/messages${query({ before, limit: 50 })}`, { accountId }),
+  markRead: async (accountId: string | undefined, conversationId: string) =>
+    call<Conversation>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/read`, { accountId }),
+  updateConversation: async (accountId: string | undefined, conversationId: string, changes: { isArchived?: boolean, isPinned?: boolean }) =>
+    call<Conversation>('PATCH', `/api/chat/conversations/${encodeURIComponent(conversationId)}`, { accountId, body: changes }),
+  sendText: async (accountId: string | undefined, to: string, text: string, agentName: string) =>
+    call<unknown>('POST', '/api/chat/send/text', { accountId, body: { to, text, agentName } }),
+  sendTemplate: async (accountId: string | undefined, input: { to: string, templateName: string, lang: string, parameters: string[], body: string, agentName: string }) =>
+    call<unknown>('POST', '/api/chat/send/template', {
+      accountId,
+      body: {
+        to: input.to,
+        templateName: input.templateName,
+        lang: input.lang,
+        agentName: input.agentName,
+        templateContent: { body: input.body },
+        ...(input.parameters.length > 0 && { components: [{ type: 'body', parameters: input.parameters.map((text) => ({ type: 'text', text })) }] })
+      }
+    }),
+  templates: async (accountId: string | undefined) => call<Template[]>('GET', '/api/chat/templates', { accountId }),
+
+  users: async () => call<User[]>('GET', '/api/users'),
+  createUser: async (input: { email: string, password: string, role: string }) => call<User>('POST', '/api/users', { body: input }),
+  deleteUser: async (id: string) => call<undefined>('DELETE', `/api/users/${encodeURIComponent(id)}`)
+}

@@ -1,0 +1,59 @@
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+
+export interface Loaded<T> {
+  data: T | undefined
+  error: Error | undefined
+  /** Loads again now. */
+  reload: () => void
+}
+
+/**
+ * Loads `load()` when a dependency changes and, with `everyMs`, again that long after each
+ * answer (never two requests at once). A failed poll keeps the last data and shows the error.
+ */
+export function useData<T> (load: () => Promise<T>, deps: unknown[], everyMs?: number | null): Loaded<T> {
+  const [data, setData] = useState<T | undefined>(undefined)
+  const [error, setError] = useState<Error | undefined>(undefined)
+  const [tick, setTick] = useState(0)
+  const latest = useRef(load)
+  latest.current = load
+
+  useEffect(() => {
+    let live = true
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const run = async (): Promise<void> => {
+      try {
+        const value = await latest.current()
+        if (!live) return
+        setData(value)
+        setError(undefined)
+      } catch (err) {
+        if (live) setError(err instanceof Error ? err : new Error(String(err)))
+      } finally {
+        if (live && everyMs !== undefined && everyMs !== null) timer = setTimeout(run, everyMs)
+      }
+    }
+    run().catch(() => {})
+    return () => {
+      live = false
+      clearTimeout(timer)
+    }
+  }, [...deps, tick, everyMs])
+
+  const reload = useCallback(() => { setTick((n) => n + 1) }, [])
+  return { data, error, reload }
+}
+
+/** Starts an action from an event handler, remembering whether it is under way and how it failed (never throwing). */
+export function useAction<A extends unknown[]> (action: (...args: A) => Promise<void>): { run: (...args: A) => void, busy: boolean, error: Error | undefined } {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<Error | undefined>(undefined)
+  const run = (...args: A): void => {
+    setBusy(true)
+    setError(undefined)
+    action(...args)
+      .catch((err: unknown) => { setError(err instanceof Error ? err : new Error(String(err))) })
+      .finally(() => { setBusy(false) })
+  }
+  return { run, busy, error }
+}

@@ -1,0 +1,143 @@
+import { useEffect, useState } from 'preact/hooks'
+import { useLocation, useRoute } from 'preact-iso'
+import { api } from '../api.ts'
+import { GraphView, type NodeState } from '../components/graph-view.tsx'
+import { ErrorNotice, JsonBlock, Loading, PageTitle, StatusBadge } from '../components/ui.tsx'
+import { clock, dateTime, duration } from '../format.ts'
+import { pathOf } from '../graph.ts'
+import { useAction, useData } from '../hooks.ts'
+import { paths } from '../paths.ts'
+import { UNFINISHED, type Run, type RunLog, type Workflow } from '../types.ts'
+
+/** How often an unfinished run is read again; a finished one is not. */
+const LIVE_MS = 1000
+
+/** `Node n1 completed in 12ms` / `Node n1 failed after 40ms: …`: the engine's own measure of the node. */
+function nodeDuration (logs: RunLog[]): number | undefined {
+  for (const log of logs) {
+    const match = /^Node .+ (?:completed in|failed after) (\d+)ms/.exec(log.message)
+    if (match !== null) return Number(match[1])
+  }
+  return undefined
+}
+
+function statesOf (run: Run, path: string[]): Map<string, NodeState> {
+  const states = new Map<string, NodeState>(path.map((id) => [id, 'done']))
+  for (const log of run.logs) if (log.nodeId !== null && log.level === 'ERROR') states.set(log.nodeId, 'failed')
+  const last = path.at(-1)
+  if (last !== undefined && (run.status === 'RUNNING' || run.status === 'WAITING')) states.set(last, 'current')
+  return states
+}
+
+function LogLines ({ logs }: { logs: RunLog[] }) {
+  return (
+    <ol class='logs'>
+      {logs.map((log) => (
+        <li key={log.id} class={`log log-${log.level.toLowerCase()}`}>
+          <time dateTime={log.createdAt}>{clock(log.createdAt, true)}</time> <span class='level'>{log.level}</span> {log.message}
+        </li>
+      ))}
+    </ol>
+  )
+}
+
+function NodeSection ({ run, nodeId, workflow, state }: { run: Run, nodeId: string, workflow: Workflow | undefined, state: NodeState | undefined }) {
+  const logs = run.logs.filter((log) => log.nodeId === nodeId)
+  const type = workflow?.nodes.find((node) => node.id === nodeId)?.type
+  const took = nodeDuration(logs)
+  const hasOutput = Object.hasOwn(run.result, nodeId)
+  return (
+    <details class={`node-section node-${state ?? 'done'}`} data-node-section={nodeId}>
+      <summary>
+        <strong class='mono'>{nodeId}</strong>{type !== undefined && <span class='muted'> ({type})</span>}
+        {' · '}{state === 'failed' ? 'failed' : state === 'current' ? 'in progress' : 'completed'}
+        {took !== undefined && ` in ${duration(took)}`}
+      </summary>
+      <h4>Output</h4>
+      {hasOutput ? <JsonBlock value={run.result[nodeId]} label={`Output of ${nodeId}`} /> : <p class='muted'>No output.</p>}
+      <h4>Log</h4>
+      <LogLines logs={logs} />
+    </details>
+  )
+}
+
+export function RunPage () {
+  const { params } = useRoute()
+  const { route } = useLocation()
+  const id = params.id
+  // Read every second until the run is finished; `finishedId` stops the polling for this run only.
+  const [finishedId, setFinishedId] = useState<string | undefined>(undefined)
+  const loaded = useData(async () => api.run(id), [id], finishedId === id ? null : LIVE_MS)
+  const run = loaded.data?.id === id ? loaded.data : undefined
+  useEffect(() => {
+    if (run !== undefined && !UNFINISHED.includes(run.status)) setFinishedId(run.id)
+  }, [run?.id, run?.status])
+  const workflowId = run?.workflowId
+  const workflow = useData(async () => workflowId === undefined ? undefined : api.workflow(workflowId), [workflowId])
+  const cancel = useAction(async () => {
+    await api.cancelRun(id)
+    loaded.reload()
+  })
+  const retry = useAction(async () => {
+    if (run === undefined) return
+    const { runId } = await api.fire(run.workflowId, run.triggerData ?? {})
+    route(paths.run(runId))
+  })
+
+  if (run === undefined) {
+    return loaded.error === undefined ? <Loading what='the run' /> : <><PageTitle>Run</PageTitle><ErrorNotice error={loaded.error} /></>
+  }
+  const unfinished = UNFINISHED.includes(run.status)
+  const path = pathOf(run.logs)
+  const states = statesOf(run, path)
+  const runLogs = run.logs.filter((log) => log.nodeId === null)
+  return (
+    <section>
+      <PageTitle actions={
+        <>
+          {unfinished && <button type='button' class='danger' disabled={cancel.busy} onClick={() => { cancel.run() }}>Cancel run</button>}
+          <button type='button' disabled={retry.busy} onClick={() => { retry.run() }} title='Fires the workflow again with the same trigger data'>Retry</button>
+        </>
+      }
+      >Run <span class='mono'>{run.id}</span>
+      </PageTitle>
+      <p class='run-status' aria-live='polite'>
+        <StatusBadge status={run.status} />
+        {unfinished && <span class='muted'> live: updated every second</span>}
+      </p>
+      <ErrorNotice error={loaded.error ?? cancel.error ?? retry.error} />
+      <div class='grid'>
+        <section class='card' aria-labelledby='facts-title'>
+          <h2 id='facts-title'>Timings</h2>
+          <dl class='facts'>
+            <dt>Workflow</dt><dd><a href={paths.workflow(run.workflowId)}>{workflow.data?.name ?? run.workflowId}</a></dd>
+            <dt>Created</dt><dd>{dateTime(run.createdAt)}</dd>
+            <dt>Started</dt><dd>{dateTime(run.startedAt)}</dd>
+            <dt>Completed</dt><dd>{dateTime(run.completedAt)}</dd>
+            <dt>Duration</dt><dd id='run-duration'>{duration(run.durationMs)}</dd>
+            {run.error !== null && <><dt>Error</dt><dd class='error-text'>{run.error}</dd></>}
+          </dl>
+        </section>
+        <section class='card' aria-labelledby='trigger-data-title'>
+          <h2 id='trigger-data-title'>Trigger data</h2>
+          <JsonBlock value={run.triggerData} label='Trigger data' />
+        </section>
+        <section class='card wide' aria-labelledby='path-title'>
+          <h2 id='path-title'>Path taken</h2>
+          {workflow.data === undefined
+            ? <ErrorNotice error={workflow.error} />
+            : <GraphView nodes={workflow.data.nodes} edges={workflow.data.edges} path={path} states={states} />}
+          <p class='muted'>{path.length === 0 ? 'No node has run yet.' : `Through ${path.join(' → ')}`}</p>
+        </section>
+        <section class='card wide' aria-labelledby='nodes-title'>
+          <h2 id='nodes-title'>Nodes</h2>
+          {path.length === 0 ? <p class='muted'>No node has run yet.</p> : path.map((nodeId) => <NodeSection key={nodeId} run={run} nodeId={nodeId} workflow={workflow.data} state={states.get(nodeId)} />)}
+        </section>
+        <section class='card wide' aria-labelledby='run-log-title'>
+          <h2 id='run-log-title'>Run log</h2>
+          <LogLines logs={runLogs} />
+        </section>
+      </div>
+    </section>
+  )
+}

@@ -1,0 +1,73 @@
+import { useLocation } from 'preact-iso'
+import { api } from '../api.ts'
+import { RunsTable } from '../components/runs-table.tsx'
+import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
+import { useData } from '../hooks.ts'
+import { paths } from '../paths.ts'
+import { RUN_STATUSES } from '../types.ts'
+
+const PAGE = 50
+const REFRESH_MS = 5000
+
+const PERIODS: Record<string, { label: string, ms: number }> = {
+  '1h': { label: 'Last hour', ms: 3600_000 },
+  '24h': { label: 'Last 24 hours', ms: 24 * 3600_000 },
+  '7d': { label: 'Last 7 days', ms: 7 * 24 * 3600_000 }
+}
+
+/** Every run the user may see, newest first, filtered by workflow, status and creation time (in the address). */
+export function Runs () {
+  const { query, route } = useLocation()
+  const offset = Number(query.offset ?? 0) || 0
+  const period = PERIODS[query.period ?? '']
+  const workflows = useData(async () => api.workflows({ limit: 500 }), [])
+  const runs = useData(async () => api.runs({
+    workflowId: query.workflowId,
+    status: query.status,
+    since: period === undefined ? undefined : new Date(Date.now() - period.ms).toISOString(),
+    limit: PAGE,
+    offset
+  }), [query.workflowId, query.status, query.period, offset], REFRESH_MS)
+  const names = new Map((workflows.data ?? []).map((workflow) => [workflow.id, workflow.name]))
+
+  const setFilter = (name: string, value: string): void => {
+    const next = new URLSearchParams({ ...query, [name]: value })
+    if (value === '') next.delete(name)
+    if (name !== 'offset') next.delete('offset')
+    route(`${paths.runs}?${next.toString()}`, true)
+  }
+
+  return (
+    <section>
+      <PageTitle>Runs</PageTitle>
+      <form class='filters' aria-label='Filter runs' onSubmit={(event) => { event.preventDefault() }}>
+        <label>Workflow
+          <select value={query.workflowId ?? ''} onChange={(e) => { setFilter('workflowId', e.currentTarget.value) }}>
+            <option value=''>Any</option>
+            {query.workflowId !== undefined && !names.has(query.workflowId) && <option value={query.workflowId}>{query.workflowId}</option>}
+            {(workflows.data ?? []).map((workflow) => <option key={workflow.id} value={workflow.id}>{workflow.name}</option>)}
+          </select>
+        </label>
+        <label>Status
+          <select value={query.status ?? ''} onChange={(e) => { setFilter('status', e.currentTarget.value) }}>
+            <option value=''>Any</option>
+            {RUN_STATUSES.map((status) => <option key={status} value={status}>{status}</option>)}
+          </select>
+        </label>
+        <label>Created
+          <select value={query.period ?? ''} onChange={(e) => { setFilter('period', e.currentTarget.value) }}>
+            <option value=''>Any time</option>
+            {Object.entries(PERIODS).map(([key, { label }]) => <option key={key} value={key}>{label}</option>)}
+          </select>
+        </label>
+      </form>
+      <ErrorNotice error={runs.error} />
+      {runs.data === undefined
+        ? <Loading what='runs' />
+        : runs.data.length === 0
+          ? <p>No run matches.</p>
+          : <RunsTable runs={runs.data} workflowName={(id) => names.get(id) ?? id} />}
+      {runs.data !== undefined && <Pager offset={offset} limit={PAGE} count={runs.data.length} onChange={(next) => { setFilter('offset', String(next)) }} />}
+    </section>
+  )
+}

@@ -1,0 +1,232 @@
+import { useEffect, useState } from 'preact/hooks'
+import { useLocation, useRoute } from 'preact-iso'
+import { api } from '../api.ts'
+import { GraphView } from '../components/graph-view.tsx'
+import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
+import { useAction } from '../hooks.ts'
+import { NODE_EXAMPLES, withNode } from '../node-examples.ts'
+import { paths } from '../paths.ts'
+import { DOMAINS, TRIGGER_TYPES, type Domain, type TriggerType, type Workflow, type WorkflowInput, type WorkflowNode } from '../types.ts'
+
+interface Draft {
+  name: string
+  description: string
+  triggerType: TriggerType
+  domain: Domain
+  tags: string
+  isActive: boolean
+  cronExpression: string
+  timezone: string
+  eventName: string
+  keywords: string
+  match: string
+  nodes: string
+  edges: string
+  /** Trigger settings the form has no field for, kept as they were. */
+  otherConfig: Record<string, unknown>
+}
+
+const json = (value: unknown): string => JSON.stringify(value, null, 2)
+
+const EMPTY: Draft = {
+  name: '',
+  description: '',
+  triggerType: 'MANUAL',
+  domain: 'GENERAL',
+  tags: '',
+  isActive: true,
+  cronExpression: '',
+  timezone: 'UTC',
+  eventName: '',
+  keywords: '',
+  match: 'contains',
+  nodes: json([{ id: 'n1', type: 'set', config: NODE_EXAMPLES.set.config }]),
+  edges: '',
+  otherConfig: {}
+}
+
+function draftOf (workflow: Workflow): Draft {
+  const { cronExpression, timezone, eventName, keywords, match, ...otherConfig } = workflow.triggerConfig
+  return {
+    name: workflow.name,
+    description: workflow.description ?? '',
+    triggerType: workflow.triggerType,
+    domain: workflow.domain,
+    tags: workflow.tags.join(', '),
+    isActive: workflow.isActive,
+    cronExpression: typeof cronExpression === 'string' ? cronExpression : '',
+    timezone: typeof timezone === 'string' ? timezone : 'UTC',
+    eventName: typeof eventName === 'string' ? eventName : '',
+    keywords: Array.isArray(keywords) ? keywords.join(', ') : '',
+    match: typeof match === 'string' ? match : 'contains',
+    nodes: json(workflow.nodes),
+    edges: workflow.edges === null || workflow.edges === undefined ? '' : json(workflow.edges),
+    otherConfig
+  }
+}
+
+const list = (text: string): string[] => text.split(',').map((item) => item.trim()).filter((item) => item !== '')
+
+function parseNodes (text: string): WorkflowNode[] {
+  const nodes = JSON.parse(text) as unknown
+  if (!Array.isArray(nodes)) throw new Error('Nodes must be a JSON array')
+  return nodes as WorkflowNode[]
+}
+
+function inputOf (draft: Draft): WorkflowInput {
+  const triggerConfig: Record<string, unknown> = { ...draft.otherConfig }
+  if (draft.triggerType === 'CRON') {
+    if (draft.cronExpression.trim() !== '') triggerConfig.cronExpression = draft.cronExpression.trim()
+    triggerConfig.timezone = draft.timezone.trim() === '' ? 'UTC' : draft.timezone.trim()
+  }
+  if (draft.triggerType === 'EVENT') triggerConfig.eventName = draft.eventName.trim()
+  if (draft.triggerType === 'KEYWORD') Object.assign(triggerConfig, { keywords: list(draft.keywords), match: draft.match })
+  let nodes: WorkflowNode[]
+  let edges: unknown
+  try {
+    nodes = parseNodes(draft.nodes)
+  } catch (err) {
+    throw new Error(`Nodes: ${(err as Error).message}`)
+  }
+  try {
+    edges = draft.edges.trim() === '' ? null : JSON.parse(draft.edges)
+  } catch (err) {
+    throw new Error(`Edges: ${(err as Error).message}`)
+  }
+  return {
+    name: draft.name,
+    description: draft.description.trim() === '' ? null : draft.description,
+    triggerType: draft.triggerType,
+    triggerConfig,
+    domain: draft.domain,
+    tags: list(draft.tags),
+    isActive: draft.isActive,
+    nodes,
+    edges
+  }
+}
+
+function Preview ({ nodes, edges }: { nodes: string, edges: string }) {
+  try {
+    return <GraphView nodes={parseNodes(nodes)} edges={edges.trim() === '' ? null : JSON.parse(edges)} />
+  } catch (err) {
+    return <p class='muted'>No preview while the JSON does not parse ({(err as Error).message}).</p>
+  }
+}
+
+/** New workflow (/workflows/new) and editing one (/workflows/:id/edit): one form over the writable fields. */
+export function WorkflowEditor () {
+  const { params } = useRoute()
+  const { route } = useLocation()
+  const id = params.id as string | undefined
+  const [draft, setDraft] = useState<Draft | undefined>(id === undefined ? EMPTY : undefined)
+  const [loadError, setLoadError] = useState<Error | undefined>(undefined)
+  const [nodeType, setNodeType] = useState('http_request')
+
+  useEffect(() => {
+    if (id === undefined) return
+    api.workflow(id).then((workflow) => { setDraft(draftOf(workflow)) }, (err: Error) => { setLoadError(err) })
+  }, [id])
+
+  const save = useAction(async () => {
+    if (draft === undefined) return
+    const input = inputOf(draft)
+    const saved = id === undefined ? await api.createWorkflow(input) : await api.updateWorkflow(id, input)
+    route(paths.workflow(saved.id))
+  })
+
+  if (draft === undefined) return loadError === undefined ? <Loading what='the workflow' /> : <ErrorNotice error={loadError} />
+  const set = <K extends keyof Draft>(key: K, value: Draft[K]): void => { setDraft({ ...draft, [key]: value }) }
+  const addNode = (): void => {
+    try {
+      set('nodes', json(withNode(parseNodes(draft.nodes), nodeType)))
+    } catch {
+      set('nodes', json(withNode([], nodeType)))
+    }
+  }
+
+  return (
+    <section>
+      <PageTitle>{id === undefined ? 'New workflow' : `Edit ${draft.name}`}</PageTitle>
+      <form class='editor' onSubmit={(event) => { event.preventDefault(); save.run() }}>
+        <div class='grid'>
+          <fieldset class='card'>
+            <legend>Workflow</legend>
+            <label for='wf-name'>Name</label>
+            <input id='wf-name' required maxLength={200} value={draft.name} onInput={(e) => { set('name', e.currentTarget.value) }} />
+            <label for='wf-description'>Description</label>
+            <textarea id='wf-description' rows={2} maxLength={2000} value={draft.description} onInput={(e) => { set('description', e.currentTarget.value) }} />
+            <label for='wf-domain'>Domain</label>
+            <select id='wf-domain' value={draft.domain} onChange={(e) => { set('domain', e.currentTarget.value as Domain) }}>
+              {DOMAINS.map((domain) => <option key={domain}>{domain}</option>)}
+            </select>
+            <label for='wf-tags'>Tags (comma-separated)</label>
+            <input id='wf-tags' value={draft.tags} onInput={(e) => { set('tags', e.currentTarget.value) }} />
+            <label class='check'><input type='checkbox' checked={draft.isActive} onChange={(e) => { set('isActive', e.currentTarget.checked) }} /> Active: listens to its trigger and may be fired</label>
+          </fieldset>
+          <fieldset class='card'>
+            <legend>Trigger</legend>
+            <label for='wf-trigger'>Trigger type</label>
+            <select id='wf-trigger' value={draft.triggerType} onChange={(e) => { set('triggerType', e.currentTarget.value as TriggerType) }}>
+              {TRIGGER_TYPES.map((type) => <option key={type}>{type}</option>)}
+            </select>
+            {draft.triggerType === 'CRON' && (
+              <>
+                <label for='wf-cron'>Cron expression (5 fields, or 6 with seconds first)</label>
+                <input id='wf-cron' class='mono' placeholder='0 9 * * 1-5' value={draft.cronExpression} onInput={(e) => { set('cronExpression', e.currentTarget.value) }} />
+                <label for='wf-timezone'>Timezone (IANA)</label>
+                <input id='wf-timezone' value={draft.timezone} onInput={(e) => { set('timezone', e.currentTarget.value) }} />
+              </>
+            )}
+            {draft.triggerType === 'EVENT' && (
+              <>
+                <label for='wf-event'>Event name</label>
+                <input id='wf-event' placeholder='client.created' value={draft.eventName} onInput={(e) => { set('eventName', e.currentTarget.value) }} />
+              </>
+            )}
+            {draft.triggerType === 'KEYWORD' && (
+              <>
+                <label for='wf-keywords'>Keywords (comma-separated)</label>
+                <input id='wf-keywords' value={draft.keywords} onInput={(e) => { set('keywords', e.currentTarget.value) }} />
+                <label for='wf-match'>Match</label>
+                <select id='wf-match' value={draft.match} onChange={(e) => { set('match', e.currentTarget.value) }}>
+                  <option value='contains'>contains</option><option value='exact'>exact</option><option value='startsWith'>startsWith</option>
+                </select>
+              </>
+            )}
+            {draft.triggerType === 'WEBHOOK' && <p class='muted'>Its URL is shown once the workflow is saved.</p>}
+            {(draft.triggerType === 'MANUAL' || draft.triggerType === 'AGENT') && <p class='muted'>Started by firing it, from its page or the API.</p>}
+          </fieldset>
+          <fieldset class='card wide'>
+            <legend>Nodes</legend>
+            <p class='muted'>
+              Each node: <code>id</code>, <code>type</code>, <code>config</code>, and <code>next</code> (the node after it).
+              Templates such as <code>{'{{triggerData.name}}'}</code> or <code>{'{{n1.body.id}}'}</code> read the trigger data and earlier nodes’ outputs.
+            </p>
+            <div class='row'>
+              <label for='wf-node-type'>Add a node</label>
+              <select id='wf-node-type' value={nodeType} onChange={(e) => { setNodeType(e.currentTarget.value) }}>
+                {Object.entries(NODE_EXAMPLES).map(([type, { about }]) => <option key={type} value={type}>{type}: {about}</option>)}
+              </select>
+              <button type='button' onClick={addNode}>Add</button>
+            </div>
+            <label for='wf-nodes'>Nodes (JSON array)</label>
+            <textarea id='wf-nodes' class='mono' rows={14} spellcheck={false} value={draft.nodes} onInput={(e) => { set('nodes', e.currentTarget.value) }} />
+            <details>
+              <summary>Edges (optional, as a visual builder saves them)</summary>
+              <label for='wf-edges'>Edges (JSON array of {'{source, target, sourceHandle?}'})</label>
+              <textarea id='wf-edges' class='mono' rows={4} spellcheck={false} value={draft.edges} onInput={(e) => { set('edges', e.currentTarget.value) }} />
+            </details>
+            <h3>Preview</h3>
+            <Preview nodes={draft.nodes} edges={draft.edges} />
+          </fieldset>
+        </div>
+        <ErrorNotice error={save.error} />
+        <div class='row'>
+          <button type='submit' class='primary' disabled={save.busy}>{save.busy ? 'Saving…' : id === undefined ? 'Create workflow' : 'Save changes'}</button>
+          <a class='button' href={id === undefined ? paths.workflows : paths.workflow(id)}>Cancel</a>
+        </div>
+      </form>
+    </section>
+  )
+}

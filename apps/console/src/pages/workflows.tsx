@@ -1,0 +1,87 @@
+import { useLocation } from 'preact-iso'
+import { api } from '../api.ts'
+import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
+import { ago } from '../format.ts'
+import { useData } from '../hooks.ts'
+import { paths } from '../paths.ts'
+import { DOMAINS, TRIGGER_TYPES } from '../types.ts'
+
+const PAGE = 50
+
+/** The workflow list with the spec's filters (4.7), kept in the address so that back and reload keep them. */
+export function Workflows () {
+  const { query, route } = useLocation()
+  const offset = Number(query.offset ?? 0) || 0
+  const filter = { domain: query.domain, triggerType: query.triggerType, isActive: query.isActive, tag: query.tag }
+  const list = useData(async () => api.workflows({ ...filter, limit: PAGE, offset }), [query.domain, query.triggerType, query.isActive, query.tag, offset])
+
+  const setFilter = (name: string, value: string): void => {
+    const next = new URLSearchParams({ ...query, [name]: value })
+    if (value === '') next.delete(name)
+    if (name !== 'offset') next.delete('offset')
+    route(`${paths.workflows}?${next.toString()}`, true)
+  }
+
+  return (
+    <section>
+      <PageTitle actions={<a class='button primary' href={paths.newWorkflow}>New workflow</a>}>Workflows</PageTitle>
+      <form class='filters' aria-label='Filter workflows' onSubmit={(event) => { event.preventDefault() }}>
+        <label>Domain
+          <select value={filter.domain ?? ''} onChange={(e) => { setFilter('domain', e.currentTarget.value) }}>
+            <option value=''>Any</option>
+            {DOMAINS.map((domain) => <option key={domain} value={domain}>{domain}</option>)}
+          </select>
+        </label>
+        <label>Trigger
+          <select value={filter.triggerType ?? ''} onChange={(e) => { setFilter('triggerType', e.currentTarget.value) }}>
+            <option value=''>Any</option>
+            {TRIGGER_TYPES.map((type) => <option key={type} value={type}>{type}</option>)}
+          </select>
+        </label>
+        <label>State
+          <select value={filter.isActive ?? ''} onChange={(e) => { setFilter('isActive', e.currentTarget.value) }}>
+            <option value=''>Any</option>
+            <option value='true'>Active</option>
+            <option value='false'>Inactive</option>
+          </select>
+        </label>
+        <label>Tag
+          <input type='search' value={filter.tag ?? ''} maxLength={50} placeholder='one tag' onChange={(e) => { setFilter('tag', e.currentTarget.value.trim()) }} />
+        </label>
+      </form>
+      <ErrorNotice error={list.error} />
+      {list.data === undefined
+        ? <Loading what='workflows' />
+        : list.data.length === 0
+          ? <p>No workflow matches. <a href={paths.newWorkflow}>Create one</a>.</p>
+          : (
+            <div class='table-wrap'>
+              <table>
+                <thead>
+                  <tr>
+                    <th scope='col'>Name</th><th scope='col'>Trigger</th><th scope='col'>Domain</th><th scope='col'>Tags</th><th scope='col'>State</th>
+                    <th scope='col' class='num'>Runs</th><th scope='col' class='num'>Succeeded</th><th scope='col' class='num'>Failed</th><th scope='col'>Last run</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {list.data.map((workflow) => (
+                    <tr key={workflow.id}>
+                      <th scope='row'><a href={paths.workflow(workflow.id)}>{workflow.name}</a>{workflow.description !== null && <div class='muted small'>{workflow.description}</div>}</th>
+                      <td>{workflow.triggerType}</td>
+                      <td>{workflow.domain}</td>
+                      <td>{workflow.tags.map((tag) => <span key={tag} class='tag'>{tag}</span>)}</td>
+                      <td>{workflow.isActive ? <span class='badge ok'>Active</span> : <span class='badge off'>Inactive</span>}</td>
+                      <td class='num'>{workflow.runCount}</td>
+                      <td class='num'>{workflow.successCount}</td>
+                      <td class='num'>{workflow.failureCount}</td>
+                      <td>{ago(workflow.lastRunAt)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            )}
+      {list.data !== undefined && <Pager offset={offset} limit={PAGE} count={list.data.length} onChange={(next) => { setFilter('offset', String(next)) }} />}
+    </section>
+  )
+}

@@ -1,0 +1,14 @@
+/** The console's addresses (the api serves it at /console; vite.config.ts `base`). */
+export const BASE = '/console'
+
+export const paths = {
+  overview: `${BASE}/`,
+  workflows: `${BASE}/workflows`,
+  newWorkflow: `${BASE}/workflows/new`,
+  workflow: (id: string) => `${BASE}/workflows/${encodeURIComponent(id)}`,
+  editWorkflow: (id: string) => `${BASE}/workflows/${encodeURIComponent(id)}/edit`,
+  runs: `${BASE}/runs`,
+  run: (id: string) => `${BASE}/runs/${encodeURIComponent(id)}`,
+  inbox: `${BASE}/inbox`,
+  admin: `${BASE}/admin`
+}

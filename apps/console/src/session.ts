@@ -1,0 +1,46 @@
+import type { User } from './types.ts'
+
+/**
+ * The login's token, kept in localStorage for as long as it is valid (its `exp`, 24 hours
+ * after login: spec section 5), so that a reload or a second tab stays signed in.
+ */
+export interface Session {
+  token: string
+  user: User
+  /** Milliseconds since the epoch. */
+  expiresAt: number
+}
+
+const KEY = 'switchboard.console.session'
+const TOKEN_LIFETIME_MS = 24 * 3600 * 1000
+
+function expiryOf (token: string): number {
+  try {
+    const payload = JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))) as { exp?: unknown }
+    if (typeof payload.exp === 'number') return payload.exp * 1000
+  } catch {
+    // A token the console cannot read still works until the api says otherwise.
+  }
+  return Date.now() + TOKEN_LIFETIME_MS
+}
+
+export function loadSession (): Session | null {
+  try {
+    const session = JSON.parse(localStorage.getItem(KEY) ?? 'null') as Session | null
+    if (session !== null && typeof session.token === 'string' && session.expiresAt > Date.now()) return session
+  } catch {
+    // Unreadable: treated as signed out.
+  }
+  localStorage.removeItem(KEY)
+  return null
+}
+
+export function saveSession (token: string, user: User): Session {
+  const session = { token, user, expiresAt: expiryOf(token) }
+  localStorage.setItem(KEY, JSON.stringify(session))
+  return session
+}
+
+export function clearSession (): void {
+  localStorage.removeItem(KEY)
+}

@@ -1,0 +1,122 @@
+/** What the public API answers, as the console reads it (apps/api route schemas). */
+
+export const TRIGGER_TYPES = ['MANUAL', 'WEBHOOK', 'CRON', 'EVENT', 'KEYWORD', 'AGENT'] as const
+export type TriggerType = typeof TRIGGER_TYPES[number]
+export const DOMAINS = ['GENERAL', 'CHAT', 'PROJECTS', 'CLIENTS', 'AGENTS'] as const
+export type Domain = typeof DOMAINS[number]
+export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
+export type RunStatus = typeof RUN_STATUSES[number]
+export const UNFINISHED: readonly RunStatus[] = ['PENDING', 'RUNNING', 'WAITING']
+
+export interface User { id: string, email: string, role: string, createdAt?: string }
+
+export interface WorkflowNode { id: string, type: string, config?: Record<string, unknown>, next?: string }
+
+export interface WorkflowSummary {
+  id: string
+  name: string
+  description: string | null
+  triggerType: TriggerType
+  triggerConfig: Record<string, unknown>
+  isActive: boolean
+  runCount: number
+  successCount: number
+  failureCount: number
+  lastRunAt: string | null
+  domain: Domain
+  tags: string[]
+  updatedAt: string
+}
+
+export interface RecentRun { id: string, status: RunStatus, durationMs: number | null, startedAt: string | null, completedAt: string | null, createdAt: string }
+
+export interface Schedule { id: string, cronExpression: string, timezone: string, nextRunAt: string | null, lastRunAt: string | null }
+
+export interface Workflow extends WorkflowSummary {
+  nodes: WorkflowNode[]
+  edges: unknown
+  createdAt: string
+  runs: RecentRun[]
+  schedules: Schedule[]
+}
+
+/** The writable fields of a workflow (POST and PATCH). */
+export interface WorkflowInput {
+  name: string
+  description: string | null
+  triggerType: TriggerType
+  triggerConfig: Record<string, unknown>
+  domain: Domain
+  tags: string[]
+  isActive: boolean
+  nodes: WorkflowNode[]
+  edges: unknown
+}
+
+export interface RunSummary {
+  id: string
+  workflowId: string
+  status: RunStatus
+  triggerData: unknown
+  result: Record<string, unknown>
+  error: string | null
+  createdAt: string
+  startedAt: string | null
+  completedAt: string | null
+  durationMs: number | null
+}
+
+export interface RunLog { id: string, nodeId: string | null, level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR', message: string, createdAt: string }
+
+export interface Run extends RunSummary { logs: RunLog[] }
+
+export interface QueueCounters { name: string, error?: string, waiting: number, active: number, completed: number, failed: number, delayed: number }
+
+export interface RunStats { since: string, until: string, bucketSeconds: number, buckets: Array<{ minute: string, counts: Record<RunStatus, number> }> }
+
+export interface ChatAccount {
+  id: string
+  userId: string
+  name: string
+  phoneNumberId: string
+  businessAccountId: string | null
+  displayPhoneNumber: string | null
+  isDefault: boolean
+  createdAt: string
+}
+
+export type MessageStatus = 'sent' | 'delivered' | 'read' | 'failed'
+
+export interface ChatMessage {
+  id: string
+  direction: 'inbound' | 'outbound'
+  type: string
+  content: string
+  status: MessageStatus | null
+  agentName: string | null
+  createdAt: string
+}
+
+export interface Conversation {
+  id: string
+  phone: string
+  name: string | null
+  lastMessage: string | null
+  lastMessageAt: string | null
+  unreadCount: number
+  isPinned: boolean
+  isArchived: boolean
+  priority: string
+  labels: string[]
+  lastIncomingAt: string | null
+  messages: ChatMessage[]
+}
+
+export interface Template {
+  id: string
+  name: string
+  language: string
+  status: string
+  category?: string
+  components?: Array<{ type: string, text?: string }>
+}

@@ -1,0 +1,387 @@
+/// <reference lib="dom" />
+// The callbacks given to page.evaluate run in the browser: DOM types for them.
+/**
+ * The console in a real browser (Debian's Chromium, driven by playwright-core) against real
+ * api and worker processes and the fake chat platform: log in, create a workflow, fire it,
+ * follow its run to SUCCESS and open its nodes' outputs, watch the queue counters move,
+ * answer a customer, manage users and chat accounts. Every page is photographed into
+ * tests/browser/screenshots/, with the first load's figures in metrics.json there.
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Page } from 'playwright-core'
+import t from 'tap'
+import { TEST_ADMIN } from '@switchboard/testing/config'
+import {
+  deliver, FAKE_ACCESS_TOKEN, messagesDelivery, startFakeChatPlatform, statusesDelivery
+} from '@switchboard/testing/fake-chat-platform'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
+
+const CHROMIUM = '/usr/bin/chromium'
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const CONSOLE_DIST = join(ROOT, 'apps/console/dist')
+const SCREENSHOTS = fileURLToPath(new URL('./screenshots/', import.meta.url))
+const PHONE_NUMBER_ID = '106540352242922'
+const APP_SECRET = 'browser-chat-app-secret'
+const CUSTOMER = '15557654321'
+const QUIET_CUSTOMER = '15559876543'
+const SESSION_KEY = 'switchboard.console.session'
+
+if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`)
+// `pnpm build` builds the console; `pnpm test` alone may come first on a fresh clone.
+if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
+  execFileSync(process.execPath, [join(ROOT, 'apps/console/node_modules/vite/bin/vite.js'), 'build'], { cwd: join(ROOT, 'apps/console'), stdio: 'ignore' })
+}
+
+const fake = await startFakeChatPlatform()
+t.teardown(async () => { await fake.close() })
+const stack = await startStack(t, {
+  env: {
+    CHAT_API_URL: fake.url,
+    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
+    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
+    CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
+    CHAT_APP_SECRET: APP_SECRET,
+    CHAT_VERIFY_TOKEN: 'browser-verify-token'
+  }
+})
+const { baseUrl } = stack
+const token = await stack.adminToken()
+
+await rm(SCREENSHOTS, { recursive: true, force: true })
+await mkdir(SCREENSHOTS, { recursive: true })
+const profile = await mkdtemp(join(tmpdir(), 'switchboard-chromium-'))
+const browser = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1366, height: 900 },
+  timeout: 30_000
+})
+t.teardown(async () => {
+  await browser.close()
+  await rm(profile, { recursive: true, force: true })
+})
+const page = browser.pages()[0] ?? await browser.newPage()
+page.setDefaultTimeout(15_000)
+page.on('dialog', (dialog) => { dialog.accept().catch(() => {}) })
+
+const outside: string[] = []
+const cspViolations: string[] = []
+const pageErrors: string[] = []
+page.on('request', (request) => { if (!request.url().startsWith(`${baseUrl}/`) && !request.url().startsWith('data:')) outside.push(request.url()) })
+page.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text()) })
+page.on('pageerror', (error) => { pageErrors.push(error.message) })
+
+const shot = async (name: string): Promise<void> => {
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+}
+
+/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
+const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
+  Array.from(document.querySelectorAll('input, select, textarea'))
+    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
+    .map((control) => control.outerHTML.slice(0, 120)))
+
+const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name })
+
+const counter = async (queue: string, name: string): Promise<number> =>
+  Number(await page.locator(`tr[data-queue="${queue}"] td[data-counter="${name}"]`).textContent())
+
+let workflowId = ''
+
+t.test('first load: the login page, within the bundle it was built with, with nothing fetched from elsewhere', async (t) => {
+  const started = Date.now()
+  await page.goto(`${baseUrl}/console/`)
+  await heading(page, 'Switchboard console').waitFor()
+  const visibleMs = Date.now() - started
+  t.match(page.url(), /\/console\/login\?next=%2Fconsole%2F$/, 'signed out, the console asks for a login and remembers where to go')
+  const timing = await page.evaluate(() => {
+    const [navigation] = performance.getEntriesByType('navigation') as PerformanceNavigationTiming[]
+    const resources = performance.getEntriesByType('resource') as PerformanceResourceTiming[]
+    return {
+      domContentLoadedMs: Math.round(navigation.domContentLoadedEventEnd),
+      loadMs: Math.round(navigation.loadEventEnd),
+      transferredBytes: navigation.transferSize + resources.reduce((sum, resource) => sum + resource.transferSize, 0)
+    }
+  })
+  const files = (await readdir(join(CONSOLE_DIST, 'assets'))).filter((file) => /\.(js|css)\.gz$/.test(file))
+  const gzipBytes = (await Promise.all(files.map(async (file) => (await stat(join(CONSOLE_DIST, 'assets', file))).size))).reduce((a, b) => a + b, 0)
+  const metrics = { ...timing, loginVisibleMs: visibleMs, bundleGzipBytes: gzipBytes }
+  await writeFile(join(SCREENSHOTS, 'metrics.json'), JSON.stringify(metrics, null, 2))
+  t.comment(`first load on localhost: ${JSON.stringify(metrics)}`)
+  t.ok(timing.loadMs < 5000, `loaded in ${timing.loadMs} ms`)
+  t.ok(gzipBytes < 100_000, `script and styles: ${gzipBytes} bytes gzipped`)
+  t.same(await unlabelledControls(), [])
+  await shot('01-login')
+})
+
+t.test('log in: a wrong password is said so; the right one opens the overview', async (t) => {
+  await page.getByLabel('Email').fill(TEST_ADMIN.email)
+  await page.getByLabel('Password').fill('not-the-password')
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await t.resolves(page.getByRole('alert').filter({ hasText: 'Invalid email or password' }).waitFor())
+  await page.getByLabel('Password').fill(TEST_ADMIN.password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await heading(page, 'Overview').waitFor()
+  t.match(page.url(), /\/console\/$/)
+  const session = await page.evaluate((key) => JSON.parse(window.localStorage.getItem(key) ?? 'null'), SESSION_KEY)
+  t.ok(session.expiresAt - Date.now() > 23.9 * 3600_000, 'the token is kept for its 24 hours')
+})
+
+t.test('create a workflow from the form; its page draws the graph as the engine follows it', async (t) => {
+  await page.getByRole('link', { name: 'Workflows', exact: true }).click()
+  await heading(page, 'Workflows').waitFor()
+  await page.getByRole('link', { name: 'New workflow' }).click()
+  await heading(page, 'New workflow').waitFor()
+  await page.getByLabel('Name', { exact: true }).fill('Order triage')
+  await page.getByLabel('Tags (comma-separated)').fill('orders, console')
+  await page.getByLabel('Nodes (JSON array)').fill(JSON.stringify([
+    { id: 'receive', type: 'set', config: { values: { amount: '{{triggerData.amount}}' } }, next: 'check' },
+    { id: 'check', type: 'condition', config: { field: 'triggerData.amount', operator: 'gt', value: 100, then: 'big', else: 'small' } },
+    { id: 'big', type: 'set', config: { values: { lane: 'big order' } } },
+    { id: 'small', type: 'set', config: { values: { lane: 'small order' } } }
+  ], null, 2))
+  await page.locator('svg.graph g[data-node="small"]').waitFor()
+  t.same(await unlabelledControls(), [])
+  await shot('02-workflow-new')
+  await page.getByRole('button', { name: 'Create workflow' }).click()
+  await heading(page, 'Order triage').waitFor()
+  workflowId = page.url().split('/').at(-1) ?? ''
+  t.match(workflowId, /^[a-z0-9]{20,32}$/)
+  t.equal(await page.locator('svg.graph g.node').count(), 4)
+  t.same(await page.locator('svg.graph g.link').evaluateAll((links) => links.map((link) => link.getAttribute('data-link'))).then((links) => links.sort()),
+    ['check->big', 'check->small', 'receive->check'], 'the next and the two branches')
+  t.equal(await page.locator('svg.graph g.node.start').getAttribute('data-node'), 'receive', 'the start node is marked')
+  t.equal(await page.locator('#workflow-state').textContent(), 'Active')
+})
+
+t.test('fire with a JSON payload: the run page follows it live to SUCCESS, path highlighted, node outputs open', async (t) => {
+  await page.getByLabel(/Trigger data \(JSON\)/).fill('{"amount": 250}')
+  await shot('03-workflow')
+  await page.getByRole('button', { name: 'Fire' }).click()
+  await heading(page, /^Run /).waitFor()
+  await page.locator('.run-status .badge.status-success').waitFor()
+  t.same(await page.locator('svg.graph g.node-done').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-node'))), ['receive', 'check', 'big'])
+  t.same((await page.locator('svg.graph g.link.taken').evaluateAll((links) => links.map((link) => link.getAttribute('data-link')))).sort(), ['check->big', 'receive->check'])
+  t.equal(await page.locator('svg.graph g[data-node="small"]').getAttribute('class'), 'node', 'the branch not taken stays plain')
+  await page.locator('[data-node-section="big"] summary').click()
+  const output = page.locator('[data-node-section="big"] pre.json')
+  await output.waitFor()
+  t.same(JSON.parse(await output.textContent() ?? ''), { lane: 'big order' }, 'the node\'s output')
+  t.match(await page.locator('[data-node-section="big"] .logs').textContent(), /Node big completed in \d+ms/)
+  t.match(await page.locator('pre.json[aria-label="Trigger data"]').textContent(), /"amount": 250/)
+  await shot('04-run')
+})
+
+t.test('the overview\'s queue counters change while it is open (polled every 5 s)', async (t) => {
+  await page.getByRole('link', { name: 'Overview' }).click()
+  await page.locator('tr[data-queue="workflow-runs"]').waitFor()
+  t.equal(await page.locator('#queue-counters tbody tr').count(), 4, 'the four queues')
+  const before = await counter('workflow-runs', 'completed')
+  await stack.client.fire(token, workflowId, { amount: 5 })
+  await waitFor(async () => await counter('workflow-runs', 'completed') > before ? true : undefined, { timeoutMs: 12_000, intervalMs: 250, what: 'the completed counter to move' })
+  t.pass(`workflow-runs completed went from ${before} to ${await counter('workflow-runs', 'completed')} without a reload`)
+
+  // A run that fails (http_request to a loopback address is refused) is listed for attention.
+  const failing = await stack.client.runWorkflow(token, {
+    name: 'Notify partner',
+    nodes: [{ id: 'notify', type: 'http_request', config: { method: 'POST', url: 'http://127.0.0.1:9/hook' } }]
+  })
+  t.equal(failing.status, 'FAILED')
+  await page.reload()
+  const attention = page.locator('.failed-list li', { hasText: 'Notify partner' })
+  await attention.waitFor()
+  t.match(await attention.locator('.error-text').textContent(), /Blocked request to private address 127\.0\.0\.1/)
+  t.match(await page.locator('.chart svg').getAttribute('aria-label'), /2 SUCCESS, 1 FAILED/, 'the runs of the last hour are charted by status')
+  await shot('05-overview')
+})
+
+t.test('a waiting run is cancelled from its page and retried with the same trigger data', async (t) => {
+  const waiting = await stack.client.createWorkflow(token, { name: 'Follow-up later', nodes: [{ id: 'pause', type: 'wait', config: { minutes: 30 } }] })
+  const runId = await stack.client.fire(token, waiting, { customer: 'Lena' })
+  await page.goto(`${baseUrl}/console/runs/${runId}`)
+  await page.locator('.run-status .badge.status-waiting').waitFor()
+  t.equal(await page.locator('svg.graph g.node-current').getAttribute('data-node'), 'pause', 'the node the run waits at')
+  await page.getByRole('button', { name: 'Cancel run' }).click()
+  await page.locator('.run-status .badge.status-cancelled').waitFor()
+  t.equal((await stack.client.getRun(token, runId)).status, 'CANCELLED')
+  await page.getByRole('button', { name: 'Retry' }).click()
+  await page.waitForURL((url) => url.pathname.startsWith('/console/runs/') && !url.pathname.endsWith(runId))
+  const retried = page.url().split('/').at(-1) ?? ''
+  await page.locator('.run-status .badge.status-waiting').waitFor()
+  t.same((await stack.client.getRun(token, retried)).triggerData, { customer: 'Lena' }, 'fired again with the same trigger data')
+  await page.getByRole('button', { name: 'Cancel run' }).click()
+  await page.locator('.run-status .badge.status-cancelled').waitFor()
+})
+
+t.test('trigger panels: a webhook URL to copy, a cron schedule\'s next run; deactivate and activate', async (t) => {
+  const webhook = await stack.client.createWorkflow(token, { name: 'Partner webhook', triggerType: 'WEBHOOK' })
+  await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
+  await page.goto(`${baseUrl}/console/workflows/${webhook}`)
+  const url = `${baseUrl}/api/automation/webhook/${webhook}`
+  t.equal(await page.getByLabel(/^Webhook URL/).inputValue(), url)
+  await page.getByRole('button', { name: 'Copy' }).click()
+  await page.getByRole('button', { name: 'Copied' }).waitFor()
+  t.equal(await page.evaluate(async () => navigator.clipboard.readText()), url, 'the URL is on the clipboard')
+  await page.getByRole('button', { name: 'Deactivate' }).click()
+  await page.locator('#workflow-state', { hasText: 'Inactive' }).waitFor()
+  t.ok(await page.getByRole('button', { name: 'Fire' }).isDisabled(), 'an inactive workflow cannot be fired')
+  await page.getByRole('button', { name: 'Activate' }).click()
+  await page.locator('#workflow-state', { hasText: 'Active' }).waitFor()
+
+  const cron = await stack.client.createWorkflow(token, { name: 'Morning report', triggerType: 'CRON', triggerConfig: { cronExpression: '0 9 * * *', timezone: 'Europe/Berlin' } })
+  await page.goto(`${baseUrl}/console/workflows/${cron}`)
+  await page.locator('#next-run').waitFor()
+  t.match(await page.locator('#next-run').textContent(), /^\d{4}-\d{2}-\d{2} \d{2}:00:00 \(in /, 'the next tick, from the schedule')
+})
+
+t.test('workflow and run lists with their filters', async (t) => {
+  await page.goto(`${baseUrl}/console/workflows?triggerType=MANUAL`)
+  await page.getByRole('link', { name: 'Order triage' }).waitFor()
+  await page.getByLabel('Trigger').selectOption('EVENT')
+  await page.getByText('No workflow matches').waitFor()
+  t.match(page.url(), /triggerType=EVENT/, 'filters live in the address')
+  await page.getByLabel('Trigger').selectOption('')
+  await page.getByRole('link', { name: 'Order triage' }).waitFor()
+  await shot('06-workflows')
+
+  await page.getByRole('link', { name: 'Runs', exact: true }).click()
+  await page.getByLabel('Status').selectOption('SUCCESS')
+  await page.getByLabel('Created').selectOption('1h')
+  await page.locator('table.runs tbody tr').nth(1).waitFor()
+  t.equal(await page.locator('table.runs tbody tr').count(), 2, 'the two successful runs of the hour')
+  await page.getByLabel('Status').selectOption('FAILED')
+  await page.locator('table.runs tbody tr').first().waitFor()
+  t.equal(await page.locator('table.runs tbody tr').count(), 1, 'the failed one')
+  await page.getByLabel('Status').selectOption('RUNNING')
+  await page.getByText('No run matches').waitFor()
+  t.same(await unlabelledControls(), [])
+  await page.getByLabel('Status').selectOption('SUCCESS')
+  await page.locator('table.runs tbody tr').nth(1).waitFor()
+  await shot('07-runs')
+})
+
+t.test('inbox: answer a customer the fake platform brought in; outside the 24-hour window, a template', async (t) => {
+  const twoDaysAgo = Math.floor(Date.now() / 1000) - 2 * 86_400
+  for (const payload of [
+    messagesDelivery(PHONE_NUMBER_ID, [{ from: QUIET_CUSTOMER, name: 'Omar', text: 'Thanks for last time', timestamp: twoDaysAgo }]),
+    messagesDelivery(PHONE_NUMBER_ID, [{ from: CUSTOMER, name: 'Lena', text: 'Hello, is my order ready?' }])
+  ]) {
+    const res = await deliver(`${baseUrl}/webhook/chat`, payload, APP_SECRET)
+    t.equal(res.status, 200)
+  }
+  await page.getByRole('link', { name: 'Inbox' }).click()
+  const lena = page.locator(`a[data-conversation="${CUSTOMER}"]`)
+  await lena.waitFor()
+  t.equal(await lena.getByLabel('1 unread').textContent(), '1', 'an unread badge')
+  await lena.click()
+  await page.getByRole('heading', { name: 'Lena' }).waitFor()
+  t.match(await page.locator('.message.inbound .bubble').last().textContent(), 'Hello, is my order ready?')
+  await page.getByLabel(/^Reply/).fill('Yes, it ships today.')
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
+  await page.locator('.message.outbound', { hasText: 'Yes, it ships today.' }).waitFor()
+  const send = fake.sends().find((request) => (request.body as { text?: { body?: string } }).text?.body === 'Yes, it ships today.')
+  t.match(send?.body, { to: CUSTOMER, type: 'text' }, 'the platform received the reply')
+  t.equal(await lena.locator('.unread').count(), 0, 'reading the conversation cleared its badge')
+  t.equal(await page.locator('.message.outbound .ticks').last().getAttribute('title'), 'Sent')
+
+  // The platform reports the reply read: the tick follows on the next poll.
+  const { body: messages } = await stack.call('GET', `/api/chat/conversations/${await lena.evaluate((a) => new URL((a as HTMLAnchorElement).href).searchParams.get('c'))}/messages`, { token })
+  const wamid = messages.at(-1).wamid
+  await deliver(`${baseUrl}/webhook/chat`, statusesDelivery(PHONE_NUMBER_ID, [{ wamid, status: 'read', recipientId: CUSTOMER }]), APP_SECRET)
+  await page.locator('.message.outbound .ticks-read').waitFor({ timeout: 15_000 })
+  t.same(await unlabelledControls(), [])
+  await shot('08-inbox')
+
+  await page.locator(`a[data-conversation="${QUIET_CUSTOMER}"]`).click()
+  await page.getByRole('heading', { name: 'Omar' }).waitFor()
+  await page.getByText('only an approved template can be sent').waitFor()
+  t.equal(await page.getByLabel(/^Reply/).count(), 0, 'no free text outside the window')
+  await page.getByLabel('Template').selectOption('order_update|en_US')
+  await page.getByLabel('Value of {{1}}').fill('Omar')
+  await page.getByLabel('Value of {{2}}').fill('B-12')
+  t.match(await page.locator('.template-preview').textContent(), 'Good news Omar! Order B-12 has shipped.')
+  await shot('09-inbox-template')
+  await page.getByRole('button', { name: 'Send template' }).click()
+  await page.locator('.message.outbound', { hasText: 'Good news Omar! Order B-12 has shipped.' }).waitFor()
+  const templateSend = fake.sends().find((request) => (request.body as { to?: string, type?: string }).to === QUIET_CUSTOMER)
+  t.match(templateSend?.body, {
+    type: 'template',
+    template: { name: 'order_update', language: { code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Omar' }, { type: 'text', text: 'B-12' }] }] }
+  })
+})
+
+t.test('admin: create and delete a user; link, verify and delete a chat account', async (t) => {
+  await page.getByRole('link', { name: 'Admin' }).click()
+  await heading(page, 'Admin').waitFor()
+  await page.getByLabel('Email', { exact: true }).fill('agent@example.com')
+  await page.getByLabel(/^Password/).fill('agent-password')
+  await page.getByRole('button', { name: 'Add user' }).click()
+  const agent = page.locator('tr[data-user="agent@example.com"]')
+  await agent.waitFor()
+  t.match(await agent.textContent(), 'member')
+
+  await page.getByLabel('Name', { exact: true }).fill('Support line')
+  await page.getByLabel('Phone number id (digits)').fill('106540352242999')
+  await page.getByLabel(/^Access token/).fill(FAKE_ACCESS_TOKEN)
+  await page.getByRole('button', { name: 'Link account' }).click()
+  const account = page.locator('tr[data-account="106540352242999"]')
+  await account.waitFor()
+  await account.getByRole('button', { name: 'Verify Support line' }).click()
+  await account.getByText('Verified: the platform accepts this number with its token').waitFor()
+  t.ok(fake.requests.some((request) => request.method === 'GET' && request.path === '/v21.0/106540352242999'), 'the platform was asked')
+  t.same(await unlabelledControls(), [])
+  await shot('10-admin')
+
+  // Two accounts to choose from now: the inbox offers the switcher, and each account has its own conversations.
+  await page.getByRole('link', { name: 'Inbox' }).click()
+  await page.getByLabel('Chat account').selectOption({ label: 'Support line' })
+  await page.getByText('No conversation here yet.').waitFor()
+  await page.getByLabel('Chat account').selectOption({ label: 'Default account (installation)' })
+  await page.locator(`a[data-conversation="${CUSTOMER}"]`).waitFor()
+  await page.getByRole('link', { name: 'Admin' }).click()
+  await account.getByRole('button', { name: 'Delete Support line' }).click()
+  await account.waitFor({ state: 'detached' })
+  await agent.getByRole('button', { name: 'Delete agent@example.com' }).click()
+  await agent.waitFor({ state: 'detached' })
+  const { body: users } = await stack.call('GET', '/api/users', { token })
+  t.notOk(users.some((user: { email: string }) => user.email === 'agent@example.com'), 'the user is gone')
+})
+
+t.test('tablet width: the navigation wraps, nothing overflows sideways, the keyboard reaches the skip link first', async (t) => {
+  await page.setViewportSize({ width: 768, height: 1024 })
+  for (const [path, name] of [['/console/', 'overview'], [`/console/workflows/${workflowId}`, 'workflow'], ['/console/inbox', 'inbox']] as const) {
+    await page.goto(`${baseUrl}${path}`)
+    await page.locator('main h1').waitFor()
+    await page.waitForLoadState('networkidle')
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+    t.ok(overflow <= 0, `${path}: ${overflow} px beyond the width`)
+    await shot(`11-tablet-${name}`)
+  }
+  await page.keyboard.press('Tab')
+  t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content')
+  await page.setViewportSize({ width: 1366, height: 900 })
+})
+
+t.test('a token the api refuses (401) returns to the login page', async (t) => {
+  await page.evaluate((key) => {
+    const session = JSON.parse(window.localStorage.getItem(key) ?? '{}')
+    window.localStorage.setItem(key, JSON.stringify({ ...session, token: 'not.a.token' }))
+  }, SESSION_KEY)
+  await page.goto(`${baseUrl}/console/runs`)
+  await heading(page, 'Switchboard console').waitFor()
+  t.match(page.url(), /\/console\/login\?next=%2Fconsole%2Fruns$/)
+  t.equal(await page.evaluate((key) => window.localStorage.getItem(key), SESSION_KEY), null, 'the refused token is forgotten')
+})
+
+t.test('no request left localhost, no Content-Security-Policy violation, no script error', async (t) => {
+  t.same(outside, [])
+  t.same(cspViolations, [])
+  t.same(pageErrors, [])
+})
