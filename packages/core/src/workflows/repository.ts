@@ -168,8 +168,10 @@ export function workflowsRepository (db: DbOrTx) {
       return { ...row.workflow, runs: mapRuns(row.runs), schedules: mapSchedules(row.schedules) }
     },
 
-    async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<Workflow | null> {
-      const [workflow] = await db.update(workflows).set(editableFields(changes)).where(byId(viewer, id)).returning()
+    /** `version`: the number of the definition the change makes current, when it makes a new one. */
+    async update (viewer: Viewer, id: string, changes: WorkflowChanges, version?: number): Promise<Workflow | null> {
+      const [workflow] = await db.update(workflows).set({ ...editableFields(changes), ...(version !== undefined && { version }) })
+        .where(byId(viewer, id)).returning()
       return workflow ?? null
     },
 
