@@ -13,8 +13,8 @@ const TYPE_FIELDS: Record<Exclude<CredentialType, 'generic'>, readonly string[]>
 }
 
 /** Bounds on `data` (README, Credentials). */
-export const MAX_GENERIC_FIELDS = 20
-export const MAX_VALUE_LENGTH = 8192
+const MAX_GENERIC_FIELDS = 20
+const MAX_VALUE_LENGTH = 8192
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
 /** RFC 9110 token: what a header name may be. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/

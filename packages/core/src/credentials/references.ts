@@ -4,7 +4,7 @@ import { parsePath, templatePaths } from '../engine/template.ts'
 import { DomainError } from '../errors.ts'
 
 /** The template root under which a node reads its owner's credentials: `{{credentials.<name>.<field>}}`. */
-export const CREDENTIALS_SCOPE = 'credentials'
+const CREDENTIALS_SCOPE = 'credentials'
 
 /**
  * The node types with a `credential` field, and the credential types each accepts: http_request

@@ -160,6 +160,12 @@ export function workflowsRepository (db: DbOrTx) {
       return workflow ?? null
     },
 
+    /** Whether the viewer can see the workflow. */
+    async isVisible (viewer: Viewer, id: string): Promise<boolean> {
+      const [found] = await db.select({ id: workflows.id }).from(workflows).where(byId(viewer, id)).limit(1)
+      return found !== undefined
+    },
+
     /** The workflow with its recent runs and schedules, in one query. */
     async findDetail (viewer: Viewer, id: string): Promise<WorkflowDetail | null> {
       const [row] = await db.select({ workflow: workflows, runs: recentRunsJson, schedules: schedulesJson })

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
-import type { Workflow } from '../db/schema/index.ts'
+import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { credentialsRepository } from '../credentials/repository.ts'
 import { checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
@@ -14,7 +14,7 @@ import {
 } from './repository.ts'
 import { exportWorkflow, type WorkflowExport } from './transfer.ts'
 import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
-import { workflowVersionsRepository } from './versions.ts'
+import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
 export const workflowNotFound = (): DomainError => new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
 export const versionNotFound = (): DomainError => new DomainError('WORKFLOW_VERSION_NOT_FOUND', 'Workflow version not found')
@@ -118,6 +118,19 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
         await save(tx, viewer, current, { triggerType, triggerConfig, nodes, edges }, version)
       })
       return detail(viewer, id)
+    },
+
+    /** The workflow's versions, newest first. */
+    async versions (viewer: Viewer, id: string, page: { limit: number, offset: number }): Promise<WorkflowVersionSummary[]> {
+      if (!await workflowsRepository(db).isVisible(viewer, id)) throw workflowNotFound()
+      return workflowVersionsRepository(db).list(id, page)
+    },
+
+    async version (viewer: Viewer, id: string, version: number): Promise<WorkflowVersion> {
+      if (!await workflowsRepository(db).isVisible(viewer, id)) throw workflowNotFound()
+      const found = await workflowVersionsRepository(db).find(id, version)
+      if (found === null) throw versionNotFound()
+      return found
     },
 
     /** A portable copy of the workflow (transfer.ts). */

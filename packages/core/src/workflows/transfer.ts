@@ -84,4 +84,3 @@ export function exportWorkflow (workflow: Workflow, credentials: ReadonlyMap<str
     redacted
   }
 }
-
