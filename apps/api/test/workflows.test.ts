@@ -12,7 +12,7 @@ const URL = '/api/automation/workflows'
 const SUMMARY_FIELDS = ['id', 'name', 'description', 'triggerType', 'triggerConfig', 'isActive', 'runCount', 'successCount',
   'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt'].sort()
 
-const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'createdAt', 'runs', 'schedules'].sort()
+const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'version', 'createdAt', 'runs', 'schedules'].sort()
 
 const notFoundBody = { statusCode: 404, code: 'WORKFLOW_NOT_FOUND', error: 'Workflow not found', message: 'Workflow not found' }
 
@@ -53,6 +53,7 @@ t.test('create answers 201 with the full workflow and the defaults', async (t) =
     successCount: 0,
     failureCount: 0,
     lastRunAt: null,
+    version: 1,
     runs: [],
     schedules: []
   })
