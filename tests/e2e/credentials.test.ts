@@ -165,7 +165,7 @@ t.test('afterwards no credential value is in any API answer, any row of any tabl
     await api('GET', `/api/automation/workflows/${id}/export`)
     for (const version of await api('GET', `/api/automation/workflows/${id}/versions`)) await api('GET', `/api/automation/workflows/${id}/versions/${version.version}`)
   }
-  const runs = await api('GET', `/api/automation/runs?limit=500`)
+  const runs = await api('GET', '/api/automation/runs?limit=500')
   t.ok(runs.length >= 4)
   for (const run of runs) await api('GET', `/api/automation/runs/${run.id}`)
   await api('PATCH', `/api/automation/credentials/${credentials.crm.id}`, { data: { token: SECRETS.token } })

@@ -39,7 +39,8 @@ export function createCredentialService ({ db, keyring }: { db: Db, keyring: Key
     const valid = validateCredentialData(type, data)
     return { fields: Object.keys(valid), dataEncrypted: encryptSecret(keyring, JSON.stringify(valid)) }
   }
-  const renamed = async <T>(write: () => Promise<T>): Promise<T> => {
+  /** A write that may give the credential a name its owner already uses. */
+  const named = async <T>(write: () => Promise<T>): Promise<T> => {
     try {
       return await write()
     } catch (err) {
@@ -51,7 +52,7 @@ export function createCredentialService ({ db, keyring }: { db: Db, keyring: Key
   return {
     async create (viewer: Viewer, input: CredentialInput): Promise<CredentialView> {
       const stored = sealed(input.type, input.data)
-      return renamed(async () => credentialsRepository(db).create(viewer.id, { name: input.name, type: input.type, ...stored }))
+      return named(async () => credentialsRepository(db).create(viewer.id, { name: input.name, type: input.type, ...stored }))
     },
 
     /**
@@ -70,7 +71,7 @@ export function createCredentialService ({ db, keyring }: { db: Db, keyring: Key
           if (byName.length > 0) throw inUse('referred to by name', byName)
         }
         const stored = changes.data === undefined ? {} : sealed(current.type, changes.data)
-        return renamed(async () => repo.update(id, { ...(changes.name !== undefined && { name: changes.name }), ...stored }))
+        return named(async () => repo.update(id, { ...(changes.name !== undefined && { name: changes.name }), ...stored }))
       })
     },
 
