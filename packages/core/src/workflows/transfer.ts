@@ -1,5 +1,5 @@
 import type { CredentialType, Workflow, WorkflowNode } from '../db/schema/index.ts'
-import { credentialReferences } from '../credentials/references.ts'
+import { nodeCredentialReferences } from '../credentials/references.ts'
 
 /** What a workflow export declares itself to be; an import refuses anything else. */
 export const EXPORT_FORMAT = 'switchboard.workflow'
@@ -73,7 +73,8 @@ export function exportWorkflow (workflow: Workflow, credentials: ReadonlyMap<str
   const redacted: string[] = []
   const nodes = workflow.nodes.map((node, i) => portableNode(node, i, names, redacted))
   const types = new Map([...credentials.values()].map(({ name, type }) => [name, type]))
-  const referred = [...new Set(credentialReferences(nodes).map((reference) => reference.ref))]
+  // As the workflow stands, even if it was saved before today's checks.
+  const referred = [...new Set(nodes.flatMap((node) => nodeCredentialReferences(node, { strict: false })).map((reference) => reference.ref))]
   const { name, description, triggerType, triggerConfig, edges, domain, tags } = workflow
   return {
     format: EXPORT_FORMAT,
