@@ -1,4 +1,5 @@
 import type { CredentialType } from '../db/schema/credentials.ts'
+import { decryptSecret, encryptSecret, type Keyring } from '../encryption.ts'
 import { DomainError } from '../errors.ts'
 
 /** A credential's secret fields, as written and as decrypted: field name → value. */
@@ -28,7 +29,7 @@ const invalid = (message: string): DomainError => new DomainError('VALIDATION_ER
  * only (others are dropped, like unknown body fields), each a non-empty string of at most
  * MAX_VALUE_LENGTH characters. Messages name the field, never its value.
  */
-export function validateCredentialData (type: CredentialType, data: Record<string, unknown>): CredentialData {
+function validateCredentialData (type: CredentialType, data: Record<string, unknown>): CredentialData {
   const names = type === 'generic' ? Object.keys(data) : TYPE_FIELDS[type]
   if (type === 'generic') {
     if (names.length === 0 || names.length > MAX_GENERIC_FIELDS) throw invalid(`data must hold 1 to ${MAX_GENERIC_FIELDS} fields`)
@@ -52,3 +53,13 @@ export function validateCredentialData (type: CredentialType, data: Record<strin
   }
   return stored
 }
+
+/** What is stored of `data`: the names of its fields, and the checked fields as encrypted JSON. */
+export function sealCredentialData (keyring: Keyring, type: CredentialType, data: Record<string, unknown>): { fields: string[], dataEncrypted: string } {
+  const valid = validateCredentialData(type, data)
+  return { fields: Object.keys(valid), dataEncrypted: encryptSecret(keyring, JSON.stringify(valid)) }
+}
+
+/** The fields of a stored credential, decrypted (only for a node about to use them). */
+export const openCredentialData = (keyring: Keyring, dataEncrypted: string): CredentialData =>
+  JSON.parse(decryptSecret(keyring, dataEncrypted)) as CredentialData

@@ -1,9 +1,9 @@
 import type { Db } from '../db/client.ts'
 import type { CredentialType } from '../db/schema/index.ts'
-import { decryptSecret, encryptSecret, type Keyring } from '../encryption.ts'
+import type { Keyring } from '../encryption.ts'
 import { DomainError } from '../errors.ts'
 import type { Viewer } from '../users/viewer.ts'
-import { validateCredentialData } from './data.ts'
+import { sealCredentialData } from './data.ts'
 import { credentialReferences } from './references.ts'
 import { credentialsRepository, isDuplicateName, isStillReferenced, type CredentialUser, type CredentialView } from './repository.ts'
 
@@ -35,10 +35,7 @@ interface CredentialChanges {
 
 /** Create, change and delete credentials: data checked per type and encrypted before it is stored. */
 export function createCredentialService ({ db, keyring }: { db: Db, keyring: Keyring }) {
-  const sealed = (type: CredentialType, data: Record<string, unknown>): { fields: string[], dataEncrypted: string } => {
-    const valid = validateCredentialData(type, data)
-    return { fields: Object.keys(valid), dataEncrypted: encryptSecret(keyring, JSON.stringify(valid)) }
-  }
+  const sealed = (type: CredentialType, data: Record<string, unknown>) => sealCredentialData(keyring, type, data)
   /** A write that may give the credential a name its owner already uses. */
   const named = async <T>(write: () => Promise<T>): Promise<T> => {
     try {
@@ -94,7 +91,3 @@ export function createCredentialService ({ db, keyring }: { db: Db, keyring: Key
     }
   }
 }
-
-/** The decrypted fields of a stored credential. */
-export const openCredential = (keyring: Keyring, dataEncrypted: string): Record<string, string> =>
-  JSON.parse(decryptSecret(keyring, dataEncrypted)) as Record<string, string>

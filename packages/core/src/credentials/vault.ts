@@ -2,10 +2,10 @@ import type { Db } from '../db/client.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import { DecryptionError, type Keyring } from '../encryption.ts'
 import { NodeError, type CredentialResolver, type NodeCredential, type NodeSecrets } from '../engine/types.ts'
+import { openCredentialData } from './data.ts'
 import { createRedactor } from './redaction.ts'
 import { nodeCredentialReferences } from './references.ts'
 import { credentialsRepository } from './repository.ts'
-import { openCredential } from './service.ts'
 
 const NO_SECRETS: NodeSecrets = { redact: (value) => value }
 
@@ -31,7 +31,7 @@ export function createCredentialVault ({ db, keyring }: { db: Db, keyring: Keyri
       const rows = await repo.findForRun(userId, [...new Set(references.map((reference) => reference.ref))])
       const open = (row: typeof rows[number]): NodeCredential => {
         try {
-          return { name: row.name, type: row.type, data: openCredential(keyring, row.dataEncrypted) }
+          return { name: row.name, type: row.type, data: openCredentialData(keyring, row.dataEncrypted) }
         } catch (err) {
           if (err instanceof DecryptionError) throw new NodeError(`Credential ${row.name} cannot be decrypted: ${err.message}`)
           throw err
