@@ -33,8 +33,8 @@ async function seed (stack: Stack, userId: string, size: Seed): Promise<void> {
       from generate_series(1, $3::int) as i`, [userId, size.runs, size.workflows])
     // Newest first every 0.4 s back in time: a million runs span under five days, inside RUN_RETENTION_DAYS.
     await sql.unsafe(`
-      insert into runs (id, workflow_id, user_id, status, queue, trigger_data, result, error, current_node_id, created_at, started_at, completed_at, duration_ms)
-      select 'brun' || ${pad('i')}, 'bwf' || ${pad('i % $3::int + 1')}, $1, case when i % 50 = 0 then 'FAILED' else 'SUCCESS' end, 'workflow-runs',
+      insert into runs (id, workflow_id, user_id, status, queue, workflow_version, trigger_data, result, error, current_node_id, created_at, started_at, completed_at, duration_ms)
+      select 'brun' || ${pad('i')}, 'bwf' || ${pad('i % $3::int + 1')}, $1, case when i % 50 = 0 then 'FAILED' else 'SUCCESS' end, 'workflow-runs', 1,
         jsonb_build_object('body', jsonb_build_object('a', i, 'event', 'order.created'), 'headers', jsonb_build_object('content-type', 'application/json'), 'query', '{}'::jsonb),
         jsonb_build_object('triggerData', jsonb_build_object('body', jsonb_build_object('a', i)), 'n1', jsonb_build_object('a', i::text), 'n2', jsonb_build_object('b', '2')),
         case when i % 50 = 0 then 'Node n2 failed' end, null, at, at + interval '2 ms', at + interval '9 ms', 7

@@ -19,8 +19,8 @@ await sql`insert into workflows (id, user_id, name, trigger_type, is_active, run
   values ('hooks', 'owner', 'hooks', 'WEBHOOK', true, ${EXPIRED + 20}, ${EXPIRED + 20})`
 // Finished runs only: the worker's reconciler would resume unfinished ones (packages/core/test/retention.test.ts keeps those).
 const seed = async (prefix: string, count: number, age: string): Promise<void> => {
-  await sql`insert into runs (id, workflow_id, user_id, status, queue, raw_body, created_at)
-    select ${prefix} || n, 'hooks', 'owner', 'SUCCESS', 'workflow-runs', '\\x7b7d'::bytea, now() - ${age}::interval
+  await sql`insert into runs (id, workflow_id, user_id, status, queue, workflow_version, raw_body, created_at)
+    select ${prefix} || n, 'hooks', 'owner', 'SUCCESS', 'workflow-runs', 1, '\\x7b7d'::bytea, now() - ${age}::interval
     from generate_series(1, ${count}) as n`
   await sql`insert into run_logs (run_id, message) select id, 'line' from runs where id like ${prefix + '%'}`
 }

@@ -86,6 +86,9 @@ t.test('after the upgrade the api and the worker work with the old data', async 
 
   const oldRun = await stack.call('GET', `/api/automation/runs/${seed.runId}`, { token })
   t.match(oldRun.body, { id: seed.runId, status: 'SUCCESS', result: { greet: { greeting: 'hello before' } }, logs: [{ message: 'Run succeeded in 3ms' }] })
+  t.equal(oldRun.body.workflowVersion, 1, 'runs from before versions are on version 1')
+  const versions = await stack.call('GET', `/api/automation/workflows/${seed.workflowId}/versions/1`, { token })
+  t.match(versions.body, { version: 1, createdBy: null, nodes: [{ id: 'greet' }] }, 'version 1 is the definition as it stood')
 
   const fired = await stack.call('POST', `/api/automation/workflows/${seed.workflowId}/fire`, { token, body: { name: 'after' } })
   t.equal(fired.status, 202)

@@ -33,6 +33,7 @@ const bWorkflow = await createWorkflow(b.token, { name: 'B manual', triggerType:
 const bKeywordWorkflow = await createWorkflow(b.token, { name: 'B on hello', triggerType: 'KEYWORD', triggerConfig: { keywords: ['hello'] } })
 const aRun = await chat.client.fire(a.token, aWorkflow, { from: 'A' })
 const bRun = await chat.client.fire(b.token, bWorkflow, { from: 'B' })
+const aCredential: string = (await request({ method: 'POST', url: '/api/automation/credentials', token: a.token, payload: { name: 'a-secret', type: 'bearer', data: { token: 'a-token' } } })).json().id
 const aAccount = await chat.linkAccount(a.token, A_NUMBER)
 const bAccount = await chat.linkAccount(b.token, B_NUMBER)
 await chat.receive([{ from: CUSTOMER, text: 'hello A' }], A_NUMBER)
@@ -64,9 +65,20 @@ t.test('B cannot read or change A\'s workflows, runs, accounts or conversations:
     'GET workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}` },
     'PATCH workflow': { method: 'PATCH', url: (id) => `/api/automation/workflows/${id}`, payload: { name: 'taken over' } },
     'DELETE workflow': { method: 'DELETE', url: (id) => `/api/automation/workflows/${id}` },
-    'fire workflow': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/fire`, payload: {} }
+    'fire workflow': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/fire`, payload: {} },
+    'versions of workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/versions` },
+    'version of workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/versions/1` },
+    'restore workflow version': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/versions/1/restore` },
+    'export workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/export` }
   }
   for (const [what, probe] of Object.entries(workflowProbes)) await likeMissing(t, what, probe, aWorkflow)
+
+  const credentialProbes: Record<string, Probe> = {
+    'GET credential': { method: 'GET', url: (id) => `/api/automation/credentials/${id}` },
+    'PATCH credential': { method: 'PATCH', url: (id) => `/api/automation/credentials/${id}`, payload: { name: 'taken-over' } },
+    'DELETE credential': { method: 'DELETE', url: (id) => `/api/automation/credentials/${id}` }
+  }
+  for (const [what, probe] of Object.entries(credentialProbes)) await likeMissing(t, what, probe, aCredential)
 
   await likeMissing(t, 'GET run', { method: 'GET', url: (id) => `/api/automation/runs/${id}` }, aRun)
   await likeMissing(t, 'cancel run', { method: 'POST', url: (id) => `/api/automation/runs/${id}/cancel` }, aRun)
@@ -132,6 +144,7 @@ t.test('lists hold only the caller\'s own resources', async (t) => {
   t.same(bRuns.filter((run) => run.workflowId !== bWorkflow && run.workflowId !== bKeywordWorkflow), [], 'no run of A\'s')
   t.same(await ids(`/api/automation/runs?workflowId=${aWorkflow}`, b.token), [], 'filtering by A\'s workflow finds nothing')
   t.same(await ids('/api/chat/accounts', b.token), [bAccount])
+  t.same(await ids('/api/automation/credentials', b.token), [], 'none of A\'s credentials')
   const bConversations = await conversationsOf(b.token, bAccount)
   t.equal(bConversations.length, 1)
   t.not(bConversations[0]!.id, aConversation!.id)

@@ -27,7 +27,7 @@ t.test('accounts: create, list, update and delete; the token is write-only and e
 
   const [stored] = await app.database.sql<Array<{ token: string }>>`select access_token_encrypted as token from chat_accounts where id = ${account.id}`
   t.notOk(stored.token.includes('secret-token-abc'), 'not stored in clear')
-  t.match(stored.token, /^v1\./)
+  t.match(stored.token, /^v2\.[A-Za-z0-9_-]{11}\./, 'AES-GCM with the key id')
 
   const list = await request({ method: 'GET', url: '/api/chat/accounts', token: member.token })
   t.same(list.json().map((a: { id: string }) => a.id), [account.id])

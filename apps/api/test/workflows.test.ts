@@ -12,7 +12,7 @@ const URL = '/api/automation/workflows'
 const SUMMARY_FIELDS = ['id', 'name', 'description', 'triggerType', 'triggerConfig', 'isActive', 'runCount', 'successCount',
   'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt'].sort()
 
-const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'createdAt', 'runs', 'schedules'].sort()
+const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'version', 'createdAt', 'runs', 'schedules'].sort()
 
 const notFoundBody = { statusCode: 404, code: 'WORKFLOW_NOT_FOUND', error: 'Workflow not found', message: 'Workflow not found' }
 
@@ -53,6 +53,7 @@ t.test('create answers 201 with the full workflow and the defaults', async (t) =
     successCount: 0,
     failureCount: 0,
     lastRunAt: null,
+    version: 1,
     runs: [],
     schedules: []
   })
@@ -256,8 +257,8 @@ t.test('get one: counters, the latest 10 runs newest first, schedules', async (t
   for (let i = 0; i < 12; i++) {
     const createdAt = new Date(base + i * 60_000)
     const finished = i % 3 !== 0
-    await sql`insert into runs (id, workflow_id, user_id, queue, status, created_at, started_at, completed_at, duration_ms)
-      values (${`run${String(i).padStart(2, '0')}${createId().slice(0, 10)}`}, ${workflow.id as string}, ${member.id}, 'workflow-runs',
+    await sql`insert into runs (id, workflow_id, user_id, queue, workflow_version, status, created_at, started_at, completed_at, duration_ms)
+      values (${`run${String(i).padStart(2, '0')}${createId().slice(0, 10)}`}, ${workflow.id as string}, ${member.id}, 'workflow-runs', 1,
         ${finished ? 'SUCCESS' : 'PENDING'}, ${createdAt.toISOString()}, ${finished ? createdAt.toISOString() : null},
         ${finished ? new Date(createdAt.getTime() + 1500).toISOString() : null}, ${finished ? 1500 : null})`
   }
@@ -360,7 +361,7 @@ t.test('patch validates the result and stores nothing when it is refused', async
 t.test('delete answers 204 and takes the runs with it', async (t) => {
   const member = await newMember()
   const workflow = await create(member.token, { name: 'Doomed', triggerType: 'MANUAL' })
-  await sql`insert into runs (id, workflow_id, user_id, queue) values (${createId()}, ${workflow.id as string}, ${member.id}, 'workflow-runs')`
+  await sql`insert into runs (id, workflow_id, user_id, queue, workflow_version) values (${createId()}, ${workflow.id as string}, ${member.id}, 'workflow-runs', 1)`
   const url = `${URL}/${workflow.id}`
   const res = await request({ method: 'DELETE', url, token: member.token })
   t.equal(res.statusCode, 204)

@@ -1,7 +1,9 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
 import { chatDeliveryRequeue, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
+import { createCredentialVault } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
+import { keyringOf } from '@switchboard/core/encryption'
 import { createHttpClient, createRunEngine } from '@switchboard/core/engine'
 import { createReconciler } from '@switchboard/core/runs'
 import type { Logger } from '@switchboard/core/logger'
@@ -66,6 +68,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     nodeOutputMaxBytes: config.nodeOutputMaxBytes,
     runResultMaxBytes: config.runResultMaxBytes,
     nodes: { chat, http: http.dispatcher },
+    credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
     emitEvent: async (input) => await emitEvent({ db: database.db, queues, eventFanoutMax: config.limits.eventFanoutMax }, input)
   })
   const context: WorkerContext = { config, logger, database, queues, redis, engine }

@@ -72,8 +72,10 @@ export interface Config {
     /** RECONCILER_GRACE_MS: a PENDING run or a stored chat delivery this old without a job gets one; above REQUEST_DEADLINE_MS. */
     graceMs: number
   }
-  /** 32 bytes: encrypts chat account tokens at rest. */
+  /** 32 bytes: encrypts chat account tokens and credentials at rest. */
   encryptionKey: Buffer
+  /** ENCRYPTION_KEYS_PREVIOUS: keys that only decrypt, while a rotation re-encrypts with ENCRYPTION_KEY. */
+  encryptionKeysPrevious: Buffer[]
   httpRequestAllowPrivate: boolean
   /** The most a node's output (and its rendered config) may serialize to, in bytes of JSON. */
   nodeOutputMaxBytes: number
@@ -252,6 +254,24 @@ function workerQueues (env: Env): QueueName[] {
   return QUEUE_NAMES.filter((name) => names.includes(name))
 }
 
+/** Keys in ENCRYPTION_KEYS_PREVIOUS: a rotation needs one or two; a long list means rotations are not finished. */
+const MAX_PREVIOUS_KEYS = 10
+
+/** A 32-byte key in base64, as ENCRYPTION_KEY and each of ENCRYPTION_KEYS_PREVIOUS hold it. */
+function encryptionKeyOf (name: string, value: string): Buffer {
+  const key = Buffer.from(value, 'base64')
+  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, base64-encoded`)
+  return key
+}
+
+function previousEncryptionKeys (env: Env): Buffer[] {
+  const raw = text(env, 'ENCRYPTION_KEYS_PREVIOUS')
+  if (raw === undefined) return []
+  const keys = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  if (keys.length > MAX_PREVIOUS_KEYS) throw new ConfigError(`ENCRYPTION_KEYS_PREVIOUS holds at most ${MAX_PREVIOUS_KEYS} keys`)
+  return keys.map((key) => encryptionKeyOf('ENCRYPTION_KEYS_PREVIOUS', key))
+}
+
 /** Words that mark a value copied from an example rather than generated. */
 const PLACEHOLDER = /change-?me|replace-?me|placeholder/i
 
@@ -293,10 +313,7 @@ export function loadConfig (env: Env = process.env): Config {
   }
   if (jwtSecret.length < 16) throw new ConfigError('JWT_SECRET must be at least 16 characters')
 
-  const encryptionKey = Buffer.from(encryptionKeyText, 'base64')
-  if (encryptionKey.length !== 32) {
-    throw new ConfigError('ENCRYPTION_KEY must be 32 bytes, base64-encoded')
-  }
+  const encryptionKey = encryptionKeyOf('ENCRYPTION_KEY', encryptionKeyText)
 
   const adminEmail = (text(env, 'ADMIN_EMAIL') ?? 'admin@example.com').toLowerCase()
   if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail)) throw new ConfigError('ADMIN_EMAIL must be an email address')
@@ -369,6 +386,7 @@ export function loadConfig (env: Env = process.env): Config {
     timeouts,
     reconciler,
     encryptionKey,
+    encryptionKeysPrevious: previousEncryptionKeys(env),
     httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
     nodeOutputMaxBytes,
     runResultMaxBytes,

@@ -47,7 +47,7 @@ const [owner] = await db.insert(users).values({ email: 'owner@example.com', pass
 
 async function runOf (nodes: WorkflowNode[], triggerData: unknown = {}): Promise<string> {
   const [workflow] = await db.insert(workflows).values({ userId: owner!.id, name: 'bounds', triggerType: 'MANUAL', isActive: true, nodes }).returning()
-  const [run] = await db.insert(runs).values({ workflowId: workflow!.id, userId: owner!.id, queue: WORKFLOW_RUNS, triggerData }).returning()
+  const [run] = await db.insert(runs).values({ workflowId: workflow!.id, userId: owner!.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData }).returning()
   return run!.id
 }
 const readRun = async (id: string) => (await db.select().from(runs).where(eq(runs.id, id)))[0]!

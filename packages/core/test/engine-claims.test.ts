@@ -94,7 +94,7 @@ async function workflow (nodes: WorkflowNode[]): Promise<string> {
 }
 
 async function run (workflowId: string, extra: Partial<typeof runs.$inferInsert> = {}): Promise<string> {
-  const [row] = await db.insert(runs).values({ workflowId, userId: owner!.id, queue: WORKFLOW_RUNS, triggerData: {}, ...extra }).returning()
+  const [row] = await db.insert(runs).values({ workflowId, userId: owner!.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData: {}, ...extra }).returning()
   return row!.id
 }
 

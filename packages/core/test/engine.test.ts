@@ -68,7 +68,7 @@ async function workflow (nodes: WorkflowNode[], extra: Partial<typeof workflows.
 }
 
 async function run (workflowId: string, triggerData: unknown = {}, extra: Partial<typeof runs.$inferInsert> = {}): Promise<string> {
-  const [row] = await db.insert(runs).values({ workflowId, userId: owner.id, queue: WORKFLOW_RUNS, triggerData, ...extra }).returning()
+  const [row] = await db.insert(runs).values({ workflowId, userId: owner.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData, ...extra }).returning()
   return row.id
 }
 

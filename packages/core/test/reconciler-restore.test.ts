@@ -103,7 +103,7 @@ t.test('Redis back: a pass at once, every scheduler rebuilt, and a second pass o
 
   // Redis comes back empty; a run accepted a moment ago has lost its job.
   await deleteQueuePrefix(queuePrefix)
-  const [young] = await db.insert(runs).values({ workflowId: manual.id, userId: owner.id, queue: WORKFLOW_RUNS, triggerData: {} }).returning()
+  const [young] = await db.insert(runs).values({ workflowId: manual.id, userId: owner.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData: {} }).returning()
   const returnedAt = Date.now()
   watched.redisReturned()
 

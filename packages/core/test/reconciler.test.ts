@@ -34,7 +34,7 @@ const [manual] = await db.insert(workflows).values({ userId: owner.id, name: 'm'
 const [agent] = await db.insert(workflows).values({ userId: owner.id, name: 'a', triggerType: 'AGENT', isActive: true, nodes }).returning()
 
 async function run (values: Partial<typeof runs.$inferInsert> = {}): Promise<string> {
-  const [row] = await db.insert(runs).values({ workflowId: manual.id, userId: owner.id, queue: WORKFLOW_RUNS, triggerData: {}, ...values }).returning()
+  const [row] = await db.insert(runs).values({ workflowId: manual.id, userId: owner.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData: {}, ...values }).returning()
   return row.id
 }
 
@@ -60,7 +60,7 @@ t.test('a PENDING run whose job failed for good (database down through every att
 
 t.test('a PENDING run without a job is enqueued once, on its trigger type\'s queue', async (t) => {
   const lost = await run()
-  const [agentRun] = await db.insert(runs).values({ workflowId: agent.id, userId: owner.id, queue: AGENT_EXECUTION, triggerData: {} }).returning()
+  const [agentRun] = await db.insert(runs).values({ workflowId: agent.id, userId: owner.id, queue: AGENT_EXECUTION, workflowVersion: 1, triggerData: {} }).returning()
   const queued = await run()
   await queues[WORKFLOW_RUNS].add('run', { runId: queued }, { jobId: queued })
 

@@ -27,8 +27,8 @@ async function workflow (id: string, runCount: number): Promise<string> {
 
 /** `count` runs `ageHours` old, each with two log lines and a raw body. */
 async function runs (workflowId: string, prefix: string, count: number, ageHours: number, status = 'SUCCESS'): Promise<void> {
-  await sql`insert into runs (id, workflow_id, user_id, status, queue, raw_body, created_at)
-    select ${prefix} || '-' || n, ${workflowId}, ${owner!.id}, ${status}, 'workflow-runs', '\\x7b7d'::bytea,
+  await sql`insert into runs (id, workflow_id, user_id, status, queue, workflow_version, raw_body, created_at)
+    select ${prefix} || '-' || n, ${workflowId}, ${owner!.id}, ${status}, 'workflow-runs', 1, '\\x7b7d'::bytea,
       now() - make_interval(hours => ${ageHours}) - make_interval(secs => n)
     from generate_series(1, ${count}) as n`
   await sql`insert into run_logs (run_id, message) select id, 'line' from runs, generate_series(1, 2) where id like ${prefix + '-%'}`

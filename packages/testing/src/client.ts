@@ -98,6 +98,7 @@ export const WORKFLOW_DEFAULTS = {
 export interface RunBody {
   id: string
   workflowId: string
+  workflowVersion: number
   status: string
   createdAt: string
   triggerData: Record<string, any>

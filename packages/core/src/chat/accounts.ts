@@ -5,7 +5,7 @@ import type { DbOrTx } from '../db/client.ts'
 import type { ChatAccount } from '../db/schema/index.ts'
 import { DomainError, unauthorized } from '../errors.ts'
 import { chatAccountsRepository } from './accounts-repository.ts'
-import { decryptSecret } from './crypto.ts'
+import { decryptSecret, keyringOf } from '../encryption.ts'
 
 /** The id under which the installation's account from the environment can be selected. */
 export const DEFAULT_ACCOUNT_ID = 'default'
@@ -38,6 +38,7 @@ export const accountNotFound = (): DomainError => new DomainError('CHAT_ACCOUNT_
 export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
   const { db, config } = options
   const repo = chatAccountsRepository(db)
+  const keyring = keyringOf(config)
   const { phoneNumberId, accessToken, businessAccountId } = config.chat
   const environmentAccount: UsableChatAccount | null = phoneNumberId !== undefined && accessToken !== undefined
     ? { id: DEFAULT_ACCOUNT_ID, name: 'Default account', phoneNumberId, businessAccountId: businessAccountId ?? null, accessToken }
@@ -48,7 +49,7 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
     name: account.name,
     phoneNumberId: account.phoneNumberId,
     businessAccountId: account.businessAccountId,
-    accessToken: decryptSecret(config.encryptionKey, account.accessTokenEncrypted)
+    accessToken: decryptSecret(keyring, account.accessTokenEncrypted)
   })
 
   return {

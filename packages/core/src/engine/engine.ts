@@ -12,7 +12,7 @@ import { isNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
-import { NodeError, type NodeDependencies, type NodeResult } from './types.ts'
+import { NodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
 
 /** The event a failed run emits to its owner's EVENT workflows (contract, Events). */
 const RUN_FAILED_EVENT = 'workflow.run.failed'
@@ -74,6 +74,20 @@ interface EngineOptions {
    * @defaultValue 8388608
    */
   runResultMaxBytes?: number
+  /**
+   * The credentials nodes refer to (`credential`, `{{credentials.<name>.<field>}}`).
+   * @defaultValue none: a node with a `credential` field fails, credential templates render empty
+   */
+  credentials?: CredentialResolver
+}
+
+const identity = <T>(value: T): T => value
+
+const withoutCredentials: CredentialResolver = {
+  forNode: async (_userId, node) => {
+    if (node.config?.credential !== undefined) throw new NodeError('Credentials are not available to this engine')
+    return { redact: identity }
+  }
 }
 
 /** A node may show a few missing paths; a config with thousands of them must not write thousands of lines. */
@@ -139,6 +153,7 @@ export function createRunEngine (options: EngineOptions) {
   const cancelPollMs = options.cancelPollMs ?? 1000
   const nodeOutputMaxBytes = options.nodeOutputMaxBytes ?? 1024 * 1024
   const runResultMaxBytes = options.runResultMaxBytes ?? 8 * 1024 * 1024
+  const credentials = options.credentials ?? withoutCredentials
 
   async function emitFailure (runId: string, error: string, failed: { workflowId: string, userId: string, eventName: string | null }): Promise<void> {
     // A workflow that itself listens to failures emits nothing when it fails, so failures cannot loop.
@@ -233,7 +248,20 @@ export function createRunEngine (options: EngineOptions) {
   }
 
   async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
-    const log = (level: LogLevel, message: string): void => { lines.push({ nodeId: node.id, level, message, at: new Date() }) }
+    const secrets = await credentials.forNode(run.userId, node)
+    try {
+      return await executeWithSecrets(run, node, result, lines, signal, sizer, trace, secrets)
+    } catch (err) {
+      // What a node failed with may quote what it sent (a header, a URL).
+      const message = errorMessage(err)
+      const redacted = secrets.redact(message)
+      throw redacted === message ? err : new NodeError(redacted)
+    }
+  }
+
+  async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets): Promise<NodeResult> {
+    if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
+    const log = (level: LogLevel, message: string): void => { lines.push({ nodeId: node.id, level, message: secrets.redact(message), at: new Date() }) }
     // The step's lines so far and `message` are written before the node acts, under this claim.
     const beforeEffect = async (message: string): Promise<void> => {
       log('INFO', message)
@@ -242,7 +270,6 @@ export function createRunEngine (options: EngineOptions) {
       const outcome = await database(store.record(run.id, run.claim, pending))
       if (outcome !== 'written') throw new ClaimLostError(outcome)
     }
-    if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
     const executor = nodeExecutors[node.type]
     const rawConfig = node.config ?? {}
     let missing = 0
@@ -251,21 +278,24 @@ export function createRunEngine (options: EngineOptions) {
       const quoted = path.length > MAX_QUOTED_PATH_LENGTH ? `${path.slice(0, MAX_QUOTED_PATH_LENGTH)}…` : path
       log('WARN', `Template path not found: ${quoted}`)
     }
-    const config = renderTemplate(rawConfig, result, onMissing, { maxBytes: nodeOutputMaxBytes, sizer }) as Record<string, unknown>
+    const scope = secrets.templateScope === undefined ? result : { ...result, credentials: secrets.templateScope }
+    const config = renderTemplate(rawConfig, scope, onMissing, { maxBytes: nodeOutputMaxBytes, sizer }) as Record<string, unknown>
     if (missing > MAX_MISSING_PATH_LINES) log('WARN', `Template paths not found: ${missing - MAX_MISSING_PATH_LINES} more`)
     const outcome = await watchingClaim(run, signal, async (nodeSignal) => await executor.execute({
       node,
       config,
       rawConfig,
       run: { id: run.id, workflowId: run.workflowId, userId: run.userId, triggerData: run.triggerData, rawBody: run.rawBody },
+      credential: secrets.credential,
       result,
       log,
       beforeEffect,
       signal: nodeSignal,
       deps: options.nodes
     }))
-    checkStorable(node.id, outcome.output, result, sizer)
-    return outcome
+    const output = secrets.redact(outcome.output)
+    checkStorable(node.id, output, result, sizer)
+    return { ...outcome, output }
   }
 
   /**

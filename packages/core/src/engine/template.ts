@@ -63,7 +63,7 @@ function placeholders (text: string): Placeholder[] {
  * Splits `a.b-c[0].d` into `['a', 'b-c', '0', 'd']`. Segments may contain `-`
  * (header names such as `x-signature`); `[n]` is accepted as a synonym of `.n`.
  */
-function parsePath (path: string): string[] {
+export function parsePath (path: string): string[] {
   return path.replace(/\[(\d+)\]/g, '.$1').split('.').map((segment) => segment.trim()).filter((segment) => segment !== '')
 }
 
@@ -77,6 +77,17 @@ export function getPath (scope: unknown, path: string): unknown {
     value = (value as Record<string, unknown>)[segment]
   }
   return value
+}
+
+/**
+ * The paths of every placeholder in the strings of `value` (objects and arrays walked), in
+ * order: what a template would read, known before it is rendered.
+ */
+export function templatePaths (value: unknown): string[] {
+  if (typeof value === 'string') return value.includes('{{') ? placeholders(value).map(({ path }) => path) : []
+  if (Array.isArray(value)) return value.flatMap(templatePaths)
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(templatePaths)
+  return []
 }
 
 /**

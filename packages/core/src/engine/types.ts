@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici'
 import type { ChatSender } from '../chat/sender.ts'
+import type { CredentialType } from '../db/schema/credentials.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { NodeType } from './node-types.ts'
@@ -22,6 +23,27 @@ export interface NodeDependencies {
   http: Dispatcher
 }
 
+/** The credential a node names in its `credential` field, decrypted for its executor. */
+export interface NodeCredential {
+  name: string
+  type: CredentialType
+  data: Readonly<Record<string, string>>
+}
+
+/** What a node may use of its owner's credentials, and how their values are kept out of what is stored. */
+export interface NodeSecrets {
+  /** `credentials` in the node's template scope (name → fields); absent when the node uses none in templates. */
+  templateScope?: Record<string, Readonly<Record<string, string>>>
+  credential?: NodeCredential
+  /** `value` with every credential value the node could see, in every string inside it, replaced by a marker. */
+  redact: <T>(value: T) => T
+}
+
+/** Loads the credentials a node refers to (credentials/vault.ts); the engine knows nothing of where they are kept. */
+export interface CredentialResolver {
+  forNode: (userId: string, node: WorkflowNode) => Promise<NodeSecrets>
+}
+
 export interface NodeContext {
   node: WorkflowNode
   /** The node's config with every template rendered against `result`. */
@@ -29,6 +51,8 @@ export interface NodeContext {
   /** The config as the author wrote it, for fields that are paths rather than templates. */
   rawConfig: Record<string, unknown>
   run: RunInfo
+  /** The credential of the node's `credential` field, when it has one. */
+  credential?: NodeCredential
   /** triggerData plus the output of every node that ran so far. */
   result: Readonly<Record<string, unknown>>
   /** Adds a line to the run's logs under this node (written when the node ends). */

@@ -132,8 +132,10 @@ export function createReconciler (options: ReconcilerOptions) {
   async function takeOverRunning (): Promise<{ takenOver: number, failed: number }> {
     const rows = await db.execute<{ id: string, attempt: number, queue: QueueName, waitNodeIds: string[] | null }>(sql`
       select runs.id, runs.attempt, runs.queue,
-        (select array_agg(node->>'id') from jsonb_array_elements(workflows.nodes) as node where node->>'type' = 'wait') as "waitNodeIds"
+        (select array_agg(node->>'id') from jsonb_array_elements(coalesce(versions.nodes, workflows.nodes)) as node where node->>'type' = 'wait') as "waitNodeIds"
       from runs join workflows on workflows.id = runs.workflow_id
+      -- The wait nodes of the definition the run executes (steps.ts, claim).
+      left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version
       where runs.status = 'RUNNING' and coalesce(runs.started_at, runs.created_at) < now() - ${runningAfter}
       order by runs.created_at limit ${batchSize}
     `)

@@ -9,6 +9,7 @@ import { durationMsSince } from './steps.ts'
 const runColumns = {
   id: runs.id,
   workflowId: runs.workflowId,
+  workflowVersion: runs.workflowVersion,
   status: runs.status,
   triggerData: runs.triggerData,
   result: runs.result,

@@ -163,8 +163,8 @@ interface InsertedRun extends StartedRun {
 }
 
 /**
- * One statement per chunk: the PENDING rows, the workflows' runCount and lastRunAt
- * and, with a key, the key claims. The rows travel as one JSON parameter, so the
+ * One statement per chunk: the PENDING rows (each pinned to its workflow's current
+ * version), the workflows' runCount and lastRunAt and, with a key, the key claims. The rows travel as one JSON parameter, so the
  * statement's text (and its prepared plan) is the same for every chunk. The key is
  * claimed before the run is inserted so that concurrent requests with one key create
  * one run: the loser's ON CONFLICT waits for the winner and returns the winner's run
@@ -195,9 +195,10 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text)
     ), claim as (${claim}), new_runs as (
-      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
-        coalesce(planned.trigger_data::jsonb, ${storableJson(shared)}::jsonb), decode(planned.raw_body, 'base64')
+        coalesce(planned.trigger_data::jsonb, ${storableJson(shared)}::jsonb), decode(planned.raw_body, 'base64'),
+        (select version from workflows where workflows.id = planned.workflow_id)
       from planned
       ${idempotencyKey === undefined ? sql`` : sql`where planned.run_id in (select run_id from claim)`}
       returning workflow_id

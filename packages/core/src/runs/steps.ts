@@ -157,7 +157,7 @@ export function runStore (db: DbOrTx) {
           where runs.id = previous.id
             and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts}))
           returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
-            runs.current_node_id, runs.attempt, runs.claim, runs.started_at, previous.kind
+            runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind
         ), logged as (
           insert into run_logs (run_id, level, message)
           select id, case kind when 'retry' then 'WARN' else 'INFO' end, case kind
@@ -168,10 +168,15 @@ export function runStore (db: DbOrTx) {
           from claimed
         )
         select previous.status as found_status, previous.attempt as found_attempt, claimed.*,
-          workflows.nodes, workflows.edges, workflows.trigger_config->>'eventName' as event_name
+          case when versions.workflow_id is null then workflows.nodes else versions.nodes end as nodes,
+          case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
+          workflows.trigger_config->>'eventName' as event_name
         from previous
         left join claimed on true
         left join workflows on workflows.id = claimed.workflow_id
+        -- The definition the run started with, to its end (workflow_versions). Only a workflow written
+        -- around the workflow service (tests and benchmarks seed rows) has no version row: its current one.
+        left join workflow_versions versions on versions.workflow_id = claimed.workflow_id and versions.version = claimed.workflow_version
       `)
       const row = rows[0]
       if (row === undefined) return undefined

@@ -160,6 +160,12 @@ export function workflowsRepository (db: DbOrTx) {
       return workflow ?? null
     },
 
+    /** Whether the viewer can see the workflow. */
+    async isVisible (viewer: Viewer, id: string): Promise<boolean> {
+      const [found] = await db.select({ id: workflows.id }).from(workflows).where(byId(viewer, id)).limit(1)
+      return found !== undefined
+    },
+
     /** The workflow with its recent runs and schedules, in one query. */
     async findDetail (viewer: Viewer, id: string): Promise<WorkflowDetail | null> {
       const [row] = await db.select({ workflow: workflows, runs: recentRunsJson, schedules: schedulesJson })
@@ -168,8 +174,10 @@ export function workflowsRepository (db: DbOrTx) {
       return { ...row.workflow, runs: mapRuns(row.runs), schedules: mapSchedules(row.schedules) }
     },
 
-    async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<Workflow | null> {
-      const [workflow] = await db.update(workflows).set(editableFields(changes)).where(byId(viewer, id)).returning()
+    /** `version`: the number of the definition the change makes current, when it makes a new one. */
+    async update (viewer: Viewer, id: string, changes: WorkflowChanges, version?: number): Promise<Workflow | null> {
+      const [workflow] = await db.update(workflows).set({ ...editableFields(changes), ...(version !== undefined && { version }) })
+        .where(byId(viewer, id)).returning()
       return workflow ?? null
     },
 

@@ -1,7 +1,10 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
-import type { Workflow } from '../db/schema/index.ts'
+import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
+import { credentialsRepository } from '../credentials/repository.ts'
+import { checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
 import {
   workflowsRepository,
   type DeletedWorkflow,
@@ -9,9 +12,12 @@ import {
   type WorkflowDetail,
   type WorkflowInput
 } from './repository.ts'
+import { exportWorkflow, type WorkflowExport } from './transfer.ts'
 import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
+import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
 export const workflowNotFound = (): DomainError => new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
+export const versionNotFound = (): DomainError => new DomainError('WORKFLOW_VERSION_NOT_FOUND', 'Workflow version not found')
 
 /**
  * The schedule side effects of CRON workflows (spec section 3). Both hooks run
@@ -30,9 +36,16 @@ interface WorkflowServiceOptions {
   limits?: WorkflowLimits
 }
 
+/** The fields a version holds: changing any of them makes a new version. */
+const DEFINITION_FIELDS = ['triggerType', 'triggerConfig', 'nodes', 'edges'] as const
+
 const dedupe = (tags: string[] | undefined): string[] | undefined => tags === undefined ? undefined : [...new Set(tags)]
 
-/** Create, update and delete of workflow definitions: validation, then the write, then the schedule hooks. */
+/**
+ * Create, update, restore, import and delete of workflow definitions: validation (graph,
+ * trigger, then credential references), the write with its version, then the schedule hooks,
+ * in one transaction.
+ */
 export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowServiceOptions) {
   const detail = async (viewer: Viewer, id: string): Promise<WorkflowDetail> => {
     const workflow = await workflowsRepository(db).findDetail(viewer, id)
@@ -40,33 +53,97 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
     return workflow
   }
 
+  async function create (viewer: Viewer, input: WorkflowInput): Promise<WorkflowDetail> {
+    const nodes = input.nodes ?? []
+    validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes, edges: input.edges }, limits)
+    const created = await db.transaction(async (tx) => {
+      const credentialIds = await checkWorkflowCredentials(tx, viewer.id, nodes)
+      const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
+      await workflowVersionsRepository(tx).record(workflow, viewer.id)
+      await recordWorkflowCredentials(tx, workflow.id, credentialIds)
+      await scheduleSync?.onSaved(workflow, tx)
+      return workflow
+    })
+    return detail(viewer, created.id)
+  }
+
+  /**
+   * Writes `changes` to the workflow locked in `tx`. A change of the definition (a field of
+   * DEFINITION_FIELDS given a different value), or a restore, stores a new version made by the viewer.
+   */
+  async function save (tx: DbOrTx, viewer: Viewer, current: Workflow, changes: WorkflowChanges, restoredFrom?: number): Promise<void> {
+    const merged = { ...current, ...changes }
+    // Stored definitions were checked when saved: only what this change touches is checked again.
+    if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges, limits)
+    if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
+    const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
+    const redefined = restoredFrom !== undefined ||
+      DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(changes[field], current[field]))
+    const repo = workflowsRepository(tx)
+    const saved = (await repo.update(viewer, current.id, { ...changes, tags: dedupe(changes.tags) }, redefined ? current.version + 1 : undefined))!
+    if (redefined) await workflowVersionsRepository(tx).record(saved, viewer.id, restoredFrom)
+    if (credentialIds !== undefined) await recordWorkflowCredentials(tx, current.id, credentialIds)
+    await scheduleSync?.onSaved(saved, tx)
+  }
+
+  const locked = async (tx: DbOrTx, viewer: Viewer, id: string): Promise<Workflow> => {
+    const current = await workflowsRepository(tx).findById(viewer, id, { forUpdate: true })
+    if (current === null) throw workflowNotFound()
+    return current
+  }
+
   return {
-    async create (viewer: Viewer, input: WorkflowInput): Promise<WorkflowDetail> {
-      validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes: input.nodes ?? [], edges: input.edges }, limits)
-      const created = await db.transaction(async (tx) => {
-        const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
-        await scheduleSync?.onSaved(workflow, tx)
-        return workflow
-      })
-      return detail(viewer, created.id)
-    },
+    create,
 
     /** Only the supplied fields change; the result is checked as a whole before it is stored. */
     async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<WorkflowDetail> {
       await db.transaction(async (tx) => {
-        const repo = workflowsRepository(tx)
-        const current = await repo.findById(viewer, id, { forUpdate: true })
-        if (current === null) throw workflowNotFound()
+        const current = await locked(tx, viewer, id)
         const supplied = Object.keys(changes).filter((key) => changes[key as keyof WorkflowChanges] !== undefined)
-        if (supplied.length === 0) return
-        const merged = { ...current, ...changes }
-        // Stored definitions were checked when saved: only what this change touches is checked again.
-        if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges, limits)
-        if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
-        const saved = await repo.update(viewer, id, { ...changes, tags: dedupe(changes.tags) })
-        await scheduleSync?.onSaved(saved!, tx)
+        if (supplied.length > 0) await save(tx, viewer, current, changes)
       })
       return detail(viewer, id)
+    },
+
+    /**
+     * Makes version `version` current again, as a new version: checked like a change, since
+     * limits or credentials may have changed since it was stored.
+     */
+    async restore (viewer: Viewer, id: string, version: number): Promise<WorkflowDetail> {
+      await db.transaction(async (tx) => {
+        const current = await locked(tx, viewer, id)
+        const restored = await workflowVersionsRepository(tx).find(id, version)
+        if (restored === null) throw versionNotFound()
+        const { triggerType, triggerConfig, nodes, edges } = restored
+        await save(tx, viewer, current, { triggerType, triggerConfig, nodes, edges }, version)
+      })
+      return detail(viewer, id)
+    },
+
+    /** The workflow's versions, newest first. */
+    async versions (viewer: Viewer, id: string, page: { limit: number, offset: number }): Promise<WorkflowVersionSummary[]> {
+      if (!await workflowsRepository(db).isVisible(viewer, id)) throw workflowNotFound()
+      return workflowVersionsRepository(db).list(id, page)
+    },
+
+    async version (viewer: Viewer, id: string, version: number): Promise<WorkflowVersion> {
+      if (!await workflowsRepository(db).isVisible(viewer, id)) throw workflowNotFound()
+      const found = await workflowVersionsRepository(db).find(id, version)
+      if (found === null) throw versionNotFound()
+      return found
+    },
+
+    /** A portable copy of the workflow (transfer.ts). */
+    async export (viewer: Viewer, id: string): Promise<WorkflowExport> {
+      const workflow = await workflowsRepository(db).findById(viewer, id)
+      if (workflow === null) throw workflowNotFound()
+      const used = await credentialsRepository(db).usedBy(workflow.id)
+      return exportWorkflow(workflow, new Map(used.map(({ id: credentialId, name, type }) => [credentialId, { name, type }])))
+    },
+
+    /** A new workflow from an export's definition, checked like a create and inactive whatever it says. */
+    async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>): Promise<WorkflowDetail> {
+      return create(viewer, { ...definition, isActive: false })
     },
 
     async delete (viewer: Viewer, id: string): Promise<void> {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import chat from './chat.ts'
+import credentials from './credentials.ts'
 import runs from './runs.ts'
 import triggers from './triggers.ts'
 import users from './users.ts'
@@ -18,6 +19,7 @@ async function services (fastify: FastifyInstance): Promise<void> {
   await fastify.register(runs)
   await fastify.register(triggers)
   await fastify.register(chat)
+  await fastify.register(credentials)
 }
 
 export default fp(services, { name: 'services', dependencies: ['context'] })

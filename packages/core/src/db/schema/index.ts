@@ -1,5 +1,7 @@
 export * from './users.ts'
 export * from './workflows.ts'
+export * from './workflow-versions.ts'
 export * from './workflow-schedules.ts'
 export * from './runs.ts'
 export * from './chat.ts'
+export * from './credentials.ts'

@@ -21,6 +21,8 @@ export const runs = pgTable('runs', {
   // The queue of every job of the run, fixed when it is created: the workflow's trigger type
   // may change while the run is unfinished, and its jobs must still be found where they are.
   queue: text('queue').$type<QueueName>().notNull(),
+  // The workflow_versions row the run executes to its end, whatever the workflow becomes meanwhile.
+  workflowVersion: integer('workflow_version').notNull(),
   triggerData: jsonb('trigger_data').$type<unknown>(),
   // The exact bytes of an inbound webhook, for verify_signature; never part of triggerData.
   rawBody: bytea('raw_body'),

@@ -38,6 +38,8 @@ export const workflows = pgTable('workflows', {
   successCount: integer('success_count').notNull().default(0),
   failureCount: integer('failure_count').notNull().default(0),
   lastRunAt: nullableTimestamp('last_run_at'),
+  // The current definition's number in workflow_versions.
+  version: integer('version').notNull().default(1),
   ...timestamps()
 }, (t) => [
   // The list's order, newest updatedAt first with id breaking ties, per owner and for admins;

@@ -1,7 +1,8 @@
+import { createHmac } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
 import { BlockedAddressError } from './http-client.ts'
-import { NodeError, type NodeContext, type NodeExecutor } from '../types.ts'
+import { NodeError, type NodeContext, type NodeCredential, type NodeExecutor } from '../types.ts'
 import { optionalBoolean, optionalNumber, optionalObject, optionalString, requiredString } from './config.ts'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -69,6 +70,34 @@ function buildBody (config: Record<string, unknown>, headers: Record<string, str
   if (typeof body === 'string') return body
   headers['content-type'] ??= 'application/json'
   return JSON.stringify(body)
+}
+
+/** The header an hmac credential signs an http_request body into, GitHub's convention. */
+const HMAC_SIGNATURE_HEADER = 'x-signature-256'
+
+/**
+ * The node's `credential` as request headers, over what the author wrote: bearer and basic as
+ * Authorization, header as its name and value, hmac as `X-Signature-256: sha256=<hex>` over the
+ * exact body bytes (empty without a body).
+ */
+function authenticate (credential: NodeCredential, headers: Record<string, string>, body: string | undefined): void {
+  const { type, data, name } = credential
+  switch (type) {
+    case 'bearer':
+      headers.authorization = `Bearer ${data.token}`
+      return
+    case 'basic':
+      headers.authorization = `Basic ${Buffer.from(`${data.username}:${data.password}`).toString('base64')}`
+      return
+    case 'header':
+      headers[data.name!.toLowerCase()] = data.value!
+      return
+    case 'hmac':
+      headers[HMAC_SIGNATURE_HEADER] = `sha256=${createHmac('sha256', data.secret!).update(body ?? '').digest('hex')}`
+      return
+    default:
+      throw new NodeError(`Credential ${name} is ${type}: an http_request authenticates with bearer, basic, header or hmac`)
+  }
 }
 
 async function readBody (body: AsyncIterable<Buffer> & { destroy: () => void }): Promise<string> {
@@ -146,6 +175,7 @@ async function send (context: NodeContext, url: URL, method: string, headers: Re
  * and 5xx answers are retried `retries` times with exponential backoff.
  * Each attempt is written to the run's log before it is sent, and carries
  * the node's Idempotency-Key unless `idempotencyKey` is false.
+ * `credential` names a credential of the workflow's owner that authenticates the call.
  */
 export const httpRequest: NodeExecutor<'http_request'> = {
   type: 'http_request',
@@ -156,6 +186,7 @@ export const httpRequest: NodeExecutor<'http_request'> = {
     const url = buildUrl(config)
     const headers = buildHeaders(context)
     const body = method === 'GET' || method === 'HEAD' ? undefined : buildBody(config, headers)
+    if (context.credential !== undefined) authenticate(context.credential, headers, body)
     const timeoutMs = optionalNumber(config, 'timeoutMs', 1, MAX_TIMEOUT_MS) ?? 10_000
     const retries = Math.floor(optionalNumber(config, 'retries', 0, MAX_RETRIES) ?? 0)
     const failOnStatus = optionalBoolean(config, 'failOnStatus') ?? true

@@ -1,6 +1,6 @@
 import { createHmac, getHashes, timingSafeEqual } from 'node:crypto'
 import { getPath } from '../template.ts'
-import { NodeError, type NodeExecutor } from '../types.ts'
+import { NodeError, type NodeCredential, type NodeExecutor } from '../types.ts'
 import { optionalString, requiredString } from './config.ts'
 
 const ALGORITHMS = ['sha1', 'sha256', 'sha384', 'sha512'].filter((name) => getHashes().includes(name))
@@ -14,14 +14,21 @@ function decode (text: string, encoding: Encoding): Buffer | undefined {
   return valid ? Buffer.from(text, encoding) : undefined
 }
 
+/** The shared secret of the node's `credential`: an hmac credential's `secret`. */
+function credentialSecret ({ name, type, data }: NodeCredential): string {
+  if (type !== 'hmac' || data.secret === undefined) throw new NodeError(`Credential ${name} is ${type}: verify_signature needs an hmac credential`)
+  return data.secret
+}
+
 /**
  * An HMAC of the inbound webhook's exact bytes compared, in constant time, with
  * a request header (spec 5.6). Any mismatch fails the run with `Invalid signature`.
+ * The secret is `secret`, or the hmac credential named by `credential`.
  */
 export const verifySignature: NodeExecutor<'verify_signature'> = {
   type: 'verify_signature',
-  async execute ({ config, run, log }) {
-    const secret = requiredString(config, 'secret')
+  async execute ({ config, run, log, credential }) {
+    const secret = credential === undefined ? requiredString(config, 'secret') : credentialSecret(credential)
     const header = requiredString(config, 'header').toLowerCase()
     const algorithm = (optionalString(config, 'algorithm') ?? 'sha256').toLowerCase()
     if (!ALGORITHMS.includes(algorithm)) throw new NodeError(`algorithm must be one of ${ALGORITHMS.join(', ')}`)

@@ -16,6 +16,7 @@ export const RunLog = Type.Object({
 export const RunSummary = Type.Object({
   id: Type.String(),
   workflowId: Type.String(),
+  workflowVersion: Type.Integer({ description: 'the workflow version the run executes, to its end' }),
   status: RunStatus,
   triggerData: Type.Unknown(),
   result: Type.Record(Type.String(), Type.Unknown()),

@@ -7,6 +7,8 @@ import { workflowNotFound } from '@switchboard/core/workflows'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
+import transfer from './transfer.ts'
+import versions from './versions.ts'
 import {
   CreateWorkflowBody,
   ListWorkflowsQuery,
@@ -30,12 +32,14 @@ async function refuseBlankName (request: FastifyRequest): Promise<void> {
   }
 }
 
-/** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; and their fire. */
+/** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; their fire, versions, export and import. */
 const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { workflows } = fastify
   const tags = ['workflows']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw workflowNotFound() }))
   await fastify.register(fire)
+  await fastify.register(versions)
+  await fastify.register(transfer)
 
   fastify.post('', {
     preValidation: refuseBlankName,

@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
-import { DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
+import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
+import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from '@switchboard/core/workflows'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 export const TriggerType = Type.Enum(TRIGGER_TYPES)
@@ -113,8 +114,72 @@ export const WorkflowDetail = Type.Object({
   successCount: Type.Integer(),
   failureCount: Type.Integer(),
   lastRunAt: NullableTimestamp,
+  version: Type.Integer({ description: 'the number of the current definition (GET /workflows/:id/versions)' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
   runs: Type.Array(RecentRun, { description: 'the latest 10 runs, newest first' }),
   schedules: Type.Array(WorkflowSchedule)
 })
+
+export const ListVersionsQuery = Type.Object({ ...Pagination }, { additionalProperties: false })
+
+/** `:n` is a version number; anything else is a version that does not exist (404, like a malformed id). */
+export const VersionParams = Type.Object({ id: Type.String(), n: Type.String() })
+
+/** A version in the list: who made it and when, without its definition. */
+export const WorkflowVersionSummary = Type.Object({
+  version: Type.Integer(),
+  triggerType: TriggerType,
+  createdBy: Type.Union([Type.String(), Type.Null()], { description: 'the user who saved it; null when unknown (versions recorded at the upgrade) or deleted' }),
+  restoredFrom: Type.Union([Type.Integer(), Type.Null()], { description: 'the version a restore copied' }),
+  createdAt: Timestamp
+})
+
+/** One version: the definition runs started on it execute to their end. */
+export const WorkflowVersion = Type.Object({
+  workflowId: Type.String(),
+  ...WorkflowVersionSummary.properties,
+  triggerConfig: TriggerConfig,
+  nodes: Type.Array(WorkflowNode),
+  edges: Edges
+})
+
+/** What an export carries of the workflow: the writable fields but isActive. */
+const PortableWorkflow = Type.Object({
+  name: Name,
+  triggerType: TriggerType,
+  domain: Type.Optional(Domain),
+  description: Type.Optional(Description),
+  triggerConfig: Type.Optional(TriggerConfig),
+  nodes: Type.Optional(Nodes),
+  edges: Type.Optional(Edges),
+  tags: Type.Optional(Tags)
+}, { additionalProperties: false })
+
+const ExportedCredential = Type.Object({ name: Type.String(), type: Type.Enum(CREDENTIAL_TYPES) })
+
+/** GET /workflows/:id/export: portable JSON without ids, owner, counters, activity, version or secrets. */
+export const WorkflowExport = Type.Object({
+  format: Type.Literal(EXPORT_FORMAT),
+  formatVersion: Type.Literal(EXPORT_FORMAT_VERSION),
+  exportedAt: Timestamp,
+  workflow: Type.Object({
+    name: Type.String(),
+    description: NullableString(),
+    triggerType: TriggerType,
+    triggerConfig: TriggerConfig,
+    nodes: Type.Array(WorkflowNode),
+    edges: Edges,
+    domain: Domain,
+    tags: Type.Array(Type.String())
+  }),
+  credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
+  redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })
+})
+
+/** POST /workflows/import takes an export; `credentials`, `redacted` and `exportedAt` are informative and dropped. */
+export const ImportWorkflowBody = Type.Object({
+  format: Type.Literal(EXPORT_FORMAT, { errorMessage: `format must be ${EXPORT_FORMAT}` }),
+  formatVersion: Type.Literal(EXPORT_FORMAT_VERSION, { errorMessage: `formatVersion must be ${EXPORT_FORMAT_VERSION}` }),
+  workflow: PortableWorkflow
+}, { additionalProperties: false })

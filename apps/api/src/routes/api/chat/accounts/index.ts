@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { accountNotFound, decryptSecret, encryptSecret, type ChatAccountChanges } from '@switchboard/core/chat'
+import { accountNotFound, type ChatAccountChanges } from '@switchboard/core/chat'
+import { decryptSecret, encryptSecret, keyringOf } from '@switchboard/core/encryption'
 import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { ChatAccount, CreateChatAccountBody, ListChatAccountsQuery, UpdateChatAccountBody } from './schemas.ts'
@@ -14,7 +15,7 @@ const alreadyLinked = () => new DomainError('CHAT_ACCOUNT_EXISTS', 'Chat account
  */
 const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   const repo = fastify.chatAccounts
-  const { encryptionKey } = fastify.config
+  const keyring = keyringOf(fastify.config)
 
   fastify.get('', {
     schema: { tags: ['chat'], querystring: ListChatAccountsQuery, response: { 200: Type.Array(ChatAccount), ...errorResponses(400, 401) } }
@@ -25,7 +26,7 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const { accessToken, ...rest } = request.body
     await fastify.chat.verifyNumber(rest.phoneNumberId, accessToken)
-    const account = await repo.create(request.user.sub, { ...rest, accessTokenEncrypted: encryptSecret(encryptionKey, accessToken) })
+    const account = await repo.create(request.user.sub, { ...rest, accessTokenEncrypted: encryptSecret(keyring, accessToken) })
     if (account === null) throw alreadyLinked()
     return reply.code(201).send(account)
   })
@@ -39,9 +40,9 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
       // The number and token the account will have must still belong together.
       const current = await repo.findWithSecret(request.params.id, viewer)
       if (current === null) throw accountNotFound()
-      await fastify.chat.verifyNumber(rest.phoneNumberId ?? current.phoneNumberId, accessToken ?? decryptSecret(encryptionKey, current.accessTokenEncrypted))
+      await fastify.chat.verifyNumber(rest.phoneNumberId ?? current.phoneNumberId, accessToken ?? decryptSecret(keyring, current.accessTokenEncrypted))
     }
-    const changes: ChatAccountChanges = { ...rest, ...(accessToken !== undefined && { accessTokenEncrypted: encryptSecret(encryptionKey, accessToken) }) }
+    const changes: ChatAccountChanges = { ...rest, ...(accessToken !== undefined && { accessTokenEncrypted: encryptSecret(keyring, accessToken) }) }
     try {
       const account = await repo.update(request.params.id, viewer, changes)
       if (account === null) throw accountNotFound()

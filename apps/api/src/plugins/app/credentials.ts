@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { createCredentialService, credentialsRepository } from '@switchboard/core/credentials'
+import { keyringOf } from '@switchboard/core/encryption'
+
+type CredentialsRepository = ReturnType<typeof credentialsRepository>
+
+type Credentials = ReturnType<typeof createCredentialService> & {
+  list: CredentialsRepository['list']
+  find: CredentialsRepository['find']
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    credentials: Credentials
+  }
+}
+
+/** Credentials: reads without their data, and writes that encrypt it (one keyring for the process). */
+async function credentials (fastify: FastifyInstance): Promise<void> {
+  const repository = credentialsRepository(fastify.db)
+  fastify.decorate('credentials', {
+    ...createCredentialService({ db: fastify.db, keyring: keyringOf(fastify.config) }),
+    list: repository.list,
+    find: repository.find
+  })
+}
+
+export default fp(credentials, { name: 'credentials', dependencies: ['context'] })

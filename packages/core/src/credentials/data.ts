@@ -1,0 +1,65 @@
+import type { CredentialType } from '../db/schema/credentials.ts'
+import { decryptSecret, encryptSecret, type Keyring } from '../encryption.ts'
+import { DomainError } from '../errors.ts'
+
+/** A credential's secret fields, as written and as decrypted: field name → value. */
+export type CredentialData = Record<string, string>
+
+/** The fields each type holds; a `generic` credential names its own. */
+const TYPE_FIELDS: Record<Exclude<CredentialType, 'generic'>, readonly string[]> = {
+  bearer: ['token'],
+  basic: ['username', 'password'],
+  header: ['name', 'value'],
+  hmac: ['secret']
+}
+
+/** Bounds on `data` (README, Credentials). */
+const MAX_GENERIC_FIELDS = 20
+const MAX_VALUE_LENGTH = 8192
+const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/
+/** RFC 9110 token: what a header name may be. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/
+/** Values that travel in a request header: CR, LF and NUL would split or break it. */
+const HEADER_UNSAFE = /[\r\n\0]/
+
+const invalid = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
+
+/**
+ * Checks `data` against the fields of `type` and returns what is stored: the type's fields
+ * only (others are dropped, like unknown body fields), each a non-empty string of at most
+ * MAX_VALUE_LENGTH characters. Messages name the field, never its value.
+ */
+function validateCredentialData (type: CredentialType, data: Record<string, unknown>): CredentialData {
+  const names = type === 'generic' ? Object.keys(data) : TYPE_FIELDS[type]
+  if (type === 'generic') {
+    if (names.length === 0 || names.length > MAX_GENERIC_FIELDS) throw invalid(`data must hold 1 to ${MAX_GENERIC_FIELDS} fields`)
+    const bad = names.find((name) => !FIELD_NAME.test(name))
+    if (bad !== undefined) throw invalid(`data field names are 1 to 64 letters, digits, _ and -, starting with a letter or _: ${bad.slice(0, 64)}`)
+  }
+  const stored: CredentialData = {}
+  for (const name of names) {
+    const value = data[name]
+    if (value === undefined || value === null) throw invalid(`data.${name} is required`)
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_VALUE_LENGTH) {
+      throw invalid(`data.${name} must be a string of 1 to ${MAX_VALUE_LENGTH} characters`)
+    }
+    stored[name] = value
+  }
+  if (type === 'header' && !HEADER_NAME.test(stored.name!)) throw invalid('data.name must be a header name')
+  if (type === 'basic' && stored.username!.includes(':')) throw invalid('data.username must not contain :')
+  if (type !== 'generic' && type !== 'hmac') {
+    const unsafe = names.find((name) => HEADER_UNSAFE.test(stored[name]!))
+    if (unsafe !== undefined) throw invalid(`data.${unsafe} must not contain line breaks or NUL`)
+  }
+  return stored
+}
+
+/** What is stored of `data`: the names of its fields, and the checked fields as encrypted JSON. */
+export function sealCredentialData (keyring: Keyring, type: CredentialType, data: Record<string, unknown>): { fields: string[], dataEncrypted: string } {
+  const valid = validateCredentialData(type, data)
+  return { fields: Object.keys(valid), dataEncrypted: encryptSecret(keyring, JSON.stringify(valid)) }
+}
+
+/** The fields of a stored credential, decrypted (only for a node about to use them). */
+export const openCredentialData = (keyring: Keyring, dataEncrypted: string): CredentialData =>
+  JSON.parse(decryptSecret(keyring, dataEncrypted)) as CredentialData

@@ -1,0 +1,6 @@
+/** Credentials: secrets nodes refer to by name, encrypted at rest, redacted from whatever a run stores. */
+export { CREDENTIAL_MARKER } from './redaction.ts'
+export { credentialsRepository } from './repository.ts'
+export { rotateEncryptionKey } from './rotation.ts'
+export { createCredentialService, credentialNotFound } from './service.ts'
+export { createCredentialVault } from './vault.ts'
