@@ -128,12 +128,13 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     connections: { producer: redis, worker: connection },
     workers,
     async close () {
-      redisState.close()
       await Promise.all([reconciler.stop(), retention.stop()])
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
       for (const watchdog of watchdogs) watchdog.close()
       await Promise.all([http.close(), chatClient.close()])
+      // Connections closing now are not an outage.
+      redisState.close()
       await closeQueues(queues)
       connection.disconnect()
       redis.disconnect()

@@ -341,7 +341,7 @@ export function loadConfig (env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
   const timeouts: Timeouts = {
-    requestDeadlineMs: integer(env, 'REQUEST_DEADLINE_MS', 3000, 1000, 60_000),
+    requestDeadlineMs: integer(env, 'REQUEST_DEADLINE_MS', 3000, 2000, 60_000),
     databaseConnectMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
     databaseStatementMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 1000, 3_600_000),
     databaseIdleSeconds: integer(env, 'DATABASE_IDLE_TIMEOUT_SECONDS', 60, 1, 86_400)

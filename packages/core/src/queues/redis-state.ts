@@ -21,7 +21,7 @@ export interface RedisStateLog {
   /**
    * Logs the `error` events of a BullMQ Queue or Worker (without a listener, BullMQ prints each
    * one as a stack trace): connection errors while Redis is known to be away are counted, other
-   * errors are logged once per minute per source and message.
+   * errors (a script that failed, a lost lock) are logged once per minute per source and message.
    */
   listen: (emitter: ErrorEmitter, source: Record<string, string>) => void
   /** Called each time Redis is available again after having been lost for `downMs` (the reconciler runs a pass). */
@@ -36,7 +36,7 @@ const summary = (err: Error): { message: string, code?: string } => {
 }
 
 /** One structured line per change of Redis's availability, instead of a line (or a stack trace) per failed reconnection. */
-export function createRedisStateLog (logger: Pick<Logger, 'info' | 'warn'>): RedisStateLog {
+export function createRedisStateLog (logger: Pick<Logger, 'info' | 'warn' | 'error'>): RedisStateLog {
   const down = new Set<string>()
   const listeners: Array<(downMs: number) => void> = []
   const lastLogged = new Map<string, { at: number, repeated: number }>()
@@ -74,7 +74,7 @@ export function createRedisStateLog (logger: Pick<Logger, 'info' | 'warn'>): Red
     }
     if (lastLogged.size >= MAX_REMEMBERED_ERRORS) lastLogged.delete(lastLogged.keys().next().value!)
     lastLogged.set(key, { at: now, repeated: 0 })
-    logger.warn({ ...source, err, repeated: previous?.repeated ?? 0 }, 'redis error')
+    logger.error({ ...source, err, repeated: previous?.repeated ?? 0 }, 'queue error')
   }
 
   return {

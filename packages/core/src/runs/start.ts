@@ -340,13 +340,8 @@ async function enqueueOrTakeBack (deps: RunServiceDeps, created: InsertedRun[], 
     }
   } catch (err) {
     if (limits === undefined) {
-      let kept = 0
-      try {
-        for (const chunk of chunksOf(created)) kept += await discardUnclaimedRuns(deps.db, chunk, idempotencyKey)
-      } catch {
-        // The runs stay PENDING and the reconciler enqueues them: better than losing one.
-      }
-      if (kept < created.length) throw err
+      // A take-back that fails leaves the runs PENDING and the reconciler enqueues them: better than losing one.
+      if (await discardAll(deps.db, created, idempotencyKey).catch(() => 0) < created.length) throw err
       return
     }
     const takingBack = discardAll(deps.db, created, idempotencyKey)
