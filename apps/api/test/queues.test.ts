@@ -38,7 +38,7 @@ t.test('Redis unreachable: every queue reports an error and zero counters, withi
   }
 })
 
-t.test('Redis unreachable: fire and the webhook answer 500 and leave no run behind', async (t) => {
+t.test('Redis unreachable: fire answers 503 (retry later), the webhook the spec\'s 500, and no run is left behind', async (t) => {
   const closedPort = await freePort()
   const testApp = await buildTestApp(t, { REDIS_URL: `redis://127.0.0.1:${closedPort}` })
   const { app, request, adminToken } = testApp
@@ -54,7 +54,9 @@ t.test('Redis unreachable: fire and the webhook answer 500 and leave no run behi
   const webhook = await insertWorkflow('WEBHOOK')
 
   const fired = await request({ method: 'POST', url: `/api/automation/workflows/${manual}/fire`, token: adminToken, payload: {} })
-  t.equal(fired.statusCode, 500)
+  t.equal(fired.statusCode, 503)
+  t.equal(fired.json().code, 'SERVICE_UNAVAILABLE')
+  t.ok(fired.headers['retry-after'], 'the caller is told when to retry')
   const received = await request({ method: 'POST', url: `/api/automation/webhook/${webhook}`, payload: { a: 1 }, headers: { 'idempotency-key': 'k1' } })
   t.equal(received.statusCode, 500)
   t.equal(received.json().message, 'Internal Server Error')
