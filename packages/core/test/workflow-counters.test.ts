@@ -1,10 +1,12 @@
 import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { waitFor } from '@switchboard/testing/wait'
 import { runs, users, workflowCounterDeltas, workflows } from '../src/db/schema/index.ts'
 import { startRun } from '../src/runs/start.ts'
 import { runStore } from '../src/runs/steps.ts'
-import { foldCounterDeltas } from '../src/workflows/counters.ts'
+import { createLogger } from '../src/logger.ts'
+import { createCounterFolding, foldCounterDeltas } from '../src/workflows/counters.ts'
 import { workflowsRepository } from '../src/workflows/repository.ts'
 
 const { db, queues } = await createCoreTestContext(t)
@@ -105,4 +107,16 @@ t.test('reads are exact before and after the fold, and a fold loses nothing', as
   // Folded and unfolded together.
   await startRun({ db, queues }, { workflow, triggerData: {} })
   t.match(await read(), { runCount: 4, failureCount: 1 }, 'a new start adds to the folded row')
+})
+
+t.test('the worker\'s loop folds every delta, in batches, until none is left', async (t) => {
+  const workflow = await newWorkflow('looped')
+  for (let i = 0; i < 3; i++) await startRun({ db, queues }, { workflow, triggerData: { i } })
+  const folding = createCounterFolding({ db, logger: createLogger('silent', 'counters-test'), intervalMs: 20 })
+  folding.start()
+  t.teardown(folding.stop)
+  await waitFor(async () => (await db.select().from(workflowCounterDeltas)).length === 0 ? true : undefined, { what: 'the deltas to be folded' })
+  await folding.stop()
+  const [row] = await db.select().from(workflows).where(eq(workflows.id, workflow.id))
+  t.equal(row!.runCount, 3, 'the row holds the runs')
 })
