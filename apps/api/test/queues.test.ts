@@ -1,6 +1,7 @@
 import t from 'tap'
 import { createId } from '@paralleldrive/cuid2'
 import { freePort } from '@switchboard/testing/processes'
+import { foldCounterDeltas } from '@switchboard/core/workflows'
 import { buildTestApp } from './helper.ts'
 
 const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main']
@@ -63,5 +64,6 @@ t.test('Redis unreachable: fire answers 503 (retry later), the webhook the spec\
 
   t.equal((await sql`select count(*)::int as n from runs`)[0]?.n, 0, 'the sender\'s retry will not duplicate a run')
   t.equal((await sql`select count(*)::int as n from idempotency_keys`)[0]?.n, 0, 'the key is free for the retry')
+  await foldCounterDeltas(app.database.db)
   t.same(await sql`select run_count as "runCount", last_run_at as "lastRunAt" from workflows where id in (${manual}, ${webhook})`, [{ runCount: 0, lastRunAt: null }, { runCount: 0, lastRunAt: null }])
 })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { resumeJobId } from '@switchboard/core/queues'
+import { foldCounterDeltas } from '@switchboard/core/workflows'
 import { buildTestApp } from './helper.ts'
 import { planOf } from './query-plan.ts'
 import { waitFor } from '@switchboard/testing/wait'
@@ -19,8 +20,11 @@ const waitUntil = async (check: () => Promise<boolean>): Promise<void> => {
 const runCount = async (workflowId: string): Promise<number> =>
   (await sql`select id from runs where workflow_id = ${workflowId}`).length
 
-const counters = async (workflowId: string) =>
-  (await sql<Array<{ runCount: number, lastRunAt: string | null }>>`select run_count as "runCount", last_run_at as "lastRunAt" from workflows where id = ${workflowId}`)[0]
+/** The workflow row's counters once the deltas are folded in, as the worker does. */
+const counters = async (workflowId: string) => {
+  await foldCounterDeltas(app.database.db)
+  return (await sql<Array<{ runCount: number, lastRunAt: string | null }>>`select run_count as "runCount", last_run_at as "lastRunAt" from workflows where id = ${workflowId}`)[0]
+}
 
 const setStatus = async (runId: string, status: string, startedAt: Date | null = null) => {
   await sql`update runs set status = ${status}, started_at = ${startedAt?.toISOString() ?? null} where id = ${runId}`

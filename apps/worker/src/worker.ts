@@ -10,6 +10,7 @@ import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
 import { ASSISTANT_MAIN, closeQueues, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
+import { createCounterFolding } from '@switchboard/core/workflows'
 import { createScheduleSync } from '@switchboard/core/schedules'
 import { emitEvent } from '@switchboard/core/triggers'
 import type { WorkerContext } from './context.ts'
@@ -121,6 +122,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   redisState.onAvailable(reconciler.redisReturned)
   const retention = createRetention({ db: database.db, logger, ...config.retention })
   retention.start()
+  const counterFolding = createCounterFolding({ db: database.db, logger })
+  counterFolding.start()
   logger.info({ queues: workers.map((w) => w.name), concurrency: config.workerConcurrency }, 'worker started')
 
   return {
@@ -128,7 +131,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     connections: { producer: redis, worker: connection },
     workers,
     async close () {
-      await Promise.all([reconciler.stop(), retention.stop()])
+      await Promise.all([reconciler.stop(), retention.stop(), counterFolding.stop()])
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
       for (const watchdog of watchdogs) watchdog.close()

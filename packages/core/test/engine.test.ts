@@ -11,6 +11,7 @@ import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { resumeJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 import { emitEvent } from '../src/triggers/event.ts'
+import { foldCounterDeltas } from '../src/workflows/counters.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-test')
@@ -73,7 +74,11 @@ async function run (workflowId: string, triggerData: unknown = {}, extra: Partia
 }
 
 const readRun = async (id: string) => (await db.select().from(runs).where(eq(runs.id, id)))[0]
-const readWorkflow = async (id: string) => (await db.select().from(workflows).where(eq(workflows.id, id)))[0]
+/** The workflow row once the counter deltas are folded in, as the worker does. */
+const readWorkflow = async (id: string) => {
+  await foldCounterDeltas(db)
+  return (await db.select().from(workflows).where(eq(workflows.id, id)))[0]
+}
 const readLogs = async (id: string) => db.select().from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))
 
 t.test('a run executes every node, renders templates from triggerData and earlier nodes, and succeeds', async (t) => {

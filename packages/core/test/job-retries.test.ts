@@ -11,6 +11,7 @@ import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS, type RunJobData } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
 import { startRun } from '../src/runs/start.ts'
+import { foldCounterDeltas } from '../src/workflows/counters.ts'
 import type { Teardown } from '@switchboard/testing/teardown'
 
 const { db, queues } = await createCoreTestContext(t)
@@ -69,5 +70,6 @@ t.test('a retried job of a run that already finished does nothing', async (t) =>
   t.same(await finished(runId), { returned: 'SKIPPED', attemptsMade: 2 })
   t.equal(await runStatus(runId), 'SUCCESS')
   t.equal((await logMessages(runId)).filter((message) => message === 'Run started').length, 1, 'the run executed once')
+  await foldCounterDeltas(db)
   t.equal((await db.select({ successCount: workflows.successCount }).from(workflows).where(eq(workflows.id, workflow!.id)))[0]?.successCount, 2, 'counted once per run')
 })

@@ -156,7 +156,7 @@ interface PlannedRun {
 /** A run as its insert left it: `claimVersion` is the key row's version (xmin) when this start claimed an idempotency key. */
 interface InsertedRun extends StartedRun {
   workflowId: string
-  /** The workflow's domain, for the runs-created metric (null when no run was created for it). */
+  /** The workflow's domain, for the runs-created metric (null when the workflow is gone). */
   domain: string | null
   queue: QueueName
   claimVersion: string | null
@@ -164,7 +164,8 @@ interface InsertedRun extends StartedRun {
 
 /**
  * One statement per chunk: the PENDING rows (each pinned to its workflow's current
- * version), the workflows' runCount and lastRunAt and, with a key, the key claims. The rows travel as one JSON parameter, so the
+ * version), their counter deltas (runCount and lastRunAt; the workflow rows are only read,
+ * never locked) and, with a key, the key claims. The rows travel as one JSON parameter, so the
  * statement's text (and its prepared plan) is the same for every chunk. The key is
  * claimed before the run is inserted so that concurrent requests with one key create
  * one run: the loser's ON CONFLICT waits for the winner and returns the winner's run
@@ -201,17 +202,15 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
         (select version from workflows where workflows.id = planned.workflow_id)
       from planned
       ${idempotencyKey === undefined ? sql`` : sql`where planned.run_id in (select run_id from claim)`}
-      returning workflow_id
+      returning id, workflow_id, created_at
     ), counted as (
-      update workflows set run_count = run_count + per_workflow.created, last_run_at = now()
-      from (select workflow_id, count(*)::int as created from new_runs group by workflow_id) as per_workflow
-      where workflows.id = per_workflow.workflow_id
-      returning workflows.id, workflows.domain
+      insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
+      select workflow_id, id, 1, created_at from new_runs
     )
     select planned.run_id as "plannedId", coalesce(claim.run_id, planned.run_id) as "runId", claim.version as "claimVersion",
-      counted.domain
+      workflows.domain
     from planned left join claim on claim.workflow_id = planned.workflow_id
-    left join counted on counted.id = planned.workflow_id
+    left join workflows on workflows.id = planned.workflow_id
   `)
   const byPlannedId = new Map(inserted.map((row) => [row.plannedId, row]))
   return chunk.map(({ runId, workflow, queue }) => {
@@ -384,7 +383,10 @@ async function takeBackAfterAnswer (deps: RunServiceDeps, runs: InsertedRun[], i
 
 /**
  * Deletes PENDING runs nobody else has seen, with their keys and counter increments, and
- * returns how many runs were kept. A key row another request has read since this one
+ * returns how many runs were kept. A run's start delta goes with it; one the worker
+ * folded into its workflow's row already is taken off that row (an error path, so the
+ * row lock it takes is rare). A fold in progress holds the delta's row lock: the delete
+ * waits for it, finds the delta gone and takes the run off the folded row instead. A key row another request has read since this one
  * claimed it has a new version: that request's ON CONFLICT DO UPDATE rewrote it (Postgres
  * writes a new row version even when no value changes; xmin is its optimistic-locking
  * token). Such a key, and its run, stay. The delete waits for a concurrent claimer's
@@ -403,8 +405,15 @@ async function discardUnclaimedRuns (db: DbOrTx, runs: InsertedRun[], idempotenc
         ${textArray(runs.map(({ claimVersion }) => claimVersion ?? ''))})
     ), released as (${released}), discarded as (
       delete from runs where id in (select run_id from released) and status = 'PENDING' returning id, workflow_id
+    ), unfolded as (
+      delete from workflow_counter_deltas using discarded
+      where workflow_counter_deltas.workflow_id = discarded.workflow_id and workflow_counter_deltas.run_id = discarded.id
+        and workflow_counter_deltas.runs = 1
+      returning workflow_counter_deltas.run_id
     ), per_workflow as (
-      select workflow_id, count(*)::int as discarded from discarded group by workflow_id
+      select workflow_id, count(*)::int as discarded from discarded
+      where id not in (select run_id from unfolded)
+      group by workflow_id
     ), counted as (
       update workflows set
         run_count = run_count - per_workflow.discarded,

@@ -250,7 +250,7 @@ export function runStore (db: DbOrTx) {
         ), logged as (
           ${logRows(runId, lines, { runLine: sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from step` })}
         ), counted as (
-          update workflows set success_count = success_count + 1 where id = (select workflow_id from step)
+          insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, id, 1 from step
         )
         ${stepAnswer(runId)}
       `)
@@ -287,11 +287,10 @@ export function runStore (db: DbOrTx) {
         ), logged as (
           ${logRows(runId, lines, { runLine: sql`select 'ERROR' as level, 'Run failed: ' || ${error}::text as message from failed` })}
         ), counted as (
-          update workflows set failure_count = failure_count + 1 where id = (select workflow_id from failed)
-          returning trigger_config->>'eventName' as event_name
+          insert into workflow_counter_deltas (workflow_id, run_id, failures) select workflow_id, id, 1 from failed
         )
-        select failed.workflow_id as "workflowId", failed.user_id as "userId", (select event_name from counted) as "eventName"
-        from failed
+        select failed.workflow_id as "workflowId", failed.user_id as "userId", workflows.trigger_config->>'eventName' as "eventName"
+        from failed left join workflows on workflows.id = failed.workflow_id
       `)
       return rows[0]
     },

@@ -1,4 +1,5 @@
-import { and, arrayContains, desc, eq, sql, type SQL } from 'drizzle-orm'
+import { and, arrayContains, desc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm'
+import { exactCounters } from './counters.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import {
@@ -44,16 +45,16 @@ const summaryColumns = {
   triggerType: workflows.triggerType,
   triggerConfig: workflows.triggerConfig,
   isActive: workflows.isActive,
-  runCount: workflows.runCount,
-  successCount: workflows.successCount,
-  failureCount: workflows.failureCount,
-  lastRunAt: workflows.lastRunAt,
+  ...exactCounters,
   domain: workflows.domain,
   tags: workflows.tags,
   updatedAt: workflows.updatedAt
 }
 
 type WorkflowSummary = { [K in keyof typeof summaryColumns]: Workflow[K] }
+
+/** Every column, with the counters as the API gives them: exact, deltas not yet folded included. */
+const workflowColumns = { ...getTableColumns(workflows), ...exactCounters }
 
 interface WorkflowFilters {
   domain?: Domain
@@ -168,7 +169,7 @@ export function workflowsRepository (db: DbOrTx) {
 
     /** The workflow with its recent runs and schedules, in one query. */
     async findDetail (viewer: Viewer, id: string): Promise<WorkflowDetail | null> {
-      const [row] = await db.select({ workflow: workflows, runs: recentRunsJson, schedules: schedulesJson })
+      const [row] = await db.select({ workflow: workflowColumns, runs: recentRunsJson, schedules: schedulesJson })
         .from(workflows).where(byId(viewer, id)).limit(1)
       if (row === undefined) return null
       return { ...row.workflow, runs: mapRuns(row.runs), schedules: mapSchedules(row.schedules) }
@@ -177,7 +178,7 @@ export function workflowsRepository (db: DbOrTx) {
     /** `version`: the number of the definition the change makes current, when it makes a new one. */
     async update (viewer: Viewer, id: string, changes: WorkflowChanges, version?: number): Promise<Workflow | null> {
       const [workflow] = await db.update(workflows).set({ ...editableFields(changes), ...(version !== undefined && { version }) })
-        .where(byId(viewer, id)).returning()
+        .where(byId(viewer, id)).returning(workflowColumns)
       return workflow ?? null
     },
 
