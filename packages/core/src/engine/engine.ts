@@ -7,7 +7,7 @@ import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from '../observability/run-trace.ts'
 import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
-import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
+import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType, isPureNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Progress, type Refusal, type StepOutcome } from '../runs/steps.ts'
@@ -100,6 +100,19 @@ interface Pending {
   nodes: number
   /** When the checkpoint was written (performance.now()). */
   since: number
+}
+
+/** The size of a run's result as JSON, kept up to date as nodes add to it. */
+interface ResultSize { bytes: number | undefined }
+
+/** `value`'s size, or undefined when it cannot be serialized. */
+function measurable (sizer: JsonSizer, value: unknown): number | undefined {
+  try {
+    return sizer.measure(value)
+  } catch (err) {
+    if (err instanceof UnserializableValueError) return undefined
+    throw err
+  }
 }
 
 /** Empties `pending` once it is written. */
@@ -255,9 +268,12 @@ export function createRunEngine (options: EngineOptions) {
    * NODE_OUTPUT_MAX_BYTES, and the run's result with it within
    * RUN_RESULT_MAX_BYTES. Measured without serializing, so an output that
    * would take gigabytes fails at once rather than exhausting the worker.
+   * `resultSize.bytes` is the result's size so far: a new key adds to it, so
+   * a node costs the size of its output, not of the whole result (undefined:
+   * not measurable, the whole result is measured and its error reported).
    */
-  function checkStorable (nodeId: string, output: unknown, result: Record<string, unknown>, sizer: JsonSizer): void {
-    const check = (what: string, value: unknown, maxBytes: number): void => {
+  function checkStorable (nodeId: string, output: unknown, result: Record<string, unknown>, sizer: JsonSizer, resultSize: ResultSize): void {
+    const check = (what: string, value: unknown, maxBytes: number): number => {
       let bytes: number
       try {
         bytes = sizer.measure(value, maxBytes)
@@ -266,12 +282,20 @@ export function createRunEngine (options: EngineOptions) {
         throw err
       }
       if (bytes > maxBytes) throw new NodeError(`${what} exceeds ${maxBytes} bytes`)
+      return bytes
     }
     check('Node output', output, nodeOutputMaxBytes)
-    check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
+    if (resultSize.bytes === undefined || nodeId in result || output === undefined) {
+      resultSize.bytes = check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
+      return
+    }
+    // The output one level down, as it is in the result (its depth counts); then its entry added to the result's size.
+    const entryBytes = (Object.keys(result).length > 0 ? 1 : 0) + jsonStringBytes(nodeId) + 1 + check('Run result', [output], runResultMaxBytes) - 2
+    if (resultSize.bytes + entryBytes > runResultMaxBytes) throw new NodeError(`Run result exceeds ${runResultMaxBytes} bytes`)
+    resultSize.bytes += entryBytes
   }
 
-  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
+  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
     const log = (level: LogLevel, message: string): void => { pending.lines.push({ nodeId: node.id, level, message, at: new Date() }) }
     // A checkpoint before the node acts, under this claim: what is pending (earlier pure nodes), the step's lines so far and `message`.
     const beforeEffect = async (message: string): Promise<void> => {
@@ -307,7 +331,7 @@ export function createRunEngine (options: EngineOptions) {
     })
     // A pure node waits on nothing: no poll of the run's claim, no timer.
     const outcome = isPureNodeType(node.type) ? await execute(neverAborted) : await watchingClaim(run, signal, execute)
-    checkStorable(node.id, outcome.output, result, sizer)
+    checkStorable(node.id, outcome.output, result, sizer, resultSize)
     return outcome
   }
 
@@ -335,6 +359,7 @@ export function createRunEngine (options: EngineOptions) {
     const result = { ...run.result }
     // Sizes of the objects of this run's result, measured once; they are never changed once stored.
     const sizer = createJsonSizer()
+    const resultSize: ResultSize = { bytes: measurable(sizer, result) }
     const visited = new Set<string>()
     let nodeId = run.currentNodeId ?? startNode(graph)?.id
 
@@ -363,7 +388,7 @@ export function createRunEngine (options: EngineOptions) {
       const started = performance.now()
       let outcome: NodeResult
       try {
-        outcome = await executeNode(run, node, result, pending, signal, sizer, trace)
+        outcome = await executeNode(run, node, result, resultSize, pending, signal, sizer, trace)
       } catch (err) {
         if (err instanceof InfrastructureError) throw err
         // Told not to act before an outside effect: nothing was done, nothing is written.
