@@ -71,7 +71,7 @@ function failingDb (fails: (statement: string) => boolean): Db {
 }
 const isAdvance = (statement: string): boolean => statement.includes('current_node_id = $')
 
-function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number, chat?: ChatSender } = {}) {
+function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number, chat?: ChatSender, checkpointMaxNodes?: number } = {}) {
   const chat: ChatSender = options.chat ?? {
     async sendText (input) { sentTexts.push(input.text); return { wamid: `wamid.${sentTexts.length}`, to: input.to } },
     async sendTemplate () { throw new Error('unused') }
@@ -82,7 +82,8 @@ function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number,
     logger,
     nodes: { chat, http: http.dispatcher },
     emitEvent: async () => {},
-    cancelPollMs: options.cancelPollMs ?? 60_000
+    cancelPollMs: options.cancelPollMs ?? 60_000,
+    ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
   })
 }
 
@@ -154,8 +155,8 @@ t.test('a RUNNING run claimed again by the job that held it is a retry; a stalle
 
 t.test('database errors during steps are retries of the job, not takeovers: a run survives more of them than the takeover limit', async (t) => {
   let advances = 0
-  // The first write of each of the first four nodes fails; its retry succeeds.
-  const engine = engineWith({ db: failingDb((statement) => isAdvance(statement) && ++advances <= 8 && advances % 2 === 1) })
+  // The first write of each of the first four nodes fails; its retry succeeds (a checkpoint after every node).
+  const engine = engineWith({ db: failingDb((statement) => isAdvance(statement) && ++advances <= 8 && advances % 2 === 1), checkpointMaxNodes: 1 })
   const workflowId = await workflow(['a', 'b', 'c', 'd', 'e'].map((id, i, ids) => ({ id, type: 'set', config: { values: { id } }, ...(i < ids.length - 1 && { next: ids[i + 1] }) })))
   const runId = await run(workflowId)
 
@@ -184,8 +185,8 @@ t.test('database errors during steps are retries of the job, not takeovers: a ru
 })
 
 t.test('infrastructure retries are bounded: the job\'s attempts, then takeovers by the reconciler\'s jobs, then the run fails', async (t) => {
-  // A database refusing every step of this run for good.
-  const engine = engineWith({ db: failingDb(isAdvance) })
+  // A database refusing every step of this run for good (a checkpoint after every node).
+  const engine = engineWith({ db: failingDb(isAdvance), checkpointMaxNodes: 1 })
   const workflowId = await workflow([{ id: 'a', type: 'set', config: { values: {} }, next: 'b' }, { id: 'b', type: 'set', config: { values: {} } }])
   const runId = await run(workflowId)
 

@@ -7,10 +7,10 @@ import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from '../observability/run-trace.ts'
 import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
-import { createJsonSizer, UnserializableValueError, type JsonSizer } from './json-size.ts'
-import { isNodeType } from './node-types.ts'
+import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
+import { isNodeType, isPureNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
-import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
+import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Progress, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
 
@@ -79,6 +79,12 @@ interface EngineOptions {
    * @defaultValue none: a node with a `credential` field fails, credential templates render empty
    */
   credentials?: CredentialResolver
+  /**
+   * A chain of pure nodes is checkpointed (its outputs, position and log
+   * lines written) after this many nodes at most.
+   * @defaultValue 100
+   */
+  checkpointMaxNodes?: number
 }
 
 const identity = <T>(value: T): T => value
@@ -88,6 +94,47 @@ const withoutCredentials: CredentialResolver = {
     if (node.config?.credential !== undefined) throw new NodeError('Credentials are not available to this engine')
     return { redact: identity }
   }
+}
+
+/** A chain of pure nodes is checkpointed once this long (ms) has passed since the last checkpoint, so a cancel is seen within about that. */
+const CHECKPOINT_MAX_MS = 200
+/** A chain of pure nodes lets other work of the process run (lock renewals, other jobs) this often (ms). */
+const YIELD_EVERY_MS = 10
+/** The signal of pure nodes, which never wait on anything: nothing aborts them. */
+const neverAborted = new AbortController().signal
+
+/**
+ * What an execution did since its last checkpoint, written by the next one:
+ * the outputs of the nodes that finished, their log lines in order.
+ */
+interface Pending {
+  outputs: Record<string, unknown>
+  lines: LogLine[]
+  /** Nodes finished since the checkpoint. */
+  nodes: number
+  /** When the checkpoint was written (performance.now()). */
+  since: number
+}
+
+/** The size of a run's result as JSON, kept up to date as nodes add to it. */
+interface ResultSize { bytes: number | undefined }
+
+/** `value`'s size, or undefined when it cannot be serialized. */
+function measurable (sizer: JsonSizer, value: unknown): number | undefined {
+  try {
+    return sizer.measure(value)
+  } catch (err) {
+    if (err instanceof UnserializableValueError) return undefined
+    throw err
+  }
+}
+
+/** Empties `pending` once it is written. */
+function checkpointed (pending: Pending): void {
+  pending.outputs = {}
+  pending.lines = []
+  pending.nodes = 0
+  pending.since = performance.now()
 }
 
 /** A node may show a few missing paths; a config with thousands of them must not write thousands of lines. */
@@ -141,10 +188,13 @@ function ownerOf (job: RunDelivery): ClaimOwner {
 /**
  * Executes runs (contract, "Graph execution" and "Runs"). One call takes a run
  * from PENDING, WAITING or (after its worker died) RUNNING and executes nodes
- * until the run ends, suspends on a wait node, or is cancelled. Node outputs,
- * the run's position and log lines are written after each node in one
- * statement, so a run taken over after a crash goes on from the node that was
- * running.
+ * until the run ends, suspends on a wait node, or is cancelled. Pure nodes
+ * (set, condition, verify_signature) run in memory; node outputs, the run's
+ * position and log lines are written in one statement at checkpoints: before
+ * and after a node with an outside effect, at a wait, at the end, and every
+ * `checkpointMaxNodes` nodes or CHECKPOINT_MAX_MS in a pure chain. A run taken
+ * over after a crash goes on from its last checkpoint, re-running pure nodes
+ * only.
  */
 export function createRunEngine (options: EngineOptions) {
   const { logger, queues } = options
@@ -154,6 +204,7 @@ export function createRunEngine (options: EngineOptions) {
   const nodeOutputMaxBytes = options.nodeOutputMaxBytes ?? 1024 * 1024
   const runResultMaxBytes = options.runResultMaxBytes ?? 8 * 1024 * 1024
   const credentials = options.credentials ?? withoutCredentials
+  const checkpointMaxNodes = options.checkpointMaxNodes ?? 100
 
   async function emitFailure (runId: string, error: string, failed: { workflowId: string, userId: string, eventName: string | null }): Promise<void> {
     // A workflow that itself listens to failures emits nothing when it fails, so failures cannot loop.
@@ -170,9 +221,9 @@ export function createRunEngine (options: EngineOptions) {
    * emits `workflow.run.failed`; false when the run was not in `from`. `trace`: the run is being
    * executed (the reconciler fails runs it does not execute).
    */
-  async function failRun (runId: string, error: string, lines: LogLine[] = [], from: Parameters<typeof store.fail>[3] = ['RUNNING'], trace?: RunTrace): Promise<boolean> {
+  async function failRun (runId: string, error: string, lines: LogLine[] = [], from: Parameters<typeof store.fail>[3] = ['RUNNING'], trace?: RunTrace, progress?: Progress): Promise<boolean> {
     trace?.write(lines)
-    const failed = await store.fail(runId, error, lines, from)
+    const failed = await store.fail(runId, error, lines, from, progress)
     if (failed === undefined) return false
     runsFinished.inc({ status: 'FAILED' })
     ;(trace?.log ?? logger.child({ runId, workflowId: failed.workflowId })).error({ error }, 'Run failed')
@@ -188,9 +239,10 @@ export function createRunEngine (options: EngineOptions) {
     return 'SUPERSEDED'
   }
 
-  /** A node failed: the run ends FAILED, as a step of this claim. */
-  async function failClaimed (run: ClaimedRun, error: string, lines: LogLine[], trace: RunTrace): Promise<RunOutcome> {
-    if (await database(failRun(run.id, error, lines, { claim: run.claim }, trace))) return 'FAILED'
+  /** A node failed: the run ends FAILED at `nodeId` with what was pending, as a step of this claim. */
+  async function failClaimed (run: ClaimedRun, error: string, pending: Pending, nodeId: string, trace: RunTrace): Promise<RunOutcome> {
+    const progress = { outputs: pending.outputs, currentNodeId: nodeId }
+    if (await database(failRun(run.id, error, pending.lines, { claim: run.claim }, trace, progress))) return 'FAILED'
     return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', trace, run)
   }
 
@@ -231,9 +283,12 @@ export function createRunEngine (options: EngineOptions) {
    * NODE_OUTPUT_MAX_BYTES, and the run's result with it within
    * RUN_RESULT_MAX_BYTES. Measured without serializing, so an output that
    * would take gigabytes fails at once rather than exhausting the worker.
+   * `resultSize.bytes` is the result's size so far: a new key adds to it, so
+   * a node costs the size of its output, not of the whole result (undefined:
+   * not measurable, the whole result is measured and its error reported).
    */
-  function checkStorable (nodeId: string, output: unknown, result: Record<string, unknown>, sizer: JsonSizer): void {
-    const check = (what: string, value: unknown, maxBytes: number): void => {
+  function checkStorable (nodeId: string, output: unknown, result: Record<string, unknown>, sizer: JsonSizer, resultSize: ResultSize): void {
+    const check = (what: string, value: unknown, maxBytes: number): number => {
       let bytes: number
       try {
         bytes = sizer.measure(value, maxBytes)
@@ -242,15 +297,23 @@ export function createRunEngine (options: EngineOptions) {
         throw err
       }
       if (bytes > maxBytes) throw new NodeError(`${what} exceeds ${maxBytes} bytes`)
+      return bytes
     }
     check('Node output', output, nodeOutputMaxBytes)
-    check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
+    if (resultSize.bytes === undefined || nodeId in result || output === undefined) {
+      resultSize.bytes = check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
+      return
+    }
+    // The output one level down, as it is in the result (its depth counts); then its entry added to the result's size.
+    const entryBytes = (Object.keys(result).length > 0 ? 1 : 0) + jsonStringBytes(nodeId) + 1 + check('Run result', [output], runResultMaxBytes) - 2
+    if (resultSize.bytes + entryBytes > runResultMaxBytes) throw new NodeError(`Run result exceeds ${runResultMaxBytes} bytes`)
+    resultSize.bytes += entryBytes
   }
 
-  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
+  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
     const secrets = await credentials.forNode(run.userId, node)
     try {
-      return await executeWithSecrets(run, node, result, lines, signal, sizer, trace, secrets)
+      return await executeWithSecrets(run, node, result, resultSize, pending, signal, sizer, trace, secrets)
     } catch (err) {
       // What a node failed with may quote what it sent (a header, a URL).
       const message = errorMessage(err)
@@ -259,16 +322,18 @@ export function createRunEngine (options: EngineOptions) {
     }
   }
 
-  async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, lines: LogLine[], signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets): Promise<NodeResult> {
+  async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets): Promise<NodeResult> {
     if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
-    const log = (level: LogLevel, message: string): void => { lines.push({ nodeId: node.id, level, message: secrets.redact(message), at: new Date() }) }
-    // The step's lines so far and `message` are written before the node acts, under this claim.
+    const log = (level: LogLevel, message: string): void => { pending.lines.push({ nodeId: node.id, level, message: secrets.redact(message), at: new Date() }) }
+    // A checkpoint before the node acts, under this claim: what is pending (earlier pure nodes), the step's lines so far and `message`.
     const beforeEffect = async (message: string): Promise<void> => {
       log('INFO', message)
-      const pending = lines.splice(0)
-      trace.write(pending)
-      const outcome = await database(store.record(run.id, run.claim, pending))
+      const lines = pending.lines
+      trace.write(lines)
+      const progress = pending.nodes === 0 ? undefined : { outputs: pending.outputs, currentNodeId: node.id }
+      const outcome = await database(store.record(run.id, run.claim, lines, progress))
       if (outcome !== 'written') throw new ClaimLostError(outcome)
+      checkpointed(pending)
     }
     const executor = nodeExecutors[node.type]
     const rawConfig = node.config ?? {}
@@ -281,7 +346,7 @@ export function createRunEngine (options: EngineOptions) {
     const scope = secrets.templateScope === undefined ? result : { ...result, credentials: secrets.templateScope }
     const config = renderTemplate(rawConfig, scope, onMissing, { maxBytes: nodeOutputMaxBytes, sizer }) as Record<string, unknown>
     if (missing > MAX_MISSING_PATH_LINES) log('WARN', `Template paths not found: ${missing - MAX_MISSING_PATH_LINES} more`)
-    const outcome = await watchingClaim(run, signal, async (nodeSignal) => await executor.execute({
+    const execute = async (nodeSignal: AbortSignal): Promise<NodeResult> => await executor.execute({
       node,
       config,
       rawConfig,
@@ -292,9 +357,11 @@ export function createRunEngine (options: EngineOptions) {
       beforeEffect,
       signal: nodeSignal,
       deps: options.nodes
-    }))
+    })
+    // A pure node waits on nothing: no poll of the run's claim, no timer.
+    const outcome = isPureNodeType(node.type) ? await execute(neverAborted) : await watchingClaim(run, signal, execute)
     const output = secrets.redact(outcome.output)
-    checkStorable(node.id, output, result, sizer)
+    checkStorable(node.id, output, result, sizer, resultSize)
     return { ...outcome, output }
   }
 
@@ -316,17 +383,19 @@ export function createRunEngine (options: EngineOptions) {
     }
     const run = claim.claimed
     const trace = traceRun(logger, run, context.requestId)
-    let firstLines = trace.claimed(owner?.retryLine)
+    const firstLines = trace.claimed(owner?.retryLine)
     const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
+    const nodesById = new Map(graph.nodes.map((node) => [node.id, node]))
     const result = { ...run.result }
     // Sizes of the objects of this run's result, measured once; they are never changed once stored.
     const sizer = createJsonSizer()
+    const resultSize: ResultSize = { bytes: measurable(sizer, result) }
     const visited = new Set<string>()
     let nodeId = run.currentNodeId ?? startNode(graph)?.id
 
     if (nodeId === undefined) {
       trace.write(firstLines)
-      const ended = afterStep(await database(store.succeed(runId, run.claim, undefined, firstLines)), trace, run)
+      const ended = afterStep(await database(store.succeed(runId, run.claim, {}, firstLines)), trace, run)
       if (ended !== undefined) return ended
       trace.ended('SUCCESS')
       return 'SUCCESS'
@@ -334,22 +403,22 @@ export function createRunEngine (options: EngineOptions) {
 
     // The job's lock was lost, or could not be renewed: the run is left for its next owner.
     const abandoned = (): boolean => signal?.aborted === true
+    const pending: Pending = { outputs: {}, lines: firstLines, nodes: 0, since: performance.now() }
+    let yielded = performance.now()
     for (;;) {
       if (abandoned()) return 'ABANDONED'
-      const lines: LogLine[] = firstLines
-      firstLines = []
-      const node: WorkflowNode | undefined = graph.nodes.find((candidate) => candidate.id === nodeId)
+      const node: WorkflowNode | undefined = nodesById.get(nodeId)
       if (node === undefined || visited.has(nodeId)) {
         const error = node === undefined ? `Node not found: ${nodeId}` : `Workflow graph has a cycle at ${nodeId}`
-        return await failClaimed(run, error, lines, trace)
+        return await failClaimed(run, error, pending, nodeId, trace)
       }
       visited.add(node.id)
 
-      lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} (${node.type}) started`, at: new Date() })
+      pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} (${node.type}) started`, at: new Date() })
       const started = performance.now()
       let outcome: NodeResult
       try {
-        outcome = await executeNode(run, node, result, lines, signal, sizer, trace)
+        outcome = await executeNode(run, node, result, resultSize, pending, signal, sizer, trace)
       } catch (err) {
         if (err instanceof InfrastructureError) throw err
         // Told not to act before an outside effect: nothing was done, nothing is written.
@@ -357,17 +426,18 @@ export function createRunEngine (options: EngineOptions) {
         const error = errorMessage(err)
         const failedAfter = performance.now() - started
         trace.node(node.type, 'failure', failedAfter)
-        lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(failedAfter)}ms: ${error}`, at: new Date() })
+        pending.lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(failedAfter)}ms: ${error}`, at: new Date() })
         if (abandoned()) return 'ABANDONED'
-        return await failClaimed(run, error, lines, trace)
+        return await failClaimed(run, error, pending, node.id, trace)
       }
       const elapsed = Math.round(performance.now() - started)
       trace.node(node.type, outcome.suspendUntil === undefined ? 'success' : 'waiting', performance.now() - started)
+      pending.outputs[node.id] = outcome.output
 
       if (outcome.suspendUntil !== undefined) {
-        lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
-        trace.write(lines)
-        const suspended = afterStep(await database(store.suspend(runId, run.claim, node.id, outcome.output, lines)), trace, run)
+        pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
+        trace.write(pending.lines)
+        const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines)), trace, run)
         if (suspended !== undefined) return suspended
         // The resumed part of the run logs with the request id too.
         const data: RunJobData = { runId, ...(context.requestId !== undefined && { requestId: context.requestId }) }
@@ -382,23 +452,33 @@ export function createRunEngine (options: EngineOptions) {
         return 'WAITING'
       }
 
-      lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} completed in ${elapsed}ms`, at: new Date() })
+      pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} completed in ${elapsed}ms`, at: new Date() })
+      pending.nodes++
       result[node.id] = outcome.output
       const next = nextNodeId(graph, node, outcome)
       if (next === null) {
-        trace.write(lines)
-        const ended = afterStep(await database(store.succeed(runId, run.claim, { nodeId: node.id, output: outcome.output }, lines)), trace, run)
+        trace.write(pending.lines)
+        const ended = afterStep(await database(store.succeed(runId, run.claim, pending.outputs, pending.lines)), trace, run)
         if (ended !== undefined) return ended
         trace.ended('SUCCESS')
         return 'SUCCESS'
       }
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
-        lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
+        pending.lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
       }
-      trace.write(lines)
-      const advanced = afterStep(await database(store.advance(runId, run.claim, node.id, outcome.output, next, lines)), trace, run)
-      if (advanced !== undefined) return advanced
       nodeId = next
+      const now = performance.now()
+      // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
+      if (!isPureNodeType(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since >= CHECKPOINT_MAX_MS) {
+        trace.write(pending.lines)
+        const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines)), trace, run)
+        if (advanced !== undefined) return advanced
+        checkpointed(pending)
+        yielded = performance.now()
+      } else if (now - yielded >= YIELD_EVERY_MS) {
+        await new Promise((resolve) => setImmediate(resolve))
+        yielded = performance.now()
+      }
     }
   }
 

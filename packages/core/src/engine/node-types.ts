@@ -12,3 +12,12 @@ export const NODE_TYPES = [
 export type NodeType = typeof NODE_TYPES[number]
 
 export const isNodeType = (type: string): type is NodeType => (NODE_TYPES as readonly string[]).includes(type)
+
+/**
+ * Node types without an outside effect: deterministic, given the run's result
+ * and trigger, so the engine runs them in memory between checkpoints and a
+ * crash re-runs them. Any other type is checkpointed before it acts and after it.
+ */
+const PURE_NODE_TYPES: ReadonlySet<string> = new Set<NodeType>(['set', 'condition', 'verify_signature'])
+
+export const isPureNodeType = (type: string): boolean => PURE_NODE_TYPES.has(type)

@@ -7,10 +7,11 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { QueueName } from '../queues/catalog.ts'
 
 /**
- * The engine's statements. Each step of a run is one round trip: the node's
- * result, the run's position, its log lines, a status change and the
- * workflow counters go together, and every status change is guarded by the
- * status it expects, so a cancelled or finished run is never overwritten.
+ * The engine's statements. Each checkpoint of a run is one round trip: the
+ * outputs of the nodes that ran since the last one, the run's position, their
+ * log lines, a status change and the workflow counters go together, and every
+ * status change is guarded by the status it expects, so a cancelled or
+ * finished run is never overwritten.
  *
  * Fencing: every claim bumps `runs.claim`, and every step of the execution
  * that claimed the run is written only while the run still carries that
@@ -47,6 +48,15 @@ export interface ClaimedRun {
     edges: unknown
     eventName: string | null
   }
+}
+
+/**
+ * What an execution did since its last checkpoint: node outputs (merged into
+ * `runs.result`) and the node the run goes on at (`runs.current_node_id`).
+ */
+export interface Progress {
+  outputs: Record<string, unknown>
+  currentNodeId: string
 }
 
 /**
@@ -211,12 +221,17 @@ export function runStore (db: DbOrTx) {
      * unless the run is RUNNING under `claim`. The row is share-locked, so a
      * claim in progress is waited for and seen.
      */
-    async record (runId: string, claim: number, lines: LogLine[]): Promise<StepOutcome> {
+    async record (runId: string, claim: number, lines: LogLine[], progress?: Progress): Promise<StepOutcome> {
+      // With progress the row is updated (and so locked) like any step; without, share-locked only.
+      const step = progress === undefined
+        ? sql`select 1 from found where ${heldBy(claim)}`
+        : sql`update runs set result = result || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}
+          where id = ${runId} and ${heldBy(claim)} returning id`
       const rows = await db.execute<StepRow>(sql`
         with found as (
           select status, claim from runs where id = ${runId} for share
         ), step as (
-          select 1 from found where ${heldBy(claim)}
+          ${step}
         ), logged as (
           ${logRows(runId, lines, { when: sql`exists (select 1 from step)` })}
         )
@@ -225,11 +240,11 @@ export function runStore (db: DbOrTx) {
       return stepOutcome(rows[0], claim)
     },
 
-    /** A node finished and the run goes on at `nextNodeId`. */
-    async advance (runId: string, claim: number, nodeId: string, output: unknown, nextNodeId: string, lines: LogLine[]): Promise<StepOutcome> {
+    /** A checkpoint: nodes finished and the run goes on at `progress.currentNodeId`. */
+    async advance (runId: string, claim: number, progress: Progress, lines: LogLine[]): Promise<StepOutcome> {
       const rows = await db.execute<StepRow>(sql`
         with step as (
-          update runs set result = result || jsonb_build_object(${nodeId}::text, ${jsonb(output)}), current_node_id = ${nextNodeId}
+          update runs set result = result || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}
           where id = ${runId} and ${heldBy(claim)}
           returning id
         ), logged as (${logRows(runId, lines)})
@@ -239,8 +254,8 @@ export function runStore (db: DbOrTx) {
     },
 
     /** The last node finished: SUCCESS, the run-level line and the workflow's successCount. */
-    async succeed (runId: string, claim: number, last: { nodeId: string, output: unknown } | undefined, lines: LogLine[]): Promise<StepOutcome> {
-      const result = last === undefined ? sql`result` : sql`result || jsonb_build_object(${last.nodeId}::text, ${jsonb(last.output)})`
+    async succeed (runId: string, claim: number, outputs: Record<string, unknown>, lines: LogLine[]): Promise<StepOutcome> {
+      const result = Object.keys(outputs).length === 0 ? sql`result` : sql`result || ${jsonb(outputs)}`
       const rows = await db.execute<StepRow>(sql`
         with step as (
           update runs set status = 'SUCCESS', result = ${result}, current_node_id = null,
@@ -257,11 +272,11 @@ export function runStore (db: DbOrTx) {
       return stepOutcome(rows[0], claim)
     },
 
-    /** A wait node suspends the run at `nodeId`: WAITING until its resume job runs it again. */
-    async suspend (runId: string, claim: number, nodeId: string, output: unknown, lines: LogLine[]): Promise<StepOutcome> {
+    /** A wait node suspends the run at `progress.currentNodeId` (itself): WAITING until its resume job runs it again. */
+    async suspend (runId: string, claim: number, progress: Progress, lines: LogLine[]): Promise<StepOutcome> {
       const rows = await db.execute<StepRow>(sql`
         with step as (
-          update runs set status = 'WAITING', result = result || jsonb_build_object(${nodeId}::text, ${jsonb(output)}), current_node_id = ${nodeId}
+          update runs set status = 'WAITING', result = result || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}
           where id = ${runId} and ${heldBy(claim)}
           returning id
         ), logged as (${logRows(runId, lines)})
@@ -272,16 +287,18 @@ export function runStore (db: DbOrTx) {
 
     /**
      * FAILED with `failure` as the error, the run-level line and the workflow's failureCount,
-     * for a run in one of `from` (`claim`: RUNNING under that claim, as a step of its execution).
+     * for a run in one of `from` (`claim`: RUNNING under that claim, as a step of its execution),
+     * with the execution's `progress` since its last checkpoint.
      * Returns what the failure event needs, or undefined when the run was not in one of those statuses.
      */
-    async fail (runId: string, failure: string, lines: LogLine[], from: readonly RunStatus[] | { claim: number } = ['RUNNING']): Promise<FailedRun | undefined> {
+    async fail (runId: string, failure: string, lines: LogLine[], from: readonly RunStatus[] | { claim: number } = ['RUNNING'], progress?: Progress): Promise<FailedRun | undefined> {
       // A node's error may quote what it received.
       const error = storableText(failure)
       const guard = 'claim' in from ? heldBy(from.claim) : sql`status in (${sql.join(from.map((status) => sql`${status}`), sql`, `)})`
       const rows = await db.execute<{ workflowId: string, userId: string, eventName: string | null }>(sql`
         with failed as (
           update runs set status = 'FAILED', error = ${error}, completed_at = now(), duration_ms = ${durationMs}
+            ${progress === undefined ? sql`` : sql`, result = result || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}`}
           where id = ${runId} and ${guard}
           returning id, workflow_id, user_id
         ), logged as (

@@ -1,0 +1,208 @@
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import { asc, eq, type SQL } from 'drizzle-orm'
+import { PgDialect } from 'drizzle-orm/pg-core'
+import t from 'tap'
+import { createCoreTestContext } from '@switchboard/testing/context'
+import { waitFor } from '@switchboard/testing/wait'
+import type { Db } from '../src/db/client.ts'
+import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
+import { createRunEngine } from '../src/engine/engine.ts'
+import { createHttpClient } from '../src/engine/nodes/http-client.ts'
+import { createLogger } from '../src/logger.ts'
+import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
+
+/**
+ * Pure nodes run in memory between checkpoints (issue 13): a long pure chain
+ * costs a few statements, a run taken over between checkpoints re-runs pure
+ * nodes only, and the run's log keeps every line in order.
+ */
+
+const { db, queues } = await createCoreTestContext(t)
+const logger = createLogger('silent', 'engine-checkpoints-test')
+
+/** The local http sink: counts calls per path. */
+const calls: string[] = []
+const sink = createServer((req, res) => {
+  req.resume()
+  req.on('end', () => {
+    calls.push(req.url ?? '')
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
+  })
+})
+sink.listen(0, '127.0.0.1')
+await once(sink, 'listening')
+const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const http = createHttpClient({ allowPrivate: true })
+t.teardown(async () => {
+  sink.closeAllConnections()
+  sink.close()
+  await http.close()
+})
+
+const dialect = new PgDialect()
+/** The database as the engine sees it: `onStatement` sees each statement first and may hold it (a promise that never settles). */
+function watchedDb (onStatement: (statement: string) => Promise<void> | undefined): Db {
+  return new Proxy(db, {
+    get (target, property, receiver) {
+      if (property !== 'execute') return Reflect.get(target, property, receiver)
+      return async (query: SQL) => {
+        await onStatement(dialect.sqlToQuery(query).sql)
+        return await target.execute(query)
+      }
+    }
+  })
+}
+
+const engineWith = (options: { db?: Db, checkpointMaxNodes?: number } = {}) => createRunEngine({
+  db: options.db ?? db,
+  queues,
+  logger,
+  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher },
+  emitEvent: async () => {},
+  cancelPollMs: 60_000,
+  ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
+})
+
+const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
+async function workflow (nodes: WorkflowNode[]): Promise<string> {
+  const [row] = await db.insert(workflows).values({ userId: owner!.id, name: 'wf', triggerType: 'MANUAL', isActive: true, nodes }).returning()
+  return row!.id
+}
+async function run (workflowId: string): Promise<string> {
+  const [row] = await db.insert(runs).values({ workflowId, userId: owner!.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData: { n: 1 } }).returning()
+  return row!.id
+}
+const readRun = async (id: string) => (await db.select().from(runs).where(eq(runs.id, id)))[0]!
+const messages = async (id: string) => (await db.select().from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))).map((line) => line.message)
+
+/** A chain of `count` condition nodes, each going on to the next through `then`. */
+const conditionChain = (count: number): WorkflowNode[] => Array.from({ length: count }, (_, i) => ({
+  id: `c${i}`,
+  type: 'condition',
+  config: { field: 'triggerData.n', operator: 'equals', value: 1, ...(i < count - 1 && { then: `c${i + 1}` }) }
+}))
+
+/** The node lines of a node, in the order the engine writes them. */
+const nodeLines = (id: string, type: string, next?: string): RegExp[] => [
+  new RegExp(`^Node ${id} \\(${type}\\) started$`),
+  new RegExp(`^Node ${id} completed in \\d+ms$`),
+  ...(next === undefined ? [] : [new RegExp(`^Continuing with ${next}$`)])
+]
+
+t.test('a 400-node condition chain takes a statement per checkpoint, not per node, and logs every node in order', async (t) => {
+  const statements: string[] = []
+  const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
+  const runId = await run(await workflow(conditionChain(400)))
+
+  const began = performance.now()
+  t.equal(await engine.executeRun(runId), 'SUCCESS')
+  t.comment(`400 nodes in ${Math.round(performance.now() - began)} ms`)
+  // The claim, a checkpoint every 100 nodes (or 200 ms on a slow machine), the end.
+  t.ok(statements.length >= 5 && statements.length <= 25, `${statements.length} statements for 400 nodes`)
+  const row = await readRun(runId)
+  t.equal(row.status, 'SUCCESS')
+  t.equal(Object.keys(row.result as object).filter((key) => key.startsWith('c')).length, 400, 'every node output stored')
+  t.match((row.result as Record<string, unknown>).c399, { matched: true })
+  const lines = await messages(runId)
+  const expected = conditionChain(400).flatMap((node, i) => nodeLines(node.id, 'condition', i < 399 ? `c${i + 1}` : undefined))
+  t.equal(lines[0], 'Run started')
+  t.match(lines.slice(1, -1), expected, 'node lines in execution order')
+  t.match(lines.at(-1), /^Run succeeded in \d+ms$/)
+})
+
+t.test('a run whose worker dies between checkpoints is taken over from the last one: pure nodes run again, each outside effect once', async (t) => {
+  calls.length = 0
+  const nodes: WorkflowNode[] = [
+    { id: 'before', type: 'set', config: { values: { step: 'before' } }, next: 'first' },
+    { id: 'first', type: 'http_request', config: { url: `${sinkUrl}/first` }, next: 'p1' },
+    { id: 'p1', type: 'set', config: { values: { step: 'p1' } }, next: 'p2' },
+    { id: 'p2', type: 'condition', config: { field: 'p1.step', operator: 'equals', value: 'p1', then: 'p3' } },
+    { id: 'p3', type: 'set', config: { values: { step: '{{p1.step}}-p3' } }, next: 'second' },
+    { id: 'second', type: 'http_request', config: { url: `${sinkUrl}/second` }, next: 'after' },
+    { id: 'after', type: 'set', config: { values: { step: 'after' } } }
+  ]
+  const runId = await run(await workflow(nodes))
+
+  // The worker dies when it is about to write the checkpoint before `second` (the second one before an effect
+  // that folds in pure nodes; the first folds in `before`): that statement never reaches Postgres.
+  let died = false
+  let folded = 0
+  let endDeadExecution = (): void => {}
+  const dying = engineWith({
+    db: watchedDb((statement) => {
+      if (!statement.includes('for share') || !statement.includes('update runs') || ++folded !== 2) return undefined
+      died = true
+      // Held until the test is done; then its execution ends too (its node's claim poll would keep the process alive).
+      return new Promise<void>((resolve, reject) => { endDeadExecution = () => { reject(new Error('the worker died')) } })
+    })
+  })
+  const dead = dying.executeRun(runId).catch(() => 'died')
+  await waitFor(async () => died ? true : undefined, { what: 'the worker to die' })
+  const stored = await readRun(runId)
+  t.ok(died, 'the worker died before the second effect')
+  t.equal(stored.status, 'RUNNING')
+  t.equal(stored.currentNodeId, 'p1', 'the last checkpoint: after the first effect')
+  t.notOk('p3' in (stored.result as object), 'pure nodes since the checkpoint were not written')
+  t.same(calls, ['/first'])
+
+  t.equal(await engineWith().executeRun(runId), 'SUCCESS', 'taken over by another worker')
+  t.same(calls, ['/first', '/second'], 'each outside effect delivered once')
+  const row = await readRun(runId)
+  t.same((row.result as Record<string, unknown>).p3, { step: 'p1-p3' })
+  t.same((row.result as Record<string, unknown>).after, { step: 'after' })
+  const lines = await messages(runId)
+  t.match(lines, [
+    'Run started',
+    ...nodeLines('before', 'set'),
+    /^Node first \(http_request\) started$/,
+    `Calling GET ${sinkUrl}/first (attempt 1)`,
+    `GET ${sinkUrl}/first answered 200`,
+    /^Node first completed in \d+ms$/,
+    'Run taken over after its worker stopped (attempt 1)',
+    ...nodeLines('p1', 'set'),
+    ...nodeLines('p2', 'condition', 'p3'),
+    ...nodeLines('p3', 'set'),
+    /^Node second \(http_request\) started$/,
+    `Calling GET ${sinkUrl}/second (attempt 1)`,
+    `GET ${sinkUrl}/second answered 200`,
+    /^Node second completed in \d+ms$/,
+    ...nodeLines('after', 'set'),
+    /^Run succeeded in \d+ms$/
+  ], 'the dead worker\'s pure nodes are not in the log; the log is in order')
+  t.equal(lines.length, 22)
+  endDeadExecution()
+  t.equal(await dead, 'died')
+})
+
+t.test('a run cancelled during a long pure chain stops at its next checkpoint', async (t) => {
+  const runId = await run(await workflow(conditionChain(400)))
+  let checkpoints = 0
+  const engine = engineWith({
+    checkpointMaxNodes: 10,
+    db: watchedDb(async (statement) => {
+      if (!statement.includes('current_node_id = $') || ++checkpoints !== 1) return
+      await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId))
+    })
+  })
+
+  t.equal(await engine.executeRun(runId), 'STOPPED')
+  const row = await readRun(runId)
+  t.equal(row.status, 'CANCELLED')
+  // The cancel came as the first checkpoint was written: that checkpoint was refused (its lines are written), no later node ran.
+  const started = (await messages(runId)).filter((line) => /^Node c\d+ \(condition\) started$/.test(line))
+  t.equal(started.length, 10, 'the nodes up to the checkpoint that saw the cancel, none after')
+})
+
+t.test('a long pure chain lets the process\'s other work run while it executes', async (t) => {
+  const runId = await run(await workflow(conditionChain(1000)))
+  const engine = engineWith({ checkpointMaxNodes: 100_000 })
+  let ticks = 0
+  const ticker = setInterval(() => { ticks++ }, 1)
+  const began = performance.now()
+  const outcome = await engine.executeRun(runId)
+  const took = performance.now() - began
+  clearInterval(ticker)
+  t.equal(outcome, 'SUCCESS')
+  t.ok(ticks >= Math.floor(took / 50), `${ticks} timer ticks in ${Math.round(took)} ms`)
+})
