@@ -68,11 +68,21 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
   })
 }
 
+export interface ApiProcess extends ManagedProcess {
+  baseUrl: string
+}
+
 export interface Stack {
+  /** The first api's address. */
   baseUrl: string
   env: Record<string, string>
-  api: ManagedProcess
+  /** The first api process. */
+  api: ApiProcess
+  /** Every api process started, the first included, each on a port of its own. */
+  apis: ApiProcess[]
   workers: ManagedProcess[]
+  /** Starts one more api process on the same database and queues. */
+  startApi: () => Promise<ApiProcess>
   /** Starts one more worker process on the same database and queues. */
   startWorker: () => Promise<ManagedProcess>
   /** Logs in as the admin and returns the token. */
@@ -84,10 +94,14 @@ export interface Stack {
 
 export interface StackOptions {
   env?: Record<string, string>
+  /** How many api processes to start (default 1). */
+  apis?: number
   /** How many worker processes to start (default 1). */
   workers?: number
   /** A database the test prepared (default: a fresh migrated one); dropped at teardown either way. */
   database?: TestDatabase
+  /** A Redis of the test's own (`startRedisServer`), which it cleans up itself; default: the shared one, under a fresh prefix. */
+  redisUrl?: string
 }
 
 /**
@@ -96,18 +110,16 @@ export interface StackOptions {
  */
 export async function startStack (t: Teardown, options: StackOptions = {}): Promise<Stack> {
   const database = options.database ?? await createTestDatabase()
-  const port = await freePort()
   const queuePrefix = uniqueQueuePrefix()
   const env = {
-    ...testEnv(database.url, queuePrefix, options.env),
-    PORT: String(port),
+    ...testEnv(database.url, queuePrefix, { ...(options.redisUrl !== undefined && { REDIS_URL: options.redisUrl }), ...options.env }),
     HOST: '127.0.0.1',
     LOG_LEVEL: options.env?.LOG_LEVEL ?? 'info'
   }
   const processes: ManagedProcess[] = []
   t.teardown(async () => {
     await Promise.all(processes.map(async (p) => { await p.stop('SIGKILL') }))
-    await deleteQueuePrefix(queuePrefix)
+    if (options.redisUrl === undefined) await deleteQueuePrefix(queuePrefix)
     await database.drop()
   })
 
@@ -120,17 +132,30 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
     return worker
   }
 
-  const baseUrl = `http://127.0.0.1:${port}`
-  const api = await launch('apps/api/src/server.ts', env, async () => {
-    try {
-      return (await fetch(`${baseUrl}/health/live`)).ok
-    } catch {
-      return false
-    }
-  })
-  processes.push(api)
+  const apis: ApiProcess[] = []
+  const startApi = async (): Promise<ApiProcess> => {
+    const port = await freePort()
+    const baseUrl = `http://127.0.0.1:${port}`
+    const api = await launch('apps/api/src/server.ts', { ...env, PORT: String(port) }, async () => {
+      try {
+        return (await fetch(`${baseUrl}/health/live`)).ok
+      } catch {
+        return false
+      }
+    })
+    processes.push(api)
+    apis.push({ ...api, baseUrl })
+    return apis.at(-1)!
+  }
+
   const workers: ManagedProcess[] = []
-  for (let i = 0; i < (options.workers ?? 1); i++) await startWorker()
+  // Several processes start together: each takes seconds of compiling before it listens.
+  await Promise.all([
+    ...Array.from({ length: options.apis ?? 1 }, startApi),
+    ...Array.from({ length: options.workers ?? 1 }, startWorker)
+  ])
+  const api = apis[0]!
+  const baseUrl = api.baseUrl
 
   const client = createTestClient(httpTransport(baseUrl))
   let token: string | undefined
@@ -139,5 +164,5 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
     return token
   }
 
-  return { baseUrl, env, api, workers, startWorker, adminToken, client, call: client.call }
+  return { baseUrl, env, api, apis, workers, startApi, startWorker, adminToken, client, call: client.call }
 }

@@ -1,0 +1,109 @@
+/** What one request of a load got. */
+export interface Answer {
+  /** The request's number, unique within its load; tests put it in the body to find the run it made. */
+  seq: number
+  url: string
+  sentAt: number
+  /** Milliseconds until the answer, or until the sender gave up or lost the connection. */
+  ms: number
+  /** The HTTP status, when an answer came. */
+  status?: number
+  body?: any
+  /** Why no answer came: the sender gave up, the connection was refused or cut. */
+  failure?: 'timeout' | 'refused' | 'reset'
+}
+
+interface LoadOptions {
+  /** Where request `seq` goes (several apis: alternate). */
+  url: (seq: number) => string
+  /** Its JSON body. */
+  body: (seq: number) => unknown
+  headers?: Record<string, string>
+  /** The sender gives up after this long (default 10 s), like a partner's webhook client. */
+  giveUpMs?: number
+}
+
+export interface Load {
+  answers: Answer[]
+  /** Requests sent whose answer has not come yet. */
+  inFlight: () => number
+  /** Sends `perSecond` requests a second, without waiting for answers, until `stop`. */
+  paced: (perSecond: number) => { stop: () => Promise<void> }
+  /** Sends `count` requests, `concurrency` at a time, and resolves when all are answered. */
+  burst: (count: number, concurrency: number) => Promise<void>
+  /** Resolves when every request sent so far is answered or given up. */
+  settled: () => Promise<void>
+}
+
+/** `200 received`, `503`, `timeout`: how answers are counted in a scenario's figures. */
+export function answerLabel (answer: Answer): string {
+  if (answer.status === undefined) return answer.failure ?? 'none'
+  const status = typeof answer.body?.status === 'string' ? ` ${answer.body.status as string}` : ''
+  return `${answer.status}${status}`
+}
+
+function failureOf (err: unknown): Answer['failure'] {
+  if ((err as Error).name === 'TimeoutError') return 'timeout'
+  return (err as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED' ? 'refused' : 'reset'
+}
+
+/**
+ * A sender of JSON POSTs that records when and how each one was answered, for tests that
+ * break the service under traffic and then check every answer against the runs that exist.
+ */
+export function createLoad (options: LoadOptions): Load {
+  const answers: Answer[] = []
+  const pending = new Set<Promise<void>>()
+  const giveUpMs = options.giveUpMs ?? 10_000
+  let next = 0
+
+  const send = (): Promise<void> => {
+    const seq = next++
+    const url = options.url(seq)
+    const sentAt = Date.now()
+    const request = (async () => {
+      try {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...options.headers },
+          body: JSON.stringify(options.body(seq)),
+          signal: AbortSignal.timeout(giveUpMs)
+        })
+        const text = await res.text()
+        let body: unknown = text
+        try { body = JSON.parse(text) } catch {}
+        answers.push({ seq, url, sentAt, ms: Date.now() - sentAt, status: res.status, body })
+      } catch (err) {
+        answers.push({ seq, url, sentAt, ms: Date.now() - sentAt, failure: failureOf(err) })
+      }
+    })()
+    pending.add(request)
+    request.finally(() => pending.delete(request)).catch(() => {})
+    return request
+  }
+
+  const settled = async (): Promise<void> => {
+    while (pending.size > 0) await Promise.all([...pending])
+  }
+
+  return {
+    answers,
+    inFlight: () => pending.size,
+    paced: (perSecond) => {
+      const timer = setInterval(() => { send().catch(() => {}) }, 1000 / perSecond)
+      return {
+        stop: async () => {
+          clearInterval(timer)
+          await settled()
+        }
+      }
+    },
+    burst: async (count, concurrency) => {
+      const last = next + count
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (next < last) await send()
+      }))
+    },
+    settled
+  }
+}
