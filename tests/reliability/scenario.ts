@@ -69,7 +69,30 @@ export async function createWorkflow (rs: ReliabilityStack, input: Record<string
   return await rs.stack.client.createWorkflow(rs.token, input)
 }
 
-const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+/**
+ * An http_request node `id` that POSTs to the sink at `/<route>/<id>/<request number>`: the
+ * number comes from the run's trigger data (`seqPath`), so the audit can tell the run even
+ * when no Idempotency-Key is sent.
+ */
+export function deliveryNode (rs: ReliabilityStack, id: string, route: string, seqPath: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const seq = `{{${seqPath}}}`
+  return { id, type: 'http_request', config: { method: 'POST', url: `${rs.sink.url}/${route}/${id}/${seq}`, body: { seq }, timeoutMs: 30000 }, ...extra }
+}
+
+/** The request number and node of a delivery made by a `deliveryNode`. */
+export function deliveryOf (path: string): { seq: number, nodeId: string } | undefined {
+  const [, , nodeId, seq] = path.split('/')
+  return nodeId === undefined || seq === undefined || !/^[0-9]+$/.test(seq) ? undefined : { seq: Number(seq), nodeId }
+}
+
+/** The inbound webhook accepted a run: 200 `received`. */
+export const webhookAccepted = (answer: Answer): boolean => answer.status === 200 && answer.body?.status === 'received'
+
+/** The run ids of the accepted answers. */
+export const acceptedRunIds = (answers: Answer[], accepted: (answer: Answer) => boolean): string[] =>
+  answers.filter(accepted).map((answer) => answer.body.runId as string)
+
+export const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
 /**
  * Waits until none of the workflows' runs is PENDING, RUNNING or WAITING and every run in
@@ -112,8 +135,6 @@ export interface AuditInput {
   /** SQL giving the request number a run carries, from its trigger_data (e.g. `trigger_data->'body'->>'seq'`). */
   seqColumn: string
   deliveries: Delivery[]
-  /** The request number and node a delivery was made for, from its path; undefined for other requests. */
-  deliveryOf: (path: string) => { seq: number, nodeId: string } | undefined
 }
 
 /** A scenario's numbers, printed as one JSON line for the record. */
@@ -193,7 +214,7 @@ export async function audit (scenario: string, input: AuditInput): Promise<Audit
   const delivered = new Map<string, number>()
   const wrongKeys: string[] = []
   for (const delivery of input.deliveries) {
-    const made = input.deliveryOf(delivery.path)
+    const made = deliveryOf(delivery.path)
     if (made === undefined) continue
     const run = runsBySeq.get(made.seq)?.[0]
     const expectedKey = run === undefined ? undefined : `${run.id}:${made.nodeId}`
@@ -246,6 +267,20 @@ export async function audit (scenario: string, input: AuditInput): Promise<Audit
     unlogged,
     wrongKeys,
     late
+  }
+}
+
+/** How the service answered while a store was down, and how soon it accepted again once it was back. */
+export function outageFigures (answers: Answer[], accepted: (answer: Answer) => boolean, downAt: number, upAt: number): Record<string, unknown> {
+  const during = answers.filter((answer) => answer.sentAt >= downAt && answer.sentAt < upAt)
+  const answersDuringOutage: Record<string, number> = {}
+  for (const answer of during) answersDuringOutage[answerLabel(answer)] = (answersDuringOutage[answerLabel(answer)] ?? 0) + 1
+  const acceptedAgain = answers.filter((answer) => accepted(answer) && answer.sentAt >= upAt).map((answer) => answer.sentAt + answer.ms)
+  return {
+    outageMs: upAt - downAt,
+    answersDuringOutage,
+    slowestDuringOutageMs: Math.max(0, ...during.map((answer) => answer.ms)),
+    acceptingAgainAfterMs: acceptedAgain.length === 0 ? null : Math.min(...acceptedAgain) - upAt
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { createLoad } from '@switchboard/testing/load'
-import { assertAudit, audit, createWorkflow, SENDER_GIVE_UP_MS, startReliabilityStack, waitUntilSettled } from './scenario.ts'
+import { acceptedRunIds, assertAudit, audit, createWorkflow, deliveryNode, SENDER_GIVE_UP_MS, sleep, startReliabilityStack, waitUntilSettled, webhookAccepted } from './scenario.ts'
 
 t.setTimeout(150_000)
 
@@ -21,7 +21,7 @@ t.test('workers killed during slow deliveries and waits: nothing accepted is los
     name: 'slow delivery',
     triggerType: 'WEBHOOK',
     nodes: [
-      { id: 'hit', type: 'http_request', config: { method: 'POST', url: `${sink.url}/slow/hit/{{triggerData.body.seq}}`, body: { seq: '{{triggerData.body.seq}}' }, timeoutMs: 30000 }, next: 'done' },
+      deliveryNode(rs, 'hit', 'slow', 'triggerData.body.seq', { next: 'done' }),
       { id: 'done', type: 'set', config: { values: { ok: 'yes' } } }
     ]
   })
@@ -30,7 +30,7 @@ t.test('workers killed during slow deliveries and waits: nothing accepted is los
     triggerType: 'WEBHOOK',
     nodes: [
       { id: 'pause', type: 'wait', config: { seconds: 2 }, next: 'hit' },
-      { id: 'hit', type: 'http_request', config: { method: 'POST', url: `${sink.url}/fast/hit/{{triggerData.body.seq}}`, body: { seq: '{{triggerData.body.seq}}' } } }
+      deliveryNode(rs, 'hit', 'fast', 'triggerData.body.seq')
     ]
   })
   const workflowIds = [slow, waits]
@@ -44,7 +44,7 @@ t.test('workers killed during slow deliveries and waits: nothing accepted is los
   const kills: Array<{ slowDeliveriesInFlight: number, waitingRuns: number }> = []
   const replacements: Array<Promise<unknown>> = []
   for (let kill = 0; kill < 4; kill++) {
-    await new Promise((resolve) => setTimeout(resolve, 3500))
+    await sleep(3500)
     // The oldest live worker: it has been taking runs the longest.
     const victim = stack.workers.find((worker) => worker.child.exitCode === null && worker.child.signalCode === null)
     if (victim === undefined) continue
@@ -58,19 +58,14 @@ t.test('workers killed during slow deliveries and waits: nothing accepted is los
   await Promise.all(replacements)
   const trafficEnded = Date.now()
 
-  const acceptedRunIds = load.answers.filter((answer) => answer.body?.status === 'received').map((answer) => answer.body.runId as string)
-  const settledAt = await waitUntilSettled(sql, workflowIds, acceptedRunIds, 60_000)
+  const settledAt = await waitUntilSettled(sql, workflowIds, acceptedRunIds(load.answers, webhookAccepted), 60_000)
   const result = await audit('worker SIGKILL', {
     sql,
     workflowIds,
     answers: load.answers,
-    accepted: (answer) => answer.status === 200 && answer.body?.status === 'received',
+    accepted: webhookAccepted,
     seqColumn: "trigger_data->'body'->>'seq'",
-    deliveries: sink.deliveries,
-    deliveryOf: (path) => {
-      const [, , nodeId, seq] = path.split('/')
-      return nodeId === undefined || seq === undefined ? undefined : { seq: Number(seq), nodeId }
-    }
+    deliveries: sink.deliveries
   })
   Object.assign(result.figures, { kills, settledAfterTrafficMs: settledAt === undefined ? null : settledAt - trafficEnded })
   assertAudit(t, result)

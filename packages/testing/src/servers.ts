@@ -84,8 +84,9 @@ export interface PostgresServer extends StoreServer {
 
 /**
  * PostgreSQL from the installed server binaries (POSTGRES_BIN, default PostgreSQL 15's), in a
- * temporary data directory, loopback only, trusting local clients. Durability settings are off:
- * a test's stop is a process stop, never a machine crash, so nothing written is lost. `stop`
+ * temporary data directory, loopback only, trusting local clients. fsync is off (a test's stop is a
+ * process stop, never a machine crash: what reached the kernel survives it); synchronous_commit
+ * stays on, or an immediate shutdown would lose commits the clients were told of. `stop`
  * defaults to SIGQUIT (immediate shutdown: clients are cut at once and the next start runs
  * crash recovery); SIGINT is a fast shutdown.
  */
@@ -106,7 +107,7 @@ export async function startPostgresServer (t: Teardown): Promise<PostgresServer>
     server = await launch(join(POSTGRES_BIN, 'postgres'), [
       '-D', dataDir, '-p', String(port),
       '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=',
-      '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
+      '-c', 'fsync=off', '-c', 'full_page_writes=off',
       '-c', 'max_connections=300'
     ], 'database system is ready to accept connections', user)
   }
