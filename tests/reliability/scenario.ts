@@ -15,7 +15,7 @@ import { startPostgresServer, startRedisServer, type PostgresServer, type StoreS
  * Contract, Guarantees: every answer, during an outage too, within a few seconds. Lower it once
  * the request deadlines are merged to hold them to their promise.
  */
-export const ANSWER_DEADLINE_MS = 5_000
+const ANSWER_DEADLINE_MS = 5_000
 /** Senders give up after this long: a run created for a request given up is a run nobody accepted. */
 export const SENDER_GIVE_UP_MS = 10_000
 /** After Redis comes back empty, lost work is re-enqueued within this long (issue 12). */
@@ -80,7 +80,7 @@ export function deliveryNode (rs: ReliabilityStack, id: string, route: string, s
 }
 
 /** The request number and node of a delivery made by a `deliveryNode`. */
-export function deliveryOf (path: string): { seq: number, nodeId: string } | undefined {
+function deliveryOf (path: string): { seq: number, nodeId: string } | undefined {
   const [, , nodeId, seq] = path.split('/')
   return nodeId === undefined || seq === undefined || !/^[0-9]+$/.test(seq) ? undefined : { seq: Number(seq), nodeId }
 }
@@ -207,8 +207,11 @@ export async function audit (scenario: string, input: AuditInput): Promise<Audit
   for (const [seq, made] of runsBySeq) {
     if (made.length > 1 && !acceptedSeqs.has(seq)) mismatched.push(`request ${seq} made ${made.length} runs`)
   }
-  const unanswered = runs.filter((run) => run.seq !== null && !acceptedSeqs.has(run.seq))
-    .map((run) => `${run.id} (request ${run.seq}, ${run.status}, answered ${labelOf(input.answers, run.seq)})`)
+  const answersBySeq = new Map(input.answers.map((answer) => [answer.seq, answer]))
+  const unanswered = runs.filter((run) => run.seq !== null && !acceptedSeqs.has(run.seq)).map((run) => {
+    const answer = answersBySeq.get(run.seq!)
+    return `${run.id} (request ${run.seq}, ${run.status}, answered ${answer === undefined ? 'never sent' : `${answerLabel(answer)} after ${answer.ms} ms`})`
+  })
 
   // Deliveries per (run, node): by Idempotency-Key when sent, else by the request number in the path.
   const delivered = new Map<string, number>()
@@ -282,11 +285,6 @@ export function outageFigures (answers: Answer[], accepted: (answer: Answer) => 
     slowestDuringOutageMs: Math.max(0, ...during.map((answer) => answer.ms)),
     acceptingAgainAfterMs: acceptedAgain.length === 0 ? null : Math.min(...acceptedAgain) - upAt
   }
-}
-
-function labelOf (answers: Answer[], seq: number): string {
-  const answer = answers.find((candidate) => candidate.seq === seq)
-  return answer === undefined ? 'never sent' : `${answerLabel(answer)} after ${answer.ms} ms`
 }
 
 /** The first few items, enough to diagnose without flooding the output. */

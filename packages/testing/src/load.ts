@@ -21,6 +21,14 @@ interface LoadOptions {
   headers?: Record<string, string>
   /** The sender gives up after this long (default 10 s), like a partner's webhook client. */
   giveUpMs?: number
+  /** Where request numbers come from (default 0, 1, 2… of this load): loads given one numbering never share a number. */
+  numbering?: () => number
+}
+
+/** Request numbers 0, 1, 2…, for one load or several sharing them. */
+export function numbering (): () => number {
+  let next = 0
+  return () => next++
 }
 
 export interface Load {
@@ -55,10 +63,10 @@ export function createLoad (options: LoadOptions): Load {
   const answers: Answer[] = []
   const pending = new Set<Promise<void>>()
   const giveUpMs = options.giveUpMs ?? 10_000
-  let next = 0
+  const nextSeq = options.numbering ?? numbering()
 
   const send = (): Promise<void> => {
-    const seq = next++
+    const seq = nextSeq()
     const url = options.url(seq)
     const sentAt = Date.now()
     const request = (async () => {
@@ -99,9 +107,9 @@ export function createLoad (options: LoadOptions): Load {
       }
     },
     burst: async (count, concurrency) => {
-      const last = next + count
-      await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (next < last) await send()
+      let left = count
+      await Promise.all(Array.from({ length: Math.min(count, concurrency) }, async () => {
+        while (left-- > 0) await send()
       }))
     },
     settled

@@ -29,6 +29,9 @@ export interface ManagedProcess {
   stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
+/** Compiling with tsx takes seconds, more when several processes start at once on a busy machine. */
+const START_TIMEOUT_MS = 60_000
+
 type ReadyCheck = (output: string) => boolean | Promise<boolean>
 
 function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck): Promise<ManagedProcess> {
@@ -51,7 +54,7 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
   return new Promise((resolve, reject) => {
-    const deadline = Date.now() + 30_000
+    const deadline = Date.now() + START_TIMEOUT_MS
     const poll = async (): Promise<void> => {
       if (child.exitCode !== null || child.signalCode !== null) {
         reject(new Error(`${entry} exited with ${child.exitCode ?? child.signalCode} before it was ready:\n${output}`))
@@ -59,7 +62,7 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
         resolve(managed)
       } else if (Date.now() > deadline) {
         child.kill('SIGKILL')
-        reject(new Error(`${entry} did not start within 30s:\n${output}`))
+        reject(new Error(`${entry} did not start within ${START_TIMEOUT_MS / 1000}s:\n${output}`))
       } else {
         setTimeout(() => { poll().catch(reject) }, 50)
       }
