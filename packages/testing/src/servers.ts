@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { chownSync, mkdtempSync, rmSync } from 'node:fs'
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureDatabase, migrateDatabase } from '@switchboard/core/db'
@@ -59,6 +59,22 @@ async function stopProcess (server: ServerProcess | undefined, signal: NodeJS.Si
   await server.exited
 }
 
+/** The processes `pid` started (PostgreSQL's backends put themselves in sessions of their own, out of reach of a group signal). */
+function childrenOf (pid: number): number[] {
+  const children: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue
+    try {
+      // Field 4 of /proc/<pid>/stat is the parent's pid; the command name before it may hold spaces.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry))
+    } catch {
+      // The process ended while the list was read.
+    }
+  }
+  return children
+}
+
 /** PostgreSQL refuses to run as root: as root, its files and processes belong to the user postgres. */
 function postgresUser (): { uid: number, gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined
@@ -80,6 +96,12 @@ export interface PostgresServer extends StoreServer {
   /** A migrated database on this server, for `startStack`; it goes with the server. */
   createDatabase: (name?: string) => Promise<TestDatabase>
   url: (database: string) => string
+  /**
+   * Freezes every process of the server (SIGSTOP): connections stay open, statements and new
+   * connections hang, as on a stalled disk or a lost network, until `thaw`.
+   */
+  freeze: () => void
+  thaw: () => void
 }
 
 /**
@@ -97,7 +119,20 @@ export async function startPostgresServer (t: Teardown): Promise<PostgresServer>
   const dataDir = join(dir, 'data')
   const port = await freePort()
   let server: ServerProcess | undefined
+  const running = (): boolean => server !== undefined && server.child.exitCode === null && server.child.signalCode === null
+  // The postmaster first, so that it starts no process while the others are stopped; woken last.
+  const freeze = (): void => {
+    const postmaster = server!.child.pid!
+    process.kill(postmaster, 'SIGSTOP')
+    for (const pid of childrenOf(postmaster)) process.kill(pid, 'SIGSTOP')
+  }
+  const thaw = (): void => {
+    const postmaster = server!.child.pid!
+    for (const pid of childrenOf(postmaster)) process.kill(pid, 'SIGCONT')
+    process.kill(postmaster, 'SIGCONT')
+  }
   t.teardown(async () => {
+    if (running()) thaw()
     await stopProcess(server, 'SIGQUIT')
     rmSync(dir, { recursive: true, force: true })
   })
@@ -116,9 +151,11 @@ export async function startPostgresServer (t: Teardown): Promise<PostgresServer>
   return {
     port,
     url,
-    running: () => server !== undefined && server.child.exitCode === null && server.child.signalCode === null,
+    running,
     start,
     stop: async (signal = 'SIGQUIT') => { await stopProcess(server, signal) },
+    freeze,
+    thaw,
     createDatabase: async (name = 'switchboard') => {
       await ensureDatabase(url(name))
       await migrateDatabase(url(name))
