@@ -120,19 +120,30 @@ export async function startPostgresServer (t: Teardown): Promise<PostgresServer>
   const port = await freePort()
   let server: ServerProcess | undefined
   const running = (): boolean => server !== undefined && server.child.exitCode === null && server.child.signalCode === null
+  let frozen = false
+  const signal = (pid: number, name: NodeJS.Signals): void => {
+    try {
+      process.kill(pid, name)
+    } catch (err) {
+      // A backend that ended since the list was read.
+      if ((err as { code?: string }).code !== 'ESRCH') throw err
+    }
+  }
   // The postmaster first, so that it starts no process while the others are stopped; woken last.
   const freeze = (): void => {
     const postmaster = server!.child.pid!
-    process.kill(postmaster, 'SIGSTOP')
-    for (const pid of childrenOf(postmaster)) process.kill(pid, 'SIGSTOP')
+    frozen = true
+    signal(postmaster, 'SIGSTOP')
+    for (const pid of childrenOf(postmaster)) signal(pid, 'SIGSTOP')
   }
   const thaw = (): void => {
     const postmaster = server!.child.pid!
-    for (const pid of childrenOf(postmaster)) process.kill(pid, 'SIGCONT')
-    process.kill(postmaster, 'SIGCONT')
+    for (const pid of childrenOf(postmaster)) signal(pid, 'SIGCONT')
+    signal(postmaster, 'SIGCONT')
+    frozen = false
   }
   t.teardown(async () => {
-    if (running()) thaw()
+    if (running() && frozen) thaw()
     await stopProcess(server, 'SIGQUIT')
     rmSync(dir, { recursive: true, force: true })
   })
