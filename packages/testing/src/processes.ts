@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { createTestDatabase, uniqueQueuePrefix, type TestDatabase } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
@@ -152,11 +153,15 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
   }
 
   const workers: ManagedProcess[] = []
-  // Several processes start together: each takes seconds of compiling before it listens.
-  await Promise.all([
-    ...Array.from({ length: options.apis ?? 1 }, startApi),
-    ...Array.from({ length: options.workers ?? 1 }, startWorker)
-  ])
+  // Each process spends seconds of CPU loading before it listens: one per core at a time, so
+  // that none waits out its start time-out behind the others on a small machine.
+  const starts: Array<() => Promise<unknown>> = [
+    ...Array.from({ length: options.apis ?? 1 }, () => startApi),
+    ...Array.from({ length: options.workers ?? 1 }, () => startWorker)
+  ]
+  await Promise.all(Array.from({ length: Math.min(availableParallelism(), starts.length) }, async () => {
+    for (let start = starts.shift(); start !== undefined; start = starts.shift()) await start()
+  }))
   const api = apis[0]!
   const baseUrl = api.baseUrl
 
