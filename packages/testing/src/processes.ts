@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
 import { availableParallelism } from 'node:os'
@@ -22,6 +23,17 @@ export async function freePort (): Promise<number> {
   return port
 }
 
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path))
+
+/**
+ * Spawns a process that dies with the test process however that ends (a time-out, an error
+ * before its teardown ran): util-linux's setpriv has the kernel send it SIGKILL when its parent
+ * exits. Without setpriv it is a plain spawn, and only teardown stops it.
+ */
+export function spawnTied (command: string, args: string[], options: SpawnOptions): ChildProcess {
+  return SETPRIV === undefined ? spawn(command, args, options) : spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...args], options)
+}
+
 export interface ManagedProcess {
   child: ChildProcess
   /** Everything the process printed, for assertions and failure messages. */
@@ -36,7 +48,7 @@ const START_TIMEOUT_MS = 60_000
 type ReadyCheck = (output: string) => boolean | Promise<boolean>
 
 function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck): Promise<ManagedProcess> {
-  const child = spawn(process.execPath, [...NODE_ARGS, entry], {
+  const child = spawnTied(process.execPath, [...NODE_ARGS, entry], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -52,8 +64,8 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
       await exited
     }
   }
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + START_TIMEOUT_MS
     const poll = async (): Promise<void> => {

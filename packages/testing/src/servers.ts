@@ -1,10 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureDatabase, migrateDatabase } from '@switchboard/core/db'
-import { freePort } from './processes.ts'
+import { freePort, spawnTied } from './processes.ts'
 import type { TestDatabase } from './database.ts'
 import type { Teardown } from './teardown.ts'
 
@@ -25,7 +25,7 @@ interface ServerProcess {
 
 /** Starts `command` and resolves once its output contains `ready`. */
 async function launch (command: string, args: string[], ready: string, options: { uid?: number, gid?: number } = {}): Promise<ServerProcess> {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
+  const child = spawnTied(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
   const exited = once(child, 'exit')
   let output = ''
   await new Promise<void>((resolve, reject) => {
