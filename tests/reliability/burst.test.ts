@@ -1,5 +1,5 @@
 /**
- * 10,000 webhooks at once, 100 in flight at a time over two api processes: every one is
+ * 10,000 webhooks at once, 100 in flight at a time: every one is
  * acknowledged `received` within the deadline, and every run they started ends SUCCESS with
  * its delivery made exactly once.
  */
@@ -15,7 +15,8 @@ t.setTimeout(240_000)
 const WEBHOOKS = 10_000
 const IN_FLIGHT = 100
 
-const rs = await startReliabilityStack(t, { apis: 2, workers: 2 })
+// One api: on a small machine a second one only competes with the workers for the same cores.
+const rs = await startReliabilityStack(t, { workers: 2 })
 const { stack, sink, sql } = rs
 
 t.test(`a burst of ${WEBHOOKS} webhooks: all acknowledged, all run once`, async (t) => {
@@ -25,7 +26,7 @@ t.test(`a burst of ${WEBHOOKS} webhooks: all acknowledged, all run once`, async 
     nodes: [deliveryNode(rs, 'hit', 'fast', 'triggerData.body.seq')]
   })
   const load = createLoad({
-    url: (seq) => `${stack.apis[seq % stack.apis.length]!.baseUrl}/api/automation/webhook/${workflowId}`,
+    url: () => `${stack.baseUrl}/api/automation/webhook/${workflowId}`,
     body: (seq) => ({ seq }),
     giveUpMs: SENDER_GIVE_UP_MS
   })
