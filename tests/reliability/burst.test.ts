@@ -10,7 +10,7 @@ import {
   waitUntilSettled, webhookAccepted
 } from './scenario.ts'
 
-t.setTimeout(240_000)
+t.setTimeout(360_000)
 
 const WEBHOOKS = 10_000
 const IN_FLIGHT = 100

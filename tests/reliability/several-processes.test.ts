@@ -5,12 +5,15 @@
  */
 import t from 'tap'
 import { createLoad } from '@switchboard/testing/load'
+import type { ManagedProcess } from '@switchboard/testing/processes'
 import {
   acceptedRunIds, assertAudit, audit, createWorkflow, deliveryNode, SENDER_GIVE_UP_MS, sleep, startReliabilityStack,
   waitUntilSettled
 } from './scenario.ts'
 
 t.setTimeout(180_000)
+
+const WORKER_KILLS = 3
 
 const rs = await startReliabilityStack(t, {
   apis: 2,
@@ -42,11 +45,11 @@ t.test('two apis and three workers, workers killed: one run per cron tick, one e
 
   const traffic = load.paced(20)
   const replacements: Array<Promise<unknown>> = []
-  for (let kill = 0; kill < 3; kill++) {
+  const alive = (): ManagedProcess[] => stack.workers.filter((worker) => worker.child.exitCode === null && worker.child.signalCode === null)
+  for (let kill = 0; kill < WORKER_KILLS; kill++) {
     await sleep(4000)
-    const victim = stack.workers.find((worker) => worker.child.exitCode === null && worker.child.signalCode === null)
-    if (victim === undefined) continue
-    await victim.stop('SIGKILL')
+    if (alive().length === 0) await Promise.all(replacements)
+    await alive()[0]!.stop('SIGKILL')
     replacements.push(stack.startWorker())
   }
   await sleep(3000)
@@ -77,7 +80,7 @@ t.test('two apis and three workers, workers killed: one run per cron tick, one e
   }
   const overDeliveredTicks = ticks.filter((tick) => (tickDeliveries.get(Date.parse(tick.scheduledAt)) ?? 0) > 1 + tick.attempt)
   Object.assign(result.figures, {
-    workerKills: 3,
+    workerKills: WORKER_KILLS,
     settledAfterTrafficMs: settledAt === undefined ? null : settledAt - trafficEnded,
     cronTicks: tickTimes.length,
     // BullMQ computes a scheduler's next tick when a worker takes the current one, from that

@@ -5,6 +5,7 @@
  */
 import t from 'tap'
 import { createLoad } from '@switchboard/testing/load'
+import type { ManagedProcess } from '@switchboard/testing/processes'
 import { acceptedRunIds, assertAudit, audit, createWorkflow, deliveryNode, SENDER_GIVE_UP_MS, sleep, startReliabilityStack, waitUntilSettled, webhookAccepted } from './scenario.ts'
 
 t.setTimeout(150_000)
@@ -43,11 +44,13 @@ t.test('workers killed during slow deliveries and waits: nothing accepted is los
   const traffic = load.paced(20)
   const kills: Array<{ slowDeliveriesInFlight: number, waitingRuns: number }> = []
   const replacements: Array<Promise<unknown>> = []
+  const alive = (): ManagedProcess[] => stack.workers.filter((worker) => worker.child.exitCode === null && worker.child.signalCode === null)
   for (let kill = 0; kill < 4; kill++) {
     await sleep(3500)
+    // Every worker killed so far and none started again yet: wait for the replacements.
+    if (alive().length === 0) await Promise.all(replacements)
     // The oldest live worker: it has been taking runs the longest.
-    const victim = stack.workers.find((worker) => worker.child.exitCode === null && worker.child.signalCode === null)
-    if (victim === undefined) continue
+    const victim = alive()[0]!
     const [{ waiting }] = await sql<Array<{ waiting: number }>>`select count(*)::int as waiting from runs where status = 'WAITING'`
     kills.push({ slowDeliveriesInFlight: sink.inFlight(), waitingRuns: waiting })
     await victim.stop('SIGKILL')
@@ -71,5 +74,6 @@ t.test('workers killed during slow deliveries and waits: nothing accepted is los
   assertAudit(t, result)
   t.ok(kills.some((kill) => kill.slowDeliveriesInFlight > 0), 'a worker was killed while slow deliveries were in flight')
   t.ok(kills.some((kill) => kill.waitingRuns > 0), 'a worker was killed while runs were waiting')
+  t.equal(kills.length, 4, 'four workers were killed')
   t.ok(result.figures.interrupted > 0, 'runs were taken over from killed workers')
 })
