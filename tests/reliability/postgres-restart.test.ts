@@ -1,13 +1,12 @@
 /**
  * PostgreSQL stopped (immediate shutdown: every connection cut mid-statement) under webhook
- * traffic and started again: every accepted run ends SUCCESS, requests during the outage are
+ * and /fire traffic and started again: every accepted run ends SUCCESS, requests during the outage are
  * answered within the deadline, and no run is created for a request that was not accepted.
  */
 import t from 'tap'
-import { createLoad } from '@switchboard/testing/load'
 import {
-  acceptedRunIds, assertAudit, audit, createWorkflow, deliveryNode, outageFigures, PENDING_FIX,
-  SENDER_GIVE_UP_MS, sleep, startReliabilityStack, waitUntilSettled, webhookAccepted
+  acceptedRunIds, assertAudit, audit, createWorkflow, deliveryNode, outageFigures, PENDING_FIX, runAccepted,
+  SEQ_OF_WEBHOOK_OR_FIRE, sleep, startReliabilityStack, waitUntilSettled, webhookAndFireTraffic
 } from './scenario.ts'
 
 t.setTimeout(180_000)
@@ -30,13 +29,15 @@ t.test('PostgreSQL stopped and restarted under load: accepted runs finish, outag
     nodes: [{ id: 'pause', type: 'wait', config: { seconds: 2 }, next: 'hit' }, deliveryNode(rs, 'hit', 'fast', 'triggerData.body.seq')]
   })
   const workflowIds = [deliver, waits]
-  const load = createLoad({
-    url: (seq) => `${stack.baseUrl}/api/automation/webhook/${workflowIds[seq % 2]}`,
-    body: (seq) => ({ seq }),
-    giveUpMs: SENDER_GIVE_UP_MS
+  const fired = await createWorkflow(rs, {
+    name: 'fired',
+    triggerType: 'MANUAL',
+    nodes: [deliveryNode(rs, 'hit', 'fast', 'triggerData.seq')]
   })
+  const load = webhookAndFireTraffic(rs, workflowIds, fired)
+  workflowIds.push(fired)
 
-  const traffic = load.paced(30)
+  const traffic = load.start(24, 6)
   await sleep(5000)
   const downAt = Date.now()
   await postgres.stop('SIGQUIT')
@@ -50,16 +51,16 @@ t.test('PostgreSQL stopped and restarted under load: accepted runs finish, outag
   await Promise.all(stack.apis.map(async (api) => { await api.stop('SIGTERM') }))
   const apisDrainedMs = Date.now() - drainedAt
 
-  const settledAt = await waitUntilSettled(sql, workflowIds, acceptedRunIds(load.answers, webhookAccepted), 60_000)
+  const settledAt = await waitUntilSettled(sql, workflowIds, acceptedRunIds(load.answers(), runAccepted), 60_000)
   const result = await audit('PostgreSQL stopped and restarted', {
     sql,
     workflowIds,
-    answers: load.answers,
-    accepted: webhookAccepted,
-    seqColumn: "trigger_data->'body'->>'seq'",
+    answers: load.answers(),
+    accepted: runAccepted,
+    seqColumn: SEQ_OF_WEBHOOK_OR_FIRE,
     deliveries: sink.deliveries
   })
-  Object.assign(result.figures, outageFigures(load.answers, webhookAccepted, downAt, upAt), {
+  Object.assign(result.figures, outageFigures(load.answers(), runAccepted, downAt, upAt), {
     apisDrainedMs,
     settledAfterPostgresBackMs: settledAt === undefined ? null : settledAt - upAt
   })

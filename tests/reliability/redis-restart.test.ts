@@ -1,14 +1,13 @@
 /**
- * Redis killed under webhook traffic and started again empty: every job, delayed resume and
+ * Redis killed under webhook and /fire traffic and started again empty: every job, delayed resume and
  * cron scheduler it held is gone. Every accepted run still ends SUCCESS (Postgres is the
  * record and the reconciler puts Redis right), requests during the outage are answered within
  * the deadline and leave no run behind, and cron ticks come back.
  */
 import t from 'tap'
-import { createLoad } from '@switchboard/testing/load'
 import {
   acceptedRunIds, assertAudit, audit, createWorkflow, deliveryNode, outageFigures, PENDING_FIX, REQUEUE_DEADLINE_MS,
-  SENDER_GIVE_UP_MS, sleep, startReliabilityStack, waitUntilSettled, webhookAccepted
+  runAccepted, SEQ_OF_WEBHOOK_OR_FIRE, sleep, startReliabilityStack, waitUntilSettled, webhookAndFireTraffic
 } from './scenario.ts'
 
 t.setTimeout(200_000)
@@ -37,13 +36,15 @@ t.test('Redis killed and restarted empty under load: accepted runs finish, cron 
     nodes: [{ id: 'tick', type: 'set', config: { values: { at: '{{triggerData.scheduledAt}}' } } }]
   })
   const workflowIds = [deliver, waits]
-  const load = createLoad({
-    url: (seq) => `${stack.baseUrl}/api/automation/webhook/${workflowIds[seq % 2]}`,
-    body: (seq) => ({ seq }),
-    giveUpMs: SENDER_GIVE_UP_MS
+  const fired = await createWorkflow(rs, {
+    name: 'fired',
+    triggerType: 'MANUAL',
+    nodes: [deliveryNode(rs, 'hit', 'fast', 'triggerData.seq')]
   })
+  const load = webhookAndFireTraffic(rs, workflowIds, fired)
+  workflowIds.push(fired)
 
-  const traffic = load.paced(30)
+  const traffic = load.start(24, 6)
   await sleep(5000)
   const downAt = Date.now()
   await redis.stop('SIGKILL')
@@ -53,31 +54,35 @@ t.test('Redis killed and restarted empty under load: accepted runs finish, cron 
   await sleep(8000)
   await traffic.stop()
 
-  const settledAt = await waitUntilSettled(sql, workflowIds, acceptedRunIds(load.answers, webhookAccepted), 100_000)
+  const settledAt = await waitUntilSettled(sql, workflowIds, acceptedRunIds(load.answers(), runAccepted), 100_000)
   const ticks = await sql<Array<{ scheduledAt: string }>>`
     select trigger_data->>'scheduledAt' as "scheduledAt" from runs where workflow_id = ${cron} order by 1`
   const tickTimes = ticks.map((tick) => Date.parse(tick.scheduledAt))
   const result = await audit('Redis killed, restarted empty', {
     sql,
     workflowIds,
-    answers: load.answers,
-    accepted: webhookAccepted,
-    seqColumn: "trigger_data->'body'->>'seq'",
+    answers: load.answers(),
+    accepted: runAccepted,
+    seqColumn: SEQ_OF_WEBHOOK_OR_FIRE,
     deliveries: sink.deliveries
   })
   const recoveryMs = settledAt === undefined ? null : settledAt - upAt
+  // Everything a worker prints is a JSON log line; anything else is an error nobody listened for.
+  const rawLines = stack.workers.flatMap((worker) => worker.output().split('\n')).filter((line) => line.trim() !== '' && !line.startsWith('{'))
   const firstTickAfter = tickTimes.find((time) => time > upAt)
-  Object.assign(result.figures, outageFigures(load.answers, webhookAccepted, downAt, upAt), {
+  Object.assign(result.figures, outageFigures(load.answers(), runAccepted, downAt, upAt), {
     settledAfterRedisBackMs: recoveryMs,
     cronTicks: tickTimes.length,
     cronTicksAfterRedisBack: tickTimes.filter((time) => time > upAt).length,
-    firstCronTickAfterRedisBackMs: firstTickAfter === undefined ? null : firstTickAfter - upAt
+    firstCronTickAfterRedisBackMs: firstTickAfter === undefined ? null : firstTickAfter - upAt,
+    workerLinesNotLogged: rawLines.length
   })
   assertAudit(t, result)
   t.equal(new Set(tickTimes).size, tickTimes.length, 'one run per cron tick')
   t.ok(tickTimes.some((time) => time < downAt), 'cron ticked before the outage')
   t.ok(firstTickAfter !== undefined && firstTickAfter - upAt <= REQUEUE_DEADLINE_MS,
     `cron ticks again within ${REQUEUE_DEADLINE_MS} ms of Redis coming back empty`, { todo: PENDING_FIX.reconciler })
+  t.same(rawLines.slice(0, 5), [], 'the workers log Redis errors as JSON lines', { todo: PENDING_FIX.queueErrors })
   t.ok(recoveryMs !== null && recoveryMs <= REQUEUE_DEADLINE_MS + DRAIN_MS,
     `every accepted run finished within ${REQUEUE_DEADLINE_MS + DRAIN_MS} ms of Redis coming back (${recoveryMs} ms)`, { todo: PENDING_FIX.reconciler })
 })

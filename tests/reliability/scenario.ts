@@ -1,7 +1,7 @@
 import postgres from 'postgres'
 import type { Test } from 'tap'
 import { startDeliverySink, type Delivery, type DeliverySink } from '@switchboard/testing/delivery-sink'
-import { answerLabel, type Answer } from '@switchboard/testing/load'
+import { answerLabel, createLoad, numbering, type Answer } from '@switchboard/testing/load'
 import { startStack, type Stack } from '@switchboard/testing/processes'
 import { startPostgresServer, startRedisServer, type PostgresServer, type StoreServer } from '@switchboard/testing/servers'
 
@@ -28,7 +28,8 @@ export const REQUEUE_DEADLINE_MS = 10_000
 export const PENDING_FIX = {
   deadlines: 'request deadlines: /fire and the webhook answer within a few seconds while a store is down and never create a run after answering',
   startedLine: 'engine: a node with an outside effect logs "started" before it runs, so every attempt shows in the run\'s log',
-  reconciler: 'reconciler: restores cron schedulers Redis lost and re-enqueues lost work within 10 s'
+  reconciler: 'reconciler: restores cron schedulers Redis lost and re-enqueues lost work within 10 s',
+  queueErrors: 'worker: its queues get an error listener, so Redis errors are log lines, not raw stack traces'
 } as const satisfies Record<string, string | false>
 
 export interface ReliabilityStack {
@@ -89,6 +90,40 @@ function deliveryOf (path: string): { seq: number, nodeId: string } | undefined 
 
 /** The inbound webhook accepted a run: 200 `received`. */
 export const webhookAccepted = (answer: Answer): boolean => answer.status === 200 && answer.body?.status === 'received'
+
+/** A webhook or a `/fire` accepted a run (200 `received`, 202). */
+export const runAccepted = (answer: Answer): boolean => webhookAccepted(answer) || answer.status === 202
+
+/** The request number of a run started by a webhook (in its body) or a `/fire` (its body is the trigger data). */
+export const SEQ_OF_WEBHOOK_OR_FIRE = "coalesce(trigger_data->'body'->>'seq', trigger_data->>'seq')"
+
+/**
+ * Webhooks to `webhookWorkflowIds` (in turn) and `/fire` of `fireWorkflowId`, numbered together:
+ * the two ways a caller starts a run, both held to the same promises during an outage.
+ */
+export function webhookAndFireTraffic (rs: ReliabilityStack, webhookWorkflowIds: string[], fireWorkflowId: string): { answers: () => Answer[], start: (webhooksPerSecond: number, firesPerSecond: number) => { stop: () => Promise<void> } } {
+  const seqs = numbering()
+  const webhooks = createLoad({
+    url: (seq) => `${rs.stack.baseUrl}/api/automation/webhook/${webhookWorkflowIds[seq % webhookWorkflowIds.length]}`,
+    body: (seq) => ({ seq }),
+    giveUpMs: SENDER_GIVE_UP_MS,
+    numbering: seqs
+  })
+  const fires = createLoad({
+    url: () => `${rs.stack.baseUrl}/api/automation/workflows/${fireWorkflowId}/fire`,
+    body: (seq) => ({ seq }),
+    headers: { authorization: `Bearer ${rs.token}` },
+    giveUpMs: SENDER_GIVE_UP_MS,
+    numbering: seqs
+  })
+  return {
+    answers: () => [...webhooks.answers, ...fires.answers],
+    start: (webhooksPerSecond, firesPerSecond) => {
+      const paced = [webhooks.paced(webhooksPerSecond), fires.paced(firesPerSecond)]
+      return { stop: async () => { await Promise.all(paced.map(async (load) => { await load.stop() })) } }
+    }
+  }
+}
 
 /** The run ids of the accepted answers. */
 export const acceptedRunIds = (answers: Answer[], accepted: (answer: Answer) => boolean): string[] =>

@@ -20,7 +20,8 @@ interface LoadOptions {
   url: (seq: number) => string
   /** Its JSON body. */
   body: (seq: number) => unknown
-  headers?: Record<string, string>
+  /** Headers of every request, or of request `seq`. */
+  headers?: Record<string, string> | ((seq: number) => Record<string, string>)
   /** The sender gives up after this long (default 10 s), like a partner's webhook client. */
   giveUpMs?: number
   /** Where request numbers come from (default 0, 1, 2… of this load): loads given one numbering never share a number. */
@@ -85,14 +86,15 @@ export function createLoad (options: LoadOptions): Load {
   const nextSeq = options.numbering ?? numbering()
   // node:http rather than fetch: a tenth of the CPU per request, which the processes under test need more.
   const agent = new Agent({ keepAlive: true, maxSockets: 1000 })
-  const headers = { 'content-type': 'application/json', ...options.headers }
+  const headersOf = (seq: number): Record<string, string> =>
+    ({ 'content-type': 'application/json', ...(typeof options.headers === 'function' ? options.headers(seq) : options.headers) })
 
   const send = (): Promise<void> => {
     const seq = nextSeq()
     const url = options.url(seq)
     const sentAt = Date.now()
     const request = (async () => {
-      const got = await post(agent, url, headers, JSON.stringify(options.body(seq)), giveUpMs)
+      const got = await post(agent, url, headersOf(seq), JSON.stringify(options.body(seq)), giveUpMs)
       const ms = Date.now() - sentAt
       if ('failure' in got) {
         answers.push({ seq, url, sentAt, ms, failure: got.failure })
