@@ -28,14 +28,13 @@ t.test('PostgreSQL stopped and restarted under load: accepted runs finish, outag
     triggerType: 'WEBHOOK',
     nodes: [{ id: 'pause', type: 'wait', config: { seconds: 2 }, next: 'hit' }, deliveryNode(rs, 'hit', 'fast', 'triggerData.body.seq')]
   })
-  const workflowIds = [deliver, waits]
   const fired = await createWorkflow(rs, {
     name: 'fired',
     triggerType: 'MANUAL',
     nodes: [deliveryNode(rs, 'hit', 'fast', 'triggerData.seq')]
   })
-  const load = webhookAndFireTraffic(rs, workflowIds, fired)
-  workflowIds.push(fired)
+  const load = webhookAndFireTraffic(rs, [deliver, waits], fired)
+  const workflowIds = [deliver, waits, fired]
 
   const traffic = load.start(24, 6)
   await sleep(5000)

@@ -35,14 +35,13 @@ t.test('Redis killed and restarted empty under load: accepted runs finish, cron 
     triggerConfig: { cronExpression: '* * * * * *' },
     nodes: [{ id: 'tick', type: 'set', config: { values: { at: '{{triggerData.scheduledAt}}' } } }]
   })
-  const workflowIds = [deliver, waits]
   const fired = await createWorkflow(rs, {
     name: 'fired',
     triggerType: 'MANUAL',
     nodes: [deliveryNode(rs, 'hit', 'fast', 'triggerData.seq')]
   })
-  const load = webhookAndFireTraffic(rs, workflowIds, fired)
-  workflowIds.push(fired)
+  const load = webhookAndFireTraffic(rs, [deliver, waits], fired)
+  const workflowIds = [deliver, waits, fired]
 
   const traffic = load.start(24, 6)
   await sleep(5000)

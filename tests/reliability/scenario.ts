@@ -12,10 +12,11 @@ import { startPostgresServer, startRedisServer, type PostgresServer, type StoreS
  */
 
 /**
- * Contract, Guarantees: every answer, during an outage too, within a few seconds. Lower it once
- * the request deadlines are merged to hold them to their promise.
+ * Contract, Guarantees: every answer, during an outage too, within a few seconds: the 3 s enqueue
+ * time-out with room for a loaded two-core machine. Lower it once the request deadlines are merged
+ * to hold them to their promise.
  */
-const ANSWER_DEADLINE_MS = 5_000
+const ANSWER_DEADLINE_MS = 8_000
 /** Senders give up after this long: a run created for a request given up is a run nobody accepted. */
 export const SENDER_GIVE_UP_MS = 10_000
 /** After Redis comes back empty, lost work is re-enqueued within this long (issue 12). */
