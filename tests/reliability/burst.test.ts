@@ -28,7 +28,8 @@ t.test(`a burst of ${WEBHOOKS} webhooks: all acknowledged, all run once`, async 
   const load = createLoad({
     url: () => `${stack.baseUrl}/api/automation/webhook/${workflowId}`,
     body: (seq) => ({ seq }),
-    giveUpMs: SENDER_GIVE_UP_MS
+    giveUpMs: SENDER_GIVE_UP_MS,
+    numbering: rs.numbering
   })
 
   const startedAt = Date.now()

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import type { Test } from 'tap'
 import { startDeliverySink, type Delivery, type DeliverySink } from '@switchboard/testing/delivery-sink'
@@ -41,6 +42,8 @@ export interface ReliabilityStack {
   /** Straight to the stack's database, for the audit (the api is not asked: it may be down). */
   sql: postgres.Sql
   token: string
+  /** Request numbers for every load on this stack: scenarios sharing the sink never share a number. */
+  numbering: () => number
 }
 
 interface StackOptions {
@@ -65,7 +68,7 @@ export async function startReliabilityStack (t: Test, options: StackOptions = {}
   t.teardown(async () => { await sql.end({ timeout: 1 }) })
   // Each api's first database round trip opens its pool: not part of any scenario's answer times.
   await Promise.all(stack.apis.map(async (api) => { await fetch(`${api.baseUrl}/health/ready`) }))
-  return { stack, postgres: pg, redis, sink, sql, token: await stack.adminToken() }
+  return { stack, postgres: pg, redis, sink, sql, token: await stack.adminToken(), numbering: numbering() }
 }
 
 /** Creates a workflow and returns its id; throws with the api's answer when refused. */
@@ -99,19 +102,21 @@ export const runAccepted = (answer: Answer): boolean => webhookAccepted(answer) 
 export const SEQ_OF_WEBHOOK_OR_FIRE = "coalesce(trigger_data->'body'->>'seq', trigger_data->>'seq')"
 
 /**
- * Webhooks to `webhookWorkflowIds` (in turn) and `/fire` of `fireWorkflowId`, numbered together:
- * the two ways a caller starts a run, both held to the same promises during an outage.
+ * Webhooks to `webhookWorkflowIds` (in turn) and `/fire` of `fireWorkflowId`, numbered together
+ * and spread over the apis at `baseUrls` (default: the first api): the two ways a caller starts
+ * a run, both held to the same promises.
  */
-export function webhookAndFireTraffic (rs: ReliabilityStack, webhookWorkflowIds: string[], fireWorkflowId: string): { answers: () => Answer[], start: (webhooksPerSecond: number, firesPerSecond: number) => { stop: () => Promise<void> } } {
-  const seqs = numbering()
+export function webhookAndFireTraffic (rs: ReliabilityStack, webhookWorkflowIds: string[], fireWorkflowId: string, baseUrls = [rs.stack.baseUrl]): { answers: () => Answer[], start: (webhooksPerSecond: number, firesPerSecond: number) => { stop: () => Promise<void> } } {
+  const seqs = rs.numbering
+  const apiFor = (seq: number): string => baseUrls[Math.floor(seq / webhookWorkflowIds.length) % baseUrls.length]!
   const webhooks = createLoad({
-    url: (seq) => `${rs.stack.baseUrl}/api/automation/webhook/${webhookWorkflowIds[seq % webhookWorkflowIds.length]}`,
+    url: (seq) => `${apiFor(seq)}/api/automation/webhook/${webhookWorkflowIds[seq % webhookWorkflowIds.length]}`,
     body: (seq) => ({ seq }),
     giveUpMs: SENDER_GIVE_UP_MS,
     numbering: seqs
   })
   const fires = createLoad({
-    url: () => `${rs.stack.baseUrl}/api/automation/workflows/${fireWorkflowId}/fire`,
+    url: (seq) => `${apiFor(seq)}/api/automation/workflows/${fireWorkflowId}/fire`,
     body: (seq) => ({ seq }),
     headers: { authorization: `Bearer ${rs.token}` },
     giveUpMs: SENDER_GIVE_UP_MS,
@@ -129,8 +134,6 @@ export function webhookAndFireTraffic (rs: ReliabilityStack, webhookWorkflowIds:
 /** The run ids of the accepted answers. */
 export const acceptedRunIds = (answers: Answer[], accepted: (answer: Answer) => boolean): string[] =>
   answers.filter(accepted).map((answer) => answer.body.runId as string)
-
-export const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
 /**
  * Waits until none of the workflows' runs is PENDING, RUNNING or WAITING and every run in
@@ -256,11 +259,12 @@ export async function audit (scenario: string, input: AuditInput): Promise<Audit
   const wrongKeys: string[] = []
   for (const delivery of input.deliveries) {
     const made = deliveryOf(delivery.path)
-    if (made === undefined) continue
-    const run = runsBySeq.get(made.seq)?.[0]
-    const expectedKey = run === undefined ? undefined : `${run.id}:${made.nodeId}`
-    if (delivery.idempotencyKey !== undefined && delivery.idempotencyKey !== expectedKey) wrongKeys.push(`${delivery.path}: ${delivery.idempotencyKey}, expected ${expectedKey ?? 'no run'}`)
-    const key = delivery.idempotencyKey ?? expectedKey ?? `request ${made.seq}:${made.nodeId}`
+    const run = made === undefined ? undefined : runsBySeq.get(made.seq)?.[0]
+    // Another scenario's delivery (or another workflow's) on the same sink.
+    if (made === undefined || run === undefined) continue
+    const expectedKey = `${run.id}:${made.nodeId}`
+    if (delivery.idempotencyKey !== undefined && delivery.idempotencyKey !== expectedKey) wrongKeys.push(`${delivery.path}: ${delivery.idempotencyKey}, expected ${expectedKey}`)
+    const key = delivery.idempotencyKey ?? expectedKey
     delivered.set(key, (delivered.get(key) ?? 0) + 1)
   }
   const logs = new Map(nodeLogs.map((log) => [`${log.runId}:${log.nodeId}`, log]))
