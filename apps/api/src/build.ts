@@ -58,6 +58,17 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     requestIdLogLabel: 'requestId'
   }).withTypeProvider<TypeBoxTypeProvider>()
   server.setValidatorCompiler(validatorCompiler)
+  // Fastify's close waits until every keep-alive connection is gone, and a connection whose request
+  // was answered during the close stays open until keepAliveTimeout: such answers end their connection,
+  // so that a stopping api exits once its requests are answered, not when close-with-grace gives up.
+  let closing = false
+  server.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+  server.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close')
+  })
   await server.register(fp(app), { config: options.config })
   return server
 }

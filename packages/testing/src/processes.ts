@@ -1,6 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { createTestDatabase, uniqueQueuePrefix, type TestDatabase } from './database.ts'
 import { deleteQueuePrefix } from './redis.ts'
@@ -10,7 +12,6 @@ import type { Teardown } from './teardown.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const NODE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
-const START_TIMEOUT_MS = 60_000
 
 /**
  * Ports handed to servers a test starts later come from below Linux's ephemeral range
@@ -35,6 +36,17 @@ export async function freePort (): Promise<number> {
   }
 }
 
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path))
+
+/**
+ * Spawns a process that dies with the test process however that ends (a time-out, an error
+ * before its teardown ran): util-linux's setpriv has the kernel send it SIGKILL when its parent
+ * exits. Without setpriv it is a plain spawn, and only teardown stops it.
+ */
+export function spawnTied (command: string, args: string[], options: SpawnOptions): ChildProcess {
+  return SETPRIV === undefined ? spawn(command, args, options) : spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...args], options)
+}
+
 export interface ManagedProcess {
   child: ChildProcess
   /** Everything the process printed, for assertions and failure messages. */
@@ -43,10 +55,13 @@ export interface ManagedProcess {
   stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
+/** Compiling with tsx takes seconds, more when several processes start at once on a busy machine. */
+const START_TIMEOUT_MS = 60_000
+
 type ReadyCheck = (output: string) => boolean | Promise<boolean>
 
 function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck): Promise<ManagedProcess> {
-  const child = spawn(process.execPath, [...NODE_ARGS, entry], {
+  const child = spawnTied(process.execPath, [...NODE_ARGS, entry], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -62,10 +77,9 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
       await exited
     }
   }
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
   return new Promise((resolve, reject) => {
-    // Generous: under a loaded CI machine, compiling the sources with tsx alone has taken half a minute.
     const deadline = Date.now() + START_TIMEOUT_MS
     const poll = async (): Promise<void> => {
       if (child.exitCode !== null || child.signalCode !== null) {
@@ -83,11 +97,21 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
   })
 }
 
+export interface ApiProcess extends ManagedProcess {
+  baseUrl: string
+}
+
 export interface Stack {
+  /** The first api's address. */
   baseUrl: string
   env: Record<string, string>
-  api: ManagedProcess
+  /** The first api process. */
+  api: ApiProcess
+  /** Every api process started, the first included, each on a port of its own. */
+  apis: ApiProcess[]
   workers: ManagedProcess[]
+  /** Starts one more api process on the same database and queues. */
+  startApi: () => Promise<ApiProcess>
   /** Starts one more worker process on the same database and queues. */
   startWorker: () => Promise<ManagedProcess>
   /** Logs in as the admin and returns the token. */
@@ -99,10 +123,14 @@ export interface Stack {
 
 export interface StackOptions {
   env?: Record<string, string>
+  /** How many api processes to start (default 1). */
+  apis?: number
   /** How many worker processes to start (default 1). */
   workers?: number
   /** A database the test prepared (default: a fresh migrated one); dropped at teardown either way. */
   database?: TestDatabase
+  /** A Redis of the test's own (`startRedisServer`), which it cleans up itself; default: the shared one, under a fresh prefix. */
+  redisUrl?: string
 }
 
 /**
@@ -111,18 +139,16 @@ export interface StackOptions {
  */
 export async function startStack (t: Teardown, options: StackOptions = {}): Promise<Stack> {
   const database = options.database ?? await createTestDatabase()
-  const port = await freePort()
   const queuePrefix = uniqueQueuePrefix()
   const env = {
-    ...testEnv(database.url, queuePrefix, options.env),
-    PORT: String(port),
+    ...testEnv(database.url, queuePrefix, { ...(options.redisUrl !== undefined && { REDIS_URL: options.redisUrl }), ...options.env }),
     HOST: '127.0.0.1',
     LOG_LEVEL: options.env?.LOG_LEVEL ?? 'info'
   }
   const processes: ManagedProcess[] = []
   t.teardown(async () => {
     await Promise.all(processes.map(async (p) => { await p.stop('SIGKILL') }))
-    await deleteQueuePrefix(queuePrefix)
+    if (options.redisUrl === undefined) await deleteQueuePrefix(queuePrefix)
     await database.drop()
   })
 
@@ -135,17 +161,34 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
     return worker
   }
 
-  const baseUrl = `http://127.0.0.1:${port}`
-  const api = await launch('apps/api/src/server.ts', env, async () => {
-    try {
-      return (await fetch(`${baseUrl}/health/live`)).ok
-    } catch {
-      return false
-    }
-  })
-  processes.push(api)
+  const apis: ApiProcess[] = []
+  const startApi = async (): Promise<ApiProcess> => {
+    const port = await freePort()
+    const baseUrl = `http://127.0.0.1:${port}`
+    const api = await launch('apps/api/src/server.ts', { ...env, PORT: String(port) }, async () => {
+      try {
+        return (await fetch(`${baseUrl}/health/live`)).ok
+      } catch {
+        return false
+      }
+    })
+    processes.push(api)
+    apis.push({ ...api, baseUrl })
+    return apis.at(-1)!
+  }
+
   const workers: ManagedProcess[] = []
-  for (let i = 0; i < (options.workers ?? 1); i++) await startWorker()
+  // Each process spends seconds of CPU loading before it listens: one per core at a time, so
+  // that none waits out its start time-out behind the others on a small machine.
+  const starts: Array<() => Promise<unknown>> = [
+    ...Array.from({ length: options.apis ?? 1 }, () => startApi),
+    ...Array.from({ length: options.workers ?? 1 }, () => startWorker)
+  ]
+  await Promise.all(Array.from({ length: Math.min(availableParallelism(), starts.length) }, async () => {
+    for (let start = starts.shift(); start !== undefined; start = starts.shift()) await start()
+  }))
+  const api = apis[0]!
+  const baseUrl = api.baseUrl
 
   const client = createTestClient(httpTransport(baseUrl))
   let token: string | undefined
@@ -154,5 +197,5 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
     return token
   }
 
-  return { baseUrl, env, api, workers, startWorker, adminToken, client, call: client.call }
+  return { baseUrl, env, api, apis, workers, startApi, startWorker, adminToken, client, call: client.call }
 }

@@ -1,0 +1,71 @@
+import { once } from 'node:events'
+import { createServer, type IncomingMessage } from 'node:http'
+import type { Teardown } from './teardown.ts'
+
+/** One request an http_request node made to the sink. */
+export interface Delivery {
+  /** The path, e.g. `/slow/hit/17`: tests put the node and the run's identity there with templates. */
+  path: string
+  /** The `Idempotency-Key` header, when the node sent one. */
+  idempotencyKey: string | undefined
+  receivedAt: number
+  /** False while the sink holds the answer back, and for good when the caller went away first. */
+  answered: boolean
+}
+
+export interface DeliverySink {
+  url: string
+  deliveries: Delivery[]
+  /** Deliveries received but not answered yet (the caller is waiting for them). */
+  inFlight: () => number
+}
+
+interface SinkOptions {
+  /** How long to hold the answer to a request for `path` (default: answer at once). */
+  delayMs?: (path: string) => number
+}
+
+/**
+ * A local HTTP receiver for http_request nodes: records every request it gets and answers
+ * 200 `{"ok":true}`, after `delayMs` when a test wants a slow receiver. Counting what it
+ * received per run and node is how fault tests see duplicated side effects.
+ */
+export async function startDeliverySink (t: Teardown, options: SinkOptions = {}): Promise<DeliverySink> {
+  const deliveries: Delivery[] = []
+  let inFlight = 0
+  const server = createServer((req: IncomingMessage, res) => {
+    const delivery: Delivery = {
+      path: req.url ?? '',
+      idempotencyKey: typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : undefined,
+      receivedAt: Date.now(),
+      answered: false
+    }
+    deliveries.push(delivery)
+    inFlight++
+    let done = false
+    const finish = (): void => {
+      if (done) return
+      done = true
+      inFlight--
+    }
+    res.on('close', finish)
+    req.resume()
+    setTimeout(() => {
+      if (res.destroyed) return
+      delivery.answered = true
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
+      finish()
+    }, options.delayMs?.(delivery.path) ?? 0)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    server.closeAllConnections()
+    server.close()
+  })
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    deliveries,
+    inFlight: () => inFlight
+  }
+}
