@@ -28,6 +28,8 @@ export const REQUEUE_DEADLINE_MS = 10_000
  * never failing the suite) while its entry names it; set the entry to `false` once it is merged.
  */
 export const PENDING_FIX = {
+  burst: 'a 10,000-webhook burst: with REQUEST_DEADLINE_MS (3 s) most of it is answered 500 on a loaded two-core machine, a few after their run was stored; needs group commit of run creation (issue 13)',
+  sigterm: 'an api closing answers some held requests with an error once their request deadline passes',
   deadlines: 'request deadlines: /fire and the webhook answer within a few seconds while a store is down and never create a run after answering',
   startedLine: 'engine: a node with an outside effect logs "started" before it runs, so every attempt shows in the run\'s log',
   reconciler: 'reconciler: restores cron schedulers Redis lost and re-enqueues lost work within 10 s',
