@@ -130,6 +130,34 @@ t.test('fire refuses inactive, missing, foreign and malformed workflows without 
   t.equal((await fire(active, adminToken, {})).statusCode, 202, 'an admin may fire anyone\'s workflow')
 })
 
+t.test('fires arriving together share their lookups and writes, and each is answered for itself: owner, activity and key', async (t) => {
+  const owner = await newMember()
+  const stranger = await newMember()
+  const mine = await testApp.client.createWorkflow(owner.token, { triggerType: 'MANUAL' })
+  const inactive = await testApp.client.createWorkflow(owner.token, { triggerType: 'MANUAL', isActive: false })
+  const theirs = await testApp.client.createWorkflow(stranger.token, { triggerType: 'MANUAL' })
+
+  const answers = await Promise.all([
+    ...Array.from({ length: 40 }, async (_, seq) => ['mine', seq, await fire(mine, owner.token, { seq })] as const),
+    ...Array.from({ length: 5 }, async (_, seq) => ['keyed', seq, await fire(mine, owner.token, { seq }, { 'idempotency-key': 'together' })] as const),
+    (async () => ['stranger', 0, await fire(mine, stranger.token, {})] as const)(),
+    (async () => ['inactive', 0, await fire(inactive, owner.token, {})] as const)(),
+    (async () => ['theirs', 0, await fire(theirs, stranger.token, { theirs: true })] as const)()
+  ])
+  const byKind = (kind: string) => answers.filter(([k]) => k === kind).map(([, seq, res]) => [seq, res] as const)
+  for (const [seq, res] of byKind('mine')) {
+    t.equal(res.statusCode, 202)
+    const [run] = await sql`select trigger_data as "triggerData", workflow_id as "workflowId" from runs where id = ${res.json().runId}`
+    t.same(run, { triggerData: { seq }, workflowId: mine }, `fire ${seq} answered with its own run`)
+  }
+  t.equal(new Set(byKind('keyed').map(([, res]) => res.json().runId)).size, 1, 'one key, one run')
+  t.equal(byKind('stranger')[0]![1].statusCode, 404, 'another member\'s workflow is not found, whoever shares the lookup')
+  t.equal(byKind('inactive')[0]![1].statusCode, 400)
+  t.equal(byKind('theirs')[0]![1].statusCode, 202, 'its owner fires it')
+  t.equal(await runCount(mine), 41)
+  t.equal(await runCount(inactive), 0)
+})
+
 t.test('Idempotency-Key: the same key within 24 hours returns the first run and creates nothing', async (t) => {
   const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })
   const other = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })

@@ -1,5 +1,6 @@
 /** Runs: every run statement (start, step, cancel, reads) and the reconciliation of runs and idempotency keys. */
 export { createReconciler } from './reconciler.ts'
 export { runsRepository } from './repository.ts'
+export { createGroupStarter, GROUP_START_DEFAULTS, type GroupStarter } from './group-start.ts'
 export { startRun, startRuns } from './start.ts'
 export type { LogLine } from './steps.ts'

@@ -37,7 +37,7 @@ export interface StartDeadline {
 /** What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size. */
 export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'>
 
-interface StartRunInput {
+export interface StartRunInput {
   workflow: RunTarget
   triggerData: unknown
   /** The exact bytes of an inbound webhook, for verify_signature. */
@@ -50,7 +50,7 @@ interface StartRunInput {
   limits?: StartDeadline
 }
 
-interface StartedRun {
+export interface StartedRun {
   runId: string
   /** False when an idempotency key matched an earlier run. */
   created: boolean
@@ -72,7 +72,7 @@ const ENQUEUE_TIMEOUT_MS = 3000
  * Of a request's deadline, the part after the run's commit is kept for its enqueue and, if that
  * fails, its take-back: a transaction sends its COMMIT only with this much time left.
  */
-const QUEUE_RESERVE_MS = 1000
+export const QUEUE_RESERVE_MS = 1000
 /** Of that part, the last is kept for the take-back after a failed or late enqueue. */
 const TAKE_BACK_RESERVE_MS = 500
 /** Between two attempts to take back a run after the answer, while Postgres does not answer. */
@@ -132,8 +132,14 @@ export interface StartRunsInput {
     workflow: RunTarget
     /** Absent: the shared `triggerData` below. */
     triggerData?: unknown
+    /** `triggerData` already turned into storable JSON text (storableJson), by a caller that needed its size. */
+    triggerJson?: string
     /** The exact bytes of an inbound webhook, for verify_signature. */
     rawBody?: Buffer
+    /** This run's own key (a request's, in a group of requests); absent: the shared key below. */
+    idempotencyKey?: string
+    /** This run's own request; absent: the shared one below. */
+    requestId?: string
   }>
   /** The triggerData of every run that brings none, sent once per statement however many runs share it (an event's payload). */
   triggerData?: unknown
@@ -145,63 +151,69 @@ export interface StartRunsInput {
   limits?: StartDeadline
 }
 
+/** A run to insert: `key` is its stored idempotency key, if any. */
 interface PlannedRun {
   runId: string
   workflow: RunTarget
   queue: QueueName
   triggerData?: unknown
+  triggerJson?: string
   rawBody?: Buffer
+  key?: string
+  requestId?: string
 }
 
-/** A run as its insert left it: `claimVersion` is the key row's version (xmin) when this start claimed an idempotency key. */
+/** A run as its insert left it: `claimVersion` is the key row's version (xmin) when this start claimed its idempotency key. */
 interface InsertedRun extends StartedRun {
   workflowId: string
   /** The workflow's domain, for the runs-created metric (null when the workflow is gone). */
   domain: string | null
   queue: QueueName
+  key?: string
   claimVersion: string | null
+  requestId?: string
 }
 
 /**
- * One statement per chunk: the PENDING rows (each pinned to its workflow's current
- * version), their counter deltas (runCount and lastRunAt; the workflow rows are only read,
- * never locked) and, with a key, the key claims. The rows travel as one JSON parameter, so the
- * statement's text (and its prepared plan) is the same for every chunk. The key is
- * claimed before the run is inserted so that concurrent requests with one key create
- * one run: the loser's ON CONFLICT waits for the winner and returns the winner's run
- * id. An expired key is taken over. The foreign key from the key to its run is checked
- * at the end of the statement.
+ * One statement per chunk, its text the same whatever the chunk holds (one prepared plan):
+ * the PENDING rows (each pinned to its workflow's current version), their counter deltas
+ * (runCount and lastRunAt; the workflow rows are only read, never locked) and the claims of
+ * the runs that carry a key. The rows travel as one JSON parameter. A key is claimed before
+ * its run is inserted so that concurrent requests with one key create one run: the loser's
+ * ON CONFLICT waits for the winner and returns the winner's run id. An expired key is taken
+ * over. The foreign key from the key to its run is checked at the end of the statement.
+ * A chunk holds each (workflow, key) pair once (ON CONFLICT may touch a row once per statement).
  */
-async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, idempotencyKey: string | undefined): Promise<InsertedRun[]> {
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, rawBody }) => ({
+async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
     queue,
-    trigger_data: triggerData === undefined ? undefined : storableJson(triggerData),
-    raw_body: rawBody?.toString('base64')
+    trigger_data: triggerJson ?? (triggerData === undefined ? undefined : storableJson(triggerData)),
+    raw_body: rawBody?.toString('base64'),
+    key
   })))
-  const claim = idempotencyKey === undefined
-    ? sql`select run_id as workflow_id, run_id, null::text as version from planned where false`
-    : sql`insert into idempotency_keys (workflow_id, key, run_id)
-        select workflow_id, ${idempotencyKey}, run_id from planned
-        on conflict (workflow_id, key) do update set
-          run_id = case when idempotency_keys.created_at > now() - ${IDEMPOTENCY_WINDOW}
-            then idempotency_keys.run_id else excluded.run_id end,
-          created_at = case when idempotency_keys.created_at > now() - ${IDEMPOTENCY_WINDOW}
-            then idempotency_keys.created_at else excluded.created_at end
-        returning workflow_id, run_id, xmin::text as version`
   const inserted = await db.execute<{ plannedId: string, runId: string, claimVersion: string | null, domain: string | null }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
-        as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text)
-    ), claim as (${claim}), new_runs as (
+        as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text)
+    ), claim as (
+      insert into idempotency_keys (workflow_id, key, run_id)
+      select workflow_id, key, run_id from planned where key is not null
+      on conflict (workflow_id, key) do update set
+        run_id = case when idempotency_keys.created_at > now() - ${IDEMPOTENCY_WINDOW}
+          then idempotency_keys.run_id else excluded.run_id end,
+        created_at = case when idempotency_keys.created_at > now() - ${IDEMPOTENCY_WINDOW}
+          then idempotency_keys.created_at else excluded.created_at end
+      returning workflow_id, key, run_id, xmin::text as version
+    ), new_runs as (
       insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
         coalesce(planned.trigger_data::jsonb, ${storableJson(shared)}::jsonb), decode(planned.raw_body, 'base64'),
         (select version from workflows where workflows.id = planned.workflow_id)
       from planned
-      ${idempotencyKey === undefined ? sql`` : sql`where planned.run_id in (select run_id from claim)`}
+      where planned.key is null or planned.run_id in (select run_id from claim)
       returning id, workflow_id, created_at
     ), counted as (
       insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
@@ -209,15 +221,15 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
     )
     select planned.run_id as "plannedId", coalesce(claim.run_id, planned.run_id) as "runId", claim.version as "claimVersion",
       workflows.domain
-    from planned left join claim on claim.workflow_id = planned.workflow_id
+    from planned left join claim on claim.workflow_id = planned.workflow_id and claim.key = planned.key
     left join workflows on workflows.id = planned.workflow_id
   `)
   const byPlannedId = new Map(inserted.map((row) => [row.plannedId, row]))
-  return chunk.map(({ runId, workflow, queue }) => {
+  return chunk.map(({ runId, workflow, queue, key, requestId }) => {
     const row = byPlannedId.get(runId)
     if (row === undefined) throw new Error('run insert returned no row')
     const created = row.runId === runId
-    return { runId: row.runId, created, workflowId: workflow.id, domain: row.domain, queue, claimVersion: created ? row.claimVersion : null }
+    return { runId: row.runId, created, workflowId: workflow.id, domain: row.domain, queue, key, claimVersion: created ? row.claimVersion : null, requestId }
   })
 }
 
@@ -230,39 +242,44 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown, id
  */
 export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): Promise<StartedRun[]> {
   if (input.runs.length === 0) return []
-  const idempotencyKey = storedKey(input.idempotencyKey)
-  // With a key, a workflow listed twice is one claim (ON CONFLICT may touch a row once per statement).
-  const seen = new Set<string>()
-  const distinct = idempotencyKey === undefined
-    ? input.runs
-    : input.runs.filter(({ workflow }) => {
-      if (seen.has(workflow.id)) return false
-      seen.add(workflow.id)
-      return true
-    })
+  const sharedKey = storedKey(input.idempotencyKey)
+  // A (workflow, key) pair listed twice is one run: the later ones get the first one's answer.
+  const firstOfPair = new Map<string, number>()
+  const distinct: PlannedRun[] = []
+  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId }) => {
+    const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
+    if (key !== undefined) {
+      const pair = JSON.stringify([workflow.id, key])
+      const first = firstOfPair.get(pair)
+      if (first !== undefined) return first
+      firstOfPair.set(pair, distinct.length)
+    }
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId })
+    return distinct.length - 1
+  })
   const chunks = chunksOf(distinct)
   const insertAll = async (db: DbOrTx): Promise<InsertedRun[]> => {
     const inserted: InsertedRun[] = []
     for (const chunk of chunks) {
       const runIds = await createRunIds(chunk.length)
-      const planned = chunk.map(({ workflow, triggerData, rawBody }, i) => ({ runId: runIds[i]!, workflow, queue: runQueueFor(workflow.triggerType), triggerData, rawBody }))
-      inserted.push(...await insertChunk(db, planned, input.triggerData, idempotencyKey))
+      inserted.push(...await insertChunk(db, chunk.map((run, i) => ({ ...run, runId: runIds[i]! })), input.triggerData))
     }
     return inserted
   }
   const { limits } = input
   const inserted = limits !== undefined
-    ? await insertInTime(deps, insertAll, limits, idempotencyKey)
+    ? await insertInTime(deps, insertAll, limits)
     : chunks.length === 1 ? await insertAll(deps.db) : await deps.db.transaction(insertAll)
   const created = inserted.filter((run) => run.created)
-  await enqueueOrTakeBack(deps, created, idempotencyKey, input.requestId, limits)
+  await enqueueOrTakeBack(deps, created, limits)
   const triggerTypes = new Map(distinct.map(({ workflow }) => [workflow.id, workflow.triggerType]))
   for (const run of created) runsCreated.inc({ trigger_type: triggerTypes.get(run.workflowId), domain: run.domain ?? 'unknown' })
-  if (distinct === input.runs) return inserted.map(({ runId, created }) => ({ runId, created }))
-  const byWorkflow = new Map(distinct.map((run, i) => [run.workflow.id, inserted[i]!]))
-  return input.runs.map((run) => {
-    const { runId, created } = byWorkflow.get(run.workflow.id)!
-    return { runId, created }
+  const answered = new Set<number>()
+  return plannedIndex.map((index) => {
+    const { runId, created } = inserted[index]!
+    const first = !answered.has(index)
+    answered.add(index)
+    return { runId, created: created && first }
   })
 }
 
@@ -274,7 +291,7 @@ export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): P
  * the COMMIT is sent only while time is left for the enqueue. A COMMIT whose answer arrives too
  * late has stored runs the request was answered an error for: they are taken back.
  */
-async function insertInTime (deps: RunServiceDeps, insertAll: (db: DbOrTx) => Promise<InsertedRun[]>, limits: StartDeadline, idempotencyKey: string | undefined): Promise<InsertedRun[]> {
+async function insertInTime (deps: RunServiceDeps, insertAll: (db: DbOrTx) => Promise<InsertedRun[]>, limits: StartDeadline): Promise<InsertedRun[]> {
   const { deadline } = limits
   let answered = false
   const checkTime = (what: string): void => {
@@ -301,7 +318,7 @@ async function insertInTime (deps: RunServiceDeps, insertAll: (db: DbOrTx) => Pr
     return await deadline.race(transaction, 'store the run', TAKE_BACK_RESERVE_MS)
   } catch (err) {
     answered = true
-    transaction.then(async (late) => { await takeBackAfterAnswer(deps, late.filter((run) => run.created), idempotencyKey, limits.settleBy) }, () => {})
+    transaction.then(async (late) => { await takeBackAfterAnswer(deps, late.filter((run) => run.created), limits.settleBy) }, () => {})
     throw isStoreUnavailable(err) ? serviceUnavailable(err) : err
   }
 }
@@ -325,14 +342,14 @@ export async function startRun (deps: RunServiceDeps, input: StartRunInput): Pro
  * With `limits`, the enqueue stops in time for the take-back, and a take-back Postgres
  * does not answer in time goes on after the answer.
  */
-async function enqueueOrTakeBack (deps: RunServiceDeps, created: InsertedRun[], idempotencyKey: string | undefined, requestId: string | undefined, limits: StartDeadline | undefined): Promise<void> {
-  const byQueue = new Map<QueueName, string[]>()
-  for (const { runId, queue } of created) byQueue.set(queue, [...(byQueue.get(queue) ?? []), runId])
+async function enqueueOrTakeBack (deps: RunServiceDeps, created: InsertedRun[], limits: StartDeadline | undefined): Promise<void> {
+  const byQueue = new Map<QueueName, InsertedRun[]>()
+  for (const run of created) byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run])
   try {
-    for (const [name, runIds] of byQueue) {
-      for (const chunk of chunksOf(runIds)) {
-        const data = (runId: string): RunJobData => requestId === undefined ? { runId } : { runId, requestId }
-        const jobs = chunk.map((runId) => ({ name: RUN_JOB, data: data(runId), opts: { jobId: runJobId(runId) } }))
+    for (const [name, runs] of byQueue) {
+      for (const chunk of chunksOf(runs)) {
+        const data = ({ runId, requestId }: InsertedRun): RunJobData => requestId === undefined ? { runId } : { runId, requestId }
+        const jobs = chunk.map((run) => ({ name: RUN_JOB, data: data(run), opts: { jobId: runJobId(run.runId) } }))
         const budget = limits === undefined ? ENQUEUE_TIMEOUT_MS : Math.min(ENQUEUE_TIMEOUT_MS, limits.deadline.remainingMs(TAKE_BACK_RESERVE_MS))
         await withTimeout(deps.queues[name].addBulk(jobs), budget, `enqueue on ${name}`)
       }
@@ -340,23 +357,23 @@ async function enqueueOrTakeBack (deps: RunServiceDeps, created: InsertedRun[], 
   } catch (err) {
     if (limits === undefined) {
       // A take-back that fails leaves the runs PENDING and the reconciler enqueues them: better than losing one.
-      if (await discardAll(deps.db, created, idempotencyKey).catch(() => 0) < created.length) throw err
+      if (await discardAll(deps.db, created).catch(() => 0) < created.length) throw err
       return
     }
-    const takingBack = discardAll(deps.db, created, idempotencyKey)
+    const takingBack = discardAll(deps.db, created)
     try {
       if (await limits.deadline.race(takingBack, 'take the run back') === created.length) return
     } catch {
-      takingBack.catch(async () => { await takeBackAfterAnswer(deps, created, idempotencyKey, limits.settleBy) })
+      takingBack.catch(async () => { await takeBackAfterAnswer(deps, created, limits.settleBy) })
     }
     throw isStoreUnavailable(err) ? serviceUnavailable(err) : err
   }
 }
 
 /** How many of `runs` were kept (their ids handed out), taking back the others. */
-async function discardAll (db: DbOrTx, runs: InsertedRun[], idempotencyKey: string | undefined): Promise<number> {
+async function discardAll (db: DbOrTx, runs: InsertedRun[]): Promise<number> {
   let kept = 0
-  for (const chunk of chunksOf(runs)) kept += await discardUnclaimedRuns(db, chunk, idempotencyKey)
+  for (const chunk of chunksOf(runs)) kept += await discardUnclaimedRuns(db, chunk)
   return kept
 }
 
@@ -365,11 +382,11 @@ async function discardAll (db: DbOrTx, runs: InsertedRun[], idempotencyKey: stri
  * answer, until `settleBy`; past it the reconciler may queue them, so the run would still run
  * once (both Postgres and Redis failed that request): that is logged.
  */
-async function takeBackAfterAnswer (deps: RunServiceDeps, runs: InsertedRun[], idempotencyKey: string | undefined, settleBy: number): Promise<void> {
+async function takeBackAfterAnswer (deps: RunServiceDeps, runs: InsertedRun[], settleBy: number): Promise<void> {
   if (runs.length === 0) return
   for (;;) {
     try {
-      await withTimeout(discardAll(deps.db, runs, idempotencyKey), Math.max(TAKE_BACK_RETRY_MS, settleBy - Date.now()), 'take the runs back')
+      await withTimeout(discardAll(deps.db, runs), Math.max(TAKE_BACK_RETRY_MS, settleBy - Date.now()), 'take the runs back')
       return
     } catch (err) {
       if (Date.now() + TAKE_BACK_RETRY_MS >= settleBy) {
@@ -392,19 +409,20 @@ async function takeBackAfterAnswer (deps: RunServiceDeps, runs: InsertedRun[], i
  * token). Such a key, and its run, stay. The delete waits for a concurrent claimer's
  * commit and then sees the new version, so no claim slips between check and delete.
  */
-async function discardUnclaimedRuns (db: DbOrTx, runs: InsertedRun[], idempotencyKey: string | undefined): Promise<number> {
-  const released = idempotencyKey === undefined
-    ? sql`select run_id from claimed`
-    : sql`delete from idempotency_keys using claimed
-        where idempotency_keys.workflow_id = claimed.workflow_id and idempotency_keys.key = ${idempotencyKey}
-          and idempotency_keys.run_id = claimed.run_id and idempotency_keys.xmin::text = claimed.version
-        returning idempotency_keys.run_id`
+async function discardUnclaimedRuns (db: DbOrTx, runs: InsertedRun[]): Promise<number> {
   const [row] = await db.execute<{ discarded: number }>(sql`
-    with claimed (workflow_id, run_id, version) as (
+    with claimed (workflow_id, run_id, key, version) as (
       select * from unnest(${textArray(runs.map(({ workflowId }) => workflowId))}, ${textArray(runs.map(({ runId }) => runId))},
-        ${textArray(runs.map(({ claimVersion }) => claimVersion ?? ''))})
-    ), released as (${released}), discarded as (
-      delete from runs where id in (select run_id from released) and status = 'PENDING' returning id, workflow_id
+        ${textArray(runs.map(({ key }) => key ?? ''))}, ${textArray(runs.map(({ claimVersion }) => claimVersion ?? ''))})
+    ), released as (
+      delete from idempotency_keys using claimed
+      where idempotency_keys.workflow_id = claimed.workflow_id and idempotency_keys.key = claimed.key
+        and idempotency_keys.run_id = claimed.run_id and idempotency_keys.xmin::text = claimed.version
+      returning idempotency_keys.run_id
+    ), discarded as (
+      delete from runs
+      where (id in (select run_id from released) or id in (select run_id from claimed where key = '')) and status = 'PENDING'
+      returning id, workflow_id
     ), unfolded as (
       delete from workflow_counter_deltas using discarded
       where workflow_counter_deltas.workflow_id = discarded.workflow_id and workflow_counter_deltas.run_id = discarded.id

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
-import { runsRepository, startRun } from '@switchboard/core/runs'
+import { createGroupStarter, runsRepository, type startRun } from '@switchboard/core/runs'
 import type { Deadline } from '@switchboard/core/timeout'
 
 type RunsRepository = ReturnType<typeof runsRepository>
@@ -14,7 +14,8 @@ interface Runs {
   perMinute: RunsRepository['perMinute']
   /**
    * Starts a run for a request that is answered by `deadline`: the run is stored and queued
-   * before it, or the start fails SERVICE_UNAVAILABLE and no run is left behind.
+   * before it, or the start fails SERVICE_UNAVAILABLE and no run is left behind. Starts that
+   * arrive together are written and queued together (group commit, `createGroupStarter`).
    */
   start: (input: Omit<Parameters<typeof startRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof startRun>
   /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
@@ -28,13 +29,14 @@ function createRuns (fastify: FastifyInstance): Runs {
   const { db, queues, config } = fastify
   const repository = runsRepository(db)
   const { requestDeadlineMs } = config.timeouts
+  const starter = createGroupStarter({ db, queues, logger: fastify.log })
   return {
     list: repository.list,
     get: repository.get,
     perMinute: repository.perMinute,
     // A run the request could not confirm is taken back until the reconciler would queue it:
     // RECONCILER_GRACE_MS after the request arrived (its run was created later still).
-    start: async (input, deadline) => startRun({ db, queues, logger: fastify.log }, {
+    start: async (input, deadline) => await starter.start({
       ...input,
       limits: { deadline, settleBy: deadline.at - requestDeadlineMs + config.reconciler.graceMs - CLOCK_SKEW_MS }
     }),

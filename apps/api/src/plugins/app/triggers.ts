@@ -1,19 +1,17 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { emitEvent, findTriggerTarget } from '@switchboard/core/triggers'
-
-type FindTriggerTargetArgs = Parameters<typeof findTriggerTarget> extends [unknown, ...infer Rest] ? Rest : never
+import { createTriggerTargets, emitEvent, type TriggerTargets } from '@switchboard/core/triggers'
 
 interface Triggers {
   /** The workflow a fire or an inbound webhook starts a run from; a viewer scopes it to its owner. */
-  findTarget: (...args: FindTriggerTargetArgs) => ReturnType<typeof findTriggerTarget>
+  findTarget: TriggerTargets['find']
   emitEvent: (input: Parameters<typeof emitEvent>[1]) => ReturnType<typeof emitEvent>
 }
 
 function createTriggers (fastify: FastifyInstance): Triggers {
   const { db, queues } = fastify
   return {
-    findTarget: async (...args) => findTriggerTarget(db, ...args),
+    findTarget: createTriggerTargets(db).find,
     emitEvent: async (input) => emitEvent({ db, queues, eventFanoutMax: fastify.config.limits.eventFanoutMax }, input)
   }
 }
