@@ -33,6 +33,53 @@ interface DatabaseOptions {
 const MAX_RECONNECT_DELAY_SECONDS = 1
 const reconnectDelay = (failures: number): number => (0.5 + Math.random() / 2) * Math.min(3 ** failures / 100, MAX_RECONNECT_DELAY_SECONDS)
 
+/** Statement texts a process prepares at most: the code writes a bounded number of them, this bounds what it cannot foresee. */
+const MAX_PREPARED_TEXTS = 500
+/** Distinct texts remembered while counting how often each runs. */
+const MAX_COUNTED_TEXTS = 5000
+
+/**
+ * drizzle runs every query through postgres.js's `unsafe()`, which does not prepare
+ * (drizzle-orm#6096), and an unprepared query with parameters costs two round trips: Parse and
+ * Describe, then Bind and Execute. A text seen a second time is prepared instead (each
+ * connection then describes it once and runs it in one round trip). Texts are written by the
+ * code, never by a caller (values are parameters), so few of them repeat; MAX_PREPARED_TEXTS
+ * bounds the statements each server connection may keep, whatever a list's length does to a text.
+ */
+function preparingRepeatedStatements (client: Sql): Sql {
+  const seen = new Set<string>()
+  const prepared = new Set<string>()
+  const shouldPrepare = (text: string): boolean => {
+    if (prepared.has(text)) return true
+    if (!seen.has(text)) {
+      if (seen.size >= MAX_COUNTED_TEXTS) seen.clear()
+      seen.add(text)
+      return false
+    }
+    if (prepared.size >= MAX_PREPARED_TEXTS) return false
+    prepared.add(text)
+    return true
+  }
+  const wrap = <T extends object>(target: T): T => new Proxy(target, {
+    get (object, property, receiver) {
+      const value = Reflect.get(object, property, receiver) as unknown
+      if (typeof value !== 'function') return value
+      if (property === 'unsafe') {
+        return (text: string, params?: unknown[], options: { prepare?: boolean } = {}) =>
+          value.call(object, text, params, { ...options, prepare: options.prepare === true || shouldPrepare(text) })
+      }
+      // A transaction's (and a savepoint's) own handle runs drizzle's queries inside it.
+      if (property === 'begin' || property === 'savepoint') {
+        return (...args: unknown[]) => value.apply(object, args.map((arg) => typeof arg === 'function'
+          ? (handle: object) => (arg as (handle: object) => unknown)(wrap(handle))
+          : arg))
+      }
+      return value
+    }
+  })
+  return wrap(client)
+}
+
 export function createDatabase (url: string, options: DatabaseOptions = {}): Database {
   const timeouts = options.statementTimeoutMs === undefined
     ? {}
@@ -45,6 +92,6 @@ export function createDatabase (url: string, options: DatabaseOptions = {}): Dat
     onnotice: () => {},
     connection: { application_name: 'switchboard', ...timeouts }
   })
-  const db = drizzle(sql, { schema })
+  const db = drizzle(preparingRepeatedStatements(sql), { schema })
   return { db, sql, close: async () => { await sql.end({ timeout: 5 }) } }
 }

@@ -1,0 +1,43 @@
+import { sql } from 'drizzle-orm'
+import t from 'tap'
+import { createTestDatabase } from '@switchboard/testing/database'
+import { createDatabase } from '../src/db/client.ts'
+
+const testDatabase = await createTestDatabase()
+t.teardown(testDatabase.drop)
+// One connection, so that every statement below meets the same server session.
+const database = createDatabase(testDatabase.url, { max: 1 })
+t.teardown(database.close)
+const { db } = database
+
+const preparedLike = async (marker: string): Promise<number> => {
+  const [row] = await db.execute<{ count: number }>(sql`select count(*)::int as count from pg_prepared_statements where statement like ${`%${marker}%`} and statement not like '%pg_prepared_statements%'`)
+  return row!.count
+}
+
+t.test('a statement drizzle runs again is prepared: one round trip instead of Parse and Describe first', async (t) => {
+  await db.execute(sql`select ${1}::int as once_only`)
+  t.equal(await preparedLike('once_only'), 0, 'a text seen once is not prepared')
+
+  for (let i = 0; i < 3; i++) {
+    const [row] = await db.execute<{ value: number }>(sql`select ${i}::int as "value" -- repeated_text`)
+    t.equal(row!.value, i, 'each run gets its own parameters')
+  }
+  t.equal(await preparedLike('repeated_text'), 1, 'a repeated text is prepared once on the connection')
+})
+
+t.test('inside a transaction too', async (t) => {
+  await db.transaction(async (tx) => {
+    for (let i = 0; i < 3; i++) await tx.execute(sql`select ${i}::int -- in_transaction`)
+  })
+  t.equal(await preparedLike('in_transaction'), 1)
+})
+
+t.test('a table changed under a prepared statement is still read right', async (t) => {
+  await db.execute(sql`create table drifting (a int)`)
+  await db.execute(sql`insert into drifting values (1)`)
+  for (let i = 0; i < 2; i++) await db.execute(sql`select * from drifting where a = ${1}`)
+  await db.execute(sql`alter table drifting add column b text default 'x'`)
+  const rows = await db.execute(sql`select * from drifting where a = ${1}`)
+  t.same([...rows], [{ a: 1, b: 'x' }])
+})
