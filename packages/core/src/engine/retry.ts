@@ -6,7 +6,7 @@ import type { NodeType } from './node-types.ts'
  * node holds a worker's slot for a bounded time: at most 10 attempts of at most 5 minutes
  * each, and 5 minutes of waiting between them in all.
  */
-export const RETRY_LIMITS = {
+const RETRY_LIMITS = {
   /** Attempts of a node in all, the first included. */
   maxAttempts: 10,
   maxBackoffMs: 60_000,
@@ -68,7 +68,7 @@ function parseRetry (retry: unknown): Omit<RetryPolicy, 'timeoutMs'> {
 }
 
 /** The wait before retry `retry` (1: the first), backoff alone. */
-export const backoffDelayMs = (policy: RetryPolicy, retry: number): number =>
+const backoffDelayMs = (policy: RetryPolicy, retry: number): number =>
   Math.min(Math.round(policy.backoffMs * policy.backoffFactor ** (retry - 1)), policy.maxDelayMs)
 
 /** What the backoff of every retry adds up to. */
