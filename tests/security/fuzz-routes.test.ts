@@ -75,6 +75,10 @@ const context: FuzzContext = {
     password: [TEST_ADMIN.password],
     workflowId: workflowIds,
     before: messageIds,
+    // Bulk retry: a range that holds runs, and the ends swapped.
+    from: [new Date(Date.now() - 3_600_000).toISOString(), '2999-01-01T00:00:00Z'],
+    to: [new Date(Date.now() + 3_600_000).toISOString(), '1999-01-01T00:00:00Z'],
+    version: ['current', 'original'],
     // Workflow definitions: real node types, ids that collide or dangle, trigger and node configs near the edge.
     type: ['send_chat', 'send_chat_template', 'http_request', 'condition', 'wait', 'set', 'verify_signature'],
     id: ['n1', 'n2'],
