@@ -1,9 +1,10 @@
+import { and, eq } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { workflows, type RunStatus } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
-import type { RunStatus } from '../db/schema/index.ts'
 import { lockRunsToReplay, replaySource } from '../runs/replays.ts'
 import { startRuns, type RunServiceDeps, type StartDeadline } from '../runs/start.ts'
-import type { Viewer } from '../users/viewer.ts'
-import { findTriggerTarget } from './direct.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
 
 /** Which definition a replay executes: the workflow's current version, or the one the first run executed. */
 export type ReplayVersion = 'current' | 'original'
@@ -55,6 +56,15 @@ export async function replayRun (deps: RunServiceDeps, input: ReplayRunInput): P
   return { runId: started!.runId, retriedFrom: source.id }
 }
 
+/** The workflow whose runs a bulk retry replays, as `viewer` may see it (never its nodes); null when they may not. */
+async function replayTarget (db: DbOrTx, id: string, viewer: Viewer) {
+  const [target] = await db.select({ id: workflows.id, userId: workflows.userId, triggerType: workflows.triggerType, isActive: workflows.isActive })
+    .from(workflows)
+    .where(and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id)))
+    .limit(1)
+  return target ?? null
+}
+
 interface ReplayRunsInput {
   workflowId: string
   viewer: Viewer
@@ -74,7 +84,7 @@ interface ReplayRunsInput {
  * (a lock held while the replays are started, in one `startRuns`), so none replays a run twice.
  */
 export async function replayRuns (deps: RunServiceDeps, input: ReplayRunsInput): Promise<{ runs: Replayed[], more: boolean }> {
-  const workflow = await findTriggerTarget(deps.db, input.workflowId, input.viewer)
+  const workflow = await replayTarget(deps.db, input.workflowId, input.viewer)
   if (workflow === null) throw new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
   if (!workflow.isActive) throw workflowNotActive()
   return await deps.db.transaction(async (tx) => {
