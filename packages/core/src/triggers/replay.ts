@@ -7,7 +7,7 @@ import { startRuns, type RunServiceDeps, type StartDeadline } from '../runs/star
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 
 /** Which definition a replay executes: the workflow's current version, or the one the first run executed. */
-export type ReplayVersion = 'current' | 'original'
+type ReplayVersion = 'current' | 'original'
 
 /** The statuses the bulk retry picks runs by. */
 export const BULK_RETRY_STATUSES = ['FAILED', 'CANCELLED'] as const satisfies readonly RunStatus[]
