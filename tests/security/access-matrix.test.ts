@@ -69,7 +69,8 @@ t.test('B cannot read or change A\'s workflows, runs, accounts or conversations:
     'versions of workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/versions` },
     'version of workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/versions/1` },
     'restore workflow version': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/versions/1/restore` },
-    'export workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/export` }
+    'export workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/export` },
+    'bulk retry of workflow': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/runs/retry`, payload: { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' } }
   }
   for (const [what, probe] of Object.entries(workflowProbes)) await likeMissing(t, what, probe, aWorkflow)
 
@@ -82,6 +83,7 @@ t.test('B cannot read or change A\'s workflows, runs, accounts or conversations:
 
   await likeMissing(t, 'GET run', { method: 'GET', url: (id) => `/api/automation/runs/${id}` }, aRun)
   await likeMissing(t, 'cancel run', { method: 'POST', url: (id) => `/api/automation/runs/${id}/cancel` }, aRun)
+  await likeMissing(t, 'retry run', { method: 'POST', url: (id) => `/api/automation/runs/${id}/retry`, payload: {} }, aRun)
 
   // Routes that act on "the selected account" name it in X-Account-Id.
   const selecting = (id: string) => ({ 'x-account-id': id })
@@ -109,7 +111,7 @@ t.test('A\'s resources are unchanged by B\'s attempts', async (t) => {
   const workflow = await request({ method: 'GET', url: `/api/automation/workflows/${aWorkflow}`, token: a.token })
   t.equal(workflow.statusCode, 200)
   t.equal(workflow.json().name, 'A manual')
-  t.equal(workflow.json().runCount, 1, 'B\'s fire started nothing')
+  t.equal(workflow.json().runCount, 1, 'B\'s fire and retries started nothing')
   t.not((await request({ method: 'GET', url: `/api/automation/runs/${aRun}`, token: a.token })).json().status, 'CANCELLED')
   const accounts = (await request({ method: 'GET', url: '/api/chat/accounts', token: a.token })).json()
   t.same(accounts.map((account: { id: string, name: string }) => [account.id, account.name]), [[aAccount, `Account ${A_NUMBER}`]])

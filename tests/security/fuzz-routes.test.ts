@@ -67,7 +67,8 @@ const context: FuzzContext = {
   samples: {
     accessToken: [FAKE_ACCESS_TOKEN],
     phoneNumberId: [DEFAULT_PHONE_NUMBER_ID, MEMBER_PHONE_NUMBER_ID, '300000000003'],
-    to: [CUSTOMER, '+1 555 765 4321'],
+    // A chat send's recipient; a bulk retry's end (a range holding runs, or its ends swapped).
+    to: [CUSTOMER, '+1 555 765 4321', new Date(Date.now() + 3_600_000).toISOString(), '1999-01-01T00:00:00Z'],
     templateName: ['hello_world', 'order_update'],
     lang: ['en_US', 'ar'],
     name: ['fuzz'],
@@ -75,6 +76,8 @@ const context: FuzzContext = {
     password: [TEST_ADMIN.password],
     workflowId: workflowIds,
     before: messageIds,
+    from: [new Date(Date.now() - 3_600_000).toISOString(), '2999-01-01T00:00:00Z'],
+    version: ['current', 'original'],
     // Workflow definitions: real node types, ids that collide or dangle, trigger and node configs near the edge.
     type: ['send_chat', 'send_chat_template', 'http_request', 'condition', 'wait', 'set', 'verify_signature'],
     id: ['n1', 'n2'],

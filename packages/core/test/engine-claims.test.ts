@@ -346,8 +346,8 @@ t.test('a chat send is in the run\'s log before the platform is called', async (
     { id: 'template', type: 'send_chat_template', config: { phone: '15550001111', templateName: 'welcome' } }
   ]))
   t.equal(await engine.executeRun(runId), 'SUCCESS')
-  t.equal(seenAtSend[0]!.at(-1), 'Sending chat message to 15550001111')
-  t.equal(seenAtSend[1]!.at(-1), 'Sending chat template welcome to 15550001111')
+  t.equal(seenAtSend[0]!.at(-1), 'Sending chat message to 15550001111 (attempt 1)')
+  t.equal(seenAtSend[1]!.at(-1), 'Sending chat template welcome to 15550001111 (attempt 1)')
 })
 
 t.test('a run cancelled while a node waits to retry: the retry is not sent', async (t) => {

@@ -121,7 +121,7 @@ t.test('a run executes every node, renders templates from triggerData and earlie
     ['post', 'INFO', `POST ${sinkUrl}/orders answered 200`],
     ['post', 'INFO', 'Node post completed in Nms'],
     ['notify', 'INFO', 'Node notify (send_chat) started'],
-    ['notify', 'INFO', 'Sending chat message to 15550001111'],
+    ['notify', 'INFO', 'Sending chat message to 15550001111 (attempt 1)'],
     ['notify', 'INFO', 'Node notify completed in Nms'],
     [null, 'INFO', 'Run succeeded in Nms']
   ])

@@ -99,6 +99,8 @@ export interface RunBody {
   id: string
   workflowId: string
   workflowVersion: number
+  /** The run this one replays; null when it is not a replay. */
+  retriedFrom: string | null
   status: string
   createdAt: string
   triggerData: Record<string, any>

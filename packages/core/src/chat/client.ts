@@ -25,6 +25,13 @@ export class ChatPlatformError extends Error {
 /** The platform could not be reached, timed out, or answered something that is not the API. */
 export class ChatPlatformUnavailableError extends Error {
   override name = 'ChatPlatformUnavailableError'
+  /** The status of an answer that was not the API's; undefined when none came (unreachable, timed out). */
+  readonly httpStatus?: number
+
+  constructor (message: string, options: { httpStatus?: number, cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.httpStatus = options.httpStatus
+  }
 }
 
 interface PlatformErrorBody {
@@ -115,8 +122,16 @@ export interface PhoneNumberRecord {
   [key: string]: unknown
 }
 
+/** What a workflow's send adds to the platform call. */
+export interface SendOptions {
+  /** Sent as `Idempotency-Key`, the same on every attempt of one send. */
+  idempotencyKey?: string
+  /** Ends the call early (a cancelled run, a node's time limit). */
+  signal?: AbortSignal
+}
+
 export interface ChatClient {
-  sendMessage: (phoneNumberId: string, accessToken: string, message: OutboundMessage) => Promise<SendResult>
+  sendMessage: (phoneNumberId: string, accessToken: string, message: OutboundMessage, options?: SendOptions) => Promise<SendResult>
   getPhoneNumber: (phoneNumberId: string, accessToken: string) => Promise<PhoneNumberRecord>
   /** Every template of the business account, all pages followed. */
   listTemplates: (businessAccountId: string, accessToken: string, query?: { status?: string }) => Promise<TemplateRecord[]>
@@ -138,7 +153,7 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
     bodyTimeout: timeoutMs
   })
 
-  async function call<T> (method: 'GET' | 'POST', path: string, accessToken: string, body?: unknown): Promise<T> {
+  async function call<T> (method: 'GET' | 'POST', path: string, accessToken: string, body?: unknown, options: SendOptions = {}): Promise<T> {
     let statusCode: number
     let text: string
     try {
@@ -148,10 +163,11 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
         headers: {
           authorization: `Bearer ${accessToken}`,
           accept: 'application/json',
-          ...(body !== undefined && { 'content-type': 'application/json' })
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...(options.idempotencyKey !== undefined && { 'idempotency-key': options.idempotencyKey })
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs)
+        signal: options.signal === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([options.signal, AbortSignal.timeout(timeoutMs)])
       })
       statusCode = response.statusCode
       // Reading the whole body also returns the socket to the pool.
@@ -163,21 +179,21 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
     try {
       parsed = JSON.parse(text)
     } catch {
-      throw new ChatPlatformUnavailableError(`Chat platform answered ${statusCode} with a body that is not JSON`)
+      throw new ChatPlatformUnavailableError(`Chat platform answered ${statusCode} with a body that is not JSON`, { httpStatus: statusCode })
     }
     const envelope = (parsed as { error?: PlatformErrorBody } | null)?.error
     if (envelope !== undefined && envelope !== null && typeof envelope === 'object') {
       throw new ChatPlatformError(statusCode, envelope)
     }
     if (statusCode >= 400) {
-      throw new ChatPlatformUnavailableError(`Chat platform answered ${statusCode} without an error envelope`)
+      throw new ChatPlatformUnavailableError(`Chat platform answered ${statusCode} without an error envelope`, { httpStatus: statusCode })
     }
     return parsed as T
   }
 
   return {
-    async sendMessage (phoneNumberId, accessToken, message) {
-      return call<SendResult>('POST', `${basePath}/${encodeURIComponent(phoneNumberId)}/messages`, accessToken, message)
+    async sendMessage (phoneNumberId, accessToken, message, options) {
+      return call<SendResult>('POST', `${basePath}/${encodeURIComponent(phoneNumberId)}/messages`, accessToken, message, options)
     },
 
     async getPhoneNumber (phoneNumberId, accessToken) {

@@ -1,4 +1,4 @@
-import type { SendResult } from './client.ts'
+import type { SendOptions, SendResult } from './client.ts'
 import { normalizePhone } from './phone.ts'
 import type { ChatService } from './sending.ts'
 
@@ -30,9 +30,10 @@ export interface SendTemplateInput {
   components?: unknown[]
 }
 
+/** `options`: the node's idempotency key, the same on every attempt, and its signal. */
 export interface ChatSender {
-  sendText: (input: SendTextInput) => Promise<ChatSendResult>
-  sendTemplate: (input: SendTemplateInput) => Promise<ChatSendResult>
+  sendText: (input: SendTextInput, options?: SendOptions) => Promise<ChatSendResult>
+  sendTemplate: (input: SendTemplateInput, options?: SendOptions) => Promise<ChatSendResult>
 }
 
 /** A send's wamid, or '' when the platform returned none. */
@@ -47,13 +48,13 @@ export function createChatSender (service: Pick<ChatService, 'accounts' | 'sendT
   const accountOf = async (userId: string, accountId: string | undefined) =>
     await service.accounts.select({ id: userId, role: 'member' }, accountId, { forWorkflow: true })
   return {
-    async sendText (input) {
-      const result = await service.sendText(await accountOf(input.userId, input.accountId), { to: input.to, text: input.text, replyToId: input.replyToId })
+    async sendText (input, options) {
+      const result = await service.sendText(await accountOf(input.userId, input.accountId), { to: input.to, text: input.text, replyToId: input.replyToId }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     },
-    async sendTemplate (input) {
+    async sendTemplate (input, options) {
       const account = await accountOf(input.userId, input.accountId)
-      const result = await service.sendTemplate(account, { to: input.to, templateName: input.templateName, lang: input.lang, components: input.components })
+      const result = await service.sendTemplate(account, { to: input.to, templateName: input.templateName, lang: input.lang, components: input.components }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     }
   }

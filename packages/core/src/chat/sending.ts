@@ -10,7 +10,7 @@ import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import {
   ChatPlatformError, templateMessage, textMessage,
-  type ChatClient, type SendResult, type TemplateRecord
+  type ChatClient, type SendOptions, type SendResult, type TemplateRecord
 } from './client.ts'
 
 const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
@@ -56,9 +56,9 @@ export function createChatService (options: ChatServiceOptions) {
   const accounts = chatAccountResolver(options)
   const conversations = conversationsRepository(options.db)
 
-  async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2]): Promise<SendResult> {
+  async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2], options?: SendOptions): Promise<SendResult> {
     try {
-      const sent = await client.sendMessage(account.phoneNumberId, account.accessToken, message)
+      const sent = await client.sendMessage(account.phoneNumberId, account.accessToken, message, options)
       chatSends.inc({ outcome: 'sent', error_code: 'none' })
       return sent
     } catch (err) {
@@ -76,13 +76,14 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
-  async function sendText (account: UsableChatAccount, request: SendTextRequest): Promise<SendResult> {
+  /** `options`: a workflow's send (its idempotency key, its signal); never part of an API request's body. */
+  async function sendText (account: UsableChatAccount, request: SendTextRequest, options?: SendOptions): Promise<SendResult> {
     const phone = normalizePhone(request.to)
     const replyToId = request.replyToId
     const context = await conversations.sendContext(account.phoneNumberId, phone, replyToId?.startsWith('wamid.') === true ? undefined : replyToId)
     assertInsideWindow(context.lastIncomingAt)
     const replyToWamid = replyToId === undefined ? undefined : (context.replyToWamid ?? replyToId)
-    const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid))
+    const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid), options)
     await store({
       phoneNumberId: account.phoneNumberId,
       phone,
@@ -96,10 +97,10 @@ export function createChatService (options: ChatServiceOptions) {
     return result
   }
 
-  async function sendTemplate (account: UsableChatAccount, request: SendTemplateRequest): Promise<SendResult> {
+  async function sendTemplate (account: UsableChatAccount, request: SendTemplateRequest, options?: SendOptions): Promise<SendResult> {
     const phone = normalizePhone(request.to)
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
-    const result = await callPlatform(account, templateMessage(phone, request.templateName, lang, platformComponents(request.components)))
+    const result = await callPlatform(account, templateMessage(phone, request.templateName, lang, platformComponents(request.components)), options)
     const body = request.templateContent?.body
     await store({
       phoneNumberId: account.phoneNumberId,

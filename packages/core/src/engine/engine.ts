@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { DrizzleQueryError } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
@@ -10,9 +11,10 @@ import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType, isPureNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
+import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Progress, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
-import { NodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
+import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
 
 /** The event a failed run emits to its owner's EVENT workflows (contract, Events). */
 const RUN_FAILED_EVENT = 'workflow.run.failed'
@@ -185,6 +187,58 @@ function ownerOf (job: RunDelivery): ClaimOwner {
   }
 }
 
+/** The wait before a retry, cut short when `signal` aborts (a cancel, a takeover, the job's lock lost). */
+async function pause (ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await sleep(ms, undefined, { signal })
+  } catch {
+    throw new NodeError('Stopped while waiting to retry: the run was stopped')
+  }
+}
+
+/**
+ * One attempt of a node with an outside effect (or a wait), within `timeoutMs`: its signal
+ * aborts at the limit, and the attempt counts as timed out then even if the node does not
+ * stop (its late outcome is ignored).
+ */
+async function timedAttempt (timeoutMs: number | undefined, signal: AbortSignal, execute: (signal: AbortSignal) => Promise<NodeResult>): Promise<NodeResult> {
+  if (timeoutMs === undefined) return await execute(signal)
+  const timeout = new AbortController()
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = new RetryableNodeError(`Timed out after ${timeoutMs}ms`)
+      timeout.abort(error)
+      reject(error)
+    }, timeoutMs)
+  })
+  const running = execute(AbortSignal.any([signal, timeout.signal]))
+  // Whichever loses the race settles unobserved.
+  running.catch(() => {})
+  timedOut.catch(() => {})
+  try {
+    return await Promise.race([running, timedOut])
+  } catch (err) {
+    // Aborted by its time limit: whatever the node made of the abort, it timed out.
+    if (timeout.signal.aborted && !signal.aborted) throw timeout.signal.reason
+    throw err
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * One attempt of a pure node: it cannot be interrupted (it waits on nothing and its work is
+ * bounded by the output and pattern bounds), so its time limit is checked when it returns, and
+ * an overrun discards its outcome. Its other failures are deterministic and never retried.
+ */
+async function pureAttempt (timeoutMs: number | undefined, execute: (signal: AbortSignal) => Promise<NodeResult>): Promise<NodeResult> {
+  const started = performance.now()
+  const outcome = await execute(neverAborted)
+  if (timeoutMs !== undefined && performance.now() - started > timeoutMs) throw new RetryableNodeError(`Timed out after ${timeoutMs}ms`)
+  return outcome
+}
+
 /**
  * Executes runs (contract, "Graph execution" and "Runs"). One call takes a run
  * from PENDING, WAITING or (after its worker died) RUNNING and executes nodes
@@ -346,7 +400,16 @@ export function createRunEngine (options: EngineOptions) {
     const scope = secrets.templateScope === undefined ? result : { ...result, credentials: secrets.templateScope }
     const config = renderTemplate(rawConfig, scope, onMissing, { maxBytes: nodeOutputMaxBytes, sizer }) as Record<string, unknown>
     if (missing > MAX_MISSING_PATH_LINES) log('WARN', `Template paths not found: ${missing - MAX_MISSING_PATH_LINES} more`)
-    const execute = async (nodeSignal: AbortSignal): Promise<NodeResult> => await executor.execute({
+    const policy = retryPolicyOf(node.type, config)
+    const schedule = retrySchedule(policy)
+    const pure = isPureNodeType(node.type)
+    // Why the next attempt is not made although attempts were left, said once per failure.
+    const decide = (retryAfterMs?: number): RetryDecision => {
+      const decision = schedule.decide(retryAfterMs)
+      if (!decision.retry && decision.reason !== undefined) log('WARN', `Not retried: ${decision.reason}`)
+      return decision
+    }
+    const attempt = async (nodeSignal: AbortSignal): Promise<NodeResult> => await executor.execute({
       node,
       config,
       rawConfig,
@@ -356,10 +419,29 @@ export function createRunEngine (options: EngineOptions) {
       log,
       beforeEffect,
       signal: nodeSignal,
-      deps: options.nodes
+      deps: options.nodes,
+      attempt: schedule.retries + 1,
+      mayRetry: (retryAfterMs) => decide(retryAfterMs).retry,
+      idempotencyKey: `${run.id}:${encodeURIComponent(node.id)}`
     })
+    /** Attempts until one succeeds, fails for good, or its retries are spent; `nodeSignal` stops the waits between them. */
+    const attempts = async (nodeSignal: AbortSignal): Promise<NodeResult> => {
+      for (;;) {
+        try {
+          return pure ? await pureAttempt(policy.timeoutMs, attempt) : await timedAttempt(policy.timeoutMs, nodeSignal, attempt)
+        } catch (err) {
+          if (!(err instanceof RetryableNodeError)) throw err
+          const decision = decide(err.retryAfterMs)
+          if (!decision.retry) throw err
+          log('WARN', `${err.message}; retrying in ${decision.delayMs}ms (${schedule.retries + 1} of ${policy.attempts - 1})`)
+          schedule.record(decision.delayMs)
+          // A pure node waits on nothing but this: the claim is watched only while it waits.
+          await (pure ? watchingClaim(run, signal, async (waitSignal) => { await pause(decision.delayMs, waitSignal) }) : pause(decision.delayMs, nodeSignal))
+        }
+      }
+    }
     // A pure node waits on nothing: no poll of the run's claim, no timer.
-    const outcome = isPureNodeType(node.type) ? await execute(neverAborted) : await watchingClaim(run, signal, execute)
+    const outcome = pure ? await attempts(neverAborted) : await watchingClaim(run, signal, attempts)
     const output = secrets.redact(outcome.output)
     checkStorable(node.id, output, result, sizer, resultSize)
     return { ...outcome, output }

@@ -65,9 +65,23 @@ export interface NodeContext {
    * by another worker).
    */
   beforeEffect: (message: string) => Promise<void>
-  /** Aborted when the run is cancelled or the worker lost the job. */
+  /** Aborted when the run is cancelled, the worker lost the job, or the attempt's `timeoutMs` passed. */
   signal: AbortSignal
   deps: NodeDependencies
+  /** This attempt of the node, from 1 (its `retry`). */
+  attempt: number
+  /**
+   * Whether a failure that may pass, thrown now as a RetryableNodeError, would be retried
+   * (after `retryAfterMs` at least, when the other side asked for a wait). When false this is
+   * the node's last attempt: a node that answers differently on its last attempt asks.
+   */
+  mayRetry: (retryAfterMs?: number) => boolean
+  /**
+   * `<runId>:<nodeId>` (the node id percent-encoded): the same for every attempt of this node
+   * in this run (its retries, a job retried after an error, a takeover), for receivers to
+   * deduplicate outside effects on.
+   */
+  idempotencyKey: string
 }
 
 export interface NodeResult {
@@ -93,4 +107,20 @@ export interface NodeExecutor<T extends NodeType = NodeType> {
  */
 export class NodeError extends Error {
   override name = 'NodeError'
+}
+
+/**
+ * A failure that may pass (the network, a time-out, a 5xx or 429 answer, a platform's
+ * throttling): the engine makes another attempt as the node's `retry` allows, and otherwise
+ * fails the node with this message.
+ */
+export class RetryableNodeError extends NodeError {
+  override name = 'RetryableNodeError'
+  /** The wait the other side asked for (Retry-After), in ms. */
+  readonly retryAfterMs?: number
+
+  constructor (message: string, options: { retryAfterMs?: number, cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.retryAfterMs = options.retryAfterMs
+  }
 }

@@ -67,7 +67,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
     scheduled = false
     while (inFlight < options.maxInFlight && waiting.length > 0) {
       inFlight++
-      void write(takeGroup()).finally(() => {
+      write(takeGroup()).finally(() => {
         inFlight--
         if (waiting.length > 0) schedule()
       })

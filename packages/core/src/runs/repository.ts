@@ -10,6 +10,7 @@ const runColumns = {
   id: runs.id,
   workflowId: runs.workflowId,
   workflowVersion: runs.workflowVersion,
+  retriedFrom: runs.retriedFrom,
   status: runs.status,
   triggerData: runs.triggerData,
   result: runs.result,

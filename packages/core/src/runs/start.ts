@@ -140,6 +140,13 @@ export interface StartRunsInput {
     idempotencyKey?: string
     /** This run's own request; absent: the shared one below. */
     requestId?: string
+    /** The workflow version to execute; absent: the workflow's current one. */
+    workflowVersion?: number
+    /**
+     * The run this one replays (`runs.retried_from`): its triggerData and raw body are copied
+     * by the insert itself, never through the caller, unless given here.
+     */
+    retriedFrom?: string
   }>
   /** The triggerData of every run that brings none, sent once per statement however many runs share it (an event's payload). */
   triggerData?: unknown
@@ -161,6 +168,8 @@ interface PlannedRun {
   rawBody?: Buffer
   key?: string
   requestId?: string
+  workflowVersion?: number
+  retriedFrom?: string
 }
 
 /** A run as its insert left it: `claimVersion` is the key row's version (xmin) when this start claimed its idempotency key. */
@@ -185,19 +194,21 @@ interface InsertedRun extends StartedRun {
  * A chunk holds each (workflow, key) pair once (ON CONFLICT may touch a row once per statement).
  */
 async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key }) => ({
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
     queue,
     trigger_data: triggerJson ?? (triggerData === undefined ? undefined : storableJson(triggerData)),
     raw_body: rawBody?.toString('base64'),
-    key
+    key,
+    workflow_version: workflowVersion,
+    retried_from: retriedFrom
   })))
   const inserted = await db.execute<{ plannedId: string, runId: string, claimVersion: string | null, domain: string | null }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
-        as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text)
+        as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text)
     ), claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
@@ -208,11 +219,13 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
           then idempotency_keys.created_at else excluded.created_at end
       returning workflow_id, key, run_id, xmin::text as version
     ), new_runs as (
-      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
-        coalesce(planned.trigger_data::jsonb, ${storableJson(shared)}::jsonb), decode(planned.raw_body, 'base64'),
-        (select version from workflows where workflows.id = planned.workflow_id)
-      from planned
+        coalesce(planned.trigger_data::jsonb, source.trigger_data, ${storableJson(shared)}::jsonb),
+        coalesce(decode(planned.raw_body, 'base64'), source.raw_body),
+        coalesce(planned.workflow_version, (select version from workflows where workflows.id = planned.workflow_id)),
+        planned.retried_from
+      from planned left join runs source on source.id = planned.retried_from
       where planned.key is null or planned.run_id in (select run_id from claim)
       returning id, workflow_id, created_at
     ), counted as (
@@ -246,7 +259,7 @@ export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): P
   // A (workflow, key) pair listed twice is one run: the later ones get the first one's answer.
   const firstOfPair = new Map<string, number>()
   const distinct: PlannedRun[] = []
-  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId }) => {
+  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, workflowVersion, retriedFrom }) => {
     const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
     if (key !== undefined) {
       const pair = JSON.stringify([workflow.id, key])
@@ -254,7 +267,7 @@ export async function startRuns (deps: RunServiceDeps, input: StartRunsInput): P
       if (first !== undefined) return first
       firstOfPair.set(pair, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId })
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, workflowVersion, retriedFrom })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)

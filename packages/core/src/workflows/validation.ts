@@ -1,8 +1,9 @@
 import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { DomainError } from '../errors.ts'
-import { isNodeType } from '../engine/node-types.ts'
+import { isNodeType, type NodeType } from '../engine/node-types.ts'
 import { compileMatchPattern } from '../engine/nodes/condition.ts'
+import { checkRetryConfig } from '../engine/retry.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { outgoingLinks } from './graph.ts'
 
@@ -63,6 +64,15 @@ function checkHttpRequestShape (node: WorkflowNode): void {
   }
 }
 
+/** `retry` and `timeoutMs`, any node's (README, Retries and time-outs): bounded, and meaningful for its type. */
+function checkRetryShape (id: string, type: NodeType, config: Record<string, unknown>): void {
+  try {
+    checkRetryConfig(type, config)
+  } catch (err) {
+    throw invalidField(`Node ${id}: ${(err as Error).message}`)
+  }
+}
+
 /** Reports the first node a link leads back to, following links depth first in array order. */
 function findCycle (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[]): string | null {
   const targets = new Map(nodes.map((node) => [node.id, outgoingLinks(node, edges).map((link) => link.target)]))
@@ -112,6 +122,7 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
     ids.add(node.id)
     if (node.type === 'condition') checkConditionShape(node)
     if (node.type === 'http_request') checkHttpRequestShape(node)
+    checkRetryShape(node.id, node.type, node.config ?? {})
   }
   const links = parseEdges(edges)
   for (const node of nodes) {

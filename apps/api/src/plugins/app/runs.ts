@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
 import { createGroupStarter, runsRepository, type startRun } from '@switchboard/core/runs'
 import type { Deadline } from '@switchboard/core/timeout'
+import { replayRun, replayRuns } from '@switchboard/core/triggers'
 
 type RunsRepository = ReturnType<typeof runsRepository>
 type Viewer = Parameters<RunsRepository['get']>[1]
@@ -20,6 +21,10 @@ interface Runs {
   start: (input: Omit<Parameters<typeof startRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof startRun>
   /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
   cancel: (id: string, viewer: Viewer, log: FastifyBaseLogger) => Promise<RunWithLogs | 'finished' | null>
+  /** Replays a finished run (POST /runs/:id/retry), answered by `deadline` like a start. */
+  retry: (input: Omit<Parameters<typeof replayRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof replayRun>
+  /** Replays the runs of a workflow in a time range (POST /workflows/:id/runs/retry), like an event's fan-out: no request deadline. */
+  retryMany: (input: Parameters<typeof replayRuns>[1]) => ReturnType<typeof replayRuns>
 }
 
 /** Clocks of the api and of Postgres (whose time stamps a run's creation) may differ this much. */
@@ -29,17 +34,18 @@ function createRuns (fastify: FastifyInstance): Runs {
   const { db, queues, config } = fastify
   const repository = runsRepository(db)
   const { requestDeadlineMs } = config.timeouts
-  const starter = createGroupStarter({ db, queues, logger: fastify.log })
+  const deps = { db, queues, logger: fastify.log }
+  const starter = createGroupStarter(deps)
+  // A run the request could not confirm is taken back until the reconciler would queue it:
+  // RECONCILER_GRACE_MS after the request arrived (its run was created later still).
+  const limitsOf = (deadline: Deadline) => ({ deadline, settleBy: deadline.at - requestDeadlineMs + config.reconciler.graceMs - CLOCK_SKEW_MS })
   return {
     list: repository.list,
     get: repository.get,
     perMinute: repository.perMinute,
-    // A run the request could not confirm is taken back until the reconciler would queue it:
-    // RECONCILER_GRACE_MS after the request arrived (its run was created later still).
-    start: async (input, deadline) => await starter.start({
-      ...input,
-      limits: { deadline, settleBy: deadline.at - requestDeadlineMs + config.reconciler.graceMs - CLOCK_SKEW_MS }
-    }),
+    start: async (input, deadline) => await starter.start({ ...input, limits: limitsOf(deadline) }),
+    retry: async (input, deadline) => await replayRun(deps, { ...input, limits: limitsOf(deadline) }),
+    retryMany: async (input) => await replayRuns(deps, input),
 
     async cancel (id, viewer, log) {
       const outcome = await repository.cancel(id, viewer)
@@ -62,7 +68,7 @@ declare module 'fastify' {
   }
 }
 
-/** Runs: starting one, reading, counting and cancelling them. */
+/** Runs: starting one, reading, counting, cancelling and replaying them. */
 async function runs (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('runs', createRuns(fastify))
 }

@@ -23,6 +23,9 @@ export const runs = pgTable('runs', {
   queue: text('queue').$type<QueueName>().notNull(),
   // The workflow_versions row the run executes to its end, whatever the workflow becomes meanwhile.
   workflowVersion: integer('workflow_version').notNull(),
+  // The run this one replays (POST /runs/:id/retry and the bulk retry). No foreign key: the link
+  // stays a fact after retention deletes the first run, and deleting runs costs no lookup of replays.
+  retriedFrom: text('retried_from'),
   triggerData: jsonb('trigger_data').$type<unknown>(),
   // The exact bytes of an inbound webhook, for verify_signature; never part of triggerData.
   rawBody: bytea('raw_body'),
@@ -48,7 +51,9 @@ export const runs = pgTable('runs', {
   index('runs_created_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('runs_unfinished_idx').on(t.status, t.createdAt).where(sql`${t.status} in ('PENDING', 'RUNNING', 'WAITING')`),
   // Retention clears raw bodies past RAW_BODY_RETENTION_HOURS: only the rows that still hold one are indexed.
-  index('runs_raw_body_created_idx').on(t.createdAt).where(sql`${t.rawBody} is not null`)
+  index('runs_raw_body_created_idx').on(t.createdAt).where(sql`${t.rawBody} is not null`),
+  // The bulk retry skips runs retried already: only replays are indexed.
+  index('runs_retried_from_idx').on(t.retriedFrom).where(sql`${t.retriedFrom} is not null`)
 ])
 
 export const runLogs = pgTable('run_logs', {

@@ -1,9 +1,8 @@
 import { createHmac } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
 import { BlockedAddressError } from './http-client.ts'
-import { NodeError, type NodeContext, type NodeCredential, type NodeExecutor } from '../types.ts'
-import { optionalBoolean, optionalNumber, optionalObject, optionalString, requiredString } from './config.ts'
+import { NodeError, RetryableNodeError, type NodeContext, type NodeCredential, type NodeExecutor } from '../types.ts'
+import { optionalBoolean, optionalObject, optionalString, requiredString } from './config.ts'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 /** The response lands in `result` (a jsonb column): keep it bounded. */
@@ -15,17 +14,12 @@ const MAX_RESPONSE_BYTES = 1024 * 1024
  * @internal exported for its tests
  */
 export const MAX_RESPONSE_JSON_DEPTH = 100
-const MAX_TIMEOUT_MS = 300_000
-const MAX_RETRIES = 10
 
 interface HttpResponse {
   status: number
   headers: Record<string, string | string[] | undefined>
   body: unknown
 }
-
-/** A failure worth another attempt: the network, a timeout or a 5xx answer. */
-class TransientError extends Error {}
 
 function buildUrl (config: Record<string, unknown>): URL {
   const text = requiredString(config, 'url')
@@ -44,14 +38,6 @@ function buildUrl (config: Record<string, unknown>): URL {
   return url
 }
 
-/**
- * The key a receiver can deduplicate on: the same for every attempt of this
- * node in this run (its own retries, a job retried after an error, a takeover
- * after a crash), different for every other node and run. The node id is
- * percent-encoded, so that any id makes a valid header value.
- */
-const idempotencyKey = (context: NodeContext): string => `${context.run.id}:${encodeURIComponent(context.node.id)}`
-
 function buildHeaders (context: NodeContext): Record<string, string> {
   const { config } = context
   const headers: Record<string, string> = {}
@@ -59,7 +45,7 @@ function buildHeaders (context: NodeContext): Record<string, string> {
     if (value !== undefined && value !== null) headers[name.toLowerCase()] = typeof value === 'object' ? JSON.stringify(value) : String(value)
   }
   // An Idempotency-Key the author set in `headers` is kept; `idempotencyKey: false` sends none.
-  if (optionalBoolean(config, 'idempotencyKey') ?? true) headers['idempotency-key'] ??= idempotencyKey(context)
+  if (optionalBoolean(config, 'idempotencyKey') ?? true) headers['idempotency-key'] ??= context.idempotencyKey
   return headers
 }
 
@@ -148,15 +134,27 @@ function parseBody (text: string, contentType: string | string[] | undefined): u
   return text
 }
 
-async function send (context: NodeContext, url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<HttpResponse> {
-  const timeout = AbortSignal.timeout(timeoutMs)
+/**
+ * Retry-After (RFC 9110): delay-seconds or an HTTP date, as ms from now; undefined when absent
+ * or unreadable (the node's own backoff applies then).
+ */
+function retryAfterMsOf (header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header
+  if (value === undefined) return undefined
+  if (/^\s*\d{1,10}\s*$/.test(value)) return Number(value) * 1000
+  const at = Date.parse(value)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
+}
+
+/** One exchange; the engine's signal ends it (a cancel, a takeover, the attempt's timeoutMs). */
+async function send (context: NodeContext, url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<HttpResponse> {
   try {
     const response = await request(url, {
       dispatcher: context.deps.http,
       method: method as 'GET',
       headers,
       body,
-      signal: AbortSignal.any([context.signal, timeout])
+      signal: context.signal
     })
     const text = await readBody(response.body)
     return { status: response.statusCode, headers: response.headers, body: parseBody(text, response.headers['content-type']) }
@@ -164,59 +162,44 @@ async function send (context: NodeContext, url: URL, method: string, headers: Re
     if (err instanceof NodeError) throw err
     if (err instanceof BlockedAddressError) throw new NodeError(err.message)
     if (context.signal.aborted) throw new NodeError('Request aborted: the run was stopped')
-    if (timeout.aborted) throw new TransientError(`Request timed out after ${timeoutMs}ms`)
-    throw new TransientError(`Request failed: ${(err as Error).message}`)
+    throw new RetryableNodeError(`Request failed: ${(err as Error).message}`)
   }
 }
 
 /**
  * An outbound HTTP call (spec 6.3) through the worker's shared dispatcher,
- * which refuses private and metadata addresses. Network errors, timeouts
- * and 5xx answers are retried `retries` times with exponential backoff.
- * Each attempt is written to the run's log before it is sent, and carries
+ * which refuses private and metadata addresses. Network errors, time-outs,
+ * 5xx and 429 answers may pass: the engine retries them as the node's `retry`
+ * (or its older `retries`) allows, waiting at least what a Retry-After header
+ * asks. Each attempt is written to the run's log before it is sent, and carries
  * the node's Idempotency-Key unless `idempotencyKey` is false.
  * `credential` names a credential of the workflow's owner that authenticates the call.
  */
 export const httpRequest: NodeExecutor<'http_request'> = {
   type: 'http_request',
   async execute (context) {
-    const { config, log, signal, beforeEffect } = context
+    const { config, log, beforeEffect } = context
     const method = (optionalString(config, 'method') ?? 'GET').toUpperCase()
     if (!METHODS.includes(method)) throw new NodeError(`method must be one of ${METHODS.join(', ')}`)
     const url = buildUrl(config)
     const headers = buildHeaders(context)
     const body = method === 'GET' || method === 'HEAD' ? undefined : buildBody(config, headers)
     if (context.credential !== undefined) authenticate(context.credential, headers, body)
-    const timeoutMs = optionalNumber(config, 'timeoutMs', 1, MAX_TIMEOUT_MS) ?? 10_000
-    const retries = Math.floor(optionalNumber(config, 'retries', 0, MAX_RETRIES) ?? 0)
     const failOnStatus = optionalBoolean(config, 'failOnStatus') ?? true
     // Query strings may carry credentials: logs show the address without them.
     const target = `${method} ${url.origin}${url.pathname}`
 
-    for (let attempt = 0; ; attempt++) {
-      await beforeEffect(`Calling ${target} (attempt ${attempt + 1})`)
-      let failure: string
-      try {
-        const response = await send(context, url, method, headers, body, timeoutMs)
-        if (response.status < 500 || attempt >= retries) {
-          log('INFO', `${target} answered ${response.status}`)
-          if (failOnStatus && response.status >= 400) throw new NodeError(`Request failed with status ${response.status}`)
-          return { output: response }
-        }
-        failure = `${target} answered ${response.status}`
-      } catch (err) {
-        if (!(err instanceof TransientError) || attempt >= retries) {
-          throw err instanceof TransientError ? new NodeError(err.message) : err
-        }
-        failure = err.message
-      }
-      const delayMs = Math.min(500 * 2 ** attempt, 10_000)
-      log('WARN', `${failure}; retrying in ${delayMs}ms (${attempt + 1} of ${retries})`)
-      try {
-        await sleep(delayMs, undefined, { signal })
-      } catch {
-        throw new NodeError('Request aborted: the run was stopped')
+    await beforeEffect(`Calling ${target} (attempt ${context.attempt})`)
+    const response = await send(context, url, method, headers, body)
+    if (response.status >= 500 || response.status === 429) {
+      const retryAfterMs = retryAfterMsOf(response.headers['retry-after'])
+      if (context.mayRetry(retryAfterMs)) {
+        const asked = retryAfterMs === undefined ? '' : ` (Retry-After ${Math.ceil(retryAfterMs / 1000)}s)`
+        throw new RetryableNodeError(`${target} answered ${response.status}${asked}`, { retryAfterMs })
       }
     }
+    log('INFO', `${target} answered ${response.status}`)
+    if (failOnStatus && response.status >= 400) throw new NodeError(`Request failed with status ${response.status}`)
+    return { output: response }
   }
 }

@@ -1,11 +1,12 @@
 import type { NodeExecutor } from '../types.ts'
 import { NodeError } from '../types.ts'
+import { sendRetryably } from './chat-send.ts'
 import { optionalString, requiredString } from './config.ts'
 
-/** An approved template through one of the workflow owner's chat accounts. */
+/** An approved template through one of the workflow owner's chat accounts, with the node's idempotency key. */
 export const sendChatTemplate: NodeExecutor<'send_chat_template'> = {
   type: 'send_chat_template',
-  async execute ({ config, run, deps, beforeEffect }) {
+  async execute ({ config, run, deps, beforeEffect, attempt, idempotencyKey, signal }) {
     const templateName = requiredString(config, 'templateName')
     const components = config.components
     if (components !== undefined && components !== null && !Array.isArray(components)) {
@@ -19,8 +20,8 @@ export const sendChatTemplate: NodeExecutor<'send_chat_template'> = {
       components: components ?? undefined,
       accountId: optionalString(config, 'accountId')
     }
-    await beforeEffect(`Sending chat template ${templateName} to ${input.to}`)
-    const sent = await deps.chat.sendTemplate(input)
+    await beforeEffect(`Sending chat template ${templateName} to ${input.to} (attempt ${attempt})`)
+    const sent = await sendRetryably(async () => await deps.chat.sendTemplate(input, { idempotencyKey, signal }))
     return { output: { wamid: sent.wamid, kind: 'template', to: sent.to, templateName } }
   }
 }

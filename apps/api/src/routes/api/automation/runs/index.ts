@@ -6,7 +6,7 @@ import { viewerOf } from '@switchboard/core/users'
 import { runsFinished } from '@switchboard/core/observability'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
-import { ListRunsQuery, Run, RunStats, RunStatsQuery, RunSummary } from './schemas.ts'
+import { idempotencyKeyOf, ListRunsQuery, RetryRunBody, Run, RunRetried, RunStats, RunStatsQuery, RunSummary } from './schemas.ts'
 
 const runNotFound = (): DomainError => new DomainError('RUN_NOT_FOUND', 'Run not found')
 
@@ -74,6 +74,29 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (outcome === 'finished') throw new DomainError('RUN_FINISHED', 'Run is already finished')
     runsFinished.inc({ status: 'CANCELLED' })
     return outcome
+  })
+
+  // A new run of the run's workflow with its triggerData and raw body, answered like /fire (202,
+  // within REQUEST_DEADLINE_MS, Idempotency-Key honoured per run retried).
+  fastify.post('/:id/retry', {
+    // The body is optional: a request without one (curl -X POST) asks for the defaults.
+    preValidation: async (request) => { request.body ??= { version: 'current' } },
+    schema: {
+      tags: ['runs'],
+      summary: 'Replay a finished run: a new run with the same triggerData and raw body',
+      params: IdParams,
+      body: RetryRunBody,
+      response: { 202: RunRetried, ...errorResponses(400, 401, 404, 409, 413, 415, 503) }
+    }
+  }, async (request, reply) => {
+    const replayed = await runs.retry({
+      runId: request.params.id,
+      viewer: viewerOf(request.user),
+      version: request.body.version,
+      idempotencyKey: idempotencyKeyOf(request.headers),
+      requestId: request.id
+    }, request.deadline)
+    return reply.code(202).send(replayed)
   })
 }
 

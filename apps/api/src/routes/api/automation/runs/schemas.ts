@@ -17,6 +17,7 @@ export const RunSummary = Type.Object({
   id: Type.String(),
   workflowId: Type.String(),
   workflowVersion: Type.Integer({ description: 'the workflow version the run executes, to its end' }),
+  retriedFrom: Type.Union([Type.String(), Type.Null()], { description: 'the run this one replays; null when it is not a replay' }),
   status: RunStatus,
   triggerData: Type.Unknown(),
   result: Type.Record(Type.String(), Type.Unknown()),
@@ -31,6 +32,17 @@ export const RunSummary = Type.Object({
 export const Run = Type.Object({ ...RunSummary.properties, logs: Type.Array(RunLog) })
 
 export const RunAccepted = Type.Object({ runId: Type.String() })
+
+/** Which definition a replay executes (README, Replay). */
+export const ReplayVersion = Type.Enum(['current', 'original'], {
+  default: 'current',
+  description: 'current: the workflow as it is now; original: the version the retried run executed'
+})
+
+export const RetryRunBody = Type.Object({ version: ReplayVersion }, { additionalProperties: false })
+
+/** A replay accepted: the new run, and the run it replays. */
+export const RunRetried = Type.Object({ runId: Type.String(), retriedFrom: Type.String() })
 
 const instant = (field: string, description: string) =>
   Type.String({ format: 'date-time', maxLength: 64, description, errorMessage: `${field} must be an ISO 8601 date-time` })

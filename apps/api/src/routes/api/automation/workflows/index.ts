@@ -7,6 +7,7 @@ import { workflowNotFound } from '@switchboard/core/workflows'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
+import retry from './retry.ts'
 import transfer from './transfer.ts'
 import versions from './versions.ts'
 import {
@@ -32,12 +33,13 @@ async function refuseBlankName (request: FastifyRequest): Promise<void> {
   }
 }
 
-/** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; their fire, versions, export and import. */
+/** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; their fire, bulk retry, versions, export and import. */
 const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { workflows } = fastify
   const tags = ['workflows']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw workflowNotFound() }))
   await fastify.register(fire)
+  await fastify.register(retry)
   await fastify.register(versions)
   await fastify.register(transfer)
 

@@ -1,7 +1,9 @@
 import { Type } from 'typebox'
 import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
+import { BULK_RETRY_MAX_RUNS, BULK_RETRY_STATUSES } from '@switchboard/core/triggers'
 import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from '@switchboard/core/workflows'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
+import { ReplayVersion, RunRetried } from '../runs/schemas.ts'
 
 export const TriggerType = Type.Enum(TRIGGER_TYPES)
 export const Domain = Type.Enum(DOMAINS)
@@ -183,3 +185,19 @@ export const ImportWorkflowBody = Type.Object({
   formatVersion: Type.Literal(EXPORT_FORMAT_VERSION, { errorMessage: `formatVersion must be ${EXPORT_FORMAT_VERSION}` }),
   workflow: PortableWorkflow
 }, { additionalProperties: false })
+
+const instant = (field: string, description: string) =>
+  Type.String({ format: 'date-time', maxLength: 64, description, errorMessage: `${field} must be an ISO 8601 date-time` })
+
+/** POST /workflows/:id/runs/retry: which runs to replay, and on which version. */
+export const BulkRetryBody = Type.Object({
+  from: instant('from', 'runs created at or after this time'),
+  to: instant('to', 'runs created before this time'),
+  status: Type.Enum(BULK_RETRY_STATUSES, { default: 'FAILED', description: 'the runs to replay: FAILED (default) or CANCELLED' }),
+  version: ReplayVersion
+}, { additionalProperties: false })
+
+export const BulkRetried = Type.Object({
+  runs: Type.Array(RunRetried, { description: `the replays started, oldest run first; at most ${BULK_RETRY_MAX_RUNS}` }),
+  more: Type.Boolean({ description: 'whether runs of the range remain to be replayed: the same call, made again, replays them next' })
+})

@@ -1,0 +1,100 @@
+import { and, eq } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { workflows, type RunStatus } from '../db/schema/index.ts'
+import { DomainError } from '../errors.ts'
+import { lockRunsToReplay, replaySource } from '../runs/replays.ts'
+import { startRuns, type RunServiceDeps, type StartDeadline } from '../runs/start.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
+
+/** Which definition a replay executes: the workflow's current version, or the one the first run executed. */
+type ReplayVersion = 'current' | 'original'
+
+/** The statuses the bulk retry picks runs by. */
+export const BULK_RETRY_STATUSES = ['FAILED', 'CANCELLED'] as const satisfies readonly RunStatus[]
+
+/** Runs one bulk retry starts at most; what is left is for the next call. */
+export const BULK_RETRY_MAX_RUNS = 500
+
+const FINISHED: readonly RunStatus[] = ['SUCCESS', 'FAILED', 'CANCELLED']
+
+const workflowNotActive = (): DomainError => new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
+
+interface Replayed {
+  runId: string
+  retriedFrom: string
+}
+
+interface ReplayRunInput {
+  runId: string
+  viewer: Viewer
+  version: ReplayVersion
+  /** Idempotency-Key: the same key for the same run within 24 hours returns the first replay. */
+  idempotencyKey?: string
+  requestId?: string
+  limits?: StartDeadline
+}
+
+/**
+ * Starts a new run of a finished run's workflow with its triggerData and raw body (so a
+ * verify_signature node checks the same bytes), on the workflow's current version or the run's
+ * own, linked to it by `retriedFrom`. As /fire: the run belongs to the workflow's owner, an
+ * inactive workflow starts nothing. The key is the caller's, per run replayed: a key reused for
+ * another run is another key.
+ */
+export async function replayRun (deps: RunServiceDeps, input: ReplayRunInput): Promise<Replayed> {
+  const lookup = replaySource(deps.db, input.runId, input.viewer)
+  const source = input.limits === undefined ? await lookup : await input.limits.deadline.race(lookup, 'find the run')
+  if (source === null) throw new DomainError('RUN_NOT_FOUND', 'Run not found')
+  if (!FINISHED.includes(source.status)) throw new DomainError('RUN_NOT_FINISHED', 'Run is not finished: only a finished run can be retried')
+  if (!source.workflow.isActive) throw workflowNotActive()
+  const [started] = await startRuns(deps, {
+    runs: [{ workflow: source.workflow, retriedFrom: source.id, ...(input.version === 'original' && { workflowVersion: source.workflowVersion }) }],
+    idempotencyKey: input.idempotencyKey === undefined || input.idempotencyKey === '' ? undefined : `retry:${source.id}:${input.idempotencyKey}`,
+    requestId: input.requestId,
+    limits: input.limits
+  })
+  return { runId: started!.runId, retriedFrom: source.id }
+}
+
+/** The workflow whose runs a bulk retry replays, as `viewer` may see it (never its nodes); null when they may not. */
+async function replayTarget (db: DbOrTx, id: string, viewer: Viewer) {
+  const [target] = await db.select({ id: workflows.id, userId: workflows.userId, triggerType: workflows.triggerType, isActive: workflows.isActive })
+    .from(workflows)
+    .where(and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id)))
+    .limit(1)
+  return target ?? null
+}
+
+interface ReplayRunsInput {
+  workflowId: string
+  viewer: Viewer
+  status: typeof BULK_RETRY_STATUSES[number]
+  /** createdAt at or after this time. */
+  from: Date
+  /** createdAt before this time. */
+  to: Date
+  version: ReplayVersion
+  requestId?: string
+}
+
+/**
+ * Replays the runs of a workflow created in [from, to) with `status` that were not retried yet
+ * (by either retry), oldest first, BULK_RETRY_MAX_RUNS at most; `more` says whether others
+ * remain, which the same call, made again, replays next. Bulk retries of one workflow take turns
+ * (a lock held while the replays are started, in one `startRuns`), so none replays a run twice.
+ */
+export async function replayRuns (deps: RunServiceDeps, input: ReplayRunsInput): Promise<{ runs: Replayed[], more: boolean }> {
+  const workflow = await replayTarget(deps.db, input.workflowId, input.viewer)
+  if (workflow === null) throw new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
+  if (!workflow.isActive) throw workflowNotActive()
+  return await deps.db.transaction(async (tx) => {
+    const sources = await lockRunsToReplay(tx, { workflowId: workflow.id, status: input.status, from: input.from, to: input.to, limit: BULK_RETRY_MAX_RUNS + 1 })
+    const taken = sources.slice(0, BULK_RETRY_MAX_RUNS)
+    // Outside `tx` (startRuns commits and enqueues on its own), while `tx` holds the sources.
+    const started = await startRuns(deps, {
+      runs: taken.map((source) => ({ workflow, retriedFrom: source.id, ...(input.version === 'original' && { workflowVersion: source.workflowVersion }) })),
+      requestId: input.requestId
+    })
+    return { runs: started.map(({ runId }, i) => ({ runId, retriedFrom: taken[i]!.id })), more: sources.length > taken.length }
+  })
+}
