@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
-import { createGroupStarter, runsRepository, type startRun } from '@switchboard/core/runs'
+import { createGroupStarter, runsRepository, wakeWaitingRuns, type startRun } from '@switchboard/core/runs'
 import type { Deadline } from '@switchboard/core/timeout'
 
 type RunsRepository = ReturnType<typeof runsRepository>
@@ -20,6 +20,11 @@ interface Runs {
   start: (input: Omit<Parameters<typeof startRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof startRun>
   /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
   cancel: (id: string, viewer: Viewer, log: FastifyBaseLogger) => Promise<RunWithLogs | 'finished' | null>
+  /**
+   * After a change of the workflow's maxConcurrentRuns: its runs waiting for a slot that is now
+   * free start. Not awaited by the caller; a failure is logged and the reconciler wakes them.
+   */
+  wake: (workflowId: string, log: FastifyBaseLogger) => void
 }
 
 /** Clocks of the api and of Postgres (whose time stamps a run's creation) may differ this much. */
@@ -52,6 +57,10 @@ function createRuns (fastify: FastifyInstance): Runs {
         queue.remove(jobId).catch((err: unknown) => { log.debug({ err, runId: id, jobId }, 'job of a cancelled run not removed') })
       }
       return outcome.run
+    },
+
+    wake (workflowId, log) {
+      wakeWaitingRuns({ db, queues }, workflowId).catch((err: unknown) => { log.warn({ err, workflowId }, 'runs waiting for a slot not woken: the reconciler will') })
     }
   }
 }
