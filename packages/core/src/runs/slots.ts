@@ -8,7 +8,8 @@ import { resumeJobId, RUN_JOB, runJobId, type QueueName, type Queues, type RunJo
  * Slots of workflows with a `maxConcurrentRuns` (README, Limits per workflow). A run of such a
  * workflow is claimed (started, or resumed after a wait) only through `claimSlot` (steps.ts):
  * under a transaction-scoped advisory lock of the workflow, it is admitted when the runs
- * RUNNING with a slot plus the runs waiting ahead of it (older) are fewer than the limit.
+ * RUNNING with a slot plus the runs ahead of it (older ones waiting, or PENDING and created in
+ * the last ARRIVING_WITHIN) are fewer than the limit.
  * Admitted, its `run_slots` row says `holding`; refused, `waiting`, and its job is delayed
  * (the engine's `hold`) until a slot frees: the end, wait or cancel of a run with a slot wakes
  * the first waiting runs (`wakeWaitingRuns`), and so does the reconciler on every pass for
@@ -18,6 +19,14 @@ import { resumeJobId, RUN_JOB, runJobId, type QueueName, type Queues, type RunJo
 
 /** The most runs waiting ahead of one that the gate counts: more than any limit allows. */
 const MAX_COUNTED_AHEAD = 1000
+
+/**
+ * An older PENDING run whose job has not reached a worker yet (its request is still enqueuing
+ * it, or it is a little behind in the queue) is waited for if it was created this recently:
+ * runs fired at once still start in the order they were created. Older ones are not: a job Redis
+ * lost is the reconciler's to restore (RECONCILER_GRACE_MS), and the newer runs go on meanwhile.
+ */
+const ARRIVING_WITHIN = sql.raw(`interval '10 seconds'`)
 
 /** Runs woken per call at most (a workflow whose limit was removed has every waiting run to wake). */
 const WAKE_BATCH = 1000
@@ -43,6 +52,13 @@ export const slotGate = sql`gate as (
       where s.workflow_id = previous.workflow_id and (s.run_created_at, s.run_id) < (previous.created_at, previous.id)
       limit ${MAX_COUNTED_AHEAD}
     ) as ahead)
+    + (select count(*) from (
+      select 1 from runs o
+      where o.workflow_id = previous.workflow_id and o.status = 'PENDING'
+        and o.created_at > now() - ${ARRIVING_WITHIN} and (o.created_at, o.id) < (previous.created_at, previous.id)
+        and not exists (select 1 from run_slots s where s.run_id = o.id and s.state = 'waiting' and s.claim = o.claim)
+      limit ${MAX_COUNTED_AHEAD}
+    ) as arriving)
     < previous.max_runs) as admitted
   from previous
 )`
