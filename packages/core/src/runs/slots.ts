@@ -26,7 +26,7 @@ const MAX_COUNTED_AHEAD = 1000
  * runs fired at once still start in the order they were created. Older ones are not: a job Redis
  * lost is the reconciler's to restore (RECONCILER_GRACE_MS), and the newer runs go on meanwhile.
  */
-const ARRIVING_WITHIN = sql.raw(`interval '10 seconds'`)
+const ARRIVING_WITHIN = sql.raw('interval \'10 seconds\'')
 
 /** Runs woken per call at most (a workflow whose limit was removed has every waiting run to wake). */
 const WAKE_BATCH = 1000
