@@ -11,7 +11,7 @@ import { resumeJobId, RUN_JOB, runJobId, type QueueName, type Queues, type RunJo
  * RUNNING with a slot plus the runs ahead of it (older ones waiting, or PENDING and created in
  * the last ARRIVING_WITHIN) are fewer than the limit.
  * Admitted, its `run_slots` row says `holding`; refused, `waiting`, and its job is delayed
- * (the engine's `hold`) until a slot frees: the end, wait or cancel of a run with a slot wakes
+ * (the engine's `hold`) until a slot frees: the end, wait or stop of a run with a slot wakes
  * the first waiting runs (`wakeWaitingRuns`), and so does the reconciler on every pass for
  * wakes that were lost. A WAITING run (at a wait node) gives its slot back, as in Trigger.dev.
  * Nothing here runs for workflows without a limit.
@@ -22,8 +22,9 @@ const MAX_COUNTED_AHEAD = 1000
 
 /**
  * An older PENDING run whose job has not reached a worker yet (its request is still enqueuing
- * it, or it is a little behind in the queue) is waited for if it was created this recently:
- * runs fired at once still start in the order they were created. Older ones are not: a job Redis
+ * it, or another worker took it a little later) is waited for if it was created this recently:
+ * runs fired one after the other start in that order even when their jobs reach the workers out
+ * of order. Older ones are not: a job Redis
  * lost is the reconciler's to restore (RECONCILER_GRACE_MS), and the newer runs go on meanwhile.
  */
 const ARRIVING_WITHIN = sql.raw('interval \'10 seconds\'')
