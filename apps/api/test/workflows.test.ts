@@ -9,8 +9,9 @@ const sql = app.database.sql
 
 const URL = '/api/automation/workflows'
 
+// Spec 4.7's summary, and the limits per workflow.
 const SUMMARY_FIELDS = ['id', 'name', 'description', 'triggerType', 'triggerConfig', 'isActive', 'runCount', 'successCount',
-  'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt'].sort()
+  'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt', 'maxConcurrentRuns', 'webhookRateLimit'].sort()
 
 const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'version', 'createdAt', 'runs', 'schedules'].sort()
 

@@ -84,6 +84,8 @@ export interface WorkflowInput {
   isActive?: boolean
   nodes?: unknown[]
   edges?: unknown
+  maxConcurrentRuns?: number | null
+  webhookRateLimit?: { max: number, windowSeconds: number } | null
 }
 
 /** An active MANUAL workflow with one `set` node. */

@@ -11,6 +11,8 @@ export interface Delivery {
   receivedAt: number
   /** False while the sink holds the answer back, and for good when the caller went away first. */
   answered: boolean
+  /** When the answer was sent. */
+  answeredAt?: number
 }
 
 export interface DeliverySink {
@@ -18,6 +20,8 @@ export interface DeliverySink {
   deliveries: Delivery[]
   /** Deliveries received but not answered yet (the caller is waiting for them). */
   inFlight: () => number
+  /** The most deliveries in flight at once so far. */
+  maxInFlight: () => number
 }
 
 interface SinkOptions {
@@ -33,6 +37,7 @@ interface SinkOptions {
 export async function startDeliverySink (t: Teardown, options: SinkOptions = {}): Promise<DeliverySink> {
   const deliveries: Delivery[] = []
   let inFlight = 0
+  let maxInFlight = 0
   const server = createServer((req: IncomingMessage, res) => {
     const delivery: Delivery = {
       path: req.url ?? '',
@@ -41,7 +46,7 @@ export async function startDeliverySink (t: Teardown, options: SinkOptions = {})
       answered: false
     }
     deliveries.push(delivery)
-    inFlight++
+    maxInFlight = Math.max(maxInFlight, ++inFlight)
     let done = false
     const finish = (): void => {
       if (done) return
@@ -53,6 +58,7 @@ export async function startDeliverySink (t: Teardown, options: SinkOptions = {})
     setTimeout(() => {
       if (res.destroyed) return
       delivery.answered = true
+      delivery.answeredAt = Date.now()
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
       finish()
     }, options.delayMs?.(delivery.path) ?? 0)
@@ -66,6 +72,7 @@ export async function startDeliverySink (t: Teardown, options: SinkOptions = {})
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     deliveries,
-    inFlight: () => inFlight
+    inFlight: () => inFlight,
+    maxInFlight: () => maxInFlight
   }
 }

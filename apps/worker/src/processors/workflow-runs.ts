@@ -1,4 +1,4 @@
-import { UnrecoverableError } from 'bullmq'
+import { DelayedError, UnrecoverableError } from 'bullmq'
 import type { ProcessorFactory } from '../context.ts'
 
 /**
@@ -9,12 +9,15 @@ import type { ProcessorFactory } from '../context.ts'
  */
 export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'> = ({ engine, logger }) => {
   // Three parameters: BullMQ passes the abort signal (fired when the job's lock is lost) only then.
-  return async (job, _token, signal) => {
+  return async (job, token, signal) => {
     const runId = job.data?.runId
     if (typeof runId !== 'string' || runId === '') throw new UnrecoverableError('job data has no runId')
     const requestId = typeof job.data.requestId === 'string' ? job.data.requestId : undefined
-    const outcome = await engine.executeRun(runId, signal, { requestId, job })
+    // A run waiting for a slot of its workflow: its job is delayed, and woken when a slot frees.
+    const hold = async (until: number): Promise<void> => { await job.moveToDelayed(until, token) }
+    const outcome = await engine.executeRun(runId, signal, { requestId, job, hold })
     logger.debug({ runId, jobId: job.id, requestId, outcome }, 'run job done')
+    if (outcome === 'HELD') throw new DelayedError()
     // The job's lock was lost or not renewed in time. Failing (not completing) the job: if this worker still
     // holds the lock after all, BullMQ retries it and the run goes on; if not, the job's new owner has it.
     if (outcome === 'ABANDONED') throw new Error(`stopped executing the run: ${String(signal?.reason ?? 'the job lock was lost')}`)

@@ -12,6 +12,7 @@ import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSi
 import { isNodeType, isPureNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
+import { wakeWaitingRuns } from '../runs/slots.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Progress, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
@@ -30,6 +31,31 @@ type RunOutcome =
   | 'ABANDONED'
   /** Another claim owns the run (a takeover while this execution went on): its steps were refused and it stopped. */
   | 'SUPERSEDED'
+  /** The workflow's maxConcurrentRuns are taken: the run waits PENDING (or WAITING) for a slot, its job held. */
+  | 'HELD'
+
+/** Outcomes after which the run no longer holds a slot (ended, or waiting at a wait node). */
+const SLOT_FREED: ReadonlySet<RunOutcome> = new Set(['SUCCESS', 'FAILED', 'WAITING', 'STOPPED'])
+
+/**
+ * A held job runs again this long after it was held if nothing woke it before: the wakes on
+ * every slot freed and the reconciler's pass make this a last resort, so it is long enough that
+ * thousands of held runs do not poll.
+ */
+const HELD_RECHECK_MS = 5 * 60_000
+
+/** What `executeRun` is told about the execution beside the run's id. */
+interface RunContext {
+  /** The request that started the run, for its log lines. */
+  requestId?: string
+  /** The job that delivers the run; without one every claim of a RUNNING run is a takeover. */
+  job?: RunDelivery
+  /**
+   * Holds the job until `until` (ms since the epoch) when the run must wait for a slot: it runs
+   * again then, or when a freed slot wakes it (BullMQ: `moveToDelayed`, then `DelayedError`).
+   */
+  hold?: (until: number) => Promise<void>
+}
 
 /** The BullMQ job that delivers a run, as far as the claim needs it (a BullMQ `Job` is one). */
 export interface RunDelivery {
@@ -451,20 +477,61 @@ export function createRunEngine (options: EngineOptions) {
    * Executes the run `runId` as far as it goes now. Throws only on
    * infrastructure failures (database, Redis), as an InfrastructureError: the
    * job is then retried and, as the same owner, claims the run again from the
-   * node that was running without counting a takeover. `job`: the job that
-   * delivers the run; without one every claim of a RUNNING run is a takeover.
+   * node that was running without counting a takeover. A run of a workflow
+   * whose maxConcurrentRuns are taken is not executed: HELD, its job held by
+   * `context.hold` until a slot frees (runs/slots.ts).
    */
-  async function executeRun (runId: string, signal?: AbortSignal, context: { requestId?: string, job?: RunDelivery } = {}): Promise<RunOutcome> {
+  async function executeRun (runId: string, signal?: AbortSignal, context: RunContext = {}): Promise<RunOutcome> {
     const owner = context.job === undefined ? undefined : ownerOf(context.job)
-    const claim = await database(store.claim(runId, maxAttempts, owner))
+    let claim = await database(store.claim(runId, maxAttempts, owner))
+    if (claim !== undefined && 'limited' in claim) {
+      claim = await database(store.claimSlot(runId, claim.limited.workflowId, maxAttempts, owner))
+      if (claim !== undefined && 'held' in claim) return await held(claim.held.workflowId, context.hold)
+    }
     if (claim === undefined) return 'SKIPPED'
     if (!('claimed' in claim)) {
-      if (claim.status !== 'RUNNING') return 'SKIPPED'
+      if (!('status' in claim) || claim.status !== 'RUNNING') return 'SKIPPED'
       const failed = await database(failRun(runId, `Run interrupted: its worker stopped ${claim.attempt + 1} times`))
       return failed ? 'FAILED' : 'SKIPPED'
     }
     const run = claim.claimed
-    const trace = traceRun(logger, run, context.requestId)
+    const outcome = await executeClaimed(run, signal, context.requestId, owner)
+    if (run.maxConcurrentRuns !== null && SLOT_FREED.has(outcome)) await wakeWaiting(run.workflowId)
+    return outcome
+  }
+
+  /**
+   * Gives the slots of a workflow with a maxConcurrentRuns that are free to its oldest waiting
+   * runs. A failure is logged, not thrown: the reconciler's next pass wakes them.
+   */
+  async function wakeWaiting (workflowId: string): Promise<void> {
+    try {
+      await wakeWaitingRuns({ db: options.db, queues }, workflowId)
+    } catch (err) {
+      logger.warn({ err, workflowId }, 'runs waiting for a slot not woken: the reconciler will')
+    }
+  }
+
+  /**
+   * The run waits for a slot: its job is held (moved to delayed) first, then the slots are
+   * checked again, so that one freed while this run was refused (its end's wake found the job
+   * still running) goes to the first waiting run, perhaps this one.
+   */
+  async function held (workflowId: string, hold: RunContext['hold']): Promise<RunOutcome> {
+    if (hold !== undefined) {
+      try {
+        await hold(Date.now() + HELD_RECHECK_MS)
+      } catch (err) {
+        throw new InfrastructureError('Redis', err)
+      }
+    }
+    await wakeWaiting(workflowId)
+    return 'HELD'
+  }
+
+  async function executeClaimed (run: ClaimedRun, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined): Promise<RunOutcome> {
+    const runId = run.id
+    const trace = traceRun(logger, run, requestId)
     const firstLines = trace.claimed(owner?.retryLine)
     const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
     const nodesById = new Map(graph.nodes.map((node) => [node.id, node]))
@@ -522,7 +589,7 @@ export function createRunEngine (options: EngineOptions) {
         const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines)), trace, run)
         if (suspended !== undefined) return suspended
         // The resumed part of the run logs with the request id too.
-        const data: RunJobData = { runId, ...(context.requestId !== undefined && { requestId: context.requestId }) }
+        const data: RunJobData = { runId, ...(requestId !== undefined && { requestId }) }
         try {
           await queues[run.queue].add(RUN_JOB, data, {
             jobId: resumeJobId(runId, node.id),

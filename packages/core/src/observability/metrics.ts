@@ -74,14 +74,14 @@ export const chatInboundDeliveries = new Counter({
 
 export const webhookAnswers = new Counter({
   name: 'switchboard_webhook_answers_total',
-  help: 'Inbound webhook answers, by status (received, ignored)',
+  help: 'Inbound webhook answers, by status (received, ignored, rate_limited)',
   labelNames: ['status'] as const,
   registers
 })
 
 export const reconcilerActions = new Counter({
   name: 'switchboard_reconciler_actions_total',
-  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job)',
+  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), woken (run waiting for a slot of its workflow while one was free), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job)',
   labelNames: ['action'] as const,
   registers
 })
@@ -114,8 +114,8 @@ function zeroKnownSeries (): void {
   }
   chatSends.inc({ outcome: 'sent', error_code: 'none' }, 0)
   chatInboundDeliveries.inc(0)
-  for (const status of ['received', 'ignored']) webhookAnswers.inc({ status }, 0)
-  for (const action of ['requeued', 'resumed', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued']) reconcilerActions.inc({ action }, 0)
+  for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
+  for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued']) reconcilerActions.inc({ action }, 0)
   for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies']) retentionDeleted.inc({ kind }, 0)
 }
 zeroKnownSeries()

@@ -6,6 +6,7 @@ import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { ensureJob, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
+import { waitsForSlot, wakeWaitingRuns, workflowsWithWaitingRuns } from './slots.ts'
 import { periodicPass } from '../periodic.ts'
 
 /** After the grace has passed, so that the youngest lost run is surely old enough (the clocks of worker and Postgres differ a little). */
@@ -56,6 +57,8 @@ interface ReconcilerOptions {
 interface ReconcileReport {
   requeued: number
   resumed: number
+  /** Runs waiting for a slot of their workflow that were woken because one was free. */
+  woken: number
   takenOver: number
   failed: number
   /** Workflows whose schedule was reconciled because Redis had lost schedulers (or had just come back). */
@@ -89,7 +92,7 @@ export function createReconciler (options: ReconcilerOptions) {
   async function requeuePending (): Promise<number> {
     const rows = await db.execute<{ id: string, queue: QueueName }>(sql`
       select runs.id, runs.queue from runs
-      where runs.status = 'PENDING' and runs.created_at < now() - ${grace}
+      where runs.status = 'PENDING' and runs.created_at < now() - ${grace} and not ${waitsForSlot}
       order by runs.created_at limit ${batchSize}
     `)
     let count = 0
@@ -108,7 +111,7 @@ export function createReconciler (options: ReconcilerOptions) {
       select runs.id, runs.current_node_id as "nodeId", runs.queue
       from runs
       cross join lateral (select runs.result->runs.current_node_id->>'until' as until) as wait
-      where runs.status = 'WAITING'
+      where runs.status = 'WAITING' and not ${waitsForSlot}
         and case when wait.until ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' then wait.until::timestamptz < now() - ${grace}
           else runs.created_at < now() - ${grace} end
       order by runs.created_at limit ${batchSize}
@@ -121,6 +124,18 @@ export function createReconciler (options: ReconcilerOptions) {
       }
     }
     return count
+  }
+
+  /**
+   * Runs waiting for a slot of their workflow (slots.ts) whose wake was lost (a Redis error, a
+   * worker that died right after a run ended, a run failed here, a cancel) get it now when a slot
+   * is free; their jobs, if Redis lost them, are added again when their turn comes.
+   */
+  async function wakeWaiting (): Promise<number> {
+    let woken = 0
+    for (const workflowId of await workflowsWithWaitingRuns(db, batchSize)) woken += await wakeWaitingRuns({ db, queues }, workflowId)
+    if (woken > 0) logger.warn({ woken }, 'runs waiting for a slot that was free: woken')
+    return woken
   }
 
   /**
@@ -203,6 +218,7 @@ export function createReconciler (options: ReconcilerOptions) {
     const requeued = await requeuePending()
     const resumed = await resumeWaiting()
     const { takenOver, failed } = await takeOverRunning()
+    const woken = await wakeWaiting()
     const schedulersRestored = await restoreSchedulers()
     const chatDeliveriesRequeued = await options.restore?.chatDeliveries() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
@@ -210,10 +226,11 @@ export function createReconciler (options: ReconcilerOptions) {
     reconcilerActions.inc({ action: 'resumed' }, resumed)
     reconcilerActions.inc({ action: 'taken_over' }, takenOver)
     reconcilerActions.inc({ action: 'failed' }, failed)
+    reconcilerActions.inc({ action: 'woken' }, woken)
     reconcilerActions.inc({ action: 'schedulers_restored' }, schedulersRestored)
     reconcilerActions.inc({ action: 'chat_deliveries_requeued' }, chatDeliveriesRequeued)
     if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
-    return { requeued, resumed, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, purgedKeys }
+    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, purgedKeys }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.

@@ -5,6 +5,7 @@ import { storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { QueueName } from '../queues/catalog.ts'
+import { lockSlots, slotGate, slotWrites } from './slots.ts'
 
 /**
  * The engine's statements. Each checkpoint of a run is one round trip: the
@@ -43,6 +44,8 @@ export interface ClaimedRun {
   /** How the claim came about, and so which line it wrote. */
   kind: ClaimKind
   startedAt: Date
+  /** The workflow's maxConcurrentRuns as the claim read it: when set, the run's end wakes the runs waiting for its slot. */
+  maxConcurrentRuns: number | null
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
@@ -83,6 +86,10 @@ type ClaimOutcome =
   | { claimed: ClaimedRun }
   /** The run exists but is in a status the job may not take it from. */
   | { status: RunStatus, attempt: number }
+  /** `claim`: a start or resume of a run whose workflow has a maxConcurrentRuns, for `claimSlot`. */
+  | { limited: { workflowId: string } }
+  /** `claimSlot`: no slot for the run now; it waits for one (slots.ts). */
+  | { held: { workflowId: string } }
   | undefined
 
 export interface FailedRun {
@@ -136,6 +143,96 @@ const stepAnswer = (runId: string): SQL => sql`
   select exists (select 1 from step) as written, found.status, found.claim
   from (select 1) as one left join (select status, claim from runs where id = ${runId}) as found on true`
 
+/**
+ * The claim (see `runStore().claim`), in one statement. A start or resume of a run whose
+ * workflow has a maxConcurrentRuns is claimed only with `slot`, when the run is admitted
+ * (slots.ts); without it, the statement only reports the limit, read from the workflow row
+ * by primary key, so runs of workflows without one cost nothing more.
+ */
+function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner | undefined, slot: boolean): SQL {
+  const ownerId = owner?.id ?? null
+  return sql`
+    with previous as (
+      select id, workflow_id, created_at, status, attempt, claim,
+        (select max_concurrent_runs from workflows where workflows.id = runs.workflow_id) as max_runs,
+        case status when 'PENDING' then 'start' when 'WAITING' then 'resume'
+          when 'RUNNING' then case when claim_owner = ${ownerId}::text then 'retry' else 'takeover' end end as kind
+      from runs where id = ${runId} for update
+    ), ${slot ? sql`${slotGate},` : sql``} claimed as (
+      update runs set
+        status = 'RUNNING',
+        started_at = coalesce(runs.started_at, now()),
+        attempt = runs.attempt + (case when previous.kind = 'takeover' then 1 else 0 end),
+        claim = runs.claim + 1,
+        claim_owner = ${ownerId}::text,
+        result = case when runs.result ? 'triggerData' then runs.result
+          else jsonb_build_object('triggerData', coalesce(runs.trigger_data, 'null'::jsonb)) || runs.result end
+      from previous
+      where runs.id = previous.id
+        and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts}))
+        and (previous.kind in ('retry', 'takeover') or previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
+      returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
+        runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind
+    ), logged as (
+      insert into run_logs (run_id, level, message)
+      select id, case kind when 'retry' then 'WARN' else 'INFO' end, case kind
+        when 'start' then 'Run started'
+        when 'resume' then 'Run resumed'
+        when 'retry' then ${owner?.retryLine ?? ''}::text
+        else 'Run taken over after its worker stopped (attempt ' || attempt || ')' end
+      from claimed
+    ) ${slot ? sql`, ${slotWrites}` : sql``}
+    select previous.status as found_status, previous.attempt as found_attempt, previous.workflow_id as found_workflow_id,
+      previous.max_runs, claimed.*,
+      case when versions.workflow_id is null then workflows.nodes else versions.nodes end as nodes,
+      case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
+      workflows.trigger_config->>'eventName' as event_name
+    from previous
+    left join claimed on true
+    left join workflows on workflows.id = claimed.workflow_id
+    -- The definition the run started with, to its end (workflow_versions). Only a workflow written
+    -- around the workflow service (tests and benchmarks seed rows) has no version row: its current one.
+    left join workflow_versions versions on versions.workflow_id = claimed.workflow_id and versions.version = claimed.workflow_version
+  `
+}
+
+/** What a claim statement answered; `slot`: it was `claimSlot`'s. */
+function claimOutcome (rows: Array<Record<string, unknown>>, slot: boolean): ClaimOutcome {
+  const row = rows[0]
+  if (row === undefined) return undefined
+  const maxRuns = row.max_runs as number | null
+  if (row.id === null) {
+    const status = row.found_status as RunStatus
+    if (maxRuns !== null && (status === 'PENDING' || status === 'WAITING')) {
+      const workflowId = row.found_workflow_id as string
+      return slot ? { held: { workflowId } } : { limited: { workflowId } }
+    }
+    return { status, attempt: row.found_attempt as number }
+  }
+  return {
+    claimed: {
+      id: row.id as string,
+      workflowId: row.workflow_id as string,
+      userId: row.user_id as string,
+      queue: row.queue as QueueName,
+      triggerData: row.trigger_data,
+      rawBody: (row.raw_body as Buffer | null) ?? null,
+      result: row.result as Record<string, unknown>,
+      currentNodeId: row.current_node_id as string | null,
+      attempt: row.attempt as number,
+      claim: row.claim as number,
+      kind: row.kind as ClaimKind,
+      startedAt: new Date(row.started_at as string | Date),
+      maxConcurrentRuns: maxRuns,
+      workflow: {
+        nodes: (row.nodes as WorkflowNode[] | null) ?? [],
+        edges: row.edges,
+        eventName: row.event_name as string | null
+      }
+    }
+  }
+}
+
 export function runStore (db: DbOrTx) {
   return {
     /**
@@ -144,74 +241,25 @@ export function runStore (db: DbOrTx) {
      * previous attempt failed and ended; not counted), else taken over (its
      * worker stopped; counted in `attempt`) while fewer than `maxAttempts`
      * takeovers happened. A claim without an owner always takes over. The
-     * run-level log line is written by the same statement.
+     * run-level log line is written by the same statement. A start or resume of
+     * a run whose workflow has a maxConcurrentRuns is not claimed here: `limited`,
+     * for `claimSlot`.
      */
     async claim (runId: string, maxAttempts: number, owner?: ClaimOwner): Promise<ClaimOutcome> {
-      const ownerId = owner?.id ?? null
-      const rows = await db.execute<Record<string, unknown>>(sql`
-        with previous as (
-          select id, status, attempt,
-            case status when 'PENDING' then 'start' when 'WAITING' then 'resume'
-              when 'RUNNING' then case when claim_owner = ${ownerId}::text then 'retry' else 'takeover' end end as kind
-          from runs where id = ${runId} for update
-        ), claimed as (
-          update runs set
-            status = 'RUNNING',
-            started_at = coalesce(runs.started_at, now()),
-            attempt = runs.attempt + (case when previous.kind = 'takeover' then 1 else 0 end),
-            claim = runs.claim + 1,
-            claim_owner = ${ownerId}::text,
-            result = case when runs.result ? 'triggerData' then runs.result
-              else jsonb_build_object('triggerData', coalesce(runs.trigger_data, 'null'::jsonb)) || runs.result end
-          from previous
-          where runs.id = previous.id
-            and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts}))
-          returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
-            runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind
-        ), logged as (
-          insert into run_logs (run_id, level, message)
-          select id, case kind when 'retry' then 'WARN' else 'INFO' end, case kind
-            when 'start' then 'Run started'
-            when 'resume' then 'Run resumed'
-            when 'retry' then ${owner?.retryLine ?? ''}::text
-            else 'Run taken over after its worker stopped (attempt ' || attempt || ')' end
-          from claimed
-        )
-        select previous.status as found_status, previous.attempt as found_attempt, claimed.*,
-          case when versions.workflow_id is null then workflows.nodes else versions.nodes end as nodes,
-          case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
-          workflows.trigger_config->>'eventName' as event_name
-        from previous
-        left join claimed on true
-        left join workflows on workflows.id = claimed.workflow_id
-        -- The definition the run started with, to its end (workflow_versions). Only a workflow written
-        -- around the workflow service (tests and benchmarks seed rows) has no version row: its current one.
-        left join workflow_versions versions on versions.workflow_id = claimed.workflow_id and versions.version = claimed.workflow_version
-      `)
-      const row = rows[0]
-      if (row === undefined) return undefined
-      if (row.id === null) return { status: row.found_status as RunStatus, attempt: row.found_attempt as number }
-      return {
-        claimed: {
-          id: row.id as string,
-          workflowId: row.workflow_id as string,
-          userId: row.user_id as string,
-          queue: row.queue as QueueName,
-          triggerData: row.trigger_data,
-          rawBody: (row.raw_body as Buffer | null) ?? null,
-          result: row.result as Record<string, unknown>,
-          currentNodeId: row.current_node_id as string | null,
-          attempt: row.attempt as number,
-          claim: row.claim as number,
-          kind: row.kind as ClaimKind,
-          startedAt: new Date(row.started_at as string | Date),
-          workflow: {
-            nodes: (row.nodes as WorkflowNode[] | null) ?? [],
-            edges: row.edges,
-            eventName: row.event_name as string | null
-          }
-        }
-      }
+      return claimOutcome(await db.execute<Record<string, unknown>>(claimStatement(runId, maxAttempts, owner, false)), false)
+    },
+
+    /**
+     * The claim of a start or resume that `claim` left to this (`limited`: the run's workflow has a
+     * maxConcurrentRuns): under the workflow's slot lock, the run is claimed when fewer than the
+     * limit are RUNNING with a slot or waiting ahead of it (slots.ts), else it waits (`held`).
+     */
+    async claimSlot (runId: string, workflowId: string, maxAttempts: number, owner?: ClaimOwner): Promise<ClaimOutcome> {
+      return await db.transaction(async (tx) => {
+        // Its own statement: the claim's snapshot, taken after the lock, sees every admission before it.
+        await lockSlots(tx, workflowId)
+        return claimOutcome(await tx.execute<Record<string, unknown>>(claimStatement(runId, maxAttempts, owner, true)), true)
+      })
     },
 
     /**

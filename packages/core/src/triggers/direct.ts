@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader'
 import { inArray } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { workflows, type TriggerType } from '../db/schema/index.ts'
+import { workflows, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 
 /** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
@@ -10,6 +10,8 @@ interface TriggerTarget {
   userId: string
   triggerType: TriggerType
   isActive: boolean
+  /** The inbound webhook's rate limit, read by the same lookup so that a workflow without one costs nothing more. */
+  webhookRateLimit: WebhookRateLimit | null
 }
 
 /** Most ids one lookup statement asks for. */
@@ -32,7 +34,8 @@ export function createTriggerTargets (db: DbOrTx): TriggerTargets {
       id: workflows.id,
       userId: workflows.userId,
       triggerType: workflows.triggerType,
-      isActive: workflows.isActive
+      isActive: workflows.isActive,
+      webhookRateLimit: workflows.webhookRateLimit
     }).from(workflows).where(inArray(workflows.id, [...ids]))
     const byId = new Map(rows.map((row) => [row.id, row]))
     return ids.map((id) => byId.get(id) ?? null)

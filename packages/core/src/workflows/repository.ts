@@ -16,7 +16,8 @@ import {
 
 /** The fields a client may set; ids, owner, counters and timestamps are the server's. */
 export const EDITABLE_WORKFLOW_FIELDS = [
-  'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags'
+  'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags',
+  'maxConcurrentRuns', 'webhookRateLimit'
 ] as const satisfies ReadonlyArray<keyof NewWorkflow>
 
 export type WorkflowInput = Pick<NewWorkflow, typeof EDITABLE_WORKFLOW_FIELDS[number]>
@@ -48,6 +49,8 @@ const summaryColumns = {
   ...exactCounters,
   domain: workflows.domain,
   tags: workflows.tags,
+  maxConcurrentRuns: workflows.maxConcurrentRuns,
+  webhookRateLimit: workflows.webhookRateLimit,
   updatedAt: workflows.updatedAt
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
-import { createGroupStarter, runsRepository, type startRun } from '@switchboard/core/runs'
+import { createGroupStarter, runsRepository, wakeWaitingRuns, type startRun } from '@switchboard/core/runs'
 import type { Deadline } from '@switchboard/core/timeout'
 import { replayRun, replayRuns } from '@switchboard/core/triggers'
 
@@ -25,6 +25,11 @@ interface Runs {
   retry: (input: Omit<Parameters<typeof replayRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof replayRun>
   /** Replays the runs of a workflow in a time range (POST /workflows/:id/runs/retry), like an event's fan-out: no request deadline. */
   retryMany: (input: Parameters<typeof replayRuns>[1]) => ReturnType<typeof replayRuns>
+  /**
+   * After a change of the workflow's maxConcurrentRuns: its runs waiting for a slot that is now
+   * free start. Not awaited by the caller; a failure is logged and the reconciler wakes them.
+   */
+  wake: (workflowId: string, log: FastifyBaseLogger) => void
 }
 
 /** Clocks of the api and of Postgres (whose time stamps a run's creation) may differ this much. */
@@ -58,6 +63,10 @@ function createRuns (fastify: FastifyInstance): Runs {
         queue.remove(jobId).catch((err: unknown) => { log.debug({ err, runId: id, jobId }, 'job of a cancelled run not removed') })
       }
       return outcome.run
+    },
+
+    wake (workflowId, log) {
+      wakeWaitingRuns({ db, queues }, workflowId).catch((err: unknown) => { log.warn({ err, workflowId }, 'runs waiting for a slot not woken: the reconciler will') })
     }
   }
 }

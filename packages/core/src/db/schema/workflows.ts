@@ -16,6 +16,12 @@ export interface WorkflowNode {
   next?: string
 }
 
+/** At most `max` inbound webhooks per `windowSeconds` (a fixed window, counted in Redis); beyond, 429. */
+export interface WebhookRateLimit {
+  max: number
+  windowSeconds: number
+}
+
 export interface WorkflowEdge {
   source: string
   target: string
@@ -40,6 +46,10 @@ export const workflows = pgTable('workflows', {
   lastRunAt: nullableTimestamp('last_run_at'),
   // The current definition's number in workflow_versions.
   version: integer('version').notNull().default(1),
+  // Settings, not definition (no new version when they change). Null: no limit.
+  // Runs of the workflow executing at once; beyond it they wait PENDING (runs/slots.ts).
+  maxConcurrentRuns: integer('max_concurrent_runs'),
+  webhookRateLimit: jsonb('webhook_rate_limit').$type<WebhookRateLimit>(),
   ...timestamps()
 }, (t) => [
   // The list's order, newest updatedAt first with id breaking ties, per owner and for admins;

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import querystring from 'fast-querystring'
-import { isStoreUnavailable } from '@switchboard/core/errors'
+import { DomainError, isStoreUnavailable } from '@switchboard/core/errors'
 import { webhookAnswers } from '@switchboard/core/observability'
 import { isNestedTooDeeply } from '../../../../plugins/json-body.ts'
 import { errorResponses } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { idempotencyKeyOf } from '../runs/schemas.ts'
+import { createWebhookRateLimit } from './rate-limit.ts'
 import { WebhookAnswer, WebhookParams } from './schemas.ts'
 
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/
@@ -36,10 +37,12 @@ const notStarted = (cause: unknown): Error => Object.assign(new Error('Webhook r
 /**
  * POST /api/automation/webhook/:workflowId (spec 4.13), public. Always 200 so that
  * workflow ids cannot be probed; 500 only when the run could not be started, so the
- * sender retries: within REQUEST_DEADLINE_MS, and then no run exists.
+ * sender retries: within REQUEST_DEADLINE_MS, and then no run exists; 429 with
+ * Retry-After beyond the workflow's own `webhookRateLimit`, which its owner chose.
  */
 const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
   const parseJson = fastify.getDefaultJsonParser('error', 'error')
+  const overRateLimit = createWebhookRateLimit(fastify)
 
   /**
    * The body as triggerData holds it. Spec 4.13: the answer is always 200, so what cannot be
@@ -76,15 +79,24 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
       tags: ['runs'],
       security: [],
       params: WebhookParams,
-      response: { 200: WebhookAnswer, ...errorResponses(400, 413, 500) }
+      response: { 200: WebhookAnswer, ...errorResponses(400, 413, 429, 500) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { deadline } = request
     try {
       const workflow = await deadline.race(fastify.triggers.findTarget(request.params.workflowId), 'find the workflow')
       if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') {
         webhookAnswers.inc({ status: 'ignored' })
         return { status: 'ignored' as const }
+      }
+      // The workflow's limit, counted before anything is parsed or stored: a refused request creates nothing.
+      if (workflow.webhookRateLimit !== null) {
+        const retryAfter = await overRateLimit(request, workflow.id, workflow.webhookRateLimit, deadline)
+        if (retryAfter !== undefined) {
+          webhookAnswers.inc({ status: 'rate_limited' })
+          reply.header('retry-after', retryAfter)
+          throw new DomainError('TOO_MANY_REQUESTS', `Too many webhook requests for this workflow, retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}`)
+        }
       }
       const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
       const body = rawBody === undefined ? null : await bodyOf(request, rawBody)

@@ -87,7 +87,12 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       body: UpdateWorkflowBody,
       response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404, 503) }
     }
-  }, async (request) => workflows.update(viewerOf(request.user), request.params.id, request.body))
+  }, async (request) => {
+    const workflow = await workflows.update(viewerOf(request.user), request.params.id, request.body)
+    // A higher limit, or none, frees slots for the runs waiting.
+    if (request.body.maxConcurrentRuns !== undefined) fastify.runs.wake(workflow.id, request.log)
+    return workflow
+  })
 
   fastify.delete('/:id', {
     schema: {

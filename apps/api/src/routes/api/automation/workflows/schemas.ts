@@ -33,6 +33,31 @@ const Nodes = Type.Array(WorkflowNode)
 const Edges = Type.Unknown({ description: 'null, or an array of {source, target, sourceHandle?} as a visual builder saves them' })
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { maxItems: 50 })
 
+/** Bounds of the limits per workflow (README, Limits per workflow). */
+const MAX_CONCURRENT_RUNS = 1000
+const WEBHOOK_RATE_MAX = 100_000
+const WEBHOOK_RATE_WINDOW_MAX_SECONDS = 3600
+
+const MaxConcurrentRuns = Type.Unsafe<number | null>({
+  type: ['integer', 'null'],
+  minimum: 1,
+  maximum: MAX_CONCURRENT_RUNS,
+  description: `runs of the workflow executing at once (1–${MAX_CONCURRENT_RUNS}); beyond it runs wait PENDING and start oldest first. null: no limit`,
+  errorMessage: `maxConcurrentRuns must be an integer from 1 to ${MAX_CONCURRENT_RUNS}, or null`
+})
+const WebhookRateLimitInput = Type.Unsafe<{ max: number, windowSeconds: number } | null>({
+  type: ['object', 'null'],
+  properties: {
+    max: { type: 'integer', minimum: 1, maximum: WEBHOOK_RATE_MAX, errorMessage: `webhookRateLimit.max must be an integer from 1 to ${WEBHOOK_RATE_MAX}` },
+    windowSeconds: { type: 'integer', minimum: 1, maximum: WEBHOOK_RATE_WINDOW_MAX_SECONDS, errorMessage: `webhookRateLimit.windowSeconds must be an integer from 1 to ${WEBHOOK_RATE_WINDOW_MAX_SECONDS}` }
+  },
+  required: ['max', 'windowSeconds'],
+  additionalProperties: false,
+  description: 'at most max inbound webhooks per windowSeconds; beyond, 429 with Retry-After and no run. null: no limit',
+  errorMessage: 'webhookRateLimit must be an object {max, windowSeconds}, or null'
+})
+const WebhookRateLimit = Type.Union([Type.Object({ max: Type.Integer(), windowSeconds: Type.Integer() }), Type.Null()])
+
 /**
  * The writable fields. The property order is the order in which AJV reports
  * failures, which gives the contract's order of checks: name, triggerType, domain, the rest.
@@ -46,7 +71,9 @@ const writable = {
   nodes: Type.Optional(Nodes),
   edges: Type.Optional(Edges),
   isActive: Type.Optional(Type.Boolean()),
-  tags: Type.Optional(Tags)
+  tags: Type.Optional(Tags),
+  maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
+  webhookRateLimit: Type.Optional(WebhookRateLimitInput)
 }
 
 export const CreateWorkflowBody = Type.Object(writable, { additionalProperties: false })
@@ -78,6 +105,8 @@ export const WorkflowSummary = Type.Object({
   lastRunAt: NullableTimestamp,
   domain: Domain,
   tags: Type.Array(Type.String()),
+  maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
+  webhookRateLimit: WebhookRateLimit,
   updatedAt: Timestamp
 })
 
@@ -117,6 +146,8 @@ export const WorkflowDetail = Type.Object({
   failureCount: Type.Integer(),
   lastRunAt: NullableTimestamp,
   version: Type.Integer({ description: 'the number of the current definition (GET /workflows/:id/versions)' }),
+  maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()], { description: 'runs executing at once; null: no limit' }),
+  webhookRateLimit: WebhookRateLimit,
   createdAt: Timestamp,
   updatedAt: Timestamp,
   runs: Type.Array(RecentRun, { description: 'the latest 10 runs, newest first' }),
@@ -155,7 +186,9 @@ const PortableWorkflow = Type.Object({
   triggerConfig: Type.Optional(TriggerConfig),
   nodes: Type.Optional(Nodes),
   edges: Type.Optional(Edges),
-  tags: Type.Optional(Tags)
+  tags: Type.Optional(Tags),
+  maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
+  webhookRateLimit: Type.Optional(WebhookRateLimitInput)
 }, { additionalProperties: false })
 
 const ExportedCredential = Type.Object({ name: Type.String(), type: Type.Enum(CREDENTIAL_TYPES) })
@@ -173,7 +206,9 @@ export const WorkflowExport = Type.Object({
     nodes: Type.Array(WorkflowNode),
     edges: Edges,
     domain: Domain,
-    tags: Type.Array(Type.String())
+    tags: Type.Array(Type.String()),
+    maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
+    webhookRateLimit: WebhookRateLimit
   }),
   credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
   redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })
