@@ -13,28 +13,14 @@ import { startPostgresServer, startRedisServer, type PostgresServer, type StoreS
  */
 
 /**
- * Contract, Guarantees: every answer, during an outage too, within a few seconds: the 3 s enqueue
- * time-out with room for a loaded two-core machine. Lower it once the request deadlines are merged
- * to hold them to their promise.
+ * Contract, Guarantees: every answer, during an outage too, within a few seconds: the 3 s request
+ * deadline (REQUEST_DEADLINE_MS) with room for a loaded two-core machine.
  */
 const ANSWER_DEADLINE_MS = 8_000
 /** Senders give up after this long: a run created for a request given up is a run nobody accepted. */
 export const SENDER_GIVE_UP_MS = 10_000
 /** After Redis comes back empty, lost work is re-enqueued within this long (issue 12). */
 export const REQUEUE_DEADLINE_MS = 10_000
-
-/**
- * Fixes of issue 12 that other branches bring. An assertion waiting for one is `todo` (reported,
- * never failing the suite) while its entry names it; set the entry to `false` once it is merged.
- */
-export const PENDING_FIX = {
-  burst: 'a 10,000-webhook burst: with REQUEST_DEADLINE_MS (3 s) most of it is answered 500 on a loaded two-core machine, a few after their run was stored; needs group commit of run creation (issue 13)',
-  sigterm: 'an api closing answers some held requests with an error once their request deadline passes',
-  deadlines: 'request deadlines: /fire and the webhook answer within a few seconds while a store is down and never create a run after answering',
-  startedLine: 'engine: a node with an outside effect logs "started" before it runs, so every attempt shows in the run\'s log',
-  reconciler: 'reconciler: restores cron schedulers Redis lost and re-enqueues lost work within 10 s',
-  queueErrors: 'worker: its queues get an error listener, so Redis errors are log lines, not raw stack traces'
-} as const satisfies Record<string, string | false>
 
 export interface ReliabilityStack {
   stack: Stack
@@ -334,21 +320,15 @@ export function outageFigures (answers: Answer[], accepted: (answer: Answer) => 
 /** The first few items, enough to diagnose without flooding the output. */
 const sample = (items: string[]): string[] => items.slice(0, 10)
 
-interface Expectations {
-  /** The deadline assertions wait for a fix (`PENDING_FIX.deadlines`) in this scenario. */
-  deadlines?: string | false
-}
-
 /** The assertions every scenario makes, and its figures as one JSON line. */
-export function assertAudit (t: Test, result: Audit, expectations: Expectations = {}): void {
+export function assertAudit (t: Test, result: Audit): void {
   t.comment(`figures ${JSON.stringify(result.figures)}`)
   t.ok(result.figures.accepted > 0, 'some requests were accepted')
   t.same(sample(result.lost), [], `every accepted run ends SUCCESS (${result.lost.length} not)`)
   t.same(sample(result.mismatched), [], 'each accepted request made exactly the run it was answered with')
   t.same(sample(result.overDelivered), [], 'deliveries per run and node: at most 1 + the times the run was interrupted there')
   t.same(sample(result.wrongKeys), [], 'an Idempotency-Key, when sent, is <runId>:<nodeId> of the run')
-  t.same(sample(result.unlogged), [], 'every delivery shows as a "started" line in the run\'s log', { todo: PENDING_FIX.startedLine })
-  const deadlines = expectations.deadlines ?? false
-  t.same(sample(result.unanswered), [], `no run exists for a request that was not accepted (${result.unanswered.length})`, { todo: deadlines })
-  t.same(sample(result.late), [], `every answer within ${ANSWER_DEADLINE_MS} ms (${result.late.length} later)`, { todo: deadlines })
+  t.same(sample(result.unlogged), [], 'every delivery shows as a "started" line in the run\'s log')
+  t.same(sample(result.unanswered), [], `no run exists for a request that was not accepted (${result.unanswered.length})`)
+  t.same(sample(result.late), [], `every answer within ${ANSWER_DEADLINE_MS} ms (${result.late.length} later)`)
 }
