@@ -50,9 +50,14 @@ t.test('maxConcurrentRuns 2, ten runs fired one after the other, two workers: ne
   const byCreation = ended.map((body) => ({ n: body.triggerData.n as number, createdAt: body.createdAt, startedAt: (body as Body).startedAt as string }))
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
   t.same(byCreation.map((row) => row.n), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-  t.same(deliveriesOf('ten').map(numberOf), byCreation.map((row) => row.n), 'called in the order the runs were created')
+  // Two runs that get their slots together (the first two, or two held ones when both slots free at once) race to
+  // the sink, so each may be one place off; a run that overtook one created two or more places earlier took no slot in order.
+  const creationOrder = byCreation.map((row) => row.n)
+  const called = deliveriesOf('ten').map(numberOf)
+  t.same([...called].sort((a, b) => a - b), creationOrder)
+  t.ok(called.every((n, i) => Math.abs(creationOrder.indexOf(n) - i) < 2), `called in the order the runs were created, give or take runs started together (${called.join(', ')})`)
   const started = [...byCreation].sort((a, b) => a.startedAt.localeCompare(b.startedAt)).map((row) => row.n)
-  t.same(started, byCreation.map((row) => row.n), 'and started in that order')
+  t.ok(started.every((n, i) => Math.abs(creationOrder.indexOf(n) - i) < 2), `and started in that order (${started.join(', ')})`)
   for (const body of ended) {
     t.equal(body.logs.filter((line) => line.message === 'Run started').length, 1, 'one start per run: a held run is not restarted')
   }
@@ -83,7 +88,9 @@ t.test('held runs stay PENDING through many reconciler passes; a PATCH raising t
   t.equal(raised.status, 200)
   t.equal(raised.body.maxConcurrentRuns, 3)
   await waitForDeliveries('patch', 3, 5000)
-  t.same(deliveriesOf('patch').map(numberOf), [1, 2, 3], 'the two oldest held runs started beside the first')
+  // The two get their slots at once and race to the sink.
+  const called = deliveriesOf('patch').map(numberOf)
+  t.same([called[0], ...called.slice(1).sort((a, b) => a - b)], [1, 2, 3], `the two oldest held runs started beside the first (${called.join(', ')})`)
   t.comment(`PATCH raising the limit → held runs' calls: ${deliveriesOf('patch').slice(1).map((delivery) => delivery.receivedAt - raisedAt).join(', ')} ms`)
   await new Promise((resolve) => setTimeout(resolve, 300))
   t.equal(deliveriesOf('patch').length, 3, 'the fourth still waits: 3 are running')
