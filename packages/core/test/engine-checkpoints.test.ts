@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
-import { asc, eq, type SQL } from 'drizzle-orm'
+import { asc, eq, sql, type SQL } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
@@ -205,4 +205,93 @@ t.test('a long pure chain lets the process\'s other work run while it executes',
   clearInterval(ticker)
   t.equal(outcome, 'SUCCESS')
   t.ok(ticks >= Math.floor(took / 50), `${ticks} timer ticks in ${Math.round(took)} ms`)
+})
+
+/** A start's job, first delivery: what lets the engine claim a run of pure nodes only with its end. */
+const startJob = { queueName: WORKFLOW_RUNS, id: 'job-1', attemptsMade: 0, stalledCounter: 0 }
+
+t.test('a run of pure nodes only is claimed with its end: one read and one write', async (t) => {
+  const statements: string[] = []
+  const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
+  const nodes: WorkflowNode[] = [
+    { id: 'first', type: 'set', config: { values: { greeting: 'hello {{triggerData.n}}' } }, next: 'check' },
+    { id: 'check', type: 'condition', config: { field: 'first.greeting', operator: 'equals', value: 'hello 1', then: 'last' } },
+    { id: 'last', type: 'set', config: { values: { done: true } } }
+  ]
+  const runId = await run(await workflow(nodes))
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob, requestId: 'req-1' }), 'SUCCESS')
+  t.equal(statements.length, 2, 'the read of the run and the statement that claims and ends it')
+  t.match(statements[0], /^\s*select runs\.id/)
+  t.match(statements[1], /update runs set status = 'SUCCESS', claim = runs\.claim \+ 1/)
+  const row = await readRun(runId)
+  t.equal(row.status, 'SUCCESS')
+  t.equal(row.claim, 1, 'the claim was taken, fencing any other execution')
+  t.equal(row.claimOwner, `${WORKFLOW_RUNS}/job-1/0`)
+  t.same(row.result, { triggerData: { n: 1 }, first: { greeting: 'hello 1' }, check: { matched: true, field: 'first.greeting', value: 'hello 1', next: 'last' }, last: { done: true } })
+  t.ok(row.startedAt !== null && row.completedAt !== null && row.startedAt <= row.completedAt, 'started before it completed')
+  t.ok(row.durationMs !== null && row.durationMs >= 0)
+  t.match(await messages(runId), [
+    'Run started',
+    'Request id: req-1',
+    ...nodeLines('first', 'set'),
+    ...nodeLines('check', 'condition', 'last'),
+    ...nodeLines('last', 'set'),
+    /^Run succeeded in \d+ms$/
+  ])
+  t.equal((await messages(runId)).length, 10, 'each line once')
+  const [deltas] = await db.execute<{ successes: number }>(sql`select coalesce(sum(successes), 0)::int as successes from workflow_counter_deltas where run_id = ${runId}`)
+  t.equal(deltas!.successes, 1, 'counted once as succeeded')
+})
+
+t.test('a run of pure nodes that fails is claimed and fails as before: its nodes run again under the claim', async (t) => {
+  const statements: string[] = []
+  const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
+  const runId = await run(await workflow([
+    { id: 'first', type: 'set', config: { values: { a: 1 } }, next: 'missing' }
+  ]))
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'FAILED')
+  const row = await readRun(runId)
+  t.equal(row.status, 'FAILED')
+  t.equal(row.error, 'Node not found: missing')
+  t.equal(row.claim, 1, 'one claim: the in-memory execution wrote nothing')
+  t.match(await messages(runId), ['Run started', ...nodeLines('first', 'set'), 'Run failed: Node not found: missing'])
+  t.notOk(statements.some((statement) => statement.includes("set status = 'SUCCESS'")), 'no end was written before the claim')
+})
+
+t.test('a run cancelled while its pure nodes ran in memory stays cancelled', async (t) => {
+  let cancelled = false
+  const runId = await run(await workflow([{ id: 'only', type: 'set', config: { values: { a: 1 } } }]))
+  const engine = engineWith({
+    db: watchedDb(async (statement) => {
+      if (cancelled || !statement.includes("update runs set status = 'SUCCESS', claim")) return
+      cancelled = true
+      await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId))
+    })
+  })
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SKIPPED')
+  t.ok(cancelled, 'the cancel came between the read and the end')
+  const row = await readRun(runId)
+  t.equal(row.status, 'CANCELLED')
+  t.same(row.result, {}, 'nothing of the execution written')
+  t.same(await messages(runId), [], 'no line written')
+  const [deltas] = await db.execute<{ successes: number }>(sql`select coalesce(sum(successes), 0)::int as successes from workflow_counter_deltas where run_id = ${runId}`)
+  t.equal(deltas!.successes, 0, 'not counted as a success')
+})
+
+t.test('a run with an outside effect, a retry or a slot limit is claimed before its first node', async (t) => {
+  const writesBeforeFirstNode = async (nodes: WorkflowNode[], maxConcurrentRuns?: number): Promise<boolean> => {
+    const statements: string[] = []
+    const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
+    const workflowId = await workflow(nodes)
+    if (maxConcurrentRuns !== undefined) await db.update(workflows).set({ maxConcurrentRuns }).where(eq(workflows.id, workflowId))
+    const runId = await run(workflowId)
+    t.equal(await engine.executeRun(runId, undefined, { job: startJob, hold: async () => {} }), 'SUCCESS')
+    return statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'"))
+  }
+  t.ok(await writesBeforeFirstNode([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/claimed` } }]), 'http_request')
+  t.ok(await writesBeforeFirstNode([{ id: 'only', type: 'set', config: { values: { a: 1 } } }], 5), 'maxConcurrentRuns')
+  t.notOk(await writesBeforeFirstNode([{ id: 'only', type: 'set', config: { values: { a: 1 } } }]), 'a pure node alone is not claimed first')
 })

@@ -186,6 +186,15 @@ class InfrastructureError extends Error {
   }
 }
 
+/**
+ * An execution that was to claim its run only with its end (`ClaimedRun.claimAtEnd`) needs
+ * another write first (a failure, a checkpoint, a retry's wait) or found the run claimed or
+ * cancelled at its end: nothing was written, and the run is claimed and executed as usual.
+ */
+class ClaimNeededError extends Error {
+  override name = 'ClaimNeededError'
+}
+
 /** A node was told not to act: the run is no longer RUNNING under this execution's claim. */
 class ClaimLostError extends Error {
   override name = 'ClaimLostError'
@@ -202,6 +211,9 @@ async function database<T> (work: Promise<T>): Promise<T> {
     throw new InfrastructureError('database', err)
   }
 }
+
+/** The job's first try, never stalled: a start's job finds its run PENDING (a retry or a takeover's finds it RUNNING). */
+const isFirstDelivery = (job: RunDelivery): boolean => job.attemptsMade === 0 && job.stalledCounter === 0
 
 /** The owner of a claim made by `job`, and the line it writes when it claims the run again after a failed attempt. */
 function ownerOf (job: RunDelivery): ClaimOwner {
@@ -321,6 +333,7 @@ export function createRunEngine (options: EngineOptions) {
 
   /** A node failed: the run ends FAILED at `nodeId` with what was pending, as a step of this claim. */
   async function failClaimed (run: ClaimedRun, error: string, pending: Pending, nodeId: string, trace: RunTrace): Promise<RunOutcome> {
+    if (run.claimAtEnd === true) throw new ClaimNeededError(error)
     const progress = { outputs: pending.outputs, currentNodeId: nodeId }
     if (await database(failRun(run.id, error, pending.lines, { claim: run.claim }, trace, progress))) return 'FAILED'
     return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', trace, run)
@@ -456,7 +469,7 @@ export function createRunEngine (options: EngineOptions) {
         try {
           return pure ? await pureAttempt(policy.timeoutMs, attempt) : await timedAttempt(policy.timeoutMs, nodeSignal, attempt)
         } catch (err) {
-          if (!(err instanceof RetryableNodeError)) throw err
+          if (!(err instanceof RetryableNodeError) || run.claimAtEnd === true) throw err
           const decision = decide(err.retryAfterMs)
           if (!decision.retry) throw err
           log('WARN', `${err.message}; retrying in ${decision.delayMs}ms (${schedule.retries + 1} of ${policy.attempts - 1})`)
@@ -483,6 +496,10 @@ export function createRunEngine (options: EngineOptions) {
    */
   async function executeRun (runId: string, signal?: AbortSignal, context: RunContext = {}): Promise<RunOutcome> {
     const owner = context.job === undefined ? undefined : ownerOf(context.job)
+    if (context.job !== undefined && isFirstDelivery(context.job)) {
+      const inMemory = await startInMemory(runId, signal, context.requestId, owner)
+      if (inMemory !== undefined) return inMemory
+    }
     let claim = await database(store.claim(runId, maxAttempts, owner))
     if (claim !== undefined && 'limited' in claim) {
       claim = await database(store.claimSlot(runId, claim.limited.workflowId, maxAttempts, owner))
@@ -498,6 +515,27 @@ export function createRunEngine (options: EngineOptions) {
     const outcome = await executeClaimed(run, signal, context.requestId, owner)
     if (run.maxConcurrentRuns !== null && SLOT_FREED.has(outcome)) await wakeWaiting(run.workflowId)
     return outcome
+  }
+
+  /**
+   * A PENDING run whose workflow has only pure nodes, at most `checkpointMaxNodes` of them, and
+   * no maxConcurrentRuns runs without a claim: its nodes execute in memory and one statement
+   * claims and ends it (one write instead of the claim and the end; nothing to take over if
+   * the worker dies, as nothing outside the run was touched). Undefined when the run is not
+   * such a run, or needs any other write (a failure, a checkpoint, a retry): it is then claimed
+   * and executed as usual, its pure nodes run again.
+   */
+  async function startInMemory (runId: string, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined): Promise<RunOutcome | undefined> {
+    const run = await database(store.peekStart(runId))
+    if (run === undefined || run.maxConcurrentRuns !== null) return undefined
+    const nodes = run.workflow.nodes
+    if (nodes.length > checkpointMaxNodes || !nodes.every((node) => isPureNodeType(node.type))) return undefined
+    try {
+      return await executeClaimed(run, signal, requestId, owner)
+    } catch (err) {
+      if (err instanceof ClaimNeededError) return undefined
+      throw err
+    }
   }
 
   /**
@@ -542,13 +580,26 @@ export function createRunEngine (options: EngineOptions) {
     const visited = new Set<string>()
     let nodeId = run.currentNodeId ?? startNode(graph)?.id
 
-    if (nodeId === undefined) {
-      trace.write(firstLines)
-      const ended = afterStep(await database(store.succeed(runId, run.claim, {}, firstLines)), trace, run)
+    const executionStarted = performance.now()
+    /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
+    const succeed = async (outputs: Record<string, unknown>, lines: LogLine[]): Promise<RunOutcome> => {
+      let outcome: StepOutcome
+      if (run.claimAtEnd === true) {
+        const startedLine: LogLine = { nodeId: null, level: 'INFO', message: 'Run started', at: run.startedAt }
+        outcome = await database(store.startAndSucceed(runId, run.claim, owner?.id, Math.round(performance.now() - executionStarted), outputs, [startedLine, ...lines]))
+        if (outcome !== 'written') throw new ClaimNeededError('the run was claimed or ended elsewhere')
+        trace.write(lines)
+      } else {
+        trace.write(lines)
+        outcome = await database(store.succeed(runId, run.claim, outputs, lines))
+      }
+      const ended = afterStep(outcome, trace, run)
       if (ended !== undefined) return ended
       trace.ended('SUCCESS')
       return 'SUCCESS'
     }
+
+    if (nodeId === undefined) return await succeed({}, firstLines)
 
     // The job's lock was lost, or could not be renewed: the run is left for its next owner.
     const abandoned = (): boolean => signal?.aborted === true
@@ -605,13 +656,7 @@ export function createRunEngine (options: EngineOptions) {
       pending.nodes++
       result[node.id] = outcome.output
       const next = nextNodeId(graph, node, outcome)
-      if (next === null) {
-        trace.write(pending.lines)
-        const ended = afterStep(await database(store.succeed(runId, run.claim, pending.outputs, pending.lines)), trace, run)
-        if (ended !== undefined) return ended
-        trace.ended('SUCCESS')
-        return 'SUCCESS'
-      }
+      if (next === null) return await succeed(pending.outputs, pending.lines)
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
       }
@@ -619,6 +664,7 @@ export function createRunEngine (options: EngineOptions) {
       const now = performance.now()
       // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
       if (!isPureNodeType(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since >= CHECKPOINT_MAX_MS) {
+        if (run.claimAtEnd === true) throw new ClaimNeededError('a checkpoint is due')
         trace.write(pending.lines)
         const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines)), trace, run)
         if (advanced !== undefined) return advanced

@@ -46,6 +46,11 @@ export interface ClaimedRun {
   startedAt: Date
   /** The workflow's maxConcurrentRuns as the claim read it: when set, the run's end wakes the runs waiting for its slot. */
   maxConcurrentRuns: number | null
+  /**
+   * The run is still PENDING (`peekStart`): `claim` is the one it has, the execution runs its pure
+   * nodes in memory and claims the run with its end in one statement (`startAndSucceed`).
+   */
+  claimAtEnd?: boolean
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
@@ -165,8 +170,7 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
         attempt = runs.attempt + (case when previous.kind = 'takeover' then 1 else 0 end),
         claim = runs.claim + 1,
         claim_owner = ${ownerId}::text,
-        result = case when runs.result ? 'triggerData' then runs.result
-          else jsonb_build_object('triggerData', coalesce(runs.trigger_data, 'null'::jsonb)) || runs.result end
+        result = ${startedResult}
       from previous
       where runs.id = previous.id
         and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts}))
@@ -183,10 +187,7 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
       from claimed
     ) ${slot ? sql`, ${slotWrites}` : sql``}
     select previous.status as found_status, previous.attempt as found_attempt, previous.workflow_id as found_workflow_id,
-      previous.max_runs, claimed.*,
-      case when versions.workflow_id is null then workflows.nodes else versions.nodes end as nodes,
-      case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
-      workflows.trigger_config->>'eventName' as event_name
+      previous.max_runs, claimed.*, ${definitionColumns}
     from previous
     left join claimed on true
     left join workflows on workflows.id = claimed.workflow_id
@@ -209,29 +210,42 @@ function claimOutcome (rows: Array<Record<string, unknown>>, slot: boolean): Cla
     }
     return { status, attempt: row.found_attempt as number }
   }
+  return { claimed: runOf(row) }
+}
+
+/** A run and its definition as the claim (or the peek) selected them. */
+function runOf (row: Record<string, unknown>): ClaimedRun {
   return {
-    claimed: {
-      id: row.id as string,
-      workflowId: row.workflow_id as string,
-      userId: row.user_id as string,
-      queue: row.queue as QueueName,
-      triggerData: row.trigger_data,
-      rawBody: (row.raw_body as Buffer | null) ?? null,
-      result: row.result as Record<string, unknown>,
-      currentNodeId: row.current_node_id as string | null,
-      attempt: row.attempt as number,
-      claim: row.claim as number,
-      kind: row.kind as ClaimKind,
-      startedAt: new Date(row.started_at as string | Date),
-      maxConcurrentRuns: maxRuns,
-      workflow: {
-        nodes: (row.nodes as WorkflowNode[] | null) ?? [],
-        edges: row.edges,
-        eventName: row.event_name as string | null
-      }
+    id: row.id as string,
+    workflowId: row.workflow_id as string,
+    userId: row.user_id as string,
+    queue: row.queue as QueueName,
+    triggerData: row.trigger_data,
+    rawBody: (row.raw_body as Buffer | null) ?? null,
+    result: row.result as Record<string, unknown>,
+    currentNodeId: row.current_node_id as string | null,
+    attempt: row.attempt as number,
+    claim: row.claim as number,
+    kind: row.kind as ClaimKind,
+    startedAt: new Date(row.started_at as string | Date),
+    maxConcurrentRuns: row.max_runs as number | null,
+    workflow: {
+      nodes: (row.nodes as WorkflowNode[] | null) ?? [],
+      edges: row.edges,
+      eventName: row.event_name as string | null
     }
   }
 }
+
+/** The run's result as a claim starts it: `triggerData` first, unless it is there already. */
+const startedResult = sql`case when runs.result ? 'triggerData' then runs.result
+  else jsonb_build_object('triggerData', coalesce(runs.trigger_data, 'null'::jsonb)) || runs.result end`
+
+/** The definition a run executes: the version it started with (workflow_versions), else the workflow's own. */
+const definitionColumns = sql`
+  case when versions.workflow_id is null then workflows.nodes else versions.nodes end as nodes,
+  case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
+  workflows.trigger_config->>'eventName' as event_name`
 
 export function runStore (db: DbOrTx) {
   return {
@@ -260,6 +274,47 @@ export function runStore (db: DbOrTx) {
         await lockSlots(tx, workflowId)
         return claimOutcome(await tx.execute<Record<string, unknown>>(claimStatement(runId, maxAttempts, owner, true)), true)
       })
+    },
+
+    /**
+     * A PENDING run and its definition, read without a lock or a write: for an execution that
+     * claims the run only with its end (`startAndSucceed`). Undefined when the run is not PENDING.
+     */
+    async peekStart (runId: string): Promise<ClaimedRun | undefined> {
+      const rows = await db.execute<Record<string, unknown>>(sql`
+        select runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body,
+          ${startedResult} as result, runs.current_node_id, runs.attempt, runs.claim, now() as started_at,
+          'start' as kind, workflows.max_concurrent_runs as max_runs, ${definitionColumns}
+        from runs
+        join workflows on workflows.id = runs.workflow_id
+        left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version
+        where runs.id = ${runId} and runs.status = 'PENDING'
+      `)
+      const row = rows[0]
+      return row === undefined ? undefined : { ...runOf(row), claimAtEnd: true }
+    },
+
+    /**
+     * Claims a PENDING run and ends it SUCCESS in one statement, after its nodes ran in memory
+     * for `elapsedMs`: refused (nothing written) unless the run is still PENDING with the claim
+     * `peekStart` read. The claim's line ('Run started') comes first in `lines`.
+     */
+    async startAndSucceed (runId: string, claim: number, ownerId: string | undefined, elapsedMs: number, outputs: Record<string, unknown>, lines: LogLine[]): Promise<StepOutcome> {
+      const rows = await db.execute<StepRow>(sql`
+        with step as (
+          update runs set status = 'SUCCESS', claim = runs.claim + 1, claim_owner = ${ownerId ?? null}::text,
+            result = ${startedResult} || ${jsonb(outputs)}, current_node_id = null,
+            started_at = now() - make_interval(secs => ${elapsedMs}::int / 1000.0), completed_at = now(), duration_ms = ${elapsedMs}::int
+          where id = ${runId} and status = 'PENDING' and claim = ${claim}
+          returning id, workflow_id, duration_ms
+        ), logged as (
+          ${logRows(runId, lines, { runLine: sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from step`, when: sql`exists (select 1 from step)` })}
+        ), counted as (
+          insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, id, 1 from step
+        )
+        ${stepAnswer(runId)}
+      `)
+      return stepOutcome(rows[0], claim)
     },
 
     /**
