@@ -295,3 +295,42 @@ t.test('a run with an outside effect, a retry or a slot limit is claimed before 
   t.ok(await writesBeforeFirstNode([{ id: 'only', type: 'set', config: { values: { a: 1 } } }], 5), 'maxConcurrentRuns')
   t.notOk(await writesBeforeFirstNode([{ id: 'only', type: 'set', config: { values: { a: 1 } } }]), 'a pure node alone is not claimed first')
 })
+
+t.test('runs of pure nodes started together share their read and their end: two statements for ten runs', async (t) => {
+  const statements: string[] = []
+  let cancelledRunId: string | undefined
+  const engine = engineWith({
+    db: watchedDb(async (statement) => {
+      statements.push(statement)
+      // One of the ten is cancelled between the shared read and the shared end: only it is left out.
+      if (cancelledRunId !== undefined && statement.includes("update runs set status = 'SUCCESS', claim")) {
+        await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, cancelledRunId))
+        cancelledRunId = undefined
+      }
+    })
+  })
+  const workflowId = await workflow([
+    { id: 'first', type: 'set', config: { values: { n: '{{triggerData.n}}' } }, next: 'last' },
+    { id: 'last', type: 'set', config: { values: { done: true } } }
+  ])
+  const runIds = await Promise.all(Array.from({ length: 10 }, async () => await run(workflowId)))
+  cancelledRunId = runIds[4]
+
+  const outcomes = await Promise.all(runIds.map(async (runId, i) => await engine.executeRun(runId, undefined, { job: { ...startJob, id: `job-${i}` } })))
+  t.same(outcomes, runIds.map((_runId, i) => i === 4 ? 'SKIPPED' : 'SUCCESS'), 'the cancelled run is skipped, the others end')
+  const reads = statements.filter((statement) => /^\s*select runs\.id/.test(statement))
+  const ends = statements.filter((statement) => statement.includes("update runs set status = 'SUCCESS', claim"))
+  t.equal(reads.length, 1, 'one read for the ten')
+  t.equal(ends.length, 1, 'one end for the ten')
+  for (const [i, runId] of runIds.entries()) {
+    const row = await readRun(runId)
+    if (i === 4) {
+      t.equal(row.status, 'CANCELLED')
+      t.same(await messages(runId), [], 'nothing written for the cancelled run')
+      continue
+    }
+    t.equal(row.status, 'SUCCESS')
+    t.equal(row.claimOwner, `${WORKFLOW_RUNS}/job-${i}/0`, 'each run its own claim owner')
+    t.match(await messages(runId), ['Run started', ...nodeLines('first', 'set', undefined), ...nodeLines('last', 'set'), /^Run succeeded in \d+ms$/], 'its own lines, in order')
+  }
+})

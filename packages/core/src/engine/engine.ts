@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import DataLoader from 'dataloader'
 import { DrizzleQueryError } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
@@ -13,7 +14,7 @@ import { isNodeType, isPureNodeType } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
-import { runStore, type ClaimedRun, type ClaimOwner, type LogLine, type Progress, type Refusal, type StepOutcome } from '../runs/steps.ts'
+import { runStore, type ClaimedRun, type ClaimOwner, type InMemoryEnd, type LogLine, type Progress, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
 
@@ -123,6 +124,15 @@ const withoutCredentials: CredentialResolver = {
     return { redact: identity }
   }
 }
+
+/**
+ * The in-memory starts of jobs that begin in one turn of the event loop share their read, and
+ * the ends that come in one turn share their statement (one round trip and one commit): at
+ * most this many runs a statement.
+ */
+const MAX_RUNS_PER_STATEMENT = 100
+/** Collects what the jobs of this turn ask for, not only the microtasks of the current job. */
+const nextTurn = (dispatch: () => void): void => { setImmediate(dispatch) }
 
 /** A chain of pure nodes is checkpointed once this long (ms) has passed since the last checkpoint, so a cancel is seen within about that. */
 const CHECKPOINT_MAX_MS = 200
@@ -297,6 +307,13 @@ export function createRunEngine (options: EngineOptions) {
   const runResultMaxBytes = options.runResultMaxBytes ?? 8 * 1024 * 1024
   const credentials = options.credentials ?? withoutCredentials
   const checkpointMaxNodes = options.checkpointMaxNodes ?? 100
+  const inMemoryStarts = new DataLoader<string, ClaimedRun | undefined>(async (runIds) => {
+    const found = await store.peekStarts(runIds)
+    return runIds.map((runId) => found.get(runId))
+  }, { cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn })
+  const inMemoryEnds = new DataLoader<InMemoryEnd, boolean>(async (ends) => await store.startAndSucceed(ends), {
+    cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn
+  })
 
   async function emitFailure (runId: string, error: string, failed: { workflowId: string, userId: string, eventName: string | null }): Promise<void> {
     // A workflow that itself listens to failures emits nothing when it fails, so failures cannot loop.
@@ -526,7 +543,7 @@ export function createRunEngine (options: EngineOptions) {
    * and executed as usual, its pure nodes run again.
    */
   async function startInMemory (runId: string, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined): Promise<RunOutcome | undefined> {
-    const run = await database(store.peekStart(runId))
+    const run = await database(inMemoryStarts.load(runId))
     if (run === undefined || run.maxConcurrentRuns !== null) return undefined
     const nodes = run.workflow.nodes
     if (nodes.length > checkpointMaxNodes || !nodes.every((node) => isPureNodeType(node.type))) return undefined
@@ -583,18 +600,17 @@ export function createRunEngine (options: EngineOptions) {
     const executionStarted = performance.now()
     /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
     const succeed = async (outputs: Record<string, unknown>, lines: LogLine[]): Promise<RunOutcome> => {
-      let outcome: StepOutcome
       if (run.claimAtEnd === true) {
         const startedLine: LogLine = { nodeId: null, level: 'INFO', message: 'Run started', at: run.startedAt }
-        outcome = await database(store.startAndSucceed(runId, run.claim, owner?.id, Math.round(performance.now() - executionStarted), outputs, [startedLine, ...lines]))
-        if (outcome !== 'written') throw new ClaimNeededError('the run was claimed or ended elsewhere')
+        const elapsedMs = Math.round(performance.now() - executionStarted)
+        const written = await database(inMemoryEnds.load({ runId, claim: run.claim, ownerId: owner?.id, elapsedMs, outputs, lines: [startedLine, ...lines] }))
+        if (!written) throw new ClaimNeededError('the run was claimed or ended elsewhere')
         trace.write(lines)
       } else {
         trace.write(lines)
-        outcome = await database(store.succeed(runId, run.claim, outputs, lines))
+        const ended = afterStep(await database(store.succeed(runId, run.claim, outputs, lines)), trace, run)
+        if (ended !== undefined) return ended
       }
-      const ended = afterStep(outcome, trace, run)
-      if (ended !== undefined) return ended
       trace.ended('SUCCESS')
       return 'SUCCESS'
     }

@@ -67,6 +67,18 @@ export interface Progress {
   currentNodeId: string
 }
 
+/** A run executed in memory (`peekStarts`) and ended by `startAndSucceed`. */
+export interface InMemoryEnd {
+  runId: string
+  /** The claim `peekStarts` read: the run is written only while it still has it. */
+  claim: number
+  ownerId: string | undefined
+  /** How long its nodes ran: its duration, and its start counted back from the statement's time. */
+  elapsedMs: number
+  outputs: Record<string, unknown>
+  lines: LogLine[]
+}
+
 /**
  * `retry`: the owner that held the run claims it again, its previous attempt
  * having failed (a database or Redis error); `takeover`: the run was RUNNING
@@ -277,10 +289,11 @@ export function runStore (db: DbOrTx) {
     },
 
     /**
-     * A PENDING run and its definition, read without a lock or a write: for an execution that
-     * claims the run only with its end (`startAndSucceed`). Undefined when the run is not PENDING.
+     * The PENDING runs among `runIds` with their definitions, read in one statement without a
+     * lock or a write: for executions that claim their run only with its end (`startAndSucceed`).
+     * A run that is not PENDING is not in the map.
      */
-    async peekStart (runId: string): Promise<ClaimedRun | undefined> {
+    async peekStarts (runIds: readonly string[]): Promise<Map<string, ClaimedRun>> {
       const rows = await db.execute<Record<string, unknown>>(sql`
         select runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body,
           ${startedResult} as result, runs.current_node_id, runs.attempt, runs.claim, now() as started_at,
@@ -288,33 +301,54 @@ export function runStore (db: DbOrTx) {
         from runs
         join workflows on workflows.id = runs.workflow_id
         left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version
-        where runs.id = ${runId} and runs.status = 'PENDING'
+        where runs.id in (select jsonb_array_elements_text(${jsonb(runIds)})) and runs.status = 'PENDING'
       `)
-      const row = rows[0]
-      return row === undefined ? undefined : { ...runOf(row), claimAtEnd: true }
+      return new Map(rows.map((row) => [row.id as string, { ...runOf(row), claimAtEnd: true }]))
     },
 
     /**
-     * Claims a PENDING run and ends it SUCCESS in one statement, after its nodes ran in memory
-     * for `elapsedMs`: refused (nothing written) unless the run is still PENDING with the claim
-     * `peekStart` read. The claim's line ('Run started') comes first in `lines`.
+     * Claims PENDING runs and ends them SUCCESS, all in one statement, after their nodes ran in
+     * memory: each is written only while it is still PENDING with the claim `peekStarts` read
+     * (false: nothing of it written). Each run's claim line ('Run started') comes first in its lines.
      */
-    async startAndSucceed (runId: string, claim: number, ownerId: string | undefined, elapsedMs: number, outputs: Record<string, unknown>, lines: LogLine[]): Promise<StepOutcome> {
-      const rows = await db.execute<StepRow>(sql`
-        with step as (
-          update runs set status = 'SUCCESS', claim = runs.claim + 1, claim_owner = ${ownerId ?? null}::text,
-            result = ${startedResult} || ${jsonb(outputs)}, current_node_id = null,
-            started_at = now() - make_interval(secs => ${elapsedMs}::int / 1000.0), completed_at = now(), duration_ms = ${elapsedMs}::int
-          where id = ${runId} and status = 'PENDING' and claim = ${claim}
-          returning id, workflow_id, duration_ms
+    async startAndSucceed (ends: readonly InMemoryEnd[]): Promise<boolean[]> {
+      const rows = ends.map((end, n) => ({
+        n,
+        run_id: end.runId,
+        claim: end.claim,
+        owner: end.ownerId ?? null,
+        elapsed_ms: end.elapsedMs,
+        outputs: end.outputs,
+        lines: end.lines.map((line) => ({ node_id: line.nodeId, level: line.level, message: line.message, at: line.at.toISOString() }))
+      }))
+      const written = await db.execute<{ n: number }>(sql`
+        with ended as (
+          select * from jsonb_to_recordset(${jsonb(rows)})
+            as ended(n int, run_id text, claim int, owner text, elapsed_ms int, outputs jsonb, lines jsonb)
+        ), step as (
+          update runs set status = 'SUCCESS', claim = runs.claim + 1, claim_owner = ended.owner,
+            result = ${startedResult} || ended.outputs, current_node_id = null,
+            started_at = now() - make_interval(secs => ended.elapsed_ms / 1000.0), completed_at = now(), duration_ms = ended.elapsed_ms
+          from ended
+          where runs.id = ended.run_id and runs.status = 'PENDING' and runs.claim = ended.claim
+          returning runs.id, runs.workflow_id, runs.duration_ms, ended.n, ended.lines
         ), logged as (
-          ${logRows(runId, lines, { runLine: sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from step`, when: sql`exists (select 1 from step)` })}
+          insert into run_logs (run_id, node_id, level, message, created_at)
+          select id, node_id, level, message, at from (
+            select step.n, 0 as part, line.n as line, step.id, line.node_id, line.level, line.message, line.at
+            from step, rows from (jsonb_to_recordset(step.lines) as (node_id text, level text, message text, at timestamptz))
+              with ordinality as line(node_id, level, message, at, n)
+            union all
+            select step.n, 1, 1, step.id, null, 'INFO', 'Run succeeded in ' || step.duration_ms || 'ms', now() from step
+          ) as ordered
+          order by n, part, line
         ), counted as (
           insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, id, 1 from step
         )
-        ${stepAnswer(runId)}
+        select n from step
       `)
-      return stepOutcome(rows[0], claim)
+      const done = new Set(written.map((row) => row.n))
+      return ends.map((_end, n) => done.has(n))
     },
 
     /**
