@@ -281,19 +281,19 @@ t.test('a run cancelled while its pure nodes ran in memory stays cancelled', asy
   t.equal(deltas!.successes, 0, 'not counted as a success')
 })
 
-t.test('a run with an outside effect, a retry or a slot limit is claimed before its first node', async (t) => {
-  const writesBeforeFirstNode = async (nodes: WorkflowNode[], maxConcurrentRuns?: number): Promise<boolean> => {
+t.test('a run with a wait node or a slot limit is claimed before its first node', async (t) => {
+  const claimedFirst = async (nodes: WorkflowNode[], outcome: string, maxConcurrentRuns?: number): Promise<boolean> => {
     const statements: string[] = []
     const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
     const workflowId = await workflow(nodes)
     if (maxConcurrentRuns !== undefined) await db.update(workflows).set({ maxConcurrentRuns }).where(eq(workflows.id, workflowId))
     const runId = await run(workflowId)
-    t.equal(await engine.executeRun(runId, undefined, { job: startJob, hold: async () => {} }), 'SUCCESS')
+    t.equal(await engine.executeRun(runId, undefined, { job: startJob, hold: async () => {} }), outcome)
     return statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'"))
   }
-  t.ok(await writesBeforeFirstNode([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/claimed` } }]), 'http_request')
-  t.ok(await writesBeforeFirstNode([{ id: 'only', type: 'set', config: { values: { a: 1 } } }], 5), 'maxConcurrentRuns')
-  t.notOk(await writesBeforeFirstNode([{ id: 'only', type: 'set', config: { values: { a: 1 } } }]), 'a pure node alone is not claimed first')
+  t.ok(await claimedFirst([{ id: 'pause', type: 'wait', config: { seconds: 60 } }], 'WAITING'), 'wait')
+  t.ok(await claimedFirst([{ id: 'only', type: 'set', config: { values: { a: 1 } } }], 'SUCCESS', 5), 'maxConcurrentRuns')
+  t.notOk(await claimedFirst([{ id: 'only', type: 'set', config: { values: { a: 1 } } }], 'SUCCESS'), 'a pure node alone is not claimed first')
 })
 
 t.test('runs of pure nodes started together share their read and their end: two statements for ten runs', async (t) => {
@@ -333,4 +333,60 @@ t.test('runs of pure nodes started together share their read and their end: two 
     t.equal(row.claimOwner, `${WORKFLOW_RUNS}/job-${i}/0`, 'each run its own claim owner')
     t.match(await messages(runId), ['Run started', ...nodeLines('first', 'set', undefined), ...nodeLines('last', 'set'), /^Run succeeded in \d+ms$/], 'its own lines, in order')
   }
+})
+
+t.test('a run whose first outside effect comes after pure nodes is claimed by the checkpoint before that effect', async (t) => {
+  calls.length = 0
+  const statements: string[] = []
+  const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
+  const runId = await run(await workflow([
+    { id: 'first', type: 'set', config: { values: { path: 'claimed-by-checkpoint' } }, next: 'call' },
+    { id: 'call', type: 'http_request', config: { url: `${sinkUrl}/{{first.path}}` }, next: 'last' },
+    { id: 'last', type: 'set', config: { values: { done: true } } }
+  ]))
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SUCCESS')
+  t.same(calls, ['/claimed-by-checkpoint'], 'the effect happened once')
+  t.notOk(statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'")), 'no claim statement of its own')
+  t.equal(statements.length, 4, 'the read, the claim with the checkpoint before the call, the checkpoint after it, the end')
+  const row = await readRun(runId)
+  t.equal(row.status, 'SUCCESS')
+  t.equal(row.claim, 1)
+  t.equal(row.attempt, 0)
+  t.ok(row.startedAt !== null && row.completedAt !== null && row.startedAt <= row.completedAt)
+  t.match(row.result, { triggerData: { n: 1 }, first: { path: 'claimed-by-checkpoint' }, call: { status: 200 }, last: { done: true } })
+  const lines = await messages(runId)
+  t.match(lines, [
+    'Run started',
+    ...nodeLines('first', 'set'),
+    /^Node call \(http_request\) started$/,
+    /^Calling .*claimed-by-checkpoint \(attempt 1\)$/,
+    /^GET .*claimed-by-checkpoint answered 200$/,
+    /^Node call completed in \d+ms$/,
+    ...nodeLines('last', 'set'),
+    /^Run succeeded in \d+ms$/
+  ])
+  t.equal(lines.filter((line) => line === 'Run started').length, 1)
+})
+
+t.test('a run cancelled before its first outside effect is not called out for', async (t) => {
+  calls.length = 0
+  const runId = await run(await workflow([
+    { id: 'first', type: 'set', config: { values: { a: 1 } }, next: 'call' },
+    { id: 'call', type: 'http_request', config: { url: `${sinkUrl}/never` } }
+  ]))
+  let cancelled = false
+  const engine = engineWith({
+    db: watchedDb(async (statement) => {
+      if (cancelled || !statement.includes("update runs set status = 'RUNNING', claim = runs.claim + 1")) return
+      cancelled = true
+      await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId))
+    })
+  })
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SKIPPED')
+  t.ok(cancelled)
+  t.same(calls, [], 'no call made')
+  t.equal((await readRun(runId)).status, 'CANCELLED')
+  t.same(await messages(runId), [])
 })

@@ -10,7 +10,7 @@ import { traceRun, type RunTrace } from '../observability/run-trace.ts'
 import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
-import { isNodeType, isPureNodeType } from './node-types.ts'
+import { isNodeType, isPureNodeType, recordsBeforeEffect } from './node-types.ts'
 import { nodeExecutors } from './nodes/index.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
@@ -350,7 +350,7 @@ export function createRunEngine (options: EngineOptions) {
 
   /** A node failed: the run ends FAILED at `nodeId` with what was pending, as a step of this claim. */
   async function failClaimed (run: ClaimedRun, error: string, pending: Pending, nodeId: string, trace: RunTrace): Promise<RunOutcome> {
-    if (run.claimAtEnd === true) throw new ClaimNeededError(error)
+    if (run.claimAtEnd !== undefined) throw new ClaimNeededError(error)
     const progress = { outputs: pending.outputs, currentNodeId: nodeId }
     if (await database(failRun(run.id, error, pending.lines, { claim: run.claim }, trace, progress))) return 'FAILED'
     return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', trace, run)
@@ -373,6 +373,11 @@ export function createRunEngine (options: EngineOptions) {
     let done = false
     const poll = (): void => {
       timer = setTimeout(() => {
+        // Not claimed yet (its node has not reached its outside effect): nothing to lose.
+        if (run.claimAtEnd !== undefined) {
+          poll()
+          return
+        }
         store.lost(run.id, run.claim).then((refusal) => {
           if (refusal !== undefined) controller.abort(new ClaimLostError(refusal))
           else if (!done) poll()
@@ -439,6 +444,17 @@ export function createRunEngine (options: EngineOptions) {
     const beforeEffect = async (message: string): Promise<void> => {
       log('INFO', message)
       const lines = pending.lines
+      if (run.claimAtEnd !== undefined) {
+        // The run's first write: it claims the run, which the pure nodes before ran without.
+        const startedLine: LogLine = { nodeId: null, level: 'INFO', message: 'Run started', at: run.startedAt }
+        const claim = await database(store.startAndRecord(run.id, run.claim, run.claimAtEnd.ownerId, run.startedAt, [startedLine, ...lines], { outputs: pending.outputs, currentNodeId: node.id }))
+        if (claim === undefined) throw new ClaimNeededError('the run was claimed or ended elsewhere')
+        run.claim = claim
+        run.claimAtEnd = undefined
+        trace.write(lines)
+        checkpointed(pending)
+        return
+      }
       trace.write(lines)
       const progress = pending.nodes === 0 ? undefined : { outputs: pending.outputs, currentNodeId: node.id }
       const outcome = await database(store.record(run.id, run.claim, lines, progress))
@@ -486,7 +502,7 @@ export function createRunEngine (options: EngineOptions) {
         try {
           return pure ? await pureAttempt(policy.timeoutMs, attempt) : await timedAttempt(policy.timeoutMs, nodeSignal, attempt)
         } catch (err) {
-          if (!(err instanceof RetryableNodeError) || run.claimAtEnd === true) throw err
+          if (!(err instanceof RetryableNodeError) || run.claimAtEnd !== undefined) throw err
           const decision = decide(err.retryAfterMs)
           if (!decision.retry) throw err
           log('WARN', `${err.message}; retrying in ${decision.delayMs}ms (${schedule.retries + 1} of ${policy.attempts - 1})`)
@@ -535,20 +551,23 @@ export function createRunEngine (options: EngineOptions) {
   }
 
   /**
-   * A PENDING run whose workflow has only pure nodes, at most `checkpointMaxNodes` of them, and
-   * no maxConcurrentRuns runs without a claim: its nodes execute in memory and one statement
-   * claims and ends it (one write instead of the claim and the end; nothing to take over if
-   * the worker dies, as nothing outside the run was touched). Undefined when the run is not
-   * such a run, or needs any other write (a failure, a checkpoint, a retry): it is then claimed
-   * and executed as usual, its pure nodes run again.
+   * A PENDING run of a workflow without a maxConcurrentRuns, of at most `checkpointMaxNodes`
+   * nodes, all pure or writing their own checkpoint before their outside effect, starts without
+   * a claim of its own: its pure nodes run in memory, and its first write claims it, either its
+   * end (all pure: one statement for the whole run, shared with the ends of the same turn) or
+   * the checkpoint before its first outside effect. Nothing outside the run was touched before
+   * that write, so a worker that dies before it leaves the run PENDING for the job's next
+   * delivery. Undefined when the run is not such a run, or needs another write first (a failure,
+   * a checkpoint, a retry), or was claimed or ended meanwhile: it is then claimed and executed as
+   * usual, its pure nodes run again.
    */
   async function startInMemory (runId: string, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined): Promise<RunOutcome | undefined> {
     const run = await database(inMemoryStarts.load(runId))
     if (run === undefined || run.maxConcurrentRuns !== null) return undefined
     const nodes = run.workflow.nodes
-    if (nodes.length > checkpointMaxNodes || !nodes.every((node) => isPureNodeType(node.type))) return undefined
+    if (nodes.length > checkpointMaxNodes || !nodes.every((node) => isPureNodeType(node.type) || recordsBeforeEffect(node.type))) return undefined
     try {
-      return await executeClaimed(run, signal, requestId, owner)
+      return await executeClaimed({ ...run, claimAtEnd: { ownerId: owner?.id } }, signal, requestId, owner)
     } catch (err) {
       if (err instanceof ClaimNeededError) return undefined
       throw err
@@ -600,7 +619,7 @@ export function createRunEngine (options: EngineOptions) {
     const executionStarted = performance.now()
     /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
     const succeed = async (outputs: Record<string, unknown>, lines: LogLine[]): Promise<RunOutcome> => {
-      if (run.claimAtEnd === true) {
+      if (run.claimAtEnd !== undefined) {
         const startedLine: LogLine = { nodeId: null, level: 'INFO', message: 'Run started', at: run.startedAt }
         const elapsedMs = Math.round(performance.now() - executionStarted)
         const written = await database(inMemoryEnds.load({ runId, claim: run.claim, ownerId: owner?.id, elapsedMs, outputs, lines: [startedLine, ...lines] }))
@@ -680,7 +699,7 @@ export function createRunEngine (options: EngineOptions) {
       const now = performance.now()
       // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
       if (!isPureNodeType(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since >= CHECKPOINT_MAX_MS) {
-        if (run.claimAtEnd === true) throw new ClaimNeededError('a checkpoint is due')
+        if (run.claimAtEnd !== undefined) throw new ClaimNeededError('a checkpoint is due')
         trace.write(pending.lines)
         const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines)), trace, run)
         if (advanced !== undefined) return advanced

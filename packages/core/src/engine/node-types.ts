@@ -21,3 +21,12 @@ export const isNodeType = (type: string): type is NodeType => (NODE_TYPES as rea
 const PURE_NODE_TYPES: ReadonlySet<string> = new Set<NodeType>(['set', 'condition', 'verify_signature'])
 
 export const isPureNodeType = (type: string): boolean => PURE_NODE_TYPES.has(type)
+
+/**
+ * Node types that write the checkpoint before their outside effect themselves (`beforeEffect`)
+ * before they act: a run that reaches one unclaimed (its pure nodes ran in memory) is claimed
+ * by that checkpoint.
+ */
+const RECORDING_NODE_TYPES: ReadonlySet<string> = new Set<NodeType>(['http_request', 'send_chat', 'send_chat_template'])
+
+export const recordsBeforeEffect = (type: string): boolean => RECORDING_NODE_TYPES.has(type)

@@ -47,10 +47,11 @@ export interface ClaimedRun {
   /** The workflow's maxConcurrentRuns as the claim read it: when set, the run's end wakes the runs waiting for its slot. */
   maxConcurrentRuns: number | null
   /**
-   * The run is still PENDING (`peekStart`): `claim` is the one it has, the execution runs its pure
-   * nodes in memory and claims the run with its end in one statement (`startAndSucceed`).
+   * The run is still PENDING (`peekStarts`): `claim` is the one it has; the execution runs its
+   * pure nodes in memory and claims the run, for `ownerId`, with its first write: its end
+   * (`startAndSucceed`) or the checkpoint before an outside effect (`startAndRecord`).
    */
-  claimAtEnd?: boolean
+  claimAtEnd?: { ownerId: string | undefined }
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
@@ -290,7 +291,7 @@ export function runStore (db: DbOrTx) {
 
     /**
      * The PENDING runs among `runIds` with their definitions, read in one statement without a
-     * lock or a write: for executions that claim their run only with its end (`startAndSucceed`).
+     * lock or a write: for executions that claim their run with their first write (`claimAtEnd`).
      * A run that is not PENDING is not in the map.
      */
     async peekStarts (runIds: readonly string[]): Promise<Map<string, ClaimedRun>> {
@@ -303,7 +304,7 @@ export function runStore (db: DbOrTx) {
         left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version
         where runs.id in (select jsonb_array_elements_text(${jsonb(runIds)})) and runs.status = 'PENDING'
       `)
-      return new Map(rows.map((row) => [row.id as string, { ...runOf(row), claimAtEnd: true }]))
+      return new Map(rows.map((row) => [row.id as string, runOf(row)]))
     },
 
     /**
@@ -349,6 +350,28 @@ export function runStore (db: DbOrTx) {
       `)
       const done = new Set(written.map((row) => row.n))
       return ends.map((_end, n) => done.has(n))
+    },
+
+    /**
+     * Claims a PENDING run at the checkpoint before its first outside effect, after the pure
+     * nodes before it ran in memory since `startedAt` (when `peekStarts` read it): RUNNING under a
+     * new claim, the outputs and position of `progress`, and `lines`, the claim's line first.
+     * Returns the new claim, or undefined (nothing written) unless the run is still PENDING with
+     * the claim `peekStarts` read.
+     */
+    async startAndRecord (runId: string, claim: number, ownerId: string | undefined, startedAt: Date, lines: LogLine[], progress: Progress): Promise<number | undefined> {
+      const rows = await db.execute<{ claim: number | null }>(sql`
+        with step as (
+          update runs set status = 'RUNNING', claim = runs.claim + 1, claim_owner = ${ownerId ?? null}::text, started_at = ${startedAt.toISOString()}::timestamptz,
+            result = ${startedResult} || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}
+          where id = ${runId} and status = 'PENDING' and claim = ${claim}
+          returning claim
+        ), logged as (
+          ${logRows(runId, lines, { when: sql`exists (select 1 from step)` })}
+        )
+        select (select claim from step) as claim
+      `)
+      return rows[0]?.claim ?? undefined
     },
 
     /**
