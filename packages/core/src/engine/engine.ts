@@ -197,9 +197,9 @@ class InfrastructureError extends Error {
 }
 
 /**
- * An execution that was to claim its run only with its end (`ClaimedRun.claimAtEnd`) needs
+ * An execution that was to claim its run with its first write (`ClaimedRun.claimAtEnd`) needs
  * another write first (a failure, a checkpoint, a retry's wait) or found the run claimed or
- * cancelled at its end: nothing was written, and the run is claimed and executed as usual.
+ * cancelled at that write: nothing was written, and the run is claimed and executed as usual.
  */
 class ClaimNeededError extends Error {
   override name = 'ClaimNeededError'
@@ -622,7 +622,7 @@ export function createRunEngine (options: EngineOptions) {
       if (run.claimAtEnd !== undefined) {
         const startedLine: LogLine = { nodeId: null, level: 'INFO', message: 'Run started', at: run.startedAt }
         const elapsedMs = Math.round(performance.now() - executionStarted)
-        const written = await database(inMemoryEnds.load({ runId, claim: run.claim, ownerId: owner?.id, elapsedMs, outputs, lines: [startedLine, ...lines] }))
+        const written = await database(inMemoryEnds.load({ runId, claim: run.claim, ownerId: run.claimAtEnd.ownerId, elapsedMs, outputs, lines: [startedLine, ...lines] }))
         if (!written) throw new ClaimNeededError('the run was claimed or ended elsewhere')
         trace.write(lines)
       } else {
