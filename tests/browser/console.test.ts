@@ -167,6 +167,8 @@ t.test('fire with a JSON payload: the run page follows it live to SUCCESS, path 
   await page.getByRole('button', { name: 'Fire' }).click()
   await heading(page, /^Run /).waitFor()
   await page.locator('.run-status .badge.status-success').waitFor()
+  // The graph is drawn once the workflow is read too, which a run of pure nodes may outpace.
+  await page.locator('svg.graph g.node-done[data-node="big"]').waitFor()
   t.same(await page.locator('svg.graph g.node-done').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-node'))), ['receive', 'check', 'big'])
   t.same((await page.locator('svg.graph g.link.taken').evaluateAll((links) => links.map((link) => link.getAttribute('data-link')))).sort(), ['check->big', 'receive->check'])
   t.equal(await page.locator('svg.graph g[data-node="small"]').getAttribute('class'), 'node', 'the branch not taken stays plain')
