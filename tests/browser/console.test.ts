@@ -164,7 +164,7 @@ t.test('create a workflow from the form; its page draws the graph as the engine 
 /** The rows of the run list once it shows only runs of `status`: the rows of the previous filter stay until the new page comes. */
 async function runRowsOf (status: string): Promise<number> {
   await page.waitForFunction((badge) => {
-    const rows = [...document.querySelectorAll('table.runs tbody tr')]
+    const rows = Array.from(document.querySelectorAll('table.runs tbody tr'))
     return rows.length > 0 && rows.every((row) => row.querySelector(`.badge.${badge}`) !== null)
   }, `status-${status.toLowerCase()}`)
   return await page.locator('table.runs tbody tr').count()
