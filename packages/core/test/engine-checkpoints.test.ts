@@ -210,6 +210,19 @@ t.test('a long pure chain lets the process\'s other work run while it executes',
 /** A start's job, first delivery: what lets the engine claim a run of pure nodes only with its end. */
 const startJob = { queueName: WORKFLOW_RUNS, id: 'job-1', attemptsMade: 0, stalledCounter: 0 }
 
+/** An engine that cancels `runId` just before the first statement containing `marker` reaches Postgres. */
+function engineCancellingBefore (runId: string, marker: string) {
+  let cancelled = false
+  const engine = engineWith({
+    db: watchedDb(async (statement) => {
+      if (cancelled || !statement.includes(marker)) return
+      cancelled = true
+      await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId))
+    })
+  })
+  return { engine, cancelled: () => cancelled }
+}
+
 t.test('a run of pure nodes only is claimed with its end: one read and one write', async (t) => {
   const statements: string[] = []
   const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
@@ -261,18 +274,11 @@ t.test('a run of pure nodes that fails is claimed and fails as before: its nodes
 })
 
 t.test('a run cancelled while its pure nodes ran in memory stays cancelled', async (t) => {
-  let cancelled = false
   const runId = await run(await workflow([{ id: 'only', type: 'set', config: { values: { a: 1 } } }]))
-  const engine = engineWith({
-    db: watchedDb(async (statement) => {
-      if (cancelled || !statement.includes("update runs set status = 'SUCCESS', claim")) return
-      cancelled = true
-      await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId))
-    })
-  })
+  const { engine, cancelled } = engineCancellingBefore(runId, "update runs set status = 'SUCCESS', claim")
 
   t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SKIPPED')
-  t.ok(cancelled, 'the cancel came between the read and the end')
+  t.ok(cancelled(), 'the cancel came between the read and the end')
   const row = await readRun(runId)
   t.equal(row.status, 'CANCELLED')
   t.same(row.result, {}, 'nothing of the execution written')
@@ -375,17 +381,10 @@ t.test('a run cancelled before its first outside effect is not called out for', 
     { id: 'first', type: 'set', config: { values: { a: 1 } }, next: 'call' },
     { id: 'call', type: 'http_request', config: { url: `${sinkUrl}/never` } }
   ]))
-  let cancelled = false
-  const engine = engineWith({
-    db: watchedDb(async (statement) => {
-      if (cancelled || !statement.includes("update runs set status = 'RUNNING', claim = runs.claim + 1")) return
-      cancelled = true
-      await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId))
-    })
-  })
+  const { engine, cancelled } = engineCancellingBefore(runId, "update runs set status = 'RUNNING', claim = runs.claim + 1")
 
   t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SKIPPED')
-  t.ok(cancelled)
+  t.ok(cancelled(), 'the cancel came between the read and the claim')
   t.same(calls, [], 'no call made')
   t.equal((await readRun(runId)).status, 'CANCELLED')
   t.same(await messages(runId), [])

@@ -446,8 +446,7 @@ export function createRunEngine (options: EngineOptions) {
       const lines = pending.lines
       if (run.claimAtEnd !== undefined) {
         // The run's first write: it claims the run, which the pure nodes before ran without.
-        const startedLine: LogLine = { nodeId: null, level: 'INFO', message: 'Run started', at: run.startedAt }
-        const claim = await database(store.startAndRecord(run.id, run.claim, run.claimAtEnd.ownerId, run.startedAt, [startedLine, ...lines], { outputs: pending.outputs, currentNodeId: node.id }))
+        const claim = await database(store.startAndRecord(run.id, run.claim, run.claimAtEnd.ownerId, run.startedAt, lines, { outputs: pending.outputs, currentNodeId: node.id }))
         if (claim === undefined) throw new ClaimNeededError('the run was claimed or ended elsewhere')
         run.claim = claim
         run.claimAtEnd = undefined
@@ -620,9 +619,8 @@ export function createRunEngine (options: EngineOptions) {
     /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
     const succeed = async (outputs: Record<string, unknown>, lines: LogLine[]): Promise<RunOutcome> => {
       if (run.claimAtEnd !== undefined) {
-        const startedLine: LogLine = { nodeId: null, level: 'INFO', message: 'Run started', at: run.startedAt }
         const elapsedMs = Math.round(performance.now() - executionStarted)
-        const written = await database(inMemoryEnds.load({ runId, claim: run.claim, ownerId: run.claimAtEnd.ownerId, elapsedMs, outputs, lines: [startedLine, ...lines] }))
+        const written = await database(inMemoryEnds.load({ runId, claim: run.claim, ownerId: run.claimAtEnd.ownerId, startedAt: run.startedAt, elapsedMs, outputs, lines }))
         if (!written) throw new ClaimNeededError('the run was claimed or ended elsewhere')
         trace.write(lines)
       } else {

@@ -74,6 +74,8 @@ export interface InMemoryEnd {
   /** The claim `peekStarts` read: the run is written only while it still has it. */
   claim: number
   ownerId: string | undefined
+  /** When `peekStarts` read it: the time of its 'Run started' line. */
+  startedAt: Date
   /** How long its nodes ran: its duration, and its start counted back from the statement's time. */
   elapsedMs: number
   outputs: Record<string, unknown>
@@ -116,6 +118,12 @@ export interface FailedRun {
   eventName: string | null
 }
 
+/** A log line as `jsonb_to_recordset` reads it in the statements below. */
+const logLineRow = (line: LogLine) => ({ node_id: line.nodeId, level: line.level, message: line.message, at: line.at.toISOString() })
+
+/** The line a claim writes first, for the runs claimed by their first write (the claim statement writes its own). */
+const startedLine = (at: Date): LogLine => ({ nodeId: null, level: 'INFO', message: 'Run started', at })
+
 /**
  * One insert for all the lines of a step, so that their ids (the order the
  * API lists them in) follow the order they were written; `runLine` is the
@@ -123,7 +131,7 @@ export interface FailedRun {
  * `when`, a further condition for writing them.
  */
 function logRows (runId: string, lines: LogLine[], { runLine, when }: { runLine?: SQL, when?: SQL } = {}): SQL {
-  const rows = jsonb(lines.map((line) => ({ node_id: line.nodeId, level: line.level, message: line.message, at: line.at.toISOString() })))
+  const rows = jsonb(lines.map(logLineRow))
   return sql`
     insert into run_logs (run_id, node_id, level, message, created_at)
     select ${runId}, node_id, level, message, at from (
@@ -310,7 +318,7 @@ export function runStore (db: DbOrTx) {
     /**
      * Claims PENDING runs and ends them SUCCESS, all in one statement, after their nodes ran in
      * memory: each is written only while it is still PENDING with the claim `peekStarts` read
-     * (false: nothing of it written). Each run's claim line ('Run started') comes first in its lines.
+     * (false: nothing of it written). Each run's lines follow its claim line ('Run started').
      */
     async startAndSucceed (ends: readonly InMemoryEnd[]): Promise<boolean[]> {
       const rows = ends.map((end, n) => ({
@@ -320,7 +328,7 @@ export function runStore (db: DbOrTx) {
         owner: end.ownerId ?? null,
         elapsed_ms: end.elapsedMs,
         outputs: end.outputs,
-        lines: end.lines.map((line) => ({ node_id: line.nodeId, level: line.level, message: line.message, at: line.at.toISOString() }))
+        lines: [startedLine(end.startedAt), ...end.lines].map(logLineRow)
       }))
       const written = await db.execute<{ n: number }>(sql`
         with ended as (
@@ -355,7 +363,7 @@ export function runStore (db: DbOrTx) {
     /**
      * Claims a PENDING run at the checkpoint before its first outside effect, after the pure
      * nodes before it ran in memory since `startedAt` (when `peekStarts` read it): RUNNING under a
-     * new claim, the outputs and position of `progress`, and `lines`, the claim's line first.
+     * new claim, the outputs and position of `progress`, and `lines` after the claim's line.
      * Returns the new claim, or undefined (nothing written) unless the run is still PENDING with
      * the claim `peekStarts` read.
      */
@@ -367,7 +375,7 @@ export function runStore (db: DbOrTx) {
           where id = ${runId} and status = 'PENDING' and claim = ${claim}
           returning claim
         ), logged as (
-          ${logRows(runId, lines, { when: sql`exists (select 1 from step)` })}
+          ${logRows(runId, [startedLine(startedAt), ...lines], { when: sql`exists (select 1 from step)` })}
         )
         select (select claim from step) as claim
       `)
