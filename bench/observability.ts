@@ -45,7 +45,7 @@ try {
       queues,
       logger,
       nodes: { http: undefined as never, chat: undefined as never },
-      emitEvent: async () => []
+      dispatchEvents: async () => []
     })
     const connection = createWorkerConnection(REDIS_URL)
     let done = 0

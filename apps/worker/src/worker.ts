@@ -12,7 +12,7 @@ import { ASSISTANT_MAIN, closeQueues, createProducerConnection, createQueues, cr
 import { createRetention } from '@switchboard/core/retention'
 import { createCounterFolding } from '@switchboard/core/workflows'
 import { createScheduleSync } from '@switchboard/core/schedules'
-import { emitEvent } from '@switchboard/core/triggers'
+import { dispatchEvents, lostEventsDispatch } from '@switchboard/core/triggers'
 import type { WorkerContext } from './context.ts'
 import { createLockWatchdog } from './lock-watchdog.ts'
 import { processors } from './processors/index.ts'
@@ -62,6 +62,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
   const chat = createChatSender(createChatService({ db: database.db, config, client: chatClient, logger }))
+  const events = { db: database.db, queues, logger, eventFanoutMax: config.limits.eventFanoutMax }
   const engine = createRunEngine({
     db: database.db,
     queues,
@@ -70,7 +71,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     runResultMaxBytes: config.runResultMaxBytes,
     nodes: { chat, http: http.dispatcher },
     credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
-    emitEvent: async (input) => await emitEvent({ db: database.db, queues, eventFanoutMax: config.limits.eventFanoutMax }, input)
+    dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })
   })
   const context: WorkerContext = { config, logger, database, queues, redis, engine }
 
@@ -114,7 +115,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     ...config.reconciler,
     restore: {
       schedulers: scheduleSync.restoreLost,
-      chatDeliveries: chatDeliveryRequeue({ db: database.db, queue: queues[ASSISTANT_MAIN], logger, graceMs: config.reconciler.graceMs })
+      chatDeliveries: chatDeliveryRequeue({ db: database.db, queue: queues[ASSISTANT_MAIN], logger, graceMs: config.reconciler.graceMs }),
+      events: lostEventsDispatch(events, config.reconciler.graceMs)
     }
   })
   reconciler.start()

@@ -69,7 +69,7 @@ export interface Config {
   reconciler: {
     /** RECONCILER_INTERVAL_MS: between two passes (a pass also runs at once when Redis comes back). */
     intervalMs: number
-    /** RECONCILER_GRACE_MS: a PENDING run or a stored chat delivery this old without a job gets one; above REQUEST_DEADLINE_MS. */
+    /** RECONCILER_GRACE_MS: a PENDING run or a stored chat delivery this old without a job gets one (its own enqueue had that long). */
     graceMs: number
   }
   /** 32 bytes: encrypts chat account tokens and credentials at rest. */
@@ -348,11 +348,7 @@ export function loadConfig (env: Env = process.env): Config {
   }
   const reconciler = {
     intervalMs: integer(env, 'RECONCILER_INTERVAL_MS', 10_000, 100, 3_600_000),
-    graceMs: integer(env, 'RECONCILER_GRACE_MS', timeouts.requestDeadlineMs + 2000, 0, 3_600_000)
-  }
-  // Until the deadline has passed, the request that stored a run may still take it back.
-  if (reconciler.graceMs <= timeouts.requestDeadlineMs) {
-    throw new ConfigError(`RECONCILER_GRACE_MS (${reconciler.graceMs}) must be more than REQUEST_DEADLINE_MS (${timeouts.requestDeadlineMs})`)
+    graceMs: integer(env, 'RECONCILER_GRACE_MS', 2000, 0, 3_600_000)
   }
 
   const localPostgresPort = integer(env, 'LOCAL_POSTGRES_PORT', 5432, 1, 65535)

@@ -38,7 +38,7 @@ const engine = createRunEngine({
   queues,
   logger: createLogger('silent', 'engine-bounds-test'),
   nodes: { http: http.dispatcher, chat: unusedChat },
-  emitEvent: async () => {},
+  dispatchEvents: async () => {},
   nodeOutputMaxBytes: 64 * 1024,
   runResultMaxBytes: 160 * 1024
 })

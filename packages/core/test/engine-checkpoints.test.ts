@@ -59,7 +59,7 @@ const engineWith = (options: { db?: Db, checkpointMaxNodes?: number } = {}) => c
   queues,
   logger,
   nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher },
-  emitEvent: async () => {},
+  dispatchEvents: async () => {},
   cancelPollMs: 60_000,
   ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
 })

@@ -81,7 +81,7 @@ function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number,
     queues: options.queues ?? queues,
     logger,
     nodes: { chat, http: http.dispatcher },
-    emitEvent: async () => {},
+    dispatchEvents: async () => {},
     cancelPollMs: options.cancelPollMs ?? 60_000,
     ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
   })

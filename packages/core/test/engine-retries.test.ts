@@ -52,7 +52,7 @@ const noChat: ChatSender = {
   async sendText () { throw new Error('unused') },
   async sendTemplate () { throw new Error('unused') }
 }
-const engineWith = (chat: ChatSender = noChat) => createRunEngine({ db, queues, logger, nodes: { chat, http: http.dispatcher }, emitEvent: async () => {}, cancelPollMs: 50 })
+const engineWith = (chat: ChatSender = noChat) => createRunEngine({ db, queues, logger, nodes: { chat, http: http.dispatcher }, dispatchEvents: async () => {}, cancelPollMs: 50 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 

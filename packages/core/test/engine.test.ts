@@ -10,7 +10,7 @@ import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { resumeJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
-import { emitEvent } from '../src/triggers/event.ts'
+import { dispatchEvents } from '../src/triggers/event.ts'
 import { foldCounterDeltas } from '../src/workflows/counters.ts'
 
 const { db, queues } = await createCoreTestContext(t)
@@ -50,7 +50,7 @@ const engineWith = (http = privateHttp.dispatcher) => createRunEngine({
   queues,
   logger,
   nodes: { chat, http },
-  emitEvent: async (input) => await emitEvent({ db, queues, eventFanoutMax: 100 }, input),
+  dispatchEvents: async (eventIds) => await dispatchEvents({ db, queues, logger, eventFanoutMax: 100 }, { ids: eventIds }),
   cancelPollMs: 50
 })
 const engine = engineWith()

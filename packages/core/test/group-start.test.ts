@@ -1,11 +1,11 @@
-import { eq, inArray } from 'drizzle-orm'
+import { eq, inArray, sql } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { idempotencyKeys, runs, users, workflows } from '../src/db/schema/index.ts'
 import type { DbOrTx } from '../src/db/client.ts'
 import { WORKFLOW_RUNS, type Queues } from '../src/queues/catalog.ts'
 import { createGroupStarter, GROUP_START_DEFAULTS } from '../src/runs/group-start.ts'
-import type { RunTarget, StartDeadline } from '../src/runs/start.ts'
+import type { RunTarget } from '../src/runs/start.ts'
 import { Deadline } from '../src/timeout.ts'
 
 const { db, queues } = await createCoreTestContext(t)
@@ -14,7 +14,7 @@ const [owner] = await db.insert(users).values({ email: 'owner@example.com', pass
 const [row] = await db.insert(workflows).values({ userId: owner.id, name: 'w', triggerType: 'WEBHOOK', isActive: true, nodes: [{ id: 's', type: 'set', config: { values: {} } }] }).returning()
 const workflow: RunTarget = { id: row.id, userId: row.userId, triggerType: row.triggerType }
 
-const limits = (ms = 3000): StartDeadline => ({ deadline: Deadline.after(ms), settleBy: Date.now() + 5000 })
+const within = (ms = 3000): Deadline => Deadline.after(ms)
 
 /** `db` with its transactions counted: each group is one transaction. */
 function countingDb (): { db: DbOrTx, transactions: () => number } {
@@ -59,8 +59,9 @@ t.test('starts that arrive together are written by one transaction and queued by
   const counted = countingQueues()
   const starter = createGroupStarter({ db: counting.db, queues: counted.queues })
   const started = await Promise.all(Array.from({ length: 200 }, async (_, seq) => await starter.start({
-    workflow, triggerData: { seq }, requestId: `request-${seq}`, limits: limits()
+    workflow, triggerData: { seq }, requestId: `request-${seq}`, deadline: within()
   })))
+  await starter.drain(1000)
   t.equal(new Set(started.map(({ runId }) => runId)).size, 200, 'a run each')
   t.ok(started.every(({ created }) => created))
   // The first start goes out alone at the end of its turn; the other 199 arrived in the same turn.
@@ -78,20 +79,20 @@ t.test('starts that arrive together are written by one transaction and queued by
 t.test('a group bounds its runs and bytes', async (t) => {
   const counting = countingDb()
   const starter = createGroupStarter({ db: counting.db, queues }, { ...GROUP_START_DEFAULTS, maxRuns: 10, maxBytes: 100_000, maxInFlight: 1 })
-  await Promise.all(Array.from({ length: 30 }, async (_, seq) => await starter.start({ workflow, triggerData: { seq }, limits: limits() })))
+  await Promise.all(Array.from({ length: 30 }, async (_, seq) => await starter.start({ workflow, triggerData: { seq }, deadline: within() })))
   t.ok(counting.transactions() >= 3, `30 starts at most 10 a group: ${counting.transactions()} groups`)
   const before = counting.transactions()
   const rawBody = Buffer.alloc(40_000, 'a')
-  await Promise.all(Array.from({ length: 3 }, async () => await starter.start({ workflow, triggerData: {}, rawBody, limits: limits() })))
+  await Promise.all(Array.from({ length: 3 }, async () => await starter.start({ workflow, triggerData: {}, rawBody, deadline: within() })))
   t.equal(counting.transactions() - before, 3, 'three 80 kB starts in groups of at most 100 kB: one a group')
 })
 
 t.test('one Idempotency-Key twice in a group is one run; keys of other requests are their own', async (t) => {
   const starter = createGroupStarter({ db, queues })
   const [first, second, other] = await Promise.all([
-    starter.start({ workflow, triggerData: { n: 1 }, idempotencyKey: 'same', limits: limits() }),
-    starter.start({ workflow, triggerData: { n: 2 }, idempotencyKey: 'same', limits: limits() }),
-    starter.start({ workflow, triggerData: { n: 3 }, idempotencyKey: 'other', limits: limits() })
+    starter.start({ workflow, triggerData: { n: 1 }, idempotencyKey: 'same', deadline: within() }),
+    starter.start({ workflow, triggerData: { n: 2 }, idempotencyKey: 'same', deadline: within() }),
+    starter.start({ workflow, triggerData: { n: 3 }, idempotencyKey: 'other', deadline: within() })
   ])
   t.equal(first!.runId, second!.runId, 'the same run for the same key')
   t.ok(first!.created)
@@ -99,15 +100,15 @@ t.test('one Idempotency-Key twice in a group is one run; keys of other requests 
   t.not(other!.runId, first!.runId)
   const keys = await db.select().from(idempotencyKeys).where(eq(idempotencyKeys.workflowId, workflow.id))
   t.same(keys.map(({ key, runId }) => [key, runId]).sort(), [['other', other!.runId], ['same', first!.runId]].sort())
-  const again = await starter.start({ workflow, triggerData: {}, idempotencyKey: 'same', limits: limits() })
+  const again = await starter.start({ workflow, triggerData: {}, idempotencyKey: 'same', deadline: within() })
   t.same(again, { runId: first!.runId, created: false }, 'a later group finds the stored key')
 })
 
 t.test('a member whose deadline has passed is refused alone; the rest of its group is stored', async (t) => {
   const starter = createGroupStarter({ db, queues })
   const [late, onTime] = await Promise.allSettled([
-    starter.start({ workflow, triggerData: { late: true }, limits: limits(500) }),
-    starter.start({ workflow, triggerData: { late: false }, limits: limits() })
+    starter.start({ workflow, triggerData: { late: true }, deadline: within(200) }),
+    starter.start({ workflow, triggerData: { late: false }, deadline: within() })
   ])
   t.equal(late.status, 'rejected')
   t.match((late as PromiseRejectedResult).reason, { code: 'SERVICE_UNAVAILABLE' })
@@ -116,18 +117,45 @@ t.test('a member whose deadline has passed is refused alone; the rest of its gro
   t.same(stored?.triggerData, { late: false })
 })
 
-t.test('when the queue refuses a group, every member gets the error and none of its runs is left', async (t) => {
+t.test('when the queue refuses a group, every member is answered with its committed run, left PENDING for the reconciler', async (t) => {
   const counted = countingQueues()
   const starter = createGroupStarter({ db, queues: counted.queues })
-  const before = (await db.select({ id: runs.id }).from(runs)).length
   counted.fail(true)
-  const outcomes = await Promise.allSettled(Array.from({ length: 20 }, async (_, seq) => await starter.start({
-    workflow, triggerData: { seq }, idempotencyKey: `failing-${seq}`, limits: limits()
+  const started = await Promise.all(Array.from({ length: 20 }, async (_, seq) => await starter.start({
+    workflow, triggerData: { seq }, idempotencyKey: `unqueued-${seq}`, deadline: within()
   })))
-  t.ok(outcomes.every(({ status }) => status === 'rejected'), 'all 20 refused')
-  t.equal((await db.select({ id: runs.id }).from(runs)).length, before, 'no run left behind')
-  t.equal((await db.select().from(idempotencyKeys).where(inArray(idempotencyKeys.key, outcomes.map((_, seq) => `failing-${seq}`)))).length, 0, 'no key left behind')
+  await starter.drain(1000)
   counted.fail(false)
-  const retried = await starter.start({ workflow, triggerData: {}, idempotencyKey: 'failing-0', limits: limits() })
-  t.ok(retried.created, 'the sender\'s retry creates the run')
+  const stored = await db.select().from(runs).where(inArray(runs.id, started.map(({ runId }) => runId)))
+  t.equal(stored.length, 20, 'every run is stored')
+  t.ok(stored.every(({ status }) => status === 'PENDING'))
+  t.same(await Promise.all(started.map(async ({ runId }) => await queues[WORKFLOW_RUNS].getJob(runId))), started.map(() => undefined), 'no job was queued')
+  const again = await starter.start({ workflow, triggerData: {}, idempotencyKey: 'unqueued-0', deadline: within() })
+  t.same(again, { runId: started[0]!.runId, created: false }, 'a retry with the key gets the stored run')
+})
+
+t.test('a member near its deadline is answered on time alone; the rest of its group commits (defect: it failed all of them)', async (t) => {
+  // A held key makes the group's insert wait 1.3 s for a lock, longer than the straggler has (1,005 ms:
+  // before, a request deadline kept 1 s for the enqueue, so the group got its last 5 ms and failed whole).
+  const held = db.transaction(async (tx) => {
+    await tx.insert(idempotencyKeys).values({ workflowId: workflow.id, key: 'held', runId: (await tx.insert(runs).values({ workflowId: workflow.id, userId: workflow.userId, queue: WORKFLOW_RUNS, workflowVersion: 1 }).returning())[0]!.id })
+    await new Promise((resolve) => setTimeout(resolve, 1300))
+    tx.rollback()
+  }).catch(() => {})
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const starter = createGroupStarter({ db, queues })
+  const sentAt = Date.now()
+  const straggler = starter.start({ workflow, triggerData: { straggler: true }, deadline: within(1005) })
+    .then(() => 'accepted', (err: unknown) => ({ err, ms: Date.now() - sentAt }))
+  const healthy = Array.from({ length: 50 }, async (_, seq) => await starter.start({
+    workflow, triggerData: { seq }, ...(seq === 0 && { idempotencyKey: 'held' }), deadline: within(3000)
+  }))
+  const outcomes = await Promise.allSettled(healthy)
+  const refused = await straggler
+  await held
+  t.equal(outcomes.filter(({ status }) => status === 'fulfilled').length, 50, 'every healthy member is accepted')
+  t.match(refused, { err: { code: 'SERVICE_UNAVAILABLE' } }, 'the straggler is refused')
+  t.ok(typeof refused === 'object' && refused.ms < 1005 + 100, `answered by its own deadline (${typeof refused === 'object' ? refused.ms : '?'} ms)`)
+  const stragglerRuns = await db.select({ id: runs.id }).from(runs).where(sql`${runs.triggerData}->>'straggler' = 'true'`)
+  t.same(stragglerRuns, [], 'and leaves no run: it was taken out before the COMMIT')
 })

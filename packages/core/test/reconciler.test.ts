@@ -3,7 +3,7 @@ import { Worker } from 'bullmq'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
-import { idempotencyKeys, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
+import { events, idempotencyKeys, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createReconciler } from '../src/runs/reconciler.ts'
@@ -15,13 +15,13 @@ import { startRun } from '../src/runs/start.ts'
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'reconciler-test')
 const http = createHttpClient({ allowPrivate: false })
-const failed: unknown[] = []
+const dispatched: string[] = []
 const engine = createRunEngine({
   db,
   queues,
   logger,
   nodes: { http: http.dispatcher, chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } } },
-  emitEvent: async (input) => { failed.push(input) }
+  dispatchEvents: async (eventIds) => { dispatched.push(...eventIds) }
 })
 // No grace: every unfinished run is examined at once.
 const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, runningAfterMs: 0 })
@@ -96,7 +96,8 @@ t.test('a RUNNING run without a live job is taken over; one whose takeovers are 
   const [row] = await db.select().from(runs).where(eq(runs.id, spent))
   t.equal(row.status, 'FAILED')
   t.equal(row.error, 'Run interrupted: its worker stopped 4 times')
-  t.same(failed.at(-1), { userId: owner.id, name: 'workflow.run.failed', payload: { runId: spent, workflowId: manual.id, error: 'Run interrupted: its worker stopped 4 times' } })
+  const [event] = await db.select().from(events).where(eq(events.id, dispatched.at(-1)!))
+  t.match(event, { userId: owner.id, name: 'workflow.run.failed', payload: { runId: spent, workflowId: manual.id, error: 'Run interrupted: its worker stopped 4 times' } }, 'the failure wrote its event, then dispatched it')
 
   // The takeover job, executed, continues the run from its current node.
   t.equal(await engine.executeRun(orphan), 'WAITING')

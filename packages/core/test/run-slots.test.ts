@@ -51,7 +51,7 @@ t.teardown(async () => {
   await http.close()
 })
 
-const engine = createRunEngine({ db, queues, logger, nodes: { chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }, http: http.dispatcher }, emitEvent: async () => {} })
+const engine = createRunEngine({ db, queues, logger, nodes: { chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }, http: http.dispatcher }, dispatchEvents: async () => {} })
 
 /** Two workers of five jobs each, processing as apps/worker's run processor does. */
 const connections = [createWorkerConnection(REDIS_URL), createWorkerConnection(REDIS_URL)]

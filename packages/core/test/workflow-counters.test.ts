@@ -58,13 +58,13 @@ t.test('a run start or end never waits for another run of the same workflow', as
   const releaseStart = await holdOpen(async (tx) => { await startRun({ db: tx, queues }, { workflow, triggerData: { first: true } }) })
   await t.resolves(withoutWaiting(async (tx) => { await startRun({ db: tx, queues }, { workflow, triggerData: { second: true } }) }),
     'a second start of the workflow commits at once')
-  await t.resolves(withoutWaiting(async (tx) => { await runStore(tx).fail(ended.runId, 'ends while another start is open', [], ['PENDING']) }),
+  await t.resolves(withoutWaiting(async (tx) => { await runStore(tx).fail(ended.runId, 'ends while another start is open', { from: ['PENDING'] }) }),
     'a run end commits at once')
   await releaseStart()
 
   // A run end holds its transaction open; another start and a fold of the counters go ahead.
   const other = await startRun({ db, queues }, { workflow, triggerData: {} })
-  const releaseEnd = await holdOpen(async (tx) => { await runStore(tx).fail(other.runId, 'ends, held open', [], ['PENDING']) })
+  const releaseEnd = await holdOpen(async (tx) => { await runStore(tx).fail(other.runId, 'ends, held open', { from: ['PENDING'] }) })
   await t.resolves(withoutWaiting(async (tx) => { await startRun({ db: tx, queues }, { workflow, triggerData: {} }) }), 'a start commits at once')
   await t.resolves(withoutWaiting(async (tx) => { await foldCounterDeltas(tx) }), 'a fold skips the held delta and commits at once')
   await releaseEnd()
@@ -88,7 +88,7 @@ t.test('reads are exact before and after the fold, and a fold loses nothing', as
 
   const started = []
   for (let i = 0; i < 3; i++) started.push(await startRun({ db, queues }, { workflow, triggerData: { i } }))
-  await runStore(db).fail(started[0]!.runId, 'failed', [], ['PENDING'])
+  await runStore(db).fail(started[0]!.runId, 'failed', { from: ['PENDING'] })
   const newest = (await db.select({ createdAt: runs.createdAt }).from(runs).where(eq(runs.id, started[2]!.runId)))[0]!.createdAt
   const expected = { runCount: 3, successCount: 0, failureCount: 1, lastRunAt: newest }
 

@@ -14,12 +14,9 @@ import { isNodeType, isPureNodeType, recordsBeforeEffect } from './node-types.ts
 import { nodeExecutors } from './nodes/index.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
-import { runStore, type ClaimedRun, type ClaimOwner, type InMemoryEnd, type LogLine, type Progress, type Refusal, type StepOutcome } from '../runs/steps.ts'
+import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
-
-/** The event a failed run emits to its owner's EVENT workflows (contract, Events). */
-const RUN_FAILED_EVENT = 'workflow.run.failed'
 
 /** How a call to `executeRun` left the run. */
 type RunOutcome =
@@ -76,8 +73,11 @@ interface EngineOptions {
   queues: Queues
   logger: Logger
   nodes: NodeDependencies
-  /** Starts the EVENT workflows listening to `workflow.run.failed` (services/runs emitEvent). */
-  emitEvent: (input: { userId: string, name: string, payload: unknown }) => Promise<unknown>
+  /**
+   * Dispatches events of the outbox the engine's statements wrote (`workflow.run.failed`),
+   * right after their commit (triggers' dispatchEvents); the reconciler dispatches those left.
+   */
+  dispatchEvents: (eventIds: string[]) => Promise<unknown>
   /**
    * Takeovers of a RUNNING run whose worker stopped before the run is failed.
    * Retries of the same job after a database or Redis error are not takeovers:
@@ -131,10 +131,24 @@ const withoutCredentials: CredentialResolver = {
  * most this many runs a statement.
  */
 const MAX_RUNS_PER_STATEMENT = 100
+/**
+ * In-memory ends of at most this many bytes (result and lines, as JSON) share a statement, so a
+ * shared one carries at most 8 MiB, as a group of starts does; a larger one is written alone.
+ */
+const MAX_SHARED_END_BYTES = 80 * 1024
+
+/** What an end sends at most: its result's size (undefined: not measurable) and its lines. */
+const endBytes = (resultBytes: number | undefined, lines: LogLine[]): number =>
+  resultBytes === undefined ? Infinity : lines.reduce((bytes, line) => bytes + jsonStringBytes(line.message) + 100, resultBytes)
 /** Collects what the jobs of this turn ask for, not only the microtasks of the current job. */
 const nextTurn = (dispatch: () => void): void => { setImmediate(dispatch) }
 
-/** A chain of pure nodes is checkpointed once this long (ms) has passed since the last checkpoint, so a cancel is seen within about that. */
+/**
+ * A chain of pure nodes is checkpointed once it has worked this long (ms) since the last
+ * checkpoint, so a cancel is seen within about that. Its own work: the time it yielded to the
+ * other jobs of the process does not count, so a loaded worker does not checkpoint more (and
+ * an in-memory run does not hand back and run again) for being loaded.
+ */
 const CHECKPOINT_MAX_MS = 200
 /** A chain of pure nodes lets other work of the process run (lock renewals, other jobs) this often (ms). */
 const YIELD_EVERY_MS = 10
@@ -152,6 +166,14 @@ interface Pending {
   nodes: number
   /** When the checkpoint was written (performance.now()). */
   since: number
+  /** Of the time since, how long the execution waited: yielding to other work of the process, or loading credentials. */
+  waitedMs: number
+  /**
+   * A node acted on the outside world since the checkpoint (`beforeEffect` was written): the
+   * lines say what it did, so they are written even if the next step is refused (a cancel);
+   * the lines of pure nodes that ran after a cancel are not (contract: no later node runs).
+   */
+  acted: boolean
 }
 
 /** The size of a run's result as JSON, kept up to date as nodes add to it. */
@@ -173,6 +195,8 @@ function checkpointed (pending: Pending): void {
   pending.lines = []
   pending.nodes = 0
   pending.since = performance.now()
+  pending.waitedMs = 0
+  pending.acted = false
 }
 
 /** A node may show a few missing paths; a config with thousands of them must not write thousands of lines. */
@@ -315,29 +339,29 @@ export function createRunEngine (options: EngineOptions) {
     cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn
   })
 
-  async function emitFailure (runId: string, error: string, failed: { workflowId: string, userId: string, eventName: string | null }): Promise<void> {
-    // A workflow that itself listens to failures emits nothing when it fails, so failures cannot loop.
-    if (failed.eventName === RUN_FAILED_EVENT) return
+  /** A failure's event, dispatched now; when that fails, the reconciler dispatches it (it is stored with the failure). */
+  async function dispatchFailure (runId: string, eventId: string | null): Promise<void> {
+    if (eventId === null) return
     try {
-      await options.emitEvent({ userId: failed.userId, name: RUN_FAILED_EVENT, payload: { runId, workflowId: failed.workflowId, error } })
+      await options.dispatchEvents([eventId])
     } catch (err) {
-      logger.error({ err, runId }, 'workflow.run.failed could not be emitted')
+      logger.warn({ err, runId, eventId }, 'workflow.run.failed not dispatched yet: the reconciler will')
     }
   }
 
   /**
-   * Ends a run FAILED (guarded by `from`: statuses, or the claim of the execution that fails it) and
-   * emits `workflow.run.failed`; false when the run was not in `from`. `trace`: the run is being
-   * executed (the reconciler fails runs it does not execute).
+   * Ends a run FAILED (guarded by `step.from`: statuses, or the claim of the execution that fails
+   * it), with its `workflow.run.failed` event, then dispatches the event; false when the run was
+   * not in `from`. `trace`: the run is being executed (the reconciler fails runs it does not execute).
    */
-  async function failRun (runId: string, error: string, lines: LogLine[] = [], from: Parameters<typeof store.fail>[3] = ['RUNNING'], trace?: RunTrace, progress?: Progress): Promise<boolean> {
-    trace?.write(lines)
-    const failed = await store.fail(runId, error, lines, from, progress)
+  async function failRun (runId: string, error: string, { trace, ...step }: FailStep & { trace?: RunTrace } = {}): Promise<boolean> {
+    trace?.write(step.lines ?? [])
+    const failed = await store.fail(runId, error, step)
     if (failed === undefined) return false
     runsFinished.inc({ status: 'FAILED' })
     ;(trace?.log ?? logger.child({ runId, workflowId: failed.workflowId })).error({ error }, 'Run failed')
     trace?.ended('FAILED')
-    await emitFailure(runId, error, failed)
+    await dispatchFailure(runId, failed.eventId)
     return true
   }
 
@@ -352,7 +376,7 @@ export function createRunEngine (options: EngineOptions) {
   async function failClaimed (run: ClaimedRun, error: string, pending: Pending, nodeId: string, trace: RunTrace): Promise<RunOutcome> {
     if (run.claimAtEnd !== undefined) throw new ClaimNeededError(error)
     const progress = { outputs: pending.outputs, currentNodeId: nodeId }
-    if (await database(failRun(run.id, error, pending.lines, { claim: run.claim }, trace, progress))) return 'FAILED'
+    if (await database(failRun(run.id, error, { lines: pending.lines, from: { claim: run.claim }, trace, progress, keepLines: pending.acted }))) return 'FAILED'
     return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', trace, run)
   }
 
@@ -426,7 +450,9 @@ export function createRunEngine (options: EngineOptions) {
   }
 
   async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
+    const loading = performance.now()
     const secrets = await credentials.forNode(run.userId, node)
+    pending.waitedMs += performance.now() - loading
     try {
       return await executeWithSecrets(run, node, result, resultSize, pending, signal, sizer, trace, secrets)
     } catch (err) {
@@ -452,6 +478,7 @@ export function createRunEngine (options: EngineOptions) {
         run.claimAtEnd = undefined
         trace.write(lines)
         checkpointed(pending)
+        pending.acted = true
         return
       }
       trace.write(lines)
@@ -459,6 +486,7 @@ export function createRunEngine (options: EngineOptions) {
       const outcome = await database(store.record(run.id, run.claim, lines, progress))
       if (outcome !== 'written') throw new ClaimLostError(outcome)
       checkpointed(pending)
+      pending.acted = true
     }
     const executor = nodeExecutors[node.type]
     const rawConfig = node.config ?? {}
@@ -617,26 +645,30 @@ export function createRunEngine (options: EngineOptions) {
 
     const executionStarted = performance.now()
     /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
-    const succeed = async (outputs: Record<string, unknown>, lines: LogLine[]): Promise<RunOutcome> => {
+    const succeed = async ({ outputs, lines, acted }: Pick<Pending, 'outputs' | 'lines' | 'acted'>): Promise<RunOutcome> => {
       if (run.claimAtEnd !== undefined) {
         const elapsedMs = Math.round(performance.now() - executionStarted)
-        const written = await database(inMemoryEnds.load({ runId, claim: run.claim, ownerId: run.claimAtEnd.ownerId, startedAt: run.startedAt, elapsedMs, outputs, lines }))
-        if (!written) throw new ClaimNeededError('the run was claimed or ended elsewhere')
+        const end: InMemoryEnd = { runId, claim: run.claim, ownerId: run.claimAtEnd.ownerId, startedAt: run.startedAt, elapsedMs, outputs, lines }
+        // A large end has a statement of its own, so that a shared one stays within MAX_SHARED_END_BYTES × MAX_RUNS_PER_STATEMENT.
+        const written = endBytes(resultSize.bytes, lines) <= MAX_SHARED_END_BYTES
+          ? await database(inMemoryEnds.load(end))
+          : (await database(store.startAndSucceed([end])))[0]
+        if (written !== true) throw new ClaimNeededError('the run was claimed or ended elsewhere')
         trace.write(lines)
       } else {
         trace.write(lines)
-        const ended = afterStep(await database(store.succeed(runId, run.claim, outputs, lines)), trace, run)
+        const ended = afterStep(await database(store.succeed(runId, run.claim, outputs, lines, acted)), trace, run)
         if (ended !== undefined) return ended
       }
       trace.ended('SUCCESS')
       return 'SUCCESS'
     }
 
-    if (nodeId === undefined) return await succeed({}, firstLines)
+    if (nodeId === undefined) return await succeed({ outputs: {}, lines: firstLines, acted: false })
 
     // The job's lock was lost, or could not be renewed: the run is left for its next owner.
     const abandoned = (): boolean => signal?.aborted === true
-    const pending: Pending = { outputs: {}, lines: firstLines, nodes: 0, since: performance.now() }
+    const pending: Pending = { outputs: {}, lines: firstLines, nodes: 0, since: performance.now(), waitedMs: 0, acted: false }
     let yielded = performance.now()
     for (;;) {
       if (abandoned()) return 'ABANDONED'
@@ -670,7 +702,7 @@ export function createRunEngine (options: EngineOptions) {
       if (outcome.suspendUntil !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
         trace.write(pending.lines)
-        const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines)), trace, run)
+        const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines, pending.acted)), trace, run)
         if (suspended !== undefined) return suspended
         // The resumed part of the run logs with the request id too.
         const data: RunJobData = { runId, ...(requestId !== undefined && { requestId }) }
@@ -689,23 +721,24 @@ export function createRunEngine (options: EngineOptions) {
       pending.nodes++
       result[node.id] = outcome.output
       const next = nextNodeId(graph, node, outcome)
-      if (next === null) return await succeed(pending.outputs, pending.lines)
+      if (next === null) return await succeed(pending)
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
       }
       nodeId = next
       const now = performance.now()
       // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
-      if (!isPureNodeType(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since >= CHECKPOINT_MAX_MS) {
+      if (!isPureNodeType(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
         if (run.claimAtEnd !== undefined) throw new ClaimNeededError('a checkpoint is due')
         trace.write(pending.lines)
-        const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines)), trace, run)
+        const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines, pending.acted)), trace, run)
         if (advanced !== undefined) return advanced
         checkpointed(pending)
         yielded = performance.now()
       } else if (now - yielded >= YIELD_EVERY_MS) {
         await new Promise((resolve) => setImmediate(resolve))
         yielded = performance.now()
+        pending.waitedMs += yielded - now
       }
     }
   }

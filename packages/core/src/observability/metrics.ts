@@ -28,6 +28,13 @@ export const runsCreated = new Counter({
   registers
 })
 
+/** Stored runs whose job Redis did not take when they were committed: the reconciler queues them (README, Guarantees). */
+export const runsLeftForReconciler = new Counter({
+  name: 'switchboard_runs_enqueue_deferred_total',
+  help: 'Runs committed while Redis did not take their job; the reconciler queues them once it answers',
+  registers
+})
+
 export const runsFinished = new Counter({
   name: 'switchboard_runs_finished_total',
   help: 'Runs that reached a terminal status (SUCCESS, FAILED, CANCELLED)',
@@ -81,7 +88,7 @@ export const webhookAnswers = new Counter({
 
 export const reconcilerActions = new Counter({
   name: 'switchboard_reconciler_actions_total',
-  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), woken (run waiting for a slot of its workflow while one was free), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job)',
+  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), woken (run waiting for a slot of its workflow while one was free), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job), events_dispatched (outbox events their writer did not dispatch)',
   labelNames: ['action'] as const,
   registers
 })
@@ -115,7 +122,7 @@ function zeroKnownSeries (): void {
   chatSends.inc({ outcome: 'sent', error_code: 'none' }, 0)
   chatInboundDeliveries.inc(0)
   for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
-  for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued']) reconcilerActions.inc({ action }, 0)
+  for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched']) reconcilerActions.inc({ action }, 0)
   for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies']) retentionDeleted.inc({ kind }, 0)
 }
 zeroKnownSeries()

@@ -21,3 +21,20 @@ export async function ensureJob (queue: Queue, name: string, data: object, jobId
   await queue.add(name, data, { jobId })
   return true
 }
+
+/**
+ * `ensureJob` for many jobs of one queue, cheap when most are there: each job is read by id
+ * (one hash each, all sent at once; BullMQ's state check searches the wait list, which is long
+ * in a backlog), the missing ones added by one addBulk, and only the finished ones checked one
+ * by one. Returns how many it added, retried or replaced.
+ */
+export async function ensureJobs (queue: Queue, name: string, jobs: ReadonlyArray<{ jobId: string, data: object }>, maxAttempts = Infinity): Promise<number> {
+  const found = await Promise.all(jobs.map(async ({ jobId }) => await queue.getJob(jobId)))
+  const missing = jobs.filter((_job, i) => found[i] === undefined)
+  let ensured = 0
+  for (const [i, job] of found.entries()) {
+    if (job?.finishedOn !== undefined && await ensureJob(queue, name, jobs[i]!.data, jobs[i]!.jobId, maxAttempts)) ensured++
+  }
+  if (missing.length > 0) await queue.addBulk(missing.map(({ jobId, data }) => ({ name, data, opts: { jobId } })))
+  return ensured + missing.length
+}

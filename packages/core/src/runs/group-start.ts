@@ -1,10 +1,24 @@
+import { sql } from 'drizzle-orm'
 import { storableJson } from '../db/storable.ts'
 import { serviceUnavailable } from '../errors.ts'
-import { Deadline, TimeoutError } from '../timeout.ts'
-import { QUEUE_RESERVE_MS, startRuns, type RunServiceDeps, type StartDeadline, type StartedRun, type StartRunInput } from './start.ts'
+import { TimeoutError, type Deadline } from '../timeout.ts'
+import { enqueueRuns, insertRuns, withdrawRuns, type CreatedRun, type RunServiceDeps, type RunTarget, type StartedRun } from './start.ts'
 
-/** A start that has a request's time limits: fire and the inbound webhook. */
-export type RequestStart = Omit<StartRunInput, 'limits'> & { limits: StartDeadline }
+/** A start for a request that is answered by `deadline`: fire, the inbound webhook, a run's retry. */
+export interface RequestStart {
+  workflow: RunTarget
+  triggerData?: unknown
+  /** The exact bytes of an inbound webhook, for verify_signature. */
+  rawBody?: Buffer
+  /** Same key for the same workflow within 24 hours: the first run is returned and nothing is created. */
+  idempotencyKey?: string
+  /** The request (X-Request-Id), carried in the run's job. */
+  requestId?: string
+  /** A replay: the run it copies (its triggerData and raw body) and the version it executes. */
+  retriedFrom?: string
+  workflowVersion?: number
+  deadline: Deadline
+}
 
 export interface GroupStartOptions {
   /** Most runs written by one statement and queued by one addBulk. */
@@ -13,39 +27,65 @@ export interface GroupStartOptions {
   maxBytes: number
   /** Groups written at the same time: the next one forms while these wait for their commit. */
   maxInFlight: number
+  /**
+   * Jobs being queued (after their commit) at most: beyond, the runs of a group are left to the
+   * reconciler, so a Redis that does not answer cannot fill the api's memory.
+   */
+  maxEnqueueing: number
 }
 
-export const GROUP_START_DEFAULTS: GroupStartOptions = { maxRuns: 500, maxBytes: 8 * 1024 * 1024, maxInFlight: 2 }
+export const GROUP_START_DEFAULTS: GroupStartOptions = { maxRuns: 500, maxBytes: 8 * 1024 * 1024, maxInFlight: 2, maxEnqueueing: 50_000 }
 
-interface Waiting {
+/**
+ * A COMMIT is sent only while this much of its member's time is left: enough for a healthy
+ * Postgres to answer it, so that an answer whose commit is in doubt stays rare.
+ */
+export const COMMIT_RESERVE_MS = 250
+
+interface Member {
   run: RequestStart
   triggerJson: string
   bytes: number
+  /** Answered (accepted or refused): later outcomes of its group no longer reach the caller. */
+  settled: boolean
   resolve: (started: StartedRun) => void
   reject: (err: unknown) => void
 }
 
 export interface GroupStarter {
-  /** Resolves once the run is stored and queued, like `startRun`, having shared its statements with the starts around it. */
+  /**
+   * Resolves once the run is committed, having shared its transaction with the starts around
+   * it; the job is queued after. Rejects SERVICE_UNAVAILABLE when the run could not be
+   * committed by the deadline: refused (no run) when its COMMIT was not sent, in doubt (the run
+   * may exist and will run) when it was.
+   */
   start: (run: RequestStart) => Promise<StartedRun>
+  /** Waits for the jobs being queued (a closing api), at most `ms`. */
+  drain: (ms: number) => Promise<void>
 }
+
+const timeIsUp = (what: string): Error => serviceUnavailable(new TimeoutError(`${what}: the request's deadline has passed`))
 
 /**
  * Group commit of the runs a process starts for requests. A start that finds fewer than
  * `maxInFlight` groups being written goes out at the end of the event loop's turn, with every
  * start that arrived in that turn; the starts that arrive while groups are being written wait
- * and go out together when one is done. Each group is one `startRuns`: one transaction (begin,
- * insert, commit) and one addBulk per queue, whatever its size, instead of one each per
- * request. Nobody waits for a timer: a lone request goes out at once, and the group grows only
- * with the load. Each caller is answered only once its run is stored and queued, or is given
- * the group's error (no run of a failed group is left behind: `startRuns` takes them back).
- * A group takes the earliest deadline of its members; a member whose deadline has no time left
- * for a commit is refused before the group is written, so it never shortens the others'.
+ * and go out together when one is done. Each group is one transaction (begin, insert, commit)
+ * and, after it, one addBulk per queue, whatever its size. Nobody waits for a timer: a lone
+ * request goes out at once, and the group grows only with the load.
+ *
+ * Each member keeps its own deadline (docs/decisions.md, "Accepted means committed"): the
+ * server's limits on the transaction are the longest member's time; a member is answered by
+ * its own deadline whatever the group does; before the COMMIT, the runs of members whose time
+ * is up are taken out of the transaction, so a refused member leaves no run and never fails
+ * the others.
  */
 export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOptions = GROUP_START_DEFAULTS): GroupStarter {
-  const waiting: Waiting[] = []
+  const waiting: Member[] = []
   let inFlight = 0
   let scheduled = false
+  let enqueueing = 0
+  const enqueues = new Set<Promise<void>>()
 
   const schedule = (): void => {
     if (scheduled) return
@@ -53,7 +93,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
     setImmediate(pump)
   }
 
-  function takeGroup (): Waiting[] {
+  function takeGroup (): Member[] {
     let bytes = 0
     let count = 0
     while (count < waiting.length && count < options.maxRuns && (count === 0 || bytes + waiting[count]!.bytes <= options.maxBytes)) {
@@ -74,39 +114,120 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
     }
   }
 
-  async function write (group: Waiting[]): Promise<void> {
-    const live: Waiting[] = []
-    for (const member of group) {
-      if (member.run.limits.deadline.remainingMs(QUEUE_RESERVE_MS) > 0) live.push(member)
-      else member.reject(serviceUnavailable(new TimeoutError('store the run: the request\'s deadline has passed')))
+  const settle = (member: Member, outcome: { started: StartedRun } | { error: unknown }): void => {
+    if (member.settled) return
+    member.settled = true
+    if ('started' in outcome) member.resolve(outcome.started)
+    else member.reject(outcome.error)
+  }
+
+  /** Queued after the commit; the members were answered already. */
+  function enqueue (created: CreatedRun[]): void {
+    if (created.length === 0) return
+    if (enqueueing + created.length > options.maxEnqueueing) {
+      deps.logger?.warn({ runs: created.length, enqueueing }, 'runs stored but not queued: too many jobs still being queued; the reconciler will queue them')
+      return
     }
+    enqueueing += created.length
+    const queued = enqueueRuns(deps, created).finally(() => {
+      enqueueing -= created.length
+      enqueues.delete(queued)
+    })
+    enqueues.add(queued)
+  }
+
+  async function write (group: Member[]): Promise<void> {
+    const live = group.filter((member) => {
+      if (member.run.deadline.remainingMs(COMMIT_RESERVE_MS) > 0) return true
+      settle(member, { error: timeIsUp('store the run') })
+      return false
+    })
     if (live.length === 0) return
-    const limits: StartDeadline = {
-      deadline: new Deadline(Math.min(...live.map(({ run }) => run.limits.deadline.at))),
-      settleBy: Math.min(...live.map(({ run }) => run.limits.settleBy))
-    }
+    let commitSent = false
+    /** Members answered with an error after their COMMIT was sent: their runs may exist. */
+    const inDoubt = new Set<Member>()
+    // Each member is answered by its own deadline, whatever its group is doing then.
+    const timers = live.map((member) => setTimeout(() => {
+      if (member.settled) return
+      if (commitSent) inDoubt.add(member)
+      settle(member, { error: timeIsUp(commitSent ? 'commit the run: its outcome is unknown' : 'store the run') })
+    }, member.run.deadline.remainingMs()))
+    const timeIsUpFor = (member: Member): boolean => member.settled || member.run.deadline.remainingMs(COMMIT_RESERVE_MS) <= 0
+    let started: StartedRun[] = []
+    let created: CreatedRun[] = []
     try {
-      const started = await startRuns(deps, {
-        runs: live.map(({ run, triggerJson }) => ({
-          workflow: run.workflow,
-          triggerJson,
-          rawBody: run.rawBody,
-          idempotencyKey: run.idempotencyKey,
-          requestId: run.requestId
-        })),
-        limits
+      await deps.db.transaction(async (tx) => {
+        if (live.every(timeIsUpFor)) throw new TimeoutError('store the runs: every request was answered already')
+        // The server ends the transaction if the client stops answering (set with the insert: one round trip).
+        const serverLimit = String(Math.ceil(Math.max(...live.map((member) => member.run.deadline.remainingMs()))))
+        const [, inserted] = await Promise.all([
+          tx.execute(sql`select set_config('statement_timeout', ${serverLimit}, true), set_config('idle_in_transaction_session_timeout', ${serverLimit}, true)`),
+          insertRuns(tx, {
+            runs: live.map(({ run, triggerJson }) => ({
+              workflow: run.workflow,
+              triggerJson,
+              rawBody: run.rawBody,
+              idempotencyKey: run.idempotencyKey,
+              requestId: run.requestId,
+              retriedFrom: run.retriedFrom,
+              workflowVersion: run.workflowVersion
+            }))
+          })
+        ])
+        started = inserted.started
+        created = inserted.created
+        // The runs of members whose time is up leave the transaction before its COMMIT. The last
+        // check and the COMMIT run without a turn of the event loop between them, so no timer can
+        // answer a member in between.
+        for (;;) {
+          if (live.every(timeIsUpFor)) throw new TimeoutError('commit the runs: every request\'s deadline has passed')
+          const kept = new Set(live.flatMap((member, i) => timeIsUpFor(member) ? [] : [started[i]!.runId]))
+          const withdrawn = created.filter(({ runId }) => !kept.has(runId))
+          if (withdrawn.length === 0) {
+            live.forEach((member, i) => { if (!kept.has(started[i]!.runId)) settle(member, { error: timeIsUp('store the run') }) })
+            break
+          }
+          await withdrawRuns(tx, withdrawn.map(({ runId }) => runId))
+          created = created.filter(({ runId }) => kept.has(runId))
+        }
+        commitSent = true
       })
-      live.forEach((member, i) => { member.resolve(started[i]!) })
     } catch (err) {
-      for (const member of live) member.reject(err)
+      for (const member of live) {
+        if (!member.settled && commitSent) inDoubt.add(member)
+        settle(member, { error: err instanceof TimeoutError ? serviceUnavailable(err) : err })
+      }
+      logInDoubt(live, started, inDoubt, 'the COMMIT was sent but its outcome is unknown')
+      return
+    } finally {
+      for (const timer of timers) clearTimeout(timer)
     }
+    logInDoubt(live, started, inDoubt, 'the COMMIT was confirmed after the answer')
+    live.forEach((member, i) => { settle(member, { started: started[i]! }) })
+    enqueue(created)
+  }
+
+  /**
+   * Requests answered 503 (the webhook: 500) whose runs may exist: they will run. A retry with
+   * the same Idempotency-Key gets the same run; one without may start a second (README, Guarantees).
+   */
+  function logInDoubt (live: Member[], started: StartedRun[], inDoubt: ReadonlySet<Member>, why: string): void {
+    if (inDoubt.size === 0) return
+    const members = live.flatMap((member, i) => inDoubt.has(member) ? [{ requestId: member.run.requestId ?? null, runId: started[i]?.runId ?? null }] : [])
+    deps.logger?.warn({ requests: members }, `requests answered with an error whose runs may exist and will run: ${why}`)
   }
 
   return {
     start: async (run) => await new Promise<StartedRun>((resolve, reject) => {
       const triggerJson = storableJson(run.triggerData ?? null)
-      waiting.push({ run, triggerJson, bytes: triggerJson.length + (run.rawBody?.length ?? 0) * 2, resolve, reject })
+      waiting.push({ run, triggerJson, bytes: triggerJson.length + (run.rawBody?.length ?? 0) * 2, settled: false, resolve, reject })
       if (inFlight < options.maxInFlight) schedule()
-    })
+    }),
+    async drain (ms) {
+      const until = Date.now() + ms
+      while (enqueues.size > 0 && Date.now() < until) {
+        await Promise.race([Promise.allSettled([...enqueues]), new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now())))])
+      }
+    }
   }
 }

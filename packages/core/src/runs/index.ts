@@ -1,7 +1,7 @@
 /** Runs: every run statement (start, step, cancel, reads) and the reconciliation of runs and idempotency keys. */
 export { createReconciler } from './reconciler.ts'
 export { runsRepository } from './repository.ts'
-export { createGroupStarter, GROUP_START_DEFAULTS, type GroupStarter } from './group-start.ts'
+export { createGroupStarter, GROUP_START_DEFAULTS, type GroupStarter, type RequestStart } from './group-start.ts'
 export { startRun, startRuns } from './start.ts'
 export { wakeWaitingRuns } from './slots.ts'
 export type { LogLine } from './steps.ts'

@@ -4,7 +4,7 @@ import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
 import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
-import { ensureJob, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
+import { ensureJob, ensureJobs, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
 import { waitsForSlot, wakeWaitingRuns, workflowsWithWaitingRuns } from './slots.ts'
 import { periodicPass } from '../periodic.ts'
@@ -21,19 +21,21 @@ interface ReconcilerOptions {
   /** RECONCILER_INTERVAL_MS. @defaultValue 10000 */
   intervalMs?: number
   /**
-   * RECONCILER_GRACE_MS: a PENDING run this old without a job is re-enqueued; a WAITING run whose
-   * resume time passed this long ago without a job gets its resume job back. Longer than a
-   * request's deadline: until then, the request that stored a run may still take it back.
-   * @defaultValue 5000
+   * RECONCILER_GRACE_MS: a PENDING run this old without a job is re-enqueued (its own enqueue,
+   * right after its commit, had that long); a WAITING run whose resume time passed this long
+   * ago without a job gets its resume job back.
+   * @defaultValue 2000
    */
   graceMs?: number
   /**
-   * What else Redis may lose, put right on each pass: the cron job schedulers (schedules'
-   * `restoreLost`: every one of them after Redis came back) and the jobs of stored chat deliveries.
+   * What else may be left undone, put right on each pass: the cron job schedulers (schedules'
+   * `restoreLost`: every one of them after Redis came back), the jobs of stored chat deliveries,
+   * and the events of the outbox nobody dispatched (triggers' `lostEventsDispatch`).
    */
   restore?: {
     schedulers: (always: boolean) => Promise<number>
     chatDeliveries: () => Promise<number>
+    events: () => Promise<number>
   }
   /**
    * RUNNING runs that started this long ago are checked for a live job.
@@ -45,8 +47,13 @@ interface ReconcilerOptions {
    * @defaultValue 3
    */
   maxAttempts?: number
-  /** @defaultValue 500 */
+  /** Runs (and workflows) looked at per statement. @defaultValue 500 */
   batchSize?: number
+  /**
+   * Pages of PENDING runs a pass sweeps at most (all of them after Redis came back).
+   * @defaultValue 20
+   */
+  pendingPagesPerPass?: number
   /**
    * Expired idempotency keys deleted per statement.
    * @defaultValue 10000
@@ -64,6 +71,7 @@ interface ReconcileReport {
   /** Workflows whose schedule was reconciled because Redis had lost schedulers (or had just come back). */
   schedulersRestored: number
   chatDeliveriesRequeued: number
+  eventsDispatched: number
   purgedKeys: number
 }
 
@@ -76,11 +84,12 @@ interface ReconcileReport {
 export function createReconciler (options: ReconcilerOptions) {
   const { db, queues, logger } = options
   const intervalMs = options.intervalMs ?? 10_000
-  const graceMs = options.graceMs ?? 5000
+  const graceMs = options.graceMs ?? 2000
   const grace = sql`${`${graceMs} milliseconds`}::interval`
   const runningAfter = sql`${`${options.runningAfterMs ?? 60_000} milliseconds`}::interval`
   const maxAttempts = options.maxAttempts ?? 3
   const batchSize = options.batchSize ?? 500
+  const pendingPagesPerPass = options.pendingPagesPerPass ?? 20
   const keyBatchSize = options.keyBatchSize ?? 10_000
 
   /** Makes sure the run job `jobId` will run (added, retried or replaced). */
@@ -89,19 +98,38 @@ export function createReconciler (options: ReconcilerOptions) {
     return await ensureJob(queue, RUN_JOB, data, jobId)
   }
 
+  /** Where the sweep of PENDING runs goes on at its next pass (created_at, id of the last run looked at). */
+  let pendingCursor: { createdAt: string, id: string } | undefined
+  /** Set when Redis came back: the next pass sweeps every PENDING run, not `pendingPagesPerPass` pages. */
+  let sweepAllPending = false
+
+  /**
+   * PENDING runs older than the grace without a job get one: runs stored while Redis did not
+   * take their jobs (a run is accepted once committed) and jobs Redis lost. The sweep goes
+   * through them oldest first, `batchSize` a page, and goes on where it stopped at the next
+   * pass (then starts over), so that a backlog of queued runs cannot hide a lost one; after
+   * Redis came back, one pass sweeps them all.
+   */
   async function requeuePending (): Promise<number> {
-    const rows = await db.execute<{ id: string, queue: QueueName }>(sql`
-      select runs.id, runs.queue from runs
-      where runs.status = 'PENDING' and runs.created_at < now() - ${grace} and not ${waitsForSlot}
-      order by runs.created_at limit ${batchSize}
-    `)
+    const all = sweepAllPending
+    sweepAllPending = false
     let count = 0
-    for (const run of rows) {
-      // A job that is merely late is found by its id and left alone.
-      if (await ensureRunJob(queues[run.queue], runJobId(run.id), run.id)) {
-        logger.warn({ runId: run.id }, 'PENDING run had no job: re-enqueued')
-        count++
+    for (let page = 0; all || page < pendingPagesPerPass; page++) {
+      const after = pendingCursor === undefined ? sql`` : sql`and (runs.created_at, runs.id) > (${pendingCursor.createdAt}::timestamptz, ${pendingCursor.id})`
+      const rows = await db.execute<{ id: string, queue: QueueName, createdAt: string }>(sql`
+        select runs.id, runs.queue, runs.created_at::text as "createdAt" from runs
+        where runs.status = 'PENDING' and runs.created_at < now() - ${grace} ${after} and not ${waitsForSlot}
+        order by runs.created_at, runs.id limit ${batchSize}
+      `)
+      const last = rows.at(-1)
+      pendingCursor = last === undefined || rows.length < batchSize ? undefined : { createdAt: last.createdAt, id: last.id }
+      for (const name of new Set(rows.map((run) => run.queue))) {
+        const jobs = rows.filter((run) => run.queue === name).map(({ id }) => ({ jobId: runJobId(id), data: { runId: id } satisfies RunJobData }))
+        const requeued = await ensureJobs(queues[name], RUN_JOB, jobs)
+        if (requeued > 0) logger.warn({ queue: name, requeued, looked: jobs.length }, 'PENDING runs without a job: queued')
+        count += requeued
       }
+      if (pendingCursor === undefined) break
     }
     return count
   }
@@ -126,14 +154,20 @@ export function createReconciler (options: ReconcilerOptions) {
     return count
   }
 
+  /** The workflow the wake pass goes on after at its next pass. */
+  let wakeCursor: string | undefined
+
   /**
    * Runs waiting for a slot of their workflow (slots.ts) whose wake was lost (a Redis error, a
    * worker that died right after a run ended, a run failed here, a cancel) get it now when a slot
-   * is free; their jobs, if Redis lost them, are added again when their turn comes.
+   * is free; their jobs, if Redis lost them, are added again when their turn comes. The
+   * workflows are taken in id order, `batchSize` a pass, each pass going on after the last.
    */
   async function wakeWaiting (): Promise<number> {
     let woken = 0
-    for (const workflowId of await workflowsWithWaitingRuns(db, batchSize)) woken += await wakeWaitingRuns({ db, queues }, workflowId)
+    const workflowIds = await workflowsWithWaitingRuns(db, batchSize, wakeCursor)
+    wakeCursor = workflowIds.length < batchSize ? undefined : workflowIds.at(-1)
+    for (const workflowId of workflowIds) woken += await wakeWaitingRuns({ db, queues }, workflowId)
     if (woken > 0) logger.warn({ woken }, 'runs waiting for a slot that was free: woken')
     return woken
   }
@@ -221,6 +255,7 @@ export function createReconciler (options: ReconcilerOptions) {
     const woken = await wakeWaiting()
     const schedulersRestored = await restoreSchedulers()
     const chatDeliveriesRequeued = await options.restore?.chatDeliveries() ?? 0
+    const eventsDispatched = await options.restore?.events() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
     reconcilerActions.inc({ action: 'requeued' }, requeued)
     reconcilerActions.inc({ action: 'resumed' }, resumed)
@@ -229,8 +264,9 @@ export function createReconciler (options: ReconcilerOptions) {
     reconcilerActions.inc({ action: 'woken' }, woken)
     reconcilerActions.inc({ action: 'schedulers_restored' }, schedulersRestored)
     reconcilerActions.inc({ action: 'chat_deliveries_requeued' }, chatDeliveriesRequeued)
+    reconcilerActions.inc({ action: 'events_dispatched' }, eventsDispatched)
     if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
-    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, purgedKeys }
+    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, purgedKeys }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.
@@ -244,16 +280,20 @@ export function createReconciler (options: ReconcilerOptions) {
       await loop.stop()
     },
     /**
-     * Redis is available again after `downMs` away and may have come back empty: a pass now
-     * (schedulers rebuilt, work older than the grace re-enqueued), and one as soon as the work
-     * accepted just before Redis went away is older than the grace. Work accepted while it was
-     * away was refused (its request took it back), so nothing lost waits for the next interval.
+     * Redis is available again and may have come back empty: a pass now (schedulers rebuilt,
+     * every PENDING run older than the grace swept), and one as soon as the runs accepted in the
+     * last moments of the outage are older than the grace too: runs are accepted while Redis is
+     * away (README, Guarantees), so nothing they lost waits for the next interval.
      */
-    redisReturned (downMs = 0): void {
+    redisReturned (): void {
       schedulersInDoubt = true
+      sweepAllPending = true
       loop.runSoon()
       clearTimeout(followUp)
-      followUp = setTimeout(loop.runSoon, Math.max(0, graceMs - downMs) + FOLLOW_UP_MARGIN_MS)
+      followUp = setTimeout(() => {
+        sweepAllPending = true
+        loop.runSoon()
+      }, graceMs + FOLLOW_UP_MARGIN_MS)
       followUp.unref()
     }
   }

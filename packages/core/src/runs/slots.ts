@@ -136,10 +136,12 @@ export async function wakeWaitingRuns (deps: { db: DbOrTx, queues: Queues }, wor
   return woken
 }
 
-/** Workflows with runs waiting for a slot, for the reconciler's pass (at most `limit`). */
-export async function workflowsWithWaitingRuns (db: DbOrTx, limit: number): Promise<string[]> {
+/** Workflows with runs waiting for a slot, in id order after `after`, for the reconciler's pass (at most `limit`). */
+export async function workflowsWithWaitingRuns (db: DbOrTx, limit: number, after?: string): Promise<string[]> {
   const rows = await db.execute<{ workflowId: string }>(sql`
-    select distinct s.workflow_id as "workflowId" from run_slots s join runs r on ${waitingRun} limit ${limit}
+    select distinct s.workflow_id as "workflowId" from run_slots s join runs r on ${waitingRun}
+    ${after === undefined ? sql`` : sql`where s.workflow_id > ${after}`}
+    order by 1 limit ${limit}
   `)
   return rows.map((row) => row.workflowId)
 }

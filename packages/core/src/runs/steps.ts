@@ -4,6 +4,8 @@ import { jsonb } from '../db/sql.ts'
 import { storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
+import { RUN_FAILED_EVENT } from '../events/outbox.ts'
+import { createId } from '../ids.ts'
 import type { QueueName } from '../queues/catalog.ts'
 import { lockSlots, slotGate, slotWrites } from './slots.ts'
 
@@ -55,7 +57,6 @@ export interface ClaimedRun {
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
-    eventName: string | null
   }
 }
 
@@ -114,8 +115,20 @@ type ClaimOutcome =
 
 export interface FailedRun {
   workflowId: string
-  userId: string
-  eventName: string | null
+  /** The `workflow.run.failed` event written with the failure, to dispatch; null when none was. */
+  eventId: string | null
+}
+
+/** How `fail` ends a run, beside its error. */
+export interface FailStep {
+  /** The execution's lines since its last checkpoint. */
+  lines?: LogLine[]
+  /** Statuses the run may be in, or `claim`: RUNNING under that claim, as a step of its execution. @defaultValue ['RUNNING'] */
+  from?: readonly RunStatus[] | { claim: number }
+  /** The execution's outputs and position since its last checkpoint. */
+  progress?: Progress
+  /** `lines` are written even when the run was not in `from` (see `keepLines` of `advance`). */
+  keepLines?: boolean
 }
 
 /** A log line as `jsonb_to_recordset` reads it in the statements below. */
@@ -151,6 +164,9 @@ export const durationMsSince = (since: SQL): SQL => sql`(extract(epoch from (now
 const durationMs = durationMsSince(sql`coalesce(started_at, created_at)`)
 
 type StepRow = { written: boolean, status: RunStatus | null, claim: number | null }
+
+/** The condition on a step's lines: written with the step, or (`keepLines`) whatever it finds. */
+const whenWritten = (keepLines: boolean): SQL | undefined => keepLines ? undefined : sql`exists (select 1 from step)`
 
 /** The guard of a step: the run is RUNNING under `claim`. */
 const heldBy = (claim: number): SQL => sql`status = 'RUNNING' and claim = ${claim}`
@@ -252,8 +268,7 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
     maxConcurrentRuns: row.max_runs as number | null,
     workflow: {
       nodes: (row.nodes as WorkflowNode[] | null) ?? [],
-      edges: row.edges,
-      eventName: row.event_name as string | null
+      edges: row.edges
     }
   }
 }
@@ -265,8 +280,7 @@ const startedResult = sql`case when runs.result ? 'triggerData' then runs.result
 /** The definition a run executes: the version it started with (workflow_versions), else the workflow's own. */
 const definitionColumns = sql`
   case when versions.workflow_id is null then workflows.nodes else versions.nodes end as nodes,
-  case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
-  workflows.trigger_config->>'eventName' as event_name`
+  case when versions.workflow_id is null then workflows.edges else versions.edges end as edges`
 
 export function runStore (db: DbOrTx) {
   return {
@@ -408,21 +422,26 @@ export function runStore (db: DbOrTx) {
       return stepOutcome(rows[0], claim)
     },
 
-    /** A checkpoint: nodes finished and the run goes on at `progress.currentNodeId`. */
-    async advance (runId: string, claim: number, progress: Progress, lines: LogLine[]): Promise<StepOutcome> {
+    /**
+     * A checkpoint: nodes finished and the run goes on at `progress.currentNodeId`. A refused step
+     * (the run was cancelled, or taken over) writes its `lines` only with `keepLines`: they tell of
+     * a node that acted on the outside world, which happened; the lines of pure nodes that ran
+     * after a cancel are dropped (contract, Runs: no later node runs).
+     */
+    async advance (runId: string, claim: number, progress: Progress, lines: LogLine[], keepLines = false): Promise<StepOutcome> {
       const rows = await db.execute<StepRow>(sql`
         with step as (
           update runs set result = result || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}
           where id = ${runId} and ${heldBy(claim)}
           returning id
-        ), logged as (${logRows(runId, lines)})
+        ), logged as (${logRows(runId, lines, { when: whenWritten(keepLines) })})
         ${stepAnswer(runId)}
       `)
       return stepOutcome(rows[0], claim)
     },
 
-    /** The last node finished: SUCCESS, the run-level line and the workflow's successCount. */
-    async succeed (runId: string, claim: number, outputs: Record<string, unknown>, lines: LogLine[]): Promise<StepOutcome> {
+    /** The last node finished: SUCCESS, the run-level line and the workflow's successCount (`keepLines`: as `advance`). */
+    async succeed (runId: string, claim: number, outputs: Record<string, unknown>, lines: LogLine[], keepLines = false): Promise<StepOutcome> {
       const result = Object.keys(outputs).length === 0 ? sql`result` : sql`result || ${jsonb(outputs)}`
       const rows = await db.execute<StepRow>(sql`
         with step as (
@@ -431,7 +450,7 @@ export function runStore (db: DbOrTx) {
           where id = ${runId} and ${heldBy(claim)}
           returning id, workflow_id, duration_ms
         ), logged as (
-          ${logRows(runId, lines, { runLine: sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from step` })}
+          ${logRows(runId, lines, { runLine: sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from step`, when: whenWritten(keepLines) })}
         ), counted as (
           insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, id, 1 from step
         )
@@ -440,42 +459,47 @@ export function runStore (db: DbOrTx) {
       return stepOutcome(rows[0], claim)
     },
 
-    /** A wait node suspends the run at `progress.currentNodeId` (itself): WAITING until its resume job runs it again. */
-    async suspend (runId: string, claim: number, progress: Progress, lines: LogLine[]): Promise<StepOutcome> {
+    /** A wait node suspends the run at `progress.currentNodeId` (itself): WAITING until its resume job runs it again (`keepLines`: as `advance`). */
+    async suspend (runId: string, claim: number, progress: Progress, lines: LogLine[], keepLines = false): Promise<StepOutcome> {
       const rows = await db.execute<StepRow>(sql`
         with step as (
           update runs set status = 'WAITING', result = result || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}
           where id = ${runId} and ${heldBy(claim)}
           returning id
-        ), logged as (${logRows(runId, lines)})
+        ), logged as (${logRows(runId, lines, { when: whenWritten(keepLines) })})
         ${stepAnswer(runId)}
       `)
       return stepOutcome(rows[0], claim)
     },
 
     /**
-     * FAILED with `failure` as the error, the run-level line and the workflow's failureCount,
-     * for a run in one of `from` (`claim`: RUNNING under that claim, as a step of its execution),
-     * with the execution's `progress` since its last checkpoint.
-     * Returns what the failure event needs, or undefined when the run was not in one of those statuses.
+     * FAILED with `failure` as the error, the run-level line, the workflow's failureCount and the
+     * `workflow.run.failed` event (the outbox, events/outbox.ts; none when the workflow itself
+     * listens to it, so failures cannot loop), for a run in one of `step.from`. Returns the
+     * event's id (null: none written), or undefined when the run was not in one of those statuses.
      */
-    async fail (runId: string, failure: string, lines: LogLine[], from: readonly RunStatus[] | { claim: number } = ['RUNNING'], progress?: Progress): Promise<FailedRun | undefined> {
+    async fail (runId: string, failure: string, { lines = [], from = ['RUNNING'], progress, keepLines = false }: FailStep = {}): Promise<FailedRun | undefined> {
       // A node's error may quote what it received.
       const error = storableText(failure)
       const guard = 'claim' in from ? heldBy(from.claim) : sql`status in (${sql.join(from.map((status) => sql`${status}`), sql`, `)})`
-      const rows = await db.execute<{ workflowId: string, userId: string, eventName: string | null }>(sql`
+      const rows = await db.execute<FailedRun & Record<string, unknown>>(sql`
         with failed as (
           update runs set status = 'FAILED', error = ${error}, completed_at = now(), duration_ms = ${durationMs}
             ${progress === undefined ? sql`` : sql`, result = result || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}`}
           where id = ${runId} and ${guard}
           returning id, workflow_id, user_id
         ), logged as (
-          ${logRows(runId, lines, { runLine: sql`select 'ERROR' as level, 'Run failed: ' || ${error}::text as message from failed` })}
+          ${logRows(runId, lines, { runLine: sql`select 'ERROR' as level, 'Run failed: ' || ${error}::text as message from failed`, when: keepLines ? undefined : sql`exists (select 1 from failed)` })}
         ), counted as (
           insert into workflow_counter_deltas (workflow_id, run_id, failures) select workflow_id, id, 1 from failed
+        ), emitted as (
+          insert into events (id, name, user_id, payload)
+          select ${createId()}, ${RUN_FAILED_EVENT}, failed.user_id, jsonb_build_object('runId', failed.id, 'workflowId', failed.workflow_id, 'error', ${error}::text)
+          from failed join workflows on workflows.id = failed.workflow_id
+          where (workflows.trigger_config->>'eventName') is distinct from ${RUN_FAILED_EVENT}
+          returning id
         )
-        select failed.workflow_id as "workflowId", failed.user_id as "userId", workflows.trigger_config->>'eventName' as "eventName"
-        from failed left join workflows on workflows.id = failed.workflow_id
+        select failed.workflow_id as "workflowId", (select id from emitted) as "eventId" from failed
       `)
       return rows[0]
     },

@@ -1,7 +1,10 @@
 import { sql } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
 import { textArray } from '../db/sql.ts'
 import { DomainError } from '../errors.ts'
-import { startRuns, type RunServiceDeps } from '../runs/start.ts'
+import { markDispatched, takeUndispatched, type Undispatched } from '../events/outbox.ts'
+import type { Logger } from '../logger.ts'
+import { enqueueRuns, insertRuns, startRuns, type CreatedRun, type RunServiceDeps } from '../runs/start.ts'
 
 /** Who an emission reaches, and how far. */
 export interface EmitEventDeps extends RunServiceDeps {
@@ -18,26 +21,75 @@ type EmitEventInput = ({ userId: string } | { userIds: readonly string[] }) & {
 const tooManyListeners = (max: number): DomainError =>
   new DomainError('TOO_MANY_LISTENERS', `Too many workflows listen to this event (max ${max})`)
 
+/** The active EVENT workflows of `userIds` listening to `name`, oldest first, `limit` at most. */
+async function listeners (db: DbOrTx, userIds: readonly string[], name: string, limit: number) {
+  // The predicate matches the partial expression index workflows_event_name_idx.
+  return await db.execute<{ id: string, userId: string }>(sql`
+    select id, user_id as "userId" from workflows
+    where trigger_type = 'EVENT' and is_active and (trigger_config->>'eventName') = ${name}
+      and user_id = any(${textArray(userIds)})
+    order by created_at, id
+    limit ${limit}
+  `)
+}
+
 /**
  * Starts every active EVENT workflow of these users whose triggerConfig.eventName is
  * `name`, and returns the run ids in the workflows' creation order. More listeners
  * than `eventFanoutMax` start nothing: 400 `Too many workflows listen to this event`.
  */
 export async function emitEvent (deps: EmitEventDeps, input: EmitEventInput): Promise<string[]> {
-  const listeners = 'userId' in input ? [input.userId] : input.userIds
-  if (listeners.length === 0) return []
-  // The predicate matches the partial expression index workflows_event_name_idx.
-  const targets = await deps.db.execute<{ id: string, userId: string }>(sql`
-    select id, user_id as "userId" from workflows
-    where trigger_type = 'EVENT' and is_active and (trigger_config->>'eventName') = ${input.name}
-      and user_id = any(${textArray(listeners)})
-    order by created_at, id
-    limit ${deps.eventFanoutMax + 1}
-  `)
+  const userIds = 'userId' in input ? [input.userId] : input.userIds
+  if (userIds.length === 0) return []
+  const targets = await listeners(deps.db, userIds, input.name, deps.eventFanoutMax + 1)
   if (targets.length > deps.eventFanoutMax) throw tooManyListeners(deps.eventFanoutMax)
   const started = await startRuns(deps, {
     runs: targets.map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT' } })),
     triggerData: input.payload
   })
   return started.map(({ runId }) => runId)
+}
+
+/** Events one dispatch transaction takes at most. */
+const DISPATCH_BATCH = 100
+
+/**
+ * Dispatches events of the outbox (events/outbox.ts): for each, starts the active EVENT
+ * workflows of its user listening to its name, with its payload as triggerData, and marks it
+ * dispatched in the same transaction; the jobs are queued after the commit. An event is not a
+ * request that can be refused: beyond `eventFanoutMax` listeners the oldest workflows start and
+ * the rest is logged. Returns how many events were dispatched.
+ */
+export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logger, 'warn'> }, which: Undispatched): Promise<number> {
+  const { created, dispatched } = await deps.db.transaction(async (tx) => {
+    const taken = await takeUndispatched(tx, which, DISPATCH_BATCH)
+    const created: CreatedRun[] = []
+    for (const event of taken) {
+      const targets = await listeners(tx, [event.userId], event.name, deps.eventFanoutMax + 1)
+      if (targets.length > deps.eventFanoutMax) {
+        deps.logger.warn({ eventId: event.id, event: event.name, eventFanoutMax: deps.eventFanoutMax }, 'event reached more workflows than EVENT_FANOUT_MAX: the newest were not started')
+      }
+      const inserted = await insertRuns(tx, {
+        runs: targets.slice(0, deps.eventFanoutMax).map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT' } })),
+        triggerData: event.payload
+      })
+      created.push(...inserted.created)
+    }
+    await markDispatched(tx, taken.map(({ id }) => id))
+    return { created, dispatched: taken.length }
+  })
+  await enqueueRuns(deps, created)
+  return dispatched
+}
+
+/** For the reconciler: dispatches the events left undispatched for `graceMs` (their writer crashed, or a store was away). */
+export function lostEventsDispatch (deps: EmitEventDeps & { logger: Pick<Logger, 'warn'> }, graceMs: number): () => Promise<number> {
+  return async function dispatchLostEvents (): Promise<number> {
+    let dispatched = 0
+    for (;;) {
+      const count = await dispatchEvents(deps, { olderThanMs: graceMs })
+      dispatched += count
+      if (count < DISPATCH_BATCH) return dispatched
+    }
+  }
 }

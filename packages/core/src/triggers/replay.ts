@@ -3,7 +3,8 @@ import type { DbOrTx } from '../db/client.ts'
 import { workflows, type RunStatus } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { lockRunsToReplay, replaySource } from '../runs/replays.ts'
-import { startRuns, type RunServiceDeps, type StartDeadline } from '../runs/start.ts'
+import type { RequestStart } from '../runs/group-start.ts'
+import { enqueueRuns, insertRuns, type RunServiceDeps } from '../runs/start.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 
 /** Which definition a replay executes: the workflow's current version, or the one the first run executed. */
@@ -30,30 +31,26 @@ interface ReplayRunInput {
   version: ReplayVersion
   /** Idempotency-Key: the same key for the same run within 24 hours returns the first replay. */
   idempotencyKey?: string
-  requestId?: string
-  limits?: StartDeadline
 }
 
 /**
- * Starts a new run of a finished run's workflow with its triggerData and raw body (so a
- * verify_signature node checks the same bytes), on the workflow's current version or the run's
- * own, linked to it by `retriedFrom`. As /fire: the run belongs to the workflow's owner, an
- * inactive workflow starts nothing. The key is the caller's, per run replayed: a key reused for
- * another run is another key.
+ * The start of a replay of a finished run: a new run of its workflow with its triggerData and
+ * raw body (so a verify_signature node checks the same bytes, copied by the insert itself), on
+ * the workflow's current version or the run's own, linked to it by `retriedFrom`. As /fire: the
+ * run belongs to the workflow's owner, an inactive workflow starts nothing. The key is the
+ * caller's, per run replayed: a key reused for another run is another key.
  */
-export async function replayRun (deps: RunServiceDeps, input: ReplayRunInput): Promise<Replayed> {
-  const lookup = replaySource(deps.db, input.runId, input.viewer)
-  const source = input.limits === undefined ? await lookup : await input.limits.deadline.race(lookup, 'find the run')
+export async function planReplay (db: DbOrTx, input: ReplayRunInput): Promise<Omit<RequestStart, 'deadline' | 'requestId'> & { retriedFrom: string }> {
+  const source = await replaySource(db, input.runId, input.viewer)
   if (source === null) throw new DomainError('RUN_NOT_FOUND', 'Run not found')
   if (!FINISHED.includes(source.status)) throw new DomainError('RUN_NOT_FINISHED', 'Run is not finished: only a finished run can be retried')
   if (!source.workflow.isActive) throw workflowNotActive()
-  const [started] = await startRuns(deps, {
-    runs: [{ workflow: source.workflow, retriedFrom: source.id, ...(input.version === 'original' && { workflowVersion: source.workflowVersion }) }],
-    idempotencyKey: input.idempotencyKey === undefined || input.idempotencyKey === '' ? undefined : `retry:${source.id}:${input.idempotencyKey}`,
-    requestId: input.requestId,
-    limits: input.limits
-  })
-  return { runId: started!.runId, retriedFrom: source.id }
+  return {
+    workflow: source.workflow,
+    retriedFrom: source.id,
+    ...(input.version === 'original' && { workflowVersion: source.workflowVersion }),
+    ...(input.idempotencyKey !== undefined && input.idempotencyKey !== '' && { idempotencyKey: `retry:${source.id}:${input.idempotencyKey}` })
+  }
 }
 
 /** The workflow whose runs a bulk retry replays, as `viewer` may see it (never its nodes); null when they may not. */
@@ -81,20 +78,22 @@ interface ReplayRunsInput {
  * Replays the runs of a workflow created in [from, to) with `status` that were not retried yet
  * (by either retry), oldest first, BULK_RETRY_MAX_RUNS at most; `more` says whether others
  * remain, which the same call, made again, replays next. Bulk retries of one workflow take turns
- * (a lock held while the replays are started, in one `startRuns`), so none replays a run twice.
+ * (a lock held until the replays are committed), so none replays a run twice.
  */
 export async function replayRuns (deps: RunServiceDeps, input: ReplayRunsInput): Promise<{ runs: Replayed[], more: boolean }> {
   const workflow = await replayTarget(deps.db, input.workflowId, input.viewer)
   if (workflow === null) throw new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
   if (!workflow.isActive) throw workflowNotActive()
-  return await deps.db.transaction(async (tx) => {
+  // One connection: the lock, the read and the inserts share the transaction; the jobs are queued after its commit.
+  const { runs, more, created } = await deps.db.transaction(async (tx) => {
     const sources = await lockRunsToReplay(tx, { workflowId: workflow.id, status: input.status, from: input.from, to: input.to, limit: BULK_RETRY_MAX_RUNS + 1 })
     const taken = sources.slice(0, BULK_RETRY_MAX_RUNS)
-    // Outside `tx` (startRuns commits and enqueues on its own), while `tx` holds the sources.
-    const started = await startRuns(deps, {
+    const { started, created } = await insertRuns(tx, {
       runs: taken.map((source) => ({ workflow, retriedFrom: source.id, ...(input.version === 'original' && { workflowVersion: source.workflowVersion }) })),
       requestId: input.requestId
     })
-    return { runs: started.map(({ runId }, i) => ({ runId, retriedFrom: taken[i]!.id })), more: sources.length > taken.length }
+    return { runs: started.map(({ runId }, i) => ({ runId, retriedFrom: taken[i]!.id })), more: sources.length > taken.length, created }
   })
+  await enqueueRuns(deps, created)
+  return { runs, more }
 }

@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
-import { createGroupStarter, runsRepository, wakeWaitingRuns, type startRun } from '@switchboard/core/runs'
+import { createGroupStarter, runsRepository, wakeWaitingRuns, type RequestStart } from '@switchboard/core/runs'
 import type { Deadline } from '@switchboard/core/timeout'
-import { replayRun, replayRuns } from '@switchboard/core/triggers'
+import { planReplay, replayRuns } from '@switchboard/core/triggers'
 
 type RunsRepository = ReturnType<typeof runsRepository>
 type Viewer = Parameters<RunsRepository['get']>[1]
@@ -14,15 +14,15 @@ interface Runs {
   get: RunsRepository['get']
   perMinute: RunsRepository['perMinute']
   /**
-   * Starts a run for a request that is answered by `deadline`: the run is stored and queued
-   * before it, or the start fails SERVICE_UNAVAILABLE and no run is left behind. Starts that
-   * arrive together are written and queued together (group commit, `createGroupStarter`).
+   * Starts a run for a request that is answered by `deadline`: resolves once the run is
+   * committed (its job is queued after), or fails SERVICE_UNAVAILABLE (README, Guarantees).
+   * Starts that arrive together share one transaction (group commit, `createGroupStarter`).
    */
-  start: (input: Omit<Parameters<typeof startRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof startRun>
+  start: (input: Omit<RequestStart, 'deadline'>, deadline: Deadline) => Promise<{ runId: string }>
   /** The cancelled run, `finished` when it had already ended, or null when the viewer has no such run. */
   cancel: (id: string, viewer: Viewer, log: FastifyBaseLogger) => Promise<RunWithLogs | 'finished' | null>
   /** Replays a finished run (POST /runs/:id/retry), answered by `deadline` like a start. */
-  retry: (input: Omit<Parameters<typeof replayRun>[1], 'limits'>, deadline: Deadline) => ReturnType<typeof replayRun>
+  retry: (input: Parameters<typeof planReplay>[1] & { requestId: string }, deadline: Deadline) => Promise<{ runId: string, retriedFrom: string }>
   /** Replays the runs of a workflow in a time range (POST /workflows/:id/runs/retry), like an event's fan-out: no request deadline. */
   retryMany: (input: Parameters<typeof replayRuns>[1]) => ReturnType<typeof replayRuns>
   /**
@@ -32,24 +32,25 @@ interface Runs {
   wake: (workflowId: string, log: FastifyBaseLogger) => void
 }
 
-/** Clocks of the api and of Postgres (whose time stamps a run's creation) may differ this much. */
-const CLOCK_SKEW_MS = 500
+/** What a closing api waits at most for the jobs of runs it committed: the reconciler queues the rest. */
+const DRAIN_MS = 2000
 
 function createRuns (fastify: FastifyInstance): Runs {
-  const { db, queues, config } = fastify
+  const { db, queues } = fastify
   const repository = runsRepository(db)
-  const { requestDeadlineMs } = config.timeouts
   const deps = { db, queues, logger: fastify.log }
   const starter = createGroupStarter(deps)
-  // A run the request could not confirm is taken back until the reconciler would queue it:
-  // RECONCILER_GRACE_MS after the request arrived (its run was created later still).
-  const limitsOf = (deadline: Deadline) => ({ deadline, settleBy: deadline.at - requestDeadlineMs + config.reconciler.graceMs - CLOCK_SKEW_MS })
+  fastify.addHook('onClose', async () => { await starter.drain(DRAIN_MS) })
   return {
     list: repository.list,
     get: repository.get,
     perMinute: repository.perMinute,
-    start: async (input, deadline) => await starter.start({ ...input, limits: limitsOf(deadline) }),
-    retry: async (input, deadline) => await replayRun(deps, { ...input, limits: limitsOf(deadline) }),
+    start: async (input, deadline) => await starter.start({ ...input, deadline }),
+    async retry ({ requestId, ...input }, deadline) {
+      const replay = await deadline.race(planReplay(db, input), 'find the run')
+      const { runId } = await starter.start({ ...replay, requestId, deadline })
+      return { runId, retriedFrom: replay.retriedFrom }
+    },
     retryMany: async (input) => await replayRuns(deps, input),
 
     async cancel (id, viewer, log) {

@@ -1,0 +1,47 @@
+import { sql } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { textArray } from '../db/sql.ts'
+
+/**
+ * The outbox (docs/decisions.md, "Events in an outbox"): each event the service emits is a row
+ * of `events`, written by the statement of the change it describes, so it exists exactly when
+ * the change does. It is dispatched by whoever wrote it, right after the commit, and by the
+ * reconciler when that did not happen (a crash, a store away): at least once, and its
+ * listeners started once, since a dispatch takes its events locked and marks them in the
+ * transaction that starts their runs.
+ */
+
+/** The event a failed run emits to its owner's EVENT workflows (contract, Events): `{runId, workflowId, error}`. */
+export const RUN_FAILED_EVENT = 'workflow.run.failed'
+
+export interface OutboxEvent {
+  id: string
+  name: string
+  userId: string
+  payload: unknown
+}
+
+
+/** Which events a dispatch takes: those just written, or those left undispatched longer than the reconciler's grace. */
+export type Undispatched = { ids: readonly string[] } | { olderThanMs: number }
+
+/**
+ * Takes undispatched events, oldest first, `limit` at most, locked until `tx` ends; events
+ * another dispatch holds are skipped, not waited for.
+ */
+export async function takeUndispatched (tx: DbOrTx, which: Undispatched, limit: number): Promise<OutboxEvent[]> {
+  const filter = 'ids' in which
+    ? sql`id = any(${textArray(which.ids)})`
+    : sql`created_at < now() - ${`${which.olderThanMs} milliseconds`}::interval`
+  return await tx.execute<OutboxEvent & Record<string, unknown>>(sql`
+    select id, name, user_id as "userId", payload from events
+    where dispatched_at is null and ${filter}
+    order by created_at limit ${limit}
+    for update skip locked
+  `)
+}
+
+export async function markDispatched (tx: DbOrTx, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return
+  await tx.execute(sql`update events set dispatched_at = now() where id = any(${textArray(ids)})`)
+}
