@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import type { Test } from 'tap'
 import { startDeliverySink, type Delivery, type DeliverySink } from '@switchboard/testing/delivery-sink'
-import { answerLabel, createLoad, numbering, type Answer } from '@switchboard/testing/load'
+import { answerLabel, createLoad, numbering, requestIdOf, type Answer } from '@switchboard/testing/load'
+import { requestsInDoubt } from '@switchboard/testing/in-doubt'
 import { startStack, type Stack } from '@switchboard/testing/processes'
 import { startPostgresServer, startRedisServer, type PostgresServer, type StoreServer } from '@switchboard/testing/servers'
 
@@ -164,6 +165,11 @@ export interface AuditInput {
   /** SQL giving the request number a run carries, from its trigger_data (e.g. `trigger_data->'body'->>'seq'`). */
   seqColumn: string
   deliveries: Delivery[]
+  /**
+   * The apis' output: requests they answered with an error after their COMMIT was sent are in
+   * doubt (README, Guarantees): their runs may exist and are not counted as unanswered.
+   */
+  apiOutput?: string
 }
 
 /** A scenario's numbers, printed as one JSON line for the record. */
@@ -180,8 +186,10 @@ export interface Figures {
   extraDeliveries: number
   /** Runs taken over or restarted mid-node. */
   interrupted: number
-  /** Runs whose request was not accepted (an error, a time-out, a cut connection). */
+  /** Runs whose request was not accepted (an error, a time-out, a cut connection), and not in doubt. */
   unanswered: number
+  /** Requests answered with an error after their COMMIT was sent (the api logged them). */
+  inDoubt: number
   answers: Record<string, number>
   slowestAnswerMs: number
   answersOverDeadline: number
@@ -237,7 +245,8 @@ export async function audit (scenario: string, input: AuditInput): Promise<Audit
     if (made.length > 1 && !acceptedSeqs.has(seq)) mismatched.push(`request ${seq} made ${made.length} runs`)
   }
   const answersBySeq = new Map(input.answers.map((answer) => [answer.seq, answer]))
-  const unanswered = runs.filter((run) => run.seq !== null && !acceptedSeqs.has(run.seq)).map((run) => {
+  const inDoubt = requestsInDoubt(input.apiOutput ?? '')
+  const unanswered = runs.filter((run) => run.seq !== null && !acceptedSeqs.has(run.seq) && !inDoubt.has(requestIdOf(run.seq))).map((run) => {
     const answer = answersBySeq.get(run.seq!)
     return `${run.id} (request ${run.seq}, ${run.status}, answered ${answer === undefined ? 'never sent' : `${answerLabel(answer)} after ${answer.ms} ms`})`
   })
@@ -289,6 +298,7 @@ export async function audit (scenario: string, input: AuditInput): Promise<Audit
       extraDeliveries,
       interrupted: runs.filter((run) => run.attempt > 0).length,
       unanswered: unanswered.length,
+      inDoubt: inDoubt.size,
       answers,
       slowestAnswerMs: Math.max(0, ...input.answers.map((answer) => answer.ms)),
       answersOverDeadline: late.length

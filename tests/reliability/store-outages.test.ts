@@ -1,13 +1,16 @@
 /**
  * The stores fail under webhook and /fire traffic, one after the other on one deployment (an api,
  * two workers). Redis is killed and started again empty: every job, delayed resume and cron
- * scheduler it held is gone. PostgreSQL is stopped by an immediate shutdown (every connection cut
- * mid-statement) and started again. Each time every accepted run ends SUCCESS, a node runs again
- * only where its run was interrupted, requests during the outage are answered within the deadline
- * and leave no run behind, and (Redis) cron ticks come back.
+ * scheduler it held is gone; requests keep being accepted meanwhile (a run is accepted once
+ * committed) and their runs are queued once Redis is back. PostgreSQL is stopped by an immediate
+ * shutdown (every connection cut mid-statement) and started again: requests are refused within
+ * the deadline, and a refused request has a run only when its COMMIT was in doubt. Each time every
+ * accepted run ends SUCCESS, a node runs again only where its run was interrupted, and (Redis)
+ * cron ticks come back.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
+import { answerLabel } from '@switchboard/testing/load'
 import {
   acceptedRunIds, assertAudit, audit, createWorkflow, deliveryNode, outageFigures, REQUEUE_DEADLINE_MS,
   runAccepted, SEQ_OF_WEBHOOK_OR_FIRE, startReliabilityStack, waitUntilSettled, webhookAndFireTraffic
@@ -70,8 +73,10 @@ t.test('Redis killed and restarted empty under load: accepted runs finish, cron 
     answers: load.answers(),
     accepted: runAccepted,
     seqColumn: SEQ_OF_WEBHOOK_OR_FIRE,
-    deliveries: sink.deliveries
+    deliveries: sink.deliveries,
+    apiOutput: stack.apis.map((api) => api.output()).join('\n')
   })
+  const during = load.answers().filter((answer) => answer.sentAt >= downAt && answer.sentAt < upAt)
   const recoveryMs = settledAt === undefined ? null : settledAt - upAt
   // Everything a worker prints is a JSON log line; anything else is an error nobody listened for.
   const rawLines = stack.workers.flatMap((worker) => worker.output().split('\n')).filter((line) => line.trim() !== '' && !line.startsWith('{'))
@@ -84,6 +89,9 @@ t.test('Redis killed and restarted empty under load: accepted runs finish, cron 
     workerLinesNotLogged: rawLines.length
   })
   assertAudit(t, result)
+  t.ok(during.length > 0, 'requests were sent while Redis was away')
+  t.same(during.filter((answer) => !runAccepted(answer)).map(answerLabel).slice(0, 5), [], 'every request is accepted while Redis is away')
+  t.equal(result.figures.inDoubt, 0, 'no commit was in doubt: Postgres answered throughout')
   t.equal(new Set(tickTimes).size, tickTimes.length, 'one run per cron tick')
   t.ok(tickTimes.some((time) => time < downAt), 'cron ticked before the outage')
   t.ok(firstTickAfter !== undefined && firstTickAfter - upAt <= REQUEUE_DEADLINE_MS,
@@ -95,7 +103,7 @@ t.test('Redis killed and restarted empty under load: accepted runs finish, cron 
   t.equal(patched.status, 200, 'the cron workflow is deactivated')
 })
 
-t.test('PostgreSQL stopped and restarted under load: accepted runs finish, outage answers are prompt and leave no run', async (t) => {
+t.test('PostgreSQL stopped and restarted under load: accepted runs finish, outage answers are prompt and leave a run only when in doubt', async (t) => {
   const deliver = await createWorkflow(rs, {
     name: 'deliver',
     triggerType: 'WEBHOOK',
@@ -139,7 +147,8 @@ t.test('PostgreSQL stopped and restarted under load: accepted runs finish, outag
     answers: load.answers(),
     accepted: runAccepted,
     seqColumn: SEQ_OF_WEBHOOK_OR_FIRE,
-    deliveries: sink.deliveries
+    deliveries: sink.deliveries,
+    apiOutput: stack.apis.map((api) => api.output()).join('\n')
   })
   Object.assign(result.figures, outageFigures(load.answers(), runAccepted, downAt, upAt), {
     apisDrainedMs,

@@ -12,6 +12,8 @@ export interface BuildOptions {
   config: Config
   /** Tests turn logging off; the server logs at LOG_LEVEL. */
   logger?: boolean
+  /** Where the log lines go instead of stdout (tests that read them). */
+  logStream?: NodeJS.WritableStream
 }
 
 export const BODY_LIMIT = 1024 * 1024
@@ -38,7 +40,7 @@ function apiLoggerOptions (level: string): ReturnType<typeof loggerOptions> {
 /** A configured Fastify instance with the app registered, not yet listening. */
 export async function buildServer (options: BuildOptions): Promise<FastifyInstance> {
   const server = Fastify({
-    logger: options.logger === false ? false : apiLoggerOptions(options.config.logLevel),
+    logger: options.logger === false ? false : { ...apiLoggerOptions(options.config.logLevel), ...(options.logStream !== undefined && { stream: options.logStream }) },
     bodyLimit: BODY_LIMIT,
     // Slow clients must not hold sockets forever (Fastify's production guidance).
     requestTimeout: 30_000,

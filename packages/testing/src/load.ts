@@ -46,6 +46,9 @@ export interface Load {
   settled: () => Promise<void>
 }
 
+/** The X-Request-Id a load sends with request `seq`. */
+export const requestIdOf = (seq: number): string => `load-${seq}`
+
 /** `200 received`, `503`, `timeout`: how answers are counted in a scenario's figures. */
 export function answerLabel (answer: Answer): string {
   if (answer.status === undefined) return answer.failure ?? 'none'
@@ -86,8 +89,9 @@ export function createLoad (options: LoadOptions): Load {
   const nextSeq = options.numbering ?? numbering()
   // node:http rather than fetch: a tenth of the CPU per request, which the processes under test need more.
   const agent = new Agent({ keepAlive: true, maxSockets: 1000 })
+  // Each request carries its number as X-Request-Id, so the api's log lines about it can be found.
   const headersOf = (seq: number): Record<string, string> =>
-    ({ 'content-type': 'application/json', ...(typeof options.headers === 'function' ? options.headers(seq) : options.headers) })
+    ({ 'content-type': 'application/json', 'x-request-id': requestIdOf(seq), ...(typeof options.headers === 'function' ? options.headers(seq) : options.headers) })
 
   const send = (): Promise<void> => {
     const seq = nextSeq()
