@@ -146,3 +146,22 @@ t.test('Redis killed under traffic and started again empty: every request accept
 t.test('Redis frozen under traffic: every request accepted within the deadline; the enqueue waits apart', async (t) => {
   await underTraffic(t, ownRedis.freeze, ownRedis.thaw, 'accepted')
 })
+
+t.test('an Idempotency-Key answered while Redis hangs keeps its run: the retry gets the same one', async (t) => {
+  const fire = async (key: string) => await fetch(`${baseUrl}/api/automation/workflows/${manual}/fire`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'idempotency-key': key },
+    body: JSON.stringify({ tag: key })
+  })
+  await ownRedis.freeze()
+  const first = await fire('kept-key')
+  await ownRedis.thaw()
+  const firstBody = await first.json() as { runId: string }
+  t.equal(first.status, 202, 'accepted while Redis hangs: the run is committed')
+  const retried = await fire('kept-key')
+  t.equal(retried.status, 202)
+  t.same(await retried.json(), { runId: firstBody.runId }, 'the retry with the key gets the same run')
+  const stored = await sql`select id from runs where trigger_data->>'tag' = 'kept-key'`
+  t.same(stored.map((row) => row.id), [firstBody.runId], 'one run')
+  await sql`delete from runs`
+})

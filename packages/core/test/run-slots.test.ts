@@ -181,3 +181,28 @@ t.test('a wake that was lost (the worker died right after its run ended) is give
   t.equal(callsTo('lost')[0]!.answeredAt, undefined, 'while the second still ran')
   await waitFor(allEnded(waiting), { what: 'both to end' })
 })
+
+t.test('the reconciler\'s wake pass reaches every workflow with waiting runs, a batch a pass, not the same batch every pass', async (t) => {
+  // Three workflows whose one slot is taken, each with a run waiting (rightly), and a fourth, last
+  // in id order, whose waiting run lost its wake while its slot is free.
+  const limited = async (id: string): Promise<void> => {
+    await db.insert(workflows).values({ id, userId: owner!.id, name: id, triggerType: 'MANUAL', isActive: true, nodes: slowCall('wake'), maxConcurrentRuns: 1 })
+  }
+  const slotted = async (workflowId: string, state: 'holding' | 'waiting'): Promise<string> => {
+    const [row] = await db.insert(runs).values({ workflowId, userId: owner!.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData: { n: 0 }, status: state === 'holding' ? 'RUNNING' : 'PENDING', claim: 1 }).returning()
+    await db.insert(runSlots).values({ runId: row!.id, workflowId, runCreatedAt: row!.createdAt, state, claim: 1 })
+    return row!.id
+  }
+  for (const id of ['wake-a', 'wake-b', 'wake-c']) {
+    await limited(id)
+    await slotted(id, 'holding')
+    await slotted(id, 'waiting')
+  }
+  await limited('wake-z')
+  const lost = await slotted('wake-z', 'waiting')
+  const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, batchSize: 3, runningAfterMs: 3_600_000 })
+  const woken: number[] = []
+  for (let pass = 0; pass < 3; pass++) woken.push((await reconciler.reconcile()).woken)
+  t.same(woken.reduce((a, b) => a + b, 0), 1, `one run woken in three passes (${woken.join(', ')})`)
+  t.ok(await queues[WORKFLOW_RUNS].getJob(runJobId(lost)), 'the run whose wake was lost has its job')
+})
