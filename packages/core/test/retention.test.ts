@@ -51,6 +51,11 @@ t.test('two workers delete what is due, in batches, and nothing else', async (t)
   await sql`insert into conversations (id, phone_number_id, phone) values ('conversation', 'pn', '15550000000')`
   await sql`insert into messages (id, conversation_id, direction, content, created_at)
     values ('message', 'conversation', 'inbound', 'hello', now() - interval '400 days')`
+  // Outbox events: dispatched and old (deleted), undispatched and old (kept: still to deliver), recent.
+  await sql`insert into events (id, name, user_id, payload, created_at, dispatched_at)
+    select 'event-' || n, 'workflow.run.failed', ${owner!.id}, '{}'::jsonb, now() - make_interval(days => case when n <= 12 then 31 else 1 end),
+      case when n in (1, 2) then null else now() end
+    from generate_series(1, 15) as n`
   const before = await counters()
 
   const options: Omit<RetentionOptions, 'db'> = { logger, ...settings, batchSize: 7 }
@@ -74,9 +79,11 @@ t.test('two workers delete what is due, in batches, and nothing else', async (t)
 
   t.same(await counters(), before, 'workflow counters are left as they were')
   t.equal((await sql`select count(*)::int as n from messages`)[0]!.n, 1, 'chat messages are kept')
+  t.equal(reports[0]!.expiredEvents + reports[1]!.expiredEvents, 10, 'dispatched events past the run retention deleted once')
+  t.same((await sql`select id from events order by id`).map((row) => row.id), ['event-1', 'event-13', 'event-14', 'event-15', 'event-2'], 'undispatched and recent events kept')
 
   const again = await createRetention({ db: first.db, ...options }).purge()
-  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0 }, 'a second pass finds nothing')
+  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0, expiredEvents: 0 }, 'a second pass finds nothing')
 })
 
 t.test('a pass stops after maxBatches batches and the next one goes on', async (t) => {

@@ -95,7 +95,7 @@ export const reconcilerActions = new Counter({
 
 export const retentionDeleted = new Counter({
   name: 'switchboard_retention_total',
-  help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared)',
+  help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared), expired_events (dispatched outbox events)',
   labelNames: ['kind'] as const,
   registers
 })
@@ -123,7 +123,7 @@ function zeroKnownSeries (): void {
   chatInboundDeliveries.inc(0)
   for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
   for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched']) reconcilerActions.inc({ action }, 0)
-  for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies']) retentionDeleted.inc({ kind }, 0)
+  for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies', 'expired_events']) retentionDeleted.inc({ kind }, 0)
 }
 zeroKnownSeries()
 

@@ -35,6 +35,8 @@ export interface RetentionReport {
   expiredRuns: number
   /** Finished runs deleted beyond RUN_RETENTION_MAX_PER_WORKFLOW. */
   excessRuns: number
+  /** Dispatched events deleted for their age (RUN_RETENTION_DAYS). */
+  expiredEvents: number
 }
 
 /** Only finished runs are touched: an unfinished run (a long wait) still needs its row and its body. */
@@ -117,16 +119,32 @@ export function createRetention (options: RetentionOptions) {
     select count(*)::int as count from deleted
   `)
 
+  /** Dispatched events of the outbox (events/outbox.ts) are kept as long as runs, along events_created_idx. */
+  const deleteExpiredEvents = async (): Promise<number> => await inBatches(sql`
+    with due as (
+      select id from events
+      where created_at < now() - make_interval(days => ${options.runDays}) and dispatched_at is not null
+      order by created_at
+      limit ${batchSize}
+      for update skip locked
+    ), deleted as (
+      delete from events using due where events.id = due.id returning 1
+    )
+    select count(*)::int as count from deleted
+  `)
+
   async function purge (): Promise<RetentionReport> {
     // Deletions first: a body is not cleared from a run about to go.
     const expiredRuns = await deleteExpiredRuns()
     const excessRuns = options.maxRunsPerWorkflow === undefined ? 0 : await deleteExcessRuns(options.maxRunsPerWorkflow)
     const rawBodies = await clearRawBodies()
-    const report = { rawBodies, expiredRuns, excessRuns }
+    const expiredEvents = await deleteExpiredEvents()
+    const report = { rawBodies, expiredRuns, excessRuns, expiredEvents }
     retentionDeleted.inc({ kind: 'expired_runs' }, expiredRuns)
     retentionDeleted.inc({ kind: 'excess_runs' }, excessRuns)
     retentionDeleted.inc({ kind: 'raw_bodies' }, rawBodies)
-    if (rawBodies + expiredRuns + excessRuns > 0) logger.info(report, 'retention pass')
+    retentionDeleted.inc({ kind: 'expired_events' }, expiredEvents)
+    if (rawBodies + expiredRuns + excessRuns + expiredEvents > 0) logger.info(report, 'retention pass')
     return report
   }
 
