@@ -21,7 +21,6 @@ export interface OutboxEvent {
   payload: unknown
 }
 
-
 /** Which events a dispatch takes: those just written, or those left undispatched longer than the reconciler's grace. */
 export type Undispatched = { ids: readonly string[] } | { olderThanMs: number }
 

@@ -40,7 +40,7 @@ export const GROUP_START_DEFAULTS: GroupStartOptions = { maxRuns: 500, maxBytes:
  * A COMMIT is sent only while this much of its member's time is left: enough for a healthy
  * Postgres to answer it, so that an answer whose commit is in doubt stays rare.
  */
-export const COMMIT_RESERVE_MS = 250
+const COMMIT_RESERVE_MS = 250
 
 interface Member {
   run: RequestStart

@@ -111,10 +111,10 @@ export function createReconciler (options: ReconcilerOptions) {
    * Redis came back, one pass sweeps them all.
    */
   async function requeuePending (): Promise<number> {
-    const all = sweepAllPending
+    const pages = sweepAllPending ? Infinity : pendingPagesPerPass
     sweepAllPending = false
     let count = 0
-    for (let page = 0; all || page < pendingPagesPerPass; page++) {
+    for (let page = 0; page < pages; page++) {
       const after = pendingCursor === undefined ? sql`` : sql`and (runs.created_at, runs.id) > (${pendingCursor.createdAt}::timestamptz, ${pendingCursor.id})`
       const rows = await db.execute<{ id: string, queue: QueueName, createdAt: string }>(sql`
         select runs.id, runs.queue, runs.created_at::text as "createdAt" from runs
