@@ -39,7 +39,7 @@ t.test('Redis unreachable: every queue reports an error and zero counters, withi
   }
 })
 
-t.test('Redis unreachable: fire answers 503 (retry later), the webhook the spec\'s 500, and no run is left behind', async (t) => {
+t.test('Redis unreachable: fire and the webhook are accepted, their runs committed PENDING for the reconciler to queue', async (t) => {
   const closedPort = await freePort()
   const testApp = await buildTestApp(t, { REDIS_URL: `redis://127.0.0.1:${closedPort}` })
   const { app, request, adminToken } = testApp
@@ -55,15 +55,17 @@ t.test('Redis unreachable: fire answers 503 (retry later), the webhook the spec\
   const webhook = await insertWorkflow('WEBHOOK')
 
   const fired = await request({ method: 'POST', url: `/api/automation/workflows/${manual}/fire`, token: adminToken, payload: {} })
-  t.equal(fired.statusCode, 503)
-  t.equal(fired.json().code, 'SERVICE_UNAVAILABLE')
-  t.ok(fired.headers['retry-after'], 'the caller is told when to retry')
+  t.equal(fired.statusCode, 202, 'a run is accepted once committed: Redis is not needed')
   const received = await request({ method: 'POST', url: `/api/automation/webhook/${webhook}`, payload: { a: 1 }, headers: { 'idempotency-key': 'k1' } })
-  t.equal(received.statusCode, 500)
-  t.equal(received.json().message, 'Internal Server Error')
+  t.equal(received.statusCode, 200)
+  t.equal(received.json().status, 'received')
+  const again = await request({ method: 'POST', url: `/api/automation/webhook/${webhook}`, payload: { a: 1 }, headers: { 'idempotency-key': 'k1' } })
+  t.same(again.json(), received.json(), 'the sender\'s retry with its key gets the same run')
 
-  t.equal((await sql`select count(*)::int as n from runs`)[0]?.n, 0, 'the sender\'s retry will not duplicate a run')
-  t.equal((await sql`select count(*)::int as n from idempotency_keys`)[0]?.n, 0, 'the key is free for the retry')
+  t.same((await sql`select id, status from runs order by created_at`).map((row) => ({ ...row })), [
+    { id: fired.json().runId, status: 'PENDING' },
+    { id: received.json().runId, status: 'PENDING' }
+  ], 'both runs stored, waiting for their jobs')
   await foldCounterDeltas(app.database.db)
-  t.same(await sql`select run_count as "runCount", last_run_at as "lastRunAt" from workflows where id in (${manual}, ${webhook})`, [{ runCount: 0, lastRunAt: null }, { runCount: 0, lastRunAt: null }])
+  t.same(await sql`select run_count as "runCount" from workflows where id in (${manual}, ${webhook})`, [{ runCount: 1 }, { runCount: 1 }])
 })

@@ -170,8 +170,9 @@ interface Pending {
   waitedMs: number
   /**
    * A node acted on the outside world since the checkpoint (`beforeEffect` was written): the
-   * lines say what it did, so they are written even if the next step is refused (a cancel);
-   * the lines of pure nodes that ran after a cancel are not (contract: no later node runs).
+   * lines say what it did, so they are written even if the next step is refused (a cancel).
+   * Pure nodes' lines go with their outputs: a refused step writes neither, so a cancelled run's
+   * log and result end at its last checkpoint (contract, Runs: no later node runs).
    */
   acted: boolean
 }
