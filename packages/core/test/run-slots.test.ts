@@ -93,6 +93,8 @@ const callsTo = (tag: string): Call[] => calls.filter((call) => call.path.starts
 
 t.test('at most maxConcurrentRuns execute at once across two workers; the runs beyond wait PENDING and start oldest first, whatever order their jobs came in', async (t) => {
   maxInFlight = 0
+  // Calls long enough that the first two still hold their slots while the eight others are held, on a loaded machine too.
+  holdMs.set('order', 1000)
   const workflowId = await workflow(2, slowCall('order'))
   const runIds: string[] = []
   for (let n = 1; n <= 10; n++) runIds.push(await pendingRun(workflowId, n))
@@ -114,9 +116,12 @@ t.test('at most maxConcurrentRuns execute at once across two workers; the runs b
   t.ok(maxInFlight <= 2, `at most 2 calls at once (saw ${maxInFlight})`)
   const called = callsTo('order').map((call) => Number(call.path.split('/')[2]))
   t.same(called.slice(0, 2).sort(), [1, 2], 'the first two took the slots')
-  t.same(called.slice(2), [3, 4, 5, 6, 7, 8, 9, 10], 'runs 3 to 10 called in creation order')
+  // Two held runs woken together (both slots freed at once) race to the sink, so each may be one place off; a run
+  // that overtook one created two or more places earlier took no slot in order (tests/e2e/workflow-limits.test.ts too).
+  t.same([...called.slice(2)].sort((a, b) => a - b), [3, 4, 5, 6, 7, 8, 9, 10])
+  t.ok(called.every((n, i) => Math.abs(n - 1 - i) < 2), `runs 3 to 10 called in creation order, give or take runs woken together (${called.join(', ')})`)
   const started = await db.select({ id: runs.id, startedAt: runs.startedAt }).from(runs).where(inArray(runs.id, runIds)).orderBy(asc(runs.startedAt))
-  t.same(started.slice(2).map((row) => row.id), runIds.slice(2), 'and started in creation order')
+  t.ok(started.every((row, i) => Math.abs(runIds.indexOf(row.id) - i) < 2), 'and started in creation order, give or take the same')
 
   // Latency from a slot freed (a call answered) to the next run's call, for the held runs.
   const order = callsTo('order')
