@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import { storableJson } from '../db/storable.ts'
 import { serviceUnavailable } from '../errors.ts'
@@ -162,17 +163,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
         const serverLimit = String(Math.ceil(Math.max(...live.map((member) => member.run.deadline.remainingMs()))))
         const [, inserted] = await Promise.all([
           tx.execute(sql`select set_config('statement_timeout', ${serverLimit}, true), set_config('idle_in_transaction_session_timeout', ${serverLimit}, true)`),
-          insertRuns(tx, {
-            runs: live.map(({ run, triggerJson }) => ({
-              workflow: run.workflow,
-              triggerJson,
-              rawBody: run.rawBody,
-              idempotencyKey: run.idempotencyKey,
-              requestId: run.requestId,
-              retriedFrom: run.retriedFrom,
-              workflowVersion: run.workflowVersion
-            }))
-          })
+          insertRuns(tx, { runs: live.map(({ run, triggerJson }) => ({ ...run, triggerData: undefined, triggerJson })) })
         ])
         started = inserted.started
         created = inserted.created
@@ -224,10 +215,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
       if (inFlight < options.maxInFlight) schedule()
     }),
     async drain (ms) {
-      const until = Date.now() + ms
-      while (enqueues.size > 0 && Date.now() < until) {
-        await Promise.race([Promise.allSettled([...enqueues]), new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now())))])
-      }
+      await Promise.race([Promise.allSettled([...enqueues]), sleep(ms, undefined, { ref: false })])
     }
   }
 }

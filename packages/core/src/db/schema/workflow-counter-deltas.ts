@@ -10,7 +10,7 @@ import { workflows } from './workflows.ts'
 export const workflowCounterDeltas = pgTable('workflow_counter_deltas', {
   id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
   workflowId: text('workflow_id').notNull().references(() => workflows.id, { onDelete: 'cascade' }),
-  /** The run it counts: a run taken back takes its not yet folded start with it. No foreign key: retention deletes runs. */
+  /** The run it counts: a run withdrawn before its commit (runs/start.ts) takes its start with it. No foreign key: retention deletes runs. */
   runId: text('run_id').notNull(),
   runs: integer('runs').notNull().default(0),
   successes: integer('successes').notNull().default(0),
@@ -18,6 +18,6 @@ export const workflowCounterDeltas = pgTable('workflow_counter_deltas', {
   /** A start: the run's creation time. */
   lastRunAt: nullableTimestamp('last_run_at')
 }, (t) => [
-  // Reads sum a workflow's deltas; a take-back finds its runs' starts.
+  // Reads sum a workflow's deltas; a withdrawal finds its runs' starts.
   index('workflow_counter_deltas_workflow_run_idx').on(t.workflowId, t.runId)
 ])
