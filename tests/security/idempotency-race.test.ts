@@ -49,7 +49,7 @@ async function redisProxy (t: Teardown): Promise<{ url: string, hold: () => void
   }
 }
 
-t.test('an enqueue that fails while a concurrent request with the same Idempotency-Key was handed the run id keeps that run, and it runs', async (t) => {
+t.test('two requests with one Idempotency-Key while Redis hangs get the one stored run, which runs once Redis is back', async (t) => {
   const redis = await redisProxy(t)
   // The api alone at first: the worker comes once Redis answers again.
   const stack = await startStack(t, { workers: 0, env: { REDIS_URL: redis.url } })
@@ -64,7 +64,7 @@ t.test('an enqueue that fails while a concurrent request with the same Idempoten
     return { status, body }
   }
 
-  // Redis stops answering: the first request stores its run and claims the key, then waits on the enqueue (3 s).
+  // Redis stops answering: the first request commits its run and its key; its enqueue waits (3 s) apart from the answer.
   redis.hold()
   const first = fire()
   const runId = await waitFor(async () => (await sql`select id from runs where workflow_id = ${workflowId}`)[0]?.id as string | undefined, { what: 'the first run row' })
@@ -72,7 +72,7 @@ t.test('an enqueue that fails while a concurrent request with the same Idempoten
   const second = await fire()
   t.same(second, { status: 202, body: { runId } }, 'the concurrent request is answered with the first run')
 
-  // The first request's enqueue times out. Its run must not be taken back: its id is already out.
+  // The first request was answered at its commit; its enqueue then times out, and the run stays PENDING.
   t.same(await first, { status: 202, body: { runId } }, 'the first request is answered with the same, stored run')
   const stored = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
   t.equal(stored.status, 200, 'the run id both requests got exists')
@@ -83,7 +83,7 @@ t.test('an enqueue that fails while a concurrent request with the same Idempoten
   t.same(await sql`select run_id as "runId" from idempotency_keys where workflow_id = ${workflowId}`, [{ runId }], 'the key still names it')
 
   // Redis comes back without the job (the held connection is cut). The worker's reconciler
-  // enqueues PENDING runs older than 30 s: the run is made that old rather than waited for.
+  // queues PENDING runs older than its grace: the run is made that old rather than waited for.
   redis.cut()
   await sql`update runs set created_at = created_at - interval '1 minute' where id = ${runId}`
   await stack.startWorker()
