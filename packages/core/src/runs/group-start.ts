@@ -45,7 +45,7 @@ const COMMIT_RESERVE_MS = 250
 
 interface Member {
   run: RequestStart
-  triggerJson: string
+  triggerJson: string | undefined
   bytes: number
   /** Answered (accepted or refused): later outcomes of its group no longer reach the caller. */
   settled: boolean
@@ -210,8 +210,9 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
 
   return {
     start: async (run) => await new Promise<StartedRun>((resolve, reject) => {
-      const triggerJson = storableJson(run.triggerData ?? null)
-      waiting.push({ run, triggerJson, bytes: triggerJson.length + (run.rawBody?.length ?? 0) * 2, settled: false, resolve, reject })
+      // A replay's triggerData is copied from the run it replays by the insert itself.
+      const triggerJson = run.retriedFrom !== undefined && run.triggerData === undefined ? undefined : storableJson(run.triggerData ?? null)
+      waiting.push({ run, triggerJson, bytes: (triggerJson?.length ?? 0) + (run.rawBody?.length ?? 0) * 2, settled: false, resolve, reject })
       if (inFlight < options.maxInFlight) schedule()
     }),
     async drain (ms) {
