@@ -105,7 +105,9 @@ t.test('dump while running, drop, restore into an empty database: every unfinish
     for (const runId of runIds) t.equal((await client.getRun(token, runId)).status, status, `${runId} is ${status} at the backup`)
   }
 
+  const backupStarted = Date.now()
   const backup = await ops('backup.sh', [dump], { DATABASE_URL: database.url })
+  const backupMs = Date.now() - backupStarted
   t.equal(backup.code, 0, backup.output)
 
   // The disaster: processes gone, the database dropped, Redis without a key of the installation.
@@ -116,7 +118,9 @@ t.test('dump while running, drop, restore into an empty database: every unfinish
   const admin = postgres(BASE_DATABASE_URL, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database "${database.name}"`)
   await admin.end()
+  const restoreStarted = Date.now()
   const restore = await ops('restore.sh', [dump], { DATABASE_MIGRATION_URL: database.url })
+  const restoreMs = Date.now() - restoreStarted
   t.equal(restore.code, 0, restore.output)
   const again = await ops('restore.sh', [dump], { DATABASE_MIGRATION_URL: database.url })
   t.equal(again.code, 1, 'a database that is not empty is refused')
@@ -124,12 +128,14 @@ t.test('dump while running, drop, restore into an empty database: every unfinish
 
   holding = false
   const after = await startStack(t, { database, env })
+  const startedAt = Date.now()
   const restoredToken = await after.adminToken()
   const all = Object.values(unfinished).flat()
   const done = await waitFor(async () => {
     const runs = await Promise.all(all.map(async (runId) => after.client.getRun(restoredToken, runId)))
     return runs.every((run) => run.status === 'SUCCESS') ? runs : undefined
   }, { what: 'every restored unfinished run to succeed', timeoutMs: 150_000, intervalMs: 500 })
+  t.comment(`backup.sh ${backupMs} ms, restore.sh ${restoreMs} ms; every unfinished run done ${Date.now() - startedAt} ms after the new processes started (the RUNNING one is taken over a minute after it started)`)
   t.equal(done.length, 5, 'the two PENDING, the two WAITING and the RUNNING run succeeded')
   for (const run of done.filter((run) => waiting.includes(run.id))) t.match(run.result, { after: { resumed: true } }, `${run.id} resumed after its wait`)
   t.equal(calls, 2, 'the RUNNING run was taken over and called its partner again')
