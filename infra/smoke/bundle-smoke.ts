@@ -3,13 +3,16 @@
  * (`pnpm deploy --legacy --prod` after `pnpm build`), lays them out as the image
  * does (/app/api, /app/worker), runs the migration from the bundle, starts the
  * api and the worker from it with plain node in production mode against the
- * local Postgres and Redis, and takes one workflow run through them. Uses a
- * database and a queue prefix of its own and removes them, the bundles and the
- * processes at the end. Exits non-zero, saying which step failed, otherwise.
+ * local Postgres and Redis, and takes one workflow run through them. Does so with
+ * each Node given as `--node <path>` (CI: this machine's Node 20 for development
+ * and Node 22, the image's), by default the Node running it. Each boot uses a
+ * database and a queue prefix of its own and removes them and the processes at
+ * the end, the bundles once all are done. Exits non-zero, saying which step
+ * failed, otherwise.
  *
- * Run after `pnpm build`: node --import tsx infra/smoke/bundle-smoke.ts
+ * Run after `pnpm build`: node --import tsx infra/smoke/bundle-smoke.ts [--node <path>]…
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
@@ -17,6 +20,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 import { IMAGE_COMMANDS } from '@switchboard/testing/image'
 import { BASE_DATABASE_URL, dropDatabase, REDIS_URL } from '@switchboard/testing/database'
 import { completeOneRun } from '@switchboard/testing/one-run'
@@ -25,7 +29,10 @@ import { waitFor } from '@switchboard/testing/wait'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+/** The deploys (about 30 s here), then each boot (about 10 s). */
 const DEADLINE_MS = 300_000
+
+const { values: { node: nodes = [process.execPath] } } = parseArgs({ options: { node: { type: 'string', multiple: true } } })
 
 const started = Date.now()
 const seconds = (): string => `${((Date.now() - started) / 1000).toFixed(1)}s`
@@ -43,10 +50,10 @@ async function run (command: string, args: string[], options: { cwd: string, env
 
 interface Service { name: string, child: ChildProcess, output: () => string }
 
-/** Runs one of the image's commands, with this node. */
-function startService (name: keyof typeof IMAGE_COMMANDS, cwd: string, env: NodeJS.ProcessEnv): Service {
+/** Runs one of the image's commands with the given node. */
+function startService (node: string, name: keyof typeof IMAGE_COMMANDS, cwd: string, env: NodeJS.ProcessEnv): Service {
   const [, ...args] = IMAGE_COMMANDS[name]
-  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(node, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
@@ -91,37 +98,29 @@ async function consoleServed (baseUrl: string): Promise<void> {
   }
 }
 
-const id = randomBytes(6).toString('hex')
-const databaseName = `switchboard_smoke_${id}`
-const databaseUrl = new URL(BASE_DATABASE_URL)
-databaseUrl.pathname = `/${databaseName}`
-const queuePrefix = `sbsmoke-${id}`
-const admin = { email: 'admin@example.com', password: randomBytes(12).toString('base64url') }
 const bundles = await mkdtemp(join(tmpdir(), 'switchboard-bundles-'))
 const services: Service[] = []
+const stores: Array<{ databaseName: string, queuePrefix: string }> = []
 
 async function cleanUp (): Promise<void> {
   await Promise.all(services.map(stopService))
-  await dropDatabase(databaseName)
-  await deleteQueuePrefix(queuePrefix)
+  for (const { databaseName, queuePrefix } of stores) {
+    await dropDatabase(databaseName)
+    await deleteQueuePrefix(queuePrefix)
+  }
   await rm(bundles, { recursive: true, force: true })
 }
 
-const deadline = setTimeout(() => {
-  process.stderr.write(`bundle smoke: FAILED: not done within ${DEADLINE_MS / 1000}s\n`)
-  for (const service of services) service.child.kill('SIGKILL')
-  process.exit(1)
-}, DEADLINE_MS)
-
-try {
-  for (const built of ['apps/api/dist/server.js', 'apps/worker/dist/main.js', 'packages/core/dist/bin/migrate.js', 'apps/console/dist/index.html']) {
-    if (!existsSync(join(ROOT, built))) throw new Error(`${built} is missing: run \`pnpm build\` first`)
-  }
-  // One at a time: two deploys share pnpm's store and the machine's two cores.
-  for (const app of ['api', 'worker']) {
-    await run('npx', ['-y', 'pnpm@10', 'deploy', '--legacy', '--filter', `@switchboard/${app}`, '--prod', join(bundles, app)], { cwd: ROOT })
-  }
-  say(`bundles deployed to ${bundles}`)
+/** Migrates, boots and runs through the bundles with one node, on stores of its own. */
+async function bootOn (node: string): Promise<void> {
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim()
+  const id = randomBytes(6).toString('hex')
+  const databaseName = `switchboard_smoke_${id}`
+  const databaseUrl = new URL(BASE_DATABASE_URL)
+  databaseUrl.pathname = `/${databaseName}`
+  const queuePrefix = `sbsmoke-${id}`
+  stores.push({ databaseName, queuePrefix })
+  const admin = { email: 'admin@example.com', password: randomBytes(12).toString('base64url') }
 
   // What the container sees: production mode, no source conditions, nothing from this shell but PATH.
   const env: NodeJS.ProcessEnv = {
@@ -142,31 +141,50 @@ try {
     LOG_LEVEL: 'info'
   }
 
-  await run(process.execPath, IMAGE_COMMANDS.migrate.slice(1), { cwd: bundles, env })
-  say(`migrated ${databaseName} from the bundle (the database was created by the migration)`)
+  await run(node, IMAGE_COMMANDS.migrate.slice(1), { cwd: bundles, env })
+  say(`node ${version}: migrated ${databaseName} from the bundle (the database was created by the migration)`)
 
-  const api = startService('api', bundles, env)
-  const worker = startService('worker', bundles, env)
-  services.push(api, worker)
+  const api = startService(node, 'api', bundles, env)
+  const worker = startService(node, 'worker', bundles, env)
+  const booted = [api, worker]
+  services.push(...booted)
   const baseUrl = `http://127.0.0.1:${env.PORT}`
   await waitFor(async () => {
     alive(api)
     alive(worker)
     return (await answers(`${baseUrl}/health/ready`)) && (await answers(`http://127.0.0.1:${env.WORKER_HTTP_PORT}/health/ready`)) ? true : undefined
   }, { timeoutMs: 30_000, intervalMs: 100, what: 'the api and the worker to be ready' })
-  say('api and worker started from the bundles and ready (the worker on its own listener)')
+  say(`node ${version}: api and worker started from the bundles and ready (the worker on its own listener)`)
 
   await consoleServed(baseUrl)
-  say('the console is served from the api bundle at /console (its assets immutable, under a Content-Security-Policy)')
+  say(`node ${version}: the console is served from the api bundle at /console (its assets immutable, under a Content-Security-Policy)`)
 
   const { runId } = await completeOneRun(baseUrl, admin)
-  say(`login, create, fire: run ${runId} SUCCESS`)
+  say(`node ${version}: login, create, fire: run ${runId} SUCCESS`)
 
-  await Promise.all(services.map(stopService))
-  for (const service of services) {
+  await Promise.all(booted.map(stopService))
+  for (const service of booted) {
     if (service.child.exitCode !== 0) throw new Error(`${service.name} did not stop cleanly on SIGTERM (${service.child.exitCode ?? service.child.signalCode}):\n${service.output()}`)
   }
-  say('api and worker stopped cleanly on SIGTERM')
+  say(`node ${version}: api and worker stopped cleanly on SIGTERM`)
+}
+
+const deadline = setTimeout(() => {
+  process.stderr.write(`bundle smoke: FAILED: not done within ${DEADLINE_MS / 1000}s\n`)
+  for (const service of services) service.child.kill('SIGKILL')
+  process.exit(1)
+}, DEADLINE_MS)
+
+try {
+  for (const built of ['apps/api/dist/server.js', 'apps/worker/dist/main.js', 'packages/core/dist/bin/migrate.js', 'apps/console/dist/index.html']) {
+    if (!existsSync(join(ROOT, built))) throw new Error(`${built} is missing: run \`pnpm build\` first`)
+  }
+  // One at a time: two deploys share pnpm's store and the machine's two cores.
+  for (const app of ['api', 'worker']) {
+    await run('npx', ['-y', 'pnpm@10', 'deploy', '--legacy', '--filter', `@switchboard/${app}`, '--prod', join(bundles, app)], { cwd: ROOT })
+  }
+  say(`bundles deployed to ${bundles}`)
+  for (const node of nodes) await bootOn(node)
   await cleanUp()
   say('passed')
 } catch (err) {

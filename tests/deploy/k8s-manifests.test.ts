@@ -1,17 +1,30 @@
 /**
  * infra/k8s: every overlay renders with `kubectl kustomize` (kubectl ships with this kind of
- * machine) and every object validates against the Kubernetes and KEDA schemas; then what a
- * reviewer would check by hand: one image in two Deployments differing by command, probes,
- * resources and a locked-down security context on every container, credentials only in the
- * Secret, autoscaling, disruption budgets, the network policy and a re-applicable migration.
+ * machine) and every object validates against the Kubernetes, KEDA and Prometheus Operator
+ * schemas; then what a reviewer would check by hand and what an operator's first deploy relies
+ * on: one image set in one place, a migration Job named validly for any image reference, KEDA
+ * reading the list the workers fill with the pods' own Redis settings, names that change with
+ * the content they carry, the migration's own credentials, disruption budgets that let unhealthy
+ * pods go, and the monitoring components.
+ *
+ * The kit is rendered from a copy in a temporary folder, with the credentials files an operator
+ * writes beside the production overlays and with the edits the README's "Deploy" asks of an
+ * operator (components/release for the image, an overlay's configMapGenerator for settings).
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import t from 'tap'
-import { parseAllDocuments } from 'yaml'
+import { Cluster, Redis } from 'ioredis'
+import t, { type Test } from 'tap'
+import { parse, parseAllDocuments, stringify } from 'yaml'
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject'
 import { TriggerAuthentication } from '@kubernetes-models/keda/keda.sh/v1alpha1/TriggerAuthentication'
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor'
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule'
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor'
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment'
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler'
 import { Job } from 'kubernetes-models/batch/v1/Job'
@@ -22,9 +35,11 @@ import { Secret } from 'kubernetes-models/v1/Secret'
 import { Service } from 'kubernetes-models/v1/Service'
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount'
 import { loadConfig } from '@switchboard/core/config'
+import { queueKeyPrefix, WORKFLOW_RUNS } from '@switchboard/core/queues'
 import { IMAGE_COMMANDS } from '@switchboard/testing/image'
 
-const K8S = fileURLToPath(new URL('../../infra/k8s/', import.meta.url))
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const KIT = join(ROOT, 'infra/k8s')
 
 /** The schema of every kind the manifests may contain; anything else fails the test. */
 const MODELS: Record<string, new (data: any) => { validate: () => void }> = {
@@ -38,17 +53,75 @@ const MODELS: Record<string, new (data: any) => { validate: () => void }> = {
   'v1/Service': Service,
   'v1/ServiceAccount': ServiceAccount,
   'keda.sh/v1alpha1/ScaledObject': ScaledObject,
-  'keda.sh/v1alpha1/TriggerAuthentication': TriggerAuthentication
+  'keda.sh/v1alpha1/TriggerAuthentication': TriggerAuthentication,
+  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'monitoring.coreos.com/v1/PodMonitor': PodMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule
 }
 
 type Manifest = Record<string, any>
 
-function render (overlay: string): Manifest[] {
+/** What an operator fills in: the example files' keys, with values the production checks accept. */
+const SECRETS = {
+  DATABASE_URL: 'postgres://switchboard:app-password@postgres.example.internal:5432/switchboard',
+  REDIS_PASSWORD: 'redis-Pass_word.1~',
+  JWT_SECRET: randomBytes(48).toString('base64url'),
+  ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  ADMIN_PASSWORD: randomBytes(12).toString('base64url'),
+  CHAT_APP_SECRET: randomBytes(16).toString('hex')
+}
+const MIGRATION = { DATABASE_MIGRATION_URL: 'postgres://switchboard_owner:owner-password@postgres.example.internal:5432/switchboard' }
+
+/** An example env file with the given values put in (keys the example does not have are refused). */
+function filledIn (example: string, values: Record<string, string>): string {
+  const text = readFileSync(join(KIT, example), 'utf8')
+  for (const key of Object.keys(values)) {
+    if (!new RegExp(`^${key}=`, 'm').test(text)) throw new Error(`${example} has no ${key}`)
+  }
+  return text.replace(/^([A-Z0-9_]+)=.*$/gm, (line, key: string) => key in values ? `${key}=${values[key]}` : line)
+}
+
+interface Kit {
+  dir: string
+  render: (overlay: string) => Manifest[]
+  /** A new overlay: a copy of `from` (credentials files included) with its kustomization edited. */
+  overlay: (name: string, edit: (kustomization: Manifest) => void, from?: string) => string
+  edit: (file: string, change: (document: Manifest) => void) => void
+}
+
+/** A copy of infra/k8s as an operator has it: secrets.env and migration.env beside the production overlays. */
+function copyKit (t: Test): Kit {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-k8s-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  cpSync(KIT, dir, { recursive: true })
+  for (const overlay of ['production', 'production-hpa']) {
+    writeFileSync(join(dir, 'overlays', overlay, 'secrets.env'), filledIn('secrets.example.env', SECRETS))
+    writeFileSync(join(dir, 'overlays', overlay, 'migration.env'), filledIn('migration.example.env', MIGRATION))
+  }
+  const edit = (file: string, change: (document: Manifest) => void): void => {
+    const path = join(dir, file)
+    const document = parse(readFileSync(path, 'utf8')) as Manifest
+    change(document)
+    writeFileSync(path, stringify(document))
+  }
+  return {
+    dir,
+    edit,
+    render: (overlay) => render(join(dir, 'overlays', overlay)),
+    overlay: (name, change, from = 'production') => {
+      cpSync(join(dir, 'overlays', from), join(dir, 'overlays', name), { recursive: true })
+      edit(join('overlays', name, 'kustomization.yaml'), change)
+      return name
+    }
+  }
+}
+
+function render (path: string): Manifest[] {
   let yaml: string
   try {
-    yaml = execFileSync('kubectl', ['kustomize', `${K8S}overlays/${overlay}`], { encoding: 'utf8' })
+    yaml = execFileSync('kubectl', ['kustomize', path], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
   } catch (err) {
-    throw new Error(`kubectl kustomize ${overlay} failed (kubectl comes with this machine's image): ${(err as Error).message}`)
+    throw new Error(`kubectl kustomize ${path} failed (kubectl comes with this machine's image): ${(err as Error).message}`)
   }
   return parseAllDocuments(yaml).map((document) => {
     const object = document.toJS() as Manifest
@@ -63,130 +136,327 @@ function render (overlay: string): Manifest[] {
 const find = (objects: Manifest[], kind: string, name?: string): Manifest[] =>
   objects.filter((object) => object.kind === kind && (name === undefined || object.metadata.name === name))
 
-const CREDENTIAL = /SECRET|PASSWORD|TOKEN|KEY|DATABASE_URL|REDIS_URL|REDIS_ADDRESS/
+function one (objects: Manifest[], kind: string, name: string | RegExp): Manifest {
+  const found = objects.filter((object) => object.kind === kind && (typeof name === 'string' ? object.metadata.name === name : name.test(object.metadata.name)))
+  if (found.length !== 1) throw new Error(`expected one ${kind} ${String(name)}, found ${found.length}`)
+  return found[0]!
+}
+
+const secretData = (secret: Manifest): Record<string, string> =>
+  Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value as string, 'base64').toString('utf8')]))
+
+/**
+ * A container's environment as the kubelet gives it: envFrom first (ConfigMaps and Secrets of
+ * the render), then `env`, whose `$(NAME)` references take earlier values.
+ */
+function containerEnv (objects: Manifest[], container: Manifest): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const source of container.envFrom ?? []) {
+    if (source.configMapRef !== undefined) Object.assign(env, one(objects, 'ConfigMap', source.configMapRef.name).data)
+    if (source.secretRef !== undefined) Object.assign(env, secretData(one(objects, 'Secret', source.secretRef.name)))
+  }
+  for (const { name, value } of container.env ?? []) {
+    env[name] = (value as string).replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (reference, key: string) => env[key] ?? reference)
+  }
+  return env
+}
+
+/** Settings an overlay's switchboard-config generator sets (`KEY=value`), replacing its own for the same keys. */
+function setSettings (kustomization: Manifest, literals: string[]): void {
+  const generator = kustomization.configMapGenerator.find((entry: Manifest) => entry.name === 'switchboard-config')
+  const keys = new Set(literals.map((literal) => literal.split('=')[0]))
+  generator.literals = [...generator.literals.filter((literal: string) => !keys.has(literal.split('=')[0])), ...literals]
+}
+
+const deploymentContainer = (objects: Manifest[], name: string): Manifest => one(objects, 'Deployment', name).spec.template.spec.containers[0]
+const podSpecs = (objects: Manifest[]): Manifest[] => [...find(objects, 'Deployment'), ...find(objects, 'Job')].map((object) => object.spec.template.spec)
+const migrationContainers = (objects: Manifest[]): Manifest[] => [
+  ...find(objects, 'Deployment').flatMap((deployment) => deployment.spec.template.spec.initContainers ?? []),
+  ...find(objects, 'Job').flatMap((job) => job.spec.template.spec.containers)
+]
+
+/** A Kubernetes object name that is a DNS label (a Job's name becomes its pods' label). */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+const HASHED = (name: string): RegExp => new RegExp(`^${name}-[a-z0-9]{10}$`)
+
+const CREDENTIAL = /SECRET|PASSWORD|TOKEN|KEY|DATABASE_URL|DATABASE_MIGRATION_URL|REDIS_URL/
 const URL_WITH_PASSWORD = /:\/\/[^/@\s]*:[^/@\s]+@/
 
-for (const overlay of ['dev', 'production', 'production-hpa']) {
-  t.test(`overlay ${overlay}`, async (t) => {
-    const objects = render(overlay)
+/**
+ * Where the workers put `workflow-runs` jobs and how they reach Redis, from the worker pod's own
+ * environment (the service's configuration and the app's key function), against what KEDA's
+ * trigger reads: the list, the address and user (from the same pod's environment), the
+ * password (TriggerAuthentication), TLS and the cluster mode.
+ */
+function checkKedaFollowsTheWorkers (t: Test, objects: Manifest[]): void {
+  const env = containerEnv(objects, deploymentContainer(objects, 'switchboard-worker'))
+  const config = loadConfig(env)
+  const cluster = config.redisUrl.includes('+cluster://')
+  const connection = cluster ? new Cluster([], { lazyConnect: true }) : new Redis(config.redisUrl, { lazyConnect: true })
+  t.teardown(() => { connection.disconnect() })
+  const list = `${queueKeyPrefix(config.queuePrefix, WORKFLOW_RUNS, connection)}:${WORKFLOW_RUNS}:wait`
 
-    t.test('every object validates against its schema', async (t) => {
-      for (const object of objects) {
-        const key = `${object.apiVersion}/${object.kind}`
-        const Model = MODELS[key]
-        if (Model === undefined) {
-          t.fail(`no schema for ${key} ${object.metadata?.name}`)
-          continue
-        }
-        t.doesNotThrow(() => { new Model(object).validate() }, `${key} ${object.metadata.name}`)
-      }
-    })
-
-    const deployments = find(objects, 'Deployment')
-    const jobs = find(objects, 'Job')
-    const podSpecs = [...deployments, ...jobs].map((object) => object.spec.template.spec)
-    const allContainers = podSpecs.flatMap((spec) => [...(spec.initContainers ?? []), ...spec.containers])
-
-    t.test('one image by version, two Deployments differing in command', async (t) => {
-      t.same(deployments.map((d) => d.metadata.name).sort(), ['switchboard-api', 'switchboard-worker'])
-      const images = new Set(allContainers.map((container) => container.image))
-      t.equal(images.size, 1, `one image: ${[...images].join(', ')}`)
-      const [image] = images
-      t.match(image, /^[^:]+:\d+\.\d+\.\d+$/, 'tagged with a version, never latest')
-      const [api] = find(objects, 'Deployment', 'switchboard-api')
-      const [worker] = find(objects, 'Deployment', 'switchboard-worker')
-      t.same(api!.spec.template.spec.containers[0].command, IMAGE_COMMANDS.api)
-      t.same(worker!.spec.template.spec.containers[0].command, IMAGE_COMMANDS.worker)
-      for (const container of [...podSpecs.flatMap((spec) => spec.initContainers ?? []), ...jobs.flatMap((job) => job.spec.template.spec.containers)]) {
-        t.same(container.command, IMAGE_COMMANDS.migrate, `${container.name} migrates`)
-      }
-      t.notOk('replicas' in api!.spec || 'replicas' in worker!.spec, 'autoscalers own the replica counts')
-    })
-
-    t.test('every container: probes, resources, locked-down security context, a writable /tmp only', async (t) => {
-      for (const deployment of deployments) {
-        const spec = deployment.spec.template.spec
-        for (const container of spec.containers) {
-          for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) t.ok(container[probe]?.httpGet, `${container.name}: ${probe}`)
-          t.equal(container.readinessProbe.httpGet.path, '/health/ready')
-          t.equal(container.livenessProbe.httpGet.path, '/health/live')
-        }
-        t.same(spec.topologySpreadConstraints.map((c: Manifest) => c.topologyKey), ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'], `${deployment.metadata.name}: spread`)
-      }
-      for (const spec of podSpecs) {
-        t.match(spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })
-        t.equal(spec.automountServiceAccountToken, false)
-        t.ok(spec.volumes.some((volume: Manifest) => volume.name === 'tmp' && volume.emptyDir !== undefined), 'an emptyDir for /tmp')
-      }
-      for (const container of allContainers) {
-        t.ok(container.resources?.requests?.cpu && container.resources?.requests?.memory && container.resources?.limits?.memory, `${container.name}: requests and a memory limit`)
-        t.match(container.securityContext, { runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } }, `${container.name}: security context`)
-        t.same(container.volumeMounts, [{ name: 'tmp', mountPath: '/tmp' }], `${container.name}: only /tmp is writable`)
-      }
-      const [api] = find(objects, 'Deployment', 'switchboard-api')
-      t.same(api!.spec.template.spec.containers[0].lifecycle.preStop.exec.command, ['sleep', '10'], 'the api keeps serving while endpoints update')
-      t.ok(api!.spec.template.spec.terminationGracePeriodSeconds > 20, 'grace covers preStop and draining')
-    })
-
-    t.test('settings in the ConfigMap, every credential in the Secret', async (t) => {
-      const [config] = find(objects, 'ConfigMap', 'switchboard-config')
-      for (const [key, value] of Object.entries(config!.data as Record<string, string>)) {
-        t.notMatch(key, CREDENTIAL, `${key} is not a credential`)
-        t.notMatch(value, URL_WITH_PASSWORD, `${key} holds no password`)
-      }
-      for (const container of allContainers) {
-        t.same(container.envFrom, [{ configMapRef: { name: 'switchboard-config' } }, { secretRef: { name: 'switchboard-secrets' } }], `${container.name} reads both`)
-        t.notOk(container.env, `${container.name} has no inline variables`)
-      }
-      // The ConfigMap plus the Secret's credentials make a configuration the service accepts.
-      const settings = loadConfig({
-        ...config!.data,
-        DATABASE_URL: 'postgres://switchboard:pw@postgres:5432/switchboard',
-        JWT_SECRET: randomBytes(48).toString('base64url'),
-        ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-        ADMIN_PASSWORD: randomBytes(12).toString('base64url'),
-        CHAT_APP_SECRET: randomBytes(16).toString('hex')
-      })
-      t.equal(settings.workerHttpPort, 3001)
-      const [worker] = find(objects, 'Deployment', 'switchboard-worker')
-      t.equal(worker!.spec.template.spec.containers[0].ports[0].containerPort, settings.workerHttpPort, 'the worker probes the port it listens on')
-      t.equal(worker!.spec.template.metadata.annotations['prometheus.io/port'], String(settings.workerHttpPort))
-
-      const secrets = find(objects, 'Secret')
-      if (overlay === 'dev') {
-        t.same(secrets.map((secret) => secret.metadata.name), ['switchboard-secrets'])
-        t.equal(config!.data.NODE_ENV, 'development', 'the throwaway Secret is only used in development mode')
-      } else {
-        t.same(secrets, [], 'production brings its own Secret')
-        t.equal(config!.data.NODE_ENV, 'production')
-      }
-    })
-
-    t.test('autoscaling, disruption budgets, network policy', async (t) => {
-      t.match(find(objects, 'HorizontalPodAutoscaler', 'switchboard-api'), [{ spec: { scaleTargetRef: { kind: 'Deployment', name: 'switchboard-api' } } }])
-      for (const name of ['switchboard-api', 'switchboard-worker']) t.equal(find(objects, 'PodDisruptionBudget', name).length, 1, `${name} has a disruption budget`)
-      const scaled = find(objects, 'ScaledObject')
-      const workerHpa = find(objects, 'HorizontalPodAutoscaler', 'switchboard-worker')
-      if (overlay === 'production') {
-        const [config] = find(objects, 'ConfigMap', 'switchboard-config')
-        t.match(scaled, [{ spec: { scaleTargetRef: { name: 'switchboard-worker' }, triggers: [{ type: 'redis', metadata: { listName: `${config!.data.QUEUE_PREFIX}:workflow-runs:wait` }, authenticationRef: { name: 'switchboard-redis' } }] } }])
-        t.match(find(objects, 'TriggerAuthentication', 'switchboard-redis'), [{ spec: { secretTargetRef: [{ name: 'switchboard-secrets' }, { name: 'switchboard-secrets' }] } }])
-        t.same(workerHpa, [], 'KEDA alone scales the workers')
-      } else {
-        t.same(scaled, [])
-        t.match(workerHpa, [{ spec: { scaleTargetRef: { name: 'switchboard-worker' } } }])
-      }
-      const [workerPolicy] = find(objects, 'NetworkPolicy', 'switchboard-worker')
-      t.same(workerPolicy!.spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 3001 }] }], 'worker metrics only from monitoring')
-    })
-
-    t.test('the migration Job is named after the release and cleaned up', async (t) => {
-      t.equal(jobs.length, 1)
-      const [job] = jobs
-      const tag = job!.spec.template.spec.containers[0].image.split(':')[1]
-      t.equal(job!.metadata.name, `switchboard-migrate-${tag}`, 're-applying a release changes nothing; a new release is a new Job')
-      t.ok(job!.spec.ttlSecondsAfterFinished > 0)
-      t.equal(job!.spec.template.spec.restartPolicy, 'Never')
-    })
-  })
+  const scaledObject = one(objects, 'ScaledObject', 'switchboard-worker')
+  const [trigger] = scaledObject.spec.triggers
+  t.equal(trigger.metadata.listName, list, `KEDA reads the list the workers fill (${list})`)
+  t.equal(trigger.type, cluster ? 'redis-cluster' : 'redis')
+  const address = env[trigger.metadata[cluster ? 'addressesFromEnv' : 'addressFromEnv']]
+  const username = env[trigger.metadata.usernameFromEnv]
+  const auth = one(objects, 'TriggerAuthentication', trigger.authenticationRef.name)
+  const passwordRef = auth.spec.secretTargetRef.find((ref: Manifest) => ref.parameter === 'password')
+  const password = secretData(one(objects, 'Secret', passwordRef.name))[passwordRef.key]
+  t.equal(password, SECRETS.REDIS_PASSWORD, 'KEDA\'s password is the Secret\'s')
+  const tls = trigger.metadata.enableTLS === 'true'
+  if (cluster) {
+    t.equal(config.redisUrl, `${tls ? 'rediss' : 'redis'}+cluster://${username}:${password}@${address}`, 'the pods reach the cluster KEDA reads')
+  } else {
+    const { host, port, username: user, password: secret, tls: podTls } = (connection as Redis).options
+    t.equal(`${host}:${port}`, address, 'one address')
+    t.equal(user || '', username, 'one user')
+    t.equal(secret, password, 'one password')
+    t.equal(podTls !== undefined, tls, `TLS ${tls ? 'on' : 'off'} on both sides`)
+  }
+  t.match(scaledObject.spec.fallback, { failureThreshold: Number, replicas: Number }, 'a fallback count when KEDA cannot read the list')
+  t.ok(scaledObject.spec.fallback.replicas >= scaledObject.spec.minReplicaCount && scaledObject.spec.fallback.replicas <= scaledObject.spec.maxReplicaCount)
 }
+
+t.test('the shipped overlays', async (t) => {
+  const kit = copyKit(t)
+  const release = (parse(readFileSync(join(KIT, 'components/release/kustomization.yaml'), 'utf8')) as Manifest).images[0]
+
+  for (const overlay of ['dev', 'production', 'production-hpa']) {
+    t.test(`overlay ${overlay}`, async (t) => {
+      const objects = kit.render(overlay)
+      const deployments = find(objects, 'Deployment')
+      const jobs = find(objects, 'Job')
+      const allContainers = podSpecs(objects).flatMap((spec) => [...(spec.initContainers ?? []), ...spec.containers])
+      const appContainers = podSpecs(objects).flatMap((spec) => spec.containers).filter((container) => container.name !== 'migrate')
+
+      t.test('every object validates against its schema', async (t) => {
+        for (const object of objects) {
+          const key = `${object.apiVersion}/${object.kind}`
+          const Model = MODELS[key]
+          if (Model === undefined) {
+            t.fail(`no schema for ${key} ${object.metadata?.name}`)
+            continue
+          }
+          t.doesNotThrow(() => { new Model(object).validate() }, `${key} ${object.metadata.name}`)
+        }
+      })
+
+      t.test('one image, from components/release, in two Deployments differing in command', async (t) => {
+        t.same(deployments.map((d) => d.metadata.name).sort(), ['switchboard-api', 'switchboard-worker'])
+        t.same([...new Set(allContainers.map((container) => container.image))], [`${release.newName}:${release.newTag}`])
+        t.match(release.newTag, /^\d+\.\d+\.\d+$/, 'a version, never latest')
+        t.same(deploymentContainer(objects, 'switchboard-api').command, IMAGE_COMMANDS.api)
+        t.same(deploymentContainer(objects, 'switchboard-worker').command, IMAGE_COMMANDS.worker)
+        for (const container of migrationContainers(objects)) t.same(container.command, IMAGE_COMMANDS.migrate, `${container.name} migrates`)
+        t.notOk(deployments.some((deployment) => 'replicas' in deployment.spec), 'autoscalers own the replica counts')
+      })
+
+      t.test('every container: probes, resources, locked-down security context, a writable /tmp only', async (t) => {
+        for (const deployment of deployments) {
+          const spec = deployment.spec.template.spec
+          for (const container of spec.containers) {
+            for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) t.ok(container[probe]?.httpGet, `${container.name}: ${probe}`)
+            t.equal(container.readinessProbe.httpGet.path, '/health/ready')
+            t.equal(container.livenessProbe.httpGet.path, '/health/live')
+          }
+          t.same(spec.topologySpreadConstraints.map((c: Manifest) => c.topologyKey), ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'], `${deployment.metadata.name}: spread`)
+        }
+        for (const spec of podSpecs(objects)) {
+          t.match(spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })
+          t.equal(spec.automountServiceAccountToken, false)
+          t.ok(spec.volumes.some((volume: Manifest) => volume.name === 'tmp' && volume.emptyDir !== undefined), 'an emptyDir for /tmp')
+        }
+        for (const container of allContainers) {
+          t.ok(container.resources?.requests?.cpu && container.resources?.requests?.memory && container.resources?.limits?.memory, `${container.name}: requests and a memory limit`)
+          t.match(container.securityContext, { runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } }, `${container.name}: security context`)
+          t.same(container.volumeMounts, [{ name: 'tmp', mountPath: '/tmp' }], `${container.name}: only /tmp is writable`)
+        }
+        const api = one(objects, 'Deployment', 'switchboard-api')
+        t.same(api.spec.template.spec.containers[0].lifecycle.preStop.exec.command, ['sleep', '10'], 'the api keeps serving while endpoints update')
+        t.ok(api.spec.template.spec.terminationGracePeriodSeconds > 20, 'grace covers preStop and draining')
+      })
+
+      t.test('settings in a hashed ConfigMap, credentials in a hashed Secret, the migration\'s in its own', async (t) => {
+        const config = one(objects, 'ConfigMap', HASHED('switchboard-config'))
+        const secrets = one(objects, 'Secret', HASHED('switchboard-secrets'))
+        const migration = one(objects, 'Secret', 'switchboard-migration')
+        t.same(find(objects, 'Secret').length, 2, 'no other Secret')
+        t.same(find(objects, 'ConfigMap').length, 1, 'the kit\'s own settings are never applied')
+        for (const [key, value] of Object.entries(config.data as Record<string, string>)) {
+          t.notMatch(key, CREDENTIAL, `${key} is not a credential`)
+          t.notMatch(value, URL_WITH_PASSWORD, `${key} holds no password`)
+        }
+        for (const container of appContainers) {
+          t.same(container.envFrom, [{ configMapRef: { name: config.metadata.name } }, { secretRef: { name: secrets.metadata.name } }], `${container.name} reads both`)
+          t.same(container.env.map((variable: Manifest) => variable.name), ['REDIS_URL'], `${container.name}: REDIS_URL alone is formed in place`)
+        }
+        for (const container of migrationContainers(objects)) {
+          t.same(container.envFrom, [{ secretRef: { name: migration.metadata.name } }], `${container.name} reads the migration's Secret only`)
+          t.notOk(container.env, `${container.name} has no inline variables`)
+          t.match(containerEnv(objects, container).DATABASE_MIGRATION_URL, /^postgres:\/\//)
+        }
+        t.notOk(Object.keys(secretData(secrets)).includes('DATABASE_MIGRATION_URL'), 'the app never holds the migration\'s credentials')
+
+        // What the worker's container gets is a configuration the service accepts.
+        const env = containerEnv(objects, deploymentContainer(objects, 'switchboard-worker'))
+        const settings = loadConfig(env)
+        t.equal(settings.redisUrl, `redis://:${secretData(secrets).REDIS_PASSWORD ?? ''}@${config.data.REDIS_ADDRESS}`, 'REDIS_URL from the ConfigMap\'s address and the Secret\'s password')
+        t.equal(settings.nodeEnv, overlay === 'dev' ? 'development' : 'production', 'the throwaway Secret is only used in development mode')
+        const worker = deploymentContainer(objects, 'switchboard-worker')
+        t.equal(worker.ports[0].containerPort, settings.workerHttpPort, 'the worker probes the port it listens on')
+        t.equal(one(objects, 'Deployment', 'switchboard-worker').spec.template.metadata.annotations['prometheus.io/port'], String(settings.workerHttpPort))
+      })
+
+      t.test('autoscaling, disruption budgets, network policy', async (t) => {
+        t.match(find(objects, 'HorizontalPodAutoscaler', 'switchboard-api'), [{ spec: { scaleTargetRef: { kind: 'Deployment', name: 'switchboard-api' } } }])
+        for (const name of ['switchboard-api', 'switchboard-worker']) {
+          t.equal(one(objects, 'PodDisruptionBudget', name).spec.unhealthyPodEvictionPolicy, 'AlwaysAllow', `${name}: a drain never waits on pods an outage made unready`)
+        }
+        const workerHpa = find(objects, 'HorizontalPodAutoscaler', 'switchboard-worker')
+        if (overlay === 'production') {
+          checkKedaFollowsTheWorkers(t, objects)
+          t.same(workerHpa, [], 'KEDA alone scales the workers')
+        } else {
+          t.same(find(objects, 'ScaledObject'), [])
+          t.match(workerHpa, [{ spec: { scaleTargetRef: { name: 'switchboard-worker' } } }])
+        }
+        t.same(one(objects, 'NetworkPolicy', 'switchboard-worker').spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 3001 }] }], 'worker metrics only from the monitoring namespace (the default)')
+      })
+
+      t.test('the migration Job: a hashed name, a deadline for a large table, cleaned up', async (t) => {
+        t.equal(jobs.length, 1)
+        const [job] = jobs
+        t.match(job!.metadata.name, HASHED('switchboard-migrate'))
+        t.ok(job!.spec.activeDeadlineSeconds >= 3600, `an hour for an index build (${job!.spec.activeDeadlineSeconds} s)`)
+        t.ok(job!.spec.ttlSecondsAfterFinished > 0)
+        t.equal(job!.spec.template.spec.restartPolicy, 'Never')
+        t.equal(kit.render(overlay).find((object) => object.kind === 'Job')!.metadata.name, job!.metadata.name, 're-rendering the same release gives the same Job')
+      })
+    })
+  }
+})
+
+t.test('the image is set once, in components/release, and any reference makes a valid migration Job', async (t) => {
+  const digest = `sha256:${randomBytes(32).toString('hex')}`
+  const references = [
+    { entry: { newName: 'registry.internal:5000/switchboard', newTag: '0.2.0' }, image: 'registry.internal:5000/switchboard:0.2.0' },
+    { entry: { newName: 'registry.internal:5000/platform/team/switchboard', newTag: '0.2.0', digest }, image: `registry.internal:5000/platform/team/switchboard:0.2.0@${digest}` },
+    { entry: { newName: 'registry.internal:5000/switchboard', newTag: '0.3.0' }, image: 'registry.internal:5000/switchboard:0.3.0' }
+  ]
+  const jobNames = new Set<string>()
+  for (const { entry, image } of references) {
+    const kit = copyKit(t)
+    kit.edit('components/release/kustomization.yaml', (component) => { component.images = [{ name: 'switchboard', ...entry }] })
+    for (const overlay of ['dev', 'production', 'production-hpa']) {
+      const objects = kit.render(overlay)
+      const images = podSpecs(objects).flatMap((spec) => [...(spec.initContainers ?? []), ...spec.containers]).map((container) => container.image)
+      t.same([...new Set(images)], [image], `${overlay}: every container runs ${image}`)
+      const [job] = find(objects, 'Job')
+      t.match(job!.metadata.name, DNS_LABEL, `${overlay}: ${job!.metadata.name} is a valid name`)
+      t.ok(job!.metadata.name.length <= 63, `${overlay}: at most 63 characters`)
+      t.doesNotThrow(() => { new Job(job).validate() })
+      if (overlay === 'production') jobNames.add(job!.metadata.name)
+    }
+  }
+  t.equal(jobNames.size, references.length, 'each release is a new Job')
+})
+
+t.test('a settings or credentials edit rolls the pods and leaves the migration Job as it is', async (t) => {
+  const kit = copyKit(t)
+  const before = kit.render('production')
+  const settingsEdited = kit.render(kit.overlay('settings-edited', (kustomization) => {
+    setSettings(kustomization, ['LOG_LEVEL=debug'])
+  }))
+  writeFileSync(join(kit.dir, 'overlays/production/secrets.env'), filledIn('secrets.example.env', { ...SECRETS, ADMIN_PASSWORD: randomBytes(12).toString('base64url') }))
+  const secretEdited = kit.render('production')
+
+  const template = (objects: Manifest[], name: string): string => JSON.stringify(one(objects, 'Deployment', name).spec.template)
+  const configName = (objects: Manifest[]): string => one(objects, 'ConfigMap', HASHED('switchboard-config')).metadata.name
+  const secretName = (objects: Manifest[]): string => one(objects, 'Secret', HASHED('switchboard-secrets')).metadata.name
+  const jobName = (objects: Manifest[]): string => find(objects, 'Job')[0]!.metadata.name
+
+  t.not(configName(settingsEdited), configName(before), 'a new ConfigMap name')
+  t.not(secretName(secretEdited), secretName(before), 'a new Secret name')
+  for (const name of ['switchboard-api', 'switchboard-worker']) {
+    t.not(template(settingsEdited, name), template(before, name), `${name}: a settings edit changes the pod template (a rollout)`)
+    t.not(template(secretEdited, name), template(before, name), `${name}: a credentials edit changes the pod template (a rollout)`)
+    t.ok(template(secretEdited, name).includes(secretName(secretEdited)))
+  }
+  t.equal(one(secretEdited, 'TriggerAuthentication', 'switchboard-redis').spec.secretTargetRef[0].name, secretName(secretEdited), 'KEDA follows the Secret')
+  t.equal(jobName(settingsEdited), jobName(before), 'the Job (whose template cannot change) is untouched by a settings edit')
+  t.equal(jobName(secretEdited), jobName(before), 'and by a credentials edit')
+})
+
+t.test('KEDA reads the list the workers fill, with the pods\' own Redis settings', async (t) => {
+  const kit = copyKit(t)
+  const variants: Array<{ name: string, literals: string[], components: string[] }> = [
+    { name: 'prefix', literals: ['QUEUE_PREFIX=acme:prod', 'REDIS_USERNAME=switchboard'], components: [] },
+    { name: 'tls', literals: ['REDIS_ADDRESS=redis.example.internal:6380'], components: ['redis-tls'] },
+    { name: 'cluster', literals: ['QUEUE_PREFIX=acme', 'REDIS_ADDRESS=redis-0.redis:6379,redis-1.redis:6379,redis-2.redis:6379'], components: ['redis-cluster'] },
+    { name: 'cluster-tls', literals: ['REDIS_USERNAME=switchboard', 'REDIS_ADDRESS=redis-0.redis:6380,redis-1.redis:6380'], components: ['redis-tls', 'redis-cluster'] }
+  ]
+  for (const { name, literals, components } of variants) {
+    t.test(name, async (t) => {
+      const objects = kit.render(kit.overlay(`keda-${name}`, (kustomization) => {
+        setSettings(kustomization, literals)
+        kustomization.components.push(...components.map((component) => `../../components/${component}`))
+      }))
+      checkKedaFollowsTheWorkers(t, objects)
+      const api = containerEnv(objects, deploymentContainer(objects, 'switchboard-api'))
+      t.equal(api.REDIS_URL, containerEnv(objects, deploymentContainer(objects, 'switchboard-worker')).REDIS_URL, 'the api uses the same Redis')
+    })
+  }
+
+  t.test('without KEDA the Redis components still set the pods\' address', async (t) => {
+    const objects = kit.render(kit.overlay('hpa-cluster-tls', (kustomization) => {
+      setSettings(kustomization, ['REDIS_ADDRESS=redis-0.redis:6380,redis-1.redis:6380'])
+      kustomization.components.push('../../components/redis-tls', '../../components/redis-cluster')
+    }, 'production-hpa'))
+    t.same(find(objects, 'ScaledObject'), [])
+    const config = loadConfig(containerEnv(objects, deploymentContainer(objects, 'switchboard-worker')))
+    t.equal(config.redisUrl, `rediss+cluster://:${SECRETS.REDIS_PASSWORD}@redis-0.redis:6380,redis-1.redis:6380`)
+  })
+})
+
+t.test('the namespace allowed to scrape the workers is a setting', async (t) => {
+  const kit = copyKit(t)
+  const objects = kit.render(kit.overlay('observability', (kustomization) => {
+    kustomization.configMapGenerator.push({ name: 'switchboard-kit-settings', behavior: 'merge', literals: ['monitoringNamespace=observability'] })
+  }))
+  t.same(one(objects, 'NetworkPolicy', 'switchboard-worker').spec.ingress[0].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }])
+})
+
+t.test('the Prometheus Operator components scrape both apps as the jobs the rules expect', async (t) => {
+  const kit = copyKit(t)
+  const objects = kit.render(kit.overlay('monitored', (kustomization) => {
+    kustomization.components.push('../../components/prometheus-monitors', '../../components/prometheus-rules')
+  }))
+  for (const object of objects.filter((object) => object.apiVersion === 'monitoring.coreos.com/v1')) {
+    t.doesNotThrow(() => { new MODELS[`${object.apiVersion}/${object.kind}`]!(object).validate() }, `${object.kind} ${object.metadata.name}`)
+    t.equal(object.metadata.namespace, 'switchboard', `${object.kind} in the overlay's namespace`)
+  }
+  const service = one(objects, 'Service', 'switchboard-api')
+  const serviceMonitor = one(objects, 'ServiceMonitor', 'switchboard-api')
+  t.match(service.metadata.labels, serviceMonitor.spec.selector.matchLabels, 'the ServiceMonitor selects the api\'s Service (its name is the job: switchboard-api)')
+  t.ok(service.spec.ports.some((port: Manifest) => port.name === serviceMonitor.spec.endpoints[0].port), 'by a port the Service has')
+
+  const worker = one(objects, 'Deployment', 'switchboard-worker').spec.template
+  const podMonitor = one(objects, 'PodMonitor', 'switchboard-worker')
+  t.match(worker.metadata.labels, podMonitor.spec.selector.matchLabels, 'the PodMonitor selects the worker pods')
+  t.equal(podMonitor.spec.podMetricsEndpoints[0].port, worker.spec.containers[0].ports[0].name, 'on their metrics port')
+  t.match(podMonitor.spec.podMetricsEndpoints[0].relabelings, [{ targetLabel: 'job', replacement: 'switchboard-worker' }])
+
+  const rules = one(objects, 'PrometheusRule', 'switchboard').spec.groups.flatMap((group: Manifest) => group.rules)
+  for (const job of ['switchboard-api', 'switchboard-worker']) {
+    t.ok(rules.some((rule: Manifest) => rule.expr === `absent(up{job="${job}"} == 1)`), `an alert when no ${job} target is up`)
+  }
+})
+
+t.test('the image is built on Node 22 LTS', async (t) => {
+  const dockerfile = readFileSync(join(ROOT, 'infra/Dockerfile'), 'utf8')
+  t.match(dockerfile, /^ARG NODE_IMAGE=node:22-bookworm-slim$/m)
+  t.equal([...dockerfile.matchAll(/^FROM \$\{NODE_IMAGE\}/gm)].length, 2, 'both stages use it')
+})

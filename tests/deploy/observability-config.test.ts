@@ -1,7 +1,9 @@
 /**
  * infra/grafana and infra/prometheus: the files parse, and every expression names only series
  * the running api and worker export (a renamed metric would leave a dashboard blank and an
- * alert silent without this).
+ * alert silent without this); the dashboard reads only the namespaces and jobs its variables
+ * pick, the alerts fire per namespace and when the targets disappear, and the PrometheusRule
+ * of infra/k8s holds the same rules.
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -15,8 +17,16 @@ const read = (path: string): string => readFileSync(`${ROOT}${path}`, 'utf8')
 interface Panel { type: string, title: string, targets?: Array<{ expr: string }>, panels?: Panel[] }
 interface Rule { alert: string, expr: string, for?: string, labels?: Record<string, string>, annotations?: Record<string, string> }
 
-const dashboard = JSON.parse(read('infra/grafana/switchboard.json')) as { uid: string, title: string, panels: Panel[] }
+interface Variable { name: string, type: string, query?: { query: string }, includeAll?: boolean, allValue?: string }
+
+const dashboard = JSON.parse(read('infra/grafana/switchboard.json')) as { uid: string, title: string, panels: Panel[], templating: { list: Variable[] } }
 const rules = parse(read('infra/prometheus/alerts.yaml')) as { groups: Array<{ name: string, rules: Rule[] }> }
+const prometheusRule = parse(read('infra/k8s/components/prometheus-rules/prometheus-rule.yaml')) as { kind: string, spec: typeof rules }
+
+/** Prometheus's own series of every target (1 while its last scrape succeeded). */
+const PROMETHEUS_SERIES = new Set(['up'])
+/** The jobs components/prometheus-monitors creates, which the target alerts name. */
+const JOBS = ['switchboard-api', 'switchboard-worker']
 
 const PROMQL_WORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan'])
 
@@ -58,13 +68,16 @@ t.test('the dashboard and the rules are well formed', async (t) => {
   for (const panel of panels(dashboard.panels).filter((p) => p.type !== 'row')) t.ok((panel.targets ?? []).length > 0, `panel "${panel.title}" has a query`)
   const alerts = rules.groups.flatMap((group) => group.rules)
   t.same(alerts.map((rule) => rule.alert).sort(), [
+    'SwitchboardApiTargetsMissing',
     'SwitchboardChatPlatformErrors',
     'SwitchboardDatabaseDown',
     'SwitchboardQueueBacklogGrowing',
     'SwitchboardReconcilerTakingOverRuns',
     'SwitchboardRedisDown',
     'SwitchboardRunFailureRateHigh',
-    'SwitchboardRunsStuck'
+    'SwitchboardRunsStuck',
+    'SwitchboardTargetDown',
+    'SwitchboardWorkerTargetsMissing'
   ])
   for (const rule of alerts) {
     t.ok(['warning', 'critical'].includes(rule.labels?.severity ?? ''), `${rule.alert} has a severity`)
@@ -72,6 +85,47 @@ t.test('the dashboard and the rules are well formed', async (t) => {
     if (rule.for !== undefined) t.match(rule.for, /^[0-9]+[smh]$/)
     t.equal(rule.expr.split('(').length, rule.expr.split(')').length, `${rule.alert}: parentheses balance`)
   }
+})
+
+t.test('the dashboard reads only the namespaces and jobs its variables pick', async (t) => {
+  const variables = Object.fromEntries(dashboard.templating.list.map((variable) => [variable.name, variable]))
+  for (const name of ['namespace', 'job']) {
+    const variable = variables[name]
+    t.equal(variable?.type, 'query', `a ${name} variable`)
+    // Only Switchboard's processes export this series: other applications never show up in the list.
+    t.match(variable?.query?.query, new RegExp(`^label_values\\(switchboard_database_up(\\{[^}]*\\})?, ${name}\\)$`), `${name}: the values of Switchboard's targets`)
+    t.match(variable, { includeAll: true, allValue: '.*' })
+  }
+  for (const { where, expr } of dashboardExprs) {
+    for (const series of seriesOf(expr)) {
+      const selectors = [...expr.matchAll(new RegExp(`\\b${series}(\\{[^}]*\\})?`, 'g'))].map((match) => match[1] ?? '')
+      for (const selector of selectors) {
+        t.match(selector, /namespace=~"\$namespace"/, `${where}: ${series} is read in the picked namespaces`)
+        t.match(selector, /job=~"\$job"/, `${where}: ${series} is read from the picked jobs`)
+      }
+    }
+  }
+})
+
+t.test('the alerts fire per namespace, and when the targets are gone', async (t) => {
+  const alerts = rules.groups.flatMap((group) => group.rules)
+  for (const rule of alerts) {
+    const aggregations = [...rule.expr.matchAll(/\b(sum|max|min|avg|count)\s*(?:by\s*\(([^)]*)\))?\s*\(/g)]
+    for (const [aggregation, operator, by] of aggregations) {
+      t.match(by ?? '', /\bnamespace\b/, `${rule.alert}: ${operator} keeps the namespace (${aggregation.trim()})`)
+    }
+    if (seriesOf(rule.expr).some((series) => PROMETHEUS_SERIES.has(series))) {
+      t.match(rule.expr, new RegExp(`up\\{job(=|=~)"(${JOBS.join('|')}|${JOBS.join('\\|')})"\\}`), `${rule.alert}: up of Switchboard's jobs only`)
+    }
+  }
+  for (const job of JOBS) {
+    t.ok(alerts.some((rule) => rule.expr.trim() === `absent(up{job="${job}"} == 1)` && rule.labels?.severity === 'critical'), `a critical alert when no ${job} target is up`)
+  }
+})
+
+t.test('the PrometheusRule of the Kubernetes kit holds the same rules', async (t) => {
+  t.equal(prometheusRule.kind, 'PrometheusRule')
+  t.same(prometheusRule.spec.groups, rules.groups)
 })
 
 t.test('every expression reads series the api and the worker export', async (t) => {
@@ -89,6 +143,6 @@ t.test('every expression reads series the api and the worker export', async (t) 
   for (const { where, expr } of [...dashboardExprs, ...alertExprs]) {
     const series = seriesOf(expr)
     t.ok(series.length > 0, `${where} reads a series`)
-    for (const name of series) t.ok(exported.has(name), `${where}: ${name} is exported`)
+    for (const name of series) t.ok(exported.has(name) || PROMETHEUS_SERIES.has(name), `${where}: ${name} is exported`)
   }
 })

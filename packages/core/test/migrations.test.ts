@@ -85,6 +85,16 @@ t.test('a missing database the user may not create is one clear error', async (t
   t.notMatch((unreachable as Error).message, /secret/, 'the password is never printed')
 })
 
+/** `db:migrate` (the image's migrate command) as a process of its own. */
+async function runMigrateCommand (env: NodeJS.ProcessEnv): Promise<{ code: number | null, output: string }> {
+  const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'packages/core/src/bin/migrate.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const [code] = await once(child, 'exit') as [number | null]
+  return { code, output }
+}
+
 t.test('the migrate command migrates a database its user owns, and stops with one line when it cannot create one', async (t) => {
   const role = await limitedRole(t)
   const owned = `switchboard_test_${randomBytes(6).toString('hex')}`
@@ -93,18 +103,8 @@ t.test('the migrate command migrates a database its user owns, and stops with on
   await admin.end()
   t.teardown(() => dropDatabase(owned))
 
-  const migrate = async (databaseUrl: string): Promise<{ code: number | null, output: string }> => {
-    const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'packages/core/src/bin/migrate.ts'], {
-      cwd: ROOT,
-      env: { ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, JWT_SECRET: 'x'.repeat(40), ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_PASSWORD: 'not-the-default', CHAT_APP_SECRET: 'app-secret' },
-      stdio: ['ignore', 'pipe', 'pipe']
-    })
-    let output = ''
-    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-    const [code] = await once(child, 'exit') as [number | null]
-    return { code, output }
-  }
+  const migrate = async (databaseUrl: string): Promise<{ code: number | null, output: string }> =>
+    await runMigrateCommand({ ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, JWT_SECRET: 'x'.repeat(40), ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_PASSWORD: 'not-the-default', CHAT_APP_SECRET: 'app-secret' })
 
   const ok = await migrate(urlFor(owned, role))
   t.equal(ok.code, 0, ok.output)
@@ -116,6 +116,30 @@ t.test('the migrate command migrates a database its user owns, and stops with on
   const lines = refused.output.trim().split('\n')
   t.equal(lines.length, 1, 'one line')
   t.match(JSON.parse(lines[0]!), { level: 50, msg: `Database "${missing}" does not exist at 127.0.0.1:5432/${missing} and ${role} may not create it: create it (owned by ${role}) and run the migration again` })
+})
+
+t.test('DATABASE_MIGRATION_URL is what the migrate command uses, and then all it needs', async (t) => {
+  const role = await limitedRole(t)
+  const owned = `switchboard_test_${randomBytes(6).toString('hex')}`
+  const admin = postgres(BASE_DATABASE_URL, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database "${owned}" owner "${role}"`)
+  await admin.end()
+  t.teardown(() => dropDatabase(owned))
+
+  // Production mode without a single secret, and a DATABASE_URL nothing answers: only the
+  // migration URL is read (what the Kubernetes Job gives it: the Secret switchboard-migration).
+  const env = { PATH: process.env.PATH, NODE_ENV: 'production', DATABASE_URL: 'postgres://app@127.0.0.1:1/nowhere' }
+  const migrated = await runMigrateCommand({ ...env, DATABASE_MIGRATION_URL: urlFor(owned, role) })
+  t.equal(migrated.code, 0, migrated.output)
+  t.match(migrated.output, /database migrated/)
+  const sql = postgres(urlFor(owned), { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end())
+  const [applied] = await sql`select count(*)::int as count from drizzle.__drizzle_migrations`
+  t.equal(applied!.count, readMigrations().length, 'the migration URL\'s database was migrated')
+
+  const refused = await runMigrateCommand({ ...env, DATABASE_MIGRATION_URL: 'mysql://root@127.0.0.1/switchboard' })
+  t.not(refused.code, 0)
+  t.match(refused.output, /DATABASE_MIGRATION_URL must be a postgres:\/\/ or postgresql:\/\/ URL/)
 })
 
 /** The ErrorResponse a PostgreSQL server sends while it starts up, whatever the client asked. */

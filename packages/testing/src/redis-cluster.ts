@@ -1,11 +1,12 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
+import { makeCertificates } from './certificates.ts'
 import { freePort } from './processes.ts'
 import type { Teardown } from './teardown.ts'
 
@@ -58,17 +59,6 @@ export interface RedisClusterOptions {
   tls?: boolean
   /** Every node requires this password (`requirepass`). */
   password?: string
-}
-
-/** A throwaway CA and a certificate for 127.0.0.1 it signed, in `dir`. */
-async function makeCertificates (dir: string): Promise<{ ca: string, cert: string, key: string }> {
-  const file = (name: string): string => join(dir, name)
-  const openssl = async (...args: string[]): Promise<void> => { await run('openssl', args, { timeout: START_TIMEOUT_MS }) }
-  await openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=switchboard test CA', '-keyout', file('ca.key'), '-out', file('ca.crt'))
-  await openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', file('node.key'), '-out', file('node.csr'))
-  await writeFile(file('node.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n')
-  await openssl('x509', '-req', '-in', file('node.csr'), '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-CAcreateserial', '-days', '1', '-extfile', file('node.ext'), '-out', file('node.crt'))
-  return { ca: file('ca.crt'), cert: file('node.crt'), key: file('node.key') }
 }
 
 /**
