@@ -32,9 +32,9 @@ const emailOf = (request: FastifyRequest): string => String((request.body as { e
  */
 export const PASSWORD_CHANGES_PER_MINUTE = LOGIN_LIMITS_PER_MINUTE.addressAndEmail
 
-const plural = (n: number): string => `${n} second${n === 1 ? '' : 's'}`
+const seconds = (n: number): string => `${n} second${n === 1 ? '' : 's'}`
 const tooManyAttempts = (retryAfterSeconds: number): DomainError =>
-  new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${plural(retryAfterSeconds)}`)
+  new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${seconds(retryAfterSeconds)}`)
 
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const attempts = new Counter({
@@ -124,7 +124,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       const limit = await passwordChangeLimiter(request)
       if (!limit.isAllowed && limit.isExceeded) {
         reply.header('retry-after', limit.ttlInSeconds)
-        throw new DomainError('TOO_MANY_REQUESTS', `Too many password changes, retry in ${plural(limit.ttlInSeconds)}`)
+        throw new DomainError('TOO_MANY_REQUESTS', `Too many password changes, retry in ${seconds(limit.ttlInSeconds)}`)
       }
     }
   }, async (request, reply) => {
