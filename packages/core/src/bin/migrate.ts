@@ -1,8 +1,8 @@
-import { loadConfig } from '../config.ts'
+import { configOrExit } from '../config.ts'
 import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '../db/migrate.ts'
 import { createLogger } from '../logger.ts'
 
-const config = loadConfig()
+const config = configOrExit('migrate')
 const logger = createLogger(config.logLevel, 'migrate')
 try {
   if (await ensureDatabase(config.databaseUrl) === 'created') logger.info('database created')
