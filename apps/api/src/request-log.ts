@@ -8,15 +8,18 @@ export const pathOf = (request: FastifyRequest): string => request.url.split('?'
 
 /**
  * The api's request log: one line per request once it is answered, with the method, URL,
- * status and response time (Fastify's own controller writes an "incoming request" line as
- * well, and a "request completed" line without the URL), labelled with the request id.
+ * status and response time (Fastify's own controller writes an "incoming request" line at info
+ * as well, and a "request completed" line without the URL), labelled with the request id. The
+ * arrival is at debug: what a request that never ends leaves behind.
  */
 export class RequestLog extends LogController {
   constructor () {
     super({ requestIdLogLabel: 'requestId' })
   }
 
-  override incomingRequest (): void {}
+  override incomingRequest (request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request')
+  }
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const line = { req: request, res: reply, responseTime: reply.elapsedTime }
