@@ -10,7 +10,7 @@
  * owned by `postgres`, which DATA_DIR/postgres links to. Nothing of the checkout is opened to others.
  */
 import { execFile } from 'node:child_process'
-import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, symlinkSync } from 'node:fs'
+import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -70,7 +70,13 @@ function sharedBinaries (native: string, version: string): string {
   cpSync(native, partial, { recursive: true, verbatimSymlinks: true })
   chmodTree(partial)
   // Whole or absent: a start stopped half-way leaves a partial copy, never a broken one.
-  renameSync(partial, target)
+  try {
+    renameSync(partial, target)
+  } catch (err) {
+    // Another start made it meanwhile.
+    if (!existsSync(target)) throw err
+    rmSync(partial, { recursive: true, force: true })
+  }
   return target
 }
 
