@@ -256,7 +256,8 @@ const lines = [
   `log in as ${config.adminEmail}`
 ]
 if (everywhere) lines.push(`listening on every interface (HOST=${host})`)
-if (await adminHasDefaultPassword()) {
+// A failed check only leaves the warning out: the stack runs.
+if (await adminHasDefaultPassword().catch(() => false)) {
   lines.push(`WARNING: ${config.adminEmail} still has the default password "${DEFAULT_ADMIN_PASSWORD}": change it once logged in`)
 }
 lines.push('Ctrl-C stops everything')
