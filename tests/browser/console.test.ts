@@ -34,7 +34,11 @@ const CUSTOMER = '15557654321'
 const QUIET_CUSTOMER = '15559876543'
 const SESSION_KEY = 'switchboard.console.session'
 
-if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`)
+if (!existsSync(CHROMIUM)) {
+  // One line, no stack: `pnpm test` run as root installs it first (tests/browser/get-chromium.sh).
+  process.stderr.write(`${CHROMIUM} is missing: install Debian's chromium (as root: apt-get install -y chromium; pnpm test run as root installs it itself)\n`)
+  process.exit(1)
+}
 // `pnpm build` builds the console; `pnpm test` alone may come first on a fresh clone.
 if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
   execFileSync(process.execPath, [join(ROOT, 'apps/console/node_modules/vite/bin/vite.js'), 'build'], { cwd: join(ROOT, 'apps/console'), stdio: 'ignore' })

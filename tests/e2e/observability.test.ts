@@ -63,8 +63,17 @@ t.test('the request id follows a webhook from the api to its run', async (t) => 
   t.equal(webhook.headers.get('x-request-id'), requestId, 'echoed')
   t.equal(webhookRun.status, 'SUCCESS')
   t.ok(webhookRun.logs.some((line) => line.nodeId === null && line.message === `Request id: ${requestId}`), 'on the run\'s log lines')
-  const apiLines = stack.api.output().split('\n').filter((line) => line.includes(`"requestId":"${requestId}"`))
-  t.ok(apiLines.some((line) => line.includes('request completed')), 'on the api\'s request lines')
+  const apiLines = stack.api.output().split('\n').filter((line) => line.includes(`"requestId":"${requestId}"`)).map((line) => JSON.parse(line))
+  t.match(apiLines.filter((line) => line.level >= 30), [{
+    level: 30,
+    requestId,
+    req: { method: 'POST', url: `/api/automation/webhook/${webhookWorkflow}` },
+    res: { statusCode: 200 },
+    responseTime: Number,
+    msg: 'request completed'
+  }], 'on the api\'s one line for the request: method, URL, status and response time')
+  t.equal(apiLines.filter((line) => line.level >= 30).length, 1, 'one line at info')
+  t.match(apiLines.filter((line) => line.level < 30), [{ level: 20, msg: 'incoming request', req: { method: 'POST' } }], 'its arrival at debug')
   const workerLines = stack.workers[0]!.output().split('\n').filter((line) => line.includes(`"requestId":"${requestId}"`)).map((line) => JSON.parse(line))
   t.ok(workerLines.length > 0, 'on the worker\'s lines')
   t.ok(workerLines.every((line) => line.runId === webhook.body.runId), 'each with the run id')
@@ -72,6 +81,20 @@ t.test('the request id follows a webhook from the api to its run', async (t) => 
   t.ok(workerLines.some((line) => line.level === 30 && line.msg === 'Run started'), 'run lines at info')
   t.ok(workerLines.some((line) => line.level === 20 && line.nodeId === 'greet' && /^Node greet completed in \d+ms$/.test(line.msg)), 'node lines at debug, with nodeId')
   t.ok(workerLines.some((line) => line.level === 30 && line.msg === 'Run succeeded'))
+})
+
+t.test('the api logs probes and scrapes at debug, other requests at info', async (t) => {
+  await fetch(`${stack.baseUrl}/health/ready`)
+  await scrape(`${stack.baseUrl}/metrics`)
+  const completed = (): Array<{ level: number, req: { url: string } }> =>
+    stack.api.output().split('\n').filter((line) => line.includes('"msg":"request completed"')).map((line) => JSON.parse(line))
+  // The line is written once the answer is sent, maybe after the client has read it.
+  const lines = await waitFor(async () => completed().some((line) => line.req.url === '/metrics') ? completed() : undefined, { what: 'the scrape\'s request line' })
+  for (const path of ['/health/live', '/health/ready', '/metrics']) {
+    const probes = lines.filter((line) => line.req.url === path)
+    t.ok(probes.length > 0 && probes.every((line) => line.level === 20), `${path} at debug`)
+  }
+  t.ok(lines.some((line) => line.req.url === '/api/automation/webhook/not-a-workflow' && line.level === 30), 'a request at info')
 })
 
 t.test('the engine\'s failure lines reach the worker log at their level', async (t) => {

@@ -3,7 +3,8 @@
  * process, with the command line of the root package.json's script, against the database of
  * a running api. It sets the password (generated and printed once, or read from stdin with
  * --password-stdin), ends the user's earlier tokens on the running api through the same
- * announcement the routes use, and fails with one line and exit code 1.
+ * announcement the routes use, and fails with one line and exit code 1 (78 for a bad configuration,
+ * as every entry point).
  */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -23,8 +24,8 @@ const { app, request, adminToken, config } = await buildTestApp(t)
 interface Outcome { code: number | null, stdout: string, stderr: string }
 
 /** The script's command line with `args`, `stdin` written to it (then closed), against the test's database. */
-async function resetPassword (args: string[], stdin = ''): Promise<Outcome> {
-  const child = spawn(command!, [...scriptArgs, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: config.databaseUrl }, stdio: 'pipe' })
+async function resetPassword (args: string[], stdin = '', env: Record<string, string> = {}): Promise<Outcome> {
+  const child = spawn(command!, [...scriptArgs, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: config.databaseUrl, ...env }, stdio: 'pipe' })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
@@ -81,6 +82,12 @@ t.test('failures are one line on stderr and exit code 1, and change nothing', as
     t.equal(stderr, `users:reset-password: ${message}\n`)
     t.equal(stdout, '')
   }
+  const misconfigured = await resetPassword([TEST_ADMIN.email], '', { NODE_ENV: 'production', JWT_SECRET: '', ENCRYPTION_KEY: '' })
+  t.equal(misconfigured.code, 78, 'a bad configuration exits 78, as every entry point')
+  const line = JSON.parse(misconfigured.stdout) as { level: number, name: string, settings: string[] }
+  t.match(line, { level: 60, name: 'reset-password' })
+  t.ok(line.settings.includes('JWT_SECRET') && line.settings.includes('ENCRYPTION_KEY'), 'naming every bad setting')
+
   const [{ token_version: after }] = await app.database.sql<Array<{ token_version: number }>>`select token_version from users where email = ${TEST_ADMIN.email}`
   t.equal(after, before, 'no token was ended')
   t.equal(await login('chosen by the operator'), 200, 'the password is unchanged')

@@ -74,8 +74,12 @@ t.test('invalid WORKER_QUEUES stops the worker with the setting named', async (t
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let output = ''
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const [code] = await once(child, 'exit')
-  t.not(code, 0)
-  t.match(output, 'WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, got "emails"')
+  t.equal(code, 78, 'EX_CONFIG')
+  t.match(JSON.parse(output), {
+    name: 'worker',
+    settings: ['WORKER_QUEUES'],
+    problems: ['WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, got "emails"']
+  })
 })

@@ -26,8 +26,9 @@ const IN_HAND = 50
 const rs = await startReliabilityStack(t, {
   apis: 2,
   workers: 3,
-  // At info the api logs each request as it comes in and as it is answered: how the SIGTERM test knows what it holds.
-  env: { CRON_MIN_INTERVAL_SECONDS: '1', LOG_LEVEL: 'info' },
+  // At debug the api logs each request as it comes in, at info as it is answered: how the SIGTERM
+  // test knows what it holds (apps/api/src/request-log.ts).
+  env: { CRON_MIN_INTERVAL_SECONDS: '1', LOG_LEVEL: 'debug' },
   sinkDelayMs: (path) => path.startsWith('/slow/') ? SLOW_DELIVERY_MS : 0
 })
 const { stack, sink, sql, token, postgres } = rs

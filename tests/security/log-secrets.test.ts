@@ -57,7 +57,7 @@ t.test('access logs keep the path, not the query string', async (t) => {
   }
   // Exactly the path, or the path and its query (a leak): another request's path may start with this one's.
   for (const path of ['/webhook/chat', '/api/automation/webhook/x', '/nowhere']) {
-    const logged = await waitForLogLine(`the access log of ${path}`, (line) => line.msg === 'incoming request' && (line.req?.url === path || line.req?.url?.startsWith(`${path}?`) === true))
+    const logged = await waitForLogLine(`the access log of ${path}`, (line) => line.msg === 'request completed' && (line.req?.url === path || line.req?.url?.startsWith(`${path}?`) === true))
     t.equal(logged.req.url, path)
   }
   const output = stack.api.output()

@@ -5,6 +5,7 @@ import type { Config } from '@switchboard/core/config'
 import { loggerOptions } from '@switchboard/core/logger'
 import { app } from './app.ts'
 import { requestIdOf } from './plugins/request-id.ts'
+import { pathOf, RequestLog } from './request-log.ts'
 import { answerClientError, answerFrameworkError, formatValidationError } from './plugins/errors.ts'
 import { validatorCompiler } from './validator.ts'
 
@@ -25,7 +26,7 @@ export const BODY_LIMIT = 1024 * 1024
 function requestForLog (request: FastifyRequest): Record<string, unknown> {
   return {
     method: request.method,
-    url: request.url.split('?')[0],
+    url: pathOf(request),
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort
@@ -57,7 +58,8 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     clientErrorHandler: answerClientError,
     // X-Request-Id when it is a sane token, else a new one; logged as requestId, like the worker's run lines.
     genReqId: (req) => requestIdOf(req.headers['x-request-id']),
-    requestIdLogLabel: 'requestId'
+    // One line per answered request; probes at debug (request-log.ts).
+    logController: new RequestLog()
   }).withTypeProvider<TypeBoxTypeProvider>()
   server.setValidatorCompiler(validatorCompiler)
   // Fastify's close waits until every keep-alive connection is gone, and a connection whose request

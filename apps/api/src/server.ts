@@ -1,8 +1,8 @@
 import closeWithGrace from 'close-with-grace'
-import { loadConfig } from '@switchboard/core/config'
+import { configOrExit } from '@switchboard/core/config'
 import { buildServer } from './build.ts'
 
-const config = loadConfig()
+const config = configOrExit('api')
 const server = await buildServer({ config })
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {

@@ -1,11 +1,11 @@
 import closeWithGrace from 'close-with-grace'
-import { loadConfig } from '@switchboard/core/config'
+import { configOrExit } from '@switchboard/core/config'
 import { createLogger } from '@switchboard/core/logger'
 import { registerStoreMetrics } from '@switchboard/core/observability'
 import { startWorkerHttp, storesReadiness, type Readiness } from './http.ts'
 import { startWorker, type RunningWorker } from './worker.ts'
 
-const config = loadConfig()
+const config = configOrExit('worker')
 const logger = createLogger(config.logLevel, 'worker')
 
 const state: { worker?: RunningWorker, closing: boolean } = { closing: false }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import ipaddr from 'ipaddr.js'
+import { createLogger } from './logger.ts'
 import { QUEUE_NAMES, type QueueName } from './queues/catalog.ts'
 import { clusterUrl, isClusterUrl, parseClusterNodes, parseClusterUrl, RedisAddressError } from './queues/redis-url.ts'
 
@@ -101,8 +102,26 @@ export interface Config {
   dataDir: string
 }
 
+/** One bad or missing setting: its name and what is wrong with it. */
+export interface ConfigProblem {
+  setting: string
+  message: string
+}
+
+/** Every bad or missing setting of an environment, so that one look at the log fixes them all. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
+
+  constructor (readonly problems: ConfigProblem[]) {
+    super(problems.map((problem) => problem.message).join('; '))
+  }
+}
+
+/** What a reader of one setting throws; loadConfig collects them into one ConfigError. */
+class SettingError extends Error {
+  constructor (readonly setting: string, message: string) {
+    super(message)
+  }
 }
 
 type Env = Record<string, string | undefined>
@@ -119,7 +138,7 @@ function integer (env: Env, name: string, fallback: number, min: number, max: nu
   if (raw === undefined) return fallback
   const value = Number(raw)
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
+    throw new SettingError(name, `${name} must be an integer from ${min} to ${max}, got "${raw}"`)
   }
   return value
 }
@@ -129,7 +148,7 @@ function boolean (env: Env, name: string): boolean {
   if (raw === undefined) return false
   if (raw === 'true' || raw === '1') return true
   if (raw === 'false' || raw === '0') return false
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`)
+  throw new SettingError(name, `${name} must be true or false, got "${raw}"`)
 }
 
 function url (env: Env, name: string, fallback: string, protocols: string[]): string {
@@ -138,10 +157,10 @@ function url (env: Env, name: string, fallback: string, protocols: string[]): st
   try {
     parsed = new URL(raw)
   } catch {
-    throw new ConfigError(`${name} must be a URL`)
+    throw new SettingError(name, `${name} must be a URL`)
   }
   if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${name} must use ${protocols.join(' or ')}`)
+    throw new SettingError(name, `${name} must use ${protocols.join(' or ')}`)
   }
   return raw.replace(/\/+$/, '')
 }
@@ -155,7 +174,7 @@ function redisUrl (env: Env, localRedisPort: number): string {
   const raw = text(env, 'REDIS_URL')
   try {
     if (nodes !== undefined) {
-      if (raw !== undefined) throw new ConfigError('REDIS_URL and REDIS_CLUSTER_NODES are both set: set one (a cluster may also be given as REDIS_URL=redis+cluster://host:port,host:port)')
+      if (raw !== undefined) throw new SettingError('REDIS_URL', 'REDIS_URL and REDIS_CLUSTER_NODES are both set: set one (a cluster may also be given as REDIS_URL=redis+cluster://host:port,host:port)')
       return clusterUrl(parseClusterNodes(nodes))
     }
     if (raw !== undefined && isClusterUrl(raw)) {
@@ -164,12 +183,12 @@ function redisUrl (env: Env, localRedisPort: number): string {
     }
   } catch (err) {
     if (!(err instanceof RedisAddressError)) throw err
-    throw new ConfigError(nodes !== undefined
-      ? `REDIS_CLUSTER_NODES must be a comma-separated list of host:port: ${err.message}`
-      : `REDIS_URL ${err.message} (redis+cluster://[user:password@]host:port,host:port)`)
+    throw nodes !== undefined
+      ? new SettingError('REDIS_CLUSTER_NODES', `REDIS_CLUSTER_NODES must be a comma-separated list of host:port: ${err.message}`)
+      : new SettingError('REDIS_URL', `REDIS_URL ${err.message} (redis+cluster://[user:password@]host:port,host:port)`)
   }
   if (raw !== undefined && /^[a-z][a-z0-9+.-]*:/i.test(raw) && !/^rediss?:/i.test(raw)) {
-    throw new ConfigError('REDIS_URL must use redis:, rediss:, redis+cluster: or rediss+cluster:')
+    throw new SettingError('REDIS_URL', 'REDIS_URL must use redis:, rediss:, redis+cluster: or rediss+cluster:')
   }
   return url(env, 'REDIS_URL', `redis://127.0.0.1:${localRedisPort}`, ['redis:', 'rediss:'])
 }
@@ -181,7 +200,7 @@ function redisUrl (env: Env, localRedisPort: number): string {
 function queuePrefix (env: Env, cluster: boolean): string {
   const prefix = text(env, 'QUEUE_PREFIX') ?? 'switchboard'
   if (cluster && /^[^{]*\{\}/.test(prefix)) {
-    throw new ConfigError(`QUEUE_PREFIX must not start a hash tag with "{}" on a Redis Cluster, got "${prefix}"`)
+    throw new SettingError('QUEUE_PREFIX', `QUEUE_PREFIX must not start a hash tag with "{}" on a Redis Cluster, got "${prefix}"`)
   }
   return prefix
 }
@@ -213,7 +232,7 @@ function trustProxy (env: Env): boolean | string[] {
   const entries = raw.split(',').map((entry) => entry.trim())
   const bad = entries.find((entry) => !isProxyRange(entry))
   if (bad !== undefined) {
-    throw new ConfigError(`TRUST_PROXY must be true, false or a comma-separated list of addresses, CIDR ranges, loopback, linklocal and uniquelocal, got "${bad}"`)
+    throw new SettingError('TRUST_PROXY', `TRUST_PROXY must be true, false or a comma-separated list of addresses, CIDR ranges, loopback, linklocal and uniquelocal, got "${bad}"`)
   }
   return entries
 }
@@ -248,7 +267,7 @@ function workerQueues (env: Env): QueueName[] {
   const names = raw.split(',').map((name) => name.trim())
   const unknown = names.find((name) => !(QUEUE_NAMES as readonly string[]).includes(name))
   if (unknown !== undefined) {
-    throw new ConfigError(`WORKER_QUEUES must be a comma-separated list of ${QUEUE_NAMES.join(', ')}, got "${unknown}"`)
+    throw new SettingError('WORKER_QUEUES', `WORKER_QUEUES must be a comma-separated list of ${QUEUE_NAMES.join(', ')}, got "${unknown}"`)
   }
   // In the order of QUEUE_NAMES, each once.
   return QUEUE_NAMES.filter((name) => names.includes(name))
@@ -260,7 +279,7 @@ const MAX_PREVIOUS_KEYS = 10
 /** A 32-byte key in base64, as ENCRYPTION_KEY and each of ENCRYPTION_KEYS_PREVIOUS hold it. */
 function encryptionKeyOf (name: string, value: string): Buffer {
   const key = Buffer.from(value, 'base64')
-  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, base64-encoded`)
+  if (key.length !== 32) throw new SettingError(name, `${name} must be 32 bytes, base64-encoded`)
   return key
 }
 
@@ -268,7 +287,7 @@ function previousEncryptionKeys (env: Env): Buffer[] {
   const raw = text(env, 'ENCRYPTION_KEYS_PREVIOUS')
   if (raw === undefined) return []
   const keys = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
-  if (keys.length > MAX_PREVIOUS_KEYS) throw new ConfigError(`ENCRYPTION_KEYS_PREVIOUS holds at most ${MAX_PREVIOUS_KEYS} keys`)
+  if (keys.length > MAX_PREVIOUS_KEYS) throw new SettingError('ENCRYPTION_KEYS_PREVIOUS', `ENCRYPTION_KEYS_PREVIOUS holds at most ${MAX_PREVIOUS_KEYS} keys`)
   return keys.map((key) => encryptionKeyOf('ENCRYPTION_KEYS_PREVIOUS', key))
 }
 
@@ -276,23 +295,28 @@ function previousEncryptionKeys (env: Env): Buffer[] {
 const PLACEHOLDER = /change-?me|replace-?me|placeholder/i
 
 /**
- * Values from examples (an old compose file's `change-me-…` secret, an all-zero key)
- * pass the length checks but are public: production refuses them.
+ * Reads and validates the environment once. Every bad or missing setting is collected (the
+ * first problem of each) and thrown together as one ConfigError: a deployment learns all it
+ * must fix from one start, not one setting per crash.
  */
-function refusePlaceholders (jwtSecret: string, encryptionKey: Buffer, adminPassword: string): void {
-  if (PLACEHOLDER.test(jwtSecret)) {
-    throw new ConfigError('JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48')
-  }
-  if (encryptionKey.every((byte) => byte === 0)) {
-    throw new ConfigError('ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32')
-  }
-  if (PLACEHOLDER.test(adminPassword) || adminPassword === 'password') {
-    throw new ConfigError('ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production')
-  }
-}
-
-/** Reads and validates the environment once; throws ConfigError naming the bad setting. */
 export function loadConfig (env: Env = process.env): Config {
+  const problems: ConfigProblem[] = []
+  const refuse = (setting: string, message: string): void => {
+    if (!problems.some((problem) => problem.setting === setting)) problems.push({ setting, message })
+  }
+  /** The setting's value, or `fallback` once its problem is noted, so that the other settings are read too. */
+  const read = <T>(fallback: T, value: () => T): T => {
+    try {
+      return value()
+    } catch (err) {
+      if (!(err instanceof SettingError)) throw err
+      refuse(err.setting, err.message)
+      return fallback
+    }
+  }
+  const int = (name: string, fallback: number, min: number, max: number): number =>
+    read(fallback, () => integer(env, name, fallback, min, max))
+
   const nodeEnv = text(env, 'NODE_ENV') ?? 'development'
   const production = nodeEnv === 'production'
   const dataDir = text(env, 'DATA_DIR') ?? '.switchboard'
@@ -301,103 +325,141 @@ export function loadConfig (env: Env = process.env): Config {
   let encryptionKeyText = text(env, 'ENCRYPTION_KEY')
   if (production) {
     if (jwtSecret === undefined || jwtSecret.length < 32) {
-      throw new ConfigError('JWT_SECRET of at least 32 characters is required when NODE_ENV=production')
+      refuse('JWT_SECRET', 'JWT_SECRET of at least 32 characters is required when NODE_ENV=production')
     }
-    if (encryptionKeyText === undefined) {
-      throw new ConfigError('ENCRYPTION_KEY is required when NODE_ENV=production')
-    }
+    if (encryptionKeyText === undefined) refuse('ENCRYPTION_KEY', 'ENCRYPTION_KEY is required when NODE_ENV=production')
   } else if (jwtSecret === undefined || encryptionKeyText === undefined) {
     const secrets = devSecrets(dataDir)
     jwtSecret ??= secrets.jwtSecret
     encryptionKeyText ??= secrets.encryptionKey
   }
-  if (jwtSecret.length < 16) throw new ConfigError('JWT_SECRET must be at least 16 characters')
-
-  const encryptionKey = encryptionKeyOf('ENCRYPTION_KEY', encryptionKeyText)
+  if (jwtSecret !== undefined && jwtSecret.length < 16) refuse('JWT_SECRET', 'JWT_SECRET must be at least 16 characters')
+  const keyText = encryptionKeyText
+  const encryptionKey = keyText === undefined ? undefined : read(undefined, () => encryptionKeyOf('ENCRYPTION_KEY', keyText))
 
   const adminEmail = (text(env, 'ADMIN_EMAIL') ?? 'admin@example.com').toLowerCase()
-  if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail)) throw new ConfigError('ADMIN_EMAIL must be an email address')
+  if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail)) refuse('ADMIN_EMAIL', 'ADMIN_EMAIL must be an email address')
   const adminPassword = env.ADMIN_PASSWORD ?? 'admin'
   if (production && adminPassword === 'admin') {
-    throw new ConfigError('ADMIN_PASSWORD must be changed from its default when NODE_ENV=production')
+    refuse('ADMIN_PASSWORD', 'ADMIN_PASSWORD must be changed from its default when NODE_ENV=production')
   }
-  if (adminPassword.length === 0) throw new ConfigError('ADMIN_PASSWORD must not be empty')
+  if (adminPassword.length === 0) refuse('ADMIN_PASSWORD', 'ADMIN_PASSWORD must not be empty')
   const chatAppSecret = text(env, 'CHAT_APP_SECRET')
   // Without it anyone who knows a phone number id could post customer messages and statuses.
   if (production && chatAppSecret === undefined) {
-    throw new ConfigError('CHAT_APP_SECRET is required when NODE_ENV=production (inbound chat deliveries must be signed)')
+    refuse('CHAT_APP_SECRET', 'CHAT_APP_SECRET is required when NODE_ENV=production (inbound chat deliveries must be signed)')
   }
 
-  const nodeOutputMaxBytes = integer(env, 'NODE_OUTPUT_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024)
+  // Values from examples (an old compose file's `change-me-…` secret, an all-zero key) pass the
+  // length checks but are public: production refuses them.
+  if (production) {
+    if (jwtSecret !== undefined && PLACEHOLDER.test(jwtSecret)) {
+      refuse('JWT_SECRET', 'JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48')
+    }
+    if (encryptionKey?.every((byte) => byte === 0) === true) {
+      refuse('ENCRYPTION_KEY', 'ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32')
+    }
+    if (PLACEHOLDER.test(adminPassword) || adminPassword === 'password') {
+      refuse('ADMIN_PASSWORD', 'ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production')
+    }
+  }
+
+  const nodeOutputMaxBytes = int('NODE_OUTPUT_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024)
   // jsonb holds at most 255 MiB; each step of a run rewrites the whole result.
-  const runResultMaxBytes = integer(env, 'RUN_RESULT_MAX_BYTES', 8 * 1024 * 1024, 1024, 128 * 1024 * 1024)
+  const runResultMaxBytes = int('RUN_RESULT_MAX_BYTES', 8 * 1024 * 1024, 1024, 128 * 1024 * 1024)
   if (runResultMaxBytes < nodeOutputMaxBytes) {
-    throw new ConfigError(`RUN_RESULT_MAX_BYTES (${runResultMaxBytes}) must be at least NODE_OUTPUT_MAX_BYTES (${nodeOutputMaxBytes})`)
+    refuse('RUN_RESULT_MAX_BYTES', `RUN_RESULT_MAX_BYTES (${runResultMaxBytes}) must be at least NODE_OUTPUT_MAX_BYTES (${nodeOutputMaxBytes})`)
   }
-
-  if (production) refusePlaceholders(jwtSecret, encryptionKey, adminPassword)
 
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info'
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+  if (!LOG_LEVELS.includes(logLevel)) refuse('LOG_LEVEL', `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
   const timeouts: Timeouts = {
-    requestDeadlineMs: integer(env, 'REQUEST_DEADLINE_MS', 3000, 2000, 60_000),
-    databaseConnectMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
-    databaseStatementMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 1000, 3_600_000),
-    databaseIdleSeconds: integer(env, 'DATABASE_IDLE_TIMEOUT_SECONDS', 60, 1, 86_400)
+    requestDeadlineMs: int('REQUEST_DEADLINE_MS', 3000, 2000, 60_000),
+    databaseConnectMs: int('DATABASE_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+    databaseStatementMs: int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 1000, 3_600_000),
+    databaseIdleSeconds: int('DATABASE_IDLE_TIMEOUT_SECONDS', 60, 1, 86_400)
   }
   const reconciler = {
-    intervalMs: integer(env, 'RECONCILER_INTERVAL_MS', 10_000, 100, 3_600_000),
-    graceMs: integer(env, 'RECONCILER_GRACE_MS', 2000, 0, 3_600_000)
+    intervalMs: int('RECONCILER_INTERVAL_MS', 10_000, 100, 3_600_000),
+    graceMs: int('RECONCILER_GRACE_MS', 2000, 0, 3_600_000)
   }
 
-  const localPostgresPort = integer(env, 'LOCAL_POSTGRES_PORT', 5432, 1, 65535)
-  const localRedisPort = integer(env, 'LOCAL_REDIS_PORT', 6379, 1, 65535)
-  const redis = redisUrl(env, localRedisPort)
+  const localPostgresPort = int('LOCAL_POSTGRES_PORT', 5432, 1, 65535)
+  const localRedisPort = int('LOCAL_REDIS_PORT', 6379, 1, 65535)
+  const redis = read(`redis://127.0.0.1:${localRedisPort}`, () => redisUrl(env, localRedisPort))
 
-  return {
+  const config: Config = {
     nodeEnv,
-    port: integer(env, 'PORT', 3000, 0, 65535),
+    port: int('PORT', 3000, 0, 65535),
     host: text(env, 'HOST') ?? '0.0.0.0',
-    databaseUrl: url(env, 'DATABASE_URL', `postgres://postgres@127.0.0.1:${localPostgresPort}/switchboard`, ['postgres:', 'postgresql:']),
+    databaseUrl: read('', () => url(env, 'DATABASE_URL', `postgres://postgres@127.0.0.1:${localPostgresPort}/switchboard`, ['postgres:', 'postgresql:'])),
     redisUrl: redis,
     localPostgresPort,
     localRedisPort,
-    queuePrefix: queuePrefix(env, isClusterUrl(redis)),
-    jwtSecret,
+    queuePrefix: read('', () => queuePrefix(env, isClusterUrl(redis))),
+    // Both are set whenever no problem was found (the config is only returned then).
+    jwtSecret: jwtSecret ?? '',
     adminEmail,
     adminPassword,
     chat: {
-      apiUrl: url(env, 'CHAT_API_URL', 'https://graph.facebook.com/v21.0', ['http:', 'https:']),
+      apiUrl: read('', () => url(env, 'CHAT_API_URL', 'https://graph.facebook.com/v21.0', ['http:', 'https:'])),
       accessToken: text(env, 'CHAT_ACCESS_TOKEN'),
       phoneNumberId: text(env, 'CHAT_PHONE_NUMBER_ID'),
       businessAccountId: text(env, 'CHAT_BUSINESS_ACCOUNT_ID'),
       appSecret: chatAppSecret,
       verifyToken: text(env, 'CHAT_VERIFY_TOKEN')
     },
-    workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 50, 1, 1000),
-    workerQueues: workerQueues(env),
-    workerHttpPort: integer(env, 'WORKER_HTTP_PORT', 3001, 0, 65535),
-    databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
+    workerConcurrency: int('WORKER_CONCURRENCY', 50, 1, 1000),
+    workerQueues: read([], () => workerQueues(env)),
+    workerHttpPort: int('WORKER_HTTP_PORT', 3001, 0, 65535),
+    databasePoolMax: int('DATABASE_POOL_MAX', 10, 1, 1000),
     timeouts,
     reconciler,
-    encryptionKey,
-    encryptionKeysPrevious: previousEncryptionKeys(env),
-    httpRequestAllowPrivate: boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE'),
+    encryptionKey: encryptionKey ?? Buffer.alloc(0),
+    encryptionKeysPrevious: read([], () => previousEncryptionKeys(env)),
+    httpRequestAllowPrivate: read(false, () => boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE')),
     nodeOutputMaxBytes,
     runResultMaxBytes,
     limits: {
-      workflowMaxNodes: integer(env, 'WORKFLOW_MAX_NODES', DEFAULT_LIMITS.workflowMaxNodes, 1, 100_000),
-      cronMinIntervalSeconds: integer(env, 'CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
-      eventFanoutMax: integer(env, 'EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000)
+      workflowMaxNodes: int('WORKFLOW_MAX_NODES', DEFAULT_LIMITS.workflowMaxNodes, 1, 100_000),
+      cronMinIntervalSeconds: int('CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
+      eventFanoutMax: int('EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000)
     },
     retention: {
-      runDays: integer(env, 'RUN_RETENTION_DAYS', 30, 1, 36_500),
-      rawBodyHours: integer(env, 'RAW_BODY_RETENTION_HOURS', 72, 1, 876_000),
-      maxRunsPerWorkflow: text(env, 'RUN_RETENTION_MAX_PER_WORKFLOW') === undefined ? undefined : integer(env, 'RUN_RETENTION_MAX_PER_WORKFLOW', 0, 1, 100_000_000)
+      runDays: int('RUN_RETENTION_DAYS', 30, 1, 36_500),
+      rawBodyHours: int('RAW_BODY_RETENTION_HOURS', 72, 1, 876_000),
+      maxRunsPerWorkflow: text(env, 'RUN_RETENTION_MAX_PER_WORKFLOW') === undefined ? undefined : int('RUN_RETENTION_MAX_PER_WORKFLOW', 0, 1, 100_000_000)
     },
-    trustProxy: trustProxy(env),
+    trustProxy: read(false, () => trustProxy(env)),
     logLevel,
     dataDir
   }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}
+
+/** EX_CONFIG of sysexits.h: the process was started with a bad configuration, and a restart alone will not help. */
+export const EXIT_CONFIG = 78
+
+/**
+ * What `read` makes of the environment (the configuration of an entry point: the api, the worker,
+ * a command); when it throws a ConfigError, one JSON log line naming every bad or missing setting,
+ * then exit code 78.
+ */
+export function configuredOrExit<T> (name: string, read: () => T): T {
+  try {
+    return read()
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    // pino writes to stdout synchronously by default: the line is out before the exit.
+    createLogger('info', name).fatal({ settings: err.problems.map((problem) => problem.setting), problems: err.problems.map((problem) => problem.message) },
+      `invalid configuration: ${err.message}`)
+    process.exit(EXIT_CONFIG)
+  }
+}
+
+/** The configuration of an entry point, or its one line and exit code 78 (`configuredOrExit`). */
+export function configOrExit (name: string, env: Env = process.env): Config {
+  return configuredOrExit(name, () => loadConfig(env))
 }

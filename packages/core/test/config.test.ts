@@ -43,17 +43,25 @@ t.test('development secrets are generated once per data dir and then reused', as
 
 t.test('production refuses unsafe defaults', async (t) => {
   t.ok(loadConfig(production), 'a complete production environment loads')
-  t.throws(() => loadConfig({ ...production, JWT_SECRET: undefined }), new ConfigError('JWT_SECRET of at least 32 characters is required when NODE_ENV=production'))
+  t.throws(() => loadConfig({ ...production, JWT_SECRET: undefined }), { name: 'ConfigError', message: 'JWT_SECRET of at least 32 characters is required when NODE_ENV=production' })
   t.throws(() => loadConfig({ ...production, JWT_SECRET: 'short-secret' }), /JWT_SECRET of at least 32 characters/)
   t.throws(() => loadConfig({ ...production, ENCRYPTION_KEY: undefined }), /ENCRYPTION_KEY is required/)
   t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: undefined }), /ADMIN_PASSWORD must be changed/)
   t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: 'admin' }), /ADMIN_PASSWORD must be changed/)
   for (const missing of [undefined, '', '   ']) {
     t.throws(() => loadConfig({ ...production, CHAT_APP_SECRET: missing }),
-      new ConfigError('CHAT_APP_SECRET is required when NODE_ENV=production (inbound chat deliveries must be signed)'), `CHAT_APP_SECRET ${JSON.stringify(missing)}`)
+      { name: 'ConfigError', message: 'CHAT_APP_SECRET is required when NODE_ENV=production (inbound chat deliveries must be signed)' }, `CHAT_APP_SECRET ${JSON.stringify(missing)}`)
   }
   t.equal(loadConfig(production).chat.appSecret, 'the-platform-app-secret')
   t.equal(loadConfig({ DATA_DIR: dataDir() }).chat.appSecret, undefined, 'outside production deliveries may be unsigned')
+})
+
+t.test('every bad or missing setting is reported at once, the first problem of each', async (t) => {
+  const err = t.throws(() => loadConfig({ NODE_ENV: 'production', PORT: 'eighty', JWT_SECRET: 'short', LOG_LEVEL: 'loud' })) as ConfigError
+  t.type(err, ConfigError)
+  t.same(err.problems.map((problem) => problem.setting), ['JWT_SECRET', 'ENCRYPTION_KEY', 'ADMIN_PASSWORD', 'CHAT_APP_SECRET', 'LOG_LEVEL', 'PORT'])
+  t.equal(err.problems[0]?.message, 'JWT_SECRET of at least 32 characters is required when NODE_ENV=production', 'one problem per setting')
+  t.equal(err.message, err.problems.map((problem) => problem.message).join('; '))
 })
 
 t.test('malformed values are refused with the setting named', async (t) => {
@@ -103,9 +111,7 @@ t.test('TRUST_PROXY: true, false, or addresses and ranges as Fastify\'s trustPro
     ['203.0.113.7', '10.0.0.0/8', '2001:db8::/32', 'loopback', '192.168.0.0/255.255.0.0', '::1'])
   // A hop count, a malformed address, a prefix out of range, a broken netmask or an empty entry names the entry.
   for (const entry of ['1', '10.0.0', '10.0.0.0/33', '10.0.0.0/0', '2001:db8::/129', '10.0.0.0/255.0.255.0', '10.0.0.0/8/8', 'localhost', '']) {
-    t.throws(() => trustProxy(`loopback,${entry}`), new ConfigError(
-      `TRUST_PROXY must be true, false or a comma-separated list of addresses, CIDR ranges, loopback, linklocal and uniquelocal, got "${entry}"`
-    ), entry)
+    t.throws(() => trustProxy(`loopback,${entry}`), { name: 'ConfigError', message: `TRUST_PROXY must be true, false or a comma-separated list of addresses, CIDR ranges, loopback, linklocal and uniquelocal, got "${entry}"` }, entry)
   }
 })
 
@@ -113,15 +119,15 @@ t.test('NODE_OUTPUT_MAX_BYTES and RUN_RESULT_MAX_BYTES: 1 MiB and 8 MiB unless s
   const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dataDir(), ...env })
   t.match(load(), { nodeOutputMaxBytes: 1_048_576, runResultMaxBytes: 8_388_608 })
   t.match(load({ NODE_OUTPUT_MAX_BYTES: '65536', RUN_RESULT_MAX_BYTES: '65536' }), { nodeOutputMaxBytes: 65_536, runResultMaxBytes: 65_536 })
-  t.throws(() => load({ NODE_OUTPUT_MAX_BYTES: '100' }), new ConfigError('NODE_OUTPUT_MAX_BYTES must be an integer from 1024 to 67108864, got "100"'))
+  t.throws(() => load({ NODE_OUTPUT_MAX_BYTES: '100' }), { name: 'ConfigError', message: 'NODE_OUTPUT_MAX_BYTES must be an integer from 1024 to 67108864, got "100"' })
   t.throws(() => load({ RUN_RESULT_MAX_BYTES: '1GB' }), /^RUN_RESULT_MAX_BYTES must be an integer from 1024 to 134217728/)
-  t.throws(() => load({ RUN_RESULT_MAX_BYTES: '524288' }), new ConfigError('RUN_RESULT_MAX_BYTES (524288) must be at least NODE_OUTPUT_MAX_BYTES (1048576)'))
+  t.throws(() => load({ RUN_RESULT_MAX_BYTES: '524288' }), { name: 'ConfigError', message: 'RUN_RESULT_MAX_BYTES (524288) must be at least NODE_OUTPUT_MAX_BYTES (1048576)' })
 })
 
 t.test('production refuses the placeholder secrets of examples', async (t) => {
-  t.throws(() => loadConfig({ ...production, JWT_SECRET: 'change-me-to-a-long-random-secret-of-32-chars' }), new ConfigError('JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48'))
-  t.throws(() => loadConfig({ ...production, ENCRYPTION_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' }), new ConfigError('ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32'))
-  t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: 'change-me' }), new ConfigError('ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production'))
+  t.throws(() => loadConfig({ ...production, JWT_SECRET: 'change-me-to-a-long-random-secret-of-32-chars' }), { name: 'ConfigError', message: 'JWT_SECRET is a placeholder: generate one, e.g. openssl rand -base64 48' })
+  t.throws(() => loadConfig({ ...production, ENCRYPTION_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' }), { name: 'ConfigError', message: 'ENCRYPTION_KEY is a placeholder (all zero): generate one, e.g. openssl rand -base64 32' })
+  t.throws(() => loadConfig({ ...production, ADMIN_PASSWORD: 'change-me' }), { name: 'ConfigError', message: 'ADMIN_PASSWORD is a placeholder: choose a real password when NODE_ENV=production' })
   // Development keeps accepting them: only production is refused.
   t.doesNotThrow(() => loadConfig({ ...production, NODE_ENV: 'development', JWT_SECRET: 'change-me-to-a-long-random-secret-of-32-chars', ENCRYPTION_KEY: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' }))
 })
@@ -142,7 +148,7 @@ t.test('deployment settings: pool size, the worker queues and listener, the defa
   t.equal(set.redisUrl, 'redis://127.0.0.1:56379', 'the default Redis address follows LOCAL_REDIS_PORT')
   t.equal(loadConfig({ DATA_DIR: dataDir(), LOCAL_POSTGRES_PORT: '55432', DATABASE_URL: 'postgres://db:5432/x' }).databaseUrl, 'postgres://db:5432/x', 'DATABASE_URL wins')
 
-  t.throws(() => loadConfig({ DATA_DIR: dataDir(), DATABASE_POOL_MAX: '0' }), new ConfigError('DATABASE_POOL_MAX must be an integer from 1 to 1000, got "0"'))
+  t.throws(() => loadConfig({ DATA_DIR: dataDir(), DATABASE_POOL_MAX: '0' }), { name: 'ConfigError', message: 'DATABASE_POOL_MAX must be an integer from 1 to 1000, got "0"' })
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), WORKER_QUEUES: 'workflow-runs,' }), /WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, got ""/)
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), LOCAL_REDIS_PORT: '70000' }), /LOCAL_REDIS_PORT must be an integer from 1 to 65535/)
 })
@@ -151,7 +157,7 @@ t.test('retention: 30 days of runs, 72 hours of raw bodies, no per-workflow limi
   const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dataDir(), ...env })
   t.same(load().retention, { runDays: 30, rawBodyHours: 72, maxRunsPerWorkflow: undefined })
   t.same(load({ RUN_RETENTION_DAYS: '7', RAW_BODY_RETENTION_HOURS: '1', RUN_RETENTION_MAX_PER_WORKFLOW: '1000' }).retention, { runDays: 7, rawBodyHours: 1, maxRunsPerWorkflow: 1000 })
-  t.throws(() => load({ RUN_RETENTION_DAYS: '0' }), new ConfigError('RUN_RETENTION_DAYS must be an integer from 1 to 36500, got "0"'))
+  t.throws(() => load({ RUN_RETENTION_DAYS: '0' }), { name: 'ConfigError', message: 'RUN_RETENTION_DAYS must be an integer from 1 to 36500, got "0"' })
   t.throws(() => load({ RAW_BODY_RETENTION_HOURS: '1.5' }), /^RAW_BODY_RETENTION_HOURS must be an integer/)
   t.throws(() => load({ RUN_RETENTION_MAX_PER_WORKFLOW: '0' }), /^RUN_RETENTION_MAX_PER_WORKFLOW must be an integer from 1/)
 })

@@ -159,3 +159,23 @@ t.test('a member near its deadline is answered on time alone; the rest of its gr
   const stragglerRuns = await db.select({ id: runs.id }).from(runs).where(sql`${runs.triggerData}->>'straggler' = 'true'`)
   t.same(stragglerRuns, [], 'and leaves no run: it was taken out before the COMMIT')
 })
+
+t.test('a start waiting for a group to go out is answered at its deadline, not when the groups ahead of it end', async (t) => {
+  // One group at a time, and it waits 1.5 s for a lock: the start behind it has 600 ms.
+  const held = db.transaction(async (tx) => {
+    await tx.insert(idempotencyKeys).values({ workflowId: workflow.id, key: 'held-ahead', runId: (await tx.insert(runs).values({ workflowId: workflow.id, userId: workflow.userId, queue: WORKFLOW_RUNS, workflowVersion: 1 }).returning())[0]!.id })
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    tx.rollback()
+  }).catch(() => {})
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const starter = createGroupStarter({ db, queues }, { ...GROUP_START_DEFAULTS, maxInFlight: 1 })
+  const ahead = starter.start({ workflow, triggerData: {}, idempotencyKey: 'held-ahead', deadline: within(3000) })
+  await new Promise((resolve) => setImmediate(resolve))
+  const sentAt = Date.now()
+  const behind = await starter.start({ workflow, triggerData: { behind: true }, deadline: within(600) }).then(() => 'accepted', (err: unknown) => ({ err, ms: Date.now() - sentAt }))
+  t.match(behind, { err: { code: 'SERVICE_UNAVAILABLE' } })
+  t.ok(typeof behind === 'object' && behind.ms < 600 + 100, `answered by its deadline (${typeof behind === 'object' ? behind.ms : '?'} ms)`)
+  t.ok((await ahead).created, 'the group ahead commits once the lock is free')
+  await held
+  t.same(await db.select({ id: runs.id }).from(runs).where(sql`${runs.triggerData}->>'behind' = 'true'`), [], 'the start behind left no run')
+})

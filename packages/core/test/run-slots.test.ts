@@ -104,7 +104,8 @@ t.test('at most maxConcurrentRuns execute at once across two workers; the runs b
   await enqueue(runIds.slice(2).reverse())
   await waitFor(async () => (await db.select().from(runSlots).where(eq(runSlots.state, 'waiting'))).length === 8 ? true : undefined, { what: 'eight runs waiting' })
   t.same((await statuses(runIds)).slice(2), Array(8).fill('PENDING'), 'the runs beyond the limit wait PENDING')
-  t.equal(await queues[WORKFLOW_RUNS].getDelayedCount(), 8, 'their jobs are held (delayed)')
+  // A run's slot row says it waits a moment before its job is moved to delayed.
+  await waitFor(async () => await queues[WORKFLOW_RUNS].getDelayedCount() === 8 ? true : undefined, { what: 'their jobs held (delayed)' })
 
   // The reconciler leaves them alone: their jobs are live, nothing is re-enqueued or failed.
   const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0 })

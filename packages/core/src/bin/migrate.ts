@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../config.ts'
+import { ConfigError, configuredOrExit, loadConfig } from '../config.ts'
 import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '../db/migrate.ts'
 import { createLogger } from '../logger.ts'
 
@@ -15,12 +15,12 @@ function migrationTarget (env: NodeJS.ProcessEnv): { databaseUrl: string, logLev
     return { databaseUrl: config.databaseUrl, logLevel: config.logLevel }
   }
   if (!URL.canParse(raw) || !['postgres:', 'postgresql:'].includes(new URL(raw).protocol)) {
-    throw new ConfigError('DATABASE_MIGRATION_URL must be a postgres:// or postgresql:// URL')
+    throw new ConfigError([{ setting: 'DATABASE_MIGRATION_URL', message: 'DATABASE_MIGRATION_URL must be a postgres:// or postgresql:// URL' }])
   }
   return { databaseUrl: raw, logLevel: 'info' }
 }
 
-const { databaseUrl, logLevel } = migrationTarget(process.env)
+const { databaseUrl, logLevel } = configuredOrExit('migrate', () => migrationTarget(process.env))
 const logger = createLogger(logLevel, 'migrate')
 try {
   if (await ensureDatabase(databaseUrl) === 'created') logger.info('database created')

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { loadConfig } from '../config.ts'
+import { configOrExit } from '../config.ts'
 import { createDatabase } from '../db/client.ts'
 import { PASSWORD_LENGTH } from '../users/password.ts'
 import { usersRepository } from '../users/repository.ts'
@@ -9,7 +9,8 @@ import { usersRepository } from '../users/repository.ts'
  * Authentication). Sets a new password on the user of DATABASE_URL, read from stdin with
  * `--password-stdin` (as `docker login` reads one) or else generated and printed once, and
  * ends every token issued before it, on every api replica (the change is announced as the
- * routes' are). Every failure is one line on stderr and exit code 1.
+ * routes' are). A configuration error is the one line and exit code 78 of every entry point
+ * (`configOrExit`); any other failure is one line on stderr and exit code 1.
  */
 const USAGE = 'usage: pnpm users:reset-password <email> [--password-stdin]'
 /** stdin read at most: a password is at most PASSWORD_LENGTH.max characters of up to 4 bytes. */
@@ -40,7 +41,7 @@ async function reset (args: string[]): Promise<string> {
   const [email] = rest
   if (rest.length !== 1 || email === undefined || email.startsWith('-')) throw new Error(USAGE)
   const password = fromStdin ? await passwordFromStdin() : generatedPassword()
-  const database = createDatabase(loadConfig().databaseUrl, { max: 1 })
+  const database = createDatabase(configOrExit('reset-password').databaseUrl, { max: 1 })
   try {
     const users = usersRepository(database.db)
     const user = await users.findByEmail(email)

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.ts'
+import { configOrExit } from '../config.ts'
 import { rotateEncryptionKey } from '../credentials/rotation.ts'
 import { createDatabase } from '../db/client.ts'
 import { keyringOf } from '../encryption.ts'
@@ -8,7 +8,7 @@ import { createLogger } from '../logger.ts'
  * `pnpm credentials:rotate`: re-encrypts every credential and chat account token with
  * ENCRYPTION_KEY, reading them with it or any of ENCRYPTION_KEYS_PREVIOUS (README, Credentials).
  */
-const config = loadConfig()
+const config = configOrExit('rotate')
 const logger = createLogger(config.logLevel, 'rotate')
 const database = createDatabase(config.databaseUrl, { max: 1 })
 try {

@@ -49,6 +49,12 @@ interface Member {
   bytes: number
   /** Answered (accepted or refused): later outcomes of its group no longer reach the caller. */
   settled: boolean
+  /** Its group's COMMIT was sent: an error answer from now on is in doubt. */
+  commitSent: boolean
+  /** Answered with an error after its COMMIT was sent: its run may exist. */
+  inDoubt: boolean
+  /** Answers it at its deadline, wherever it is then (waiting for a group, or in one). */
+  timer: NodeJS.Timeout
   resolve: (started: StartedRun) => void
   reject: (err: unknown) => void
 }
@@ -118,8 +124,16 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
   const settle = (member: Member, outcome: { started: StartedRun } | { error: unknown }): void => {
     if (member.settled) return
     member.settled = true
+    clearTimeout(member.timer)
     if ('started' in outcome) member.resolve(outcome.started)
     else member.reject(outcome.error)
+  }
+
+  /** A member's deadline came: it is answered now, whatever its group is doing. */
+  const expire = (member: Member): void => {
+    if (member.settled) return
+    member.inDoubt = member.commitSent
+    settle(member, { error: timeIsUp(member.commitSent ? 'commit the run: its outcome is unknown' : 'store the run') })
   }
 
   /** Queued after the commit; the members were answered already. */
@@ -138,22 +152,13 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
   }
 
   async function write (group: Member[]): Promise<void> {
+    const timeIsUpFor = (member: Member): boolean => member.settled || member.run.deadline.remainingMs(COMMIT_RESERVE_MS) <= 0
     const live = group.filter((member) => {
-      if (member.run.deadline.remainingMs(COMMIT_RESERVE_MS) > 0) return true
+      if (!timeIsUpFor(member)) return true
       settle(member, { error: timeIsUp('store the run') })
       return false
     })
     if (live.length === 0) return
-    let commitSent = false
-    /** Members answered with an error after their COMMIT was sent: their runs may exist. */
-    const inDoubt = new Set<Member>()
-    // Each member is answered by its own deadline, whatever its group is doing then.
-    const timers = live.map((member) => setTimeout(() => {
-      if (member.settled) return
-      if (commitSent) inDoubt.add(member)
-      settle(member, { error: timeIsUp(commitSent ? 'commit the run: its outcome is unknown' : 'store the run') })
-    }, member.run.deadline.remainingMs()))
-    const timeIsUpFor = (member: Member): boolean => member.settled || member.run.deadline.remainingMs(COMMIT_RESERVE_MS) <= 0
     let started: StartedRun[] = []
     let created: CreatedRun[] = []
     try {
@@ -168,8 +173,8 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
         started = inserted.started
         created = inserted.created
         // The runs of members whose time is up leave the transaction before its COMMIT. The last
-        // check and the COMMIT run without a turn of the event loop between them, so no timer can
-        // answer a member in between.
+        // check and the COMMIT run without a turn of the event loop between them, so no member's
+        // timer can answer it in between.
         for (;;) {
           if (live.every(timeIsUpFor)) throw new TimeoutError('commit the runs: every request\'s deadline has passed')
           const kept = new Set(live.flatMap((member, i) => timeIsUpFor(member) ? [] : [started[i]!.runId]))
@@ -181,19 +186,17 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
           await withdrawRuns(tx, withdrawn.map(({ runId }) => runId))
           created = created.filter(({ runId }) => kept.has(runId))
         }
-        commitSent = true
+        for (const member of live) member.commitSent = true
       })
     } catch (err) {
       for (const member of live) {
-        if (!member.settled && commitSent) inDoubt.add(member)
+        if (!member.settled) member.inDoubt = member.commitSent
         settle(member, { error: err instanceof TimeoutError ? serviceUnavailable(err) : err })
       }
-      logInDoubt(live, started, inDoubt, 'the COMMIT was sent but its outcome is unknown')
+      logInDoubt(live, started, 'the COMMIT was sent but its outcome is unknown')
       return
-    } finally {
-      for (const timer of timers) clearTimeout(timer)
     }
-    logInDoubt(live, started, inDoubt, 'the COMMIT was confirmed after the answer')
+    logInDoubt(live, started, 'the COMMIT was confirmed after the answer')
     live.forEach((member, i) => { settle(member, { started: started[i]! }) })
     enqueue(created)
   }
@@ -202,9 +205,9 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
    * Requests answered 503 (the webhook: 500) whose runs may exist: they will run. A retry with
    * the same Idempotency-Key gets the same run; one without may start a second (README, Guarantees).
    */
-  function logInDoubt (live: Member[], started: StartedRun[], inDoubt: ReadonlySet<Member>, why: string): void {
-    if (inDoubt.size === 0) return
-    const members = live.flatMap((member, i) => inDoubt.has(member) ? [{ requestId: member.run.requestId ?? null, runId: started[i]?.runId ?? null }] : [])
+  function logInDoubt (live: Member[], started: StartedRun[], why: string): void {
+    const members = live.flatMap((member, i) => member.inDoubt ? [{ requestId: member.run.requestId ?? null, runId: started[i]?.runId ?? null }] : [])
+    if (members.length === 0) return
     deps.logger?.warn({ requests: members }, `requests answered with an error whose runs may exist and will run: ${why}`)
   }
 
@@ -212,7 +215,9 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
     start: async (run) => await new Promise<StartedRun>((resolve, reject) => {
       // A replay's triggerData is copied from the run it replays by the insert itself.
       const triggerJson = run.retriedFrom !== undefined && run.triggerData === undefined ? undefined : storableJson(run.triggerData ?? null)
-      waiting.push({ run, triggerJson, bytes: (triggerJson?.length ?? 0) + (run.rawBody?.length ?? 0) * 2, settled: false, resolve, reject })
+      const member: Member = { run, triggerJson, bytes: (triggerJson?.length ?? 0) + (run.rawBody?.length ?? 0) * 2, settled: false, commitSent: false, inDoubt: false, timer: undefined as unknown as NodeJS.Timeout, resolve, reject }
+      member.timer = setTimeout(() => { expire(member) }, run.deadline.remainingMs())
+      waiting.push(member)
       if (inFlight < options.maxInFlight) schedule()
     }),
     async drain (ms) {

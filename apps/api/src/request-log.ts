@@ -1,0 +1,34 @@
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
+
+/** What machines poll (kubelet probes, Prometheus): answered, they are logged at debug. */
+const PROBES = new Set(['/health/live', '/health/ready', '/metrics'])
+
+/** A request's path: the query string may carry secrets (build.ts, requestForLog). */
+export const pathOf = (request: FastifyRequest): string => request.url.split('?')[0] ?? request.url
+
+/**
+ * The api's request log: one line per request once it is answered, with the method, URL,
+ * status and response time (Fastify's own controller writes an "incoming request" line at info
+ * as well, and a "request completed" line without the URL), labelled with the request id. The
+ * arrival is at debug: what a request that never ends leaves behind.
+ */
+export class RequestLog extends LogController {
+  constructor () {
+    super({ requestIdLogLabel: 'requestId' })
+  }
+
+  override incomingRequest (request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime }
+    if (error !== null && error !== undefined) {
+      reply.log.error({ ...line, err: error }, 'request errored')
+    } else if (PROBES.has(pathOf(request))) {
+      reply.log.debug(line, 'request completed')
+    } else {
+      reply.log.info(line, 'request completed')
+    }
+  }
+}
