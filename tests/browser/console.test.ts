@@ -4,7 +4,9 @@
  * The console in a real browser (Debian's Chromium, driven by playwright-core) against real
  * api and worker processes and the fake chat platform: log in, create a workflow, fire it,
  * follow its run to SUCCESS and open its nodes' outputs, watch the queue counters move,
- * answer a customer, manage users and chat accounts. Every page is photographed into
+ * answer a customer, manage users (their roles and passwords) and chat accounts, change one's own
+ * password; the empty states of a fresh installation, and an editor that will not send JSON that
+ * does not parse. Every page is photographed into
  * tests/browser/screenshots/, with the first load's figures in metrics.json there.
  */
 import { execFileSync } from 'node:child_process'
@@ -78,16 +80,20 @@ page.on('dialog', (dialog) => { dialog.accept().catch(() => {}) })
 const outside: string[] = []
 const cspViolations: string[] = []
 const pageErrors: string[] = []
-page.on('request', (request) => { if (!request.url().startsWith(`${baseUrl}/`) && !request.url().startsWith('data:')) outside.push(request.url()) })
-page.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text()) })
-page.on('pageerror', (error) => { pageErrors.push(error.message) })
+/** Records what a page of the console at `base` fetches from elsewhere, and its CSP violations and script errors. */
+const watch = (watched: Page, base: string): void => {
+  watched.on('request', (request) => { if (!request.url().startsWith(`${base}/`) && !request.url().startsWith('data:')) outside.push(request.url()) })
+  watched.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text()) })
+  watched.on('pageerror', (error) => { pageErrors.push(error.message) })
+}
+watch(page, baseUrl)
 
-const shot = async (name: string): Promise<void> => {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+const shot = async (name: string, shown = page): Promise<void> => {
+  await shown.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }
 
 /** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
+const unlabelledControls = async (shown = page): Promise<string[]> => shown.evaluate(() =>
   Array.from(document.querySelectorAll('input, select, textarea'))
     .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
     .map((control) => control.outerHTML.slice(0, 120)))
@@ -141,10 +147,26 @@ t.test('log in: a wrong password is said so; the right one opens the overview', 
 t.test('create a workflow from the form; its page draws the graph as the engine follows it', async (t) => {
   await page.getByRole('link', { name: 'Workflows', exact: true }).click()
   await heading(page, 'Workflows').waitFor()
-  await page.getByRole('link', { name: 'New workflow' }).click()
+  await page.getByRole('heading', { name: 'No workflows yet' }).waitFor()
+  t.equal(await page.getByText('No workflow matches').count(), 0, 'with no filter set, the list says there are none yet, not that none matches')
+  await page.getByRole('link', { name: 'Create your first workflow' }).click()
   await heading(page, 'New workflow').waitFor()
   await page.getByLabel('Name', { exact: true }).fill('Order triage')
   await page.getByLabel('Tags (comma-separated)').fill('orders, console')
+
+  // JSON that does not parse cannot be sent, and the page says why.
+  const create = page.getByRole('button', { name: 'Create workflow' })
+  await page.getByLabel('Nodes (JSON array)').fill('[{ "id": "receive", "type": "set",')
+  await page.locator('#json-problem').waitFor()
+  t.ok(await create.isDisabled(), 'Create workflow is disabled')
+  t.match(await page.locator('#json-problem').textContent(), /^Nodes are not valid JSON: .+\. Fix it to create the workflow\.$/)
+  t.equal(await create.getAttribute('aria-describedby'), 'json-problem', 'the reason is the button\'s description')
+  t.ok(await page.getByRole('button', { name: 'Add', exact: true }).isDisabled(), 'adding a node would overwrite the text: disabled too')
+  await shot('02-workflow-new-invalid')
+  await page.getByLabel('Nodes (JSON array)').fill('{ "id": "receive" }')
+  t.equal(await page.locator('#json-problem').textContent(), 'Nodes must be a JSON array. Fix it to create the workflow.')
+  t.ok(await create.isDisabled())
+
   await page.getByLabel('Nodes (JSON array)').fill(JSON.stringify([
     { id: 'receive', type: 'set', config: { values: { amount: '{{triggerData.amount}}' } }, next: 'check' },
     { id: 'check', type: 'condition', config: { field: 'triggerData.amount', operator: 'gt', value: 100, then: 'big', else: 'small' } },
@@ -152,6 +174,8 @@ t.test('create a workflow from the form; its page draws the graph as the engine 
     { id: 'small', type: 'set', config: { values: { lane: 'small order' } } }
   ], null, 2))
   await page.locator('svg.graph g[data-node="small"]').waitFor()
+  t.equal(await page.locator('#json-problem').count(), 0)
+  t.ok(await create.isEnabled(), 'valid JSON enables Create workflow again')
   t.same(await unlabelledControls(), [])
   await shot('02-workflow-new')
   await page.getByRole('button', { name: 'Create workflow' }).click()
@@ -215,6 +239,10 @@ t.test('the overview\'s queue counters change while it is open (polled every 5 s
   t.match(await attention.locator('.error-text').textContent(), /Blocked request to private address 127\.0\.0\.1/)
   t.match(await page.locator('.chart svg').getAttribute('aria-label'), /2 SUCCESS, 1 FAILED/, 'the runs of the last hour are charted by status')
   await shot('05-overview')
+  await page.goto(`${baseUrl}/console/runs/${failing.id}`)
+  t.match(await page.locator('.facts .error-text').textContent(), /^Blocked request to private address 127\.0\.0\.1 \(HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses\)$/,
+    'the run page says which setting allows the address')
+  await page.goto(`${baseUrl}/console/`)
 })
 
 t.test('a waiting run is cancelled from its page and retried with the same trigger data', async (t) => {
@@ -260,7 +288,8 @@ t.test('workflow and run lists with their filters', async (t) => {
   await page.goto(`${baseUrl}/console/workflows?triggerType=MANUAL`)
   await page.getByRole('link', { name: 'Order triage' }).waitFor()
   await page.getByLabel('Trigger').selectOption('EVENT')
-  await page.getByText('No workflow matches').waitFor()
+  await page.getByText('No workflow matches these filters').waitFor()
+  t.equal(await page.getByText('No workflows yet').count(), 0, 'a filter that matches nothing is not an empty installation')
   t.match(page.url(), /triggerType=EVENT/, 'filters live in the address')
   await page.getByLabel('Trigger').selectOption('')
   await page.getByRole('link', { name: 'Order triage' }).waitFor()
@@ -338,7 +367,25 @@ t.test('admin: create and delete a user; link, verify and delete a chat account'
   await page.getByRole('button', { name: 'Add user' }).click()
   const agent = page.locator('tr[data-user="agent@example.com"]')
   await agent.waitFor()
-  t.match(await agent.textContent(), 'member')
+  t.equal(await agent.getByLabel('Role of agent@example.com').inputValue(), 'member')
+  const agentRole = async (): Promise<string> =>
+    ((await stack.call('GET', '/api/users', { token })).body as Array<{ email: string, role: string }>).find((user) => user.email === 'agent@example.com')!.role
+
+  await agent.getByLabel('Role of agent@example.com').selectOption('admin')
+  await agent.getByText('Now an admin').waitFor()
+  t.equal(await agentRole(), 'admin', 'the role is changed')
+  await agent.getByLabel('Role of agent@example.com').selectOption('member')
+  await agent.getByText('Now a member').waitFor()
+  t.equal(await agentRole(), 'member')
+
+  const agentToken = await stack.client.login({ email: 'agent@example.com', password: 'agent-password' })
+  await agent.getByRole('button', { name: 'Set a password for agent@example.com' }).click()
+  await agent.getByLabel(/^New password for agent@example\.com/).fill('reset-by-the-admin')
+  await agent.getByRole('button', { name: 'Save password' }).click()
+  await agent.getByText('Password set: their sessions were signed out').waitFor()
+  t.equal((await stack.call('GET', '/api/automation/workflows', { token: agentToken })).status, 401, 'the agent\'s earlier token is ended')
+  t.equal((await stack.call('POST', '/api/auth/login', { body: { email: 'agent@example.com', password: 'reset-by-the-admin' } })).status, 200, 'the new password signs in')
+  t.match(await page.locator(`tr[data-user="${TEST_ADMIN.email}"]`).textContent(), 'Change my password', 'an admin\'s own row links to their account page')
 
   await page.getByLabel('Name', { exact: true }).fill('Support line')
   await page.getByLabel('Phone number id (digits)').fill('106540352242999')
@@ -391,6 +438,60 @@ t.test('a token the api refuses (401) returns to the login page', async (t) => {
   await heading(page, 'Switchboard console').waitFor()
   t.match(page.url(), /\/console\/login\?next=%2Fconsole%2Fruns$/)
   t.equal(await page.evaluate((key) => window.localStorage.getItem(key), SESSION_KEY), null, 'the refused token is forgotten')
+})
+
+t.test('a fresh installation without a chat account: the inbox says how to set one up; a user changes their own password', async (t) => {
+  const bare = await startStack(t, { workers: 0 })
+  const other = await browser.newPage()
+  t.teardown(async () => { await other.close() })
+  watch(other, bare.baseUrl)
+  await other.goto(`${bare.baseUrl}/console/login`)
+  await other.getByLabel('Email').fill(TEST_ADMIN.email)
+  await other.getByLabel('Password').fill(TEST_ADMIN.password)
+  await other.getByRole('button', { name: 'Sign in' }).click()
+  await heading(other, 'Overview').waitFor()
+
+  await other.getByRole('link', { name: 'Inbox' }).click()
+  await other.getByRole('heading', { name: 'No chat account is set up' }).waitFor()
+  const advice = await other.locator('#no-chat-account').textContent()
+  t.match(advice, 'Admin → Chat accounts', 'says where to link a number')
+  t.match(advice, 'CHAT_PHONE_NUMBER_ID', 'and which settings give the installation its default account')
+  t.equal(await other.getByRole('alert').count(), 0, 'no error is shown')
+  t.equal(await other.getByText('Chat account not found').count(), 0)
+  await shot('12-inbox-no-account', other)
+
+  const sessionToken = async (): Promise<string> => other.evaluate((key) => JSON.parse(window.localStorage.getItem(key) ?? '{}').token, SESSION_KEY)
+  const before = await sessionToken()
+  await other.getByRole('link', { name: 'Account', exact: true }).click()
+  await heading(other, 'Account').waitFor()
+  t.same(await unlabelledControls(other), [])
+  const change = async (current: string, next: string, confirmation = next): Promise<void> => {
+    await other.getByLabel('Current password').fill(current)
+    await other.getByLabel('New password (at least 8 characters)').fill(next)
+    await other.getByLabel('Confirm the new password').fill(confirmation)
+    await other.getByRole('button', { name: 'Change password' }).click()
+  }
+  await change('not-the-password', 'console-new-password')
+  await other.getByRole('alert').filter({ hasText: 'Current password is incorrect' }).waitFor()
+  t.match(other.url(), /\/console\/account$/, 'a wrong current password does not sign the user out')
+  await change(TEST_ADMIN.password, 'console-new-password', 'console-new-passwrod')
+  await other.getByRole('alert').filter({ hasText: 'The new password and its confirmation differ' }).waitFor()
+  await change(TEST_ADMIN.password, 'console-new-password')
+  await other.getByText('Password changed. Every other session was signed out.').waitFor()
+  await shot('13-account', other)
+  const after = await sessionToken()
+  t.not(after, before, 'the session holds the token the change returned')
+  t.equal((await bare.call('GET', '/api/automation/workflows', { token: before })).status, 401, 'the token from before the change is ended')
+
+  await other.getByRole('link', { name: 'Workflows', exact: true }).click()
+  await other.getByRole('heading', { name: 'No workflows yet' }).waitFor()
+  t.pass('this session goes on with the new token')
+  await other.getByRole('button', { name: 'Log out' }).click()
+  await other.getByLabel('Email').fill(TEST_ADMIN.email)
+  await other.getByLabel('Password').fill('console-new-password')
+  await other.getByRole('button', { name: 'Sign in' }).click()
+  await heading(other, 'Workflows').waitFor()
+  t.pass('the new password signs in, back to the page the user left')
 })
 
 t.test('no request left localhost, no Content-Security-Policy violation, no script error', async (t) => {

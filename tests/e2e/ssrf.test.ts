@@ -21,15 +21,16 @@ const runOf = async (url: string): Promise<RunBody> =>
 t.test('http_request to loopback, by address or by name, is refused before connecting', async (t) => {
   const byAddress = await runOf(`http://127.0.0.1:${port}/hook`)
   t.equal(byAddress.status, 'FAILED')
-  t.equal(byAddress.error, 'Blocked request to private address 127.0.0.1')
+  const hint = '(HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)'
+  t.equal(byAddress.error, `Blocked request to private address 127.0.0.1 ${hint}`, 'names the setting that allows it')
   const byName = await runOf(`http://localhost:${port}/hook`)
   t.equal(byName.status, 'FAILED')
-  t.equal(byName.error, 'Blocked request to private address', 'without what the name resolved to')
+  t.equal(byName.error, `Blocked request to private address ${hint}`, 'without what the name resolved to')
   t.equal(hits, 0)
 })
 
 t.test('cloud metadata addresses are refused', async (t) => {
   const run = await runOf('http://169.254.169.254/latest/meta-data/')
   t.equal(run.status, 'FAILED')
-  t.equal(run.error, 'Blocked request to cloud metadata address 169.254.169.254')
+  t.equal(run.error, 'Blocked request to cloud metadata address 169.254.169.254', 'no setting allows it: no hint')
 })

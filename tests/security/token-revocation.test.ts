@@ -32,7 +32,7 @@ const [one, two] = replicas
 
 const unauthorizedBody = { statusCode: 401, code: 'UNAUTHORIZED', error: 'Unauthorized', message: 'Unauthorized' }
 
-async function call (replica: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: unknown) {
+async function call (replica: FastifyInstance, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, token: string, payload?: unknown) {
   return replica.inject({ method, url, payload: payload as Record<string, unknown>, headers: { authorization: `Bearer ${token}` } })
 }
 
@@ -89,8 +89,7 @@ t.test('a deleted admin\'s token stops working on every replica and every route 
   t.notOk(list.json().some((user: { id: string }) => user.id === b.id), 'B is gone')
 })
 
-t.test('a demoted admin loses admin powers on every replica', async (t) => {
-  // There is no route that changes a role (contract: POST, GET, DELETE /api/users): an operator does it in SQL.
+t.test('a role changed by hand in SQL applies on every replica: at once when announced, else when the cached role expires', async (t) => {
   const announced = await newUser('admin')
   const unannounced = await newUser('admin')
   for (const replica of replicas) {
@@ -126,9 +125,73 @@ t.test('a demoted admin loses admin powers on every replica', async (t) => {
 
 t.test('the role in a token is not what authorizes: a member\'s token claiming admin gets 403', async (t) => {
   const member = await newUser('member')
-  const claimsAdmin = one.jwt.sign({ sub: member.id, email: 'member@example.com', role: 'admin' })
+  const claimsAdmin = one.jwt.sign({ sub: member.id, email: 'member@example.com', role: 'admin', ver: 0 })
   for (const replica of replicas) {
     t.equal((await call(replica, 'GET', '/api/users', claimsAdmin)).statusCode, 403)
     t.equal((await call(replica, 'GET', '/api/automation/workflows', claimsAdmin)).statusCode, 200)
   }
+})
+
+/** Polls until the replica answers `status` to the token on `url`, then returns when that happened. */
+async function answeredAt (replica: FastifyInstance, url: string, token: string, status: number, deadline: number): Promise<number> {
+  for (;;) {
+    if ((await call(replica, 'GET', url, token)).statusCode === status) return Date.now()
+    if (Date.now() > deadline) throw new Error(`${url} did not answer ${status} by the deadline`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+t.test('a password change ends every token issued before it, on every replica, before the cached answer expires', async (t) => {
+  const user = await newUser('member')
+  const otherSession = await client.login({ email: user.email, password: 'member-password' })
+  t.same(await everyRouteKind(t, one, user.token), { ...allowed, 'create an admin': 403 }, 'the token works on replica one')
+  const firstReadOnTwo = Date.now()
+  for (const token of [user.token, otherSession]) t.equal((await call(two, 'GET', '/api/automation/workflows', token)).statusCode, 200, 'and on replica two')
+
+  const changed = await call(one, 'POST', '/api/auth/password', user.token, { currentPassword: 'member-password', newPassword: 'changed-password' })
+  t.equal(changed.statusCode, 200, 'the user changes their password through replica one')
+  const refusedOnTwo = await refusedAt(two, otherSession, firstReadOnTwo + ROLE_CACHE_TTL_MS * 2)
+  t.ok(refusedOnTwo < firstReadOnTwo + ROLE_CACHE_TTL_MS, 'replica two heard of the change before its cached answer expired')
+  for (const replica of replicas) {
+    for (const token of [user.token, otherSession]) t.same(await everyRouteKind(t, replica, token), refused, 'every route refuses a token issued before the change')
+    t.equal((await call(replica, 'GET', '/api/automation/workflows', changed.json().token)).statusCode, 200, 'the token the change returned works')
+  }
+})
+
+t.test('an admin\'s reset through one replica ends the user\'s tokens on the other before the cached answer expires', async (t) => {
+  const user = await newUser('admin')
+  t.equal((await call(two, 'GET', '/api/users', user.token)).statusCode, 200)
+  const firstReadOnOne = Date.now()
+  t.equal((await call(one, 'GET', '/api/users', user.token)).statusCode, 200)
+  t.equal((await call(two, 'PATCH', `/api/users/${user.id}`, adminA, { password: 'reset-by-admin' })).statusCode, 200)
+  t.ok(await refusedAt(one, user.token, firstReadOnOne + ROLE_CACHE_TTL_MS * 2) < firstReadOnOne + ROLE_CACHE_TTL_MS)
+  const fresh = await client.login({ email: user.email, password: 'reset-by-admin' })
+  for (const replica of replicas) t.equal((await call(replica, 'GET', '/api/users', fresh)).statusCode, 200, 'a login with the new password works everywhere')
+})
+
+t.test('a role changed through PATCH applies on every replica before the cached role expires', async (t) => {
+  const user = await newUser('admin')
+  t.equal((await call(one, 'GET', '/api/users', user.token)).statusCode, 200)
+  const firstReadOnTwo = Date.now()
+  t.equal((await call(two, 'GET', '/api/users', user.token)).statusCode, 200)
+  t.equal((await call(one, 'PATCH', `/api/users/${user.id}`, adminA, { role: 'member' })).statusCode, 200)
+  t.ok(await answeredAt(two, '/api/users', user.token, 403, firstReadOnTwo + ROLE_CACHE_TTL_MS * 2) < firstReadOnTwo + ROLE_CACHE_TTL_MS,
+    'the demotion applies on replica two before its cached role expires')
+  t.equal((await call(two, 'GET', '/api/automation/workflows', user.token)).statusCode, 200, 'the token still works as a member\'s')
+  t.equal((await call(two, 'PATCH', `/api/users/${user.id}`, adminA, { role: 'admin' })).statusCode, 200)
+  t.ok(await answeredAt(one, '/api/users', user.token, 200, Date.now() + ROLE_CACHE_TTL_MS) > 0, 'the promotion applies on replica one')
+})
+
+t.test('a password change no replica heard of: earlier tokens end when the cached answer expires, later ones work at once', async (t) => {
+  const user = await newUser('member')
+  for (const replica of replicas) t.equal((await call(replica, 'GET', '/api/automation/workflows', user.token)).statusCode, 200)
+  // What a missed notification leaves: the version raised in the database, every replica's cache unaware.
+  const [{ token_version: version }] = await one.database.sql<Array<{ token_version: number }>>`
+    update users set token_version = token_version + 1 where id = ${user.id} returning token_version`
+  const changedAt = Date.now()
+  const later = one.jwt.sign({ sub: user.id, email: user.email, role: 'member', ver: version })
+  t.equal((await call(one, 'GET', '/api/automation/workflows', later)).statusCode, 200, 'a token newer than the cached answer makes replica one read the user again')
+  t.same(await everyRouteKind(t, one, user.token), refused, 'which then refuses the earlier token')
+  await refusedAt(two, user.token, changedAt + ROLE_CACHE_TTL_MS + 3000)
+  t.pass('replica two refuses the earlier token once its cached answer expires')
 })

@@ -126,8 +126,9 @@ t.test('unknown routes answer 404 in the contract shape', async (t) => {
 
 t.test('user management is admin-only', async (t) => {
   const member = await newMember()
-  for (const [method, url] of [['GET', '/api/users'], ['POST', '/api/users'], ['DELETE', `/api/users/${member.id}`]] as const) {
-    const res = await request({ method, url, token: member.token, payload: method === 'POST' ? { email: 'a@example.com', password: 'password1' } : undefined })
+  for (const [method, url] of [['GET', '/api/users'], ['POST', '/api/users'], ['PATCH', `/api/users/${member.id}`], ['DELETE', `/api/users/${member.id}`]] as const) {
+    const payload = method === 'POST' ? { email: 'a@example.com', password: 'password1' } : method === 'PATCH' ? { role: 'admin' } : undefined
+    const res = await request({ method, url, token: member.token, payload })
     t.equal(res.statusCode, 403, `${method} ${url}`)
     t.same(res.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: 'Forbidden' })
   }

@@ -155,7 +155,7 @@ t.test('a deleted user\'s still-signed token can no longer link accounts, read t
   const gone = await chat.newMember()
   const goneAdmin = await chat.newMember()
   await app.database.sql`update users set role = 'admin' where id = ${goneAdmin.id}`
-  const goneAdminToken = app.jwt.sign({ sub: goneAdmin.id, email: goneAdmin.email, role: 'admin' })
+  const goneAdminToken = app.jwt.sign({ sub: goneAdmin.id, email: goneAdmin.email, role: 'admin', ver: 0 })
   const linked = await chat.linkAccount((await chat.newMember()).token, '200000000000041')
   for (const user of [gone, goneAdmin]) {
     t.equal((await request({ method: 'DELETE', url: `/api/users/${user.id}`, token: adminToken })).statusCode, 204)

@@ -76,6 +76,9 @@ export interface ConversationFilter { filter?: string, sort?: string }
 export const api = {
   login: async (email: string, password: string) =>
     call<{ token: string, user: User }>('POST', '/api/auth/login', { body: { email, password }, anonymous: true }),
+  /** Ends every earlier token, this one included: the answer carries the next. */
+  changePassword: async (currentPassword: string, newPassword: string) =>
+    call<{ token: string, user: User }>('POST', '/api/auth/password', { body: { currentPassword, newPassword } }),
 
   queues: async () => (await call<{ queues: QueueCounters[] }>('GET', '/api/automation/queues')).queues,
   runStats: async (minutes: number) => call<RunStats>('GET', `/api/automation/runs/stats${query({ minutes })}`),
@@ -126,5 +129,6 @@ export const api = {
 
   users: async () => call<User[]>('GET', '/api/users'),
   createUser: async (input: { email: string, password: string, role: string }) => call<User>('POST', '/api/users', { body: input }),
+  updateUser: async (id: string, changes: { role?: string, password?: string }) => call<User>('PATCH', `/api/users/${encodeURIComponent(id)}`, { body: changes }),
   deleteUser: async (id: string) => call<undefined>('DELETE', `/api/users/${encodeURIComponent(id)}`)
 }

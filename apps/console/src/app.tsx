@@ -2,8 +2,9 @@ import type { ComponentChildren } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso'
 import { onUnauthorized } from './api.ts'
-import { BASE } from './paths.ts'
+import { BASE, paths } from './paths.ts'
 import { clearSession, loadSession, type Session } from './session.ts'
+import { Account } from './pages/account.tsx'
 import { Admin } from './pages/admin.tsx'
 import { Inbox } from './pages/inbox.tsx'
 import { Login } from './pages/login.tsx'
@@ -41,6 +42,7 @@ function Layout ({ session, onLogout, children }: { session: Session, onLogout: 
         </nav>
         <div class='who'>
           <span class='muted'>{session.user.email} ({session.user.role})</span>
+          <a href={paths.account} aria-current={path === paths.account ? 'page' : undefined}>Account</a>
           <button type='button' class='link-button' onClick={onLogout}>Log out</button>
         </div>
       </header>
@@ -98,6 +100,7 @@ function Shell () {
         <Route path={`${BASE}/runs/:id`} component={RunPage} />
         <Route path={`${BASE}/inbox`} component={Inbox} />
         <Route path={`${BASE}/admin`} component={Admin} />
+        <Route path={paths.account} component={Account} session={session} onSessionChange={setSession} />
         <Route default component={NotFound} />
       </Router>
     </Layout>

@@ -10,5 +10,6 @@ export const paths = {
   runs: `${BASE}/runs`,
   run: (id: string) => `${BASE}/runs/${encodeURIComponent(id)}`,
   inbox: `${BASE}/inbox`,
-  admin: `${BASE}/admin`
+  admin: `${BASE}/admin`,
+  account: `${BASE}/account`
 }

@@ -10,6 +10,8 @@ export const REDACT_PATHS = [
   'req.headers["x-hub-signature-256"]',
   'headers.authorization',
   '*.password',
+  '*.currentPassword',
+  '*.newPassword',
   '*.accessToken',
   '*.token',
   'password',

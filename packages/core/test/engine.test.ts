@@ -225,7 +225,8 @@ t.test('http_request refuses private addresses unless they are allowed', async (
   const workflowId = await workflow([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/orders` } }])
   const runId = await run(workflowId)
   t.equal(await engineWith(publicHttp.dispatcher).executeRun(runId), 'FAILED')
-  t.equal((await readRun(runId)).error, 'Blocked request to private address 127.0.0.1')
+  t.equal((await readRun(runId)).error, 'Blocked request to private address 127.0.0.1 (HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)',
+    'the refusal names the setting that allows it')
   t.equal(received.length, 0)
 
   const metadataRun = await run(await workflow([{ id: 'meta', type: 'http_request', config: { url: 'http://169.254.169.254/latest/meta-data/' } }]))

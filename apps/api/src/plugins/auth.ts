@@ -9,12 +9,15 @@ export interface TokenClaims {
   sub: string
   email: string
   role: UserRole
+  /** The user's token version when it was issued: a password change raises it, ending the token. */
+  ver: number
 }
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
     payload: TokenClaims
-    user: TokenClaims & { iat: number, exp: number }
+    // Tokens issued before token versions existed carry none: they stand for version 0.
+    user: Omit<TokenClaims, 'ver'> & { ver?: number, iat: number, exp: number }
   }
 }
 
@@ -25,21 +28,25 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     requireAdmin: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
-    /** Current roles of token holders; routes that delete a user forget them here at once. */
+    /** Current roles and token versions of token holders; routes that change or delete a user forget them here at once. */
     userRoles: RoleCache
   }
 }
 
 export const TOKEN_LIFETIME_SECONDS = 24 * 3600
-/** The longest a deleted user's token or a changed role is honoured by a replica that missed the notification. */
+/**
+ * The longest a deleted user's token, a token issued before a password change, or a changed
+ * role is honoured by a replica that missed the notification.
+ */
 export const ROLE_CACHE_TTL_MS = 5000
 const ROLE_CACHE_MAX_ENTRIES = 10_000
 
 /**
- * Every /api route needs a valid HS256 token unless it is marked public, and
- * its user must still exist: the role a request is authorized with is the
- * user's current one from the database, not the token's claim. Any failure,
- * whatever its cause, is the same 401 `Unauthorized`.
+ * Every /api route needs a valid HS256 token unless it is marked public, its user
+ * must still exist and its token version must be the user's current one (a password
+ * change or reset raises it): the role a request is authorized with is the user's
+ * current one from the database, not the token's claim. Any failure, whatever its
+ * cause, is the same 401 `Unauthorized`.
  */
 async function auth (fastify: FastifyInstance): Promise<void> {
   await fastify.register(jwt, {
@@ -48,9 +55,9 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     verify: { algorithms: ['HS256'] }
   })
 
-  const userRoles = createRoleCache({ load: fastify.users.roleOf, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
+  const userRoles = createRoleCache({ load: fastify.users.tokenHolder, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
   fastify.decorate('userRoles', userRoles)
-  // Deletions on any replica reach every replica's cache at once. After a reconnection,
+  // Changes on any replica reach every replica's cache at once. After a reconnection,
   // announcements made while the listener was away are lost: forget everything.
   fastify.addHook('onReady', async () => {
     await fastify.database.sql.listen(USER_CHANGES_CHANNEL, (userId) => { userRoles.forget(userId) }, () => { userRoles.clear() })
@@ -65,11 +72,19 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     } catch {
       throw unauthorized()
     }
+    const { sub, ver = 0 } = request.user
     // Half the request's deadline at most, so that a route that promises an answer within it
     // (`/fire`) still has time; beyond, the request is answered 503.
-    const role = await request.deadline.race(userRoles.roleOf(request.user.sub), 'read the token\'s user', fastify.config.timeouts.requestDeadlineMs / 2)
-    if (role === null) throw unauthorized()
-    request.user.role = role
+    const readHolder = async () => request.deadline.race(userRoles.holderOf(sub), 'read the token\'s user', fastify.config.timeouts.requestDeadlineMs / 2)
+    let holder = await readHolder()
+    // Versions only rise: a token newer than the cached answer was issued after a change
+    // this replica has not heard of yet, so the answer is stale.
+    if (holder !== null && ver > holder.tokenVersion) {
+      userRoles.forget(sub)
+      holder = await readHolder()
+    }
+    if (holder === null || ver !== holder.tokenVersion) throw unauthorized()
+    request.user.role = holder.role
   })
 
   fastify.decorate('requireAdmin', async (request: FastifyRequest) => {

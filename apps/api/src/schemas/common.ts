@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { PASSWORD_LENGTH } from '@switchboard/core/users'
 
 /** The contract's error body, for every error status of every route. */
 export const ErrorResponse = Type.Object({
@@ -27,3 +28,10 @@ export const Pagination = {
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
   offset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })
 }
+
+/** The rule for every password a user is given, at creation, change or reset. */
+export const NewPassword = (field: string) => Type.String({
+  minLength: PASSWORD_LENGTH.min,
+  maxLength: PASSWORD_LENGTH.max,
+  errorMessage: `${field} must be ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`
+})

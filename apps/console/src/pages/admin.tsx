@@ -4,7 +4,67 @@ import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { loadSession } from '../session.ts'
-import type { ChatAccount } from '../types.ts'
+import { paths } from '../paths.ts'
+import type { ChatAccount, User } from '../types.ts'
+
+/** One user: their role and a new password, set by an admin; an admin's own row links to their Account page. */
+function UserRow ({ user, self, onChanged }: { user: User, self: boolean, onChanged: () => void }) {
+  const [settingPassword, setSettingPassword] = useState(false)
+  const [password, setPassword] = useState('')
+  const [saved, setSaved] = useState('')
+  const changeRole = useAction(async (role: string) => {
+    setSaved('')
+    await api.updateUser(user.id, { role })
+    setSaved(`Now ${role === 'admin' ? 'an admin' : 'a member'}`)
+    onChanged()
+  })
+  const setNewPassword = useAction(async () => {
+    setSaved('')
+    await api.updateUser(user.id, { password })
+    setPassword('')
+    setSettingPassword(false)
+    setSaved('Password set: their sessions were signed out')
+  })
+  const remove = useAction(async () => {
+    await api.deleteUser(user.id)
+    onChanged()
+  })
+  const error = changeRole.error ?? setNewPassword.error ?? remove.error
+  return (
+    <tr data-user={user.email}>
+      <th scope='row'>{user.email}</th>
+      <td>
+        {self
+          ? user.role
+          : (
+            <select aria-label={`Role of ${user.email}`} value={user.role} disabled={changeRole.busy} onChange={(e) => { changeRole.run(e.currentTarget.value) }}>
+              <option value='member'>member</option>
+              <option value='admin'>admin</option>
+            </select>
+            )}
+      </td>
+      <td>{dateTime(user.createdAt)}</td>
+      <td>
+        {self
+          ? <a href={paths.account}>Change my password</a>
+          : (
+            <div class='row'>
+              <button type='button' aria-expanded={settingPassword} aria-label={`Set a password for ${user.email}`} onClick={() => { setSettingPassword(!settingPassword) }}>Set password</button>
+              <button type='button' class='danger' disabled={remove.busy} aria-label={`Delete ${user.email}`} onClick={() => { if (confirm(`Delete ${user.email}, with their workflows, runs and chat accounts?`)) remove.run() }}>Delete</button>
+            </div>
+            )}
+        {settingPassword && (
+          <form class='row' onSubmit={(event) => { event.preventDefault(); setNewPassword.run() }}>
+            <input type='password' autocomplete='new-password' required minLength={8} maxLength={1024} aria-label={`New password for ${user.email} (at least 8 characters)`} value={password} onInput={(e) => { setPassword(e.currentTarget.value) }} />
+            <button type='submit' class='primary' disabled={setNewPassword.busy}>Save password</button>
+          </form>
+        )}
+        <div role='status' class='small'>{saved}</div>
+        {error !== undefined && <p class='notice error' role='alert'>{error.message}</p>}
+      </td>
+    </tr>
+  )
+}
 
 function Users () {
   const users = useData(api.users, [])
@@ -17,10 +77,6 @@ function Users () {
     setPassword('')
     users.reload()
   })
-  const remove = useAction(async (id: string) => {
-    await api.deleteUser(id)
-    users.reload()
-  })
   const me = loadSession()?.user.id
   if (users.error instanceof ApiError && users.error.status === 403) {
     return <section class='card' aria-labelledby='users-title'><h2 id='users-title'>Users</h2><p>Only admins manage users.</p></section>
@@ -28,7 +84,7 @@ function Users () {
   return (
     <section class='card' aria-labelledby='users-title'>
       <h2 id='users-title'>Users</h2>
-      <ErrorNotice error={users.error ?? remove.error} />
+      <ErrorNotice error={users.error} />
       {users.data === undefined
         ? <Loading what='users' />
         : (
@@ -36,18 +92,7 @@ function Users () {
             <table id='users'>
               <thead><tr><th scope='col'>Email</th><th scope='col'>Role</th><th scope='col'>Created</th><th scope='col'><span class='visually-hidden'>Actions</span></th></tr></thead>
               <tbody>
-                {users.data.map((user) => (
-                  <tr key={user.id} data-user={user.email}>
-                    <th scope='row'>{user.email}</th>
-                    <td>{user.role}</td>
-                    <td>{dateTime(user.createdAt)}</td>
-                    <td>
-                      {user.id !== me && (
-                        <button type='button' class='danger' disabled={remove.busy} aria-label={`Delete ${user.email}`} onClick={() => { if (confirm(`Delete ${user.email}, with their workflows, runs and chat accounts?`)) remove.run(user.id) }}>Delete</button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
+                {users.data.map((user) => <UserRow key={user.id} user={user} self={user.id === me} onChanged={() => { users.reload() }} />)}
               </tbody>
             </table>
           </div>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
-import { api, type ConversationFilter } from '../api.ts'
+import { api, ApiError, type ConversationFilter } from '../api.ts'
 import { ErrorNotice, Loading, PageTitle, StatusTicks } from '../components/ui.tsx'
 import { ago, clock, dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
@@ -158,6 +158,29 @@ function ConversationView ({ accountId, conversation, onChanged }: { accountId: 
   )
 }
 
+/**
+ * The installation's default account was asked for and there is none (CHAT_PHONE_NUMBER_ID and
+ * CHAT_ACCESS_TOKEN unset): nothing is broken, nothing is set up yet.
+ */
+const noAccountSetUp = (accountId: string | undefined, error: Error | undefined): boolean =>
+  accountId === DEFAULT_ACCOUNT && error instanceof ApiError && error.code === 'CHAT_ACCOUNT_NOT_FOUND'
+
+function NoChatAccount ({ others }: { others: boolean }) {
+  return (
+    <div class='card empty-state' id='no-chat-account'>
+      <h2>No chat account is set up</h2>
+      <p>
+        The inbox shows the conversations of a chat platform number once one is connected.
+        {others ? ' This installation has no default account: choose a linked account above, or set one up:' : ' To set one up:'}
+      </p>
+      <ul>
+        <li>link a number under <a href={paths.admin}>Admin → Chat accounts</a> with its phone number id and access token, or</li>
+        <li>have the operator set <code>CHAT_PHONE_NUMBER_ID</code> and <code>CHAT_ACCESS_TOKEN</code> (and <code>CHAT_BUSINESS_ACCOUNT_ID</code> for templates): the installation’s default account, shared by everyone who links none.</li>
+      </ul>
+    </div>
+  )
+}
+
 function AccountSwitcher ({ choices, value, onChange }: { choices: AccountChoice[], value: string, onChange: (id: string) => void }) {
   if (choices.length < 2) return null
   return (
@@ -185,9 +208,12 @@ export function Inbox () {
     route(`${paths.inbox}?${next.toString()}`, true)
   }
 
+  const title = <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { localStorage.setItem(ACCOUNT_KEY, id); go({ account: id, c: '' }) }} />}>Inbox</PageTitle>
+  if (noAccountSetUp(accountId, conversations.error)) return <section>{title}<NoChatAccount others={choices.length > 1} /></section>
+
   return (
     <section>
-      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { localStorage.setItem(ACCOUNT_KEY, id); go({ account: id, c: '' }) }} />}>Inbox</PageTitle>
+      {title}
       <ErrorNotice error={accounts.error ?? conversations.error} />
       <div class={`inbox${open === undefined ? '' : ' has-open'}`}>
         <div class='conversation-list'>

@@ -67,13 +67,27 @@ function draftOf (workflow: Workflow): Draft {
 
 const list = (text: string): string[] => text.split(',').map((item) => item.trim()).filter((item) => item !== '')
 
-function parseNodes (text: string): WorkflowNode[] {
-  const nodes = JSON.parse(text) as unknown
-  if (!Array.isArray(nodes)) throw new Error('Nodes must be a JSON array')
-  return nodes as WorkflowNode[]
+type Graph = { nodes: WorkflowNode[], edges: unknown } | { problem: string }
+
+/** The draft's nodes and edges as the api takes them, or why their JSON cannot be sent. */
+function graphOf (draft: Pick<Draft, 'nodes' | 'edges'>): Graph {
+  let nodes: unknown
+  let edges: unknown
+  try {
+    nodes = JSON.parse(draft.nodes)
+  } catch (err) {
+    return { problem: `Nodes are not valid JSON: ${(err as Error).message}` }
+  }
+  if (!Array.isArray(nodes)) return { problem: 'Nodes must be a JSON array' }
+  try {
+    edges = draft.edges.trim() === '' ? null : JSON.parse(draft.edges)
+  } catch (err) {
+    return { problem: `Edges are not valid JSON: ${(err as Error).message}` }
+  }
+  return { nodes: nodes as WorkflowNode[], edges }
 }
 
-function inputOf (draft: Draft): WorkflowInput {
+function inputOf (draft: Draft, graph: { nodes: WorkflowNode[], edges: unknown }): WorkflowInput {
   const triggerConfig: Record<string, unknown> = { ...draft.otherConfig }
   if (draft.triggerType === 'CRON') {
     if (draft.cronExpression.trim() !== '') triggerConfig.cronExpression = draft.cronExpression.trim()
@@ -81,18 +95,6 @@ function inputOf (draft: Draft): WorkflowInput {
   }
   if (draft.triggerType === 'EVENT') triggerConfig.eventName = draft.eventName.trim()
   if (draft.triggerType === 'KEYWORD') Object.assign(triggerConfig, { keywords: list(draft.keywords), match: draft.match })
-  let nodes: WorkflowNode[]
-  let edges: unknown
-  try {
-    nodes = parseNodes(draft.nodes)
-  } catch (err) {
-    throw new Error(`Nodes: ${(err as Error).message}`)
-  }
-  try {
-    edges = draft.edges.trim() === '' ? null : JSON.parse(draft.edges)
-  } catch (err) {
-    throw new Error(`Edges: ${(err as Error).message}`)
-  }
   return {
     name: draft.name,
     description: draft.description.trim() === '' ? null : draft.description,
@@ -101,17 +103,14 @@ function inputOf (draft: Draft): WorkflowInput {
     domain: draft.domain,
     tags: list(draft.tags),
     isActive: draft.isActive,
-    nodes,
-    edges
+    nodes: graph.nodes,
+    edges: graph.edges
   }
 }
 
-function Preview ({ nodes, edges }: { nodes: string, edges: string }) {
-  try {
-    return <GraphView nodes={parseNodes(nodes)} edges={edges.trim() === '' ? null : JSON.parse(edges)} />
-  } catch (err) {
-    return <p class='muted'>No preview while the JSON does not parse ({(err as Error).message}).</p>
-  }
+function Preview ({ graph }: { graph: Graph }) {
+  if ('problem' in graph) return <p class='muted'>No preview while the JSON does not parse.</p>
+  return <GraphView nodes={graph.nodes} edges={graph.edges} />
 }
 
 /** New workflow (/workflows/new) and editing one (/workflows/:id/edit): one form over the writable fields. */
@@ -130,19 +129,20 @@ export function WorkflowEditor () {
 
   const save = useAction(async () => {
     if (draft === undefined) return
-    const input = inputOf(draft)
+    const graph = graphOf(draft)
+    if ('problem' in graph) return
+    const input = inputOf(draft, graph)
     const saved = id === undefined ? await api.createWorkflow(input) : await api.updateWorkflow(id, input)
     route(paths.workflow(saved.id))
   })
 
   if (draft === undefined) return loadError === undefined ? <Loading what='the workflow' /> : <ErrorNotice error={loadError} />
   const set = <K extends keyof Draft>(key: K, value: Draft[K]): void => { setDraft({ ...draft, [key]: value }) }
+  const graph = graphOf(draft)
+  // Adding a node rewrites the nodes' JSON: not while it does not parse, which would lose the text.
+  const nodes = graphOf({ nodes: draft.nodes, edges: '' })
   const addNode = (): void => {
-    try {
-      set('nodes', json(withNode(parseNodes(draft.nodes), nodeType)))
-    } catch {
-      set('nodes', json(withNode([], nodeType)))
-    }
+    if (!('problem' in nodes)) set('nodes', json(withNode(nodes.nodes, nodeType)))
   }
 
   return (
@@ -208,7 +208,7 @@ export function WorkflowEditor () {
               <select id='wf-node-type' value={nodeType} onChange={(e) => { setNodeType(e.currentTarget.value) }}>
                 {Object.entries(NODE_EXAMPLES).map(([type, { about }]) => <option key={type} value={type}>{type}: {about}</option>)}
               </select>
-              <button type='button' onClick={addNode}>Add</button>
+              <button type='button' onClick={addNode} disabled={'problem' in nodes} title={'problem' in nodes ? 'Fix the nodes’ JSON first' : undefined}>Add</button>
             </div>
             <label for='wf-nodes'>Nodes (JSON array)</label>
             <textarea id='wf-nodes' class='mono' rows={14} spellcheck={false} value={draft.nodes} onInput={(e) => { set('nodes', e.currentTarget.value) }} />
@@ -218,12 +218,13 @@ export function WorkflowEditor () {
               <textarea id='wf-edges' class='mono' rows={4} spellcheck={false} value={draft.edges} onInput={(e) => { set('edges', e.currentTarget.value) }} />
             </details>
             <h3>Preview</h3>
-            <Preview nodes={draft.nodes} edges={draft.edges} />
+            <Preview graph={graph} />
           </fieldset>
         </div>
+        {'problem' in graph && <p class='notice error' id='json-problem'>{`${graph.problem}. Fix it to ${id === undefined ? 'create the workflow' : 'save'}.`}</p>}
         <ErrorNotice error={save.error} />
         <div class='row'>
-          <button type='submit' class='primary' disabled={save.busy}>{save.busy ? 'Saving…' : id === undefined ? 'Create workflow' : 'Save changes'}</button>
+          <button type='submit' class='primary' disabled={save.busy || 'problem' in graph} aria-describedby={'problem' in graph ? 'json-problem' : undefined}>{save.busy ? 'Saving…' : id === undefined ? 'Create workflow' : 'Save changes'}</button>
           <a class='button' href={id === undefined ? paths.workflows : paths.workflow(id)}>Cancel</a>
         </div>
       </form>

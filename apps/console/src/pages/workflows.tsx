@@ -8,11 +8,25 @@ import { DOMAINS, TRIGGER_TYPES } from '../types.ts'
 
 const PAGE = 50
 
+/** Why the list is empty: nothing created yet, filters that match nothing, or a page past the end. */
+function EmptyList ({ filtered, offset }: { filtered: boolean, offset: number }) {
+  if (filtered) return <p>No workflow matches these filters. <a href={paths.workflows}>Clear the filters</a>.</p>
+  if (offset > 0) return <p>No more workflows.</p>
+  return (
+    <div class='card empty-state'>
+      <h2>No workflows yet</h2>
+      <p>A workflow runs its nodes when its trigger fires: a webhook, a schedule, an event, a chat keyword, or by hand.</p>
+      <p><a class='button primary' href={paths.newWorkflow}>Create your first workflow</a></p>
+    </div>
+  )
+}
+
 /** The workflow list with the spec's filters (4.7), kept in the address so that back and reload keep them. */
 export function Workflows () {
   const { query, route } = useLocation()
   const offset = Number(query.offset ?? 0) || 0
   const filter = { domain: query.domain, triggerType: query.triggerType, isActive: query.isActive, tag: query.tag }
+  const filtered = Object.values(filter).some((value) => value !== undefined && value !== '')
   const list = useData(async () => api.workflows({ ...filter, limit: PAGE, offset }), [query.domain, query.triggerType, query.isActive, query.tag, offset])
 
   const setFilter = (name: string, value: string): void => {
@@ -53,7 +67,7 @@ export function Workflows () {
       {list.data === undefined
         ? <Loading what='workflows' />
         : list.data.length === 0
-          ? <p>No workflow matches. <a href={paths.newWorkflow}>Create one</a>.</p>
+          ? <EmptyList filtered={filtered} offset={offset} />
           : (
             <div class='table-wrap'>
               <table>

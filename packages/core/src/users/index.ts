@@ -1,5 +1,5 @@
 /** Users: accounts, passwords, the viewer a request acts as, and the role cache. */
-export { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from './password.ts'
-export { USER_CHANGES_CHANNEL, usersRepository } from './repository.ts'
+export { DUMMY_PASSWORD_HASH, hashPassword, PASSWORD_LENGTH, verifyPassword } from './password.ts'
+export { USER_CHANGES_CHANNEL, usersRepository, type UserChanges } from './repository.ts'
 export { createRoleCache, type RoleCache } from './role-cache.ts'
 export { viewerOf } from './viewer.ts'

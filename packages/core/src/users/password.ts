@@ -1,5 +1,8 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
+/** Every password a user is given, at creation, change or reset (README, Authentication). */
+export const PASSWORD_LENGTH = { min: 8, max: 1024 }
+
 const KEY_LENGTH = 64
 const PARAMS: ScryptOptions = { N: 16384, r: 8, p: 1 }
 

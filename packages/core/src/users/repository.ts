@@ -1,30 +1,56 @@
 import { asc, eq, sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { users, type User, type UserRole } from '../db/schema/index.ts'
+import { DomainError } from '../errors.ts'
 import { hashPassword } from './password.ts'
+import type { TokenHolder } from './role-cache.ts'
 
 type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt'>
 
 const publicColumns = { id: users.id, email: users.email, role: users.role, createdAt: users.createdAt }
 
 /**
- * The Postgres channel on which a user's id is announced when the user is deleted, so that
- * every api replica stops honouring their token at once. A role changed by hand
- * (`update users set role = ...`) is announced with `notify switchboard_user_changes, '<id>'`.
+ * The Postgres channel on which a user's id is announced when the user is deleted, their role
+ * changes or their password is changed, so that every api replica re-reads them at once. A
+ * role changed by hand (`update users set role = ...`) is announced with
+ * `notify switchboard_user_changes, '<id>'`.
  */
 export const USER_CHANGES_CHANNEL = 'switchboard_user_changes'
 
+/** What an admin may change of a user (`PATCH /api/users/:id`). */
+export interface UserChanges {
+  role?: UserRole
+  password?: string
+}
+
+const lastAdmin = (action: 'demoted' | 'deleted'): DomainError => new DomainError('LAST_ADMIN', `The last admin cannot be ${action}`)
+
 export function usersRepository (db: DbOrTx) {
+  /**
+   * Refuses to take away the installation's last admin: the admins' rows are locked, so
+   * that two admins demoting or deleting each other at once cannot both succeed (the
+   * second re-reads the rows the first changed and finds itself the last).
+   */
+  async function keepAnAdmin (tx: DbOrTx, id: string, action: 'demoted' | 'deleted'): Promise<void> {
+    const admins = await tx.select({ id: users.id }).from(users).where(eq(users.role, 'admin')).for('update')
+    if (admins.length === 1 && admins[0]!.id === id) throw lastAdmin(action)
+  }
+
   return {
     async findByEmail (email: string): Promise<User | null> {
       const [user] = await db.select().from(users).where(eq(users.email, email.toLowerCase())).limit(1)
       return user ?? null
     },
 
-    /** The role a token's user has now; null when the user no longer exists. */
-    async roleOf (id: string): Promise<UserRole | null> {
-      const [user] = await db.select({ role: users.role }).from(users).where(eq(users.id, id)).limit(1)
-      return user?.role ?? null
+    async findById (id: string): Promise<User | null> {
+      const [user] = await db.select().from(users).where(eq(users.id, id)).limit(1)
+      return user ?? null
+    },
+
+    /** The role and token version a token's user has now; null when the user no longer exists. */
+    async tokenHolder (id: string): Promise<TokenHolder> {
+      const [user] = await db.select({ role: users.role, tokenVersion: users.tokenVersion }).from(users).where(eq(users.id, id)).limit(1)
+      return user ?? null
     },
 
     async list (page: { limit: number, offset: number }): Promise<PublicUser[]> {
@@ -41,12 +67,55 @@ export function usersRepository (db: DbOrTx) {
       return user ?? null
     },
 
-    /** The announcement is part of the statement: it is delivered when, and only if, the delete commits. */
+    /**
+     * A new password, which ends every token issued before it: the token version is raised
+     * and announced in the same statement. Returns the new version (the caller's next token
+     * carries it), or null when the user does not exist.
+     */
+    async setPassword (id: string, password: string): Promise<number | null> {
+      const passwordHash = await hashPassword(password)
+      const [changed] = await db.execute<{ token_version: number }>(sql`
+        with changed as (
+          update ${users} set password_hash = ${passwordHash}, token_version = token_version + 1, updated_at = now()
+          where ${users.id} = ${id} returning id, token_version)
+        select token_version, pg_notify(${USER_CHANGES_CHANNEL}, id) from changed`)
+      return changed?.token_version ?? null
+    },
+
+    /**
+     * An admin's change of role and password, in one transaction; null when the user does not
+     * exist. Demoting the last admin is refused (409).
+     */
+    async update (id: string, changes: UserChanges): Promise<PublicUser | null> {
+      const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password)
+      return db.transaction(async (tx) => {
+        if (changes.role === 'member') await keepAnAdmin(tx, id, 'demoted')
+        const [user] = await tx.update(users)
+          .set({
+            ...(changes.role !== undefined && { role: changes.role }),
+            ...(passwordHash !== undefined && { passwordHash, tokenVersion: sql`${users.tokenVersion} + 1` })
+          })
+          .where(eq(users.id, id))
+          .returning(publicColumns)
+        if (user === undefined) return null
+        // Delivered when, and only if, the transaction commits.
+        await tx.execute(sql`select pg_notify(${USER_CHANGES_CHANNEL}, ${id})`)
+        return user
+      })
+    },
+
+    /**
+     * Deleting the last admin is refused (409). The announcement is delivered when, and only
+     * if, the delete commits.
+     */
     async delete (id: string): Promise<boolean> {
-      const deleted = await db.execute(sql`
-        with deleted as (delete from ${users} where ${users.id} = ${id} returning ${users.id})
-        select pg_notify(${USER_CHANGES_CHANNEL}, id) from deleted`)
-      return deleted.length > 0
+      return db.transaction(async (tx) => {
+        await keepAnAdmin(tx, id, 'deleted')
+        const deleted = await tx.execute(sql`
+          with deleted as (delete from ${users} where ${users.id} = ${id} returning ${users.id})
+          select pg_notify(${USER_CHANGES_CHANNEL}, id) from deleted`)
+        return deleted.length > 0
+      })
     },
 
     /** The admin of ADMIN_EMAIL, created at start when absent; an existing account is left as it is. */

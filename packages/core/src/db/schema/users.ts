@@ -1,4 +1,4 @@
-import { pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { id, timestamps } from './_columns.ts'
 
 export const USER_ROLES = ['admin', 'member'] as const
@@ -9,6 +9,11 @@ export const users = pgTable('users', {
   email: text('email').notNull(),
   passwordHash: text('password_hash').notNull(),
   role: text('role', { enum: USER_ROLES }).notNull().default('member'),
+  /**
+   * Raised by every password change or reset; a token carries the version it was issued
+   * under and is refused once they differ (README, Authentication).
+   */
+  tokenVersion: integer('token_version').notNull().default(0),
   ...timestamps()
 }, (t) => [uniqueIndex('users_email_key').on(t.email)])
 

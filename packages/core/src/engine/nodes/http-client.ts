@@ -82,6 +82,11 @@ function blockedCategory (address: ipaddr.IPv4 | ipaddr.IPv6, allowPrivate: bool
 export class BlockedAddressError extends Error {
   override name = 'BlockedAddressError'
   readonly code = 'ERR_BLOCKED_ADDRESS'
+
+  /** `allowedWithPrivate`: HTTP_REQUEST_ALLOW_PRIVATE would have let the request through. */
+  constructor (message: string, readonly allowedWithPrivate = false) {
+    super(message)
+  }
 }
 
 function parseAddress (address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
@@ -122,15 +127,20 @@ export async function resolveAllowedAddress (hostname: string, allowPrivate: boo
   if (METADATA_HOSTNAMES.has(name)) throw new BlockedAddressError(`Blocked request to cloud metadata host ${name}`)
   if (isIP(name) !== 0) {
     const reason = blockedAddressReason(name, allowPrivate)
-    if (reason !== undefined) throw new BlockedAddressError(reason)
+    if (reason !== undefined) throw new BlockedAddressError(reason, blockedAddressReason(name, true) === undefined)
     return name
   }
   const addresses = await lookupAll(name)
   if (addresses.length === 0) throw new Error(`Could not resolve ${name}`)
-  for (const address of addresses) {
+  const categoryOf = (address: string, allowed: boolean): BlockedCategory | undefined => {
     const parsed = parseAddress(address)
-    const category = parsed === undefined ? 'private' : blockedCategory(parsed, allowPrivate)
-    if (category !== undefined) throw new BlockedAddressError(`Blocked request to ${category} address`)
+    return parsed === undefined ? 'private' : blockedCategory(parsed, allowed)
+  }
+  for (const address of addresses) {
+    const category = categoryOf(address, allowPrivate)
+    if (category !== undefined) {
+      throw new BlockedAddressError(`Blocked request to ${category} address`, addresses.every((each) => categoryOf(each, true) === undefined))
+    }
   }
   return addresses[0]!
 }

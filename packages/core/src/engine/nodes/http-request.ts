@@ -146,6 +146,9 @@ function retryAfterMsOf (header: string | string[] | undefined): number | undefi
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
+/** What a workflow author reads when the guard refuses an address the operator could allow (README, Configuration). */
+const ALLOW_PRIVATE_HINT = '(HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)'
+
 /** One exchange; the engine's signal ends it (a cancel, a takeover, the attempt's timeoutMs). */
 async function send (context: NodeContext, url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<HttpResponse> {
   try {
@@ -160,7 +163,7 @@ async function send (context: NodeContext, url: URL, method: string, headers: Re
     return { status: response.statusCode, headers: response.headers, body: parseBody(text, response.headers['content-type']) }
   } catch (err) {
     if (err instanceof NodeError) throw err
-    if (err instanceof BlockedAddressError) throw new NodeError(err.message)
+    if (err instanceof BlockedAddressError) throw new NodeError(err.allowedWithPrivate ? `${err.message} ${ALLOW_PRIVATE_HINT}` : err.message)
     if (context.signal.aborted) throw new NodeError('Request aborted: the run was stopped')
     throw new RetryableNodeError(`Request failed: ${(err as Error).message}`)
   }

@@ -1,12 +1,12 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { normalizeIP } from '@fastify/rate-limit'
 import { Counter } from 'prom-client'
-import { DomainError } from '@switchboard/core/errors'
+import { DomainError, unauthorized } from '@switchboard/core/errors'
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users'
 import type { User } from '@switchboard/core/db'
 import { errorResponses } from '../../../schemas/common.ts'
-import { LoginBody, LoginResponse } from './schemas.ts'
+import { ChangePasswordBody, LoginBody, LoginResponse } from './schemas.ts'
 
 /**
  * Login attempts allowed per minute, checked in this order before any password is hashed.
@@ -26,8 +26,15 @@ export const MAX_PASSWORD_CHECKS_IN_FLIGHT = 16
 
 const emailOf = (request: FastifyRequest): string => String((request.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase()
 
+/**
+ * Password changes allowed per user per minute: each checks the current password, so a stolen
+ * token must not become a way to guess it faster than the login allows.
+ */
+export const PASSWORD_CHANGES_PER_MINUTE = LOGIN_LIMITS_PER_MINUTE.addressAndEmail
+
+const seconds = (n: number): string => `${n} second${n === 1 ? '' : 's'}`
 const tooManyAttempts = (retryAfterSeconds: number): DomainError =>
-  new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`)
+  new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${seconds(retryAfterSeconds)}`)
 
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   const attempts = new Counter({
@@ -45,7 +52,21 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.email, timeWindow: '1 minute', keyGenerator: (request) => `login:email:${emailOf(request)}` }),
     fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.addressAndEmail, timeWindow: '1 minute', keyGenerator: (request) => `login:address-email:${normalizeIP(request.ip)}:${emailOf(request)}` })
   ]
+  const passwordChangeLimiter = fastify.createRateLimit({
+    max: PASSWORD_CHANGES_PER_MINUTE, timeWindow: '1 minute', keyGenerator: (request) => `password-change:user:${request.user.sub}`
+  })
   let passwordChecksInFlight = 0
+
+  /** Runs a password check within MAX_PASSWORD_CHECKS_IN_FLIGHT, shared by logins and password changes. */
+  async function checkingPassword<T> (reply: FastifyReply, check: () => Promise<T>): Promise<T> {
+    if (passwordChecksInFlight >= MAX_PASSWORD_CHECKS_IN_FLIGHT) {
+      attempts.inc({ outcome: 'busy' })
+      reply.header('retry-after', 1)
+      throw new DomainError('LOGIN_BUSY', 'Too many logins in progress, retry in 1 second')
+    }
+    passwordChecksInFlight++
+    return check().finally(() => { passwordChecksInFlight-- })
+  }
 
   /** The user whose password this is, or null. */
   async function authenticate (email: string, password: string): Promise<User | null> {
@@ -54,6 +75,11 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     const valid = await verifyPassword(password, user?.passwordHash ?? DUMMY_PASSWORD_HASH)
     return user !== null && valid ? user : null
   }
+
+  const signedIn = (user: Pick<User, 'id' | 'email' | 'role' | 'tokenVersion'>) => ({
+    token: fastify.jwt.sign({ sub: user.id, email: user.email, role: user.role, ver: user.tokenVersion }),
+    user: { id: user.id, email: user.email, role: user.role }
+  })
 
   fastify.post('/login', {
     config: { public: true },
@@ -77,17 +103,41 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const { email, password } = request.body ?? {}
     if (!email || !password) throw new DomainError('BAD_REQUEST', 'email and password are required')
-    if (passwordChecksInFlight >= MAX_PASSWORD_CHECKS_IN_FLIGHT) {
-      attempts.inc({ outcome: 'busy' })
-      reply.header('retry-after', 1)
-      throw new DomainError('LOGIN_BUSY', 'Too many logins in progress, retry in 1 second')
-    }
-    passwordChecksInFlight++
-    const user = await authenticate(email, password).finally(() => { passwordChecksInFlight-- })
+    const user = await checkingPassword(reply, async () => authenticate(email, password))
     attempts.inc({ outcome: user === null ? 'invalid' : 'success' })
     if (user === null) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password')
-    const token = fastify.jwt.sign({ sub: user.id, email: user.email, role: user.role })
-    return { token, user: { id: user.id, email: user.email, role: user.role } }
+    return signedIn(user)
+  })
+
+  /**
+   * Any signed-in user's own password (contract section 5, Passwords). Every token issued
+   * before it ends, the one of this request included; the answer carries a new one, as a
+   * login's does, so that the client that made the change stays signed in.
+   */
+  fastify.post('/password', {
+    schema: {
+      tags: ['auth'],
+      body: ChangePasswordBody,
+      response: { 200: LoginResponse, ...errorResponses(400, 401, 429) }
+    },
+    preHandler: async (request, reply) => {
+      const limit = await passwordChangeLimiter(request)
+      if (!limit.isAllowed && limit.isExceeded) {
+        reply.header('retry-after', limit.ttlInSeconds)
+        throw new DomainError('TOO_MANY_REQUESTS', `Too many password changes, retry in ${seconds(limit.ttlInSeconds)}`)
+      }
+    }
+  }, async (request, reply) => {
+    const { sub } = request.user
+    const user = await fastify.users.findById(sub)
+    if (user === null) throw unauthorized()
+    const valid = await checkingPassword(reply, async () => verifyPassword(request.body.currentPassword, user.passwordHash))
+    if (!valid) throw new DomainError('INVALID_CURRENT_PASSWORD', 'Current password is incorrect')
+    const tokenVersion = await fastify.users.setPassword(sub, request.body.newPassword)
+    if (tokenVersion === null) throw unauthorized()
+    // The other replicas hear of it from Postgres; this one need not wait for that.
+    fastify.userRoles.forget(sub)
+    return signedIn({ ...user, tokenVersion })
   })
 }
 

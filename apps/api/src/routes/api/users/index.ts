@@ -2,11 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams, Pagination } from '../../../schemas/common.ts'
-import { CreateUserBody, User } from './schemas.ts'
+import { CreateUserBody, UpdateUserBody, User } from './schemas.ts'
 
 const userNotFound = (): DomainError => new DomainError('USER_NOT_FOUND', 'User not found')
 
-/** Admin-only user management (contract section 4, Users). */
+/** Admin-only user management (contract section 4, Users; section 5, Passwords). */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRequest', fastify.requireAdmin)
 
@@ -22,11 +22,23 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return reply.code(201).send(user)
   })
 
+  // A new password ends the user's tokens; a new role applies to the tokens they hold.
+  fastify.patch('/:id', {
+    schema: { tags: ['users'], params: IdParams, body: UpdateUserBody, response: { 200: User, ...errorResponses(400, 401, 403, 404, 409) } }
+  }, async (request) => {
+    const { role, password } = request.body
+    if (role === undefined && password === undefined) throw new DomainError('BAD_REQUEST', 'role or password is required')
+    const user = await fastify.users.update(request.params.id, { role, password })
+    if (user === null) throw userNotFound()
+    // The other replicas hear of it from Postgres; this one need not wait for that.
+    fastify.userRoles.forget(request.params.id)
+    return user
+  })
+
   fastify.delete('/:id', {
-    schema: { tags: ['users'], params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } }
+    schema: { tags: ['users'], params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 409) } }
   }, async (request, reply) => {
     if (!await fastify.users.delete(request.params.id)) throw userNotFound()
-    // The other replicas hear of it from Postgres; this one need not wait for that.
     fastify.userRoles.forget(request.params.id)
     return reply.code(204).send(null)
   })

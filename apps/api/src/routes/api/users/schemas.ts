@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { USER_ROLES } from '@switchboard/core/db'
-import { Timestamp } from '../../../schemas/common.ts'
+import { NewPassword, Timestamp } from '../../../schemas/common.ts'
 
 export const User = Type.Object({
   id: Type.String(),
@@ -9,8 +9,15 @@ export const User = Type.Object({
   createdAt: Timestamp
 })
 
+const Role = Type.Enum(USER_ROLES)
+
 export const CreateUserBody = Type.Object({
   email: Type.String({ format: 'email', maxLength: 320 }),
-  password: Type.String({ minLength: 8, maxLength: 1024 }),
-  role: Type.Optional(Type.Union(USER_ROLES.map((role) => Type.Literal(role)), { errorMessage: 'role must be one of admin, member' }))
+  password: NewPassword('password'),
+  role: Type.Optional(Role)
+}, { additionalProperties: false })
+
+export const UpdateUserBody = Type.Object({
+  role: Type.Optional(Role),
+  password: Type.Optional(NewPassword('password'))
 }, { additionalProperties: false })
