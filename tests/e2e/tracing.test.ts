@@ -89,6 +89,26 @@ t.test('one trace links the request, the run\'s start, its execution and its nod
   t.equal(delivery?.traceparent, `00-${traceId}-${http.spanId}-01`, 'the receiver got the http_request node span\'s traceparent')
 })
 
+t.test('a run started by the inbound webhook (its own body parser) is a child of that request too', async (t) => {
+  const token = await stack.adminToken()
+  const workflowId = await stack.client.createWorkflow(token, { triggerType: 'WEBHOOK' })
+  const traceId = hex(16)
+  const callerSpanId = hex(8)
+  const res = await stack.call('POST', `/api/automation/webhook/${workflowId}`, { body: { hello: 'world' }, headers: { traceparent: `00-${traceId}-${callerSpanId}-01` } })
+  t.equal(res.status, 200)
+  const spans = await waitFor(async () => {
+    const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
+    return ofTrace.some((span) => span.name === 'node set') ? ofTrace : undefined
+  }, { what: `the node span of trace ${traceId}` })
+  const request = spans.find((span) => span.parentSpanId === callerSpanId)!
+  t.equal(request.name, 'POST /api/automation/webhook/:workflowId')
+  const handler = spans.find((span) => span.parentSpanId === request.spanId)!
+  const start = only(t, spans, 'run.start')
+  t.equal(start.parentSpanId, handler.spanId, 'run.start is the handler\'s child')
+  t.match(start.attributes, { 'switchboard.run.id': res.body.runId, 'switchboard.run.created': true })
+  t.equal(only(t, spans, 'run.execute').parentSpanId, start.spanId)
+})
+
 t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its span is still exported', async (t) => {
   const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false' }), 'untraced', 6)
   only(t, spans, 'node http_request')
