@@ -32,7 +32,7 @@ async function tracedRun (stack: Stack, path: string, expectedSpans: number): Pr
   })
   const traceId = hex(16)
   const callerSpanId = hex(8)
-  const runId = await stack.client.fire(token, workflowId, {}, { headers: { traceparent: `00-${traceId}-${callerSpanId}-01` } })
+  const runId = await stack.client.fire(token, workflowId, {}, { headers: { traceparent: `00-${traceId}-${callerSpanId}-01`, 'x-request-id': `traced-${traceId}` } })
   const run = await stack.client.runReaching(token, runId)
   if (run.status !== 'SUCCESS') throw new Error(`run ${runId} ended ${run.status}: ${run.error}`)
   const spans = await waitFor(async () => {
@@ -56,16 +56,16 @@ t.test('one trace links the request, the run\'s start, its execution and its nod
   const { runId, traceId, callerSpanId, spans } = await tracedRun(stack, 'traced', 6)
   t.equal(spans.length, 6, 'nothing else in the trace')
 
+  const start = only(t, spans, 'run.start')
   const request = only(t, spans, 'POST /api/automation/workflows/:id/fire')
   t.equal(request.service, 'switchboard-api')
   t.equal(request.kind, 2, 'a server span')
   t.equal(request.parentSpanId, callerSpanId, 'continues the caller\'s traceparent')
-  t.equal(request.attributes['http.response.status_code'], 202)
+  t.match(request.attributes, { 'http.response.status_code': 202, 'url.path': `/api/automation/workflows/${start.attributes['switchboard.workflow.id']}/fire`, 'switchboard.request.id': `traced-${traceId}` })
 
   const handler = spans.find((span) => span.parentSpanId === request.spanId)!
   t.match(handler, { service: 'switchboard-api', name: /^handler - / }, 'the route handler\'s span, child of the request\'s')
 
-  const start = only(t, spans, 'run.start')
   t.equal(start.service, 'switchboard-api')
   t.equal(start.parentSpanId, handler.spanId, 'started in the handler: its span is the parent')
   t.match(start.attributes, { 'switchboard.run.id': runId, 'switchboard.run.created': true, 'switchboard.group.size': Number })

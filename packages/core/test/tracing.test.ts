@@ -1,9 +1,9 @@
-import { isSpanContextValid, propagation, trace } from '@opentelemetry/api'
+import { isSpanContextValid, propagation, SpanStatusCode, trace } from '@opentelemetry/api'
 import t, { type Test } from 'tap'
 import { startOtlpReceiver } from '@switchboard/testing/otlp-receiver'
 import { loadConfig } from '../src/config.ts'
 import { createLogger } from '../src/logger.ts'
-import { startSpan, startTracing, stopTracing, traceparentOf, tracingOn } from '../src/observability/tracing.ts'
+import { endSpan, startSpan, startTracing, stopTracing, traceparentOf, tracingOn } from '../src/observability/tracing.ts'
 
 const logger = createLogger('silent', 'test')
 // Secrets given, so that no development secrets file is written.
@@ -22,13 +22,17 @@ function assertNothingRegistered (t: Test): void {
 t.test('without an OTLP endpoint tracing stays off: no provider, no propagator', async (t) => {
   await startTracing(configWith({}), 'switchboard-test', logger)
   assertNothingRegistered(t)
-  for (const off of [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' }, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_TRACES_EXPORTER: 'none' }]) {
+  const turnedOff: Array<Record<string, string>> = [
+    { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_SDK_DISABLED: 'true' },
+    { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_TRACES_EXPORTER: 'none' }
+  ]
+  for (const off of turnedOff) {
     await startTracing(configWith(off), 'switchboard-test', logger)
     assertNothingRegistered(t)
   }
 })
 
-t.test('with one, spans are exported under the service name, flushed by stopTracing, which unregisters everything', async (t) => {
+t.test('with one, spans are exported under the service name, their error texts bounded, flushed by stopTracing, which unregisters everything', async (t) => {
   const receiver = await startOtlpReceiver(t)
   // A schedule far longer than the test: only the flush at stop sends the span.
   await startTracing(configWith({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '3600000' }), 'switchboard-test', logger)
@@ -39,8 +43,18 @@ t.test('with one, spans are exported under the service name, flushed by stopTrac
   const traceparent = traceparentOf(span)
   t.equal(traceparent, `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`)
   span.end()
+  // As an instrumentation sets it: a failed statement's message, with the values Drizzle appends.
+  const failed = startSpan('failed', {})
+  failed.setStatus({ code: SpanStatusCode.ERROR, message: 'Failed query: select * from users where email = $1\nparams: someone@example.com' })
+  failed.end()
+  const long = startSpan('long', {})
+  endSpan(long, new Error('x'.repeat(5000)))
   t.equal(receiver.spans.length, 0, 'batched, not sent yet')
   await stopTracing()
-  t.match(receiver.spans, [{ service: 'switchboard-test', name: 'unit', spanId: span.spanContext().spanId, attributes: { 'switchboard.run.id': 'r1' } }])
+  t.match(receiver.spans, [
+    { service: 'switchboard-test', name: 'unit', spanId: span.spanContext().spanId, attributes: { 'switchboard.run.id': 'r1' }, status: { code: 0 } },
+    { name: 'failed', status: { code: 2, message: 'Failed query: select * from users where email = $1' } },
+    { name: 'long', status: { code: 2, message: `${'x'.repeat(1000)}…` } }
+  ], 'error texts leave without statement values, bounded')
   assertNothingRegistered(t)
 })

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { pathOf } from '../request-log.ts'
 
 /** What machines poll every few seconds (probes, scrapes): their spans would bury the requests that matter. */
 const UNTRACED = new Set(['/health/live', '/health/ready', '/metrics'])
@@ -14,9 +15,19 @@ async function tracing (fastify: FastifyInstance): Promise<void> {
   const { FastifyOtelInstrumentation } = await import('@fastify/otel')
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
+    // An error's stack stays in the process; its message is on the span's status (tracing.ts bounds it).
+    recordExceptions: false,
     ignorePaths: ({ url }) => UNTRACED.has(url.split('?')[0] ?? url),
-    // HTTP semantic conventions: a server span is named by its method and route, never the raw URL.
-    requestHook: (span, request) => { span.updateName(request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`) }
+    requestHook: (span, request) => {
+      // HTTP semantic conventions: a server span is named by its method and route, never the raw URL.
+      span.updateName(request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`)
+      span.setAttributes({
+        // The plugin records the URL with its query string, where secrets travel (build.ts, requestForLog).
+        'url.path': pathOf(request),
+        // The id on the request's log lines and its run's (README, Operations: Logs).
+        'switchboard.request.id': request.id
+      })
+    }
   })
   await fastify.register(instrumentation.plugin())
 }

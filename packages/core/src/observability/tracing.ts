@@ -1,4 +1,5 @@
 import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api'
+import type { SpanProcessor } from '@opentelemetry/sdk-trace'
 import type { TracingConfig } from '../config.ts'
 import type { Logger } from '../logger.ts'
 
@@ -8,6 +9,18 @@ import type { Logger } from '../logger.ts'
  * (README, Operations: Traces).
  */
 export let tracingOn = false
+
+/** Characters of an error's text a span keeps: a node's message may quote much of its config. */
+const MAX_ERROR_TEXT = 1000
+
+/**
+ * An error's text as it may leave the process: without the values Drizzle appends to a failed
+ * statement's message (`\nparams: …`, which the logs leave out too: logger.ts), and bounded.
+ */
+function outsideText (message: string): string {
+  const text = message.replace(/\nparams: [\s\S]*$/, '')
+  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT)}…` : text
+}
 
 let tracer: Tracer | undefined
 let stop: (() => Promise<void>) | undefined
@@ -52,10 +65,23 @@ export async function startTracing (config: TracingConfig, defaultServiceName: s
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the env detector) win over the default name.
   const resource = resources.resourceFromAttributes({ 'service.name': config.serviceName ?? defaultServiceName })
     .merge(resources.detectResources({ detectors: [resources.envDetector] }))
+  // Every span's error text, ours and @fastify/otel's, passes outsideText before it is exported.
+  const errorText: SpanProcessor = {
+    onStart: () => {},
+    onEnding: (span) => {
+      const message = span.status.message
+      if (message !== undefined && outsideText(message) !== message) span.setStatus({ code: SpanStatusCode.ERROR, message: outsideText(message) })
+    },
+    onEnd: () => {},
+    forceFlush: async () => {},
+    shutdown: async () => {}
+  }
   const provider = new sdk.TracerProvider({
     resource,
     sampler: samplers[config.sampler],
-    spanProcessors: [new sdk.BatchSpanProcessor({
+    // Attributes are ids, types and outcomes; this bounds whatever else an instrumentation adds.
+    spanLimits: { attributeValueLengthLimit: 4096 },
+    spanProcessors: [errorText, new sdk.BatchSpanProcessor({
       exporter: new OTLPTraceExporter({ url: config.tracesUrl }),
       scheduledDelayMillis: config.batch.scheduleDelayMs,
       maxQueueSize: config.batch.maxQueueSize,
@@ -107,11 +133,11 @@ export function traceparentOf (span: Span): string | undefined {
 }
 
 /**
- * Gives `span` an error status and an exception event. Only the error's name and message are
- * recorded, as the run's log shows them: no stack, no statement values (logger.ts strips those).
+ * Gives `span` an error status and an exception event: the error's name and message (outsideText),
+ * as the run's log shows them; never a stack.
  */
 export function recordError (span: Span, error: unknown): void {
-  const message = error instanceof Error ? error.message : String(error)
+  const message = outsideText(error instanceof Error ? error.message : String(error))
   span.recordException({ name: error instanceof Error ? error.name : 'Error', message })
   span.setStatus({ code: SpanStatusCode.ERROR, message })
 }
