@@ -58,3 +58,14 @@ t.test('with one, spans are exported under the service name, their error texts b
   ], 'error texts leave without statement values, bounded')
   assertNothingRegistered(t)
 })
+
+t.test('a collector that is down holds a closing process 2 s at most, and stopTracing does not throw', async (t) => {
+  // Port 9 (discard): nothing listens, every export is refused.
+  await startTracing(configWith({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_BSP_SCHEDULE_DELAY: '3600000' }), 'switchboard-test', logger)
+  startSpan('lost', {}).end()
+  const stopping = performance.now()
+  await stopTracing()
+  const waited = performance.now() - stopping
+  t.ok(waited < 3000, `stopped in ${Math.round(waited)} ms`)
+  assertNothingRegistered(t)
+})

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api'
 import type { SpanProcessor } from '@opentelemetry/sdk-trace'
 import type { TracingConfig } from '../config.ts'
@@ -25,16 +26,28 @@ function outsideText (message: string): string {
 let tracer: Tracer | undefined
 let stop: (() => Promise<void>) | undefined
 
+/** A collector that is down fails every export: its errors are logged once a minute at most, with how many were left out. */
+const DIAGNOSTICS_EVERY_MS = 60_000
+
+/** A closing process waits this long at most for its last spans to be sent: a collector that is down must not hold its exit. */
+const STOP_WAIT_MS = 2000
+
 /** The OpenTelemetry SDK's own warnings and errors (a collector that refuses spans, a full queue), in the process log. */
 function diagnosticsTo (logger: Logger): void {
   const log = logger.child({ component: 'tracing' })
-  diag.setLogger({
-    error: (message, ...args) => { log.error({ args }, message) },
-    warn: (message, ...args) => { log.warn({ args }, message) },
-    info: (message, ...args) => { log.debug({ args }, message) },
-    debug: () => {},
-    verbose: () => {}
-  }, DiagLogLevel.WARN)
+  let loggedAt = -Infinity
+  let leftOut = 0
+  const line = (level: 'error' | 'warn') => (message: string, ...args: unknown[]): void => {
+    const now = Date.now()
+    if (now - loggedAt < DIAGNOSTICS_EVERY_MS) {
+      leftOut++
+      return
+    }
+    log[level]({ ...(args.length > 0 && { args }), ...(leftOut > 0 && { leftOut }) }, message)
+    loggedAt = now
+    leftOut = 0
+  }
+  diag.setLogger({ error: line('error'), warn: line('warn'), info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN)
 }
 
 /**
@@ -98,8 +111,10 @@ export async function startTracing (config: TracingConfig, defaultServiceName: s
   stop = async () => {
     tracingOn = false
     tracer = undefined
-    // shutdown exports what is still queued, within exportTimeoutMs.
-    await provider.shutdown()
+    try {
+      // Exports what is still queued; a failure was logged through diag already.
+      await Promise.race([provider.shutdown(), sleep(STOP_WAIT_MS, undefined, { ref: false })])
+    } catch {}
     trace.disable()
     propagation.disable()
     context.disable()
@@ -108,7 +123,7 @@ export async function startTracing (config: TracingConfig, defaultServiceName: s
   logger.info({ tracesUrl: config.tracesUrl, sampler: config.sampler }, 'traces exported by OTLP')
 }
 
-/** Sends the spans still queued and unregisters the provider: the last step of a closing process. */
+/** Sends the spans still queued (2 s at most) and unregisters the provider: the last step of a closing process. Never throws. */
 export async function stopTracing (): Promise<void> {
   const stopping = stop
   stop = undefined
