@@ -488,7 +488,7 @@ export function createRunEngine (options: EngineOptions) {
         if (claim === undefined) throw new ClaimNeededError('the run was claimed or ended elsewhere')
         run.claim = claim
         run.claimAtEnd = undefined
-        trace.written()
+        trace.spans?.written()
         trace.write(lines)
         checkpointed(pending)
         pending.acted = true
@@ -685,7 +685,7 @@ export function createRunEngine (options: EngineOptions) {
           ? await database(inMemoryEnds.load(end))
           : (await database(store.startAndSucceed([end])))[0]
         if (written !== true) throw new ClaimNeededError('the run was claimed or ended elsewhere')
-        trace.written()
+        trace.spans?.written()
         trace.write(lines)
       } else {
         trace.write(lines)
@@ -713,12 +713,12 @@ export function createRunEngine (options: EngineOptions) {
 
       pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} (${node.type}) started`, at: new Date() })
       const started = performance.now()
-      const nodeSpan = trace.nodeSpan(node)
+      const nodeSpan = trace.spans?.node(node)
       let outcome: NodeResult
       try {
         outcome = await executeNode(run, node, result, resultSize, pending, signal, sizer, trace, nodeSpan !== undefined && httpRequestTraceparent ? traceparentOf(nodeSpan) : undefined)
       } catch (err) {
-        if (nodeSpan !== undefined) trace.nodeSpanEnded(nodeSpan, err instanceof ClaimLostError ? 'stopped' : 'failure', { error: err, unwritten: run.claimAtEnd !== undefined })
+        if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, err instanceof ClaimLostError ? 'stopped' : 'failure', { error: err, unwritten: run.claimAtEnd !== undefined })
         if (err instanceof InfrastructureError) throw err
         // Told not to act before an outside effect: nothing was done, nothing is written.
         if (err instanceof ClaimLostError) return refused(err.refusal, trace, run)
@@ -731,7 +731,7 @@ export function createRunEngine (options: EngineOptions) {
       }
       const elapsed = Math.round(performance.now() - started)
       trace.node(node.type, outcome.suspendUntil === undefined ? 'success' : 'waiting', performance.now() - started)
-      if (nodeSpan !== undefined) trace.nodeSpanEnded(nodeSpan, outcome.suspendUntil === undefined ? 'success' : 'waiting', { unwritten: run.claimAtEnd !== undefined })
+      if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, outcome.suspendUntil === undefined ? 'success' : 'waiting', { unwritten: run.claimAtEnd !== undefined })
       pending.outputs[node.id] = outcome.output
 
       if (outcome.suspendUntil !== undefined) {
@@ -740,7 +740,7 @@ export function createRunEngine (options: EngineOptions) {
         const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines, pending.acted)), trace, run)
         if (suspended !== undefined) return suspended
         // The resumed part of the run logs with the request id too, and continues this execution's trace.
-        const traceparent = trace.traceparent()
+        const traceparent = trace.spans?.traceparent()
         const data: RunJobData = { runId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
         try {
           await queues[run.queue].add(RUN_JOB, data, {
