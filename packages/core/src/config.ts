@@ -33,6 +33,33 @@ export interface Timeouts {
   databaseIdleSeconds: number
 }
 
+/** The samplers of OTEL_TRACES_SAMPLER that the tracing SDK has without a remote service. */
+export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const
+export type TraceSampler = typeof TRACE_SAMPLERS[number]
+
+export interface TracingConfig {
+  /**
+   * Where spans go, by OTLP over HTTP (JSON): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, or
+   * OTEL_EXPORTER_OTLP_ENDPOINT plus `/v1/traces`. Undefined (neither set, OTEL_SDK_DISABLED=true or
+   * OTEL_TRACES_EXPORTER=none): tracing is off and nothing of it is loaded.
+   */
+  tracesUrl?: string
+  /** OTEL_SERVICE_NAME; undefined: `switchboard-api` or `switchboard-worker`. */
+  serviceName?: string
+  /** OTEL_TRACES_SAMPLER (default parentbased_always_on) and, for the ratio samplers, OTEL_TRACES_SAMPLER_ARG (default 1). */
+  sampler: TraceSampler
+  samplerRatio: number
+  /** The batch span processor (OTEL_BSP_*): spans beyond `maxQueueSize` waiting for export are dropped, never held. */
+  batch: {
+    scheduleDelayMs: number
+    maxQueueSize: number
+    maxExportBatchSize: number
+    exportTimeoutMs: number
+  }
+  /** HTTP_REQUEST_TRACEPARENT: an http_request node sends its span's W3C traceparent while tracing is on. */
+  httpRequestTraceparent: boolean
+}
+
 export interface Config {
   nodeEnv: string
   port: number
@@ -98,6 +125,8 @@ export interface Config {
    */
   trustProxy: boolean | string[]
   logLevel: string
+  /** OpenTelemetry traces (observability/tracing.ts), from the standard OTEL_* settings (README, Configuration). */
+  tracing: TracingConfig
   /** Where development secrets are kept when none are configured. */
   dataDir: string
 }
@@ -143,9 +172,9 @@ function integer (env: Env, name: string, fallback: number, min: number, max: nu
   return value
 }
 
-function boolean (env: Env, name: string): boolean {
+function boolean (env: Env, name: string, fallback = false): boolean {
   const raw = text(env, name)?.toLowerCase()
-  if (raw === undefined) return false
+  if (raw === undefined) return fallback
   if (raw === 'true' || raw === '1') return true
   if (raw === 'false' || raw === '0') return false
   throw new SettingError(name, `${name} must be true or false, got "${raw}"`)
@@ -273,6 +302,43 @@ function workerQueues (env: Env): QueueName[] {
   return QUEUE_NAMES.filter((name) => names.includes(name))
 }
 
+/**
+ * Where the traces exporter sends spans, as the OpenTelemetry SDKs read it: the signal's own
+ * endpoint as given, else the base endpoint plus the signal's path; none unless tracing is wanted.
+ */
+function tracesUrl (env: Env): string | undefined {
+  if (boolean(env, 'OTEL_SDK_DISABLED')) return undefined
+  const exporter = text(env, 'OTEL_TRACES_EXPORTER')?.toLowerCase() ?? 'otlp'
+  if (exporter === 'none') return undefined
+  if (exporter !== 'otlp') throw new SettingError('OTEL_TRACES_EXPORTER', `OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`)
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const protocol = text(env, name)
+    // OTLP/HTTP receivers take JSON on the port and path that take protobuf; gRPC is another port.
+    if (protocol !== undefined && protocol !== 'http/json' && protocol !== 'http/protobuf') {
+      throw new SettingError(name, `${name} must be http/json or http/protobuf (spans are sent as OTLP/HTTP JSON, e.g. to a collector's port 4318), got "${protocol}"`)
+    }
+  }
+  if (text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') !== undefined) return url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', '', ['http:', 'https:'])
+  if (text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') === undefined) return undefined
+  return `${url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', '', ['http:', 'https:'])}/v1/traces`
+}
+
+function traceSampler (env: Env): TraceSampler {
+  const raw = text(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on'
+  if (!(TRACE_SAMPLERS as readonly string[]).includes(raw)) {
+    throw new SettingError('OTEL_TRACES_SAMPLER', `OTEL_TRACES_SAMPLER must be one of ${TRACE_SAMPLERS.join(', ')}, got "${raw}"`)
+  }
+  return raw as TraceSampler
+}
+
+function samplerRatio (env: Env): number {
+  const raw = text(env, 'OTEL_TRACES_SAMPLER_ARG')
+  if (raw === undefined) return 1
+  const ratio = Number(raw)
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) throw new SettingError('OTEL_TRACES_SAMPLER_ARG', `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${raw}"`)
+  return ratio
+}
+
 /** Keys in ENCRYPTION_KEYS_PREVIOUS: a rotation needs one or two; a long list means rotations are not finished. */
 const MAX_PREVIOUS_KEYS = 10
 
@@ -385,6 +451,25 @@ export function loadConfig (env: Env = process.env): Config {
     graceMs: int('RECONCILER_GRACE_MS', 2000, 0, 3_600_000)
   }
 
+  // The batch span processor's defaults are the OpenTelemetry specification's.
+  const traceBatch = {
+    scheduleDelayMs: int('OTEL_BSP_SCHEDULE_DELAY', 5000, 1, 3_600_000),
+    maxQueueSize: int('OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000),
+    maxExportBatchSize: int('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000),
+    exportTimeoutMs: int('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 1, 3_600_000)
+  }
+  if (traceBatch.maxExportBatchSize > traceBatch.maxQueueSize) {
+    refuse('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${traceBatch.maxExportBatchSize}) must be at most OTEL_BSP_MAX_QUEUE_SIZE (${traceBatch.maxQueueSize})`)
+  }
+  const tracing: TracingConfig = {
+    tracesUrl: read(undefined, () => tracesUrl(env)),
+    serviceName: text(env, 'OTEL_SERVICE_NAME'),
+    sampler: read('parentbased_always_on', () => traceSampler(env)),
+    samplerRatio: read(1, () => samplerRatio(env)),
+    batch: traceBatch,
+    httpRequestTraceparent: read(true, () => boolean(env, 'HTTP_REQUEST_TRACEPARENT', true))
+  }
+
   const localPostgresPort = int('LOCAL_POSTGRES_PORT', 5432, 1, 65535)
   const localRedisPort = int('LOCAL_REDIS_PORT', 6379, 1, 65535)
   const redis = read(`redis://127.0.0.1:${localRedisPort}`, () => redisUrl(env, localRedisPort))
@@ -433,6 +518,7 @@ export function loadConfig (env: Env = process.env): Config {
     },
     trustProxy: read(false, () => trustProxy(env)),
     logLevel,
+    tracing,
     dataDir
   }
   if (problems.length > 0) throw new ConfigError(problems)

@@ -13,9 +13,10 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
     const runId = job.data?.runId
     if (typeof runId !== 'string' || runId === '') throw new UnrecoverableError('job data has no runId')
     const requestId = typeof job.data.requestId === 'string' ? job.data.requestId : undefined
+    const traceparent = typeof job.data.traceparent === 'string' ? job.data.traceparent : undefined
     // A run waiting for a slot of its workflow: its job is delayed, and woken when a slot frees.
     const hold = async (until: number): Promise<void> => { await job.moveToDelayed(until, token) }
-    const outcome = await engine.executeRun(runId, signal, { requestId, job, hold })
+    const outcome = await engine.executeRun(runId, signal, { requestId, traceparent, job, hold })
     logger.debug({ runId, jobId: job.id, requestId, outcome }, 'run job done')
     if (outcome === 'HELD') throw new DelayedError()
     // The job's lock was lost or not renewed in time. Failing (not completing) the job: if this worker still

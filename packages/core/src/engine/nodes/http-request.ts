@@ -46,6 +46,8 @@ function buildHeaders (context: NodeContext): Record<string, string> {
   }
   // An Idempotency-Key the author set in `headers` is kept; `idempotencyKey: false` sends none.
   if (optionalBoolean(config, 'idempotencyKey') ?? true) headers['idempotency-key'] ??= context.idempotencyKey
+  // The receiver's spans join the run's trace; a traceparent the author set in `headers` is kept.
+  if (context.traceparent !== undefined) headers.traceparent ??= context.traceparent
   return headers
 }
 
