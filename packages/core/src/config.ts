@@ -5,6 +5,7 @@ import ipaddr from 'ipaddr.js'
 import { createLogger } from './logger.ts'
 import { QUEUE_NAMES, type QueueName } from './queues/catalog.ts'
 import { clusterUrl, isClusterUrl, parseClusterNodes, parseClusterUrl, RedisAddressError } from './queues/redis-url.ts'
+import { MAX_QUOTA, type Quotas } from './users/quotas.ts'
 
 /** Bounds on what a workflow author or caller controls (contract, "Limits and retention"). */
 export interface Limits {
@@ -110,6 +111,13 @@ export interface Config {
   /** The most a run's `result` (triggerData and every node's output) may serialize to, in bytes of JSON. */
   runResultMaxBytes: number
   limits: Limits
+  /** Every user's quotas unless an admin set others for them (USER_QUOTA_*; README, Quotas). */
+  quotas: Quotas
+  /**
+   * WORKER_USER_SHARE: the share of a worker's run slots (per queue) one user's runs may hold
+   * while other runs wait for a slot (fair scheduling, README, Quotas).
+   */
+  workerUserShare: number
   /** What the worker deletes (retention/retention.ts); chat messages are never deleted. */
   retention: {
     /** RUN_RETENTION_DAYS: finished runs, with their log lines, are deleted this long after they were created. */
@@ -169,6 +177,15 @@ function integer (env: Env, name: string, fallback: number, min: number, max: nu
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new SettingError(name, `${name} must be an integer from ${min} to ${max}, got "${raw}"`)
   }
+  return value
+}
+
+/** A fraction greater than 0 and at most 1. */
+function share (env: Env, name: string, fallback: number): number {
+  const raw = text(env, name)
+  if (raw === undefined) return fallback
+  const value = Number(raw)
+  if (!/^(0|1)?(\.\d+)?$/.test(raw) || !(value > 0 && value <= 1)) throw new SettingError(name, `${name} must be a number greater than 0 and at most 1, got "${raw}"`)
   return value
 }
 
@@ -511,6 +528,16 @@ export function loadConfig (env: Env = process.env): Config {
       cronMinIntervalSeconds: int('CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
       eventFanoutMax: int('EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000)
     },
+    quotas: {
+      runsPerMinute: int('USER_QUOTA_RUNS_PER_MINUTE', 60_000, 1, MAX_QUOTA),
+      runsInFlight: int('USER_QUOTA_RUNS_IN_FLIGHT', 0, 0, MAX_QUOTA),
+      waitingRuns: int('USER_QUOTA_WAITING_RUNS', 100_000, 0, MAX_QUOTA),
+      workflows: int('USER_QUOTA_WORKFLOWS', 10_000, 0, MAX_QUOTA),
+      credentials: int('USER_QUOTA_CREDENTIALS', 1000, 0, MAX_QUOTA),
+      cronWorkflows: int('USER_QUOTA_CRON_WORKFLOWS', 1000, 0, MAX_QUOTA),
+      eventListeners: int('USER_QUOTA_EVENT_LISTENERS', 1000, 0, MAX_QUOTA)
+    },
+    workerUserShare: read(0.5, () => share(env, 'WORKER_USER_SHARE', 0.5)),
     retention: {
       runDays: int('RUN_RETENTION_DAYS', 30, 1, 36_500),
       rawBodyHours: int('RAW_BODY_RETENTION_HOURS', 72, 1, 876_000),
