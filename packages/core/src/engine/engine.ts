@@ -18,6 +18,7 @@ import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
+import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
 import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
 
 /** How a call to `executeRun` left the run. */
@@ -107,6 +108,11 @@ interface EngineOptions {
    * @defaultValue 8388608
    */
   runResultMaxBytes?: number
+  /**
+   * Every owner's quotas unless an admin set others (users/quotas.ts): the engine holds a run to
+   * its owner's `waitingRuns`. @defaultValue none checked
+   */
+  quotas?: Quotas
   /**
    * The credentials nodes refer to (`credential`, `{{credentials.<name>.<field>}}`).
    * @defaultValue none: a node with a `credential` field fails, credential templates render empty
@@ -375,6 +381,14 @@ export function createRunEngine (options: EngineOptions) {
     trace?.ended('FAILED')
     await dispatchFailure(runId, failed.eventId)
     return true
+  }
+
+  /** A run may wait (WAITING, a delayed job in Redis) only while its owner has fewer waiting runs than their quota. */
+  async function checkWaitingQuota (userId: string): Promise<void> {
+    if (options.quotas === undefined) return
+    const { waiting, quotas } = await database(store.waitingRuns(userId))
+    const max = effectiveQuotas(options.quotas, quotas).waitingRuns
+    if (waiting >= max) throw new NodeError(`Too many waiting runs (max ${max}): this run cannot wait`)
   }
 
   /** How an execution ends when its step was refused; a superseded one says so in the process log. */
@@ -717,6 +731,7 @@ export function createRunEngine (options: EngineOptions) {
       let outcome: NodeResult
       try {
         outcome = await executeNode(run, node, result, resultSize, pending, signal, sizer, trace, nodeSpan !== undefined && httpRequestTraceparent ? traceparentOf(nodeSpan) : undefined)
+        if (outcome.suspendUntil !== undefined) await checkWaitingQuota(run.userId)
       } catch (err) {
         if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, err instanceof ClaimLostError ? 'stopped' : 'failure', { error: err, unwritten: run.claimAtEnd !== undefined })
         if (err instanceof InfrastructureError) throw err
@@ -741,7 +756,7 @@ export function createRunEngine (options: EngineOptions) {
         if (suspended !== undefined) return suspended
         // The resumed part of the run logs with the request id too, and continues this execution's trace.
         const traceparent = trace.spans?.traceparent()
-        const data: RunJobData = { runId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
+        const data: RunJobData = { runId, userId: run.userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
         try {
           await queues[run.queue].add(RUN_JOB, data, {
             jobId: resumeJobId(runId, node.id),

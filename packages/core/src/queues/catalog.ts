@@ -42,6 +42,11 @@ const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
 /** Job data is ids only: Postgres is the record. */
 export interface RunJobData {
   runId: string
+  /**
+   * The run's owner: the worker holds the job while the owner's runs take their share of its
+   * slots or their in-flight quota (README, Quotas). Jobs the reconciler restores may lack it.
+   */
+  userId?: string
   /** The X-Request-Id of the request that started the run: the worker logs the run with it. */
   requestId?: string
   /**

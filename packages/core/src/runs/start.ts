@@ -5,6 +5,7 @@ import { storableJson } from '../db/storable.ts'
 import { textArray } from '../db/sql.ts'
 import type { Workflow } from '../db/schema/index.ts'
 import { createIds } from '../ids.ts'
+import { noteOwners } from './admission.ts'
 import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
@@ -40,6 +41,8 @@ export interface StartedRun {
 /** A run an insert created, with what its job needs. */
 export interface CreatedRun {
   runId: string
+  /** Its owner, carried in its job for the worker's fair share and in-flight quota. */
+  userId: string
   queue: QueueName
   requestId?: string
   traceparent?: string
@@ -227,7 +230,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   for (const [i, run] of inserted.entries()) {
     if (!run.created) continue
     const { queue, requestId, traceparent, workflow } = distinct[i]!
-    created.push({ runId: run.runId, queue, requestId, traceparent })
+    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent })
     runsCreated.inc({ trigger_type: workflow.triggerType, domain: run.domain ?? 'unknown' })
   }
   const answered = new Set<number>()
@@ -265,12 +268,13 @@ export async function enqueueRuns (deps: Pick<RunServiceDeps, 'queues' | 'logger
   for (const run of created) byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run])
   for (const [name, runs] of byQueue) {
     for (const [n, chunk] of chunksOf(runs).entries()) {
-      const jobs = chunk.map(({ runId, requestId, traceparent }) => {
-        const data: RunJobData = { runId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
+      const jobs = chunk.map(({ runId, userId, requestId, traceparent }) => {
+        const data: RunJobData = { runId, userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
         return { name: RUN_JOB, data, opts: { jobId: runJobId(runId) } }
       })
       try {
         await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
+        await noteOwners(deps.queues[name], chunk.map(({ userId }) => userId))
       } catch (err) {
         const left = runs.length - n * CHUNK_SIZE
         runsLeftForReconciler.inc(left)
