@@ -1,5 +1,5 @@
 import { DelayedError, UnrecoverableError } from 'bullmq'
-import { createRunAdmission, othersQueued, type RunAdmission } from '@switchboard/core/runs'
+import { createRunAdmission, othersActive, type RunAdmission } from '@switchboard/core/runs'
 import type { QueueName } from '@switchboard/core/queues'
 import type { ProcessorFactory } from '../context.ts'
 
@@ -23,7 +23,7 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
         concurrency: config.workerConcurrency,
         share: config.workerUserShare,
         quotas: config.quotas,
-        othersWaiting: async (userId) => await othersQueued(queue, userId),
+        othersActive: async (userId) => await othersActive(queue, userId),
         wake: async (jobId) => { await (await queue.getJob(jobId))?.promote() }
       })
       admissions.set(name, admission)

@@ -11,10 +11,10 @@ import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
  * and its slot goes to the next job.
  *
  * - Fair share: a user's runs may hold at most WORKER_USER_SHARE of this worker's slots on the
- *   queue while another user's jobs wait for one (jobs wait on the queue, and another user queued
- *   runs in the last OWNER_RECENT_MS: `noteOwners`); otherwise they may take more, so no slot
- *   idles and one user's backlog is not held back for nothing. Counted in this process, so it
- *   holds on every worker without a shared counter.
+ *   queue while other users use the queue too (another user queued runs on it in the last
+ *   OWNER_RECENT_MS: `noteOwners`), so that slots stay free for them when their runs come; a
+ *   user alone on the queue may take every slot, so one user's backlog is not held back for
+ *   nothing. Counted in this process, so it holds on every worker without a shared counter.
  * - In-flight quota (`runsInFlight`, when set): the user's RUNNING runs across all workers,
  *   counted in Postgres (runs_user_active_idx). Concurrent admissions may pass it by a few.
  *
@@ -29,8 +29,8 @@ export interface RunAdmissionOptions {
   share: number
   /** The installation's quotas (USER_QUOTA_*). */
   quotas: Quotas
-  /** Whether jobs of users other than `userId` wait on the queue for a slot now (`othersQueued`). */
-  othersWaiting: (userId: string) => Promise<boolean>
+  /** Whether users other than `userId` use the queue lately (`othersActive`). */
+  othersActive: (userId: string) => Promise<boolean>
   /** Runs a held job now (promotes it); a job that is no longer delayed is left alone. */
   wake: (jobId: string) => Promise<void>
 }
@@ -48,11 +48,11 @@ const MAX_HELD_PER_USER = 1000
 /** A held job comes back after this, times the user's held jobs here (at most MAX_HOLD_MS). */
 const HOLD_STEP_MS = 250
 const MAX_HOLD_MS = 5000
-/** How long whether others wait is trusted once asked, per user. */
+/** How long whether others use the queue is trusted once asked, per user. */
 const OTHERS_TTL_MS = 250
 
-/** How long a run queued by a user counts as another user's waiting run for the fair share. */
-const OWNER_RECENT_MS = 10_000
+/** How long a user who queued runs counts as using the queue, for the others' fair share. */
+const OWNER_RECENT_MS = 5 * 60_000
 
 /** The owners of the runs just queued on `queue`, for the fair share (a sorted set: owner → when). */
 export async function noteOwners (queue: Queue, userIds: Iterable<string>): Promise<void> {
@@ -61,9 +61,8 @@ export async function noteOwners (queue: Queue, userIds: Iterable<string>): Prom
   if (members.length > 0) await connectionOf(queue).zadd(queue.toKey('owners'), ...members)
 }
 
-/** Whether jobs wait on `queue` and a user other than `userId` queued runs on it lately. */
-export async function othersQueued (queue: Queue, userId: string): Promise<boolean> {
-  if (await queue.getWaitingCount() === 0) return false
+/** Whether a user other than `userId` queued runs on `queue` lately. */
+export async function othersActive (queue: Queue, userId: string): Promise<boolean> {
   const client = connectionOf(queue)
   const key = queue.toKey('owners')
   const since = Date.now() - OWNER_RECENT_MS
@@ -77,15 +76,15 @@ export function createRunAdmission (options: RunAdmissionOptions) {
   const active = new Map<string, number>()
   const held = new Map<string, string[]>()
   const cached = new Map<string, { quotas: Quotas, until: number }>()
-  const others = new Map<string, { waiting: boolean, until: number }>()
+  const others = new Map<string, { active: boolean, until: number }>()
 
-  async function othersWaiting (userId: string): Promise<boolean> {
+  async function othersActive (userId: string): Promise<boolean> {
     const hit = others.get(userId)
-    if (hit !== undefined && hit.until > Date.now()) return hit.waiting
-    const waiting = await options.othersWaiting(userId)
+    if (hit !== undefined && hit.until > Date.now()) return hit.active
+    const active = await options.othersActive(userId)
     if (others.size >= MAX_CACHED_USERS) others.clear()
-    others.set(userId, { waiting, until: Date.now() + OTHERS_TTL_MS })
-    return waiting
+    others.set(userId, { active, until: Date.now() + OTHERS_TTL_MS })
+    return active
   }
 
   async function quotasOf (userId: string): Promise<Quotas> {
@@ -110,7 +109,7 @@ export function createRunAdmission (options: RunAdmissionOptions) {
   }
 
   async function overLimits (userId: string, mine: number): Promise<boolean> {
-    if (mine > cap && await othersWaiting(userId)) return true
+    if (mine > cap && await othersActive(userId)) return true
     const { runsInFlight } = await quotasOf(userId)
     return runsInFlight > 0 && await running(userId) >= runsInFlight
   }

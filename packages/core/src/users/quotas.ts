@@ -14,9 +14,6 @@ export type QuotaName = typeof QUOTA_NAMES[number]
 
 export type Quotas = Record<QuotaName, number>
 
-/** A user's own settings: the quotas an admin set for them. */
-export type QuotaOverrides = Partial<Quotas>
-
 /** The largest value a quota takes. */
 export const MAX_QUOTA = 100_000_000
 
