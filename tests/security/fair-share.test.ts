@@ -35,10 +35,10 @@ t.test('a member\'s slow runs hold at most their share of a worker\'s slots whil
   for (let i = 0; i < 5; i++) busy.push(await runLatency(adminToken, quick))
   const inFlight = sink.inFlight()
 
-  t.comment(`admin's run: idle median ${median(idle)} ms (${idle.join(', ')}); with the member's 60 slow runs queued, median ${median(busy)} ms (${busy.join(', ')}); member calls in flight ${inFlight}`)
+  t.comment(`admin's run: idle median ${median(idle)} ms (${idle.join(', ')}); with the member's 60 slow runs queued, slowest ${Math.max(...busy)} ms (${busy.join(', ')}); member calls in flight ${inFlight}`)
   t.ok(inFlight <= SLOTS / 2, `the member holds at most half the worker's ${SLOTS} slots (${inFlight})`)
   // The floor keeps a few milliseconds of a busy machine from deciding.
-  t.ok(median(busy) <= 2 * median(idle) + 50, 'the admin\'s run within 2× its idle latency')
+  t.ok(Math.max(...busy) <= 2 * median(idle) + 50, 'each of the admin\'s runs within 2× its idle latency')
   await waitFor(async () => sink.deliveries.filter((delivery) => delivery.path.startsWith('/slow/')).length === 60 ? true : undefined,
     { what: 'every member run to make its call', timeoutMs: 90_000 })
   t.pass('the member\'s held runs all ran')
