@@ -83,7 +83,7 @@ t.test('an admin sets a user\'s password: the user\'s tokens end, the new passwo
   const member = await newMember()
   const res = await patchUser(adminToken, member.id, { password: 'set-by-admin' })
   t.equal(res.statusCode, 200)
-  t.same(Object.keys(res.json()).sort(), ['createdAt', 'email', 'id', 'role'], 'the public user, no hash')
+  t.same(Object.keys(res.json()).sort(), ['createdAt', 'email', 'id', 'quotas', 'role'], 'the public user, no hash')
   t.match(res.json(), { id: member.id, email: member.email, role: 'member' })
   t.equal(await statusWith(member.token), 401, 'the user\'s token is ended')
   t.equal((await login(member.email, 'member-password')).statusCode, 401)
@@ -109,8 +109,8 @@ t.test('PATCH /api/users/:id refuses what it cannot do', async (t) => {
   t.equal(unknown.statusCode, 404)
   t.same(unknown.json(), { statusCode: 404, code: 'USER_NOT_FOUND', error: 'User not found', message: 'User not found' })
   const cases: Array<[Record<string, unknown>, string]> = [
-    [{}, 'role or password is required'],
-    [{ email: 'taken-over@example.com' }, 'role or password is required'],
+    [{}, 'role, password or quotas is required'],
+    [{ email: 'taken-over@example.com' }, 'role, password or quotas is required'],
     [{ role: 'root' }, 'role must be one of admin, member'],
     [{ password: 'short' }, 'password must be 8 to 1024 characters']
   ]

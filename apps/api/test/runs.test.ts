@@ -44,7 +44,8 @@ t.test('fire answers 202 with a PENDING run whose job carries only the run id an
   const job = await app.queues['workflow-runs'].getJob(runId)
   t.equal(job?.id, runId)
   t.equal(job?.name, 'run')
-  t.same(job?.data, { runId, requestId: res.headers['x-request-id'] })
+  t.same(job?.data, { runId, userId: job?.data.userId, requestId: res.headers['x-request-id'] })
+  t.type(job?.data.userId, 'string', 'and its owner, for the worker\'s fair share')
 
   const run = await request({ method: 'GET', url: `/api/automation/runs/${runId}`, token: member.token })
   t.equal(run.statusCode, 200)
@@ -99,7 +100,7 @@ t.test('AGENT workflows run on the agent-execution queue', async (t) => {
   const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'AGENT' })
   const fired = await fire(workflowId, adminToken, {})
   const { runId } = fired.json()
-  t.same((await app.queues['agent-execution'].getJob(runId))?.data, { runId, requestId: fired.headers['x-request-id'] })
+  t.match((await app.queues['agent-execution'].getJob(runId))?.data, { runId, requestId: fired.headers['x-request-id'], userId: String })
   t.equal(await app.queues['workflow-runs'].getJob(runId), undefined)
 })
 
@@ -207,7 +208,7 @@ t.test('events start the caller\'s active EVENT workflows listening to the name'
   t.same(started.map((run) => run.workflowId).sort(), [first, second].sort())
   t.ok(started.every((run) => run.status === 'PENDING'))
   t.same(started[0]?.triggerData, { clientId: 'c1' })
-  for (const runId of runIds) t.same((await app.queues['workflow-runs'].getJob(runId))?.data, { runId })
+  for (const runId of runIds) t.same((await app.queues['workflow-runs'].getJob(runId))?.data, { runId, userId: member.id })
   t.equal(await runCount(foreign), 0, 'another user\'s workflows do not listen')
 
   t.equal((await counters(first))?.runCount, 1)

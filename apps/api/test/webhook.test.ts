@@ -33,7 +33,8 @@ t.test('an active WEBHOOK workflow receives: public, 200, run stored with body, 
   t.same(run?.triggerData.query, { source: 'shop', tag: ['a', 'b'] })
   t.equal(run?.rawBody?.toString('utf8'), body, 'the exact bytes are kept for verify_signature')
   t.notOk('rawBody' in run!.triggerData)
-  t.same((await app.queues['workflow-runs'].getJob(runId))?.data, { runId, requestId: res.headers['x-request-id'] }, 'ids only: the run and the request that started it')
+  const data = (await app.queues['workflow-runs'].getJob(runId))?.data
+  t.same(data, { runId, userId: data?.userId, requestId: res.headers['x-request-id'] }, 'ids only: the run, its owner and the request that started it')
 
   const owned = await request({ method: 'GET', url: `/api/automation/runs/${runId}`, token: member.token })
   t.equal(owned.json().workflowId, webhookWorkflow, 'the run belongs to the workflow owner')

@@ -271,7 +271,7 @@ t.test('a wait suspends the run with a delayed resume job; the resumed run compl
   t.ok(Math.abs(Date.parse(until) - Date.now() - 5 * 60_000) < 10_000)
   const job = await queues[WORKFLOW_RUNS].getJob(resumeJobId(runId, 'pause'))
   t.equal(await job?.getState(), 'delayed')
-  t.same(job?.data, { runId })
+  t.same(job?.data, { runId, userId: row.userId })
 
   // An early resume (a duplicate job, a reconciler) suspends again without moving on.
   t.equal(await engine.executeRun(runId), 'WAITING')

@@ -71,7 +71,7 @@ t.test('starts that arrive together are written by one transaction and queued by
   t.same(stored.map(({ triggerData }) => (triggerData as { seq: number }).seq).sort((a, b) => a - b), Array.from({ length: 200 }, (_, i) => i), 'each run has its own triggerData')
   for (const [seq, { runId }] of started.entries()) {
     const job = await queues[WORKFLOW_RUNS].getJob(runId)
-    t.same(job?.data, { runId, requestId: `request-${seq}` }, 'each job carries its own request id')
+    t.same(job?.data, { runId, userId: workflow.userId, requestId: `request-${seq}` }, 'each job carries its own request id')
     if (seq > 3) break
   }
 })
