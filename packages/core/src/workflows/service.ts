@@ -4,7 +4,7 @@ import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { credentialsRepository } from '../credentials/repository.ts'
-import { checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
+import { checkCredentialOwnerOnly, checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
 import {
   workflowsRepository,
   type DeletedWorkflow,
@@ -76,6 +76,7 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
     // Stored definitions were checked when saved: only what this change touches is checked again.
     if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges, limits)
     if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
+    if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restoredFrom !== undefined ||
       DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(changes[field], current[field]))
