@@ -12,7 +12,7 @@ import {
   type WorkflowDetail,
   type WorkflowInput
 } from './repository.ts'
-import { exportWorkflow, type WorkflowExport } from './transfer.ts'
+import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
 import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
@@ -142,9 +142,13 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
       return exportWorkflow(workflow, new Map(used.map(({ id: credentialId, name, type }) => [credentialId, { name, type }])))
     },
 
-    /** A new workflow from an export's definition, checked like a create and inactive whatever it says. */
-    async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>): Promise<WorkflowDetail> {
-      return create(viewer, { ...definition, isActive: false })
+    /**
+     * A new workflow from an export's definition, checked like a create and inactive whatever it
+     * says; `toFill`: the places of the export's `redacted` its nodes still leave without a value.
+     */
+    async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>, redacted: readonly string[]): Promise<WorkflowDetail & { toFill: string[] }> {
+      const workflow = await create(viewer, { ...definition, isActive: false })
+      return { ...workflow, toFill: valuesToFill(workflow.nodes, redacted) }
     },
 
     async delete (viewer: Viewer, id: string): Promise<void> {
