@@ -44,8 +44,6 @@ export interface CredentialReference {
   via: 'credential' | 'template'
   /** The field a template reads. */
   field?: string
-  /** The node's config field the reference is in. */
-  configField: string
 }
 
 const invalidReference = (message: string): DomainError => new DomainError('INVALID_CREDENTIAL_REFERENCE', message)
@@ -62,13 +60,15 @@ export function nodeCredentialReferences (node: WorkflowNode, { strict }: { stri
   const refuse = (message: string): void => { if (strict) throw invalidReference(`Node ${node.id}: ${message}`) }
   const allowed = CREDENTIAL_FIELDS[node.type] ?? []
   const references: CredentialReference[] = []
-  for (const [configField, value] of Object.entries(node.config ?? {})) {
-    if (configField === 'credential' && value !== undefined) {
-      if (!allowed.includes('credential')) refuse(`${node.type} nodes take no credential`)
-      else if (typeof value !== 'string' || value === '' || value.includes('{{')) refuse('credential must be the name or id of a credential')
-      else references.push({ nodeId: node.id, ref: value, via: 'credential', configField })
-      continue
-    }
+  const config = node.config ?? {}
+  if (config.credential !== undefined) {
+    const { credential } = config
+    if (!allowed.includes('credential')) refuse(`${node.type} nodes take no credential`)
+    else if (typeof credential !== 'string' || credential === '' || credential.includes('{{')) refuse('credential must be the name or id of a credential')
+    else references.push({ nodeId: node.id, ref: credential, via: 'credential' })
+  }
+  for (const [configField, value] of Object.entries(config)) {
+    if (configField === 'credential') continue
     for (const path of templatePaths(value)) {
       const [root, name, field, ...rest] = parsePath(path)
       if (root !== CREDENTIALS_SCOPE) continue
@@ -80,7 +80,7 @@ export function nodeCredentialReferences (node: WorkflowNode, { strict }: { stri
         refuse(`credentials cannot be used in ${configField.slice(0, 64)}: ${allowedFieldsOf(node.type)}`)
         if (CHAT_NODE_TYPES.includes(node.type)) continue
       }
-      references.push({ nodeId: node.id, ref: name, via: 'template', field, configField })
+      references.push({ nodeId: node.id, ref: name, via: 'template', field })
     }
   }
   return references
