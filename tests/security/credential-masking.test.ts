@@ -107,3 +107,21 @@ t.test('a value equal to a short stored value is masked where it is the whole va
   t.equal(run.status, 'SUCCESS')
   t.same(run.result.call.body, { echo: '[credential]' })
 })
+
+t.test('values long enough to be masked, spelling the marker, in 800 KB of its letters: masked once, no growth, no stall', async (t) => {
+  const values = { a: '[credential]', b: 'credential', c: 'redential]', d: '[credenti' }
+  const created = await stack.call('POST', '/api/automation/credentials', { token: member.token, body: { name: 'marker', type: 'generic', data: values } })
+  t.equal(created.status, 201)
+  const text = 'credential'.repeat(80_000)
+  const workflowId = await stack.client.createWorkflow(member.token, {
+    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/echo`, body: `{{credentials.marker.a}}${text}` } }]
+  })
+  const runId = await stack.client.fire(member.token, workflowId)
+  const finished = stack.client.runReaching(member.token, runId, undefined, { timeoutMs: 60_000 })
+  const slowestMs = await slowestWorkerProbe(finished)
+  const run = await finished
+  t.comment(`worker /health/live slowest answer during the run: ${Math.round(slowestMs)} ms`)
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.equal(run.result.call?.body.echo, '[credential]'.repeat(80_001), 'each value masked once, the markers never searched again')
+  t.ok(slowestMs < 1_000, `the worker answered its probes throughout (slowest ${Math.round(slowestMs)} ms)`)
+})
