@@ -51,7 +51,8 @@ const FORM_SET = outside(/[A-Za-z0-9*\-_.]/)
  * Every form a value takes on its way out of a node, where it could be echoed back: as written,
  * escaped inside JSON (with non-ASCII escaped too, as many servers write it), percent-encoded by
  * encodeURIComponent and by the URL parser in a path, a query or user info (a backslash there is
- * a slash), form-encoded (`+` for a space: URLSearchParams), and as a host name (lowercased, IDNA).
+ * a slash), form-encoded (`+` for a space: URLSearchParams, also over a query it reads back),
+ * and as a host name (lowercased, IDNA).
  */
 function echoedForms (value: string): string[] {
   const json = JSON.stringify(value).slice(1, -1)
@@ -66,6 +67,8 @@ function echoedForms (value: string): string[] {
     percentEncode(value, SPECIAL_QUERY_SET),
     percentEncode(value, USERINFO_SET),
     percentEncode(value, FORM_SET, true),
+    // A query written in the URL, read again as a form (a `+` read as a space) when `query` adds to it.
+    percentEncode(value.replaceAll('+', ' '), FORM_SET, true),
     value.toLowerCase(),
     ...(host === '' ? [] : [host])
   ]
