@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto'
 import { request } from 'undici'
 import { BlockedAddressError } from './http-client.ts'
 import { NodeError, RetryableNodeError, type NodeContext, type NodeCredential, type NodeExecutor } from '../types.ts'
+import { parsePath, renderTemplate, templatePaths } from '../template.ts'
 import { optionalBoolean, optionalObject, optionalString, requiredString } from './config.ts'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -163,12 +164,22 @@ function retryAfterMsOf (header: string | string[] | undefined): number | undefi
 const ALLOW_PRIVATE_HINT = '(HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)'
 
 /**
- * The address log lines and errors show: the node's url as written, before its templates are
- * rendered, without user info, query or fragment. A credential in it shows as its template,
- * never in whatever encoding the URL parser gives it, nor cut where it holds a `/`, `?` or `#`.
+ * The address log lines and errors show: the node's url rendered with the run's data, but with
+ * each credential template left as written, and without user info, query or fragment. A
+ * credential never shows in whatever encoding the URL parser would give it, nor cut where it
+ * holds a `/`, `?` or `#`.
  */
-function writtenTarget (rawUrl: unknown): string {
-  const text = typeof rawUrl === 'string' ? rawUrl : ''
+function shownTarget (rawUrl: unknown, result: Readonly<Record<string, unknown>>): string {
+  const written = typeof rawUrl === 'string' ? rawUrl : ''
+  const credentials: Record<string, Record<string, string>> = Object.create(null)
+  for (const path of templatePaths(written)) {
+    const [root, name, field] = parsePath(path)
+    if (root === 'credentials' && name !== undefined && field !== undefined) {
+      (credentials[name] ??= Object.create(null) as Record<string, string>)[field] = `{{credentials.${name}.${field}}}`
+    }
+  }
+  const rendered = renderTemplate(written, { ...result, credentials })
+  const text = typeof rendered === 'string' ? rendered : JSON.stringify(rendered) ?? ''
   const end = text.search(/[?#]/)
   const address = (end === -1 ? text : text.slice(0, end)).replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/]*@/, '$1')
   return address.length > MAX_TARGET_LENGTH ? `${address.slice(0, MAX_TARGET_LENGTH)}…` : address
@@ -239,7 +250,7 @@ export const httpRequest: NodeExecutor<'http_request'> = {
     const body = method === 'GET' || method === 'HEAD' ? undefined : buildBody(config, headers)
     if (context.credential !== undefined) authenticate(context.credential, headers, body)
     const failOnStatus = optionalBoolean(config, 'failOnStatus') ?? true
-    const target = `${method} ${writtenTarget(rawConfig.url)}`
+    const target = `${method} ${shownTarget(rawConfig.url, context.result)}`
 
     await beforeEffect(`Calling ${target} (attempt ${context.attempt})`)
     const response = await exchange(context, { url, method, headers, body })
