@@ -43,10 +43,10 @@ const TEXT = 'credential'.repeat(1024)
  * long the worker's event loop was held (lock renewals, other tenants' runs wait as long).
  */
 async function slowestWorkerProbe (done: Promise<unknown>): Promise<number> {
-  let finished = false
-  void done.finally(() => { finished = true })
+  const state = { finished: false }
+  done.then(() => { state.finished = true }, () => { state.finished = true })
   let slowest = 0
-  while (!finished) {
+  while (!state.finished) {
     const started = performance.now()
     await (await fetch(`http://127.0.0.1:${workerPort}/health/live`, { signal: AbortSignal.timeout(60_000) })).text()
     slowest = Math.max(slowest, performance.now() - started)

@@ -22,7 +22,7 @@ export const ACCEPTED_CREDENTIAL_TYPES: Readonly<Record<string, readonly Credent
  * chat nodes' text: a chat message is stored on its conversation, readable in the inbox). One
  * list per node type; a type not listed uses no credentials.
  */
-export const CREDENTIAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+const CREDENTIAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
   http_request: ['credential', 'url', 'headers', 'query', 'body'],
   verify_signature: ['credential', 'secret']
 }
