@@ -12,8 +12,8 @@ export const MIN_MASKED_LENGTH = 8
 
 /**
  * The most characters of masked forms (every value the node can see, in every form) one node's
- * redactor is built from (README, Credentials): its automaton takes about 23 bytes and 0.1 µs to
- * build per character, and is built for every node that runs with credentials.
+ * redactor is built from (README, Credentials): its automaton takes about 23 bytes and 0.2 µs to
+ * build per character, and is built for every node that runs with credentials (docs/decisions.md).
  */
 export const MAX_MASKED_CHARACTERS = 524_288
 
