@@ -47,7 +47,8 @@ function portableUrl (url: string, at: string, removed: string[]): string {
   const fragmentStart = portable.indexOf('#', queryStart)
   const queryEnd = fragmentStart === -1 ? portable.length : fragmentStart
   const kept = portable.slice(queryStart + 1, queryEnd).split('&').filter((parameter) => {
-    if (parameter === '' || !isLiteral(parameter)) return parameter !== ''
+    if (parameter === '') return false
+    if (!isLiteral(parameter)) return true
     const name = parameter.split('=')[0]!
     removed.push(`${at}?${safeDecode(name)}`)
     return false
