@@ -125,3 +125,17 @@ t.test('values long enough to be masked, spelling the marker, in 800 KB of its l
   t.equal(run.result.call?.body.echo, '[credential]'.repeat(80_001), 'each value masked once, the markers never searched again')
   t.ok(slowestMs < 1_000, `the worker answered its probes throughout (slowest ${Math.round(slowestMs)} ms)`)
 })
+
+t.test('a node whose credentials together are too long to mask fails, naming the bound', async (t) => {
+  // Each fits the budget alone (under 340,000 characters of forms: a space, a quote and non-ASCII make every form differ).
+  for (const name of ['big1', 'big2']) {
+    const data = Object.fromEntries(['a', 'b', 'c'].map((field) => [field, 'É "'.repeat(2729) + name + field]))
+    const res = await stack.call('POST', '/api/automation/credentials', { token: member.token, body: { name, type: 'generic', data } })
+    t.equal(res.status, 201)
+  }
+  const run = await stack.client.runWorkflow(member.token, {
+    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/echo`, body: { one: '{{credentials.big1.a}}', two: '{{credentials.big2.a}}' } } }]
+  })
+  t.equal(run.status, 'FAILED')
+  t.equal(run.error, 'The credentials of node call are too long to mask: 671514 characters in the forms runs mask, at most 524288')
+})
