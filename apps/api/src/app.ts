@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import cors from '@fastify/cors'
 import rateLimit from '@fastify/rate-limit'
 import type { Config } from '@switchboard/core/config'
+import { tracingOn } from '@switchboard/core/observability'
 import services from './plugins/app/index.ts'
 import auth from './plugins/auth.ts'
 import consoleApp from './plugins/console.ts'
@@ -13,6 +14,7 @@ import jsonBody from './plugins/json-body.ts'
 import metrics from './plugins/metrics.ts'
 import requestId from './plugins/request-id.ts'
 import routes from './routes/index.ts'
+import tracing from './plugins/tracing.ts'
 
 export interface AppOptions {
   config: Config
@@ -20,6 +22,8 @@ export interface AppOptions {
 
 /** The whole API as one plugin: external plugins, then ours, then the services, then the routes and the console. */
 export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
+  // First, so that it wraps every route's handler; only while tracing is on (README, Operations: Traces).
+  if (tracingOn) await fastify.register(tracing)
   await fastify.register(context, { config: opts.config })
   await fastify.register(requestId)
   await fastify.register(deadline)

@@ -1,12 +1,13 @@
 import closeWithGrace from 'close-with-grace'
 import { configOrExit } from '@switchboard/core/config'
 import { createLogger } from '@switchboard/core/logger'
-import { registerStoreMetrics } from '@switchboard/core/observability'
+import { registerStoreMetrics, startTracing, stopTracing } from '@switchboard/core/observability'
 import { startWorkerHttp, storesReadiness, type Readiness } from './http.ts'
 import { startWorker, type RunningWorker } from './worker.ts'
 
 const config = configOrExit('worker')
 const logger = createLogger(config.logLevel, 'worker')
+await startTracing(config.tracing, 'switchboard-worker', logger)
 
 const state: { worker?: RunningWorker, closing: boolean } = { closing: false }
 const readiness = async (): Promise<Readiness> => {
@@ -26,4 +27,6 @@ closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
   state.closing = true
   await state.worker?.close()
   await http.close()
+  // Last: the spans of the runs that just finished are sent.
+  await stopTracing()
 })

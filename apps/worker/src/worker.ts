@@ -69,6 +69,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     logger,
     nodeOutputMaxBytes: config.nodeOutputMaxBytes,
     runResultMaxBytes: config.runResultMaxBytes,
+    quotas: config.quotas,
+    httpRequestTraceparent: config.tracing.httpRequestTraceparent,
     nodes: { chat, http: http.dispatcher },
     credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
     dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })

@@ -5,6 +5,7 @@ import ipaddr from 'ipaddr.js'
 import { createLogger } from './logger.ts'
 import { QUEUE_NAMES, type QueueName } from './queues/catalog.ts'
 import { clusterUrl, isClusterUrl, parseClusterNodes, parseClusterUrl, RedisAddressError } from './queues/redis-url.ts'
+import { MAX_QUOTA, type Quotas } from './users/quotas.ts'
 
 /** Bounds on what a workflow author or caller controls (contract, "Limits and retention"). */
 export interface Limits {
@@ -31,6 +32,33 @@ export interface Timeouts {
   databaseStatementMs: number
   /** DATABASE_IDLE_TIMEOUT_SECONDS: an unused pool connection is closed after this, so none goes stale. */
   databaseIdleSeconds: number
+}
+
+/** The samplers of OTEL_TRACES_SAMPLER that the tracing SDK has without a remote service. */
+export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const
+export type TraceSampler = typeof TRACE_SAMPLERS[number]
+
+export interface TracingConfig {
+  /**
+   * Where spans go, by OTLP over HTTP (JSON): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, or
+   * OTEL_EXPORTER_OTLP_ENDPOINT plus `/v1/traces`. Undefined (neither set, OTEL_SDK_DISABLED=true or
+   * OTEL_TRACES_EXPORTER=none): tracing is off and nothing of it is loaded.
+   */
+  tracesUrl?: string
+  /** OTEL_SERVICE_NAME; undefined: `switchboard-api` or `switchboard-worker`. */
+  serviceName?: string
+  /** OTEL_TRACES_SAMPLER (default parentbased_always_on) and, for the ratio samplers, OTEL_TRACES_SAMPLER_ARG (default 1). */
+  sampler: TraceSampler
+  samplerRatio: number
+  /** The batch span processor (OTEL_BSP_*): spans beyond `maxQueueSize` waiting for export are dropped, never held. */
+  batch: {
+    scheduleDelayMs: number
+    maxQueueSize: number
+    maxExportBatchSize: number
+    exportTimeoutMs: number
+  }
+  /** HTTP_REQUEST_TRACEPARENT: an http_request node sends its span's W3C traceparent while tracing is on. */
+  httpRequestTraceparent: boolean
 }
 
 export interface Config {
@@ -83,6 +111,13 @@ export interface Config {
   /** The most a run's `result` (triggerData and every node's output) may serialize to, in bytes of JSON. */
   runResultMaxBytes: number
   limits: Limits
+  /** Every user's quotas unless an admin set others for them (USER_QUOTA_*; README, Quotas). */
+  quotas: Quotas
+  /**
+   * WORKER_USER_SHARE: the share of a worker's run slots (per queue) one user's runs may hold
+   * while other runs wait for a slot (fair scheduling, README, Quotas).
+   */
+  workerUserShare: number
   /** What the worker deletes (retention/retention.ts); chat messages are never deleted. */
   retention: {
     /** RUN_RETENTION_DAYS: finished runs, with their log lines, are deleted this long after they were created. */
@@ -98,6 +133,8 @@ export interface Config {
    */
   trustProxy: boolean | string[]
   logLevel: string
+  /** OpenTelemetry traces (observability/tracing.ts), from the standard OTEL_* settings (README, Configuration). */
+  tracing: TracingConfig
   /** Where development secrets are kept when none are configured. */
   dataDir: string
 }
@@ -143,9 +180,18 @@ function integer (env: Env, name: string, fallback: number, min: number, max: nu
   return value
 }
 
-function boolean (env: Env, name: string): boolean {
+/** A fraction greater than 0 and at most 1. */
+function share (env: Env, name: string, fallback: number): number {
+  const raw = text(env, name)
+  if (raw === undefined) return fallback
+  const value = Number(raw)
+  if (!/^(0|1)?(\.\d+)?$/.test(raw) || !(value > 0 && value <= 1)) throw new SettingError(name, `${name} must be a number greater than 0 and at most 1, got "${raw}"`)
+  return value
+}
+
+function boolean (env: Env, name: string, fallback = false): boolean {
   const raw = text(env, name)?.toLowerCase()
-  if (raw === undefined) return false
+  if (raw === undefined) return fallback
   if (raw === 'true' || raw === '1') return true
   if (raw === 'false' || raw === '0') return false
   throw new SettingError(name, `${name} must be true or false, got "${raw}"`)
@@ -273,6 +319,43 @@ function workerQueues (env: Env): QueueName[] {
   return QUEUE_NAMES.filter((name) => names.includes(name))
 }
 
+/**
+ * Where the traces exporter sends spans, as the OpenTelemetry SDKs read it: the signal's own
+ * endpoint as given, else the base endpoint plus the signal's path; none unless tracing is wanted.
+ */
+function tracesUrl (env: Env): string | undefined {
+  if (boolean(env, 'OTEL_SDK_DISABLED')) return undefined
+  const exporter = text(env, 'OTEL_TRACES_EXPORTER')?.toLowerCase() ?? 'otlp'
+  if (exporter === 'none') return undefined
+  if (exporter !== 'otlp') throw new SettingError('OTEL_TRACES_EXPORTER', `OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`)
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const protocol = text(env, name)
+    // OTLP/HTTP receivers take JSON on the port and path that take protobuf; gRPC is another port.
+    if (protocol !== undefined && protocol !== 'http/json' && protocol !== 'http/protobuf') {
+      throw new SettingError(name, `${name} must be http/json or http/protobuf (spans are sent as OTLP/HTTP JSON, e.g. to a collector's port 4318), got "${protocol}"`)
+    }
+  }
+  if (text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') !== undefined) return url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', '', ['http:', 'https:'])
+  if (text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') === undefined) return undefined
+  return `${url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', '', ['http:', 'https:'])}/v1/traces`
+}
+
+function traceSampler (env: Env): TraceSampler {
+  const raw = text(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on'
+  if (!(TRACE_SAMPLERS as readonly string[]).includes(raw)) {
+    throw new SettingError('OTEL_TRACES_SAMPLER', `OTEL_TRACES_SAMPLER must be one of ${TRACE_SAMPLERS.join(', ')}, got "${raw}"`)
+  }
+  return raw as TraceSampler
+}
+
+function samplerRatio (env: Env): number {
+  const raw = text(env, 'OTEL_TRACES_SAMPLER_ARG')
+  if (raw === undefined) return 1
+  const ratio = Number(raw)
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) throw new SettingError('OTEL_TRACES_SAMPLER_ARG', `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "${raw}"`)
+  return ratio
+}
+
 /** Keys in ENCRYPTION_KEYS_PREVIOUS: a rotation needs one or two; a long list means rotations are not finished. */
 const MAX_PREVIOUS_KEYS = 10
 
@@ -385,6 +468,25 @@ export function loadConfig (env: Env = process.env): Config {
     graceMs: int('RECONCILER_GRACE_MS', 2000, 0, 3_600_000)
   }
 
+  // The batch span processor's defaults are the OpenTelemetry specification's.
+  const traceBatch = {
+    scheduleDelayMs: int('OTEL_BSP_SCHEDULE_DELAY', 5000, 1, 3_600_000),
+    maxQueueSize: int('OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000),
+    maxExportBatchSize: int('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000),
+    exportTimeoutMs: int('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 1, 3_600_000)
+  }
+  if (traceBatch.maxExportBatchSize > traceBatch.maxQueueSize) {
+    refuse('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${traceBatch.maxExportBatchSize}) must be at most OTEL_BSP_MAX_QUEUE_SIZE (${traceBatch.maxQueueSize})`)
+  }
+  const tracing: TracingConfig = {
+    tracesUrl: read(undefined, () => tracesUrl(env)),
+    serviceName: text(env, 'OTEL_SERVICE_NAME'),
+    sampler: read('parentbased_always_on', () => traceSampler(env)),
+    samplerRatio: read(1, () => samplerRatio(env)),
+    batch: traceBatch,
+    httpRequestTraceparent: read(true, () => boolean(env, 'HTTP_REQUEST_TRACEPARENT', true))
+  }
+
   const localPostgresPort = int('LOCAL_POSTGRES_PORT', 5432, 1, 65535)
   const localRedisPort = int('LOCAL_REDIS_PORT', 6379, 1, 65535)
   const redis = read(`redis://127.0.0.1:${localRedisPort}`, () => redisUrl(env, localRedisPort))
@@ -426,6 +528,16 @@ export function loadConfig (env: Env = process.env): Config {
       cronMinIntervalSeconds: int('CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
       eventFanoutMax: int('EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000)
     },
+    quotas: {
+      runsPerMinute: int('USER_QUOTA_RUNS_PER_MINUTE', 60_000, 1, MAX_QUOTA),
+      runsInFlight: int('USER_QUOTA_RUNS_IN_FLIGHT', 0, 0, MAX_QUOTA),
+      waitingRuns: int('USER_QUOTA_WAITING_RUNS', 100_000, 0, MAX_QUOTA),
+      workflows: int('USER_QUOTA_WORKFLOWS', 10_000, 0, MAX_QUOTA),
+      credentials: int('USER_QUOTA_CREDENTIALS', 1000, 0, MAX_QUOTA),
+      cronWorkflows: int('USER_QUOTA_CRON_WORKFLOWS', 1000, 0, MAX_QUOTA),
+      eventListeners: int('USER_QUOTA_EVENT_LISTENERS', 1000, 0, MAX_QUOTA)
+    },
+    workerUserShare: read(0.5, () => share(env, 'WORKER_USER_SHARE', 0.5)),
     retention: {
       runDays: int('RUN_RETENTION_DAYS', 30, 1, 36_500),
       rawBodyHours: int('RAW_BODY_RETENTION_HOURS', 72, 1, 876_000),
@@ -433,6 +545,7 @@ export function loadConfig (env: Env = process.env): Config {
     },
     trustProxy: read(false, () => trustProxy(env)),
     logLevel,
+    tracing,
     dataDir
   }
   if (problems.length > 0) throw new ConfigError(problems)

@@ -172,3 +172,40 @@ t.test('time limits: request deadline, database timeouts and the reconciler', as
   t.match(load({ RECONCILER_INTERVAL_MS: '2000', RECONCILER_GRACE_MS: '4000' }), { reconciler: { intervalMs: 2000, graceMs: 4000 } })
   t.throws(() => load({ REQUEST_DEADLINE_MS: '500' }), /^REQUEST_DEADLINE_MS must be an integer from 2000 to 60000/)
 })
+
+t.test('traces: off unless an OTLP endpoint is set; the standard OTEL_* settings', async (t) => {
+  const tracing = (env: Record<string, string>) => loadConfig({ DATA_DIR: dataDir(), ...env }).tracing
+  t.same(tracing({}), {
+    tracesUrl: undefined,
+    serviceName: undefined,
+    sampler: 'parentbased_always_on',
+    samplerRatio: 1,
+    batch: { scheduleDelayMs: 5000, maxQueueSize: 2048, maxExportBatchSize: 512, exportTimeoutMs: 30_000 },
+    httpRequestTraceparent: true
+  }, 'off, and an http_request sends a traceparent once tracing is on')
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracesUrl, 'http://collector:4318/v1/traces', 'the base endpoint plus the traces path')
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example.com/otlp' }).tracesUrl,
+    'https://traces.example.com/otlp', 'the traces endpoint as given, over the base one')
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracesUrl, undefined, 'OTEL_SDK_DISABLED turns it off')
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).tracesUrl, undefined, 'so does OTEL_TRACES_EXPORTER=none')
+  t.match(tracing({ OTEL_SERVICE_NAME: 'switchboard-eu', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25', HTTP_REQUEST_TRACEPARENT: 'false', OTEL_BSP_SCHEDULE_DELAY: '100' }),
+    { serviceName: 'switchboard-eu', sampler: 'parentbased_traceidratio', samplerRatio: 0.25, httpRequestTraceparent: false, batch: { scheduleDelayMs: 100 } })
+
+  const refused = (env: Record<string, string>): string[] => (t.throws(() => loadConfig({ DATA_DIR: dataDir(), ...env })) as ConfigError).problems.map((problem) => problem.message)
+  t.same(refused({
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+    OTEL_TRACES_SAMPLER: 'jaeger_remote',
+    OTEL_TRACES_SAMPLER_ARG: '2',
+    OTEL_BSP_MAX_QUEUE_SIZE: '100',
+    HTTP_REQUEST_TRACEPARENT: 'sometimes'
+  }), [
+    'OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512) must be at most OTEL_BSP_MAX_QUEUE_SIZE (100)',
+    'OTEL_EXPORTER_OTLP_ENDPOINT must use http: or https:',
+    'OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio, got "jaeger_remote"',
+    'OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, got "2"',
+    'HTTP_REQUEST_TRACEPARENT must be true or false, got "sometimes"'
+  ], 'each bad setting named, all at once')
+  t.same(refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+    ['OTEL_EXPORTER_OTLP_PROTOCOL must be http/json or http/protobuf (spans are sent as OTLP/HTTP JSON, e.g. to a collector\'s port 4318), got "grpc"'])
+  t.same(refused({ OTEL_TRACES_EXPORTER: 'zipkin' }), ['OTEL_TRACES_EXPORTER must be otlp or none, got "zipkin"'])
+})

@@ -105,6 +105,7 @@ export interface RunBody {
   retriedFrom: string | null
   status: string
   createdAt: string
+  completedAt: string | null
   triggerData: Record<string, any>
   result: Record<string, any>
   error: string | null

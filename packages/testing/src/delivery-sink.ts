@@ -8,6 +8,8 @@ export interface Delivery {
   path: string
   /** The `Idempotency-Key` header, when the node sent one. */
   idempotencyKey: string | undefined
+  /** The W3C `traceparent` header, when the node sent one. */
+  traceparent: string | undefined
   receivedAt: number
   /** False while the sink holds the answer back, and for good when the caller went away first. */
   answered: boolean
@@ -42,6 +44,7 @@ export async function startDeliverySink (t: Teardown, options: SinkOptions = {})
     const delivery: Delivery = {
       path: req.url ?? '',
       idempotencyKey: typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : undefined,
+      traceparent: typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined,
       receivedAt: Date.now(),
       answered: false
     }

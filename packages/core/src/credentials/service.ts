@@ -2,6 +2,7 @@ import type { Db } from '../db/client.ts'
 import type { CredentialType } from '../db/schema/index.ts'
 import type { Keyring } from '../encryption.ts'
 import { DomainError } from '../errors.ts'
+import { checkSavedQuotas, type Quotas } from '../users/quotas.ts'
 import type { Viewer } from '../users/viewer.ts'
 import { sealCredentialData } from './data.ts'
 import { credentialReferences } from './references.ts'
@@ -34,7 +35,7 @@ interface CredentialChanges {
 }
 
 /** Create, change and delete credentials: data checked per type and encrypted before it is stored. */
-export function createCredentialService ({ db, keyring }: { db: Db, keyring: Keyring }) {
+export function createCredentialService ({ db, keyring, quotas }: { db: Db, keyring: Keyring, quotas?: Quotas }) {
   const sealed = (type: CredentialType, data: Record<string, unknown>) => sealCredentialData(keyring, type, data)
   /** A write that may give the credential a name its owner already uses. */
   const named = async <T>(write: () => Promise<T>): Promise<T> => {
@@ -49,7 +50,11 @@ export function createCredentialService ({ db, keyring }: { db: Db, keyring: Key
   return {
     async create (viewer: Viewer, input: CredentialInput): Promise<CredentialView> {
       const stored = sealed(input.type, input.data)
-      return named(async () => credentialsRepository(db).create(viewer.id, { name: input.name, type: input.type, ...stored }))
+      return named(async () => await db.transaction(async (tx) => {
+        const created = await credentialsRepository(tx).create(viewer.id, { name: input.name, type: input.type, ...stored })
+        if (quotas !== undefined) await checkSavedQuotas(tx, viewer.id, quotas, ['credentials'])
+        return created
+      }))
     },
 
     /**

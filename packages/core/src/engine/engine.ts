@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { SpanStatusCode, type Span } from '@opentelemetry/api'
 import DataLoader from 'dataloader'
 import { DrizzleQueryError } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
@@ -7,6 +8,7 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from '../observability/run-trace.ts'
+import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
 import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
@@ -16,6 +18,7 @@ import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
+import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
 import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
 
 /** How a call to `executeRun` left the run. */
@@ -46,6 +49,8 @@ const HELD_RECHECK_MS = 5 * 60_000
 interface RunContext {
   /** The request that started the run, for its log lines. */
   requestId?: string
+  /** The W3C traceparent the job carries: the `run.execute` span is its child (while tracing is on). */
+  traceparent?: string
   /** The job that delivers the run; without one every claim of a RUNNING run is a takeover. */
   job?: RunDelivery
   /**
@@ -104,6 +109,11 @@ interface EngineOptions {
    */
   runResultMaxBytes?: number
   /**
+   * Every owner's quotas unless an admin set others (users/quotas.ts): the engine holds a run to
+   * its owner's `waitingRuns`. @defaultValue none checked
+   */
+  quotas?: Quotas
+  /**
    * The credentials nodes refer to (`credential`, `{{credentials.<name>.<field>}}`).
    * @defaultValue none: a node with a `credential` field fails, credential templates render empty
    */
@@ -114,6 +124,12 @@ interface EngineOptions {
    * @defaultValue 100
    */
   checkpointMaxNodes?: number
+  /**
+   * HTTP_REQUEST_TRACEPARENT: while tracing is on, an http_request node sends the W3C traceparent
+   * of its span, unless its own headers set one.
+   * @defaultValue true
+   */
+  httpRequestTraceparent?: boolean
 }
 
 const identity = <T>(value: T): T => value
@@ -332,6 +348,7 @@ export function createRunEngine (options: EngineOptions) {
   const runResultMaxBytes = options.runResultMaxBytes ?? 8 * 1024 * 1024
   const credentials = options.credentials ?? withoutCredentials
   const checkpointMaxNodes = options.checkpointMaxNodes ?? 100
+  const httpRequestTraceparent = options.httpRequestTraceparent ?? true
   const inMemoryStarts = new DataLoader<string, ClaimedRun | undefined>(async (runIds) => {
     const found = await store.peekStarts(runIds)
     return runIds.map((runId) => found.get(runId))
@@ -364,6 +381,14 @@ export function createRunEngine (options: EngineOptions) {
     trace?.ended('FAILED')
     await dispatchFailure(runId, failed.eventId)
     return true
+  }
+
+  /** A run may wait (WAITING, a delayed job in Redis) only while its owner has fewer waiting runs than their quota. */
+  async function checkWaitingQuota (userId: string): Promise<void> {
+    if (options.quotas === undefined) return
+    const { waiting, quotas } = await database(store.waitingRuns(userId))
+    const max = effectiveQuotas(options.quotas, quotas).waitingRuns
+    if (waiting >= max) throw new NodeError(`Too many waiting runs (max ${max}): this run cannot wait`)
   }
 
   /** How an execution ends when its step was refused; a superseded one says so in the process log. */
@@ -450,12 +475,12 @@ export function createRunEngine (options: EngineOptions) {
     resultSize.bytes += entryBytes
   }
 
-  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace): Promise<NodeResult> {
+  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, traceparent: string | undefined): Promise<NodeResult> {
     const loading = performance.now()
     const secrets = await credentials.forNode(run.userId, node)
     pending.waitedMs += performance.now() - loading
     try {
-      return await executeWithSecrets(run, node, result, resultSize, pending, signal, sizer, trace, secrets)
+      return await executeWithSecrets(run, node, result, resultSize, pending, signal, sizer, trace, secrets, traceparent)
     } catch (err) {
       // What a node failed with may quote what it sent (a header, a URL).
       const message = errorMessage(err)
@@ -464,7 +489,7 @@ export function createRunEngine (options: EngineOptions) {
     }
   }
 
-  async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets): Promise<NodeResult> {
+  async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
     if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
     const log = (level: LogLevel, message: string): void => { pending.lines.push({ nodeId: node.id, level, message: secrets.redact(message), at: new Date() }) }
     // A checkpoint before the node acts, under this claim: what is pending (earlier pure nodes), the step's lines so far and `message`.
@@ -477,6 +502,7 @@ export function createRunEngine (options: EngineOptions) {
         if (claim === undefined) throw new ClaimNeededError('the run was claimed or ended elsewhere')
         run.claim = claim
         run.claimAtEnd = undefined
+        trace.spans?.written()
         trace.write(lines)
         checkpointed(pending)
         pending.acted = true
@@ -522,7 +548,8 @@ export function createRunEngine (options: EngineOptions) {
       deps: options.nodes,
       attempt: schedule.retries + 1,
       mayRetry: (retryAfterMs) => decide(retryAfterMs).retry,
-      idempotencyKey: `${run.id}:${encodeURIComponent(node.id)}`
+      idempotencyKey: `${run.id}:${encodeURIComponent(node.id)}`,
+      traceparent
     })
     /** Attempts until one succeeds, fails for good, or its retries are spent; `nodeSignal` stops the waits between them. */
     const attempts = async (nodeSignal: AbortSignal): Promise<NodeResult> => {
@@ -556,9 +583,26 @@ export function createRunEngine (options: EngineOptions) {
    * `context.hold` until a slot frees (runs/slots.ts).
    */
   async function executeRun (runId: string, signal?: AbortSignal, context: RunContext = {}): Promise<RunOutcome> {
+    if (!tracingOn) return await executeOnce(runId, signal, context, undefined)
+    const span = startSpan('run.execute', { 'switchboard.run.id': runId }, contextOf(context.traceparent))
+    try {
+      const outcome = await executeOnce(runId, signal, context, span)
+      span.setAttribute('switchboard.run.outcome', outcome)
+      // Why is on the failed node's span.
+      if (outcome === 'FAILED') span.setStatus({ code: SpanStatusCode.ERROR })
+      span.end()
+      return outcome
+    } catch (err) {
+      endSpan(span, err)
+      throw err
+    }
+  }
+
+  /** `executeRun`, its nodes' spans children of `span` while tracing is on. */
+  async function executeOnce (runId: string, signal: AbortSignal | undefined, context: RunContext, span: Span | undefined): Promise<RunOutcome> {
     const owner = context.job === undefined ? undefined : ownerOf(context.job)
     if (context.job !== undefined && isFirstDelivery(context.job)) {
-      const inMemory = await startInMemory(runId, signal, context.requestId, owner)
+      const inMemory = await startInMemory(runId, signal, context.requestId, owner, span)
       if (inMemory !== undefined) return inMemory
     }
     let claim = await database(store.claim(runId, maxAttempts, owner))
@@ -573,7 +617,7 @@ export function createRunEngine (options: EngineOptions) {
       return failed ? 'FAILED' : 'SKIPPED'
     }
     const run = claim.claimed
-    const outcome = await executeClaimed(run, signal, context.requestId, owner)
+    const outcome = await executeClaimed(run, signal, context.requestId, owner, span)
     if (run.maxConcurrentRuns !== null && SLOT_FREED.has(outcome)) await wakeWaiting(run.workflowId)
     return outcome
   }
@@ -589,13 +633,13 @@ export function createRunEngine (options: EngineOptions) {
    * a checkpoint, a retry), or was claimed or ended meanwhile: it is then claimed and executed as
    * usual, its pure nodes run again.
    */
-  async function startInMemory (runId: string, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined): Promise<RunOutcome | undefined> {
+  async function startInMemory (runId: string, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<RunOutcome | undefined> {
     const run = await database(inMemoryStarts.load(runId))
     if (run === undefined || run.maxConcurrentRuns !== null) return undefined
     const nodes = run.workflow.nodes
     if (nodes.length > checkpointMaxNodes || !nodes.every((node) => isPureNodeType(node.type) || recordsBeforeEffect(node.type))) return undefined
     try {
-      return await executeClaimed({ ...run, claimAtEnd: { ownerId: owner?.id } }, signal, requestId, owner)
+      return await executeClaimed({ ...run, claimAtEnd: { ownerId: owner?.id } }, signal, requestId, owner, span)
     } catch (err) {
       if (err instanceof ClaimNeededError) return undefined
       throw err
@@ -631,9 +675,9 @@ export function createRunEngine (options: EngineOptions) {
     return 'HELD'
   }
 
-  async function executeClaimed (run: ClaimedRun, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined): Promise<RunOutcome> {
+  async function executeClaimed (run: ClaimedRun, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<RunOutcome> {
     const runId = run.id
-    const trace = traceRun(logger, run, requestId)
+    const trace = traceRun(logger, run, requestId, span)
     const firstLines = trace.claimed(owner?.retryLine)
     const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
     const nodesById = new Map(graph.nodes.map((node) => [node.id, node]))
@@ -655,6 +699,7 @@ export function createRunEngine (options: EngineOptions) {
           ? await database(inMemoryEnds.load(end))
           : (await database(store.startAndSucceed([end])))[0]
         if (written !== true) throw new ClaimNeededError('the run was claimed or ended elsewhere')
+        trace.spans?.written()
         trace.write(lines)
       } else {
         trace.write(lines)
@@ -682,10 +727,13 @@ export function createRunEngine (options: EngineOptions) {
 
       pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} (${node.type}) started`, at: new Date() })
       const started = performance.now()
+      const nodeSpan = trace.spans?.node(node)
       let outcome: NodeResult
       try {
-        outcome = await executeNode(run, node, result, resultSize, pending, signal, sizer, trace)
+        outcome = await executeNode(run, node, result, resultSize, pending, signal, sizer, trace, nodeSpan !== undefined && httpRequestTraceparent ? traceparentOf(nodeSpan) : undefined)
+        if (outcome.suspendUntil !== undefined) await checkWaitingQuota(run.userId)
       } catch (err) {
+        if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, err instanceof ClaimLostError ? 'stopped' : 'failure', { error: err, unwritten: run.claimAtEnd !== undefined })
         if (err instanceof InfrastructureError) throw err
         // Told not to act before an outside effect: nothing was done, nothing is written.
         if (err instanceof ClaimLostError) return refused(err.refusal, trace, run)
@@ -698,6 +746,7 @@ export function createRunEngine (options: EngineOptions) {
       }
       const elapsed = Math.round(performance.now() - started)
       trace.node(node.type, outcome.suspendUntil === undefined ? 'success' : 'waiting', performance.now() - started)
+      if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, outcome.suspendUntil === undefined ? 'success' : 'waiting', { unwritten: run.claimAtEnd !== undefined })
       pending.outputs[node.id] = outcome.output
 
       if (outcome.suspendUntil !== undefined) {
@@ -705,8 +754,9 @@ export function createRunEngine (options: EngineOptions) {
         trace.write(pending.lines)
         const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines, pending.acted)), trace, run)
         if (suspended !== undefined) return suspended
-        // The resumed part of the run logs with the request id too.
-        const data: RunJobData = { runId, ...(requestId !== undefined && { requestId }) }
+        // The resumed part of the run logs with the request id too, and continues this execution's trace.
+        const traceparent = trace.spans?.traceparent()
+        const data: RunJobData = { runId, userId: run.userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
         try {
           await queues[run.queue].add(RUN_JOB, data, {
             jobId: resumeJobId(runId, node.id),

@@ -82,6 +82,11 @@ export interface NodeContext {
    * deduplicate outside effects on.
    */
   idempotencyKey: string
+  /**
+   * The W3C traceparent of this node's span, for an outgoing request to send, while tracing is on
+   * and HTTP_REQUEST_TRACEPARENT allows it.
+   */
+  traceparent?: string
 }
 
 export interface NodeResult {

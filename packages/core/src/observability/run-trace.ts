@@ -1,8 +1,11 @@
+import { context, trace, type Span } from '@opentelemetry/api'
 import type { LogLevel } from '../db/schema/runs.ts'
+import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import type { ClaimKind, LogLine } from '../runs/steps.ts'
 import { isNodeType } from '../engine/node-types.ts'
 import { nodeDuration, runDuration, runsFinished } from './metrics.ts'
+import { recordError, startSpan, traceparentOf } from './tracing.ts'
 
 type Level = 'debug' | 'info' | 'warn' | 'error'
 
@@ -28,12 +31,51 @@ const CLAIM_LINES: Record<Exclude<ClaimKind, 'retry'>, string> = {
   takeover: 'Run taken over after its worker stopped'
 }
 
+/** How a node's span ended: as its metric's outcome, or `stopped` (the run was cancelled or taken over meanwhile). */
+type NodeSpanOutcome = 'success' | 'failure' | 'waiting' | 'stopped'
+
+/**
+ * The spans of one execution of a run, below its `run.execute` (`span`): one per node executed,
+ * and the traceparent a job that continues the execution carries.
+ */
+function runSpans (span: Span) {
+  let awaitingWrite: Array<{ span: Span, endedAt: Date }> | undefined
+  return {
+    /** The span of one execution of `node`, child of the run's. */
+    node (node: WorkflowNode): Span {
+      const type = isNodeType(node.type) ? node.type : 'unknown'
+      return startSpan(`node ${type}`, { 'switchboard.node.id': node.id, 'switchboard.node.type': type }, trace.setSpan(context.active(), span))
+    },
+    /**
+     * `unwritten`: the node ran in memory before the run's first write. Its span ends with that
+     * write (`written`); if the execution is handed back to the usual claim first, which runs the
+     * nodes again, the span is never ended, so never exported: each node shows once.
+     */
+    nodeEnded (nodeSpan: Span, outcome: NodeSpanOutcome, { error, unwritten }: { error?: unknown, unwritten: boolean }): void {
+      nodeSpan.setAttribute('switchboard.node.outcome', outcome)
+      if (outcome === 'failure') recordError(nodeSpan, error)
+      if (unwritten) (awaitingWrite ??= []).push({ span: nodeSpan, endedAt: new Date() })
+      else nodeSpan.end()
+    },
+    /** The run's first write is done: the spans of the nodes run in memory before it end, at the times they ended. */
+    written (): void {
+      if (awaitingWrite === undefined) return
+      for (const { span: nodeSpan, endedAt } of awaitingWrite) nodeSpan.end(endedAt)
+      awaitingWrite = undefined
+    },
+    /** The traceparent of the run's span, for a job that continues this execution (a resume). */
+    traceparent: (): string | undefined => traceparentOf(span)
+  }
+}
+
 /**
  * What the engine tells operators about one run, besides its run_logs rows: the same lines in
- * the process log with runId, workflowId, nodeId and the request id bound, and the run's metrics.
+ * the process log with runId, workflowId, nodeId and the request id bound, the run's metrics,
+ * and, while tracing is on (`span`: the execution's `run.execute`), a span per node.
  */
-export function traceRun (logger: Logger, run: TracedRun, requestId?: string) {
+export function traceRun (logger: Logger, run: TracedRun, requestId?: string, span?: Span) {
   const log = logger.child({ runId: run.id, workflowId: run.workflowId, ...(requestId !== undefined && { requestId }) })
+  span?.setAttribute('switchboard.workflow.id', run.workflowId)
   return {
     log,
     /**
@@ -59,6 +101,8 @@ export function traceRun (logger: Logger, run: TracedRun, requestId?: string) {
     node (type: string, outcome: 'success' | 'failure' | 'waiting', milliseconds: number): void {
       nodeDuration.observe({ node_type: isNodeType(type) ? type : 'unknown', outcome }, milliseconds / 1000)
     },
+    /** The run's spans while tracing is on (`span`: its execution's `run.execute`); undefined while it is off. */
+    spans: span === undefined ? undefined : runSpans(span),
     /** The engine ended the run: SUCCESS is counted here, FAILED where every failure is (failRun). */
     ended (status: 'SUCCESS' | 'FAILED'): void {
       const seconds = (Date.now() - run.startedAt.getTime()) / 1000

@@ -42,8 +42,19 @@ const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
 /** Job data is ids only: Postgres is the record. */
 export interface RunJobData {
   runId: string
+  /**
+   * The run's owner: the worker holds the job while the owner's runs take their share of its
+   * slots or their in-flight quota (README, Quotas). Jobs the reconciler restores may lack it.
+   */
+  userId?: string
   /** The X-Request-Id of the request that started the run: the worker logs the run with it. */
   requestId?: string
+  /**
+   * The W3C traceparent of the span the run's execution continues, while tracing is on: the
+   * request's `run.start`, or for a resume the `run.execute` that suspended it. Cron, event and
+   * keyword starts, and the reconciler's jobs, have none.
+   */
+  traceparent?: string
 }
 export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }

@@ -61,6 +61,9 @@ export function createQueues (connection: RedisConnection, prefix: string): Queu
   return queues
 }
 
+/** The connection a queue of `createQueues` was made with, for the few keys of ours beside its own. */
+export const connectionOf = (queue: Queue): RedisConnection => queue.opts.connection as RedisConnection
+
 export async function closeQueues (queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map(async (queue) => { await queue.close() }))
 }

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Span } from '@opentelemetry/api'
 import { sql } from 'drizzle-orm'
 import { storableJson } from '../db/storable.ts'
 import { serviceUnavailable } from '../errors.ts'
+import { endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
 import { TimeoutError, type Deadline } from '../timeout.ts'
 import { enqueueRuns, insertRuns, withdrawRuns, type CreatedRun, type RunServiceDeps, type RunTarget, type StartedRun } from './start.ts'
 
@@ -55,6 +57,8 @@ interface Member {
   inDoubt: boolean
   /** Answers it at its deadline, wherever it is then (waiting for a group, or in one). */
   timer: NodeJS.Timeout
+  /** `run.start`, from the call to its answer, while tracing is on; its traceparent goes with the job. */
+  span: Span | undefined
   resolve: (started: StartedRun) => void
   reject: (err: unknown) => void
 }
@@ -69,6 +73,16 @@ export interface GroupStarter {
   start: (run: RequestStart) => Promise<StartedRun>
   /** Waits for the jobs being queued (a closing api), at most `ms`. */
   drain: (ms: number) => Promise<void>
+}
+
+/** A member's `run.start` span ends with its answer: the run it got, or the refusal. */
+function endStartSpan (span: Span, outcome: { started: StartedRun } | { error: unknown }): void {
+  if ('error' in outcome) {
+    endSpan(span, outcome.error)
+    return
+  }
+  span.setAttributes({ 'switchboard.run.id': outcome.started.runId, 'switchboard.run.created': outcome.started.created })
+  endSpan(span)
 }
 
 const timeIsUp = (what: string): Error => serviceUnavailable(new TimeoutError(`${what}: the request's deadline has passed`))
@@ -125,6 +139,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
     if (member.settled) return
     member.settled = true
     clearTimeout(member.timer)
+    if (member.span !== undefined) endStartSpan(member.span, outcome)
     if ('started' in outcome) member.resolve(outcome.started)
     else member.reject(outcome.error)
   }
@@ -159,6 +174,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
       return false
     })
     if (live.length === 0) return
+    if (tracingOn) for (const member of live) member.span?.setAttribute('switchboard.group.size', live.length)
     let started: StartedRun[] = []
     let created: CreatedRun[] = []
     try {
@@ -168,7 +184,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
         const serverLimit = String(Math.ceil(Math.max(...live.map((member) => member.run.deadline.remainingMs()))))
         const [, inserted] = await Promise.all([
           tx.execute(sql`select set_config('statement_timeout', ${serverLimit}, true), set_config('idle_in_transaction_session_timeout', ${serverLimit}, true)`),
-          insertRuns(tx, { runs: live.map(({ run, triggerJson }) => ({ ...run, triggerData: undefined, triggerJson })) })
+          insertRuns(tx, { runs: live.map(({ run, triggerJson, span }) => ({ ...run, triggerData: undefined, triggerJson, traceparent: span === undefined ? undefined : traceparentOf(span) })) })
         ])
         started = inserted.started
         created = inserted.created
@@ -215,7 +231,9 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
     start: async (run) => await new Promise<StartedRun>((resolve, reject) => {
       // A replay's triggerData is copied from the run it replays by the insert itself.
       const triggerJson = run.retriedFrom !== undefined && run.triggerData === undefined ? undefined : storableJson(run.triggerData ?? null)
-      const member: Member = { run, triggerJson, bytes: (triggerJson?.length ?? 0) + (run.rawBody?.length ?? 0) * 2, settled: false, commitSent: false, inDoubt: false, timer: undefined as unknown as NodeJS.Timeout, resolve, reject }
+      // A child of the context active at the call: the request's span.
+      const span = tracingOn ? startSpan('run.start', { 'switchboard.workflow.id': run.workflow.id }) : undefined
+      const member: Member = { run, triggerJson, bytes: (triggerJson?.length ?? 0) + (run.rawBody?.length ?? 0) * 2, settled: false, commitSent: false, inDoubt: false, timer: undefined as unknown as NodeJS.Timeout, span, resolve, reject }
       member.timer = setTimeout(() => { expire(member) }, run.deadline.remainingMs())
       waiting.push(member)
       if (inFlight < options.maxInFlight) schedule()

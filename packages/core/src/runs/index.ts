@@ -5,3 +5,4 @@ export { createGroupStarter, GROUP_START_DEFAULTS, type GroupStarter, type Reque
 export { startRun, startRuns } from './start.ts'
 export { wakeWaitingRuns } from './slots.ts'
 export type { LogLine } from './steps.ts'
+export { createRunAdmission, othersActive, type RunAdmission } from './admission.ts'

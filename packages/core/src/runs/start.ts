@@ -5,6 +5,7 @@ import { storableJson } from '../db/storable.ts'
 import { textArray } from '../db/sql.ts'
 import type { Workflow } from '../db/schema/index.ts'
 import { createIds } from '../ids.ts'
+import { noteOwners } from './admission.ts'
 import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
@@ -40,8 +41,11 @@ export interface StartedRun {
 /** A run an insert created, with what its job needs. */
 export interface CreatedRun {
   runId: string
+  /** Its owner, carried in its job for the worker's fair share and in-flight quota. */
+  userId: string
   queue: QueueName
   requestId?: string
+  traceparent?: string
 }
 
 /** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
@@ -89,6 +93,8 @@ export interface StartRunsInput {
     idempotencyKey?: string
     /** This run's own request; absent: the shared one below. */
     requestId?: string
+    /** The W3C traceparent of the span that started the run (a request's `run.start`), carried in its job. */
+    traceparent?: string
     /** The workflow version to execute; absent: the workflow's current one. */
     workflowVersion?: number
     /**
@@ -115,6 +121,7 @@ interface PlannedRun {
   rawBody?: Buffer
   key?: string
   requestId?: string
+  traceparent?: string
   workflowVersion?: number
   retriedFrom?: string
 }
@@ -198,7 +205,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   // A (workflow, key) pair listed twice is one run: the later ones get the first one's answer.
   const firstOfPair = new Map<string, number>()
   const distinct: PlannedRun[] = []
-  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, workflowVersion, retriedFrom }) => {
+  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom }) => {
     const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
     if (key !== undefined) {
       const pair = JSON.stringify([workflow.id, key])
@@ -206,7 +213,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       if (first !== undefined) return first
       firstOfPair.set(pair, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, workflowVersion, retriedFrom })
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)
@@ -222,8 +229,8 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   const created: CreatedRun[] = []
   for (const [i, run] of inserted.entries()) {
     if (!run.created) continue
-    const { queue, requestId, workflow } = distinct[i]!
-    created.push({ runId: run.runId, queue, requestId })
+    const { queue, requestId, traceparent, workflow } = distinct[i]!
+    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent })
     runsCreated.inc({ trigger_type: workflow.triggerType, domain: run.domain ?? 'unknown' })
   }
   const answered = new Set<number>()
@@ -261,12 +268,13 @@ export async function enqueueRuns (deps: Pick<RunServiceDeps, 'queues' | 'logger
   for (const run of created) byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run])
   for (const [name, runs] of byQueue) {
     for (const [n, chunk] of chunksOf(runs).entries()) {
-      const jobs = chunk.map(({ runId, requestId }) => {
-        const data: RunJobData = requestId === undefined ? { runId } : { runId, requestId }
+      const jobs = chunk.map(({ runId, userId, requestId, traceparent }) => {
+        const data: RunJobData = { runId, userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
         return { name: RUN_JOB, data, opts: { jobId: runJobId(runId) } }
       })
       try {
         await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
+        await noteOwners(deps.queues[name], chunk.map(({ userId }) => userId))
       } catch (err) {
         const left = runs.length - n * CHUNK_SIZE
         runsLeftForReconciler.inc(left)

@@ -504,6 +504,15 @@ export function runStore (db: DbOrTx) {
       return rows[0]
     },
 
+    /** How many runs of `userId` are WAITING, and the quotas an admin set for them (users/quotas.ts). */
+    async waitingRuns (userId: string): Promise<{ waiting: number, quotas: unknown }> {
+      const [row] = await db.execute<{ waiting: number, quotas: unknown }>(sql`
+        select (select count(*)::int from runs where user_id = ${userId} and status = 'WAITING') as waiting,
+          (select quotas from users where id = ${userId}) as quotas
+      `)
+      return row ?? { waiting: 0, quotas: null }
+    },
+
     /** Why the run is no longer RUNNING under `claim`, or undefined while it is: the check a long node repeats. */
     async lost (runId: string, claim: number): Promise<Refusal | undefined> {
       const rows = await db.execute<StepRow>(sql`

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader'
-import { inArray } from 'drizzle-orm'
+import { eq, inArray } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { workflows, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
+import { users, workflows, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 
 /** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
@@ -12,6 +12,8 @@ interface TriggerTarget {
   isActive: boolean
   /** The inbound webhook's rate limit, read by the same lookup so that a workflow without one costs nothing more. */
   webhookRateLimit: WebhookRateLimit | null
+  /** The quotas an admin set for the owner (users/quotas.ts: the start quota reads them). */
+  ownerQuotas: unknown
 }
 
 /** Most ids one lookup statement asks for. */
@@ -35,8 +37,9 @@ export function createTriggerTargets (db: DbOrTx): TriggerTargets {
       userId: workflows.userId,
       triggerType: workflows.triggerType,
       isActive: workflows.isActive,
-      webhookRateLimit: workflows.webhookRateLimit
-    }).from(workflows).where(inArray(workflows.id, [...ids]))
+      webhookRateLimit: workflows.webhookRateLimit,
+      ownerQuotas: users.quotas
+    }).from(workflows).innerJoin(users, eq(users.id, workflows.userId)).where(inArray(workflows.id, [...ids]))
     const byId = new Map(rows.map((row) => [row.id, row]))
     return ids.map((id) => byId.get(id) ?? null)
   }, {

@@ -1,13 +1,16 @@
-import { asc, eq, sql } from 'drizzle-orm'
+import { asc, eq, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { users, type User, type UserRole } from '../db/schema/index.ts'
+import { textArray } from '../db/sql.ts'
 import { DomainError } from '../errors.ts'
+import type { QuotaName } from './quotas.ts'
 import { hashPassword } from './password.ts'
 import type { TokenHolder } from './role-cache.ts'
 
-type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt'>
+type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt' | 'quotas'>
 
-const publicColumns = { id: users.id, email: users.email, role: users.role, createdAt: users.createdAt }
+/** What the users routes answer: `quotas` are the user's own settings (the route adds the defaults). */
+const publicColumns = { id: users.id, email: users.email, role: users.role, createdAt: users.createdAt, quotas: users.quotas }
 
 /**
  * The Postgres channel on which a user's id is announced when the user is deleted, their role
@@ -21,6 +24,15 @@ export const USER_CHANGES_CHANNEL = 'switchboard_user_changes'
 export interface UserChanges {
   role?: UserRole
   password?: string
+  /** Quotas to set for the user; null gives one back its default (users/quotas.ts). */
+  quotas?: Partial<Record<QuotaName, number | null>>
+}
+
+/** The user's stored quotas with `changes` applied: numbers set, nulls removed. */
+function quotasAfter (changes: NonNullable<UserChanges['quotas']>): SQL {
+  const set = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== null))
+  const removed = Object.keys(changes).filter((name) => changes[name as QuotaName] === null)
+  return sql`(${users.quotas} || ${JSON.stringify(set)}::jsonb) - ${textArray(removed)}`
 }
 
 const lastAdmin = (action: 'demoted' | 'deleted'): DomainError => new DomainError('LAST_ADMIN', `The last admin cannot be ${action}`)
@@ -93,7 +105,8 @@ export function usersRepository (db: DbOrTx) {
         const [user] = await tx.update(users)
           .set({
             ...(changes.role !== undefined && { role: changes.role }),
-            ...(passwordHash !== undefined && { passwordHash, tokenVersion: sql`${users.tokenVersion} + 1` })
+            ...(passwordHash !== undefined && { passwordHash, tokenVersion: sql`${users.tokenVersion} + 1` }),
+            ...(changes.quotas !== undefined && { quotas: quotasAfter(changes.quotas) })
           })
           .where(eq(users.id, id))
           .returning(publicColumns)

@@ -3,6 +3,7 @@ import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
+import { checkSavedQuotas, type Quotas, type SavedQuota } from '../users/quotas.ts'
 import { credentialsRepository } from '../credentials/repository.ts'
 import { checkCredentialOwnerOnly, checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
 import {
@@ -34,7 +35,13 @@ interface WorkflowServiceOptions {
   scheduleSync?: ScheduleSync
   /** @defaultValue the configuration's defaults */
   limits?: WorkflowLimits
+  /** Every owner's quotas unless an admin set others (users/quotas.ts). @defaultValue none checked */
+  quotas?: Quotas
 }
+
+/** The quotas a workflow in this state counts against beside `workflows`: active CRON and EVENT workflows. */
+const countedAs = (workflow: Pick<Workflow, 'isActive' | 'triggerType'>): SavedQuota[] =>
+  !workflow.isActive ? [] : workflow.triggerType === 'CRON' ? ['cronWorkflows'] : workflow.triggerType === 'EVENT' ? ['eventListeners'] : []
 
 /** The fields a version holds: changing any of them makes a new version. */
 const DEFINITION_FIELDS = ['triggerType', 'triggerConfig', 'nodes', 'edges'] as const
@@ -46,7 +53,12 @@ const dedupe = (tags: string[] | undefined): string[] | undefined => tags === un
  * trigger, then credential references), the write with its version, then the schedule hooks,
  * in one transaction.
  */
-export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowServiceOptions) {
+export function createWorkflowService ({ db, scheduleSync, limits, quotas }: WorkflowServiceOptions) {
+  /** Refuses a save that takes its owner past a quota (400, the transaction rolled back), before any schedule is touched. */
+  const checkQuotas = async (tx: DbOrTx, ownerId: string, added: SavedQuota[]): Promise<void> => {
+    if (quotas !== undefined) await checkSavedQuotas(tx, ownerId, quotas, added)
+  }
+
   const detail = async (viewer: Viewer, id: string): Promise<WorkflowDetail> => {
     const workflow = await workflowsRepository(db).findDetail(viewer, id)
     if (workflow === null) throw workflowNotFound()
@@ -59,6 +71,7 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
     const created = await db.transaction(async (tx) => {
       const credentialIds = await checkWorkflowCredentials(tx, viewer.id, nodes)
       const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
+      await checkQuotas(tx, viewer.id, ['workflows', ...countedAs(workflow)])
       await workflowVersionsRepository(tx).record(workflow, viewer.id)
       await recordWorkflowCredentials(tx, workflow.id, credentialIds)
       await scheduleSync?.onSaved(workflow, tx)
@@ -82,6 +95,8 @@ export function createWorkflowService ({ db, scheduleSync, limits }: WorkflowSer
       DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(changes[field], current[field]))
     const repo = workflowsRepository(tx)
     const saved = (await repo.update(viewer, current.id, { ...changes, tags: dedupe(changes.tags) }, redefined ? current.version + 1 : undefined))!
+    const before = countedAs(current)
+    await checkQuotas(tx, current.userId, countedAs(saved).filter((name) => !before.includes(name)))
     if (redefined) await workflowVersionsRepository(tx).record(saved, viewer.id, restoredFrom)
     if (credentialIds !== undefined) await recordWorkflowCredentials(tx, current.id, credentialIds)
     await scheduleSync?.onSaved(saved, tx)

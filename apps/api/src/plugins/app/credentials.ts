@@ -20,7 +20,7 @@ declare module 'fastify' {
 async function credentials (fastify: FastifyInstance): Promise<void> {
   const repository = credentialsRepository(fastify.db)
   fastify.decorate('credentials', {
-    ...createCredentialService({ db: fastify.db, keyring: keyringOf(fastify.config) }),
+    ...createCredentialService({ db: fastify.db, keyring: keyringOf(fastify.config), quotas: fastify.config.quotas }),
     list: repository.list,
     find: repository.find
   })

@@ -15,7 +15,7 @@ function createWorkflows (fastify: FastifyInstance): Workflows {
   // CRON schedule side effects (spec section 3) run inside the transaction that saves the workflow.
   const scheduleSync = createScheduleSync({ db: fastify.db, queue: fastify.queues['scheduled-tasks'] })
   return {
-    ...createWorkflowService({ db: fastify.db, scheduleSync, limits: fastify.config.limits }),
+    ...createWorkflowService({ db: fastify.db, scheduleSync, limits: fastify.config.limits, quotas: fastify.config.quotas }),
     list: repository.list,
     findDetail: repository.findDetail
   }

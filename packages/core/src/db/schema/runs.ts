@@ -50,6 +50,8 @@ export const runs = pgTable('runs', {
   index('runs_user_created_idx').on(t.userId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('runs_created_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('runs_unfinished_idx').on(t.status, t.createdAt).where(sql`${t.status} in ('PENDING', 'RUNNING', 'WAITING')`),
+  // A user's runs in flight and waiting, which their quotas count (users/quotas.ts).
+  index('runs_user_active_idx').on(t.userId, t.status).where(sql`${t.status} in ('RUNNING', 'WAITING')`),
   // Retention clears raw bodies past RAW_BODY_RETENTION_HOURS: only the rows that still hold one are indexed.
   index('runs_raw_body_created_idx').on(t.createdAt).where(sql`${t.rawBody} is not null`),
   // The bulk retry skips runs retried already: only replays are indexed.

@@ -1,4 +1,4 @@
-import { integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { id, timestamps } from './_columns.ts'
 
 export const USER_ROLES = ['admin', 'member'] as const
@@ -14,6 +14,8 @@ export const users = pgTable('users', {
    * under and is refused once they differ (README, Authentication).
    */
   tokenVersion: integer('token_version').notNull().default(0),
+  /** The quotas an admin set for this user (users/quotas.ts); a missing one is the installation's default. */
+  quotas: jsonb('quotas').$type<Record<string, number>>().notNull().default({}),
   ...timestamps()
 }, (t) => [uniqueIndex('users_email_key').on(t.email)])
 

@@ -21,7 +21,7 @@ export const MAX_RESPONSE_JSON_DEPTH = 100
  * (README, Security), and the only literal header values an export keeps (README, Export and import).
  */
 export const HARMLESS_HEADERS: ReadonlySet<string> = new Set([
-  'accept', 'accept-language', 'cache-control', 'content-language', 'content-type', 'idempotency-key', 'user-agent'
+  'accept', 'accept-language', 'cache-control', 'content-language', 'content-type', 'idempotency-key', 'traceparent', 'user-agent'
 ])
 
 /** Redirects an http_request follows, the statuses it follows, and what a log line shows of an address at most. */
@@ -60,6 +60,8 @@ function buildHeaders (context: NodeContext): Record<string, string> {
   }
   // An Idempotency-Key the author set in `headers` is kept; `idempotencyKey: false` sends none.
   if (optionalBoolean(config, 'idempotencyKey') ?? true) headers['idempotency-key'] ??= context.idempotencyKey
+  // The receiver's spans join the run's trace; a traceparent the author set in `headers` is kept.
+  if (context.traceparent !== undefined) headers.traceparent ??= context.traceparent
   return headers
 }
 

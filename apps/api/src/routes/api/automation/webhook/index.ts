@@ -7,7 +7,8 @@ import { isNestedTooDeeply } from '../../../../plugins/json-body.ts'
 import { errorResponses } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { idempotencyKeyOf } from '../runs/schemas.ts'
-import { createWebhookRateLimit } from './rate-limit.ts'
+import { createCountedLimit } from '../counted-limit.ts'
+import { createStartQuota } from '../start-quota.ts'
 import { WebhookAnswer, WebhookParams } from './schemas.ts'
 
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/
@@ -42,7 +43,8 @@ const notStarted = (cause: unknown): Error => Object.assign(new Error('Webhook r
  */
 const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
   const parseJson = fastify.getDefaultJsonParser('error', 'error')
-  const overRateLimit = createWebhookRateLimit(fastify)
+  const overRateLimit = createCountedLimit(fastify)
+  const checkStartQuota = createStartQuota(fastify)
 
   /**
    * The body as triggerData holds it. Spec 4.13: the answer is always 200, so what cannot be
@@ -91,12 +93,18 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
       }
       // The workflow's limit, counted before anything is parsed or stored: a refused request creates nothing.
       if (workflow.webhookRateLimit !== null) {
-        const retryAfter = await overRateLimit(request, workflow.id, workflow.webhookRateLimit, deadline)
+        const retryAfter = await overRateLimit(request, { key: `webhook:${workflow.id}`, ...workflow.webhookRateLimit }, deadline)
         if (retryAfter !== undefined) {
           webhookAnswers.inc({ status: 'rate_limited' })
           reply.header('retry-after', retryAfter)
           throw new DomainError('TOO_MANY_REQUESTS', `Too many webhook requests for this workflow, retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}`)
         }
+      }
+      try {
+        await checkStartQuota(request, reply, workflow, deadline)
+      } catch (err) {
+        webhookAnswers.inc({ status: 'rate_limited' })
+        throw err
       }
       const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
       const body = rawBody === undefined ? null : await bodyOf(request, rawBody)

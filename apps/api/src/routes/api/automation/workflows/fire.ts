@@ -5,6 +5,7 @@ import { viewerOf } from '@switchboard/core/users'
 import { workflowNotFound } from '@switchboard/core/workflows'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { idempotencyKeyOf, RunAccepted } from '../runs/schemas.ts'
+import { createStartQuota } from '../start-quota.ts'
 
 /**
  * POST /api/automation/workflows/:id/fire (spec 4.10): the whole body becomes triggerData; the run
@@ -13,18 +14,20 @@ import { idempotencyKeyOf, RunAccepted } from '../runs/schemas.ts'
  * store and queue the run in time, and then no run exists.
  */
 const fire: FastifyPluginAsyncTypebox = async (fastify) => {
+  const checkStartQuota = createStartQuota(fastify)
   fastify.post('/:id/fire', {
     schema: {
       tags: ['runs'],
       params: IdParams,
       body: Type.Optional(Type.Unknown()),
-      response: { 202: RunAccepted, ...errorResponses(400, 401, 404, 413, 415, 503) }
+      response: { 202: RunAccepted, ...errorResponses(400, 401, 404, 413, 415, 429, 503) }
     }
   }, async (request, reply) => {
     const { deadline } = request
     const workflow = await deadline.race(fastify.triggers.findTarget(request.params.id, viewerOf(request.user)), 'find the workflow')
     if (workflow === null) throw workflowNotFound()
     if (!workflow.isActive) throw new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
+    await checkStartQuota(request, reply, workflow, deadline)
     const { runId } = await fastify.runs.start({
       workflow,
       triggerData: request.body ?? {},

@@ -1,0 +1,2 @@
+ALTER TABLE "users" ADD COLUMN "quotas" jsonb DEFAULT '{}'::jsonb NOT NULL;--> statement-breakpoint
+CREATE INDEX "runs_user_active_idx" ON "runs" USING btree ("user_id","status") WHERE "runs"."status" in ('RUNNING', 'WAITING');

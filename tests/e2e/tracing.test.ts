@@ -1,0 +1,135 @@
+/**
+ * OpenTelemetry traces: one trace from the caller's request through the api's request span, the
+ * run's start (group commit), its job and the worker's execution to a span per node, exported by
+ * OTLP/HTTP to a loopback receiver, and the traceparent an http_request node sends.
+ */
+import { randomBytes } from 'node:crypto'
+import t, { type Test } from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
+import { startOtlpReceiver, type ReceivedSpan } from '@switchboard/testing/otlp-receiver'
+import { startStack, type Stack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
+
+const receiver = await startOtlpReceiver(t)
+const sink = await startDeliverySink(t)
+
+/** An api and a worker exporting to the receiver; spans go out every 100 ms rather than every 5 s. */
+const tracedStack = async (env: Record<string, string> = {}): Promise<Stack> => await startStack(t, {
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', HTTP_REQUEST_ALLOW_PRIVATE: 'true', ...env }
+})
+
+const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
+
+/** set → http_request to the sink, fired with the caller's traceparent; the run's id and the trace's spans once all are in. */
+async function tracedRun (stack: Stack, path: string, expectedSpans: number): Promise<{ runId: string, traceId: string, callerSpanId: string, spans: ReceivedSpan[] }> {
+  const token = await stack.adminToken()
+  const workflowId = await stack.client.createWorkflow(token, {
+    nodes: [
+      { id: 'greeting', type: 'set', config: { values: { hello: 'world' } } },
+      { id: 'notify', type: 'http_request', config: { method: 'POST', url: `${sink.url}/${path}`, body: { hello: '{{greeting.hello}}' } } }
+    ],
+    edges: [{ source: 'greeting', target: 'notify' }]
+  })
+  const traceId = hex(16)
+  const callerSpanId = hex(8)
+  const runId = await stack.client.fire(token, workflowId, {}, { headers: { traceparent: `00-${traceId}-${callerSpanId}-01`, 'x-request-id': `traced-${traceId}` } })
+  const run = await stack.client.runReaching(token, runId)
+  if (run.status !== 'SUCCESS') throw new Error(`run ${runId} ended ${run.status}: ${run.error}`)
+  const spans = await waitFor(async () => {
+    const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
+    return ofTrace.length >= expectedSpans ? ofTrace : undefined
+  }, { what: `${expectedSpans} spans of trace ${traceId}` })
+  return { runId, traceId, callerSpanId, spans }
+}
+
+/** The one span of `spans` named `name`. */
+function only (t: Test, spans: ReceivedSpan[], name: string): ReceivedSpan {
+  const named = spans.filter((span) => span.name === name)
+  t.equal(named.length, 1, `one ${name} span`)
+  return named[0]!
+}
+
+const stack = await tracedStack()
+
+t.test('one trace links the request, the run\'s start, its execution and its nodes; the http_request sends its span\'s traceparent', async (t) => {
+  // The request span, the handler's span, run.start, run.execute and the two nodes'.
+  const { runId, traceId, callerSpanId, spans } = await tracedRun(stack, 'traced', 6)
+  t.equal(spans.length, 6, 'nothing else in the trace')
+
+  const start = only(t, spans, 'run.start')
+  const request = only(t, spans, 'POST /api/automation/workflows/:id/fire')
+  t.equal(request.service, 'switchboard-api')
+  t.equal(request.kind, 2, 'a server span')
+  t.equal(request.parentSpanId, callerSpanId, 'continues the caller\'s traceparent')
+  t.match(request.attributes, { 'http.response.status_code': 202, 'url.path': `/api/automation/workflows/${start.attributes['switchboard.workflow.id']}/fire`, 'switchboard.request.id': `traced-${traceId}` })
+
+  const handler = spans.find((span) => span.parentSpanId === request.spanId)!
+  t.match(handler, { service: 'switchboard-api', name: /^handler - / }, 'the route handler\'s span, child of the request\'s')
+
+  t.equal(start.service, 'switchboard-api')
+  t.equal(start.parentSpanId, handler.spanId, 'started in the handler: its span is the parent')
+  t.match(start.attributes, { 'switchboard.run.id': runId, 'switchboard.run.created': true, 'switchboard.group.size': Number })
+  t.ok(Number(start.attributes['switchboard.group.size']) >= 1)
+  t.equal(start.status.code, 0, 'not an error')
+
+  const execute = only(t, spans, 'run.execute')
+  t.equal(execute.service, 'switchboard-worker')
+  t.equal(execute.parentSpanId, start.spanId, 'the job carried run.start\'s traceparent')
+  t.match(execute.attributes, { 'switchboard.run.id': runId, 'switchboard.workflow.id': String, 'switchboard.run.outcome': 'SUCCESS' })
+
+  const set = only(t, spans, 'node set')
+  const http = only(t, spans, 'node http_request')
+  for (const [node, id] of [[set, 'greeting'], [http, 'notify']] as const) {
+    t.equal(node.service, 'switchboard-worker')
+    t.equal(node.parentSpanId, execute.spanId, `${id}'s span is a child of run.execute`)
+    t.match(node.attributes, { 'switchboard.node.id': id, 'switchboard.node.outcome': 'success' })
+  }
+
+  const delivery = sink.deliveries.find((candidate) => candidate.path === '/traced')
+  t.equal(delivery?.traceparent, `00-${traceId}-${http.spanId}-01`, 'the receiver got the http_request node span\'s traceparent')
+})
+
+t.test('a run started by the inbound webhook (its own body parser) is a child of that request too', async (t) => {
+  const token = await stack.adminToken()
+  const workflowId = await stack.client.createWorkflow(token, { triggerType: 'WEBHOOK' })
+  const traceId = hex(16)
+  const callerSpanId = hex(8)
+  const res = await stack.call('POST', `/api/automation/webhook/${workflowId}`, { body: { hello: 'world' }, headers: { traceparent: `00-${traceId}-${callerSpanId}-01` } })
+  t.equal(res.status, 200)
+  const spans = await waitFor(async () => {
+    const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
+    return ofTrace.some((span) => span.name === 'node set') ? ofTrace : undefined
+  }, { what: `the node span of trace ${traceId}` })
+  const request = spans.find((span) => span.parentSpanId === callerSpanId)!
+  t.equal(request.name, 'POST /api/automation/webhook/:workflowId')
+  const handler = spans.find((span) => span.parentSpanId === request.spanId)!
+  const start = only(t, spans, 'run.start')
+  t.equal(start.parentSpanId, handler.spanId, 'run.start is the handler\'s child')
+  t.match(start.attributes, { 'switchboard.run.id': res.body.runId, 'switchboard.run.created': true })
+  t.equal(only(t, spans, 'run.execute').parentSpanId, start.spanId)
+})
+
+t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its span is still exported', async (t) => {
+  const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false' }), 'untraced', 6)
+  only(t, spans, 'node http_request')
+  const delivery = sink.deliveries.find((candidate) => candidate.path === '/untraced')
+  t.ok(delivery, 'the node called the sink')
+  t.equal(delivery?.traceparent, undefined, 'without a traceparent')
+})
+
+t.test('a failed node\'s span carries its error, and the run\'s span is an error', async (t) => {
+  const token = await stack.adminToken()
+  const workflowId = await stack.client.createWorkflow(token, {
+    nodes: [{ id: 'refused', type: 'http_request', config: { method: 'GET', url: 'ftp://example.com/file' } }]
+  })
+  const traceId = hex(16)
+  const runId = await stack.client.fire(token, workflowId, {}, { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } })
+  t.equal((await stack.client.runReaching(token, runId)).status, 'FAILED')
+  const spans = await waitFor(async () => {
+    const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
+    return ofTrace.some((span) => span.name === 'run.execute') ? ofTrace : undefined
+  }, { what: `the run.execute span of trace ${traceId}` })
+  const node = only(t, spans, 'node http_request')
+  t.match(node, { attributes: { 'switchboard.node.outcome': 'failure' }, status: { code: 2, message: 'url must use http or https' } })
+  t.match(only(t, spans, 'run.execute'), { attributes: { 'switchboard.run.outcome': 'FAILED' }, status: { code: 2 } })
+})
