@@ -59,9 +59,12 @@ t.test('data is checked per type, with messages naming the field and never the v
     [{ name: 'a', type: 'bearer', data: { token: 'x'.repeat(8193) } }, 'data.token must be a string of 1 to 8192 characters'],
     [{ name: 'a', type: 'bearer', data: { token: 'two\r\nlines' } }, 'data.token must not contain line breaks or NUL'],
     [{ name: 'a', type: 'basic', data: { username: 'u' } }, 'data.password is required'],
-    [{ name: 'a', type: 'basic', data: { username: 'u:v', password: 'p' } }, 'data.username must not contain :'],
-    [{ name: 'a', type: 'header', data: { name: 'X Api Key', value: 'v' } }, 'data.name must be a header name'],
+    [{ name: 'a', type: 'basic', data: { username: 'u:v', password: 'password-1' } }, 'data.username must not contain :'],
+    [{ name: 'a', type: 'header', data: { name: 'X Api Key', value: 'value-long-1' } }, 'data.name must be a header name'],
     [{ name: 'a', type: 'hmac', data: { secret: '' } }, 'data.secret must be a string of 1 to 8192 characters'],
+    [{ name: 'a', type: 'bearer', data: { token: 'short' } }, 'data.token must be at least 8 characters: shorter values cannot be masked in what runs store'],
+    // Every form of these differs (a space, a quote, non-ASCII): 5 values of 8,190 characters take more than the budget.
+    [{ name: 'a', type: 'generic', data: Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((f) => [f, 'É "'.repeat(2730) + f])) }, 'data is too long to mask: its values take 559680 characters in the forms runs mask, at most 524288'],
     [{ name: 'a', type: 'generic', data: {} }, 'data must hold 1 to 20 fields'],
     [{ name: 'a', type: 'generic', data: { 'with.dot': 'v' } }, 'data field names are 1 to 64 letters, digits, _ and -, starting with a letter or _: with.dot'],
     [{ name: 'a', type: 'generic', data: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`f${i}`, 'v'])) }, 'data must NOT have more than 20 properties'],
@@ -75,19 +78,19 @@ t.test('data is checked per type, with messages naming the field and never the v
     const body = await refusal(t, { method: 'POST', url: URL, token: member.token, payload }, 400)
     t.equal(body.message, message)
   }
-  const basic = await createCredential(member.token, { name: 'svc', type: 'basic', data: { username: 'u', password: 'p', extra: 'dropped' } })
+  const basic = await createCredential(member.token, { name: 'svc', type: 'basic', data: { username: 'u', password: 'password-1', extra: 'dropped' } })
   t.same(basic.fields, ['username', 'password'], 'fields a type does not have are dropped')
-  const generic = await createCredential(member.token, { name: 'vendor', type: 'generic', data: { apiKey: 'k', region: 'eu' } })
+  const generic = await createCredential(member.token, { name: 'vendor', type: 'generic', data: { apiKey: 'vendor-key-1', region: 'eu-west-1' } })
   t.same(generic.fields, ['apiKey', 'region'])
 })
 
 t.test('names are unique per owner: 409, and two owners may use the same name', async (t) => {
   const [a, b] = [await newMember(), await newMember()]
-  await createCredential(a.token, { name: 'shared', type: 'hmac', data: { secret: 's' } })
-  const body = await refusal(t, { method: 'POST', url: URL, token: a.token, payload: { name: 'shared', type: 'hmac', data: { secret: 's' } } }, 409)
+  await createCredential(a.token, { name: 'shared', type: 'hmac', data: { secret: 'signing-secret-1' } })
+  const body = await refusal(t, { method: 'POST', url: URL, token: a.token, payload: { name: 'shared', type: 'hmac', data: { secret: 'signing-secret-1' } } }, 409)
   t.same(body, { statusCode: 409, code: 'CREDENTIAL_EXISTS', error: 'Credential name already in use', message: 'Credential name already in use' })
-  await createCredential(b.token, { name: 'shared', type: 'hmac', data: { secret: 's' } })
-  const other = await createCredential(a.token, { name: 'other', type: 'hmac', data: { secret: 's' } })
+  await createCredential(b.token, { name: 'shared', type: 'hmac', data: { secret: 'signing-secret-1' } })
+  const other = await createCredential(a.token, { name: 'other', type: 'hmac', data: { secret: 'signing-secret-1' } })
   await refusal(t, { method: 'PATCH', url: `${URL}/${other.id}`, token: a.token, payload: { name: 'shared' } }, 409)
 })
 
@@ -106,7 +109,7 @@ t.test('PATCH renames or replaces the data, checked against the type, which neve
 
 t.test('a member never sees another\'s credentials: the list leaves them out and every other answer is a missing id\'s 404; an admin sees all', async (t) => {
   const [owner, intruder] = [await newMember(), await newMember()]
-  const credential = await createCredential(owner.token, { name: 'mine', type: 'bearer', data: { token: 't' } })
+  const credential = await createCredential(owner.token, { name: 'mine', type: 'bearer', data: { token: 'token-value-1' } })
   const probes = [
     { method: 'GET' as const },
     { method: 'PATCH' as const, payload: { name: 'taken' } },
@@ -131,17 +134,17 @@ t.test('a member never sees another\'s credentials: the list leaves them out and
 
 t.test('workflows refer to credentials by name or id; a reference that cannot work is a 400 naming the node', async (t) => {
   const [member, other] = [await newMember(), await newMember()]
-  const bearer = await createCredential(member.token, { name: 'bearer', type: 'bearer', data: { token: 't' } })
-  await createCredential(member.token, { name: 'signing', type: 'hmac', data: { secret: 's' } })
-  await createCredential(member.token, { name: 'vendor', type: 'generic', data: { apiKey: 'k' } })
-  await createCredential(other.token, { name: 'theirs', type: 'bearer', data: { token: 't' } })
+  const bearer = await createCredential(member.token, { name: 'bearer', type: 'bearer', data: { token: 'token-value-1' } })
+  await createCredential(member.token, { name: 'signing', type: 'hmac', data: { secret: 'signing-secret-1' } })
+  await createCredential(member.token, { name: 'vendor', type: 'generic', data: { apiKey: 'vendor-key-1' } })
+  await createCredential(other.token, { name: 'theirs', type: 'bearer', data: { token: 'token-value-1' } })
 
   const valid = [
     httpNode({ credential: 'bearer' }),
     httpNode({ credential: bearer.id }),
     httpNode({ headers: { 'x-api-key': '{{credentials.vendor.apiKey}}' } }),
     { id: 'call', type: 'verify_signature', config: { credential: 'signing', header: 'x-signature' } },
-    { id: 'call', type: 'set', config: { values: { key: 'prefix {{credentials.vendor.apiKey}}' } } }
+    { id: 'call', type: 'verify_signature', config: { secret: '{{credentials.vendor.apiKey}}', header: 'x-signature' } }
   ]
   for (const node of valid) {
     const res = await request({ method: 'POST', url: WORKFLOWS, token: member.token, payload: { name: 'ok', triggerType: 'MANUAL', nodes: [node] } })
@@ -159,7 +162,10 @@ t.test('workflows refer to credentials by name or id; a reference that cannot wo
     [httpNode({ body: { key: '{{credentials.vendor.secret}}' } }), 'Node call: credential vendor has no field secret'],
     [httpNode({ body: { key: '{{credentials.missing.apiKey}}' } }), 'Node call: unknown credential missing'],
     [httpNode({ body: { key: '{{credentials.vendor}}' } }), 'Node call: {{credentials.vendor}} must read one field: {{credentials.<name>.<field>}}'],
-    [{ id: 'call', type: 'send_chat', config: { phone: '1555', text: '{{credentials.vendor.apiKey}}' } }, 'Node call: send_chat nodes cannot use credentials'],
+    [{ id: 'call', type: 'send_chat', config: { phone: '1555', text: '{{credentials.vendor.apiKey}}' } }, 'Node call: credentials cannot be used in text: send_chat nodes use none'],
+    [{ id: 'call', type: 'set', config: { values: { key: 'prefix {{credentials.vendor.apiKey}}' } } }, 'Node call: credentials cannot be used in values: set nodes use none'],
+    [{ id: 'call', type: 'condition', config: { field: '{{credentials.vendor.apiKey}}', operator: 'matches', value: '^a' } }, 'Node call: credentials cannot be used in field: condition nodes use none'],
+    [httpNode({ method: '{{credentials.vendor.apiKey}}' }), 'Node call: credentials cannot be used in method: http_request nodes use them only in credential, url, headers, query, body'],
     [{ id: 'credentials', type: 'set', config: {} }, 'Node id credentials is reserved for {{credentials.<name>.<field>}}']
   ]
   for (const [node, message] of invalid) {
@@ -171,16 +177,16 @@ t.test('workflows refer to credentials by name or id; a reference that cannot wo
   const body = await refusal(t, { method: 'PATCH', url: `${WORKFLOWS}/${id}`, token: member.token, payload: { nodes: [httpNode({ credential: 'nope' })] } }, 400)
   t.equal(body.message, 'Node call: unknown credential nope', 'PATCH refuses it too')
 
-  // An admin editing a member's workflow: references resolve among the owner's credentials.
-  const adminPatch = await request({ method: 'PATCH', url: `${WORKFLOWS}/${id}`, token: adminToken, payload: { nodes: [httpNode({ credential: 'bearer' })] } })
-  t.equal(adminPatch.statusCode, 200, adminPatch.body)
+  // An admin editing a member's workflow cannot point it at the owner's credentials (tests/security/credential-scope.test.ts).
+  const adminPatch = await refusal(t, { method: 'PATCH', url: `${WORKFLOWS}/${id}`, token: adminToken, payload: { nodes: [httpNode({ credential: 'bearer' })] } }, 403)
+  t.equal(adminPatch.code, 'CREDENTIAL_OWNER_ONLY')
 })
 
 t.test('a credential in use cannot be deleted (409 naming the workflows) nor renamed while a workflow names it', async (t) => {
   const member = await newMember()
-  const byName = await createCredential(member.token, { name: 'by-name', type: 'bearer', data: { token: 't' } })
-  const byId = await createCredential(member.token, { name: 'by-id', type: 'bearer', data: { token: 't' } })
-  const templated = await createCredential(member.token, { name: 'templated', type: 'generic', data: { key: 'k' } })
+  const byName = await createCredential(member.token, { name: 'by-name', type: 'bearer', data: { token: 'token-value-1' } })
+  const byId = await createCredential(member.token, { name: 'by-id', type: 'bearer', data: { token: 'token-value-1' } })
+  const templated = await createCredential(member.token, { name: 'templated', type: 'generic', data: { key: 'templated-key-1' } })
   const first = await client.createWorkflow(member.token, { name: 'Billing sync', nodes: [httpNode({ credential: 'by-name' })] })
   await client.createWorkflow(member.token, { name: 'Invoices', nodes: [httpNode({ credential: 'by-name', headers: { 'x-key': '{{credentials.templated.key}}' } })] })
   const third = await client.createWorkflow(member.token, { name: 'Reports', nodes: [httpNode({ credential: byId.id })] })
@@ -205,7 +211,7 @@ t.test('a credential in use cannot be deleted (409 naming the workflows) nor ren
 
 t.test('deleting a user takes their workflows and credentials together', async (t) => {
   const member = await newMember()
-  await createCredential(member.token, { name: 'gone', type: 'bearer', data: { token: 't' } })
+  await createCredential(member.token, { name: 'gone', type: 'bearer', data: { token: 'token-value-1' } })
   await client.createWorkflow(member.token, { nodes: [httpNode({ credential: 'gone' })] })
   t.equal((await request({ method: 'DELETE', url: `/api/users/${member.id}`, token: adminToken })).statusCode, 204)
   t.same(await sql`select id from credentials where user_id = ${member.id}`, [])

@@ -21,7 +21,7 @@ const SECRETS = { header: 'Bearer inline-header-secret-41', signature: 'inline-s
 t.test('an export is the definition alone: no ids, owner, counters, activity, version or secrets; credentials by name', async (t) => {
   const member = await newMember()
   const stored = await credential(member.token, { name: 'crm', type: 'bearer', data: { token: SECRETS.token } })
-  await credential(member.token, { name: 'vendor', type: 'generic', data: { apiKey: 'k' } })
+  await credential(member.token, { name: 'vendor', type: 'generic', data: { apiKey: 'vendor-key-1' } })
   const created = await request({
     method: 'POST',
     url: URL,
@@ -62,7 +62,7 @@ t.test('an export is the definition alone: no ids, owner, counters, activity, ve
 
 t.test('import creates an inactive workflow from an export, with new ids and its own version 1', async (t) => {
   const [author, importer] = [await newMember(), await newMember()]
-  await credential(author.token, { name: 'crm', type: 'bearer', data: { token: 'a' } })
+  await credential(author.token, { name: 'crm', type: 'bearer', data: { token: 'token-of-author' } })
   const id = await client.createWorkflow(author.token, {
     name: 'Portable',
     triggerType: 'EVENT',
@@ -76,7 +76,7 @@ t.test('import creates an inactive workflow from an export, with new ids and its
   t.equal(missing.statusCode, 400, 'the importer has no credential named crm')
   t.same(missing.json(), { statusCode: 400, code: 'INVALID_CREDENTIAL_REFERENCE', error: 'Node call: unknown credential crm', message: 'Node call: unknown credential crm' })
 
-  await credential(importer.token, { name: 'crm', type: 'bearer', data: { token: 'b' } })
+  await credential(importer.token, { name: 'crm', type: 'bearer', data: { token: 'token-of-importer' } })
   const res = await importAs(importer.token, { ...exported, extra: 'dropped' })
   t.equal(res.statusCode, 201, res.body)
   const imported = res.json()

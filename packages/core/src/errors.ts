@@ -15,7 +15,7 @@ export type ErrorCode =
   // Postgres or Redis did not answer in time: nothing was done, a retry may succeed
   | 'SERVICE_UNAVAILABLE'
   // Credentials
-  | 'CREDENTIAL_NOT_FOUND' | 'CREDENTIAL_EXISTS' | 'CREDENTIAL_IN_USE' | 'INVALID_CREDENTIAL_REFERENCE'
+  | 'CREDENTIAL_NOT_FOUND' | 'CREDENTIAL_EXISTS' | 'CREDENTIAL_IN_USE' | 'INVALID_CREDENTIAL_REFERENCE' | 'CREDENTIAL_OWNER_ONLY'
   // Users
   | 'USER_NOT_FOUND' | 'EMAIL_TAKEN' | 'LAST_ADMIN'
   // Per-user quotas: a saved thing beyond its count (400), runs started beyond their rate (429)

@@ -1,6 +1,7 @@
 import type { CredentialType } from '../db/schema/credentials.ts'
 import { decryptSecret, encryptSecret, type Keyring } from '../encryption.ts'
 import { DomainError } from '../errors.ts'
+import { MAX_MASKED_CHARACTERS, MIN_MASKED_LENGTH, maskedCharacters } from './redaction.ts'
 
 /** A credential's secret fields, as written and as decrypted: field name → value. */
 export type CredentialData = Record<string, string>
@@ -24,10 +25,26 @@ const HEADER_UNSAFE = /[\r\n\0]/
 
 const invalid = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
 
+/** Fields that name rather than hide: a header credential's header name, a basic credential's user name. */
+const isIdentifier = (type: CredentialType, field: string): boolean =>
+  (type === 'header' && field === 'name') || (type === 'basic' && field === 'username')
+
+/**
+ * The values to keep out of what a node stores: every field but a header credential's name, and
+ * the basic Authorization value. A user name is masked too when it is long enough.
+ */
+export function secretValues (type: CredentialType, data: Readonly<CredentialData>): string[] {
+  const values = Object.entries(data).filter(([field]) => !(type === 'header' && field === 'name')).map(([, value]) => value)
+  if (type === 'basic') values.push(Buffer.from(`${data.username}:${data.password}`).toString('base64'))
+  return values
+}
+
 /**
  * Checks `data` against the fields of `type` and returns what is stored: the type's fields
  * only (others are dropped, like unknown body fields), each a non-empty string of at most
- * MAX_VALUE_LENGTH characters. Messages name the field, never its value.
+ * MAX_VALUE_LENGTH characters, secrets at least MIN_MASKED_LENGTH (a shorter value could not be
+ * masked in what runs store), all of them together masked in at most MAX_MASKED_CHARACTERS.
+ * Messages name the field, never its value.
  */
 function validateCredentialData (type: CredentialType, data: Record<string, unknown>): CredentialData {
   const names = type === 'generic' ? Object.keys(data) : TYPE_FIELDS[type]
@@ -43,6 +60,9 @@ function validateCredentialData (type: CredentialType, data: Record<string, unkn
     if (typeof value !== 'string' || value.length === 0 || value.length > MAX_VALUE_LENGTH) {
       throw invalid(`data.${name} must be a string of 1 to ${MAX_VALUE_LENGTH} characters`)
     }
+    if (value.length < MIN_MASKED_LENGTH && !isIdentifier(type, name)) {
+      throw invalid(`data.${name} must be at least ${MIN_MASKED_LENGTH} characters: shorter values cannot be masked in what runs store`)
+    }
     stored[name] = value
   }
   if (type === 'header' && !HEADER_NAME.test(stored.name!)) throw invalid('data.name must be a header name')
@@ -50,6 +70,10 @@ function validateCredentialData (type: CredentialType, data: Record<string, unkn
   if (type !== 'generic' && type !== 'hmac') {
     const unsafe = names.find((name) => HEADER_UNSAFE.test(stored[name]!))
     if (unsafe !== undefined) throw invalid(`data.${unsafe} must not contain line breaks or NUL`)
+  }
+  const masked = maskedCharacters(secretValues(type, stored))
+  if (masked > MAX_MASKED_CHARACTERS) {
+    throw invalid(`data is too long to mask: its values take ${masked} characters in the forms runs mask, at most ${MAX_MASKED_CHARACTERS}`)
   }
   return stored
 }

@@ -1,5 +1,5 @@
 /** Credentials: secrets nodes refer to by name, encrypted at rest, redacted from whatever a run stores. */
-export { CREDENTIAL_MARKER } from './redaction.ts'
+export { createRedactor, CREDENTIAL_MARKER, MIN_MASKED_LENGTH } from './redaction.ts'
 export { credentialsRepository } from './repository.ts'
 export { rotateEncryptionKey } from './rotation.ts'
 export { createCredentialService, credentialNotFound } from './service.ts'

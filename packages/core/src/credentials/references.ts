@@ -16,10 +16,25 @@ export const ACCEPTED_CREDENTIAL_TYPES: Readonly<Record<string, readonly Credent
 }
 
 /**
- * A chat message is stored on its conversation as sent, where a credential value would be
- * readable by everyone using the inbox: chat nodes cannot use credentials.
+ * The config fields in which each node type may refer to a credential (README, Credentials): the
+ * fields whose value it sends or signs with, `credential` where it authenticates with one. Never
+ * a field whose value decides a branch, becomes an output or reaches a log (condition, set, the
+ * chat nodes' text: a chat message is stored on its conversation, readable in the inbox). One
+ * list per node type; a type not listed uses no credentials.
  */
-const NO_CREDENTIAL_NODE_TYPES = ['send_chat', 'send_chat_template']
+const CREDENTIAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  http_request: ['credential', 'url', 'headers', 'query', 'body'],
+  verify_signature: ['credential', 'secret']
+}
+
+/** Chat nodes never resolved credentials, not even in workflows stored before CREDENTIAL_FIELDS. */
+const CHAT_NODE_TYPES = ['send_chat', 'send_chat_template']
+
+/** How a refusal names where a node may use credentials. */
+function allowedFieldsOf (nodeType: string): string {
+  const fields = CREDENTIAL_FIELDS[nodeType]
+  return fields === undefined ? `${nodeType} nodes use none` : `${nodeType} nodes use them only in ${fields.join(', ')}`
+}
 
 /** One place a node refers to a credential: its `credential` field, or a template naming a field. */
 export interface CredentialReference {
@@ -35,27 +50,38 @@ const invalidReference = (message: string): DomainError => new DomainError('INVA
 
 /**
  * The credentials one node refers to. `strict` (a workflow being saved): a 400 naming the node
- * when it refers to them in a way that cannot work (a `credential` that is not a name, on a node
- * that takes none, a template without a field, credentials in a chat node). Otherwise (a run,
- * whose definition was checked when saved, or saved before credentials existed) such uses are
- * not references: they resolve nothing and stay what they were.
+ * (and the field) when it refers to them in a way that cannot work (a `credential` that is not a
+ * name, a template without a field) or in a field where its type may not use them
+ * (CREDENTIAL_FIELDS). Otherwise (a run, whose definition was checked when saved, perhaps before
+ * today's rules) malformed uses are not references, and a reference in a field no longer allowed
+ * still resolves: stored workflows keep running until their next save.
  */
 export function nodeCredentialReferences (node: WorkflowNode, { strict }: { strict: boolean }): CredentialReference[] {
   const refuse = (message: string): void => { if (strict) throw invalidReference(`Node ${node.id}: ${message}`) }
-  const config = node.config ?? {}
+  const allowed = CREDENTIAL_FIELDS[node.type] ?? []
   const references: CredentialReference[] = []
+  const config = node.config ?? {}
   if (config.credential !== undefined) {
     const { credential } = config
-    if (!Object.hasOwn(ACCEPTED_CREDENTIAL_TYPES, node.type)) refuse(`${node.type} nodes take no credential`)
+    if (!allowed.includes('credential')) refuse(`${node.type} nodes take no credential`)
     else if (typeof credential !== 'string' || credential === '' || credential.includes('{{')) refuse('credential must be the name or id of a credential')
     else references.push({ nodeId: node.id, ref: credential, via: 'credential' })
   }
-  for (const path of templatePaths(config)) {
-    const [root, name, field, ...rest] = parsePath(path)
-    if (root !== CREDENTIALS_SCOPE) continue
-    if (NO_CREDENTIAL_NODE_TYPES.includes(node.type)) refuse(`${node.type} nodes cannot use credentials`)
-    else if (name === undefined || field === undefined || rest.length > 0) refuse(`{{${path.slice(0, 200)}}} must read one field: {{credentials.<name>.<field>}}`)
-    else references.push({ nodeId: node.id, ref: name, via: 'template', field })
+  for (const [configField, value] of Object.entries(config)) {
+    if (configField === 'credential') continue
+    for (const path of templatePaths(value)) {
+      const [root, name, field, ...rest] = parsePath(path)
+      if (root !== CREDENTIALS_SCOPE) continue
+      if (name === undefined || field === undefined || rest.length > 0) {
+        refuse(`{{${path.slice(0, 200)}}} must read one field: {{credentials.<name>.<field>}}`)
+        continue
+      }
+      if (!allowed.includes(configField)) {
+        refuse(`credentials cannot be used in ${configField.slice(0, 64)}: ${allowedFieldsOf(node.type)}`)
+        if (CHAT_NODE_TYPES.includes(node.type)) continue
+      }
+      references.push({ nodeId: node.id, ref: name, via: 'template', field })
+    }
   }
   return references
 }

@@ -2,19 +2,12 @@ import type { Db } from '../db/client.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import { DecryptionError, type Keyring } from '../encryption.ts'
 import { NodeError, type CredentialResolver, type NodeCredential, type NodeSecrets } from '../engine/types.ts'
-import { openCredentialData } from './data.ts'
-import { createRedactor } from './redaction.ts'
+import { openCredentialData, secretValues } from './data.ts'
+import { createRedactor, MAX_MASKED_CHARACTERS, maskedCharacters } from './redaction.ts'
 import { nodeCredentialReferences } from './references.ts'
 import { credentialsRepository } from './repository.ts'
 
 const NO_SECRETS: NodeSecrets = { redact: (value) => value }
-
-/** The values to keep out of what a node stores: every field but a header credential's name, and the basic header. */
-function secretValues ({ type, data }: NodeCredential): string[] {
-  const values = Object.entries(data).filter(([field]) => !(type === 'header' && field === 'name')).map(([, value]) => value)
-  if (type === 'basic') values.push(Buffer.from(`${data.username}:${data.password}`).toString('base64'))
-  return values
-}
 
 /**
  * The worker's credentials: for each node about to run, the credentials it refers to, loaded
@@ -54,7 +47,12 @@ export function createCredentialVault ({ db, keyring }: { db: Db, keyring: Keyri
           templateScope[reference.ref] = find(reference.ref, false).data
         }
       }
-      const secrets = [...opened.values()].flatMap(secretValues)
+      const secrets = [...opened.values()].flatMap(({ type, data }) => secretValues(type, data))
+      // Each credential fits when saved; several together may not (README, Credentials).
+      const masked = maskedCharacters(secrets)
+      if (masked > MAX_MASKED_CHARACTERS) {
+        throw new NodeError(`The credentials of node ${node.id} are too long to mask: ${masked} characters in the forms runs mask, at most ${MAX_MASKED_CHARACTERS}`)
+      }
       return { credential, templateScope, redact: createRedactor(secrets) }
     }
   }

@@ -1,7 +1,8 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { DbOrTx } from '../db/client.ts'
 import type { WorkflowNode } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
-import { ACCEPTED_CREDENTIAL_TYPES, credentialReferences } from './references.ts'
+import { ACCEPTED_CREDENTIAL_TYPES, credentialReferences, nodeCredentialReferences } from './references.ts'
 import { credentialsRepository } from './repository.ts'
 
 const invalidReference = (message: string): DomainError => new DomainError('INVALID_CREDENTIAL_REFERENCE', message)
@@ -36,4 +37,21 @@ export async function checkWorkflowCredentials (db: DbOrTx, ownerId: string, nod
 /** Records the credentials a saved workflow refers to (what deleting a credential checks). */
 export async function recordWorkflowCredentials (db: DbOrTx, workflowId: string, credentialIds: readonly string[]): Promise<void> {
   await credentialsRepository(db).recordUsage(workflowId, credentialIds)
+}
+
+/**
+ * Only the owner of the credentials a workflow uses (its owner: references resolve among the
+ * owner's credentials) may change its nodes while they use any (README, Credentials). Someone
+ * else, an admin editing a member's workflow, may save nodes that use credentials only if each of
+ * them is a node stored now, unchanged (removing nodes is allowed); otherwise they could send the
+ * owner's secret elsewhere, or read it back, by adding or changing a reference or by changing a
+ * node whose output a node using a credential reads. Reading, deactivating and deleting stay open.
+ */
+export function checkCredentialOwnerOnly (editorId: string, ownerId: string, stored: readonly WorkflowNode[], saved: readonly WorkflowNode[]): void {
+  if (editorId === ownerId) return
+  if (!saved.some((node) => nodeCredentialReferences(node, { strict: false }).length > 0)) return
+  const changed = saved.find((node) => !stored.some((kept) => isDeepStrictEqual(kept, node)))
+  if (changed !== undefined) {
+    throw new DomainError('CREDENTIAL_OWNER_ONLY', `Node ${changed.id}: this workflow uses its owner's credentials; only its owner can add or change its nodes`)
+  }
 }

@@ -5,7 +5,7 @@ import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { checkSavedQuotas, type Quotas, type SavedQuota } from '../users/quotas.ts'
 import { credentialsRepository } from '../credentials/repository.ts'
-import { checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
+import { checkCredentialOwnerOnly, checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
 import {
   workflowsRepository,
   type DeletedWorkflow,
@@ -13,7 +13,7 @@ import {
   type WorkflowDetail,
   type WorkflowInput
 } from './repository.ts'
-import { exportWorkflow, type WorkflowExport } from './transfer.ts'
+import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
 import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
@@ -89,6 +89,7 @@ export function createWorkflowService ({ db, scheduleSync, limits, quotas }: Wor
     // Stored definitions were checked when saved: only what this change touches is checked again.
     if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges, limits)
     if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
+    if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restoredFrom !== undefined ||
       DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(changes[field], current[field]))
@@ -156,9 +157,13 @@ export function createWorkflowService ({ db, scheduleSync, limits, quotas }: Wor
       return exportWorkflow(workflow, new Map(used.map(({ id: credentialId, name, type }) => [credentialId, { name, type }])))
     },
 
-    /** A new workflow from an export's definition, checked like a create and inactive whatever it says. */
-    async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>): Promise<WorkflowDetail> {
-      return create(viewer, { ...definition, isActive: false })
+    /**
+     * A new workflow from an export's definition, checked like a create and inactive whatever it
+     * says; `toFill`: the places of the export's `redacted` its nodes still leave without a value.
+     */
+    async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>, redacted: readonly string[]): Promise<WorkflowDetail & { toFill: string[] }> {
+      const workflow = await create(viewer, { ...definition, isActive: false })
+      return { ...workflow, toFill: valuesToFill(workflow.nodes, redacted) }
     },
 
     async delete (viewer: Viewer, id: string): Promise<void> {

@@ -1,5 +1,6 @@
 import type { CredentialType, Workflow, WorkflowNode } from '../db/schema/index.ts'
 import { nodeCredentialReferences } from '../credentials/references.ts'
+import { HARMLESS_HEADERS } from '../engine/nodes/http-request.ts'
 
 /** What a workflow export declares itself to be; an import refuses anything else. */
 export const EXPORT_FORMAT = 'switchboard.workflow'
@@ -15,19 +16,58 @@ export interface WorkflowExport {
   workflow: PortableDefinition
   /** The credentials the nodes refer to, by name: the importer needs credentials of these names. */
   credentials: Array<{ name: string, type: CredentialType }>
-  /** Where a secret written into a node was removed (`nodes[0].config.headers.authorization`). */
+  /**
+   * Where a value written into a node was removed: `nodes[0].config.headers.X-Api-Key`,
+   * `nodes[0].config.query.api_key`, `nodes[0].config.url?access_token` (a parameter of the
+   * URL), `nodes[0].config.url` (its user info), `nodes[0].config.secret`.
+   */
   redacted: string[]
 }
 
-/** Request headers that carry secrets when written literally into an http_request node. */
-const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key', 'api-key', 'x-auth-token', 'x-access-token'])
-
+/** A value with a template is kept: it refers to data (or a credential) and holds no secret. */
 const isLiteral = (value: unknown): boolean => typeof value !== 'string' || !value.includes('{{')
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
+/** `scheme://user:password@` at the start of a URL, templated or not. */
+const USER_INFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#]*)@/
+
 /**
- * A node with what an export must not carry taken out: literal secrets in the places nodes hold
- * them (secret headers and a URL's user info of http_request, the secret of verify_signature; a
+ * A URL as written (templates may stand anywhere in it, so it is cut as text rather than parsed)
+ * without its literal user info and literal query parameters; `removed` gets what went.
+ */
+function portableUrl (url: string, at: string, removed: string[]): string {
+  let portable = url
+  const userInfo = USER_INFO.exec(portable)
+  if (userInfo !== null && isLiteral(userInfo[2])) {
+    portable = portable.replace(USER_INFO, '$1')
+    removed.push(at)
+  }
+  const queryStart = portable.indexOf('?')
+  if (queryStart === -1) return portable
+  const fragmentStart = portable.indexOf('#', queryStart)
+  const queryEnd = fragmentStart === -1 ? portable.length : fragmentStart
+  const kept = portable.slice(queryStart + 1, queryEnd).split('&').filter((parameter) => {
+    if (parameter === '') return false
+    if (!isLiteral(parameter)) return true
+    const name = parameter.split('=')[0]!
+    removed.push(`${at}?${safeDecode(name)}`)
+    return false
+  })
+  return `${portable.slice(0, queryStart)}${kept.length === 0 ? '' : `?${kept.join('&')}`}${portable.slice(queryEnd)}`
+}
+
+const safeDecode = (text: string): string => {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '))
+  } catch {
+    return text
+  }
+}
+
+/**
+ * A node with what an export must not carry taken out: values written into the places nodes hold
+ * secrets (every literal header value of http_request but HARMLESS_HEADERS, every literal query
+ * parameter, in `query` or in the URL, the URL's user info; the secret of verify_signature; a
  * template is kept, it holds no secret), and credential ids, replaced by names.
  */
 function portableNode (node: WorkflowNode, index: number, credentialNames: ReadonlyMap<string, string>, redacted: string[]): WorkflowNode {
@@ -40,27 +80,43 @@ function portableNode (node: WorkflowNode, index: number, credentialNames: Reado
     redacted.push(`${at}.secret`)
   }
   if (node.type === 'http_request') {
-    if (isRecord(config.headers)) {
-      const headers = { ...config.headers }
-      for (const name of Object.keys(headers)) {
-        if (SECRET_HEADERS.has(name.toLowerCase()) && isLiteral(headers[name])) {
-          delete headers[name]
-          redacted.push(`${at}.headers.${name}`)
-        }
-      }
-      config.headers = headers
+    const literalsRemoved = (field: string, keeps: (name: string) => boolean): void => {
+      if (!isRecord(config[field])) return
+      config[field] = Object.fromEntries(Object.entries(config[field]).filter(([name, value]) => {
+        if (keeps(name) || !isLiteral(value)) return true
+        redacted.push(`${at}.${field}.${name}`)
+        return false
+      }))
     }
-    if (typeof config.url === 'string' && isLiteral(config.url)) {
-      const url = URL.canParse(config.url) ? new URL(config.url) : undefined
-      if (url !== undefined && (url.username !== '' || url.password !== '')) {
-        url.username = ''
-        url.password = ''
-        config.url = url.toString()
-        redacted.push(`${at}.url`)
-      }
-    }
+    literalsRemoved('headers', (name) => HARMLESS_HEADERS.has(name.toLowerCase()))
+    literalsRemoved('query', () => false)
+    if (typeof config.url === 'string') config.url = portableUrl(config.url, `${at}.url`, redacted)
   }
   return { ...node, config }
+}
+
+/**
+ * The redacted places of an export (`redacted`, as exported) that the imported `nodes` leave
+ * without a value: what the importer must fill in before the workflow can work.
+ */
+export function valuesToFill (nodes: readonly WorkflowNode[], redacted: readonly string[]): string[] {
+  const filled = (place: string): boolean => {
+    const found = /^nodes\[(\d+)\]\.config\.(?:(headers|query)\.(.+)|url\?(.+)|(url|secret))$/.exec(place)
+    const config = found === null ? undefined : nodes[Number(found[1])]?.config
+    if (found === null || config === undefined) return false
+    const [, , field, name, parameter, whole] = found
+    if (field !== undefined) {
+      const values = config[field]
+      return isRecord(values) && Object.keys(values).some((key) => key.toLowerCase() === name!.toLowerCase())
+    }
+    const url = typeof config.url === 'string' ? config.url : ''
+    if (parameter !== undefined) {
+      const query = url.split('#')[0]!.split('?')[1] ?? ''
+      return query.split('&').some((pair) => safeDecode(pair.split('=')[0]!) === parameter)
+    }
+    return whole === 'url' ? USER_INFO.test(url) : config.secret !== undefined || config.credential !== undefined
+  }
+  return redacted.filter((place) => !filled(place))
 }
 
 /**

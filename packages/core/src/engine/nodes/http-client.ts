@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
-import { Agent, buildConnector, interceptors, type Dispatcher } from 'undici'
+import { Agent, buildConnector, type Dispatcher } from 'undici'
 
 /**
  * Cloud instance metadata and credential endpoints: refused even when private
@@ -148,8 +148,6 @@ export async function resolveAllowedAddress (hostname: string, allowPrivate: boo
 interface HttpClientOptions {
   /** HTTP_REQUEST_ALLOW_PRIVATE: loopback and private networks are reachable (metadata stays refused). */
   allowPrivate: boolean
-  /** @defaultValue 5 */
-  maxRedirections?: number
   /** Connect timeout. @defaultValue 10000 */
   connectTimeoutMs?: number
 }
@@ -174,7 +172,8 @@ export function createHttpClient (options: HttpClientOptions): { dispatcher: Dis
   }
   const agent = new Agent({ connect: guardedConnect })
   return {
-    dispatcher: agent.compose(interceptors.redirect({ maxRedirections: options.maxRedirections ?? 5 })),
+    // No redirect interceptor: the http_request node follows redirects itself, choosing the headers each hop keeps.
+    dispatcher: agent,
     close: async () => { await agent.close() }
   }
 }

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto'
 import { request } from 'undici'
 import { BlockedAddressError } from './http-client.ts'
 import { NodeError, RetryableNodeError, type NodeContext, type NodeCredential, type NodeExecutor } from '../types.ts'
+import { parsePath, renderTemplate, templatePaths } from '../template.ts'
 import { optionalBoolean, optionalObject, optionalString, requiredString } from './config.ts'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -14,6 +15,19 @@ const MAX_RESPONSE_BYTES = 1024 * 1024
  * @internal exported for its tests
  */
 export const MAX_RESPONSE_JSON_DEPTH = 100
+
+/**
+ * Request headers that never carry a secret: the only ones a redirect to another origin keeps
+ * (README, Security), and the only literal header values an export keeps (README, Export and import).
+ */
+export const HARMLESS_HEADERS: ReadonlySet<string> = new Set([
+  'accept', 'accept-language', 'cache-control', 'content-language', 'content-type', 'idempotency-key', 'traceparent', 'user-agent'
+])
+
+/** Redirects an http_request follows, the statuses it follows, and what a log line shows of an address at most. */
+const MAX_REDIRECTS = 5
+const REDIRECT_STATUSES = [301, 302, 303, 307, 308]
+const MAX_TARGET_LENGTH = 2048
 
 interface HttpResponse {
   status: number
@@ -151,6 +165,28 @@ function retryAfterMsOf (header: string | string[] | undefined): number | undefi
 /** What a workflow author reads when the guard refuses an address the operator could allow (README, Configuration). */
 const ALLOW_PRIVATE_HINT = '(HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)'
 
+/**
+ * The address log lines and errors show: the node's url rendered with the run's data, but with
+ * each credential template left as written, and without user info, query or fragment. A
+ * credential never shows in whatever encoding the URL parser would give it, nor cut where it
+ * holds a `/`, `?` or `#`.
+ */
+function shownTarget (rawUrl: unknown, result: Readonly<Record<string, unknown>>): string {
+  const written = typeof rawUrl === 'string' ? rawUrl : ''
+  const credentials: Record<string, Record<string, string>> = Object.create(null)
+  for (const path of templatePaths(written)) {
+    const [root, name, field] = parsePath(path)
+    if (root === 'credentials' && name !== undefined && field !== undefined) {
+      (credentials[name] ??= Object.create(null) as Record<string, string>)[field] = `{{credentials.${name}.${field}}}`
+    }
+  }
+  const rendered = renderTemplate(written, { ...result, credentials })
+  const text = typeof rendered === 'string' ? rendered : JSON.stringify(rendered) ?? ''
+  const end = text.search(/[?#]/)
+  const address = (end === -1 ? text : text.slice(0, end)).replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/]*@/, '$1')
+  return address.length > MAX_TARGET_LENGTH ? `${address.slice(0, MAX_TARGET_LENGTH)}…` : address
+}
+
 /** One exchange; the engine's signal ends it (a cancel, a takeover, the attempt's timeoutMs). */
 async function send (context: NodeContext, url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<HttpResponse> {
   try {
@@ -172,8 +208,33 @@ async function send (context: NodeContext, url: URL, method: string, headers: Re
 }
 
 /**
+ * The exchange with its redirects (at most MAX_REDIRECTS, as browsers follow them: 303, and 301
+ * or 302 after a POST, continue as a GET without body). A redirect to another origin keeps only
+ * HARMLESS_HEADERS: whatever carries a credential or a signature (the node's `credential`,
+ * templated or literal secrets, cookies) is never sent where the author did not send it. The
+ * last redirect's answer is the node's when no more are followed.
+ */
+async function exchange (context: NodeContext, request: { url: URL, method: string, headers: Record<string, string>, body: string | undefined }): Promise<HttpResponse> {
+  let { url, method, headers, body } = request
+  for (let redirects = 0; ; redirects++) {
+    const response = await send(context, url, method, headers, body)
+    const location = response.headers.location
+    if (!REDIRECT_STATUSES.includes(response.status) || typeof location !== 'string' || redirects === MAX_REDIRECTS) return response
+    const next = URL.parse(location, url)
+    if (next === null || (next.protocol !== 'http:' && next.protocol !== 'https:')) return response
+    if (next.origin !== url.origin) headers = Object.fromEntries(Object.entries(headers).filter(([name]) => HARMLESS_HEADERS.has(name)))
+    if ((response.status === 303 && method !== 'HEAD') || ((response.status === 301 || response.status === 302) && method === 'POST')) {
+      method = 'GET'
+      body = undefined
+      headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !name.startsWith('content-')))
+    }
+    url = next
+  }
+}
+
+/**
  * An outbound HTTP call (spec 6.3) through the worker's shared dispatcher,
- * which refuses private and metadata addresses. Network errors, time-outs,
+ * which refuses private and metadata addresses, on every redirect too. Network errors, time-outs,
  * 5xx and 429 answers may pass: the engine retries them as the node's `retry`
  * (or its older `retries`) allows, waiting at least what a Retry-After header
  * asks. Each attempt is written to the run's log before it is sent, and carries
@@ -183,7 +244,7 @@ async function send (context: NodeContext, url: URL, method: string, headers: Re
 export const httpRequest: NodeExecutor<'http_request'> = {
   type: 'http_request',
   async execute (context) {
-    const { config, log, beforeEffect } = context
+    const { config, rawConfig, log, beforeEffect } = context
     const method = (optionalString(config, 'method') ?? 'GET').toUpperCase()
     if (!METHODS.includes(method)) throw new NodeError(`method must be one of ${METHODS.join(', ')}`)
     const url = buildUrl(config)
@@ -191,11 +252,10 @@ export const httpRequest: NodeExecutor<'http_request'> = {
     const body = method === 'GET' || method === 'HEAD' ? undefined : buildBody(config, headers)
     if (context.credential !== undefined) authenticate(context.credential, headers, body)
     const failOnStatus = optionalBoolean(config, 'failOnStatus') ?? true
-    // Query strings may carry credentials: logs show the address without them.
-    const target = `${method} ${url.origin}${url.pathname}`
+    const target = `${method} ${shownTarget(rawConfig.url, context.result)}`
 
     await beforeEffect(`Calling ${target} (attempt ${context.attempt})`)
-    const response = await send(context, url, method, headers, body)
+    const response = await exchange(context, { url, method, headers, body })
     if (response.status >= 500 || response.status === 429) {
       const retryAfterMs = retryAfterMsOf(response.headers['retry-after'])
       if (context.mayRetry(retryAfterMs)) {

@@ -214,12 +214,28 @@ export const WorkflowExport = Type.Object({
   redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })
 })
 
-/** POST /workflows/import takes an export; `credentials`, `redacted` and `exportedAt` are informative and dropped. */
+/** Places an export lists in `redacted`: one per value removed, at most a few per node. */
+const MAX_REDACTED_PLACES = 10_000
+
+/**
+ * POST /workflows/import takes an export; `credentials` and `exportedAt` are informative and
+ * dropped, `redacted` says which places the answer checks for a value (`toFill`).
+ */
 export const ImportWorkflowBody = Type.Object({
   format: Type.Literal(EXPORT_FORMAT, { errorMessage: `format must be ${EXPORT_FORMAT}` }),
   formatVersion: Type.Literal(EXPORT_FORMAT_VERSION, { errorMessage: `formatVersion must be ${EXPORT_FORMAT_VERSION}` }),
-  workflow: PortableWorkflow
+  workflow: PortableWorkflow,
+  redacted: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), {
+    maxItems: MAX_REDACTED_PLACES,
+    errorMessage: `redacted must be at most ${MAX_REDACTED_PLACES} places`
+  }))
 }, { additionalProperties: false })
+
+/** POST /workflows/import answers the workflow, and the values removed by the export that it still lacks. */
+export const ImportedWorkflow = Type.Object({
+  ...WorkflowDetail.properties,
+  toFill: Type.Array(Type.String(), { description: 'the places of `redacted` the imported nodes leave without a value: fill them in (or use credentials) before activating the workflow' })
+})
 
 const instant = (field: string, description: string) =>
   Type.String({ format: 'date-time', maxLength: 64, description, errorMessage: `${field} must be an ISO 8601 date-time` })

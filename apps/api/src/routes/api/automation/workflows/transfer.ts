@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
-import { ImportWorkflowBody, WorkflowDetail, WorkflowExport } from './schemas.ts'
+import { ImportedWorkflow, ImportWorkflowBody, WorkflowExport } from './schemas.ts'
 
 /** Like create's check: a blank name is refused before the schema's other checks. */
 async function refuseBlankName (request: FastifyRequest): Promise<void> {
@@ -32,11 +32,11 @@ const transfer: FastifyPluginAsyncTypebox = async (fastify) => {
     preValidation: refuseBlankName,
     schema: {
       tags,
-      summary: 'Create an inactive workflow from an export, checked like a create',
+      summary: 'Create an inactive workflow from an export, checked like a create; toFill lists the removed values it still lacks',
       body: ImportWorkflowBody,
-      response: { 201: WorkflowDetail, ...errorResponses(400, 401, 503) }
+      response: { 201: ImportedWorkflow, ...errorResponses(400, 401, 503) }
     }
-  }, async (request, reply) => reply.code(201).send(await workflows.import(viewerOf(request.user), request.body.workflow)))
+  }, async (request, reply) => reply.code(201).send(await workflows.import(viewerOf(request.user), request.body.workflow, request.body.redacted ?? [])))
 }
 
 export default transfer
