@@ -220,7 +220,7 @@ async function exchange (context: NodeContext, request: { url: URL, method: stri
     const response = await send(context, url, method, headers, body)
     const location = response.headers.location
     if (!REDIRECT_STATUSES.includes(response.status) || typeof location !== 'string' || redirects === MAX_REDIRECTS) return response
-    const next = URL.parse(location, url)
+    const next = URL.parse(location, url.href)
     if (next === null || (next.protocol !== 'http:' && next.protocol !== 'https:')) return response
     if (next.origin !== url.origin) headers = Object.fromEntries(Object.entries(headers).filter(([name]) => HARMLESS_HEADERS.has(name)))
     if ((response.status === 303 && method !== 'HEAD') || ((response.status === 301 || response.status === 302) && method === 'POST')) {
