@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto'
 import type { RedisConnection } from '@switchboard/core/queues'
 
 /** How long a sign-in from an address makes it known to that account. */
-export const KNOWN_ADDRESS_DAYS = 30
+const KNOWN_ADDRESS_DAYS = 30
 /** The most addresses an account keeps (the most recent), so that the set stays small. */
 const MAX_KNOWN_ADDRESSES = 50
 
