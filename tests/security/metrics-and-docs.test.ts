@@ -4,8 +4,9 @@
  * a burst of scrapes costs the stores one round of queries, and /docs, on the origin where the
  * console keeps its token, carries the console's Content-Security-Policy.
  */
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import t from 'tap'
-import { Redis } from 'ioredis'
 import { QUEUE_NAMES } from '@switchboard/core/queues'
 import { REDIS_URL } from '@switchboard/testing/database'
 import { startStack } from '@switchboard/testing/processes'
@@ -14,19 +15,36 @@ import { waitFor } from '@switchboard/testing/wait'
 const stack = await startStack(t, { workers: 0 })
 const prefix = stack.env.QUEUE_PREFIX!
 
+/**
+ * Counts the commands Redis runs that `matches` (a line of MONITOR's output), from now until `stop`.
+ * A socket of its own, not ioredis's `monitor()`, which can mistake a MONITOR line for the answer
+ * to its own ready check while other clients (parallel test files) are busy.
+ */
+async function redisCommands (matches: (line: string) => boolean): Promise<{ count: () => number, stop: () => void }> {
+  const { hostname, port } = new URL(REDIS_URL)
+  const socket = connect(Number(port || 6379), hostname)
+  await once(socket, 'connect')
+  let seen = 0
+  let pending = ''
+  let monitoring = false
+  socket.on('data', (chunk: Buffer) => {
+    const lines = (pending + chunk.toString('latin1')).split('\r\n')
+    pending = lines.pop() ?? ''
+    for (const line of lines) {
+      if (line === '+OK' && !monitoring) monitoring = true
+      else if (matches(line)) seen++
+    }
+  })
+  socket.write('MONITOR\r\n')
+  await waitFor(async () => monitoring ? true : undefined, { what: 'MONITOR to start' })
+  return { count: () => seen, stop: () => { socket.destroy() } }
+}
+
 // First, while no scrape has read the stores yet: the burst must find no readings to share.
 t.test('a burst of 20 scrapes costs the stores one round of queries', async (t) => {
-  const redis = new Redis(REDIS_URL)
-  const monitor = await redis.monitor()
-  t.teardown(() => {
-    monitor.disconnect()
-    redis.disconnect()
-  })
   // BullMQ counts a queue's jobs with one script call naming the queue's keys (under the test's prefix).
-  const queueCounts: string[] = []
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    if (/^eval/i.test(args[0] ?? '') && args.some((arg) => arg.startsWith(`${prefix}:`))) queueCounts.push(args.find((arg) => arg.startsWith(`${prefix}:`))!)
-  })
+  const queueCounts = await redisCommands((line) => /^\+\S+ \[[^\]]*\] "eval/i.test(line) && line.includes(`"${prefix}:`))
+  t.teardown(queueCounts.stop)
 
   const started = performance.now()
   const scrapes = await Promise.all(Array.from({ length: 20 }, async () => {
@@ -40,9 +58,9 @@ t.test('a burst of 20 scrapes costs the stores one round of queries', async (t) 
   }
   t.ok(scrapes.every((scrape) => /^switchboard_database_up 1$/m.test(scrape.text)), 'and Postgres\'s probe')
   // MONITOR streams what Redis ran a moment later; one round is one count per queue.
-  await waitFor(async () => queueCounts.length >= QUEUE_NAMES.length ? true : undefined, { what: 'the queue counts in MONITOR' })
+  await waitFor(async () => queueCounts.count() >= QUEUE_NAMES.length ? true : undefined, { what: 'the queue counts in MONITOR' })
   await new Promise((resolve) => setTimeout(resolve, 200))
-  t.equal(queueCounts.length, QUEUE_NAMES.length, `one count per queue for the whole burst (${queueCounts.length} script calls, ${ms.toFixed(0)} ms for 20 scrapes)`)
+  t.equal(queueCounts.count(), QUEUE_NAMES.length, `one count per queue for the whole burst (${queueCounts.count()} script calls, ${ms.toFixed(0)} ms for 20 scrapes)`)
 })
 
 t.test('/metrics answers 404 on the public port, with or without a token, and 200 on the metrics listener', async (t) => {
