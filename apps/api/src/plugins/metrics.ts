@@ -23,7 +23,7 @@ function json (res: ServerResponse, status: number, error: string, code: string)
 /**
  * Prometheus metrics on a listener of their own (API_METRICS_PORT, on HOST), never on the public
  * port: the series tell login outcomes, queue depths and store state, and a scrape makes the
- * stores work (README, Security: Metrics). Process defaults, request durations by route pattern
+ * stores work (README, Security). Process defaults, request durations by route pattern
  * (never the raw URL, so ids cannot explode the label set), store state and the application's
  * series (observability/metrics). node:http, as the worker's listener: one GET route needs no framework.
  */

@@ -135,7 +135,7 @@ const PROBE_TIMEOUT_MS = 1000
 
 /**
  * Store readings are shared by the scrapes of this long: a burst of scrapes (several Prometheus
- * servers, or anyone who reaches the port) costs one round of queries (README, Security: Metrics).
+ * servers, or anyone who reaches the port) costs one round of queries (README, Security).
  */
 const STORE_READINGS_TTL_MS = 1000
 
