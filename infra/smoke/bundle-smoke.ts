@@ -138,6 +138,7 @@ async function bootOn (node: string): Promise<void> {
     HOST: '127.0.0.1',
     PORT: String(await freePort()),
     WORKER_HTTP_PORT: String(await freePort()),
+    API_METRICS_PORT: String(await freePort()),
     LOG_LEVEL: 'info'
   }
 
@@ -155,6 +156,11 @@ async function bootOn (node: string): Promise<void> {
     return (await answers(`${baseUrl}/health/ready`)) && (await answers(`http://127.0.0.1:${env.WORKER_HTTP_PORT}/health/ready`)) ? true : undefined
   }, { timeoutMs: 30_000, intervalMs: 100, what: 'the api and the worker to be ready' })
   say(`node ${version}: api and worker started from the bundles and ready (the worker on its own listener)`)
+
+  const publicMetrics = await fetch(`${baseUrl}/metrics`)
+  const metrics = await fetch(`http://127.0.0.1:${env.API_METRICS_PORT}/metrics`)
+  if (publicMetrics.status !== 404 || metrics.status !== 200) throw new Error(`/metrics answered ${publicMetrics.status} on the public port and ${metrics.status} on the metrics listener (expected 404 and 200)`)
+  say(`node ${version}: the api's metrics are on their own listener, not on the public port`)
 
   await consoleServed(baseUrl)
   say(`node ${version}: the console is served from the api bundle at /console (its assets immutable, under a Content-Security-Policy)`)

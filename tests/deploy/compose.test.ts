@@ -4,7 +4,9 @@
  * is accepted by the production configuration.
  */
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
@@ -17,7 +19,7 @@ const { services } = compose
 const apps = ['migrate', 'api', 'worker']
 
 t.test('one image, built once, run as migrate, api and worker', async (t) => {
-  t.same(Object.keys(services).sort(), ['api', 'migrate', 'postgres', 'redis', 'worker'])
+  t.same(Object.keys(services).sort(), ['api', 'migrate', 'postgres', 'prometheus', 'redis', 'worker'])
   const built = Object.entries(services).filter(([, service]) => service.build !== undefined).map(([name]) => name)
   t.same(built, ['migrate'], 'only migrate builds')
   t.same(services.migrate.build, { context: '..', dockerfile: 'infra/Dockerfile' })
@@ -41,6 +43,21 @@ t.test('published api, a data volume, healthchecks, restart policies and start o
     t.same(services[name].depends_on.migrate, { condition: 'service_completed_successfully' }, `${name} starts after the migration`)
   }
   t.same(services.migrate.depends_on.postgres, { condition: 'service_healthy' })
+})
+
+t.test('the optional Prometheus scrapes both metrics listeners, which are not published', async (t) => {
+  const defaults = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'switchboard-compose-')) })
+  const prometheus = parse(readFileSync(infra('prometheus/prometheus.yaml'), 'utf8')) as { rule_files: string[], scrape_configs: Array<{ job_name: string, static_configs: Array<{ targets: string[] }> }> }
+  const targets = Object.fromEntries(prometheus.scrape_configs.map((job) => [job.job_name, job.static_configs.flatMap((config) => config.targets)]))
+  t.same(targets, {
+    'switchboard-api': [`api:${defaults.apiMetricsPort}`],
+    'switchboard-worker': [`worker:${defaults.workerHttpPort}`]
+  }, 'the jobs the alerts expect, on the apps\' metrics ports')
+  t.not(defaults.apiMetricsPort, defaults.port, 'the api\'s metrics are not on its published port')
+  t.same(services.prometheus.profiles, ['monitoring'], 'only when asked for')
+  t.same(services.prometheus.volumes, ['./prometheus/prometheus.yaml:/etc/prometheus/prometheus.yml:ro', './prometheus/alerts.yaml:/etc/prometheus/alerts.yaml:ro'])
+  t.same(prometheus.rule_files, ['/etc/prometheus/alerts.yaml'], 'with the alerts')
+  t.match(services.prometheus.ports, [/^127\.0\.0\.1:/], 'its UI on loopback only')
 })
 
 t.test('every secret is required from the environment, none is written in the file', async (t) => {

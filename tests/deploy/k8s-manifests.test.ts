@@ -308,6 +308,10 @@ t.test('the shipped overlays', async (t) => {
         const worker = deploymentContainer(objects, 'switchboard-worker')
         t.equal(worker.ports[0].containerPort, settings.workerHttpPort, 'the worker probes the port it listens on')
         t.equal(one(objects, 'Deployment', 'switchboard-worker').spec.template.metadata.annotations['prometheus.io/port'], String(settings.workerHttpPort))
+        const api = deploymentContainer(objects, 'switchboard-api')
+        const apiSettings = loadConfig(containerEnv(objects, api))
+        t.same(api.ports, [{ name: 'http', containerPort: apiSettings.port }, { name: 'metrics', containerPort: apiSettings.apiMetricsPort }], 'the api\'s public port and its metrics listener')
+        t.equal(one(objects, 'Deployment', 'switchboard-api').spec.template.metadata.annotations['prometheus.io/port'], String(apiSettings.apiMetricsPort), 'scraped on its metrics listener')
       })
 
       t.test('autoscaling, disruption budgets, network policy', async (t) => {
@@ -324,6 +328,10 @@ t.test('the shipped overlays', async (t) => {
           t.match(workerHpa, [{ spec: { scaleTargetRef: { name: 'switchboard-worker' } } }])
         }
         t.same(one(objects, 'NetworkPolicy', 'switchboard-worker').spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 3001 }] }], 'worker metrics only from the monitoring namespace (the default)')
+        t.same(one(objects, 'NetworkPolicy', 'switchboard-api').spec.ingress, [
+          { ports: [{ protocol: 'TCP', port: 3000 }] },
+          { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 3002 }] }
+        ], 'the api from anywhere, its metrics only from the monitoring namespace')
       })
 
       t.test('the migration Job: a hashed name, a deadline for a large table, cleaned up', async (t) => {
@@ -421,12 +429,13 @@ t.test('KEDA reads the list the workers fill, with the pods\' own Redis settings
   })
 })
 
-t.test('the namespace allowed to scrape the workers is a setting', async (t) => {
+t.test('the namespace allowed to scrape the api and the workers is a setting', async (t) => {
   const kit = copyKit(t)
   const objects = kit.render(kit.overlay('observability', (kustomization) => {
     kustomization.configMapGenerator.push({ name: 'switchboard-kit-settings', behavior: 'merge', literals: ['monitoringNamespace=observability'] })
   }))
   t.same(one(objects, 'NetworkPolicy', 'switchboard-worker').spec.ingress[0].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }])
+  t.same(one(objects, 'NetworkPolicy', 'switchboard-api').spec.ingress[1].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }])
 })
 
 t.test('the Prometheus Operator components scrape both apps as the jobs the rules expect', async (t) => {
@@ -441,7 +450,8 @@ t.test('the Prometheus Operator components scrape both apps as the jobs the rule
   const service = one(objects, 'Service', 'switchboard-api')
   const serviceMonitor = one(objects, 'ServiceMonitor', 'switchboard-api')
   t.match(service.metadata.labels, serviceMonitor.spec.selector.matchLabels, 'the ServiceMonitor selects the api\'s Service (its name is the job: switchboard-api)')
-  t.ok(service.spec.ports.some((port: Manifest) => port.name === serviceMonitor.spec.endpoints[0].port), 'by a port the Service has')
+  const scraped = service.spec.ports.find((port: Manifest) => port.name === serviceMonitor.spec.endpoints[0].port)
+  t.equal(scraped?.targetPort, 'metrics', 'by the Service\'s port for the api\'s metrics listener')
 
   const worker = one(objects, 'Deployment', 'switchboard-worker').spec.template
   const podMonitor = one(objects, 'PodMonitor', 'switchboard-worker')

@@ -132,7 +132,7 @@ t.test('every expression reads series the api and the worker export', async (t) 
   const workerPort = await freePort()
   const stack = await startStack(t, { env: { WORKER_HTTP_PORT: String(workerPort) } })
   const exported = new Set<string>()
-  for (const url of [`${stack.baseUrl}/metrics`, `http://127.0.0.1:${workerPort}/metrics`]) {
+  for (const url of [`${stack.metricsUrl}/metrics`, `http://127.0.0.1:${workerPort}/metrics`]) {
     const text = await (await fetch(url)).text()
     for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
       exported.add(name!)

@@ -83,14 +83,15 @@ t.test('the request id follows a webhook from the api to its run', async (t) => 
   t.ok(workerLines.some((line) => line.level === 30 && line.msg === 'Run succeeded'))
 })
 
-t.test('the api logs probes and scrapes at debug, other requests at info', async (t) => {
+t.test('the api logs probes at debug, other requests at info; scrapes go to the metrics listener', async (t) => {
   await fetch(`${stack.baseUrl}/health/ready`)
-  await scrape(`${stack.baseUrl}/metrics`)
+  await scrape(`${stack.metricsUrl}/metrics`)
   const completed = (): Array<{ level: number, req: { url: string } }> =>
     stack.api.output().split('\n').filter((line) => line.includes('"msg":"request completed"')).map((line) => JSON.parse(line))
   // The line is written once the answer is sent, maybe after the client has read it.
-  const lines = await waitFor(async () => completed().some((line) => line.req.url === '/metrics') ? completed() : undefined, { what: 'the scrape\'s request line' })
-  for (const path of ['/health/live', '/health/ready', '/metrics']) {
+  const lines = await waitFor(async () => completed().some((line) => line.req.url === '/health/ready') ? completed() : undefined, { what: 'the probe\'s request line' })
+  t.notOk(lines.some((line) => line.req.url === '/metrics'), 'no request line for a scrape')
+  for (const path of ['/health/live', '/health/ready']) {
     const probes = lines.filter((line) => line.req.url === path)
     t.ok(probes.length > 0 && probes.every((line) => line.level === 20), `${path} at debug`)
   }
@@ -115,7 +116,7 @@ t.test('a request id is generated when missing, and replaced when it is not a pl
 
 t.test('both /metrics endpoints show every series; each process counts what it did', async (t) => {
   t.equal(ignored.body.status, 'ignored')
-  const api = await scrape(`${stack.baseUrl}/metrics`)
+  const api = await scrape(`${stack.metricsUrl}/metrics`)
   const worker = await scrape(`http://127.0.0.1:${workerPort}/metrics`)
   for (const series of SERIES) {
     t.match(api, new RegExp(`^${series}[{ ]`, 'm'), `api: ${series}`)

@@ -27,7 +27,9 @@ const stack = await startStack(t, {
     CHAT_API_URL: fake.url,
     CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
     CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_APP_SECRET: APP_SECRET
+    CHAT_APP_SECRET: APP_SECRET,
+    // The test is the proxy that names each login's client address.
+    TRUST_PROXY: 'loopback'
   }
 })
 const prefix = stack.env.QUEUE_PREFIX
@@ -58,7 +60,7 @@ t.test('the api and the worker are ready on the cluster', async (t) => {
   const workerReady = await fetch(`${workerUrl}/health/ready`)
   t.same([workerReady.status, await workerReady.json()], [200, { status: 'ok', checks: { database: 'ok', redis: 'ok' } }])
 
-  const metrics = (await stack.call('GET', '/metrics')).body as string
+  const metrics = await (await fetch(`${stack.metricsUrl}/metrics`)).text()
   t.match(metrics, /^switchboard_redis_up\{connection="producer"\} 1$/m, 'the api\'s cluster connection counts as up')
   const workerMetrics = await (await fetch(`${workerUrl}/metrics`)).text()
   for (const connection of ['producer', 'worker']) {

@@ -99,14 +99,15 @@ t.test('from a checkout in a 0700 folder, start runs PostgreSQL and Redis itself
     const link = join(dataDir, 'postgres')
     if (lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink() === true) rmSync(realpathSync(link), { recursive: true, force: true })
   })
-  const ports = { postgres: await freePort(), redis: await freePort(), api: await freePort(), worker: await freePort() }
+  const ports = { postgres: await freePort(), redis: await freePort(), api: await freePort(), worker: await freePort(), apiMetrics: await freePort() }
   t.notOk(await portAnswers(ports.postgres), 'nothing answers on the default PostgreSQL address')
   t.notOk(await portAnswers(ports.redis), 'nothing answers on the default Redis address')
   const env = {
     LOCAL_POSTGRES_PORT: String(ports.postgres),
     LOCAL_REDIS_PORT: String(ports.redis),
     PORT: String(ports.api),
-    WORKER_HTTP_PORT: String(ports.worker)
+    WORKER_HTTP_PORT: String(ports.worker),
+    API_METRICS_PORT: String(ports.apiMetrics)
   }
 
   const started = Date.now()
@@ -136,6 +137,8 @@ t.test('from a checkout in a 0700 folder, start runs PostgreSQL and Redis itself
   t.ok(await portAnswers(ports.api) && await portAnswers(ports.worker), 'the api and the worker answer on 127.0.0.1')
   t.notOk(await portAnswers(ports.api, '127.0.0.2'), 'the api listens on 127.0.0.1 only')
   t.notOk(await portAnswers(ports.worker, '127.0.0.2'), 'the worker listens on 127.0.0.1 only')
+  t.ok(await portAnswers(ports.apiMetrics), 'the api\'s metrics listener answers on 127.0.0.1')
+  t.notOk(await portAnswers(ports.apiMetrics, '127.0.0.2'), 'and on 127.0.0.1 only')
 
   const { runId } = await completeOneRun(baseUrl, defaultAdmin)
   t.ok(runId, `run SUCCESS ${((Date.now() - started) / 1000).toFixed(1)}s after start`)

@@ -1,7 +1,7 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 
-/** What machines poll (kubelet probes, Prometheus): answered, they are logged at debug. */
-const PROBES = new Set(['/health/live', '/health/ready', '/metrics'])
+/** What machines poll (kubelet probes): answered, they are logged at debug. Scrapes go to the metrics listener, which logs none. */
+const PROBES = new Set(['/health/live', '/health/ready'])
 
 /** A request's path: the query string may carry secrets (build.ts, requestForLog). */
 export const pathOf = (request: FastifyRequest): string => request.url.split('?')[0] ?? request.url

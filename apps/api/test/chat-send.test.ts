@@ -4,7 +4,7 @@ import { buildTestApp } from './helper.ts'
 import { buildChatTestApp, DEFAULT_PHONE_NUMBER_ID } from './chat-helper.ts'
 
 const chat = await buildChatTestApp(t, { worker: true })
-const { request, fake, receive, adminToken } = chat
+const { request, fake, receive, adminToken, scrape } = chat
 const member = await chat.newMember()
 
 /** A customer who wrote a minute ago, so that free text is inside the window. */
@@ -244,7 +244,7 @@ t.test('the admin uses the default account like everyone without one', async (t)
 
 t.test('/metrics counts sends by outcome and platform error code, and accepted inbound deliveries', async (t) => {
   const sample = async (series: string): Promise<number> => {
-    const text = (await request({ method: 'GET', url: '/metrics' })).body
+    const text = await scrape()
     const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `))
     return line === undefined ? 0 : Number(line.slice(series.length + 1))
   }

@@ -17,6 +17,8 @@ export interface TestApp {
   /** The test client on `inject`. */
   client: TestClient
   request: (options: InjectOptions & { token?: string }) => Promise<LightMyRequestResponse>
+  /** The exposition text of the api's metrics listener (API_METRICS_PORT, any free port here). */
+  scrape: () => Promise<string>
 }
 
 /** The API in-process on a database and queue prefix of its own, for `inject` tests. */
@@ -39,5 +41,7 @@ export async function buildTestApp (t: Teardown, env: Record<string, string> = {
   const client = createTestClient(injectTransport(app))
   const adminToken = await client.login(TEST_ADMIN)
 
-  return { app, config, adminToken, newMember: async () => client.newUser(adminToken), client, request }
+  const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${app.metricsListener.port}/metrics`)).text()
+
+  return { app, config, adminToken, newMember: async () => client.newUser(adminToken), client, request, scrape }
 }

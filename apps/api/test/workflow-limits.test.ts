@@ -7,7 +7,7 @@ import t from 'tap'
 import { buildTestApp } from './helper.ts'
 
 const testApp = await buildTestApp(t)
-const { app, request, newMember, client } = testApp
+const { app, request, newMember, client, scrape } = testApp
 const sql = app.database.sql
 
 const URL = '/api/automation/workflows'
@@ -111,7 +111,7 @@ t.test('the inbound webhook beyond its limit is 429 with Retry-After and creates
   t.equal(counters.runCount, 3, 'and no counter')
   t.equal((await webhook(id, { i: 4 })).statusCode, 429, 'still refused in the window')
   t.equal((await webhook(unlimited)).statusCode, 200, 'another workflow is not limited')
-  t.match((await request({ method: 'GET', url: '/metrics' })).body, /switchboard_webhook_answers_total\{status="rate_limited"\} 2/)
+  t.match(await scrape(), /switchboard_webhook_answers_total\{status="rate_limited"\} 2/)
 
   await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000 + 100))
   const again = await webhook(id, { i: 5 })

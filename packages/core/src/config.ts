@@ -65,6 +65,8 @@ export interface Config {
   nodeEnv: string
   port: number
   host: string
+  /** API_METRICS_PORT: the api's Prometheus listener (on HOST), apart from the public PORT. */
+  apiMetricsPort: number
   databaseUrl: string
   /** One Redis (`redis://`, `rediss://`) or a Redis Cluster (`redis+cluster://host:port,…`, also what REDIS_CLUSTER_NODES becomes). */
   redisUrl: string
@@ -129,7 +131,7 @@ export interface Config {
   }
   /**
    * Peers whose X-Forwarded-For is believed (Fastify's `trustProxy`): true (any peer), false
-   * (none), or addresses, CIDR ranges and the named ranges loopback, linklocal and uniquelocal.
+   * (none, the default), or addresses, CIDR ranges and the named ranges loopback, linklocal and uniquelocal.
    */
   trustProxy: boolean | string[]
   logLevel: string
@@ -267,12 +269,14 @@ function isProxyRange (entry: string): boolean {
 }
 
 /**
- * By default only proxies on loopback, link-local or private networks (an ingress, a sidecar) are
- * trusted: trusting everyone would let any client pick its own address and escape per-address limits.
+ * By default no proxy is trusted: a client's address is the connection's. Trusting the private
+ * ranges let anything beside the api (a container on its network, a pod of the cluster, a
+ * process on the host) choose the address the login limits count, and so pose as a user's
+ * address to lock it out (docs/decisions.md, "Login floods, the metrics port and /docs").
  */
 function trustProxy (env: Env): boolean | string[] {
   const raw = text(env, 'TRUST_PROXY')
-  if (raw === undefined) return [...NAMED_PROXY_RANGES]
+  if (raw === undefined) return false
   if (raw.toLowerCase() === 'true') return true
   if (raw.toLowerCase() === 'false') return false
   const entries = raw.split(',').map((entry) => entry.trim())
@@ -491,10 +495,15 @@ export function loadConfig (env: Env = process.env): Config {
   const localRedisPort = int('LOCAL_REDIS_PORT', 6379, 1, 65535)
   const redis = read(`redis://127.0.0.1:${localRedisPort}`, () => redisUrl(env, localRedisPort))
 
+  const port = int('PORT', 3000, 0, 65535)
+  const apiMetricsPort = int('API_METRICS_PORT', 3002, 0, 65535)
+  if (apiMetricsPort !== 0 && apiMetricsPort === port) refuse('API_METRICS_PORT', `API_METRICS_PORT must differ from PORT (both ${port}): /metrics has a listener of its own`)
+
   const config: Config = {
     nodeEnv,
-    port: int('PORT', 3000, 0, 65535),
+    port,
     host: text(env, 'HOST') ?? '0.0.0.0',
+    apiMetricsPort,
     databaseUrl: read('', () => url(env, 'DATABASE_URL', `postgres://postgres@127.0.0.1:${localPostgresPort}/switchboard`, ['postgres:', 'postgresql:'])),
     redisUrl: redis,
     localPostgresPort,

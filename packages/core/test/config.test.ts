@@ -26,7 +26,8 @@ t.test('defaults follow the contract table', async (t) => {
   t.equal(config.chat.apiUrl, 'https://graph.facebook.com/v21.0')
   t.equal(config.workerConcurrency, 50)
   t.equal(config.httpRequestAllowPrivate, false)
-  t.same(config.trustProxy, ['loopback', 'linklocal', 'uniquelocal'])
+  t.equal(config.trustProxy, false, 'no proxy is trusted unless named')
+  t.equal(config.apiMetricsPort, 3002)
   t.equal(config.logLevel, 'info')
   t.equal(config.encryptionKey.length, 32)
   t.ok(config.jwtSecret.length >= 32)
@@ -57,9 +58,9 @@ t.test('production refuses unsafe defaults', async (t) => {
 })
 
 t.test('every bad or missing setting is reported at once, the first problem of each', async (t) => {
-  const err = t.throws(() => loadConfig({ NODE_ENV: 'production', PORT: 'eighty', JWT_SECRET: 'short', LOG_LEVEL: 'loud' })) as ConfigError
+  const err = t.throws(() => loadConfig({ NODE_ENV: 'production', PORT: 'eighty', API_METRICS_PORT: '-1', JWT_SECRET: 'short', LOG_LEVEL: 'loud' })) as ConfigError
   t.type(err, ConfigError)
-  t.same(err.problems.map((problem) => problem.setting), ['JWT_SECRET', 'ENCRYPTION_KEY', 'ADMIN_PASSWORD', 'CHAT_APP_SECRET', 'LOG_LEVEL', 'PORT'])
+  t.same(err.problems.map((problem) => problem.setting), ['JWT_SECRET', 'ENCRYPTION_KEY', 'ADMIN_PASSWORD', 'CHAT_APP_SECRET', 'LOG_LEVEL', 'PORT', 'API_METRICS_PORT'])
   t.equal(err.problems[0]?.message, 'JWT_SECRET of at least 32 characters is required when NODE_ENV=production', 'one problem per setting')
   t.equal(err.message, err.problems.map((problem) => problem.message).join('; '))
 })
@@ -78,6 +79,8 @@ t.test('malformed values are refused with the setting named', async (t) => {
     [{ HTTP_REQUEST_ALLOW_PRIVATE: 'maybe' }, /^HTTP_REQUEST_ALLOW_PRIVATE must be true or false/],
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
     [{ TRUST_PROXY: 'yes' }, /^TRUST_PROXY must be true, false or a comma-separated list/],
+    [{ API_METRICS_PORT: 'ninety' }, /^API_METRICS_PORT must be an integer from 0 to 65535/],
+    [{ API_METRICS_PORT: '8080', PORT: '8080' }, /^API_METRICS_PORT must differ from PORT \(both 8080\)/],
     [{ ADMIN_EMAIL: 'nobody' }, /^ADMIN_EMAIL must be an email address/]
   ]
   for (const [env, message] of cases) {

@@ -17,8 +17,11 @@ export function testEnv (databaseUrl: string, queuePrefix: string, overrides: Re
     ADMIN_EMAIL: TEST_ADMIN.email,
     ADMIN_PASSWORD: TEST_ADMIN.password,
     LOG_LEVEL: 'warn',
-    // Any free port: worker processes of parallel tests never compete for the default.
+    // Listeners stay on loopback, each on any free port: processes of parallel tests never
+    // compete for the defaults. A test that scrapes a port it must know sets it.
+    HOST: '127.0.0.1',
     WORKER_HTTP_PORT: '0',
+    API_METRICS_PORT: '0',
     ...overrides
   }
 }

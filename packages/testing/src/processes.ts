@@ -99,11 +99,15 @@ function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck
 
 export interface ApiProcess extends ManagedProcess {
   baseUrl: string
+  /** Its metrics listener (API_METRICS_PORT): `${metricsUrl}/metrics`. */
+  metricsUrl: string
 }
 
 export interface Stack {
   /** The first api's address. */
   baseUrl: string
+  /** The first api's metrics listener. */
+  metricsUrl: string
   env: Record<string, string>
   /** The first api process. */
   api: ApiProcess
@@ -164,8 +168,10 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
   const apis: ApiProcess[] = []
   const startApi = async (): Promise<ApiProcess> => {
     const port = await freePort()
+    let metricsPort = await freePort()
+    while (metricsPort === port) metricsPort = await freePort()
     const baseUrl = `http://127.0.0.1:${port}`
-    const api = await launch('apps/api/src/server.ts', { ...env, PORT: String(port) }, async () => {
+    const api = await launch('apps/api/src/server.ts', { ...env, PORT: String(port), API_METRICS_PORT: String(metricsPort) }, async () => {
       try {
         return (await fetch(`${baseUrl}/health/live`)).ok
       } catch {
@@ -173,7 +179,7 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
       }
     })
     processes.push(api)
-    apis.push({ ...api, baseUrl })
+    apis.push({ ...api, baseUrl, metricsUrl: `http://127.0.0.1:${metricsPort}` })
     return apis.at(-1)!
   }
 
@@ -188,7 +194,7 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
     for (let start = starts.shift(); start !== undefined; start = starts.shift()) await start()
   }))
   const api = apis[0]!
-  const baseUrl = api.baseUrl
+  const { baseUrl, metricsUrl } = api
 
   const client = createTestClient(httpTransport(baseUrl))
   let token: string | undefined
@@ -197,5 +203,5 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
     return token
   }
 
-  return { baseUrl, env, api, apis, workers, startApi, startWorker, adminToken, client, call: client.call }
+  return { baseUrl, metricsUrl, env, api, apis, workers, startApi, startWorker, adminToken, client, call: client.call }
 }

@@ -3,6 +3,7 @@ import { join, sep } from 'node:path'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyStatic from '@fastify/static'
 import { consoleRoot } from '@switchboard/console'
+import { BROWSER_PAGE_HEADERS } from '../security-headers.ts'
 
 export interface ConsoleOptions {
   /** The built console (default: the @switchboard/console package's `dist/`). */
@@ -10,32 +11,6 @@ export interface ConsoleOptions {
 }
 
 const PREFIX = '/console'
-
-/**
- * The console calls only this origin's api and loads only its own bundled files: no inline
- * script or style, no other host, no framing. Images may be data URLs (none are today).
- */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "manifest-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'"
-].join('; ')
-
-const SECURITY_HEADERS = {
-  'content-security-policy': CONTENT_SECURITY_POLICY,
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-  'cross-origin-opener-policy': 'same-origin',
-  'cross-origin-resource-policy': 'same-origin'
-}
 
 /** Vite names every file under assets/ by its content hash: a new build has new names. */
 const HASHED_ASSETS = `${sep}assets${sep}`
@@ -51,7 +26,7 @@ const REVALIDATE = 'no-cache'
  */
 export default async function consoleApp (fastify: FastifyInstance, opts: ConsoleOptions): Promise<void> {
   const root = opts.root ?? consoleRoot
-  fastify.addHook('onSend', async (_request, reply) => { reply.headers(SECURITY_HEADERS) })
+  fastify.addHook('onSend', async (_request, reply) => { reply.headers(BROWSER_PAGE_HEADERS) })
 
   if (!existsSync(join(root, 'index.html'))) {
     // Development without `pnpm build`; the production bundle always carries the build.

@@ -1,3 +1,6 @@
+import { once } from 'node:events'
+import { createServer, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
@@ -5,15 +8,24 @@ import { metricsText, registerStoreMetrics } from '@switchboard/core/observabili
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Where routes register their own metrics, served at /metrics. */
+    /** Where routes register their own metrics, served by the metrics listener. */
     metricsRegistry: Registry
+    /** The metrics listener (API_METRICS_PORT); its port is known once the api is ready. */
+    metricsListener: { port: number }
   }
 }
 
+function json (res: ServerResponse, status: number, error: string, code: string): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' })
+    .end(JSON.stringify({ statusCode: status, code, error, message: error }))
+}
+
 /**
- * Prometheus metrics at GET /metrics: process defaults, request durations by
- * route pattern (never the raw URL, so ids cannot explode the label set), store
- * state and the application's series (observability/metrics).
+ * Prometheus metrics on a listener of their own (API_METRICS_PORT, on HOST), never on the public
+ * port: the series tell login outcomes, queue depths and store state, and a scrape makes the
+ * stores work (README, Security). Process defaults, request durations by route pattern
+ * (never the raw URL, so ids cannot explode the label set), store state and the application's
+ * series (observability/metrics). node:http, as the worker's listener: one GET route needs no framework.
  */
 async function metrics (fastify: FastifyInstance): Promise<void> {
   const registry = new Registry()
@@ -29,13 +41,40 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
   })
 
   fastify.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unknown'
-    if (route === '/metrics') return
-    duration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    duration.observe({ method: request.method, route: request.routeOptions.url ?? 'unknown', status_code: reply.statusCode }, reply.elapsedTime / 1000)
   })
 
-  fastify.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-    return reply.type(registry.contentType).send(await metricsText(registry))
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET') {
+      json(res, 405, 'Method Not Allowed', 'METHOD_NOT_ALLOWED')
+    } else if ((req.url ?? '/').split('?')[0] !== '/metrics') {
+      json(res, 404, 'Not Found', 'NOT_FOUND')
+    } else {
+      metricsText(registry).then((text) => {
+        res.writeHead(200, { 'content-type': registry.contentType }).end(text)
+      }, (err: unknown) => {
+        fastify.log.error({ err }, 'metrics scrape failed')
+        json(res, 500, 'Internal Server Error', 'INTERNAL_SERVER_ERROR')
+      })
+    }
+  })
+  // Scrapes only: no slow client may hold a connection for long.
+  server.requestTimeout = 10_000
+  const listener = { port: fastify.config.apiMetricsPort }
+  fastify.decorate('metricsListener', listener)
+
+  fastify.addHook('onReady', async () => {
+    server.listen(fastify.config.apiMetricsPort, fastify.config.host)
+    // Rejects with the listen error (a port in use): the api does not start without its metrics.
+    await once(server, 'listening')
+    listener.port = (server.address() as AddressInfo).port
+    fastify.log.info({ host: fastify.config.host, port: listener.port }, 'metrics listening')
+  })
+  fastify.addHook('onClose', async () => {
+    if (!server.listening) return
+    server.closeAllConnections()
+    server.close()
+    await once(server, 'close')
   })
 }
 

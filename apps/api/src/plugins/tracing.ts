@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { pathOf } from '../request-log.ts'
 
-/** What machines poll every few seconds (probes, scrapes): their spans would bury the requests that matter. */
-const UNTRACED = new Set(['/health/live', '/health/ready', '/metrics'])
+/** What machines poll every few seconds (probes): their spans would bury the requests that matter. Scrapes never reach Fastify. */
+const UNTRACED = new Set(['/health/live', '/health/ready'])
 
 /**
  * A server span per request (`POST /api/automation/workflows/:id/fire`), continuing the caller's

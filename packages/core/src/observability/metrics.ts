@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database } from '../db/client.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
 import { NODE_TYPES } from '../engine/node-types.ts'
-import { QUEUE_NAMES, type Queues } from '../queues/catalog.ts'
+import { QUEUE_NAMES, type QueueName, type Queues } from '../queues/catalog.ts'
 import type { RedisConnection } from '../queues/connections.ts'
 import { withTimeout } from '../timeout.ts'
 
@@ -133,6 +133,12 @@ const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const
 /** A scrape must answer even when a store does not: each probe is cut short. */
 const PROBE_TIMEOUT_MS = 1000
 
+/**
+ * Store readings are shared by the scrapes of this long: a burst of scrapes (several Prometheus
+ * servers, or anyone who reaches the port) costs one round of queries (README, Security).
+ */
+const STORE_READINGS_TTL_MS = 1000
+
 export interface StoreMetricsSources {
   database: Database
   databasePoolMax: number
@@ -141,12 +147,48 @@ export interface StoreMetricsSources {
   queues: Queues
 }
 
+interface StoreReadings {
+  /** Job counts by queue; a queue Redis did not answer for is missing. */
+  queueJobs: Map<QueueName, Record<string, number>>
+  databaseUp: boolean
+}
+
+/** One round of store queries: every queue's job counts and a Postgres probe, each cut short. */
+async function readStores (sources: StoreMetricsSources): Promise<StoreReadings> {
+  const queueJobs = new Map<QueueName, Record<string, number>>()
+  const [, database] = await Promise.allSettled([
+    Promise.all(QUEUE_NAMES.map(async (name) => {
+      try {
+        queueJobs.set(name, await withTimeout(sources.queues[name].getJobCounts(...QUEUE_STATES), PROBE_TIMEOUT_MS, 'queue depth'))
+      } catch {
+        // Redis away: no sample rather than a wrong zero (redis_up says why).
+      }
+    })),
+    withTimeout(sources.database.sql`select 1`.execute(), PROBE_TIMEOUT_MS, 'database')
+  ])
+  return { queueJobs, databaseUp: database.status === 'fulfilled' }
+}
+
+/** `read`, shared by every caller from its start until STORE_READINGS_TTL_MS after it finished. */
+function sharedFor<T> (read: () => Promise<T>): () => Promise<T> {
+  let current: Promise<T> | undefined
+  return async () => {
+    if (current === undefined) {
+      current = read()
+      current.finally(() => { setTimeout(() => { current = undefined }, STORE_READINGS_TTL_MS).unref() }).catch(() => {})
+    }
+    return current
+  }
+}
+
 /**
- * Series read from the stores at each scrape, into the process's own registry: queue depths
- * (BullMQ's job counts per queue and state), Postgres answering, pool size, Redis connections.
+ * Series read from the stores, into the process's own registry: queue depths (BullMQ's job counts
+ * per queue and state), Postgres answering, pool size, Redis connections. The queries behind the
+ * first two are made at most once a second, whatever the number of scrapes.
  */
 export function registerStoreMetrics (registry: Registry, sources: StoreMetricsSources): void {
   const registers = [registry]
+  const storeReadings = sharedFor(async () => readStores(sources))
   // eslint-disable-next-line no-new -- registered, read through the registry
   new Gauge({
     name: 'switchboard_queue_jobs',
@@ -155,28 +197,18 @@ export function registerStoreMetrics (registry: Registry, sources: StoreMetricsS
     registers,
     async collect () {
       this.reset()
-      await Promise.all(QUEUE_NAMES.map(async (name) => {
-        try {
-          const counts = await withTimeout(sources.queues[name].getJobCounts(...QUEUE_STATES), PROBE_TIMEOUT_MS, 'queue depth')
-          for (const state of QUEUE_STATES) this.set({ queue: name, state }, counts[state] ?? 0)
-        } catch {
-          // Redis away: no sample rather than a wrong zero (redis_up says why).
-        }
-      }))
+      for (const [queue, counts] of (await storeReadings()).queueJobs) {
+        for (const state of QUEUE_STATES) this.set({ queue, state }, counts[state] ?? 0)
+      }
     }
   })
   // eslint-disable-next-line no-new -- registered, read through the registry
   new Gauge({
     name: 'switchboard_database_up',
-    help: '1 when Postgres answered a probe within 1 s at this scrape',
+    help: '1 when Postgres answered a probe within 1 s (readings are shared by the scrapes of one second)',
     registers,
     async collect () {
-      try {
-        await withTimeout(sources.database.sql`select 1`.execute(), PROBE_TIMEOUT_MS, 'database')
-        this.set(1)
-      } catch {
-        this.set(0)
-      }
+      this.set((await storeReadings()).databaseUp ? 1 : 0)
     }
   })
   const poolMax = new Gauge({ name: 'switchboard_database_pool_max', help: 'Connections this process\'s Postgres pool may open (DATABASE_POOL_MAX)', registers })

@@ -6,14 +6,17 @@ import { DomainError, unauthorized } from '@switchboard/core/errors'
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users'
 import type { User } from '@switchboard/core/db'
 import { errorResponses } from '../../../schemas/common.ts'
+import { createKnownAddresses } from './known-addresses.ts'
 import { ChangePasswordBody, LoginBody, LoginResponse } from './schemas.ts'
 
 /**
  * Login attempts allowed per minute, checked in this order before any password is hashed.
- * Per address: one client spraying a password over many accounts. Per email: many clients
- * (a botnet) guessing one account's password. Per address and email: one client guessing one
- * account, below the per-email limit so that a user mistyping their password on one device can
- * still sign in from another.
+ * Per address: one client spraying a password over many accounts. Per email, only from addresses
+ * the account has not signed in from (KNOWN_ADDRESS_DAYS): many clients (a botnet) guessing one
+ * account's password, without locking its owner out on the devices they use. Per address and
+ * email: one client guessing one account, below the per-email limit so that a user mistyping
+ * their password on one device can still sign in from another (docs/decisions.md, "Login floods,
+ * the metrics port and /docs").
  */
 export const LOGIN_LIMITS_PER_MINUTE = { address: 30, email: 20, addressAndEmail: 10 }
 
@@ -47,11 +50,13 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   // Redis-backed, so the limits hold across api replicas; skipOnError (set for the plugin)
   // lets logins through when Redis is down rather than locking everyone out.
   // IPv6 clients are limited per /64, the block one subscriber is given.
-  const limiters = [
-    fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.address, timeWindow: '1 minute', keyGenerator: (request) => `login:address:${normalizeIP(request.ip)}` }),
-    fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.email, timeWindow: '1 minute', keyGenerator: (request) => `login:email:${emailOf(request)}` }),
-    fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.addressAndEmail, timeWindow: '1 minute', keyGenerator: (request) => `login:address-email:${normalizeIP(request.ip)}:${emailOf(request)}` })
-  ]
+  const addressOf = (request: FastifyRequest): string => normalizeIP(request.ip)
+  const perAddress = fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.address, timeWindow: '1 minute', keyGenerator: (request) => `login:address:${addressOf(request)}` })
+  const perEmail = fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.email, timeWindow: '1 minute', keyGenerator: (request) => `login:email:${emailOf(request)}` })
+  const perAddressAndEmail = fastify.createRateLimit({ max: LOGIN_LIMITS_PER_MINUTE.addressAndEmail, timeWindow: '1 minute', keyGenerator: (request) => `login:address-email:${addressOf(request)}:${emailOf(request)}` })
+  const knownAddresses = createKnownAddresses({ redis: fastify.redis, keyPrefix: `${fastify.config.queuePrefix}:rate-limit:`, secret: fastify.config.jwtSecret })
+  /** Whether the account signed in from this address before; unknown while Redis does not answer (the limits are skipped then too). */
+  const fromKnownAddress = async (request: FastifyRequest): Promise<boolean> => knownAddresses.has(emailOf(request), addressOf(request)).catch(() => false)
   const passwordChangeLimiter = fastify.createRateLimit({
     max: PASSWORD_CHANGES_PER_MINUTE, timeWindow: '1 minute', keyGenerator: (request) => `password-change:user:${request.user.sub}`
   })
@@ -89,9 +94,10 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
       body: LoginBody,
       response: { 200: LoginResponse, ...errorResponses(400, 401, 429) }
     },
-    // In order, stopping at the first refusal: an attempt refused per address counts against no account.
+    // In order, stopping at the first refusal: an attempt refused per address counts against no
+    // account, and one from an address the account knows counts against no per-email limit.
     preHandler: async (request, reply) => {
-      for (const limiter of limiters) {
+      const check = async (limiter: typeof perAddress): Promise<void> => {
         const limit = await limiter(request)
         if (!limit.isAllowed && limit.isExceeded) {
           attempts.inc({ outcome: 'rate_limited' })
@@ -99,6 +105,9 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
           throw tooManyAttempts(limit.ttlInSeconds)
         }
       }
+      await check(perAddress)
+      if (!await fromKnownAddress(request)) await check(perEmail)
+      await check(perAddressAndEmail)
     }
   }, async (request, reply) => {
     const { email, password } = request.body ?? {}
@@ -106,6 +115,8 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     const user = await checkingPassword(reply, async () => authenticate(email, password))
     attempts.inc({ outcome: user === null ? 'invalid' : 'success' })
     if (user === null) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password')
+    // A sign-in goes on without it while Redis does not answer (the redis state log says so).
+    await knownAddresses.remember(emailOf(request), addressOf(request)).catch(() => {})
     return signedIn(user)
   })
 
