@@ -210,7 +210,7 @@ t.test('a long pure chain lets the process\'s other work run while it executes',
 })
 
 /** A start's job, first delivery: what lets the engine claim a run of pure nodes only with its end. */
-const startJob = { queueName: WORKFLOW_RUNS, id: 'job-1', attemptsMade: 0, stalledCounter: 0 }
+const startJob = { queueName: WORKFLOW_RUNS, id: 'job-1', attemptsMade: 0, stalledCounter: 0, timestamp: 0 }
 
 /** An engine that cancels `runId` just before the first statement containing `marker` reaches Postgres. */
 function engineCancellingBefore (runId: string, marker: string) {
@@ -242,7 +242,7 @@ t.test('a run of pure nodes only is claimed with its end: one read and one write
   const row = await readRun(runId)
   t.equal(row.status, 'SUCCESS')
   t.equal(row.claim, 1, 'the claim was taken, fencing any other execution')
-  t.equal(row.claimOwner, `${WORKFLOW_RUNS}/job-1/0`)
+  t.equal(row.claimOwner, `${WORKFLOW_RUNS}/job-1/0/0`)
   t.same(row.result, { triggerData: { n: 1 }, first: { greeting: 'hello 1' }, check: { matched: true, field: 'first.greeting', value: 'hello 1', next: 'last' }, last: { done: true } })
   t.ok(row.startedAt !== null && row.completedAt !== null && row.startedAt <= row.completedAt, 'started before it completed')
   t.ok(row.durationMs !== null && row.durationMs >= 0)
@@ -338,7 +338,7 @@ t.test('runs of pure nodes started together share their read and their end: two 
       continue
     }
     t.equal(row.status, 'SUCCESS')
-    t.equal(row.claimOwner, `${WORKFLOW_RUNS}/job-${i}/0`, 'each run its own claim owner')
+    t.equal(row.claimOwner, `${WORKFLOW_RUNS}/job-${i}/0/0`, 'each run its own claim owner')
     t.match(await messages(runId), ['Run started', ...nodeLines('first', 'set', undefined), ...nodeLines('last', 'set'), /^Run succeeded in \d+ms$/], 'its own lines, in order')
   }
 })

@@ -103,7 +103,7 @@ const readRun = async (id: string) => (await db.select().from(runs).where(eq(run
 const readLogs = async (id: string) => await db.select().from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))
 const messages = async (id: string) => (await readLogs(id)).map((line) => line.message)
 
-const delivery = (id: string, extra: Partial<RunDelivery> = {}): RunDelivery => ({ queueName: WORKFLOW_RUNS, id, attemptsMade: 0, stalledCounter: 0, ...extra })
+const delivery = (id: string, extra: Partial<RunDelivery> = {}): RunDelivery => ({ queueName: WORKFLOW_RUNS, id, attemptsMade: 0, stalledCounter: 0, timestamp: 0, ...extra })
 
 /** Resolves with `promise`'s value, or with 'still running' after `ms`. */
 async function within<T> (promise: Promise<T>, ms: number): Promise<T | 'still running'> {
@@ -119,7 +119,7 @@ async function within<T> (promise: Promise<T>, ms: number): Promise<T | 'still r
 t.test('a RUNNING run claimed again by the job that held it is a retry; a stalled job, another job or no job takes it over', async (t) => {
   const engine = engineWith()
   const workflowId = await workflow([{ id: 'only', type: 'set', config: { values: { done: true } } }])
-  const heldRun = { status: 'RUNNING', startedAt: new Date(), currentNodeId: 'only', claim: 1, claimOwner: `${WORKFLOW_RUNS}/job-1/0` } as const
+  const heldRun = { status: 'RUNNING', startedAt: new Date(), currentNodeId: 'only', claim: 1, claimOwner: `${WORKFLOW_RUNS}/job-1/0/0` } as const
   const cases = [
     {
       what: 'the same job, after a failed attempt',
@@ -221,6 +221,25 @@ t.test('infrastructure retries are bounded: the job\'s attempts, then takeovers 
   const lines = await messages(runId)
   t.equal(lines.filter((line) => line.startsWith('Run resumed after a database error')).length, 8, 'two retries per job')
   t.equal(lines.filter((line) => line.startsWith('Run taken over')).length, 3)
+})
+
+t.test('a start job added again under the same id (Redis lost its data) leaves the run its first delivery drives', async (t) => {
+  calls.length = 0
+  answer = (call, res) => { if (call.path === '/slow') hold(res); else ok(res) }
+  const engine = engineWith()
+  const runId = await run(await workflow([{ id: 'hit', type: 'http_request', config: { url: `${sinkUrl}/slow`, timeoutMs: 30_000 } }]))
+
+  const first = engine.executeRun(runId, undefined, { job: delivery(runId, { timestamp: 1 }) })
+  await waitFor(async () => callsTo('/slow').length === 1 ? true : undefined, { what: 'the first delivery\'s call' })
+  t.equal(await engine.executeRun(runId, undefined, { job: delivery(runId, { timestamp: 2 }) }), 'SKIPPED', 'the job added again does not claim the RUNNING run')
+  t.equal(callsTo('/slow').length, 1, 'nor call the node again')
+
+  releaseHeld()
+  t.equal(await first, 'SUCCESS')
+  const row = await readRun(runId)
+  t.equal(row.attempt, 0, 'no takeover')
+  t.equal(callsTo('/slow').length, 1, 'one delivery in all')
+  t.notOk((await messages(runId)).some((line) => line.startsWith('Run resumed') || line.startsWith('Run taken over')))
 })
 
 t.test('two claims on one run: the stale one\'s step is refused and it stops', async (t) => {

@@ -49,7 +49,7 @@ async function run (workflowId: string, triggerData: Record<string, unknown> = {
   const [row] = await db.insert(runs).values({ workflowId, userId: owner!.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData }).returning()
   return row!.id
 }
-const firstDelivery = (id: string) => ({ queueName: WORKFLOW_RUNS, id, attemptsMade: 0, stalledCounter: 0 })
+const firstDelivery = (id: string) => ({ queueName: WORKFLOW_RUNS, id, attemptsMade: 0, stalledCounter: 0, timestamp: 0 })
 const setChain = (count: number, values: Record<string, unknown> = { n: '{{triggerData.n}}' }): WorkflowNode[] =>
   Array.from({ length: count }, (_, i) => ({ id: `s${i}`, type: 'set', config: { values }, ...(i < count - 1 && { next: `s${i + 1}` }) }))
 

@@ -9,7 +9,7 @@ import type { Logger } from '../logger.ts'
 import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from '../observability/run-trace.ts'
 import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
-import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { resumeJobId, RUN_JOB, runJobId, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import { isNodeType, isPureNodeType, recordsBeforeEffect } from './node-types.ts'
@@ -68,6 +68,8 @@ export interface RunDelivery {
   attemptsMade: number
   /** Times the job stalled: its worker lost it (died, or could not renew the lock). */
   stalledCounter: number
+  /** When the job was added: a job added again under the same id (Redis lost its data) is another owner. */
+  timestamp: number
   /** The error of the job's previous failed attempt. */
   failedReason?: string
 }
@@ -266,13 +268,19 @@ async function database<T> (work: Promise<T>): Promise<T> {
 /** The job's first try, never stalled: a start's job finds its run PENDING (a retry or a takeover's finds it RUNNING). */
 const isFirstDelivery = (job: RunDelivery): boolean => job.attemptsMade === 0 && job.stalledCounter === 0
 
-/** The owner of a claim made by `job`, and the line it writes when it claims the run again after a failed attempt. */
-function ownerOf (job: RunDelivery): ClaimOwner {
+/**
+ * The owner of a claim made by `job` for `runId`, and the line it writes when it claims the run
+ * again after a failed attempt. A start job's first delivery never takes over: a run it finds
+ * RUNNING is driven by another delivery of a job added before under the same id (the reconciler
+ * adds it again when Redis lost its data), and is the reconciler's to take over if that one stops.
+ */
+function ownerOf (job: RunDelivery, runId: string): ClaimOwner {
   const reason = job.failedReason ?? 'an unknown error'
   const cause = /^(database|Redis) error: /.test(reason) ? `a ${reason}` : `its job failed: ${reason}`
   return {
-    id: `${job.queueName}/${job.id ?? ''}/${job.stalledCounter}`,
-    retryLine: `Run resumed after ${cause} (job attempt ${job.attemptsMade + 1})`
+    id: `${job.queueName}/${job.id ?? ''}/${job.timestamp}/${job.stalledCounter}`,
+    retryLine: `Run resumed after ${cause} (job attempt ${job.attemptsMade + 1})`,
+    takesOver: !(isFirstDelivery(job) && job.id === runJobId(runId))
   }
 }
 
@@ -600,7 +608,7 @@ export function createRunEngine (options: EngineOptions) {
 
   /** `executeRun`, its nodes' spans children of `span` while tracing is on. */
   async function executeOnce (runId: string, signal: AbortSignal | undefined, context: RunContext, span: Span | undefined): Promise<RunOutcome> {
-    const owner = context.job === undefined ? undefined : ownerOf(context.job)
+    const owner = context.job === undefined ? undefined : ownerOf(context.job, runId)
     if (context.job !== undefined && isFirstDelivery(context.job)) {
       const inMemory = await startInMemory(runId, signal, context.requestId, owner, span)
       if (inMemory !== undefined) return inMemory
@@ -612,7 +620,7 @@ export function createRunEngine (options: EngineOptions) {
     }
     if (claim === undefined) return 'SKIPPED'
     if (!('claimed' in claim)) {
-      if (!('status' in claim) || claim.status !== 'RUNNING') return 'SKIPPED'
+      if (!('status' in claim) || claim.status !== 'RUNNING' || owner?.takesOver === false) return 'SKIPPED'
       const failed = await database(failRun(runId, `Run interrupted: its worker stopped ${claim.attempt + 1} times`))
       return failed ? 'FAILED' : 'SKIPPED'
     }

@@ -92,10 +92,12 @@ export type ClaimKind = 'start' | 'resume' | 'retry' | 'takeover'
 
 /** Who claims a run: one delivery of one job; the same owner claiming again is a retry, not a takeover. */
 export interface ClaimOwner {
-  /** `<queue>/<jobId>/<stalls>`: a job that stalled (its worker lost it) comes back as another owner. */
+  /** `<queue>/<jobId>/<added>/<stalls>`: a job that stalled (its worker lost it) comes back as another owner. */
   id: string
   /** The run-level line a retry writes (`Run resumed after a database error: …`). */
   retryLine: string
+  /** Whether a run found RUNNING under another owner is taken over; false leaves it unclaimed. */
+  takesOver: boolean
 }
 
 /** Why a step was refused: `stopped`, the run is no longer RUNNING (cancelled, ended); `superseded`, another claim owns it. */
@@ -210,7 +212,7 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
         result = ${startedResult}
       from previous
       where runs.id = previous.id
-        and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts}))
+        and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts} and ${owner?.takesOver === false ? sql`false` : sql`true`}))
         and (previous.kind in ('retry', 'takeover') or previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
       returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
         runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind

@@ -37,7 +37,7 @@ export const runs = pgTable('runs', {
   attempt: integer('attempt').notNull().default(0),
   // The fencing token: bumped by every claim; a step is written only under the claim that read it.
   claim: integer('claim').notNull().default(0),
-  // Who holds the claim: one delivery of one job (`<queue>/<jobId>/<stalls>`), null when claimed outside a job.
+  // Who holds the claim: one delivery of one job (`<queue>/<jobId>/<added>/<stalls>`), null when claimed outside a job.
   claimOwner: text('claim_owner'),
   createdAt: createdAt(),
   startedAt: nullableTimestamp('started_at'),
