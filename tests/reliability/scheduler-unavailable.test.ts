@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createId } from '@paralleldrive/cuid2'
 import { freePort } from '@switchboard/testing/processes'
-import { buildTestApp } from './helper.ts'
+import { buildTestApp } from '../../apps/api/test/helper.ts'
 
 /** Far below tap's timeout: a save that waited on Redis would never answer. */
 const PROMPT_MS = 10_000

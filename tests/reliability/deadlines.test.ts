@@ -8,7 +8,7 @@ import { uniqueQueuePrefix } from '@switchboard/testing/database'
 import { requestsInDoubt } from '@switchboard/testing/in-doubt'
 import { startOwnPostgres, startOwnRedis } from '@switchboard/testing/stores'
 import { waitFor } from '@switchboard/testing/wait'
-import { buildServer } from '../src/build.ts'
+import { buildServer } from '../../apps/api/src/build.ts'
 
 // Postgres and Redis of this file's own: they are stopped, killed and frozen under traffic.
 const DEADLINE_MS = 2000
