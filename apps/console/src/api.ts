@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  ChatAccount, ChatMessage, Conversation, QueueCounters, Run, RunStats, RunSummary,
+  ChatAccount, ChatMessage, Conversation, NodeTypeInfo, QueueCounters, Run, RunStats, RunSummary,
   Template, User, Workflow, WorkflowInput, WorkflowSummary
 } from './types.ts'
 
@@ -83,6 +83,7 @@ export const api = {
   queues: async () => (await call<{ queues: QueueCounters[] }>('GET', '/api/automation/queues')).queues,
   runStats: async (minutes: number) => call<RunStats>('GET', `/api/automation/runs/stats${query({ minutes })}`),
 
+  nodeTypes: async () => (await call<{ nodeTypes: NodeTypeInfo[] }>('GET', '/api/automation/node-types')).nodeTypes,
   workflows: async (filter: WorkflowFilter = {}) => call<WorkflowSummary[]>('GET', `/api/automation/workflows${query({ ...filter })}`),
   workflow: async (id: string) => call<Workflow>('GET', `/api/automation/workflows/${encodeURIComponent(id)}`),
   createWorkflow: async (input: WorkflowInput) => call<Workflow>('POST', '/api/automation/workflows', { body: input }),

@@ -1,4 +1,4 @@
-import { outgoingLinks, startNode } from '@switchboard/core/workflows/graph'
+import { outgoingLinks, startNode, type LinkFieldsByType } from '@switchboard/core/workflows/graph'
 import type { RunLog, WorkflowNode } from './types.ts'
 
 /**
@@ -44,16 +44,18 @@ const edgesOf = (edges: unknown): Edge[] => Array.isArray(edges)
 
 function labelOf (via: string, edges: Edge[]): string {
   if (via === 'next') return ''
-  if (via.startsWith('cases.')) return via.slice('cases.'.length)
+  // A map field's link (`cases.gold`) is labelled by its key.
+  const dot = via.indexOf('.')
+  if (dot !== -1) return via.slice(dot + 1)
   const edge = /^edges\[(\d+)\]$/.exec(via)
   if (edge !== null) return edges[Number(edge[1])]?.sourceHandle ?? ''
   return via
 }
 
-function linksOf (nodes: WorkflowNode[], rawEdges: unknown): GraphLink[] {
+function linksOf (nodes: WorkflowNode[], rawEdges: unknown, linkFields: LinkFieldsByType): GraphLink[] {
   const edges = edgesOf(rawEdges)
   const ids = new Set(nodes.map((node) => node.id))
-  const links = nodes.flatMap((node) => outgoingLinks(node, edges)
+  const links = nodes.flatMap((node) => outgoingLinks(node, edges, linkFields)
     .filter((link) => ids.has(link.target))
     .map((link) => ({ from: node.id, to: link.target, label: labelOf(link.via, edges), implicit: false })))
   if (links.length > 0) return links
@@ -61,9 +63,9 @@ function linksOf (nodes: WorkflowNode[], rawEdges: unknown): GraphLink[] {
 }
 
 /** Columns by the longest path from a node no link points to (Kahn's order); rows in array order. */
-export function layoutGraph (nodes: WorkflowNode[], edges: unknown): GraphLayout {
-  const links = linksOf(nodes, edges)
-  const start = startNode({ nodes, edges })?.id
+export function layoutGraph (nodes: WorkflowNode[], edges: unknown, linkFields: LinkFieldsByType): GraphLayout {
+  const links = linksOf(nodes, edges, linkFields)
+  const start = startNode({ nodes, edges }, linkFields)?.id
   const incoming = new Map(nodes.map((node) => [node.id, 0]))
   for (const link of links) incoming.set(link.to, (incoming.get(link.to) ?? 0) + 1)
   const column = new Map<string, number>()

@@ -1,4 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+import type { LinkFieldsByType } from '@switchboard/core/workflows/graph'
+import { api } from './api.ts'
+import type { NodeTypeInfo } from './types.ts'
 
 export interface Loaded<T> {
   data: T | undefined
@@ -56,4 +59,22 @@ export function useAction<A extends unknown[]> (action: (...args: A) => Promise<
       .finally(() => { setBusy(false) })
   }
   return { run, busy, error }
+}
+
+let nodeTypesLoad: Promise<NodeTypeInfo[]> | undefined
+
+/** The node types (GET /api/automation/node-types), loaded once per page load: they change only with the service. */
+export function useNodeTypes (): Loaded<NodeTypeInfo[]> {
+  return useData(async () => {
+    nodeTypesLoad ??= api.nodeTypes().catch((err: unknown) => {
+      nodeTypesLoad = undefined
+      throw err
+    })
+    return await nodeTypesLoad
+  }, [])
+}
+
+/** The link fields of each node type, for graph.ts: none until the node types have loaded. */
+export function linkFieldsOf (nodeTypes: NodeTypeInfo[] | undefined): LinkFieldsByType {
+  return Object.fromEntries((nodeTypes ?? []).map((nodeType) => [nodeType.type, nodeType.traits.links]))
 }

@@ -12,6 +12,32 @@ export interface User { id: string, email: string, role: string, createdAt?: str
 
 export interface WorkflowNode { id: string, type: string, config?: Record<string, unknown>, next?: string }
 
+/** A node type as GET /api/automation/node-types describes it (docs/nodes.md). */
+export interface NodeTypeInfo {
+  type: string
+  description: string
+  configSchema: JsonSchema
+  example: Record<string, unknown>
+  traits: { pure: boolean, links: Array<{ field: string, kind: 'node' | 'map' }> }
+}
+
+/** The part of JSON Schema the console reads of a node type's config schema. */
+export interface JsonSchema {
+  type?: string | string[]
+  description?: string
+  default?: unknown
+  enum?: unknown[]
+  examples?: unknown[]
+  const?: unknown
+  anyOf?: JsonSchema[]
+  properties?: Record<string, JsonSchema>
+  required?: string[]
+  items?: JsonSchema
+  minimum?: number
+  maximum?: number
+  pattern?: string
+}
+
 export interface WorkflowSummary {
   id: string
   name: string

@@ -10,6 +10,7 @@ import {
   validateWorkflowGraph
 } from '../src/workflows/validation.ts'
 import { outgoingLinks } from '../src/workflows/graph.ts'
+import { NODE_LINK_FIELDS } from '../src/engine/nodes/index.ts'
 
 const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: { values: {} }, ...extra })
 
@@ -84,7 +85,7 @@ t.test('a long chain is checked without exhausting the stack', async (t) => {
 
 t.test('outgoing links follow the engine order: branches, next, edges', async (t) => {
   const condition = node('c', { type: 'condition', config: { field: 'x', then: 'a', else: 'b', cases: { k: 'd' }, default: 'e' }, next: 'f' })
-  t.same(outgoingLinks(condition, [{ source: 'c', target: 'g' }, { source: 'z', target: 'c' }]).map((link) => `${link.via}:${link.target}`),
+  t.same(outgoingLinks(condition, [{ source: 'c', target: 'g' }, { source: 'z', target: 'c' }], NODE_LINK_FIELDS).map((link) => `${link.via}:${link.target}`),
     ['then:a', 'else:b', 'cases.k:d', 'default:e', 'next:f', 'edges[0]:g'])
 })
 

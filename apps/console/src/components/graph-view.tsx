@@ -1,4 +1,5 @@
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type GraphLink } from '../graph.ts'
+import { linkFieldsOf, useNodeTypes } from '../hooks.ts'
 import type { WorkflowNode } from '../types.ts'
 
 /** How a node took part in a run: went through, failed there, or the run is there now. */
@@ -25,8 +26,9 @@ function linkPath (from: { x: number, y: number }, to: { x: number, y: number })
 
 /** The workflow's nodes and links as the engine follows them (graph.ts), in SVG. */
 export function GraphView ({ nodes, edges, path = [], states = new Map() }: GraphViewProps) {
+  const nodeTypes = useNodeTypes()
   if (nodes.length === 0) return <p class='muted'>This workflow has no nodes.</p>
-  const layout = layoutGraph(nodes, edges)
+  const layout = layoutGraph(nodes, edges, linkFieldsOf(nodeTypes.data))
   const at = new Map(layout.nodes.map((placed) => [placed.node.id, placed]))
   const taken = (link: GraphLink): boolean => {
     const i = path.indexOf(link.from)

@@ -1,39 +1,32 @@
 import type { CredentialType } from '../db/schema/credentials.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import { parsePath, templatePaths } from '../engine/template.ts'
+import { nodeDefinition } from '../engine/nodes/index.ts'
 import { DomainError } from '../errors.ts'
 
 /** The template root under which a node reads its owner's credentials: `{{credentials.<name>.<field>}}`. */
 const CREDENTIALS_SCOPE = 'credentials'
 
 /**
- * The node types with a `credential` field, and the credential types each accepts: http_request
- * authenticates with it, verify_signature verifies with an hmac secret.
+ * Where a node of `type` may refer to credentials (its definition's `credentials` trait, README,
+ * Credentials): the fields whose value it sends or signs with, `credential` where it authenticates
+ * with one; none for a type that uses none, and for an unknown type.
  */
-export const ACCEPTED_CREDENTIAL_TYPES: Readonly<Record<string, readonly CredentialType[]>> = {
-  http_request: ['bearer', 'basic', 'header', 'hmac'],
-  verify_signature: ['hmac']
+function credentialTraits (type: string): { fields: readonly string[], resolvesStale: boolean } {
+  const traits = nodeDefinition(type)?.traits.credentials
+  if (traits === 'never') return { fields: [], resolvesStale: false }
+  return { fields: traits?.fields ?? [], resolvesStale: true }
 }
 
-/**
- * The config fields in which each node type may refer to a credential (README, Credentials): the
- * fields whose value it sends or signs with, `credential` where it authenticates with one. Never
- * a field whose value decides a branch, becomes an output or reaches a log (condition, set, the
- * chat nodes' text: a chat message is stored on its conversation, readable in the inbox). One
- * list per node type; a type not listed uses no credentials.
- */
-const CREDENTIAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
-  http_request: ['credential', 'url', 'headers', 'query', 'body'],
-  verify_signature: ['credential', 'secret']
+/** The credential types a node of `type` accepts in its `credential` field. */
+export const acceptedCredentialTypes = (type: string): readonly CredentialType[] => {
+  const traits = nodeDefinition(type)?.traits.credentials
+  return traits === undefined || traits === 'never' ? [] : traits.types
 }
-
-/** Chat nodes never resolved credentials, not even in workflows stored before CREDENTIAL_FIELDS. */
-const CHAT_NODE_TYPES = ['send_chat', 'send_chat_template']
 
 /** How a refusal names where a node may use credentials. */
-function allowedFieldsOf (nodeType: string): string {
-  const fields = CREDENTIAL_FIELDS[nodeType]
-  return fields === undefined ? `${nodeType} nodes use none` : `${nodeType} nodes use them only in ${fields.join(', ')}`
+function allowedFieldsOf (nodeType: string, fields: readonly string[]): string {
+  return fields.length === 0 ? `${nodeType} nodes use none` : `${nodeType} nodes use them only in ${fields.join(', ')}`
 }
 
 /** One place a node refers to a credential: its `credential` field, or a template naming a field. */
@@ -52,13 +45,13 @@ const invalidReference = (message: string): DomainError => new DomainError('INVA
  * The credentials one node refers to. `strict` (a workflow being saved): a 400 naming the node
  * (and the field) when it refers to them in a way that cannot work (a `credential` that is not a
  * name, a template without a field) or in a field where its type may not use them
- * (CREDENTIAL_FIELDS). Otherwise (a run, whose definition was checked when saved, perhaps before
+ * (its type's `credentials` trait). Otherwise (a run, whose definition was checked when saved, perhaps before
  * today's rules) malformed uses are not references, and a reference in a field no longer allowed
  * still resolves: stored workflows keep running until their next save.
  */
 export function nodeCredentialReferences (node: WorkflowNode, { strict }: { strict: boolean }): CredentialReference[] {
   const refuse = (message: string): void => { if (strict) throw invalidReference(`Node ${node.id}: ${message}`) }
-  const allowed = CREDENTIAL_FIELDS[node.type] ?? []
+  const { fields: allowed, resolvesStale } = credentialTraits(node.type)
   const references: CredentialReference[] = []
   const config = node.config ?? {}
   if (config.credential !== undefined) {
@@ -77,8 +70,8 @@ export function nodeCredentialReferences (node: WorkflowNode, { strict }: { stri
         continue
       }
       if (!allowed.includes(configField)) {
-        refuse(`credentials cannot be used in ${configField.slice(0, 64)}: ${allowedFieldsOf(node.type)}`)
-        if (CHAT_NODE_TYPES.includes(node.type)) continue
+        refuse(`credentials cannot be used in ${configField.slice(0, 64)}: ${allowedFieldsOf(node.type, allowed)}`)
+        if (!resolvesStale) continue
       }
       references.push({ nodeId: node.id, ref: name, via: 'template', field })
     }

@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { DbOrTx } from '../db/client.ts'
 import type { WorkflowNode } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
-import { ACCEPTED_CREDENTIAL_TYPES, credentialReferences, nodeCredentialReferences } from './references.ts'
+import { acceptedCredentialTypes, credentialReferences, nodeCredentialReferences } from './references.ts'
 import { credentialsRepository } from './repository.ts'
 
 const invalidReference = (message: string): DomainError => new DomainError('INVALID_CREDENTIAL_REFERENCE', message)
@@ -24,7 +24,7 @@ export async function checkWorkflowCredentials (db: DbOrTx, ownerId: string, nod
       found.find((candidate) => candidate.name === ref)
     if (credential === undefined) throw invalidReference(`Node ${nodeId}: unknown credential ${ref}`)
     const nodeType = types.get(nodeId)!
-    const accepted = ACCEPTED_CREDENTIAL_TYPES[nodeType] ?? []
+    const accepted = acceptedCredentialTypes(nodeType)
     if (via === 'credential' && !accepted.includes(credential.type)) {
       throw invalidReference(`Node ${nodeId}: credential ${credential.name} is ${credential.type}; ${nodeType} takes ${accepted.join(', ')}`)
     }

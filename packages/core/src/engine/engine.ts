@@ -12,8 +12,8 @@ import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../obse
 import { resumeJobId, RUN_JOB, runJobId, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
-import { isNodeType, isPureNodeType, recordsBeforeEffect } from './node-types.ts'
-import { nodeExecutors } from './nodes/index.ts'
+import type { NodeDefinition } from './nodes/definition.ts'
+import { NODE_LINK_FIELDS, nodeDefinition } from './nodes/index.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
@@ -170,6 +170,29 @@ const nextTurn = (dispatch: () => void): void => { setImmediate(dispatch) }
 const CHECKPOINT_MAX_MS = 200
 /** A chain of pure nodes lets other work of the process run (lock renewals, other jobs) this often (ms). */
 const YIELD_EVERY_MS = 10
+/** Whether a node of `type` runs in memory between checkpoints (its definition's `pure` trait). */
+const isPure = (type: string): boolean => nodeDefinition(type)?.traits.pure === true
+
+/** Whether a node of `type` may run in a run not yet claimed: pure, or claiming it by its own first checkpoint. */
+function runsBeforeItsFirstWrite (type: string): boolean {
+  const traits = nodeDefinition(type)?.traits
+  return traits !== undefined && (traits.pure || traits.recordsBeforeEffect)
+}
+
+/** Fields rendered whatever a type's `templateFields`: its retry settings may be templates. */
+const ALWAYS_RENDERED = ['timeoutMs', 'retries']
+
+/** A node's config with its template fields rendered against `scope` (its definition's `templateFields`). */
+function renderConfig (definition: NodeDefinition, rawConfig: Record<string, unknown>, scope: unknown, onMissing: (path: string) => void, limit: { maxBytes: number, sizer: JsonSizer }): Record<string, unknown> {
+  const fields = definition.traits.templateFields
+  if (fields === 'every') return renderTemplate(rawConfig, scope, onMissing, limit) as Record<string, unknown>
+  const rendered = { ...rawConfig }
+  for (const field of [...fields, ...ALWAYS_RENDERED]) {
+    if (Object.hasOwn(rawConfig, field)) rendered[field] = renderTemplate(rawConfig[field], scope, onMissing, limit)
+  }
+  return rendered
+}
+
 /** The signal of pure nodes, which never wait on anything: nothing aborts them. */
 const neverAborted = new AbortController().signal
 
@@ -498,7 +521,8 @@ export function createRunEngine (options: EngineOptions) {
   }
 
   async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
-    if (!isNodeType(node.type)) throw new NodeError(`Unknown node type: ${node.type}`)
+    const definition = nodeDefinition(node.type)
+    if (definition === undefined) throw new NodeError(`Unknown node type: ${node.type}`)
     const log = (level: LogLevel, message: string): void => { pending.lines.push({ nodeId: node.id, level, message: secrets.redact(message), at: new Date() }) }
     // A checkpoint before the node acts, under this claim: what is pending (earlier pure nodes), the step's lines so far and `message`.
     const beforeEffect = async (message: string): Promise<void> => {
@@ -523,7 +547,6 @@ export function createRunEngine (options: EngineOptions) {
       checkpointed(pending)
       pending.acted = true
     }
-    const executor = nodeExecutors[node.type]
     const rawConfig = node.config ?? {}
     let missing = 0
     const onMissing = (path: string): void => {
@@ -532,18 +555,18 @@ export function createRunEngine (options: EngineOptions) {
       log('WARN', `Template path not found: ${quoted}`)
     }
     const scope = secrets.templateScope === undefined ? result : { ...result, credentials: secrets.templateScope }
-    const config = renderTemplate(rawConfig, scope, onMissing, { maxBytes: nodeOutputMaxBytes, sizer }) as Record<string, unknown>
+    const config = renderConfig(definition, rawConfig, scope, onMissing, { maxBytes: nodeOutputMaxBytes, sizer })
     if (missing > MAX_MISSING_PATH_LINES) log('WARN', `Template paths not found: ${missing - MAX_MISSING_PATH_LINES} more`)
-    const policy = retryPolicyOf(node.type, config)
+    const policy = retryPolicyOf(definition, config)
     const schedule = retrySchedule(policy)
-    const pure = isPureNodeType(node.type)
+    const pure = definition.traits.pure
     // Why the next attempt is not made although attempts were left, said once per failure.
     const decide = (retryAfterMs?: number): RetryDecision => {
       const decision = schedule.decide(retryAfterMs)
       if (!decision.retry && decision.reason !== undefined) log('WARN', `Not retried: ${decision.reason}`)
       return decision
     }
-    const attempt = async (nodeSignal: AbortSignal): Promise<NodeResult> => await executor.execute({
+    const attempt = async (nodeSignal: AbortSignal): Promise<NodeResult> => await definition.execute({
       node,
       config,
       rawConfig,
@@ -645,7 +668,7 @@ export function createRunEngine (options: EngineOptions) {
     const run = await database(inMemoryStarts.load(runId))
     if (run === undefined || run.maxConcurrentRuns !== null) return undefined
     const nodes = run.workflow.nodes
-    if (nodes.length > checkpointMaxNodes || !nodes.every((node) => isPureNodeType(node.type) || recordsBeforeEffect(node.type))) return undefined
+    if (nodes.length > checkpointMaxNodes || !nodes.every((node) => runsBeforeItsFirstWrite(node.type))) return undefined
     try {
       return await executeClaimed({ ...run, claimAtEnd: { ownerId: owner?.id } }, signal, requestId, owner, span)
     } catch (err) {
@@ -694,7 +717,7 @@ export function createRunEngine (options: EngineOptions) {
     const sizer = createJsonSizer()
     const resultSize: ResultSize = { bytes: measurable(sizer, result) }
     const visited = new Set<string>()
-    let nodeId = run.currentNodeId ?? startNode(graph)?.id
+    let nodeId = run.currentNodeId ?? startNode(graph, NODE_LINK_FIELDS)?.id
 
     const executionStarted = performance.now()
     /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
@@ -779,7 +802,7 @@ export function createRunEngine (options: EngineOptions) {
       pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} completed in ${elapsed}ms`, at: new Date() })
       pending.nodes++
       result[node.id] = outcome.output
-      const next = nextNodeId(graph, node, outcome)
+      const next = nextNodeId(graph, node, NODE_LINK_FIELDS, outcome)
       if (next === null) return await succeed(pending)
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
@@ -787,7 +810,7 @@ export function createRunEngine (options: EngineOptions) {
       nodeId = next
       const now = performance.now()
       // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
-      if (!isPureNodeType(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
+      if (!isPure(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
         if (run.claimAtEnd !== undefined) throw new ClaimNeededError('a checkpoint is due')
         trace.write(pending.lines)
         const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines, pending.acted)), trace, run)

@@ -1,3 +1,4 @@
-/** The engine: the run loop, templates and node executors. */
+/** The engine: the run loop, templates and node types (one definition each, catalogued in nodes/index.ts). */
 export { createRunEngine, type RunEngine } from './engine.ts'
 export { blockedAddressReason, createHttpClient, resolveAllowedAddress, type LookupAll } from './nodes/http-client.ts'
+export { describeNodeTypes, NODE_TYPES, type NodeTypeDescription } from './nodes/index.ts'

@@ -1,5 +1,8 @@
 import { NodeError } from './types.ts'
-import type { NodeType } from './node-types.ts'
+import type { NodeDefinition } from './nodes/definition.ts'
+
+/** What the retry rules read of a node type: its name and its `retries` trait. */
+type RetryTraits = Pick<NodeDefinition, 'type'> & { traits: Pick<NodeDefinition['traits'], 'retries'> }
 
 /**
  * The bounds of a node's `retry` and `timeoutMs` (README, Retries and time-outs), so that one
@@ -21,8 +24,6 @@ const RETRY_LIMITS = {
 
 /** http_request's older `retries`: 0–10 retries, 0.5 s doubling up to 10 s, as it always was. */
 const LEGACY_RETRIES = { max: 10, backoffMs: 500, backoffFactor: 2, maxDelayMs: 10_000 } as const
-/** http_request's time limit per attempt when it gives none. */
-const HTTP_REQUEST_DEFAULT_TIMEOUT_MS = 10_000
 
 const RETRY_DEFAULTS = { backoffMs: 1000, backoffFactor: 2 } as const
 const RETRY_KEYS = ['attempts', 'backoffMs', 'backoffFactor'] as const
@@ -80,15 +81,15 @@ function totalBackoffMs (policy: RetryPolicy): number {
 
 /**
  * A node's retry policy from its config (rendered, when the engine reads it): `retry`
- * `{attempts, backoffMs, backoffFactor}` and `timeoutMs` on any node type but `wait`, which
- * runs once without a time limit. http_request keeps its older `retries` (n retries: `retry`
- * `{attempts: n + 1}` with its own backoff; `retry` wins if a stored node has both) and its
- * default time limit of 10 s. Throws a NodeError naming the field.
+ * `{attempts, backoffMs, backoffFactor}` and `timeoutMs` on any node type whose `retries` trait
+ * allows them; the others (wait) run once without a time limit. A type may have a default time
+ * limit, and http_request keeps its older `retries` (n retries: `retry` `{attempts: n + 1}` with
+ * its own backoff; `retry` wins if a stored node has both). Throws a NodeError naming the field.
  */
-export function retryPolicyOf (type: NodeType, config: Record<string, unknown>): RetryPolicy {
-  if (type === 'wait') return { attempts: 1, backoffMs: 0, backoffFactor: 1, maxDelayMs: 0, timeoutMs: undefined }
+export function retryPolicyOf ({ traits: { retries: traits } }: RetryTraits, config: Record<string, unknown>): RetryPolicy {
+  if (!traits.allowed) return { attempts: 1, backoffMs: 0, backoffFactor: 1, maxDelayMs: 0, timeoutMs: undefined }
   const timeoutMs = isAbsent(config.timeoutMs)
-    ? (type === 'http_request' ? HTTP_REQUEST_DEFAULT_TIMEOUT_MS : undefined)
+    ? traits.defaultTimeoutMs
     : numberIn('timeoutMs', config.timeoutMs, 1, RETRY_LIMITS.maxTimeoutMs, false)
   if (!isAbsent(config.retry)) {
     const policy = { ...parseRetry(config.retry), timeoutMs }
@@ -98,7 +99,7 @@ export function retryPolicyOf (type: NodeType, config: Record<string, unknown>):
     }
     return policy
   }
-  if (type === 'http_request' && !isAbsent(config.retries)) {
+  if (traits.legacyRetries === true && !isAbsent(config.retries)) {
     const retries = Math.floor(numberIn('retries', config.retries, 0, LEGACY_RETRIES.max, false))
     return { attempts: retries + 1, backoffMs: LEGACY_RETRIES.backoffMs, backoffFactor: LEGACY_RETRIES.backoffFactor, maxDelayMs: LEGACY_RETRIES.maxDelayMs, timeoutMs }
   }
@@ -109,23 +110,24 @@ const isTemplate = (value: unknown): boolean => typeof value === 'string' && val
 
 /**
  * The checks made when a workflow is saved, on the config as written: what `retryPolicyOf`
- * would refuse, and what cannot be meant: `retry` or `timeoutMs` on a wait, `retry` beside
- * http_request's `retries`. `timeoutMs` and `retries` may be templates (as http_request's always
+ * would refuse, and what cannot be meant: `retry` or `timeoutMs` on a type that takes none (wait),
+ * `retry` beside http_request's `retries`. `timeoutMs` and `retries` may be templates (as http_request's always
  * could), checked when the node runs; `retry` is a property of the workflow, never a template.
  * Throws a NodeError naming the field.
  */
-export function checkRetryConfig (type: NodeType, config: Record<string, unknown>): void {
-  if (type === 'wait') {
+export function checkRetryConfig (definition: RetryTraits, config: Record<string, unknown>): void {
+  const { type, traits: { retries: traits } } = definition
+  if (!traits.allowed) {
     if (!isAbsent(config.retry) || !isAbsent(config.timeoutMs)) {
-      throw new NodeError('wait takes no retry or timeoutMs: it lasts what its config says and has nothing to retry')
+      throw new NodeError(`${type} takes no retry or timeoutMs: it lasts what its config says and has nothing to retry`)
     }
     return
   }
-  if (type === 'http_request' && !isAbsent(config.retry) && !isAbsent(config.retries)) {
+  if (traits.legacyRetries === true && !isAbsent(config.retry) && !isAbsent(config.retries)) {
     throw new NodeError('give retry or retries, not both (retries n is retry {attempts: n + 1})')
   }
   const { timeoutMs, retries } = config
-  retryPolicyOf(type, { ...config, timeoutMs: isTemplate(timeoutMs) ? undefined : timeoutMs, retries: isTemplate(retries) ? undefined : retries })
+  retryPolicyOf(definition, { ...config, timeoutMs: isTemplate(timeoutMs) ? undefined : timeoutMs, retries: isTemplate(retries) ? undefined : retries })
 }
 
 /** What the engine does after an attempt failed in a way that may pass. */

@@ -3,7 +3,6 @@ import type { ChatSender } from '../chat/sender.ts'
 import type { CredentialType } from '../db/schema/credentials.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import type { NodeType } from './node-types.ts'
 
 /** The part of a run a node may read. */
 export interface RunInfo {
@@ -100,7 +99,7 @@ export interface NodeResult {
   suspendUntil?: Date
 }
 
-export interface NodeExecutor<T extends NodeType = NodeType> {
+export interface NodeExecutor<T extends string = string> {
   type: T
   execute: (context: NodeContext) => Promise<NodeResult>
 }

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database } from '../db/client.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
-import { NODE_TYPES } from '../engine/node-types.ts'
+import { NODE_TYPES } from '../engine/nodes/index.ts'
 import { QUEUE_NAMES, type QueueName, type Queues } from '../queues/catalog.ts'
 import type { RedisConnection } from '../queues/connections.ts'
 import { withTimeout } from '../timeout.ts'

@@ -1,8 +1,9 @@
 import type { WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+import type { NodeLinkField } from '../engine/nodes/definition.ts'
 
 /**
- * Graph navigation (contract, "Graph execution"). Links are a node's `next`, a
- * condition's branch targets (`then`, `else`, `cases`, `default`) and the
+ * Graph navigation (contract, "Graph execution"). Links are a node's `next`, the
+ * link fields of its type (a condition's `then`, `else`, `cases`, `default`) and the
  * visual builder's edges `{source, target, sourceHandle}`.
  */
 export interface WorkflowGraph {
@@ -27,6 +28,13 @@ function workflowEdges (edges: unknown): WorkflowEdge[] {
     typeof (edge as WorkflowEdge).source === 'string' && typeof (edge as WorkflowEdge).target === 'string')
 }
 
+/**
+ * The link fields of each node type (the definitions' `links` trait): the engine passes the
+ * catalogue's, the console those `/api/automation/node-types` lists, so that this file stays free
+ * of the executors.
+ */
+export type LinkFieldsByType = Readonly<Record<string, readonly NodeLinkField[]>>
+
 /** One link leaving a node: `via` names where it is declared (`next`, `then`, `cases.gold`, `edges[2]`). */
 interface NodeLink {
   via: string
@@ -35,23 +43,21 @@ interface NodeLink {
 
 /**
  * The links leaving a node, in the order the engine follows them (contract,
- * "Graph execution"): the condition's branches, then `next`, then edges.
+ * "Graph execution"): its type's link fields (a condition's branches), then `next`, then edges.
  * Non-string targets are skipped here; `validateWorkflowGraph` refuses them.
  * Validation checks these links and the engine follows them: one definition.
  */
-export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[]): NodeLink[] {
+export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[], linkFields: LinkFieldsByType): NodeLink[] {
   const links: NodeLink[] = []
   const config = node.config ?? {}
-  if (node.type === 'condition') {
-    for (const branch of ['then', 'else'] as const) {
-      if (typeof config[branch] === 'string') links.push({ via: branch, target: config[branch] })
-    }
-    if (isRecord(config.cases)) {
-      for (const [value, target] of Object.entries(config.cases)) {
-        if (typeof target === 'string') links.push({ via: `cases.${value}`, target })
+  for (const { field, kind } of linkFields[node.type] ?? []) {
+    const value = config[field]
+    if (kind === 'node' && typeof value === 'string') links.push({ via: field, target: value })
+    if (kind === 'map' && isRecord(value)) {
+      for (const [key, target] of Object.entries(value)) {
+        if (typeof target === 'string') links.push({ via: `${field}.${key}`, target })
       }
     }
-    if (typeof config.default === 'string') links.push({ via: 'default', target: config.default })
   }
   if (typeof node.next === 'string') links.push({ via: 'next', target: node.next })
   edges.forEach((edge, i) => {
@@ -61,18 +67,18 @@ export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[
 }
 
 /** Every node id some link points to. */
-function linkTargets (graph: WorkflowGraph): Set<string> {
+function linkTargets (graph: WorkflowGraph, linkFields: LinkFieldsByType): Set<string> {
   const targets = new Set<string>()
   for (const node of graph.nodes) {
-    for (const link of outgoingLinks(node, [])) if (link.target !== '') targets.add(link.target)
+    for (const link of outgoingLinks(node, [], linkFields)) if (link.target !== '') targets.add(link.target)
   }
   for (const edge of workflowEdges(graph.edges)) targets.add(edge.target)
   return targets
 }
 
 /** The first node, in array order, that no link points to. */
-export function startNode (graph: WorkflowGraph): WorkflowNode | undefined {
-  const targets = linkTargets(graph)
+export function startNode (graph: WorkflowGraph, linkFields: LinkFieldsByType): WorkflowNode | undefined {
+  const targets = linkTargets(graph, linkFields)
   return graph.nodes.find((node) => !targets.has(node.id))
 }
 
@@ -83,7 +89,7 @@ export function startNode (graph: WorkflowGraph): WorkflowNode | undefined {
  * handle, so that a condition never follows the other branch's edge). A
  * workflow without any link runs its nodes in array order.
  */
-export function nextNodeId (graph: WorkflowGraph, node: WorkflowNode, choice: BranchChoice = {}): string | null {
+export function nextNodeId (graph: WorkflowGraph, node: WorkflowNode, linkFields: LinkFieldsByType, choice: BranchChoice = {}): string | null {
   if (typeof choice.next === 'string' && choice.next !== '') return choice.next
   if (typeof node.next === 'string' && node.next !== '') return node.next
 
@@ -98,7 +104,7 @@ export function nextNodeId (graph: WorkflowGraph, node: WorkflowNode, choice: Br
     return outgoing[0].target
   }
 
-  if (linkTargets(graph).size === 0 && edges.length === 0) {
+  if (linkTargets(graph, linkFields).size === 0 && edges.length === 0) {
     const index = graph.nodes.findIndex((candidate) => candidate.id === node.id)
     return graph.nodes[index + 1]?.id ?? null
   }

@@ -1,6 +1,6 @@
 import type { CredentialType, Workflow, WorkflowNode } from '../db/schema/index.ts'
 import { nodeCredentialReferences } from '../credentials/references.ts'
-import { HARMLESS_HEADERS } from '../engine/nodes/http-request.ts'
+import { nodeDefinition } from '../engine/nodes/index.ts'
 
 /** What a workflow export declares itself to be; an import refuses anything else. */
 export const EXPORT_FORMAT = 'switchboard.workflow'
@@ -65,32 +65,31 @@ const safeDecode = (text: string): string => {
 }
 
 /**
- * A node with what an export must not carry taken out: values written into the places nodes hold
- * secrets (every literal header value of http_request but HARMLESS_HEADERS, every literal query
- * parameter, in `query` or in the URL, the URL's user info; the secret of verify_signature; a
- * template is kept, it holds no secret), and credential ids, replaced by names.
+ * A node with what an export must not carry taken out: the literal values of its type's
+ * `secretFields` (http_request's header values but the harmless ones, its query parameters, in
+ * `query` or in the URL, the URL's user info; verify_signature's secret; a template is kept, it
+ * holds no secret), and credential ids, replaced by names.
  */
 function portableNode (node: WorkflowNode, index: number, credentialNames: ReadonlyMap<string, string>, redacted: string[]): WorkflowNode {
   if (node.config === undefined) return node
   const config: Record<string, unknown> = { ...node.config }
   const at = `nodes[${index}].config`
   if (typeof config.credential === 'string' && credentialNames.has(config.credential)) config.credential = credentialNames.get(config.credential)
-  if (node.type === 'verify_signature' && config.secret !== undefined && isLiteral(config.secret)) {
-    delete config.secret
-    redacted.push(`${at}.secret`)
-  }
-  if (node.type === 'http_request') {
-    const literalsRemoved = (field: string, keeps: (name: string) => boolean): void => {
-      if (!isRecord(config[field])) return
-      config[field] = Object.fromEntries(Object.entries(config[field]).filter(([name, value]) => {
-        if (keeps(name) || !isLiteral(value)) return true
+  for (const secret of nodeDefinition(node.type)?.traits.secretFields ?? []) {
+    const { field } = secret
+    const value = config[field]
+    if (secret.kind === 'value' && value !== undefined && isLiteral(value)) {
+      delete config[field]
+      redacted.push(`${at}.${field}`)
+    }
+    if (secret.kind === 'entries' && isRecord(value)) {
+      config[field] = Object.fromEntries(Object.entries(value).filter(([name, entry]) => {
+        if (secret.keeps?.has(name.toLowerCase()) === true || !isLiteral(entry)) return true
         redacted.push(`${at}.${field}.${name}`)
         return false
       }))
     }
-    literalsRemoved('headers', (name) => HARMLESS_HEADERS.has(name.toLowerCase()))
-    literalsRemoved('query', () => false)
-    if (typeof config.url === 'string') config.url = portableUrl(config.url, `${at}.url`, redacted)
+    if (secret.kind === 'url' && typeof value === 'string') config[field] = portableUrl(value, `${at}.${field}`, redacted)
   }
   return { ...node, config }
 }
@@ -101,20 +100,29 @@ function portableNode (node: WorkflowNode, index: number, credentialNames: Reado
  */
 export function valuesToFill (nodes: readonly WorkflowNode[], redacted: readonly string[]): string[] {
   const filled = (place: string): boolean => {
-    const found = /^nodes\[(\d+)\]\.config\.(?:(headers|query)\.(.+)|url\?(.+)|(url|secret))$/.exec(place)
-    const config = found === null ? undefined : nodes[Number(found[1])]?.config
-    if (found === null || config === undefined) return false
-    const [, , field, name, parameter, whole] = found
-    if (field !== undefined) {
-      const values = config[field]
-      return isRecord(values) && Object.keys(values).some((key) => key.toLowerCase() === name!.toLowerCase())
+    const found = /^nodes\[(\d+)\]\.config\.(.+)$/.exec(place)
+    const node = found === null ? undefined : nodes[Number(found[1])]
+    if (found === null || node?.config === undefined) return false
+    const { config } = node
+    const rest = found[2]!
+    for (const secret of nodeDefinition(node.type)?.traits.secretFields ?? []) {
+      const value = config[secret.field]
+      if (secret.kind === 'value' && rest === secret.field) return value !== undefined || config.credential !== undefined
+      if (secret.kind === 'entries' && rest.startsWith(`${secret.field}.`)) {
+        const name = rest.slice(secret.field.length + 1).toLowerCase()
+        return isRecord(value) && Object.keys(value).some((key) => key.toLowerCase() === name)
+      }
+      if (secret.kind === 'url') {
+        const url = typeof value === 'string' ? value : ''
+        if (rest === secret.field) return USER_INFO.test(url)
+        if (rest.startsWith(`${secret.field}?`)) {
+          const parameter = rest.slice(secret.field.length + 1)
+          const query = url.split('#')[0]!.split('?')[1] ?? ''
+          return query.split('&').some((pair) => safeDecode(pair.split('=')[0]!) === parameter)
+        }
+      }
     }
-    const url = typeof config.url === 'string' ? config.url : ''
-    if (parameter !== undefined) {
-      const query = url.split('#')[0]!.split('?')[1] ?? ''
-      return query.split('&').some((pair) => safeDecode(pair.split('=')[0]!) === parameter)
-    }
-    return whole === 'url' ? USER_INFO.test(url) : config.secret !== undefined || config.credential !== undefined
+    return false
   }
   return redacted.filter((place) => !filled(place))
 }

@@ -1,10 +1,11 @@
 import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { DomainError } from '../errors.ts'
-import { isNodeType, type NodeType } from '../engine/node-types.ts'
-import { compileMatchPattern } from '../engine/nodes/condition.ts'
+import type { NodeDefinition } from '../engine/nodes/definition.ts'
+import { NODE_LINK_FIELDS, nodeDefinition } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+import { checkNodeConfig } from './node-config.ts'
 import { outgoingLinks } from './graph.ts'
 
 /** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
@@ -34,48 +35,38 @@ function parseEdges (edges: unknown): WorkflowEdge[] {
   return edges as WorkflowEdge[]
 }
 
-function checkConditionShape (node: WorkflowNode): void {
+/** A node's link fields (its type's `links` trait) hold node ids, or maps of values to node ids. */
+function checkLinkShape (node: WorkflowNode, definition: NodeDefinition): void {
   const config = node.config ?? {}
-  for (const branch of ['then', 'else', 'default'] as const) {
-    if (config[branch] !== undefined && typeof config[branch] !== 'string') {
-      throw invalidGraph(`Node ${node.id}: ${branch} must be a node id`)
-    }
-  }
-  if (config.cases !== undefined &&
-    (!isRecord(config.cases) || Object.values(config.cases).some((target) => typeof target !== 'string'))) {
-    throw invalidGraph(`Node ${node.id}: cases must map values to node ids`)
-  }
-  // A pattern written as a template is known only when the node runs, and checked then.
-  const pattern = config.value
-  if (config.operator === 'matches' && (typeof pattern === 'number' || (typeof pattern === 'string' && !pattern.includes('{{')))) {
-    try {
-      compileMatchPattern(String(pattern))
-    } catch (err) {
-      throw invalidField(`Node ${node.id}: ${(err as Error).message}`)
+  for (const { field, kind } of definition.traits.links) {
+    const value = config[field]
+    if (value === undefined) continue
+    if (kind === 'node' && typeof value !== 'string') throw invalidGraph(`Node ${node.id}: ${field} must be a node id`)
+    if (kind === 'map' && (!isRecord(value) || Object.values(value).some((target) => typeof target !== 'string'))) {
+      throw invalidGraph(`Node ${node.id}: ${field} must map values to node ids`)
     }
   }
 }
 
-/** http_request's `idempotencyKey` is a switch set when the workflow is written: true (the default) or false. */
-function checkHttpRequestShape (node: WorkflowNode): void {
-  const value = node.config?.idempotencyKey
-  if (value !== undefined && value !== null && typeof value !== 'boolean') {
-    throw invalidField(`Node ${node.id}: idempotencyKey must be true or false`)
-  }
-}
-
-/** `retry` and `timeoutMs`, any node's (README, Retries and time-outs): bounded, and meaningful for its type. */
-function checkRetryShape (id: string, type: NodeType, config: Record<string, unknown>): void {
+/**
+ * A node's config as its definition wants it: the type's own checks (a `matches` pattern, a switch
+ * set when written), `retry` and `timeoutMs` (README, Retries and time-outs), then its schema.
+ */
+function checkConfig (node: WorkflowNode, definition: NodeDefinition): void {
+  const config = node.config ?? {}
   try {
-    checkRetryConfig(type, config)
+    definition.validate?.(config)
+    checkRetryConfig(definition, config)
   } catch (err) {
-    throw invalidField(`Node ${id}: ${(err as Error).message}`)
+    throw invalidField(`Node ${node.id}: ${(err as Error).message}`)
   }
+  const problem = checkNodeConfig(definition, config)
+  if (problem !== undefined) throw invalidField(`Node ${node.id}: ${problem}`)
 }
 
 /** Reports the first node a link leads back to, following links depth first in array order. */
 function findCycle (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[]): string | null {
-  const targets = new Map(nodes.map((node) => [node.id, outgoingLinks(node, edges).map((link) => link.target)]))
+  const targets = new Map(nodes.map((node) => [node.id, outgoingLinks(node, edges, NODE_LINK_FIELDS).map((link) => link.target)]))
   const state = new Map<string, 'open' | 'done'>()
   for (const root of nodes) {
     if (state.has(root.id)) continue
@@ -117,16 +108,16 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
   }
   const ids = new Set<string>()
   for (const node of nodes) {
-    if (!isNodeType(node.type)) throw invalidGraph(`Unknown node type: ${node.type}`)
+    const definition = nodeDefinition(node.type)
+    if (definition === undefined) throw invalidGraph(`Unknown node type: ${node.type}`)
     if (ids.has(node.id)) throw invalidGraph(`Duplicate node id: ${node.id}`)
     ids.add(node.id)
-    if (node.type === 'condition') checkConditionShape(node)
-    if (node.type === 'http_request') checkHttpRequestShape(node)
-    checkRetryShape(node.id, node.type, node.config ?? {})
+    checkLinkShape(node, definition)
+    checkConfig(node, definition)
   }
   const links = parseEdges(edges)
   for (const node of nodes) {
-    for (const link of outgoingLinks(node, [])) {
+    for (const link of outgoingLinks(node, [], NODE_LINK_FIELDS)) {
       if (!ids.has(link.target)) throw invalidGraph(`Node ${node.id}: ${link.via} refers to missing node ${link.target}`)
     }
   }

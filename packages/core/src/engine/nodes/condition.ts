@@ -1,8 +1,10 @@
 import { isDeepStrictEqual } from 'node:util'
 import { RE2JS } from 're2js'
 import { getPath } from '../template.ts'
-import { NodeError, type NodeExecutor } from '../types.ts'
+import { Type } from 'typebox'
+import { NodeError } from '../types.ts'
 import { optionalObject, optionalString } from './config.ts'
+import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 
 const CONDITION_OPERATORS = [
   'equals', 'notEquals', 'contains', 'startsWith', 'exists', 'notExists',
@@ -24,7 +26,7 @@ export const MATCH_PROGRAM_MAX_SIZE = 500
 export const MATCH_SUBJECT_MAX_LENGTH = 65_536
 
 /** Compiles a `matches` pattern; a NodeError says why one is refused. */
-export function compileMatchPattern (pattern: string): RE2JS {
+function compileMatchPattern (pattern: string): RE2JS {
   if (pattern.length > MATCH_PATTERN_MAX_LENGTH) {
     throw new NodeError(`value is not a usable regular expression: longer than ${MATCH_PATTERN_MAX_LENGTH} characters`)
   }
@@ -100,8 +102,30 @@ function test (operator: Operator | undefined, value: unknown, expected: unknown
  * (`triggerData.body.event`) or a template. With `cases` it is a switch:
  * `cases[value]`, else `default`.
  */
-export const condition: NodeExecutor<'condition'> = {
+export const condition = defineNode({
   type: 'condition',
+  description: 'Branches: tests a value of the run and continues with then or else, or picks one of cases.',
+  config: {
+    field: Type.String({ minLength: 1, description: 'A path into the run (triggerData.body.event, n1.status), or a template.' }),
+    operator: Type.Optional(templated(Type.Union(CONDITION_OPERATORS.map((name) => Type.Literal(name)), { description: 'How field is tested against value; absent: field is truthy.' }))),
+    value: Type.Optional(Type.Unknown({ description: 'What field is compared with (a list for in, an RE2 pattern for matches).' })),
+    then: Type.Optional(Type.String({ description: 'The node to continue with when the test passes.' })),
+    else: Type.Optional(Type.String({ description: 'The node to continue with when it fails.' })),
+    cases: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'A switch instead of a test: the value of field → the node to continue with.' })),
+    default: Type.Optional(Type.String({ description: 'With cases: the node to continue with when no case matches.' }))
+  },
+  example: { field: 'triggerData.amount', operator: 'gt', value: 100, then: '', else: '' },
+  traits: {
+    ...PURE_TRAITS,
+    links: [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }, { field: 'cases', kind: 'map' }, { field: 'default', kind: 'node' }]
+  },
+  // A pattern written as a template is known only when the node runs, and checked then.
+  validate (config) {
+    const pattern = config.value
+    if (config.operator === 'matches' && (typeof pattern === 'number' || (typeof pattern === 'string' && !pattern.includes('{{')))) {
+      compileMatchPattern(String(pattern))
+    }
+  },
   async execute ({ config, rawConfig, result }) {
     const rawField = rawConfig.field
     if (typeof rawField !== 'string' || rawField.trim() === '') throw new NodeError('field is required')
@@ -132,4 +156,4 @@ export const condition: NodeExecutor<'condition'> = {
       handles: matched ? ['true', 'then', 'yes'] : ['false', 'else', 'no']
     }
   }
-}
+})

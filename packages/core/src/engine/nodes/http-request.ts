@@ -1,9 +1,11 @@
 import { createHmac } from 'node:crypto'
 import { request } from 'undici'
 import { BlockedAddressError } from './http-client.ts'
-import { NodeError, RetryableNodeError, type NodeContext, type NodeCredential, type NodeExecutor } from '../types.ts'
+import { Type } from 'typebox'
+import { NodeError, RetryableNodeError, type NodeContext, type NodeCredential } from '../types.ts'
 import { parsePath, renderTemplate, templatePaths } from '../template.ts'
 import { optionalBoolean, optionalObject, optionalString, requiredString } from './config.ts'
+import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 /** The response lands in `result` (a jsonb column): keep it bounded. */
@@ -20,7 +22,7 @@ export const MAX_RESPONSE_JSON_DEPTH = 100
  * Request headers that never carry a secret: the only ones a redirect to another origin keeps
  * (README, Security), and the only literal header values an export keeps (README, Export and import).
  */
-export const HARMLESS_HEADERS: ReadonlySet<string> = new Set([
+const HARMLESS_HEADERS: ReadonlySet<string> = new Set([
   'accept', 'accept-language', 'cache-control', 'content-language', 'content-type', 'idempotency-key', 'traceparent', 'user-agent'
 ])
 
@@ -241,8 +243,38 @@ async function exchange (context: NodeContext, request: { url: URL, method: stri
  * the node's Idempotency-Key unless `idempotencyKey` is false.
  * `credential` names a credential of the workflow's owner that authenticates the call.
  */
-export const httpRequest: NodeExecutor<'http_request'> = {
+export const httpRequest = defineNode({
   type: 'http_request',
+  description: 'Calls a URL (an outbound webhook, a partner API): the response becomes the node’s output.',
+  config: {
+    method: Type.Optional(templated(oneOfAnyCase(METHODS, { default: 'GET', description: 'The HTTP method.' }))),
+    url: templated(Type.String({ minLength: 1, maxLength: 8192, description: 'An http or https URL; private and metadata addresses are refused (README, Security).' })),
+    headers: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Request headers (templates allowed in values).' })),
+    query: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Query parameters added to the URL; an array value repeats the parameter.' })),
+    body: Type.Optional(Type.Unknown({ description: 'The body: an object or array is sent as JSON, text as it is (not for GET or HEAD).' })),
+    credential: Type.Optional(Type.String({ minLength: 1, description: 'The name of a credential (bearer, basic, header or hmac) that authenticates the call.' })),
+    failOnStatus: Type.Optional(templated(Type.Boolean({ default: true, description: 'Whether an answer of 400 or more fails the node.' }))),
+    idempotencyKey: Type.Optional(Type.Boolean({ default: true, description: 'Whether the node’s Idempotency-Key header is sent (the same for every attempt).' }))
+  },
+  example: { method: 'POST', url: 'https://example.com/hook', headers: {}, body: { event: '{{triggerData.event}}' } },
+  traits: {
+    pure: false,
+    recordsBeforeEffect: true,
+    templateFields: 'every',
+    links: [],
+    credentials: { fields: ['credential', 'url', 'headers', 'query', 'body'], types: ['bearer', 'basic', 'header', 'hmac'] },
+    secretFields: [
+      { field: 'headers', kind: 'entries', keeps: HARMLESS_HEADERS },
+      { field: 'query', kind: 'entries' },
+      { field: 'url', kind: 'url' }
+    ],
+    retries: { allowed: true, defaultTimeoutMs: 10_000, legacyRetries: true }
+  },
+  /** `idempotencyKey` is a switch set when the workflow is written, never a template. */
+  validate (config) {
+    const value = config.idempotencyKey
+    if (value !== undefined && value !== null && typeof value !== 'boolean') throw new NodeError('idempotencyKey must be true or false')
+  },
   async execute (context) {
     const { config, rawConfig, log, beforeEffect } = context
     const method = (optionalString(config, 'method') ?? 'GET').toUpperCase()
@@ -267,4 +299,4 @@ export const httpRequest: NodeExecutor<'http_request'> = {
     if (failOnStatus && response.status >= 400) throw new NodeError(`Request failed with status ${response.status}`)
     return { output: response }
   }
-}
+})

@@ -1,6 +1,6 @@
-import type { NodeType } from '../node-types.ts'
-import type { NodeExecutor } from '../types.ts'
+import { Type, type TObject, type TProperties } from 'typebox'
 import { condition } from './condition.ts'
+import type { NodeDefinition, NodeLinkField } from './definition.ts'
 import { httpRequest } from './http-request.ts'
 import { sendChatTemplate } from './send-chat-template.ts'
 import { sendChat } from './send-chat.ts'
@@ -8,13 +8,120 @@ import { set } from './set.ts'
 import { verifySignature } from './verify-signature.ts'
 import { wait } from './wait.ts'
 
-/** One executor per node type: a type without one (or with the wrong one) fails compilation here. */
-export const nodeExecutors: { readonly [T in NodeType]: NodeExecutor<T> } = {
-  send_chat: sendChat,
-  send_chat_template: sendChatTemplate,
-  http_request: httpRequest,
+/**
+ * The catalogue: every node type the engine runs, one definition each (./definition.ts). A new
+ * type is one file beside these and one entry here (docs/nodes.md); a definition missing any
+ * part does not compile.
+ */
+const DEFINITIONS = [
+  sendChat,
+  sendChatTemplate,
+  httpRequest,
   condition,
   wait,
   set,
-  verify_signature: verifySignature
+  verifySignature
+] as const
+
+export type NodeType = typeof DEFINITIONS[number]['type']
+
+export const NODE_TYPES: readonly NodeType[] = DEFINITIONS.map((definition) => definition.type)
+
+const BY_TYPE: ReadonlyMap<string, NodeDefinition> = new Map(DEFINITIONS.map((definition) => [definition.type, definition]))
+
+export const isNodeType = (type: string): type is NodeType => BY_TYPE.has(type)
+
+/** The definition of `type`, or undefined for a type the engine does not know. */
+export const nodeDefinition = (type: string): NodeDefinition | undefined => BY_TYPE.get(type)
+
+
+/** The links of each node type, for the graph functions (workflows/graph.ts), which the console bundles. */
+export const NODE_LINK_FIELDS: Readonly<Record<string, readonly NodeLinkField[]>> =
+  Object.fromEntries(DEFINITIONS.map((definition) => [definition.type, definition.traits.links]))
+
+/** What every node that takes them may add to its config (README, Retries and time-outs). */
+const RETRY_FIELDS = {
+  retry: Type.Optional(Type.Object({
+    attempts: Type.Integer({ minimum: 1, maximum: 10, description: 'Attempts in all, the first included.' }),
+    backoffMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000, default: 1000, description: 'The wait before the first retry.' })),
+    backoffFactor: Type.Optional(Type.Number({ minimum: 1, maximum: 10, default: 2, description: 'Each later wait is this many times the one before.' }))
+  }, { additionalProperties: false, description: 'Attempts after a failure that may pass (network, time-out, 5xx, 429, throttling).' })),
+  timeoutMs: Type.Optional(Type.Union([
+    Type.Number({ minimum: 1, maximum: 300_000 }),
+    Type.String({ pattern: '\\{\\{' })
+  ], { description: 'One attempt’s time limit in ms.' }))
+} satisfies TProperties
+
+const LEGACY_RETRIES_FIELD = {
+  retries: Type.Optional(Type.Union([
+    Type.Number({ minimum: 0, maximum: 10 }),
+    Type.String({ pattern: '\\{\\{' })
+  ], { description: 'The older form of retry: n retries, 0.5 s doubling up to 10 s.' }))
+} satisfies TProperties
+
+const schemas = new Map<string, TObject>()
+
+/**
+ * A node type's whole config as JSON Schema: its own fields and the retry fields its traits
+ * allow. Other keys are allowed: a builder may keep its own beside them.
+ */
+export function nodeConfigSchema (definition: NodeDefinition): TObject {
+  let schema = schemas.get(definition.type)
+  if (schema === undefined) {
+    const { retries } = definition.traits
+    schema = Type.Object({
+      ...definition.config,
+      ...(retries.allowed ? RETRY_FIELDS : {}),
+      ...(retries.legacyRetries === true ? LEGACY_RETRIES_FIELD : {})
+    }, { additionalProperties: true })
+    schemas.set(definition.type, schema)
+  }
+  return schema
+}
+
+/** A node type as `GET /api/automation/node-types` lists it: JSON, for the console and for partners. */
+export interface NodeTypeDescription {
+  type: string
+  description: string
+  /** The config's JSON Schema (`nodeConfigSchema`). */
+  configSchema: Record<string, unknown>
+  example: Record<string, unknown>
+  traits: {
+    pure: boolean
+    recordsBeforeEffect: boolean
+    templateFields: 'every' | string[]
+    links: Array<{ field: string, kind: 'node' | 'map' }>
+    credentials: 'never' | { fields: string[], types: string[] }
+    secretFields: Array<{ field: string, kind: string, keeps?: string[] }>
+    retries: { allowed: boolean, defaultTimeoutMs?: number, legacyRetries?: boolean }
+  }
+}
+
+function describeNodeType (definition: NodeDefinition): NodeTypeDescription {
+  const { traits } = definition
+  return {
+    type: definition.type,
+    description: definition.description,
+    configSchema: JSON.parse(JSON.stringify(nodeConfigSchema(definition))) as Record<string, unknown>,
+    example: definition.example,
+    traits: {
+      pure: traits.pure,
+      recordsBeforeEffect: traits.recordsBeforeEffect,
+      templateFields: traits.templateFields === 'every' ? 'every' : [...traits.templateFields],
+      links: traits.links.map((link) => ({ ...link })),
+      credentials: traits.credentials === 'never' ? 'never' : { fields: [...traits.credentials.fields], types: [...traits.credentials.types] },
+      secretFields: traits.secretFields.map((secret) => secret.kind === 'entries' && secret.keeps !== undefined
+        ? { field: secret.field, kind: secret.kind, keeps: [...secret.keeps].sort() }
+        : { field: secret.field, kind: secret.kind }),
+      retries: { ...traits.retries }
+    }
+  }
+}
+
+let descriptions: NodeTypeDescription[] | undefined
+
+/** Every node type described, in catalogue order (made once: definitions do not change while the process runs). */
+export function describeNodeTypes (): NodeTypeDescription[] {
+  descriptions ??= DEFINITIONS.map(describeNodeType)
+  return descriptions
 }

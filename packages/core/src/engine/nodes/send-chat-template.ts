@@ -1,11 +1,22 @@
-import type { NodeExecutor } from '../types.ts'
+import { Type } from 'typebox'
 import { NodeError } from '../types.ts'
-import { sendRetryably } from './chat-send.ts'
+import { CHAT_FIELDS, CHAT_TRAITS, sendRetryably } from './chat-send.ts'
 import { optionalString, requiredString } from './config.ts'
+import { defineNode, templated } from './definition.ts'
 
 /** An approved template through one of the workflow owner's chat accounts, with the node's idempotency key. */
-export const sendChatTemplate: NodeExecutor<'send_chat_template'> = {
+export const sendChatTemplate = defineNode({
   type: 'send_chat_template',
+  description: 'Sends an approved message template: the way to start a conversation outside the 24-hour window.',
+  config: {
+    phone: CHAT_FIELDS.phone,
+    templateName: templated(Type.String({ minLength: 1, maxLength: 512, description: 'The approved template’s name.' })),
+    lang: Type.Optional(templated(Type.String({ minLength: 1, maxLength: 16, default: 'en_US', description: 'The template’s language code.' }))),
+    components: Type.Optional(templated(Type.Array(Type.Unknown(), { maxItems: 100, description: 'The template’s components (header, body and button parameters), as the platform takes them.' }))),
+    accountId: CHAT_FIELDS.accountId
+  },
+  example: { phone: '{{triggerData.phone}}', templateName: 'hello_world', lang: 'en_US' },
+  traits: CHAT_TRAITS,
   async execute ({ config, run, deps, beforeEffect, attempt, idempotencyKey, signal }) {
     const templateName = requiredString(config, 'templateName')
     const components = config.components
@@ -24,4 +35,4 @@ export const sendChatTemplate: NodeExecutor<'send_chat_template'> = {
     const sent = await sendRetryably(async () => await deps.chat.sendTemplate(input, { idempotencyKey, signal }))
     return { output: { wamid: sent.wamid, kind: 'template', to: sent.to, templateName } }
   }
-}
+})

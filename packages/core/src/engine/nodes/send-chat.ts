@@ -1,10 +1,20 @@
-import type { NodeExecutor } from '../types.ts'
-import { sendRetryably } from './chat-send.ts'
+import { Type } from 'typebox'
+import { CHAT_FIELDS, CHAT_TRAITS, sendRetryably } from './chat-send.ts'
 import { optionalString, requiredString } from './config.ts'
+import { defineNode, templated } from './definition.ts'
 
 /** Free text through one of the workflow owner's chat accounts, with the node's idempotency key. */
-export const sendChat: NodeExecutor<'send_chat'> = {
+export const sendChat = defineNode({
   type: 'send_chat',
+  description: 'Sends a text message to a chat number (inside the 24-hour window of the conversation).',
+  config: {
+    phone: CHAT_FIELDS.phone,
+    text: templated(Type.String({ minLength: 1, maxLength: 4096, description: 'The message text.' })),
+    accountId: CHAT_FIELDS.accountId,
+    replyToId: Type.Optional(templated(Type.String({ description: 'The wamid of a message this one replies to.' })))
+  },
+  example: { phone: '{{triggerData.phone}}', text: 'Hi {{triggerData.name}}' },
+  traits: CHAT_TRAITS,
   async execute ({ config, run, deps, beforeEffect, attempt, idempotencyKey, signal }) {
     const input = {
       userId: run.userId,
@@ -17,4 +27,4 @@ export const sendChat: NodeExecutor<'send_chat'> = {
     const sent = await sendRetryably(async () => await deps.chat.sendText(input, { idempotencyKey, signal }))
     return { output: { wamid: sent.wamid, kind: 'text', to: sent.to } }
   }
-}
+})

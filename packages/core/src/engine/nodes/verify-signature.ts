@@ -1,7 +1,9 @@
 import { createHmac, getHashes, timingSafeEqual } from 'node:crypto'
 import { getPath } from '../template.ts'
-import { NodeError, type NodeCredential, type NodeExecutor } from '../types.ts'
+import { Type } from 'typebox'
+import { NodeError, type NodeCredential } from '../types.ts'
 import { optionalString, requiredString } from './config.ts'
+import { defineNode, oneOfAnyCase, PURE_TRAITS, templated } from './definition.ts'
 
 const ALGORITHMS = ['sha1', 'sha256', 'sha384', 'sha512'].filter((name) => getHashes().includes(name))
 const ENCODINGS = ['hex', 'base64'] as const
@@ -25,8 +27,23 @@ function credentialSecret ({ name, type, data }: NodeCredential): string {
  * a request header (spec 5.6). Any mismatch fails the run with `Invalid signature`.
  * The secret is `secret`, or the hmac credential named by `credential`.
  */
-export const verifySignature: NodeExecutor<'verify_signature'> = {
+export const verifySignature = defineNode({
   type: 'verify_signature',
+  description: 'Checks the HMAC signature of the inbound webhook that started the run; a mismatch fails the run.',
+  config: {
+    header: templated(Type.String({ minLength: 1, maxLength: 256, description: 'The request header that carries the signature.' })),
+    secret: Type.Optional(templated(Type.String({ minLength: 1, description: 'The shared secret; better: credential.' }))),
+    credential: Type.Optional(Type.String({ minLength: 1, description: 'The name of an hmac credential holding the secret.' })),
+    algorithm: Type.Optional(templated(oneOfAnyCase(ALGORITHMS, { default: 'sha256', description: 'The HMAC hash.' }))),
+    encoding: Type.Optional(templated(oneOfAnyCase(ENCODINGS, { default: 'hex', description: 'How the signature is written.' }))),
+    prefix: Type.Optional(templated(Type.String({ maxLength: 64, description: 'Text before the signature in the header (sha256=).' })))
+  },
+  example: { secret: 'replace-me', header: 'x-signature', algorithm: 'sha256', encoding: 'hex', prefix: 'sha256=' },
+  traits: {
+    ...PURE_TRAITS,
+    credentials: { fields: ['credential', 'secret'], types: ['hmac'] },
+    secretFields: [{ field: 'secret', kind: 'value' }]
+  },
   async execute ({ config, run, log, credential }) {
     const secret = credential === undefined ? requiredString(config, 'secret') : credentialSecret(credential)
     const header = requiredString(config, 'header').toLowerCase()
@@ -55,4 +72,4 @@ export const verifySignature: NodeExecutor<'verify_signature'> = {
     }
     return { output: { valid: true } }
   }
-}
+})

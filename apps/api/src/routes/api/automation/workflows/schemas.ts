@@ -1,6 +1,7 @@
 import { Type } from 'typebox'
 import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
 import { BULK_RETRY_MAX_RUNS, BULK_RETRY_STATUSES } from '@switchboard/core/triggers'
+import { NODE_TYPES } from '@switchboard/core/engine'
 import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from '@switchboard/core/workflows'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 import { ReplayVersion, RunRetried } from '../runs/schemas.ts'
@@ -8,13 +9,13 @@ import { ReplayVersion, RunRetried } from '../runs/schemas.ts'
 export const TriggerType = Type.Enum(TRIGGER_TYPES)
 export const Domain = Type.Enum(DOMAINS)
 
-/** A JSON object whose keys depend on something else (trigger type, node type). */
-const FreeObject = Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true }))
-
 export const WorkflowNode = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 100 }),
-  type: Type.String({ minLength: 1, maxLength: 100, description: 'send_chat, send_chat_template, http_request, condition, wait, set, verify_signature' }),
-  config: Type.Optional(FreeObject),
+  type: Type.String({ minLength: 1, maxLength: 100, description: NODE_TYPES.join(', ') }),
+  config: Type.Optional(Type.Unsafe<Record<string, unknown>>(Type.Object({}, {
+    additionalProperties: true,
+    description: 'The config of the node’s type: GET /api/automation/node-types gives each type’s JSON Schema (docs/nodes.md).'
+  }))),
   next: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'id of the following node' }))
 }, { additionalProperties: false })
 

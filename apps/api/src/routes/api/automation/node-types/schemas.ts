@@ -1,0 +1,32 @@
+import { Type } from 'typebox'
+
+const LinkField = Type.Object({ field: Type.String(), kind: Type.Union([Type.Literal('node'), Type.Literal('map')]) })
+const SecretField = Type.Object({ field: Type.String(), kind: Type.String(), keeps: Type.Optional(Type.Array(Type.String())) })
+
+/** docs/nodes.md explains each trait. */
+const NodeTraits = Type.Object({
+  pure: Type.Boolean({ description: 'No outside effect: runs in memory between checkpoints.' }),
+  recordsBeforeEffect: Type.Boolean({ description: 'Writes the run’s checkpoint itself right before its outside effect.' }),
+  templateFields: Type.Union([Type.Literal('every'), Type.Array(Type.String())], { description: 'The config fields rendered as templates.' }),
+  links: Type.Array(LinkField, { description: 'Config fields that hold node ids (branches), in the order the engine follows them.' }),
+  credentials: Type.Union([
+    Type.Literal('never'),
+    Type.Object({ fields: Type.Array(Type.String()), types: Type.Array(Type.String()) })
+  ], { description: 'The fields that may refer to credentials, and the credential types its credential field takes.' }),
+  secretFields: Type.Array(SecretField, { description: 'Where a secret may be written: an export removes literal values there.' }),
+  retries: Type.Object({
+    allowed: Type.Boolean(),
+    defaultTimeoutMs: Type.Optional(Type.Number()),
+    legacyRetries: Type.Optional(Type.Boolean())
+  }, { description: 'Whether retry and timeoutMs apply, and the default time limit.' })
+})
+
+export const NodeTypes = Type.Object({
+  nodeTypes: Type.Array(Type.Object({
+    type: Type.String(),
+    description: Type.String(),
+    configSchema: Type.Object({}, { additionalProperties: true, description: 'The config’s JSON Schema.' }),
+    example: Type.Object({}, { additionalProperties: true, description: 'A starting config.' }),
+    traits: NodeTraits
+  }))
+})
