@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createJsonSizer } from '../src/engine/json-size.ts'
-import { getPath, renderTemplate } from '../src/engine/template.ts'
+import { getPath, renderTemplate, templatePaths, templateProblem } from '../src/engine/template.ts'
 
 const result = {
   triggerData: {
@@ -112,4 +112,46 @@ t.test('a large object referenced thousands of times fails after a few reference
     t.ok(performance.now() - started < 1000, `refused in ${Math.round(performance.now() - started)}ms`)
   }
   t.same(renderTemplate({ values: { a: '{{triggerData}}' } }, scope, undefined, { maxBytes }), { values: { a: big } })
+})
+
+t.test('filters transform a value after its path: upper, lower, trim, default, json, length, date', async (t) => {
+  const scope = { ...result, triggerData: { ...result.triggerData, name: ' Ada ', at: '2026-03-01T09:30:00Z', ms: 0, empty: '' } }
+  t.equal(renderTemplate('{{triggerData.name | trim | upper}}', scope), 'ADA')
+  t.equal(renderTemplate('Hi {{ triggerData.name|lower }}!', scope), 'Hi  ada !')
+  t.equal(renderTemplate("{{triggerData.missing | default: 'none'}}", scope), 'none')
+  t.equal(renderTemplate('{{triggerData.empty | default: 7}}', scope), 7, 'a single placeholder keeps the default’s type')
+  t.equal(renderTemplate("{{triggerData.count | default: 'none'}}", scope), 3, 'a present value passes through')
+  t.equal(renderTemplate('{{n1.body | json}}', scope), '{"id":"order-7","tags":["x","y"]}')
+  t.equal(renderTemplate('{{triggerData.items | length}}', scope), 2)
+  t.equal(renderTemplate('{{n1.body.id | length}}', scope), 7)
+  t.equal(renderTemplate("{{triggerData.at | date: 'yyyy-MM-dd HH:mm'}}", scope), '2026-03-01 09:30')
+  t.equal(renderTemplate("{{triggerData.at | date: 'HH:mm', 'Asia/Tokyo'}}", scope), '18:30')
+  t.equal(renderTemplate("{{triggerData.ms | date: 'yyyy'}}", scope), '1970', 'epoch milliseconds')
+  t.equal(renderTemplate("{{triggerData.at | date: 'yyyy|MM'}}", scope), '2026|03', 'a bar inside quotes is text')
+})
+
+t.test('a missing value with a default is not reported missing; without one it is', async (t) => {
+  const missing: string[] = []
+  renderTemplate("{{a.b | default: 'x'}} {{c.d | upper}}", {}, (path) => missing.push(path))
+  t.same(missing, ['c.d'])
+})
+
+t.test('filters are checked when a workflow is saved, and paths read before them', async (t) => {
+  t.equal(templateProblem({ a: ['{{x | upper}}', "{{y | default: 'z'}}"] }), undefined)
+  t.match(templateProblem('{{x | eval}}'), /Unknown template filter: eval/)
+  t.match(templateProblem('{{x | default}}'), /default takes one argument/)
+  t.match(templateProblem('{{x | upper: 1}}'), /upper takes no argument/)
+  t.match(templateProblem("{{x | default: 'open}}"), /unclosed quote/)
+  t.match(templateProblem('{{x | default: bare}}'), /must be quoted text or a number/)
+  t.match(templateProblem("{{x | date: 'yyyy', 'Mars/Base'}}"), /unknown timezone/)
+  t.match(templateProblem(`{{x ${'| trim '.repeat(11)}}}`), /at most 10 filters/)
+  t.same(templatePaths('{{credentials.api.token | trim}}'), ['credentials.api.token'])
+  t.throws(() => renderTemplate("{{triggerData.phone | date: 'yyyy'}}", result), /date filter: 15550001111 is not a time/)
+})
+
+t.test('filters stay linear: a placeholder of 100,000 bars and quotes is parsed in one pass', async (t) => {
+  const started = performance.now()
+  t.match(templateProblem(`{{x ${'|'.repeat(100_000)}}}`), /at most 10 filters|Unknown template filter/)
+  t.match(templateProblem(`{{x | default: '${'\\\''.repeat(50_000)}}}`), /unclosed quote|longer than/)
+  t.ok(performance.now() - started < 1000)
 })

@@ -1,8 +1,10 @@
 /**
  * `{{path}}` templates (contract, "Templates"): paths resolve against the run's
- * `result`, so `{{triggerData.phone}}` and `{{n1.body.id}}` both work.
+ * `result`, so `{{triggerData.phone}}` and `{{n1.body.id}}` both work; filters
+ * may follow the path (`{{triggerData.name | upper}}`, template-filters.ts).
  */
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
+import { applyFilters, expectsMissing, parseFilters } from './template-filters.ts'
 import { NodeError } from './types.ts'
 
 /** Called once per placeholder whose path resolves to nothing. */
@@ -20,6 +22,8 @@ interface Placeholder {
   /** Just after the closing `}}`. */
   end: number
   path: string
+  /** What follows the path's first `|`: its filters, unparsed. */
+  filters?: string
 }
 
 const CLOSE_BRACE = 0x7d
@@ -49,7 +53,7 @@ function placeholders (text: string): Placeholder[] {
     if (nextClose < inner) nextClose = indexOrEnd('}', inner)
     const stop = Math.min(nextOpen, nextClose)
     if (stop < text.length && text.charCodeAt(stop) === CLOSE_BRACE && text.charCodeAt(stop + 1) === CLOSE_BRACE) {
-      found.push({ start, end: stop + 2, path: text.slice(inner, stop).trim() })
+      found.push({ start, end: stop + 2, ...expressionOf(text.slice(inner, stop)) })
       from = stop + 2
     } else {
       // Between `inner` and `stop` there is no brace, so the next `{{` starts at `stop` or later, or
@@ -57,6 +61,12 @@ function placeholders (text: string): Placeholder[] {
       from = stop > inner ? stop : start + 1
     }
   }
+}
+
+/** A placeholder's text: its path, and the filters after the first `|` (a path never holds one). */
+function expressionOf (text: string): { path: string, filters?: string } {
+  const bar = text.indexOf('|')
+  return bar === -1 ? { path: text.trim() } : { path: text.slice(0, bar).trim(), filters: text.slice(bar + 1) }
 }
 
 /**
@@ -91,6 +101,31 @@ export function templatePaths (value: unknown): string[] {
 }
 
 /**
+ * The first problem of the placeholders in the strings of `value` (an unknown filter, a bad
+ * argument), for a workflow being saved; undefined when there is none.
+ */
+export function templateProblem (value: unknown): string | undefined {
+  if (typeof value === 'string') {
+    if (!value.includes('{{')) return undefined
+    for (const { filters } of placeholders(value)) {
+      if (filters === undefined) continue
+      try {
+        parseFilters(filters)
+      } catch (err) {
+        return (err as Error).message
+      }
+    }
+    return undefined
+  }
+  const items = Array.isArray(value) ? value : value !== null && typeof value === 'object' ? Object.values(value) : []
+  for (const item of items) {
+    const problem = templateProblem(item)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+/**
  * Renders one value against `scope` while counting the size of the result
  * as JSON, so that a config which would render to gigabytes fails after the
  * first pieces past the limit instead of being built.
@@ -113,10 +148,11 @@ class Renderer {
     if (this.remaining < 0) this.tooLarge()
   }
 
-  private resolve (path: string): unknown {
+  private resolve ({ path, filters }: Placeholder): unknown {
     const value = getPath(this.scope, path)
-    if (value === undefined) this.onMissing?.(path)
-    return value
+    const parsed = filters === undefined ? [] : parseFilters(filters)
+    if (value === undefined && !expectsMissing(parsed)) this.onMissing?.(path)
+    return parsed.length === 0 ? value : applyFilters(value, parsed)
   }
 
   render (value: unknown): unknown {
@@ -147,7 +183,7 @@ class Renderer {
     }
     // A string that is exactly one placeholder keeps the value itself: it costs its size as JSON.
     if (found.length === 1 && found[0].start === 0 && found[0].end === text.length) {
-      const value = this.resolve(found[0].path)
+      const value = this.resolve(found[0])
       if (value === undefined) {
         this.charge(2)
         return ''
@@ -164,10 +200,10 @@ class Renderer {
       if (length + 2 > this.remaining) this.tooLarge()
       pieces.push(piece)
     }
-    for (const { start, end, path } of found) {
-      append(text.slice(copied, start))
-      append(this.stringify(this.resolve(path), this.remaining - length))
-      copied = end
+    for (const placeholder of found) {
+      append(text.slice(copied, placeholder.start))
+      append(this.stringify(this.resolve(placeholder), this.remaining - length))
+      copied = placeholder.end
     }
     append(text.slice(copied))
     const rendered = pieces.join('')

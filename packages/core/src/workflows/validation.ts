@@ -4,6 +4,7 @@ import { DomainError } from '../errors.ts'
 import type { NodeDefinition } from '../engine/nodes/definition.ts'
 import { NODE_LINK_FIELDS, nodeDefinition } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
+import { templateProblem } from '../engine/template.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { checkNodeConfig } from './node-config.ts'
 import { outgoingLinks } from './graph.ts'
@@ -50,7 +51,8 @@ function checkLinkShape (node: WorkflowNode, definition: NodeDefinition): void {
 
 /**
  * A node's config as its definition wants it: the type's own checks (a `matches` pattern, a switch
- * set when written), `retry` and `timeoutMs` (README, Retries and time-outs), then its schema.
+ * set when written), `retry` and `timeoutMs` (README, Retries and time-outs), the filters of its
+ * templates (README, Templates), then its schema.
  */
 function checkConfig (node: WorkflowNode, definition: NodeDefinition): void {
   const config = node.config ?? {}
@@ -60,7 +62,9 @@ function checkConfig (node: WorkflowNode, definition: NodeDefinition): void {
   } catch (err) {
     throw invalidField(`Node ${node.id}: ${(err as Error).message}`)
   }
-  const problem = checkNodeConfig(definition, config)
+  const { templateFields } = definition.traits
+  const templates = templateFields === 'every' ? config : templateFields.map((field) => config[field])
+  const problem = templateProblem(templates) ?? checkNodeConfig(definition, config)
   if (problem !== undefined) throw invalidField(`Node ${node.id}: ${problem}`)
 }
 
