@@ -11,9 +11,20 @@ const fieldName = (instancePath: string): string =>
 
 interface SchemaError {
   keyword: string
+  schemaPath: string
   instancePath: string
   params: Record<string, unknown>
   message: string
+}
+
+/** The sub-schema an error's `schemaPath` (`#/properties/text/anyOf/1`) points at. */
+function schemaAt (schema: unknown, pointer: string): unknown {
+  let at = schema
+  for (const part of pointer.replace(/^#\/?/, '').split('/').filter((segment) => segment !== '')) {
+    if (at === null || typeof at !== 'object') return undefined
+    at = (at as Record<string, unknown>)[part.replaceAll('~1', '/').replaceAll('~0', '~')]
+  }
+  return at
 }
 
 function describe (error: SchemaError): string {
@@ -34,11 +45,13 @@ export function checkNodeConfig (definition: NodeDefinition, config: Record<stri
   const present = Object.fromEntries(Object.entries(config).filter(([, value]) => value !== null))
   if (Value.Check(schema, present)) return undefined
   const errors = Value.Errors(schema, present) as SchemaError[]
-  const first = errors.find((error) => error.keyword !== 'anyOf') ?? errors[0]
+  // The branch of `templated` that would have taken a template: said as "(or a template)".
+  const isTemplateBranch = (error: SchemaError): boolean => (schemaAt(schema, error.schemaPath) as { pattern?: string } | undefined)?.pattern === TEMPLATE_PATTERN
+  const first = errors.find((error) => error.keyword !== 'anyOf' && !isTemplateBranch(error)) ?? errors[0]
   if (first === undefined) return 'config does not match its schema'
   const here = errors.filter((error) => error.instancePath === first.instancePath && error.keyword !== 'anyOf')
-  const templateAllowed = here.some((error) => error.keyword === 'pattern' && error.params.pattern === TEMPLATE_PATTERN)
-  const reasons = [...new Set(here.filter((error) => !(error.keyword === 'pattern' && error.params.pattern === TEMPLATE_PATTERN)).map(describe))]
+  const templateAllowed = here.some(isTemplateBranch)
+  const reasons = [...new Set(here.filter((error) => !isTemplateBranch(error)).map(describe))]
   const field = first.keyword === 'required' ? 'config' : fieldName(first.instancePath)
   return `${field} ${reasons.join(' or ')}${templateAllowed ? ' (or a template)' : ''}`
 }

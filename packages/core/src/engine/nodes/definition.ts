@@ -87,8 +87,14 @@ export const PURE_TRAITS: NodeTraits = {
 
 const TEMPLATE = Type.String({ pattern: '\\{\\{', description: 'a template, rendered when the node runs' })
 
-/** A field that may also be written as a template (`{{triggerData.amount}}`), checked once rendered. */
-export const templated = <T extends TSchema>(schema: T) => Type.Union([schema, TEMPLATE], { description: (schema as { description?: string }).description })
+/**
+ * A field that may also be written as a template (`{{triggerData.amount}}`), checked once
+ * rendered; its description and default are the union's, where forms and docs read them.
+ */
+export function templated<T extends TSchema> (schema: T) {
+  const { description, default: fallback } = schema as { description?: string, default?: unknown }
+  return Type.Union([schema, TEMPLATE], { ...(description === undefined ? {} : { description }), ...(fallback === undefined ? {} : { default: fallback }) })
+}
 
 /** A node definition, typed by its `type` so that the catalogue can check it has every type's. */
 export const defineNode = <const T extends string>(definition: NodeDefinition<T>): NodeDefinition<T> => definition
