@@ -15,12 +15,25 @@ export interface Limits {
   cronMinIntervalSeconds: number
   /** EVENT_FANOUT_MAX: runs one event emission may start. */
   eventFanoutMax: number
+  /** CODE_MAX_BYTES: the most a code node's code may take, in bytes of UTF-8 (README, Code). */
+  codeMaxBytes: number
 }
 
 export const DEFAULT_LIMITS: Limits = {
   workflowMaxNodes: 2000,
   cronMinIntervalSeconds: 60,
-  eventFanoutMax: 20_000
+  eventFanoutMax: 20_000,
+  codeMaxBytes: 64 * 1024
+}
+
+/** The sandbox of code nodes in each worker (README, Code). */
+export interface CodeSandboxConfig {
+  /** CODE_SANDBOX_THREADS: worker threads running code nodes; code nodes beyond wait for one. */
+  threads: number
+  /** CODE_MEMORY_BYTES: the memory one code node may use. */
+  memoryBytes: number
+  /** CODE_CPU_MS: the time one code node may compute. */
+  cpuMs: number
 }
 
 export interface Timeouts {
@@ -113,6 +126,7 @@ export interface Config {
   /** The most a run's `result` (triggerData and every node's output) may serialize to, in bytes of JSON. */
   runResultMaxBytes: number
   limits: Limits
+  codeSandbox: CodeSandboxConfig
   /** Every user's quotas unless an admin set others for them (USER_QUOTA_*; README, Quotas). */
   quotas: Quotas
   /**
@@ -535,7 +549,13 @@ export function loadConfig (env: Env = process.env): Config {
     limits: {
       workflowMaxNodes: int('WORKFLOW_MAX_NODES', DEFAULT_LIMITS.workflowMaxNodes, 1, 100_000),
       cronMinIntervalSeconds: int('CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
-      eventFanoutMax: int('EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000)
+      eventFanoutMax: int('EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000),
+      codeMaxBytes: int('CODE_MAX_BYTES', DEFAULT_LIMITS.codeMaxBytes, 1024, 1024 * 1024)
+    },
+    codeSandbox: {
+      threads: int('CODE_SANDBOX_THREADS', 2, 1, 64),
+      memoryBytes: int('CODE_MEMORY_BYTES', 32 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
+      cpuMs: int('CODE_CPU_MS', 1000, 10, 60_000)
     },
     quotas: {
       runsPerMinute: int('USER_QUOTA_RUNS_PER_MINUTE', 60_000, 1, MAX_QUOTA),
