@@ -29,11 +29,25 @@ function schemaAt (root: unknown, schemaPath: string): Schema {
   return schema !== null && typeof schema === 'object' ? schema as Record<string, unknown> : undefined
 }
 
+/**
+ * The unions a failed branch (`…/op/anyOf/0/anyOf/3`) is part of, innermost first: what else the
+ * value may be. Its errors may not all be listed (Value.Errors stops at 8).
+ */
+function unionsAround (root: unknown, schemaPath: string): Schema[][] {
+  const unions: Schema[][] = []
+  for (let path = schemaPath; /\/anyOf\/\d+$/.test(path);) {
+    path = path.replace(/\/anyOf\/\d+$/, '')
+    const union = schemaAt(root, path)?.anyOf
+    if (Array.isArray(union)) unions.push(union as Schema[])
+  }
+  return unions
+}
+
 /** The values of a union of literals (`Type.Union([Type.Literal(…), …])`) the failed `const` belongs to. */
 function literalsAround (root: unknown, error: SchemaError): unknown[] | undefined {
-  const union = schemaAt(root, error.schemaPath.replace(/\/anyOf\/\d+$/, ''))?.anyOf
-  if (!Array.isArray(union) || !union.every((member: Schema) => member !== undefined && 'const' in member)) return undefined
-  return union.map((member: Record<string, unknown>) => member.const)
+  const [union] = unionsAround(root, error.schemaPath)
+  if (union === undefined || !union.every((member) => member !== undefined && 'const' in member)) return undefined
+  return union.map((member) => member?.const)
 }
 
 function describe (error: SchemaError, root: unknown): string {
@@ -70,7 +84,8 @@ export function checkNodeConfig (definition: NodeDefinition, config: Record<stri
   const here = errors.filter((error) => error.instancePath === first.instancePath && error.keyword !== 'anyOf')
   // The template branch of a `templated` field fails as not text or not a template: it only says one is allowed.
   const isTemplateBranch = (error: SchemaError): boolean => schemaAt(schema, error.schemaPath)?.pattern === TEMPLATE_PATTERN
-  const templateAllowed = here.some(isTemplateBranch)
+  const templateAllowed = here.some((error) => unionsAround(schema, error.schemaPath).some((union) =>
+    union.some((member) => member?.pattern === TEMPLATE_PATTERN)))
   const reasons = [...new Set(here.filter((error) => !isTemplateBranch(error)).map((error) => describe(error, schema)))]
   const field = first.keyword === 'required' ? 'config' : fieldName(first.instancePath)
   return `${field} ${reasons.join(' or ')}${templateAllowed ? ' (or a template)' : ''}`

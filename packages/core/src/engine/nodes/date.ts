@@ -31,9 +31,9 @@ function readFormat (config: Record<string, unknown>): string | undefined {
   return format
 }
 
-/** Why luxon refused a date, in its words. */
+/** Why luxon refused a date, in its words (after arithmetic it gives no explanation). */
 const reasonOf = (moment: DateTime): string =>
-  [moment.invalidReason, moment.invalidExplanation].filter((part) => part !== null).join(': ')
+  [moment.invalidReason, moment.invalidExplanation].filter((part) => typeof part === 'string' && part !== '').join(': ')
 
 /**
  * A moment from ISO 8601 text or epoch milliseconds, or, with `format`, from text in that format
