@@ -9,6 +9,7 @@ const OPS = ['count', 'sum', 'min', 'max', 'avg'] as const
 type Op = typeof OPS[number]
 /** An output name is one path segment, so that later nodes read it as {{<node id>.<name>}}. */
 const NAME_PATTERN = '^[A-Za-z0-9_-]+$'
+const NAME = new RegExp(NAME_PATTERN)
 const NAME_MAX_LENGTH = 64
 
 interface Operation {
@@ -41,7 +42,7 @@ function readOperations (config: Record<string, unknown>, rawConfig: Record<stri
     const op = requiredChoice(entry, 'op', OPS, `operations[${i}].op`)
     const field = readPath(entry, 'field', `operations[${i}].field`)
     const { as } = entry
-    if (as !== undefined && as !== null && (typeof as !== 'string' || !new RegExp(NAME_PATTERN).test(as) || as.length > NAME_MAX_LENGTH)) {
+    if (as !== undefined && as !== null && (typeof as !== 'string' || !NAME.test(as) || as.length > NAME_MAX_LENGTH)) {
       throw new NodeError(`operations[${i}].as must be a name of letters, digits, _ and - (at most ${NAME_MAX_LENGTH})`)
     }
     return { op, field, name: typeof as === 'string' ? as : defaultName(op, field) }
