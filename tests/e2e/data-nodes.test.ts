@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, createHmac } from 'node:crypto'
 import t from 'tap'
 import { startStack } from '@switchboard/testing/processes'
 
@@ -46,6 +46,24 @@ t.test('split → filter → sort → dedupe → aggregate → date → crypto: 
   t.same(run.result.totals, { count: 2, revenue: 280.5, max_total: 200 })
   t.same(run.result.due, { value: '2024-04-01T10:30:00.000+02:00' }, 'seven calendar days in Paris: 10:30 there before and after the change of clocks')
   t.same(run.result.fingerprint, { value: createHash('sha256').update('280.5|2024-04-01T10:30:00.000+02:00').digest('hex') })
+})
+
+t.test('crypto signs with an hmac credential, which no other field of it may read', async (t) => {
+  const secret = 'e2e-signing-secret'
+  const created = await call('POST', '/api/automation/credentials', { token, body: { name: 'report-signing', type: 'hmac', data: { secret } } })
+  t.equal(created.status, 201)
+  const run = await client.runWorkflow(token, {
+    nodes: [{ id: 'sign', type: 'crypto', config: { operation: 'hmac', value: '{{triggerData.payload}}', credential: 'report-signing', encoding: 'base64url' } }]
+  }, { payload: { id: 'A1', total: 120 } })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.same(run.result.sign, { value: createHmac('sha256', secret).update('{"id":"A1","total":120}').digest('base64url') })
+
+  const copied = await call('POST', '/api/automation/workflows', {
+    token,
+    body: { name: 'hash a secret', triggerType: 'MANUAL', nodes: [{ id: 'leak', type: 'crypto', config: { operation: 'hash', value: '{{credentials.report-signing.secret}}' } }] }
+  })
+  t.equal(copied.status, 400)
+  t.equal(copied.body.message, 'Node leak: credentials cannot be used in value: crypto nodes use them only in credential')
 })
 
 t.test('a data node given what it cannot use fails the run with the reason', async (t) => {
