@@ -6,13 +6,18 @@ import { NodeError } from '../types.ts'
 import { optionalObject, optionalString } from './config.ts'
 import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 
-const CONDITION_OPERATORS = [
+/** How a value is tested against an expected one: the condition node's and the filter node's (./filter.ts). */
+export const CONDITION_OPERATORS = [
   'equals', 'notEquals', 'contains', 'startsWith', 'exists', 'notExists',
   'gt', 'gte', 'lt', 'lte', 'in', 'matches'
 ] as const
-type Operator = typeof CONDITION_OPERATORS[number]
+export type ConditionOperator = typeof CONDITION_OPERATORS[number]
 
-const isOperator = (value: string): value is Operator => (CONDITION_OPERATORS as readonly string[]).includes(value)
+export const isConditionOperator = (value: string): value is ConditionOperator => (CONDITION_OPERATORS as readonly string[]).includes(value)
+
+/** The operator field's schema: one of the operators, or a template. */
+export const operatorField = (description: string) =>
+  Type.Optional(templated(Type.Union(CONDITION_OPERATORS.map((name) => Type.Literal(name)), { description })))
 
 /**
  * `matches` runs RE2 (re2js): time linear in the text matched, whatever the
@@ -25,8 +30,17 @@ export const MATCH_PROGRAM_MAX_SIZE = 500
 /** @internal exported for its tests */
 export const MATCH_SUBJECT_MAX_LENGTH = 65_536
 
+/**
+ * Patterns compiled, by their text: a filter tests one pattern on up to 10,000 items, and
+ * compiling costs far more than matching. Emptied when full, which the bound keeps rare.
+ */
+const compiledPatterns = new Map<string, RE2JS>()
+const COMPILED_PATTERNS_MAX = 64
+
 /** Compiles a `matches` pattern; a NodeError says why one is refused. */
 function compileMatchPattern (pattern: string): RE2JS {
+  const cached = compiledPatterns.get(pattern)
+  if (cached !== undefined) return cached
   if (pattern.length > MATCH_PATTERN_MAX_LENGTH) {
     throw new NodeError(`value is not a usable regular expression: longer than ${MATCH_PATTERN_MAX_LENGTH} characters`)
   }
@@ -40,7 +54,19 @@ function compileMatchPattern (pattern: string): RE2JS {
   if (compiled.programSize() > MATCH_PROGRAM_MAX_SIZE) {
     throw new NodeError(`value is not a usable regular expression: it compiles to ${compiled.programSize()} instructions, more than ${MATCH_PROGRAM_MAX_SIZE}`)
   }
+  if (compiledPatterns.size >= COMPILED_PATTERNS_MAX) compiledPatterns.clear()
+  compiledPatterns.set(pattern, compiled)
   return compiled
+}
+
+/**
+ * The save-time check of a `matches` pattern: a literal one must compile (a NodeError says
+ * why not); a pattern written as a template is known only when the node runs, and checked then.
+ */
+export function checkLiteralMatchPattern (operator: unknown, pattern: unknown): void {
+  if (operator === 'matches' && (typeof pattern === 'number' || (typeof pattern === 'string' && !pattern.includes('{{')))) {
+    compileMatchPattern(String(pattern))
+  }
 }
 
 function matches (value: unknown, expected: unknown): boolean {
@@ -74,7 +100,8 @@ function compare (left: unknown, right: unknown): number | undefined {
   return x < y ? -1 : x > y ? 1 : 0
 }
 
-function test (operator: Operator | undefined, value: unknown, expected: unknown): boolean {
+/** Whether `value` passes `operator` against `expected`; no operator: whether it is truthy. */
+export function testCondition (operator: ConditionOperator | undefined, value: unknown, expected: unknown): boolean {
   switch (operator) {
     case undefined: return Boolean(value)
     case 'equals': return equals(value, expected)
@@ -107,7 +134,7 @@ export const condition = defineNode({
   description: 'Branches: tests a value of the run and continues with then or else, or picks one of cases.',
   config: {
     field: Type.String({ minLength: 1, description: 'A path into the run (triggerData.body.event, n1.status), or a template.' }),
-    operator: Type.Optional(templated(Type.Union(CONDITION_OPERATORS.map((name) => Type.Literal(name)), { description: 'How field is tested against value; absent: field is truthy.' }))),
+    operator: operatorField('How field is tested against value; absent: field is truthy.'),
     value: Type.Optional(Type.Unknown({ description: 'What field is compared with (a list for in, an RE2 pattern for matches).' })),
     then: Type.Optional(Type.String({ description: 'The node to continue with when the test passes.' })),
     else: Type.Optional(Type.String({ description: 'The node to continue with when it fails.' })),
@@ -119,12 +146,8 @@ export const condition = defineNode({
     ...PURE_TRAITS,
     links: [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }, { field: 'cases', kind: 'map' }, { field: 'default', kind: 'node' }]
   },
-  // A pattern written as a template is known only when the node runs, and checked then.
   validate (config) {
-    const pattern = config.value
-    if (config.operator === 'matches' && (typeof pattern === 'number' || (typeof pattern === 'string' && !pattern.includes('{{')))) {
-      compileMatchPattern(String(pattern))
-    }
+    checkLiteralMatchPattern(config.operator, config.value)
   },
   async execute ({ config, rawConfig, result }) {
     const rawField = rawConfig.field
@@ -144,10 +167,10 @@ export const condition = defineNode({
     }
 
     const operatorName = optionalString(config, 'operator')
-    if (operatorName !== undefined && !isOperator(operatorName)) {
+    if (operatorName !== undefined && !isConditionOperator(operatorName)) {
       throw new NodeError(`operator must be one of ${CONDITION_OPERATORS.join(', ')}`)
     }
-    const matched = test(operatorName, value, config.value)
+    const matched = testCondition(operatorName, value, config.value)
     const next = matched ? config.then : config.else
     return {
       output: { field: rawField, value: value ?? null, matched, next: typeof next === 'string' ? next : null },

@@ -1,4 +1,4 @@
-import { NodeError } from '../types.ts'
+import { NodeError, type NodeCredential } from '../types.ts'
 
 /** Reading rendered config values; errors name the field so the author can fix it. */
 
@@ -40,4 +40,28 @@ export function optionalObject (config: Record<string, unknown>, field: string):
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'object' || Array.isArray(value)) throw new NodeError(`${field} must be an object`)
   return value as Record<string, unknown>
+}
+
+/**
+ * One of `values`, written in any case (the schema's `oneOfAnyCase`), as `values` spells it.
+ * `name` is how an error names the field (`operations[0].op`).
+ */
+export function optionalChoice<const T extends string> (config: Record<string, unknown>, field: string, values: readonly T[], name = field): T | undefined {
+  const value = config[field]
+  if (value === undefined || value === null || value === '') return undefined
+  const choice = typeof value === 'string' ? values.find((candidate) => candidate.toLowerCase() === value.toLowerCase()) : undefined
+  if (choice === undefined) throw new NodeError(`${name} must be one of ${values.join(', ')}`)
+  return choice
+}
+
+export function requiredChoice<const T extends string> (config: Record<string, unknown>, field: string, values: readonly T[], name = field): T {
+  const choice = optionalChoice(config, field, values, name)
+  if (choice === undefined) throw new NodeError(`${name} is required: one of ${values.join(', ')}`)
+  return choice
+}
+
+/** The shared secret of a node's `credential`: an hmac credential's `secret`. */
+export function hmacSecret ({ name, type, data }: NodeCredential, nodeType: string): string {
+  if (type !== 'hmac' || data.secret === undefined) throw new NodeError(`Credential ${name} is ${type}: ${nodeType} needs an hmac credential`)
+  return data.secret
 }

@@ -1,10 +1,17 @@
 import { Type, type TObject, type TProperties } from 'typebox'
+import { aggregate } from './aggregate.ts'
 import { condition } from './condition.ts'
+import { cryptoNode } from './crypto.ts'
+import { date } from './date.ts'
+import { dedupe } from './dedupe.ts'
 import type { NodeDefinition, NodeLinkField } from './definition.ts'
+import { filter } from './filter.ts'
 import { httpRequest } from './http-request.ts'
 import { sendChatTemplate } from './send-chat-template.ts'
 import { sendChat } from './send-chat.ts'
 import { set } from './set.ts'
+import { sort } from './sort.ts'
+import { split } from './split.ts'
 import { verifySignature } from './verify-signature.ts'
 import { wait } from './wait.ts'
 
@@ -20,7 +27,14 @@ const DEFINITIONS = [
   condition,
   wait,
   set,
-  verifySignature
+  verifySignature,
+  split,
+  filter,
+  sort,
+  dedupe,
+  aggregate,
+  date,
+  cryptoNode
 ] as const
 
 export type NodeType = typeof DEFINITIONS[number]['type']
@@ -33,7 +47,6 @@ export const isNodeType = (type: string): type is NodeType => BY_TYPE.has(type)
 
 /** The definition of `type`, or undefined for a type the engine does not know. */
 export const nodeDefinition = (type: string): NodeDefinition | undefined => BY_TYPE.get(type)
-
 
 /** The links of each node type, for the graph functions (workflows/graph.ts), which the console bundles. */
 export const NODE_LINK_FIELDS: Readonly<Record<string, readonly NodeLinkField[]>> =

@@ -1,8 +1,8 @@
 import { createHmac, getHashes, timingSafeEqual } from 'node:crypto'
 import { getPath } from '../template.ts'
 import { Type } from 'typebox'
-import { NodeError, type NodeCredential } from '../types.ts'
-import { optionalString, requiredString } from './config.ts'
+import { NodeError } from '../types.ts'
+import { hmacSecret, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, PURE_TRAITS, templated } from './definition.ts'
 
 const ALGORITHMS = ['sha1', 'sha256', 'sha384', 'sha512'].filter((name) => getHashes().includes(name))
@@ -14,12 +14,6 @@ const INVALID_SIGNATURE = 'Invalid signature'
 function decode (text: string, encoding: Encoding): Buffer | undefined {
   const valid = encoding === 'hex' ? /^[0-9a-fA-F]*$/.test(text) && text.length % 2 === 0 : /^[A-Za-z0-9+/_-]*={0,2}$/.test(text)
   return valid ? Buffer.from(text, encoding) : undefined
-}
-
-/** The shared secret of the node's `credential`: an hmac credential's `secret`. */
-function credentialSecret ({ name, type, data }: NodeCredential): string {
-  if (type !== 'hmac' || data.secret === undefined) throw new NodeError(`Credential ${name} is ${type}: verify_signature needs an hmac credential`)
-  return data.secret
 }
 
 /**
@@ -45,7 +39,7 @@ export const verifySignature = defineNode({
     secretFields: [{ field: 'secret', kind: 'value' }]
   },
   async execute ({ config, run, log, credential }) {
-    const secret = credential === undefined ? requiredString(config, 'secret') : credentialSecret(credential)
+    const secret = credential === undefined ? requiredString(config, 'secret') : hmacSecret(credential, 'verify_signature')
     const header = requiredString(config, 'header').toLowerCase()
     const algorithm = (optionalString(config, 'algorithm') ?? 'sha256').toLowerCase()
     if (!ALGORITHMS.includes(algorithm)) throw new NodeError(`algorithm must be one of ${ALGORITHMS.join(', ')}`)
