@@ -49,7 +49,7 @@ t.test('a workflow is saved only with configs its node types accept: the field i
   const { token } = await newMember()
   const save = async (node: Record<string, unknown>) => await request({ method: 'POST', url: WORKFLOWS, token, payload: { name: 'w', triggerType: 'MANUAL', nodes: [{ id: 'n1', ...node }] } })
   const refusals: Array<[Record<string, unknown>, string]> = [
-    [{ type: 'http_request', config: { method: 'FETCH', url: 'https://example.com' } }, 'Node n1: config.method must match pattern'],
+    [{ type: 'http_request', config: { method: 'FETCH', url: 'https://example.com' } }, 'Node n1: config.method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (or a template)'],
     [{ type: 'http_request', config: {} }, 'Node n1: config url is required'],
     [{ type: 'wait', config: { minutes: -1 } }, 'Node n1: config.minutes must be >= 0 (or a template)'],
     [{ type: 'send_chat', config: { phone: '+1555', text: 5 } }, 'Node n1: config.text must be string (or a template)'],
