@@ -1,5 +1,6 @@
 import t from 'tap'
 import fc from 'fast-check'
+import { NODE_TYPES } from '@switchboard/core/engine'
 import { createLogger } from '@switchboard/core/logger'
 import { FAKE_ACCESS_TOKEN, messagesDelivery, signature, signedDelivery } from '@switchboard/testing/fake-chat-platform'
 import { TEST_ADMIN } from '@switchboard/testing/config'
@@ -79,7 +80,7 @@ const context: FuzzContext = {
     from: [new Date(Date.now() - 3_600_000).toISOString(), '2999-01-01T00:00:00Z'],
     version: ['current', 'original'],
     // Workflow definitions: real node types, ids that collide or dangle, trigger and node configs near the edge.
-    type: ['send_chat', 'send_chat_template', 'http_request', 'condition', 'wait', 'set', 'verify_signature'],
+    type: [...NODE_TYPES],
     id: ['n1', 'n2'],
     next: ['n1', 'n2', 'n9'],
     triggerConfig: [
