@@ -8,7 +8,7 @@ import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { codeSizeError, cpuTimeError, DEFAULT_CODE_SANDBOX_LIMITS, type CodeSandboxLimits } from './limits.ts'
-import type { ThreadJob, ThreadMessage, ThreadResult } from './thread.ts'
+import type { ThreadData, ThreadJob, ThreadMessage, ThreadResult } from './thread.ts'
 
 export interface CodeLogLine {
   level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR'
@@ -43,13 +43,14 @@ const EXTENSION = extname(fileURLToPath(import.meta.url))
 /** thread.js next to pool.js in the build (dist/), thread.ts next to pool.ts when run from source. */
 const THREAD_URL = new URL(`./thread${EXTENSION}`, import.meta.url)
 
-function startWorker (): Worker {
-  if (EXTENSION !== '.ts') return new Worker(THREAD_URL)
+function startWorker (workerData: ThreadData): Worker {
+  if (EXTENSION !== '.ts') return new Worker(THREAD_URL, { workerData })
   // Run from source, with tsx (the tap config in package.json): on Node 20
   // tsx registers its loader on the main thread only, although a worker
   // inherits `--import=tsx`, so the thread registers it before loading
   // thread.ts.
-  return new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(THREAD_URL.href)}) })`, { eval: true })
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(THREAD_URL.href)}) })`
+  return new Worker(bootstrap, { eval: true, workerData })
 }
 
 interface Job {
@@ -133,7 +134,7 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   }
 
   function startThread (): Thread {
-    const thread: Thread = { worker: startWorker(), ready: false }
+    const thread: Thread = { worker: startWorker({ memoryBytes: limits.memoryBytes }), ready: false }
     thread.worker.on('message', (message: ThreadMessage) => { receive(thread, message) })
     thread.worker.on('error', (error) => { lost(thread, `The code sandbox thread failed: ${error.message}`) })
     thread.worker.on('exit', (code) => { lost(thread, `The code sandbox thread exited with code ${code}`) })

@@ -6,8 +6,8 @@
  * process, timers, network or file system: the code reaches the host only
  * through the console installed below.
  */
-import { parentPort } from 'node:worker_threads'
-import { getQuickJS, type QuickJSHandle } from 'quickjs-emscripten'
+import { parentPort, workerData } from 'node:worker_threads'
+import { newQuickJSWASMModule, newVariant, RELEASE_SYNC, type QuickJSHandle } from 'quickjs-emscripten'
 import { cpuTimeError, memoryError, outputSizeError, type CodeSandboxLimits } from './limits.ts'
 import type { CodeLogLine } from './pool.ts'
 import { CODE_FILENAME, COMPILE_STACK_BYTES, compileErrorMessage, lineInCode, wrapCode } from './wrap.ts'
@@ -18,6 +18,12 @@ export interface ThreadJob {
   /** The input as JSON text: parsed inside the sandbox. */
   inputJson: string
   limits: CodeSandboxLimits
+}
+
+/** What the pool gives the thread when it starts it. */
+export interface ThreadData {
+  /** The largest memoryBytes of the jobs it will send. */
+  memoryBytes: number
 }
 
 export type ThreadResult =
@@ -107,7 +113,23 @@ function logCollector ({ logMaxLines }: CodeSandboxLimits): { add: (line: CodeLo
   }
 }
 
-const quickJS = await getQuickJS()
+/**
+ * QuickJS's memory limit does not count ArrayBuffers (`new Uint8Array(8 <<
+ * 20)` in a loop goes past it by gigabytes), so the WebAssembly memory of
+ * this thread's QuickJS has a maximum of its own: the limit plus the 16 MiB
+ * the module starts with (its stack and static data). Allocations past it
+ * fail in QuickJS as out of memory. The memory never shrinks: a thread keeps
+ * its high-water mark, at most this maximum.
+ */
+const WASM_PAGE_BYTES = 64 * 1024
+const WASM_INITIAL_BYTES = 16 * 1024 * 1024
+const { memoryBytes } = workerData as ThreadData
+const quickJS = await newQuickJSWASMModule(newVariant(RELEASE_SYNC, {
+  wasmMemory: new WebAssembly.Memory({
+    initial: WASM_INITIAL_BYTES / WASM_PAGE_BYTES,
+    maximum: Math.ceil((memoryBytes + WASM_INITIAL_BYTES) / WASM_PAGE_BYTES)
+  })
+}))
 
 function run ({ code, inputJson, limits }: ThreadJob): ThreadResult {
   const logs = logCollector(limits)
