@@ -6,8 +6,9 @@
  * process, timers, network or file system: the code reaches the host only
  * through the console installed below.
  */
+import { constants, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
-import { newQuickJSWASMModule, newVariant, RELEASE_SYNC, type QuickJSHandle } from 'quickjs-emscripten'
+import { newQuickJSWASMModule, newVariant, RELEASE_SYNC, type CustomizeVariantOptions, type QuickJSHandle } from 'quickjs-emscripten'
 import { cpuTimeError, memoryError, outputSizeError, type CodeSandboxLimits } from './limits.ts'
 import type { CodeLogLine } from './pool.ts'
 import { CODE_FILENAME, COMPILE_STACK_BYTES, compileErrorMessage, lineInCode, wrapCode } from './wrap.ts'
@@ -121,26 +122,27 @@ function logCollector ({ logMaxLines }: CodeSandboxLimits): { add: (line: CodeLo
  * fail in QuickJS as out of memory. The memory never shrinks: a thread keeps
  * its high-water mark, at most this maximum.
  */
+/** The part of WebAssembly used here: its types are in lib.dom, which the build (tsconfig.build.json) leaves out. */
+declare const WebAssembly: { Memory: new (descriptor: { initial: number, maximum: number }) => object }
 const WASM_PAGE_BYTES = 64 * 1024
 const WASM_INITIAL_BYTES = 16 * 1024 * 1024
 const { memoryBytes } = workerData as ThreadData
-const quickJS = await newQuickJSWASMModule(newVariant(RELEASE_SYNC, {
-  wasmMemory: new WebAssembly.Memory({
-    initial: WASM_INITIAL_BYTES / WASM_PAGE_BYTES,
-    maximum: Math.ceil((memoryBytes + WASM_INITIAL_BYTES) / WASM_PAGE_BYTES)
-  })
-}))
+const wasmMemory = new WebAssembly.Memory({
+  initial: WASM_INITIAL_BYTES / WASM_PAGE_BYTES,
+  maximum: Math.ceil((memoryBytes + WASM_INITIAL_BYTES) / WASM_PAGE_BYTES)
+}) as CustomizeVariantOptions['wasmMemory']
+const quickJS = await newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory }))
 
 function run ({ code, inputJson, limits }: ThreadJob): ThreadResult {
   const logs = logCollector(limits)
   const runtime = quickJS.newRuntime()
   runtime.setMemoryLimit(limits.memoryBytes)
   runtime.setMaxStackSize(COMPILE_STACK_BYTES)
-  let deadline = Date.now() + limits.cpuMs
-  let interrupted = false
+  // QuickJS asks between operations whether to stop; `up` records that it was told to.
+  const time = { deadline: Date.now() + limits.cpuMs, up: false }
   runtime.setInterruptHandler(() => {
-    if (Date.now() <= deadline) return false
-    interrupted = true
+    if (Date.now() <= time.deadline) return false
+    time.up = true
     return true
   })
   const context = runtime.newContext()
@@ -166,8 +168,8 @@ function run ({ code, inputJson, limits }: ThreadJob): ThreadResult {
 
   /** The code's error as the author should read it; `phase` says what the error interrupted. */
   function failure (error: QuickJSHandle, phase: 'compile' | 'run' | 'output'): Omit<Failure, 'logs'> {
-    if (interrupted) return { ok: false, error: cpuTimeError(limits) }
-    deadline = Date.now() + DESCRIBE_MS
+    if (time.up) return { ok: false, error: cpuTimeError(limits) }
+    time.deadline = Date.now() + DESCRIBE_MS
     runtime.setMemoryLimit(limits.memoryBytes + DESCRIBE_MEMORY_BYTES)
     const described = call(describe, error)
     if (described.error !== undefined || context.typeof(described.value) !== 'string') return { ok: false, error: 'Code failed with an error that could not be read' }
@@ -188,11 +190,11 @@ function run ({ code, inputJson, limits }: ThreadJob): ThreadResult {
     const started = call(runBody, body, keep(context.newString(inputJson)))
     if (started.error !== undefined) return failure(started.error, 'run')
     // The body is async: its awaits run as jobs, until none is left or time is up.
-    while (runtime.hasPendingJob() && !interrupted) {
+    while (runtime.hasPendingJob() && !time.up) {
       const jobs = runtime.executePendingJobs()
       if (jobs.error !== undefined) keep(jobs.error)
     }
-    if (interrupted) return { ok: false, error: cpuTimeError(limits) }
+    if (time.up) return { ok: false, error: cpuTimeError(limits) }
     const state = context.getPromiseState(started.value)
     if (state.type === 'pending') return { ok: false, error: NEVER_SETTLED }
     if (state.type === 'rejected') return failure(keep(state.error), 'run')
@@ -215,6 +217,11 @@ function run ({ code, inputJson, limits }: ThreadJob): ThreadResult {
   runtime.dispose()
   return { ...outcome, logs: logs.lines() }
 }
+
+// On Linux each thread has a priority of its own (elsewhere this would be the
+// whole process's): the authors' code gives way to the caller's event loop
+// when both want the CPU.
+if (process.platform === 'linux') setPriority(constants.priority.PRIORITY_BELOW_NORMAL)
 
 const port = parentPort
 if (port === null) throw new Error('thread.ts runs as a worker thread of the code sandbox pool (pool.ts)')
