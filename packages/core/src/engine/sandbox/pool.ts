@@ -72,6 +72,7 @@ interface Thread {
 }
 
 export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SANDBOX_LIMITS }: { threads: number, limits?: CodeSandboxLimits }): CodeSandboxPool {
+  if (!Number.isInteger(size) || size < 1) throw new RangeError(`A code sandbox pool needs at least one thread, not ${size}`)
   const threads = new Set<Thread>()
   const queue: Job[] = []
   let nextId = 1
