@@ -24,7 +24,7 @@ export interface CodeSandboxPool {
    * Runs `code` as the body of an async function of `input` (plain JSON);
    * what it returns is the output. Every failure of the code is a result
    * with ok: false; the promise rejects only when `signal` aborts (with its
-   * reason) or the pool is closed.
+   * reason), the pool is closed, or JSON.stringify throws on `input`.
    */
   run: (code: string, input: unknown, options?: { signal?: AbortSignal }) => Promise<CodeRunResult>
   /** Ends every thread; runs not finished reject. */
