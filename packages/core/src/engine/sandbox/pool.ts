@@ -1,0 +1,208 @@
+/**
+ * Runs workflow authors' JavaScript off the caller's event loop: a pool of
+ * worker threads (thread.ts), each running one job at a time in QuickJS.
+ * Threads start at the first run and are reused; jobs wait in FIFO order
+ * while every thread is busy.
+ */
+import { extname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { codeSizeError, cpuTimeError, DEFAULT_CODE_SANDBOX_LIMITS, type CodeSandboxLimits } from './limits.ts'
+import type { ThreadData, ThreadJob, ThreadMessage, ThreadResult } from './thread.ts'
+
+export interface CodeLogLine {
+  level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR'
+  message: string
+}
+
+export type CodeRunResult =
+  | { ok: true, output: unknown, logs: CodeLogLine[] }
+  | { ok: false, error: string, line?: number, logs: CodeLogLine[] }
+
+export interface CodeSandboxPool {
+  /**
+   * Runs `code` as the body of an async function of `input` (plain JSON);
+   * what it returns is the output. Every failure of the code is a result
+   * with ok: false; the promise rejects only when `signal` aborts (with its
+   * reason), the pool is closed, or JSON.stringify throws on `input`.
+   */
+  run: (code: string, input: unknown, options?: { signal?: AbortSignal }) => Promise<CodeRunResult>
+  /** Ends every thread; runs not finished reject. */
+  close: () => Promise<void>
+}
+
+/**
+ * How long past cpuMs a thread may stay silent before it is ended. QuickJS
+ * checks the deadline between operations, and some operations are long:
+ * throwing an error from 1,000 calls deep builds a 1,000-frame stack, and
+ * 10,000 of those pass between two checks.
+ */
+const WATCHDOG_MARGIN_MS = 1000
+
+const EXTENSION = extname(fileURLToPath(import.meta.url))
+/** thread.js next to pool.js in the build (dist/), thread.ts next to pool.ts when run from source. */
+const THREAD_URL = new URL(`./thread${EXTENSION}`, import.meta.url)
+
+function startWorker (workerData: ThreadData): Worker {
+  if (EXTENSION !== '.ts') return new Worker(THREAD_URL, { workerData })
+  // Run from source, with tsx (the tap config in package.json): on Node 20
+  // tsx registers its loader on the main thread only, although a worker
+  // inherits `--import=tsx`, so the thread registers it before loading
+  // thread.ts.
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(THREAD_URL.href)}) })`
+  return new Worker(bootstrap, { eval: true, workerData })
+}
+
+interface Job {
+  id: number
+  code: string
+  inputJson: string
+  resolve: (result: CodeRunResult) => void
+  reject: (reason: unknown) => void
+  /** Removes the abort listener, if there is a signal. */
+  release: () => void
+}
+
+interface Thread {
+  worker: Worker
+  /** thread.ts has loaded QuickJS and takes jobs. */
+  ready: boolean
+  job?: Job
+  watchdog?: NodeJS.Timeout
+}
+
+export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SANDBOX_LIMITS }: { threads: number, limits?: CodeSandboxLimits }): CodeSandboxPool {
+  if (!Number.isInteger(size) || size < 1) throw new RangeError(`A code sandbox pool needs at least one thread, not ${size}`)
+  const threads = new Set<Thread>()
+  const queue: Job[] = []
+  let nextId = 1
+  let closed = false
+
+  function finish (job: Job, result: CodeRunResult): void {
+    job.release()
+    job.resolve(result)
+  }
+
+  function fail (job: Job, reason: unknown): void {
+    job.release()
+    job.reject(reason)
+  }
+
+  /** Ends a thread that is stuck, failed or whose job was aborted; the next dispatch starts another. */
+  function retire (thread: Thread): void {
+    threads.delete(thread)
+    clearTimeout(thread.watchdog)
+    thread.worker.terminate().catch(() => {})
+  }
+
+  function send (thread: Thread, job: Job): void {
+    const message: ThreadJob = { id: job.id, code: job.code, inputJson: job.inputJson, limits }
+    thread.worker.postMessage(message)
+    thread.watchdog = setTimeout(() => {
+      retire(thread)
+      finish(job, { ok: false, error: cpuTimeError(limits), logs: [] })
+      dispatch()
+    }, limits.cpuMs + WATCHDOG_MARGIN_MS)
+  }
+
+  function receive (thread: Thread, message: ThreadMessage): void {
+    if (!threads.has(thread)) return
+    if (message.type === 'ready') {
+      thread.ready = true
+      if (thread.job !== undefined) send(thread, thread.job)
+      return
+    }
+    const job = thread.job
+    if (job === undefined || job.id !== message.id) return
+    thread.job = undefined
+    if (message.broken === true) {
+      retire(thread)
+    } else {
+      clearTimeout(thread.watchdog)
+      // An idle thread does not keep the process alive.
+      thread.worker.unref()
+    }
+    finish(job, output(message.result))
+    dispatch()
+  }
+
+  /** A thread that failed or exited on its own: its job fails, and another thread takes the queue. */
+  function lost (thread: Thread, why: string): void {
+    if (!threads.has(thread)) return
+    retire(thread)
+    if (thread.job !== undefined) finish(thread.job, { ok: false, error: why, logs: [] })
+    dispatch()
+  }
+
+  function startThread (): Thread {
+    const thread: Thread = { worker: startWorker({ memoryBytes: limits.memoryBytes }), ready: false }
+    thread.worker.on('message', (message: ThreadMessage) => { receive(thread, message) })
+    thread.worker.on('error', (error) => { lost(thread, `The code sandbox thread failed: ${error.message}`) })
+    thread.worker.on('exit', (code) => { lost(thread, `The code sandbox thread exited with code ${code}`) })
+    threads.add(thread)
+    return thread
+  }
+
+  function dispatch (): void {
+    while (queue.length > 0) {
+      let thread = [...threads].find((candidate) => candidate.job === undefined)
+      if (thread === undefined) {
+        if (threads.size >= size) return
+        thread = startThread()
+      }
+      const job = queue.shift() as Job
+      thread.job = job
+      thread.worker.ref()
+      if (thread.ready) send(thread, job)
+    }
+  }
+
+  function abort (job: Job, reason: unknown): void {
+    const queued = queue.indexOf(job)
+    if (queued !== -1) queue.splice(queued, 1)
+    for (const thread of threads) {
+      if (thread.job === job) retire(thread)
+    }
+    fail(job, reason)
+    dispatch()
+  }
+
+  return {
+    run: async (code, input, options = {}) => {
+      const { signal } = options
+      if (closed) throw new Error('The code sandbox pool is closed')
+      signal?.throwIfAborted()
+      const tooLarge = codeSizeError(code, limits)
+      if (tooLarge !== undefined) return { ok: false, error: tooLarge, logs: [] }
+      const inputJson = JSON.stringify(input) ?? 'null'
+      return new Promise<CodeRunResult>((resolve, reject) => {
+        const job: Job = { id: nextId++, code, inputJson, resolve, reject, release: () => {} }
+        if (signal !== undefined) {
+          const onAbort = (): void => { abort(job, signal.reason) }
+          signal.addEventListener('abort', onAbort, { once: true })
+          job.release = () => { signal.removeEventListener('abort', onAbort) }
+        }
+        queue.push(job)
+        dispatch()
+      })
+    },
+    close: async () => {
+      closed = true
+      const error = new Error('The code sandbox pool is closed')
+      for (const job of queue.splice(0)) fail(job, error)
+      const ending = [...threads].map(async (thread) => {
+        threads.delete(thread)
+        clearTimeout(thread.watchdog)
+        if (thread.job !== undefined) fail(thread.job, error)
+        await thread.worker.terminate()
+      })
+      await Promise.all(ending)
+    }
+  }
+}
+
+/** The thread's result with the output parsed: JSON text made inside the sandbox, within outputMaxBytes. */
+function output (result: ThreadResult): CodeRunResult {
+  if (!result.ok) return result
+  return { ok: true, output: JSON.parse(result.outputJson), logs: result.logs }
+}

@@ -1,0 +1,285 @@
+import t, { type Test } from 'tap'
+import {
+  checkCodeSyntax,
+  createCodeSandboxPool,
+  DEFAULT_CODE_SANDBOX_LIMITS,
+  loadCodeSyntaxChecker,
+  type CodeRunResult,
+  type CodeSandboxLimits,
+  type CodeSandboxPool
+} from '../src/engine/sandbox/index.ts'
+
+/** A small time limit, so that endless code ends quickly. */
+const LIMITS: CodeSandboxLimits = { ...DEFAULT_CODE_SANDBOX_LIMITS, cpuMs: 200 }
+const CPU_ERROR = 'Code ran longer than 200 ms (CODE_CPU_MS)'
+
+function pool (t: Test, threads = 1, limits = LIMITS): CodeSandboxPool {
+  const created = createCodeSandboxPool({ threads, limits })
+  t.teardown(async () => { await created.close() })
+  return created
+}
+
+/** The longest the caller's event loop was late for a 10 ms interval, until stopped. */
+function watchEventLoop (): () => number {
+  let last = performance.now()
+  let worst = 0
+  const timer = setInterval(() => {
+    const now = performance.now()
+    worst = Math.max(worst, now - last - 10)
+    last = now
+  }, 10)
+  return () => {
+    clearInterval(timer)
+    return worst
+  }
+}
+
+const failed = (result: CodeRunResult): string => result.ok ? 'it succeeded' : result.error
+
+t.before(async () => { await loadCodeSyntaxChecker() })
+
+t.test('the body gets the input and returns the output; console lines are captured with levels, bounded', async (t) => {
+  const sandbox = pool(t)
+  t.same(await sandbox.run('return input.items.map(i => i * 2)', { items: [1, 2, 3] }), { ok: true, output: [2, 4, 6], logs: [] })
+  const logged = await sandbox.run([
+    'console.log("log", { a: 1 }, [2], 3n)',
+    'console.info("info")',
+    'console.warn("warn")',
+    'console.error(new TypeError("bad"))',
+    'console.debug(undefined, null)',
+    'console.log("y".repeat(3000))',
+    'return await Promise.resolve("done")'
+  ].join('\n'), null)
+  t.same(logged, {
+    ok: true,
+    output: 'done',
+    logs: [
+      { level: 'INFO', message: 'log {"a":1} [2] 3' },
+      { level: 'INFO', message: 'info' },
+      { level: 'WARN', message: 'warn' },
+      { level: 'ERROR', message: 'TypeError: bad' },
+      { level: 'DEBUG', message: 'undefined null' },
+      { level: 'INFO', message: `${'y'.repeat(2000)}… [1000 more characters cut]` }
+    ]
+  })
+  const many = await sandbox.run('for (let i = 0; i < 1000; i++) console.log("line", i)\nthrow new Error("after logging")', null)
+  t.equal(many.ok, false)
+  t.equal(many.logs.length, 101, '100 lines and one that says how many were dropped')
+  t.same(many.logs[99], { level: 'INFO', message: 'line 99' })
+  t.same(many.logs[100], { level: 'WARN', message: '900 more log lines dropped (at most 100 are kept)' })
+  t.same(await sandbox.run('return [typeof Date.now(), Date.now() > 1.7e12, typeof Math.random(), input === null]', null), { ok: true, output: ['number', true, 'number', true], logs: [] })
+})
+
+t.test('endless code ends with the CPU-time error after cpuMs, and the caller\'s event loop stays responsive', async (t) => {
+  const sandbox = pool(t)
+  await sandbox.run('return 1', null)
+  const stop = watchEventLoop()
+  const started = performance.now()
+  const result = await sandbox.run('while (true) {}', null)
+  const elapsed = performance.now() - started
+  const worst = stop()
+  t.same(result, { ok: false, error: CPU_ERROR, logs: [] })
+  t.ok(elapsed >= 200 && elapsed < 1000, `ended after ${Math.round(elapsed)} ms`)
+  t.ok(worst < 100, `the event loop was at most ${Math.round(worst)} ms late`)
+  // The interrupt cannot be caught.
+  t.same(await sandbox.run('try { while (true) {} } catch {}\nreturn "escaped"', null), { ok: false, error: CPU_ERROR, logs: [] })
+  t.same(await sandbox.run('return 2', null), { ok: true, output: 2, logs: [] })
+})
+
+t.test('a 100 MiB string ends with the memory error, and the thread runs the next code', async (t) => {
+  const sandbox = pool(t)
+  const memoryError = { ok: false, error: 'Code used more than 32 MiB of memory (CODE_MEMORY_BYTES)', logs: [] }
+  t.same(await sandbox.run('return "x".repeat(100 * 1024 * 1024).length', null), memoryError)
+  t.same(await sandbox.run('let text = "x"\nwhile (text.length < 100 * 1024 * 1024) text = [text, text].join("")\nreturn text.length', null), memoryError)
+  // QuickJS does not count ArrayBuffers: the thread's WebAssembly memory has a maximum of its own.
+  t.same(await sandbox.run('const kept = []\nwhile (true) kept.push(new Float64Array(1024 * 1024))', null), memoryError)
+  t.same(await sandbox.run('return new Float64Array(1024 * 1024).length', null), { ok: true, output: 1024 * 1024, logs: [] })
+})
+
+t.test('deep recursion ends with a stack overflow, not a crash', async (t) => {
+  const sandbox = pool(t)
+  t.same(await sandbox.run('function f () { return f() }\nreturn f()', null), { ok: false, error: 'Stack overflow: too much recursion (line 1)', line: 1, logs: [] })
+  // Serializing this output recurses some 16,000 levels deep before QuickJS stops it, in about a second.
+  const endlessOutput = await pool(t, 1, { ...LIMITS, cpuMs: 10_000 }).run('function node () {\n  return { toJSON: () => ({ child: node() }) }\n}\nreturn node()', null)
+  t.same(endlessOutput, { ok: false, error: 'Output is not JSON: Stack overflow: too much recursion (line 2)', line: 2, logs: [] })
+  // Parsing deeply nested code runs out of the thread's own stack before
+  // QuickJS's limit: the thread is replaced.
+  t.same(await sandbox.run('return eval("(".repeat(100000) + "1" + ")".repeat(100000))', null), { ok: false, error: 'Stack overflow: the code is nested too deeply', logs: [] })
+  t.same(await sandbox.run('return 3', null), { ok: true, output: 3, logs: [] })
+  t.same(await sandbox.run('('.repeat(300) + '1' + ')'.repeat(300), null), { ok: false, error: 'Stack overflow: the code is nested too deeply to compile (line 1)', line: 1, logs: [] })
+})
+
+t.test('the code reaches nothing of the host', async (t) => {
+  const sandbox = pool(t)
+  const notDefined = (name: string, line = 1): CodeRunResult => ({ ok: false, error: `ReferenceError: '${name}' is not defined (line ${line})`, line, logs: [] })
+  t.same(await sandbox.run('return require("fs")', null), notDefined('require'))
+  t.same(await sandbox.run('const a = 1\n\nreturn process.env', null), notDefined('process', 3))
+  t.same(await sandbox.run('setTimeout(() => {}, 1)', null), notDefined('setTimeout'))
+  t.same(await sandbox.run('return fetch("http://127.0.0.1/")', null), notDefined('fetch'))
+  t.same(await sandbox.run('return import("fs")', null), { ok: false, error: 'ReferenceError: could not load module \'fs\'', logs: [] })
+  const importStatement = 'SyntaxError: expecting \'(\': import statements are not available, the code runs as a script'
+  t.same(checkCodeSyntax('import fs from "fs"\nreturn fs'), { line: 1, message: importStatement })
+  t.same(await sandbox.run('import fs from "fs"\nreturn fs', null), { ok: false, error: `${importStatement} (line 1)`, line: 1, logs: [] })
+  t.same(await sandbox.run('return [typeof globalThis.process, typeof globalThis.require, typeof setInterval, typeof queueMicrotask]', null), { ok: true, output: ['undefined', 'undefined', 'undefined', 'undefined'], logs: [] })
+  t.same(await sandbox.run('return Object.keys(globalThis)', null), { ok: true, output: [], logs: [] })
+  const names = await sandbox.run('return Object.getOwnPropertyNames(globalThis)', null)
+  t.ok(names.ok)
+  const hostish = ['process', 'require', 'module', 'exports', 'Buffer', 'global', 'setTimeout', 'setInterval', 'setImmediate', 'queueMicrotask',
+    'fetch', 'XMLHttpRequest', 'WebSocket', 'std', 'os', 'print', 'scriptArgs', 'importScripts', 'Deno', 'Bun']
+  t.same((names.ok ? names.output as string[] : []).filter((name) => hostish.includes(name)), [])
+})
+
+t.test('what one run does to the built-ins is not seen by the next run nor by the host', async (t) => {
+  const sandbox = pool(t)
+  const polluting = 'Object.prototype.polluted = 1\ninput.__proto__.x = 1\nArray.prototype.map = null\nglobalThis.leftover = 1\nreturn JSON.parse(\'{"__proto__": {"polluted": 1}}\')'
+  const first = await sandbox.run(polluting, { a: 1 })
+  t.ok(first.ok)
+  const output = first.ok ? first.output as Record<string, unknown> : {}
+  t.equal(Object.getPrototypeOf(output), Object.prototype, 'the output is a plain object of the host')
+  t.same(Object.keys(output), ['__proto__'], 'with its own __proto__ key')
+  t.equal(({} as Record<string, unknown>).polluted, undefined)
+  t.equal(({} as Record<string, unknown>).x, undefined)
+  const second = await sandbox.run('return [({}).polluted, ({}).x, typeof [].map, typeof leftover]', { a: 1 })
+  t.same(second, { ok: true, output: [null, null, 'function', 'undefined'], logs: [] })
+})
+
+t.test('an output that is too large or not JSON is refused with a clear error', async (t) => {
+  const sandbox = pool(t, 1, { ...LIMITS, outputMaxBytes: 1000 })
+  const tooLarge = { ok: false, error: 'Output is larger than 1000 bytes (CODE_OUTPUT_MAX_BYTES)', logs: [] }
+  t.same(await sandbox.run('return "x".repeat(1000)', null), tooLarge, 'quotes count')
+  t.same(await sandbox.run('return "é".repeat(500)', null), tooLarge, 'UTF-8 bytes count')
+  t.same(await sandbox.run('return "x".repeat(998)', null), { ok: true, output: 'x'.repeat(998), logs: [] })
+  t.same(await sandbox.run('return () => 1', null), { ok: false, error: 'Output is not JSON: it is a function', logs: [] })
+  t.same(await sandbox.run('return 10n', null), { ok: false, error: 'Output is not JSON: TypeError: Do not know how to serialize a BigInt', logs: [] })
+  t.same(await sandbox.run('const a = {}\na.self = a\nreturn a', null), { ok: false, error: 'Output is not JSON: TypeError: circular reference', logs: [] })
+  t.same(await sandbox.run('return {\n  toJSON () { throw new RangeError("no") }\n}', null), { ok: false, error: 'Output is not JSON: RangeError: no (line 2)', line: 2, logs: [] })
+  t.same(await sandbox.run('return undefined', null), { ok: true, output: null, logs: [] })
+  t.same(await sandbox.run('const unused = 1', null), { ok: true, output: null, logs: [] })
+  t.same(await sandbox.run('throw "plain"', null), { ok: false, error: 'Code threw "plain"', logs: [] })
+  t.same(await sandbox.run('await new Promise(() => {})', null), { ok: false, error: 'Code awaited something that never finished: there are no timers or network requests in the code step', logs: [] })
+})
+
+t.test('the syntax check compiles without running, and reports lines of the author\'s code', async (t) => {
+  t.same(checkCodeSyntax('return 1 +'), { line: 1, message: 'SyntaxError: unexpected token in expression: \'}\'' })
+  t.same(checkCodeSyntax('const a = 1\nconst b = 2\nconst c = ;\nreturn c'), { line: 3, message: 'SyntaxError: unexpected token in expression: \';\'' })
+  t.equal(checkCodeSyntax('const doubled = input.items.map((i) => i * 2)\nreturn await Promise.resolve(doubled) // done'), null)
+  const started = performance.now()
+  t.equal(checkCodeSyntax('while (true) {}'), null)
+  t.equal(checkCodeSyntax('globalThis.ran = true; while (true) {}'), null)
+  t.ok(performance.now() - started < 100, 'endless code is checked at once')
+  t.same(checkCodeSyntax('x'.repeat(65 * 1024)), { line: 1, message: 'Code is larger than 65536 bytes (CODE_MAX_BYTES)' })
+  const small = { ...LIMITS, codeMaxBytes: 10 }
+  t.same(checkCodeSyntax('return 1 + 1', small), { line: 1, message: 'Code is larger than 10 bytes (CODE_MAX_BYTES)' })
+  t.same(await pool(t, 1, small).run('return 1 + 1', null), { ok: false, error: 'Code is larger than 10 bytes (CODE_MAX_BYTES)', logs: [] })
+  // The run reports the same line as the check.
+  t.same(await pool(t).run('const a = 1\nconst b = 2\nconst c = ;\nreturn c', null), { ok: false, error: 'SyntaxError: unexpected token in expression: \';\' (line 3)', line: 3, logs: [] })
+})
+
+t.test('the syntax check survives the caller\'s stack running out inside QuickJS', async (t) => {
+  const nested = `return ${'('.repeat(200)}1${')'.repeat(200)}`
+  t.equal(checkCodeSyntax(nested), null)
+  // Called with little stack left, QuickJS's parser overflows this
+  // thread's stack: the checker says so and loads a fresh QuickJS.
+  const atDepth = <T>(depth: number, call: () => T): T => depth === 0 ? call() : atDepth(depth - 1, call)
+  let deepest = 1
+  for (let step = 1 << 20; step > 0; step >>= 1) {
+    try {
+      atDepth(deepest + step, () => 0)
+      deepest += step
+    } catch {
+      // Too deep: try a smaller step.
+    }
+  }
+  let nearEnd: ReturnType<typeof checkCodeSyntax> | undefined
+  for (let spare = 100; nearEnd === undefined && spare < deepest; spare *= 2) {
+    try {
+      nearEnd = atDepth(deepest - spare, () => checkCodeSyntax(nested))
+    } catch {
+      // The stack ran out before the check could start: leave more.
+    }
+  }
+  t.same(nearEnd, { line: 1, message: 'Stack overflow: the code is nested too deeply to compile' })
+  await loadCodeSyntaxChecker()
+  t.equal(checkCodeSyntax(nested), null)
+})
+
+t.test('1,000 small runs in a row: the thread\'s memory stays flat', async (t) => {
+  const sandbox = pool(t)
+  // Each run holds 1 MiB in QuickJS: a run whose runtime was not freed would add it for good.
+  const code = 'const held = new Float64Array(128 * 1024)\nreturn held.byteLength + input.n'
+  for (let n = 0; n < 100; n++) await sandbox.run(code, { n })
+  const before = process.memoryUsage().rss
+  for (let n = 0; n < 1000; n++) {
+    const result = await sandbox.run(code, { n })
+    if (!result.ok || result.output !== 1024 * 1024 + n) t.fail(`run ${n}: ${JSON.stringify(result)}`)
+  }
+  const grown = (process.memoryUsage().rss - before) / 1024 / 1024
+  t.ok(grown < 200, `the process grew by ${Math.round(grown)} MiB`)
+})
+
+t.test('50 endless runs at once on 2 threads all end with the CPU error; a small run among them completes', async (t) => {
+  const sandbox = pool(t, 2)
+  await Promise.all([sandbox.run('return 0', null), sandbox.run('return 0', null)])
+  const stop = watchEventLoop()
+  const endless = Array.from({ length: 25 }, async () => sandbox.run('while (true) {}', null))
+  const small = sandbox.run('return input * 2', 21)
+  endless.push(...Array.from({ length: 25 }, async () => sandbox.run('while (true) {}', null)))
+  t.same(await small, { ok: true, output: 42, logs: [] })
+  const results = await Promise.all(endless)
+  const worst = stop()
+  t.equal(results.filter((result) => failed(result) === CPU_ERROR).length, 50)
+  t.ok(worst < 100, `the event loop was at most ${Math.round(worst)} ms late`)
+})
+
+t.test('a thread that does not answer in time is ended by the watchdog and replaced', async (t) => {
+  const sandbox = pool(t)
+  await sandbox.run('return 0', null)
+  // Each error thrown from 1,000 calls deep builds a 1,000-frame stack, and
+  // QuickJS checks its deadline only once every 10,000 operations: seconds
+  // pass between two checks.
+  const started = performance.now()
+  const result = await sandbox.run('function f (n) {\n  if (n > 0) return f(n - 1)\n  for (;;) { try { null.x } catch {} }\n}\nreturn f(1000)', null)
+  const elapsed = performance.now() - started
+  t.same(result, { ok: false, error: CPU_ERROR, logs: [] })
+  t.ok(elapsed >= 1190 && elapsed < 3000, `answered by the watchdog after ${Math.round(elapsed)} ms (cpuMs + 1000)`)
+  t.same(await sandbox.run('return "next"', null), { ok: true, output: 'next', logs: [] })
+})
+
+t.test('an aborted signal ends a running job\'s thread, removes a queued job, and the next run works', async (t) => {
+  const sandbox = pool(t, 1, { ...LIMITS, cpuMs: 10_000 })
+  await sandbox.run('return 0', null)
+  const reason = new Error('the run was cancelled')
+  const running = new AbortController()
+  const started = performance.now()
+  const endless = sandbox.run('while (true) {}', null, { signal: running.signal })
+  const queued = new AbortController()
+  const waiting = sandbox.run('return "never"', null, { signal: queued.signal })
+  const after = sandbox.run('return "after"', null)
+  queued.abort(reason)
+  await t.rejects(waiting, reason)
+  setTimeout(() => { running.abort(reason) }, 100)
+  await t.rejects(endless, reason)
+  t.ok(performance.now() - started < 2000, 'the running job ended when aborted')
+  t.same(await after, { ok: true, output: 'after', logs: [] })
+  await t.rejects(sandbox.run('return 1', null, { signal: AbortSignal.abort(reason) }), reason)
+})
+
+t.test('close ends the threads and rejects the jobs not finished', async (t) => {
+  const sandbox = createCodeSandboxPool({ threads: 1, limits: LIMITS })
+  await sandbox.run('return 0', null)
+  const running = t.rejects(sandbox.run('while (true) {}', null), /closed/)
+  const queued = t.rejects(sandbox.run('return 1', null), /closed/)
+  await sandbox.close()
+  await running
+  await queued
+  await t.rejects(sandbox.run('return 1', null), /closed/)
+})
+
+t.test('measurement: the cost of one small run through the pool', async (t) => {
+  const sandbox = pool(t)
+  await sandbox.run('return 0', null)
+  const runs = 2000
+  const started = performance.now()
+  for (let n = 0; n < runs; n++) await sandbox.run('return input.n + 1', { n })
+  t.comment(`mean round trip of a small run: ${((performance.now() - started) / runs).toFixed(3)} ms over ${runs} runs`)
+})
