@@ -4,7 +4,7 @@ import { chatDeliveryRequeue, createChatClient, createChatSender, createChatServ
 import { createCredentialVault } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
 import { keyringOf } from '@switchboard/core/encryption'
-import { createHttpClient, createRunEngine } from '@switchboard/core/engine'
+import { codeSandboxLimitsOf, createCodeSandboxPool, createHttpClient, createRunEngine } from '@switchboard/core/engine'
 import { createReconciler } from '@switchboard/core/runs'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
@@ -60,6 +60,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const queues = createQueues(redis, config.queuePrefix)
   for (const queue of Object.values(queues)) redisState.listen(queue, { queue: queue.name })
   const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
+  // Threads start with the first code node a run reaches.
+  const code = createCodeSandboxPool({ threads: config.codeSandbox.threads, limits: codeSandboxLimitsOf(config) })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
   const chat = createChatSender(createChatService({ db: database.db, config, client: chatClient, logger }))
   const events = { db: database.db, queues, logger, eventFanoutMax: config.limits.eventFanoutMax }
@@ -71,7 +73,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     runResultMaxBytes: config.runResultMaxBytes,
     quotas: config.quotas,
     httpRequestTraceparent: config.tracing.httpRequestTraceparent,
-    nodes: { chat, http: http.dispatcher },
+    nodes: { chat, http: http.dispatcher, code },
     credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
     dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })
   })
@@ -139,7 +141,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
       for (const watchdog of watchdogs) watchdog.close()
-      await Promise.all([http.close(), chatClient.close()])
+      await Promise.all([http.close(), chatClient.close(), code.close()])
       // Connections closing now are not an outage.
       redisState.close()
       await closeQueues(queues)

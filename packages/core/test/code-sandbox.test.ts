@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import t, { type Test } from 'tap'
 import {
   checkCodeSyntax,
@@ -19,8 +20,13 @@ function pool (t: Test, threads = 1, limits = LIMITS): CodeSandboxPool {
   return created
 }
 
-/** The longest the caller's event loop was late for a 10 ms interval, until stopped. */
-function watchEventLoop (): () => number {
+/**
+ * How busy the caller's event loop was until stopped (its utilization: near 1 if the code ran on
+ * it), and the longest it was late for a 10 ms interval (which the machine's other processes
+ * can stretch, so it is held to the 2 s a liveness probe allows).
+ */
+function watchEventLoop (): () => { utilization: number, worst: number } {
+  const start = performance.eventLoopUtilization()
   let last = performance.now()
   let worst = 0
   const timer = setInterval(() => {
@@ -30,8 +36,13 @@ function watchEventLoop (): () => number {
   }, 10)
   return () => {
     clearInterval(timer)
-    return worst
+    return { utilization: performance.eventLoopUtilization(start).utilization, worst }
   }
+}
+
+function checkResponsive (t: Test, { utilization, worst }: { utilization: number, worst: number }): void {
+  t.ok(utilization < 0.5, `the event loop was busy ${Math.round(utilization * 100)}% of the time`)
+  t.ok(worst < 2000, `the event loop was at most ${Math.round(worst)} ms late`)
 }
 
 const failed = (result: CodeRunResult): string => result.ok ? 'it succeeded' : result.error
@@ -77,10 +88,10 @@ t.test('endless code ends with the CPU-time error after cpuMs, and the caller\'s
   const started = performance.now()
   const result = await sandbox.run('while (true) {}', null)
   const elapsed = performance.now() - started
-  const worst = stop()
+  const loop = stop()
   t.same(result, { ok: false, error: CPU_ERROR, logs: [] })
-  t.ok(elapsed >= 200 && elapsed < 1000, `ended after ${Math.round(elapsed)} ms`)
-  t.ok(worst < 100, `the event loop was at most ${Math.round(worst)} ms late`)
+  t.ok(elapsed >= 200 && elapsed < 1300, `ended after ${Math.round(elapsed)} ms`)
+  checkResponsive(t, loop)
   // The interrupt cannot be caught.
   t.same(await sandbox.run('try { while (true) {} } catch {}\nreturn "escaped"', null), { ok: false, error: CPU_ERROR, logs: [] })
   t.same(await sandbox.run('return 2', null), { ok: true, output: 2, logs: [] })
@@ -145,7 +156,7 @@ t.test('what one run does to the built-ins is not seen by the next run nor by th
 
 t.test('an output that is too large or not JSON is refused with a clear error', async (t) => {
   const sandbox = pool(t, 1, { ...LIMITS, outputMaxBytes: 1000 })
-  const tooLarge = { ok: false, error: 'Output is larger than 1000 bytes (CODE_OUTPUT_MAX_BYTES)', logs: [] }
+  const tooLarge = { ok: false, error: 'Output is larger than 1000 bytes (NODE_OUTPUT_MAX_BYTES)', logs: [] }
   t.same(await sandbox.run('return "x".repeat(1000)', null), tooLarge, 'quotes count')
   t.same(await sandbox.run('return "é".repeat(500)', null), tooLarge, 'UTF-8 bytes count')
   t.same(await sandbox.run('return "x".repeat(998)', null), { ok: true, output: 'x'.repeat(998), logs: [] })
@@ -166,7 +177,7 @@ t.test('the syntax check compiles without running, and reports lines of the auth
   const started = performance.now()
   t.equal(checkCodeSyntax('while (true) {}'), null)
   t.equal(checkCodeSyntax('globalThis.ran = true; while (true) {}'), null)
-  t.ok(performance.now() - started < 100, 'endless code is checked at once')
+  t.ok(performance.now() - started < 2000, 'endless code is checked, not run')
   t.same(checkCodeSyntax('x'.repeat(65 * 1024)), { line: 1, message: 'Code is larger than 65536 bytes (CODE_MAX_BYTES)' })
   const small = { ...LIMITS, codeMaxBytes: 10 }
   t.same(checkCodeSyntax('return 1 + 1', small), { line: 1, message: 'Code is larger than 10 bytes (CODE_MAX_BYTES)' })
@@ -226,9 +237,9 @@ t.test('50 endless runs at once on 2 threads all end with the CPU error; a small
   endless.push(...Array.from({ length: 25 }, async () => sandbox.run('while (true) {}', null)))
   t.same(await small, { ok: true, output: 42, logs: [] })
   const results = await Promise.all(endless)
-  const worst = stop()
+  const loop = stop()
   t.equal(results.filter((result) => failed(result) === CPU_ERROR).length, 50)
-  t.ok(worst < 100, `the event loop was at most ${Math.round(worst)} ms late`)
+  checkResponsive(t, loop)
 })
 
 t.test('a thread that does not answer in time is ended by the watchdog and replaced', async (t) => {

@@ -10,6 +10,9 @@ import { MAX_RESPONSE_JSON_DEPTH } from '../src/engine/nodes/http-request.ts'
 import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 const { db, queues } = await createCoreTestContext(t)
 
 /** Answers `/deep` with JSON nested `levels` deep, `/big` with a JSON string of `size` characters. */
@@ -37,7 +40,7 @@ const engine = createRunEngine({
   db,
   queues,
   logger: createLogger('silent', 'engine-bounds-test'),
-  nodes: { http: http.dispatcher, chat: unusedChat },
+  nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode },
   dispatchEvents: async () => {},
   nodeOutputMaxBytes: 64 * 1024,
   runResultMaxBytes: 160 * 1024

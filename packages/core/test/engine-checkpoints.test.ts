@@ -12,6 +12,9 @@ import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 /**
  * Pure nodes run in memory between checkpoints (issue 13): a long pure chain
  * costs a few statements, a run taken over between checkpoints re-runs pure
@@ -58,7 +61,7 @@ const engineWith = (options: { db?: Db, checkpointMaxNodes?: number } = {}) => c
   db: options.db ?? db,
   queues,
   logger,
-  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher },
+  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher, code: unusedCode },
   dispatchEvents: async () => {},
   cancelPollMs: 60_000,
   ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })

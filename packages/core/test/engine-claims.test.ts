@@ -17,6 +17,9 @@ import { RUN_JOB, WORKFLOW_RUNS, type Queues, type RunJobData } from '../src/que
 import { createWorkerConnection } from '../src/queues/connections.ts'
 import { createReconciler } from '../src/runs/reconciler.ts'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 /**
  * Claims and fencing (issue 12): a retried job is not a takeover, a superseded
  * execution stops, and every outside effect is in the run's log before it happens.
@@ -80,7 +83,7 @@ function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number,
     db: options.db ?? db,
     queues: options.queues ?? queues,
     logger,
-    nodes: { chat, http: http.dispatcher },
+    nodes: { chat, http: http.dispatcher, code: unusedCode },
     dispatchEvents: async () => {},
     cancelPollMs: options.cancelPollMs ?? 60_000,
     ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })

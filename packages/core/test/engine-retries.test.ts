@@ -13,6 +13,9 @@ import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 /**
  * Retries and time-outs of any node (issue 15, item 3), in the engine: what is retried, how
  * long it waits, what stops a wait, and what a chat send carries on every attempt.
@@ -52,7 +55,7 @@ const noChat: ChatSender = {
   async sendText () { throw new Error('unused') },
   async sendTemplate () { throw new Error('unused') }
 }
-const engineWith = (chat: ChatSender = noChat) => createRunEngine({ db, queues, logger, nodes: { chat, http: http.dispatcher }, dispatchEvents: async () => {}, cancelPollMs: 50 })
+const engineWith = (chat: ChatSender = noChat) => createRunEngine({ db, queues, logger, nodes: { chat, http: http.dispatcher, code: unusedCode }, dispatchEvents: async () => {}, cancelPollMs: 50 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 

@@ -13,6 +13,9 @@ import { resumeJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 import { dispatchEvents } from '../src/triggers/event.ts'
 import { foldCounterDeltas } from '../src/workflows/counters.ts'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-test')
 
@@ -49,7 +52,7 @@ const engineWith = (http = privateHttp.dispatcher) => createRunEngine({
   db,
   queues,
   logger,
-  nodes: { chat, http },
+  nodes: { chat, http, code: unusedCode },
   dispatchEvents: async (eventIds) => await dispatchEvents({ db, queues, logger, eventFanoutMax: 100 }, { ids: eventIds }),
   cancelPollMs: 50
 })

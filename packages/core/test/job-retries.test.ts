@@ -14,11 +14,14 @@ import { startRun } from '../src/runs/start.ts'
 import { foldCounterDeltas } from '../src/workflows/counters.ts'
 import type { Teardown } from '@switchboard/testing/teardown'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'job-retries-test')
 const http = createHttpClient({ allowPrivate: false })
 const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }
-const engine = createRunEngine({ db, queues, logger, nodes: { http: http.dispatcher, chat: unusedChat }, dispatchEvents: async () => {} })
+const engine = createRunEngine({ db, queues, logger, nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode }, dispatchEvents: async () => {} })
 t.teardown(async () => { await http.close() })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()

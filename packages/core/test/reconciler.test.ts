@@ -12,6 +12,9 @@ import { AGENT_EXECUTION, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } 
 import { createWorkerConnection } from '../src/queues/connections.ts'
 import { startRun } from '../src/runs/start.ts'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'reconciler-test')
 const http = createHttpClient({ allowPrivate: false })
@@ -20,7 +23,7 @@ const engine = createRunEngine({
   db,
   queues,
   logger,
-  nodes: { http: http.dispatcher, chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } } },
+  nodes: { http: http.dispatcher, chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }, code: unusedCode },
   dispatchEvents: async (eventIds) => { dispatched.push(...eventIds) }
 })
 // No grace: every unfinished run is examined at once.

@@ -15,6 +15,9 @@ import { createWorkerConnection } from '../src/queues/connections.ts'
 import { createReconciler } from '../src/runs/reconciler.ts'
 import { wakeWaitingRuns } from '../src/runs/slots.ts'
 
+/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
+const unusedCode = { run: async () => { throw new Error('unused') } }
+
 /**
  * maxConcurrentRuns (runs/slots.ts), driven through BullMQ workers in this process that do what
  * the worker's run processor does: runs beyond the limit wait PENDING with their jobs held,
@@ -51,7 +54,7 @@ t.teardown(async () => {
   await http.close()
 })
 
-const engine = createRunEngine({ db, queues, logger, nodes: { chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }, http: http.dispatcher }, dispatchEvents: async () => {} })
+const engine = createRunEngine({ db, queues, logger, nodes: { chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }, http: http.dispatcher, code: unusedCode }, dispatchEvents: async () => {} })
 
 /** Two workers of five jobs each, processing as apps/worker's run processor does. */
 const connections = [createWorkerConnection(REDIS_URL), createWorkerConnection(REDIS_URL)]

@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici'
 import type { ChatSender } from '../chat/sender.ts'
 import type { CredentialType } from '../db/schema/credentials.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
+import type { CodeSandboxPool } from './sandbox/pool.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 
 /** The part of a run a node may read. */
@@ -20,6 +21,8 @@ export interface NodeDependencies {
   chat: ChatSender
   /** The shared undici dispatcher of http_request (address filtering and redirects built in). */
   http: Dispatcher
+  /** The worker's pool of code sandboxes (sandbox/pool.ts), which code nodes run in. */
+  code: Pick<CodeSandboxPool, 'run'>
 }
 
 /** The credential a node names in its `credential` field, decrypted for its executor. */

@@ -55,10 +55,10 @@ function checkLinkShape (node: WorkflowNode, definition: NodeDefinition): void {
  * set when written), `retry` and `timeoutMs` (README, Retries and time-outs), its credential
  * references, the filters of its templates (README, Templates), then its schema.
  */
-function checkConfig (node: WorkflowNode, definition: NodeDefinition): void {
+function checkConfig (node: WorkflowNode, definition: NodeDefinition, limits: WorkflowLimits): void {
   const config = node.config ?? {}
   try {
-    definition.validate?.(config)
+    definition.validate?.(config, limits)
     checkRetryConfig(definition, config)
   } catch (err) {
     throw invalidField(`Node ${node.id}: ${(err as Error).message}`)
@@ -101,7 +101,7 @@ function findCycle (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge
 }
 
 /** The bounds validation applies (config `limits`). */
-export type WorkflowLimits = Pick<Limits, 'workflowMaxNodes' | 'cronMinIntervalSeconds'>
+export type WorkflowLimits = Pick<Limits, 'workflowMaxNodes' | 'cronMinIntervalSeconds' | 'codeMaxBytes'>
 
 /**
  * Checks a workflow graph before it is stored (contract, Workflows): a bounded
@@ -120,7 +120,7 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
     if (ids.has(node.id)) throw invalidGraph(`Duplicate node id: ${node.id}`)
     ids.add(node.id)
     checkLinkShape(node, definition)
-    checkConfig(node, definition)
+    checkConfig(node, definition, limits)
   }
   const links = parseEdges(edges)
   for (const node of nodes) {

@@ -1,4 +1,5 @@
 import { Type, type TProperties, type TSchema } from 'typebox'
+import type { Limits } from '../../config.ts'
 import type { CredentialType } from '../../db/schema/credentials.ts'
 import type { NodeExecutor } from '../types.ts'
 
@@ -20,9 +21,12 @@ export interface NodeDefinition<T extends string = string> extends NodeExecutor<
   /** A starting config for a new node of this type (the console's palette). */
   example: Record<string, unknown>
   traits: NodeTraits
-  /** Save-time checks the schema cannot express; throws an Error whose message names the field. */
-  validate?: (config: Record<string, unknown>) => void
+  /** Save-time checks the schema cannot express, within the configured `limits`; throws an Error whose message names the field. */
+  validate?: (config: Record<string, unknown>, limits: NodeSaveLimits) => void
 }
+
+/** The settings save-time checks read (README, Configuration). */
+export type NodeSaveLimits = Pick<Limits, 'codeMaxBytes'>
 
 /** A config field that holds node ids: a link of the graph. */
 export interface NodeLinkField {

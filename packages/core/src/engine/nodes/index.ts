@@ -1,5 +1,6 @@
 import { Type, type TObject, type TProperties } from 'typebox'
 import { aggregate } from './aggregate.ts'
+import { code } from './code.ts'
 import { condition } from './condition.ts'
 import { cryptoNode } from './crypto.ts'
 import { date } from './date.ts'
@@ -28,6 +29,7 @@ const DEFINITIONS = [
   wait,
   set,
   verifySignature,
+  code,
   split,
   filter,
   sort,

@@ -1,4 +1,5 @@
 /** What one run of a workflow author's code may use, and the messages that say a limit was passed. */
+import type { Config } from '../../config.ts'
 
 export interface CodeSandboxLimits {
   /** QuickJS heap: the input, everything the code allocates and the output's JSON text. */
@@ -29,10 +30,19 @@ const bytes = (count: number): string => count % MIB === 0 ? `${count / MIB} MiB
 
 export const cpuTimeError = (limits: CodeSandboxLimits): string => `Code ran longer than ${limits.cpuMs} ms (CODE_CPU_MS)`
 export const memoryError = (limits: CodeSandboxLimits): string => `Code used more than ${bytes(limits.memoryBytes)} of memory (CODE_MEMORY_BYTES)`
-export const outputSizeError = (limits: CodeSandboxLimits): string => `Output is larger than ${limits.outputMaxBytes} bytes (CODE_OUTPUT_MAX_BYTES)`
+export const outputSizeError = (limits: CodeSandboxLimits): string => `Output is larger than ${limits.outputMaxBytes} bytes (NODE_OUTPUT_MAX_BYTES)`
 
 /** Why the code is refused before it is compiled, if it is larger than the limit. */
 export function codeSizeError (code: string, limits: CodeSandboxLimits): string | undefined {
   if (Buffer.byteLength(code) <= limits.codeMaxBytes) return undefined
   return `Code is larger than ${limits.codeMaxBytes} bytes (CODE_MAX_BYTES)`
 }
+
+/** The limits the settings give (README, Code): the output's is every node's, NODE_OUTPUT_MAX_BYTES. */
+export const codeSandboxLimitsOf = ({ codeSandbox, limits, nodeOutputMaxBytes }: Pick<Config, 'codeSandbox' | 'limits' | 'nodeOutputMaxBytes'>): CodeSandboxLimits => ({
+  ...DEFAULT_CODE_SANDBOX_LIMITS,
+  memoryBytes: codeSandbox.memoryBytes,
+  cpuMs: codeSandbox.cpuMs,
+  codeMaxBytes: limits.codeMaxBytes,
+  outputMaxBytes: nodeOutputMaxBytes
+})

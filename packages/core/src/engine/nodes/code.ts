@@ -1,0 +1,52 @@
+import { Type } from 'typebox'
+import { checkCodeSyntax, loadCodeSyntaxChecker } from '../sandbox/index.ts'
+import { DEFAULT_CODE_SANDBOX_LIMITS } from '../sandbox/limits.ts'
+import { NodeError } from '../types.ts'
+import { requiredString } from './config.ts'
+import { defineNode, PURE_TRAITS } from './definition.ts'
+
+/** The syntax check of a save runs synchronously: QuickJS is loaded once, when the catalogue is (a few ms). */
+await loadCodeSyntaxChecker()
+
+/** The most CODE_MAX_BYTES may allow (README, Configuration); the setting is checked at save time. */
+const CODE_MAX_BYTES_CEILING = 1024 * 1024
+
+/**
+ * JavaScript written by the workflow author, run in a QuickJS sandbox on the worker's pool of
+ * threads (README, Code): no process, file system, network, timers or other runs; bounded memory,
+ * time and output. `input` is the run so far (`triggerData` and earlier nodes' outputs); what the
+ * code returns is the node's output. It has no outside effect, so it runs between checkpoints
+ * like `set`: `Date.now` and `Math.random` may give other values when a takeover runs it again,
+ * which is harmless because results are checkpointed before any effect uses them.
+ */
+export const code = defineNode({
+  type: 'code',
+  description: 'Runs JavaScript in a sandbox: `input` is the run so far (triggerData and earlier nodes’ outputs); what the code returns becomes the node’s output.',
+  config: {
+    code: Type.String({
+      minLength: 1,
+      maxLength: CODE_MAX_BYTES_CEILING,
+      description: 'The body of an async function of `input`: `return` its output (JSON). `console.log` lines go to the run’s log; `await` works; there are no timers, modules or network.'
+    })
+  },
+  example: { code: 'const items = input.triggerData.items ?? []\nreturn { count: items.length, total: items.reduce((sum, item) => sum + item.price, 0) }' },
+  // The code is the author's program, never a template: `{{` may be JavaScript.
+  traits: { ...PURE_TRAITS, templateFields: [] },
+  validate (config, limits) {
+    if (typeof config.code !== 'string') return
+    let problem
+    try {
+      problem = checkCodeSyntax(config.code, { ...DEFAULT_CODE_SANDBOX_LIMITS, codeMaxBytes: limits.codeMaxBytes })
+    } catch {
+      // The checker is reloading after a parse that broke it (sandbox/syntax.ts): the run reports the error instead.
+      return
+    }
+    if (problem !== null) throw new NodeError(`code line ${problem.line}: ${problem.message}`)
+  },
+  async execute ({ config, result, log, deps, signal }) {
+    const outcome = await deps.code.run(requiredString(config, 'code'), result, { signal })
+    for (const line of outcome.logs) log(line.level, line.message)
+    if (!outcome.ok) throw new NodeError(outcome.error)
+    return { output: outcome.output }
+  }
+})
