@@ -19,13 +19,15 @@ t.test('a code node reads the run so far as input, returns its output, and its c
   const run = await client.runWorkflow(token, {
     nodes: [
       { id: 'prices', type: 'set', config: { values: { tax: 0.2 } }, next: 'js' },
-      { ...codeNode([
-        'const lines = input.triggerData.lines',
-        'const net = lines.reduce((sum, line) => sum + line.qty * line.price, 0)',
-        'console.log("lines", lines.length)',
-        'console.warn("net", net)',
-        'return { net, gross: Math.round(net * (1 + input.prices.tax) * 100) / 100, at: typeof Date.now(), later: await Promise.resolve("awaited") }'
-      ].join('\n')) }
+      {
+        ...codeNode([
+          'const lines = input.triggerData.lines',
+          'const net = lines.reduce((sum, line) => sum + line.qty * line.price, 0)',
+          'console.log("lines", lines.length)',
+          'console.warn("net", net)',
+          'return { net, gross: Math.round(net * (1 + input.prices.tax) * 100) / 100, at: typeof Date.now(), later: await Promise.resolve("awaited") }'
+        ].join('\n'))
+      }
     ]
   }, { lines: [{ qty: 2, price: 10 }, { qty: 1, price: 5.5 }] })
   t.equal(run.status, 'SUCCESS', run.error ?? '')

@@ -1,6 +1,5 @@
 import { Type } from 'typebox'
-import { checkCodeSyntax, loadCodeSyntaxChecker } from '../sandbox/index.ts'
-import { DEFAULT_CODE_SANDBOX_LIMITS } from '../sandbox/limits.ts'
+import { checkCodeSyntax, DEFAULT_CODE_SANDBOX_LIMITS, loadCodeSyntaxChecker } from '../sandbox/index.ts'
 import { NodeError } from '../types.ts'
 import { requiredString } from './config.ts'
 import { defineNode, PURE_TRAITS } from './definition.ts'
