@@ -16,6 +16,19 @@ export function pureChain (length: number): BenchNode[] {
   })
 }
 
+/**
+ * A chain of `length` small code nodes (README, Code), each reading the one before: what one code
+ * node costs, the hop to a sandbox thread and a fresh QuickJS runtime included.
+ */
+export function codeChain (length: number): BenchNode[] {
+  return Array.from({ length }, (_, i) => ({
+    id: `c${i}`,
+    type: 'code',
+    config: { code: i === 0 ? 'return { value: input.triggerData.n }' : `return { value: input.c${i - 1}.value + 1 }` },
+    ...(i < length - 1 && { next: `c${i + 1}` })
+  }))
+}
+
 /** Creates an active workflow as the admin and returns its id. */
 export async function createWorkflow (stack: Stack, name: string, triggerType: 'MANUAL' | 'WEBHOOK', nodes: unknown[]): Promise<string> {
   return stack.client.createWorkflow(await stack.adminToken(), { name, triggerType, isActive: true, nodes })
