@@ -1,8 +1,28 @@
 import { readFile } from 'node:fs/promises'
 import t from 'tap'
+import { defineNode, PURE_TRAITS } from '../src/engine/nodes/definition.ts'
+import { describeNodeTypes, NODE_TYPES } from '../src/engine/nodes/index.ts'
 import { nodeReferenceMarkdown } from '../src/engine/nodes/reference.ts'
+import { validateWorkflowGraph } from '../src/workflows/validation.ts'
 
 t.test('docs/nodes.md is the reference the definitions write (pnpm docs:nodes)', async (t) => {
   const written = await readFile(new URL('../../../docs/nodes.md', import.meta.url), 'utf8')
   t.equal(written, nodeReferenceMarkdown(), 'run pnpm docs:nodes after changing a node definition')
+})
+
+t.test('every node type is whole: described, with a schema, and an example its own save-time checks accept', async (t) => {
+  const described = describeNodeTypes()
+  t.same(described.map((nodeType) => nodeType.type), NODE_TYPES)
+  for (const nodeType of described) {
+    t.ok(nodeType.description.length > 20, `${nodeType.type} is described`)
+    t.ok(Object.keys((nodeType.configSchema as { properties: object }).properties).length > 0, `${nodeType.type} has config fields`)
+    t.doesNotThrow(() => { validateWorkflowGraph([{ id: 'example', type: nodeType.type, config: nodeType.example }], []) }, `${nodeType.type}'s example is a valid node`)
+  }
+})
+
+t.test('a definition missing a part does not compile', async (t) => {
+  // @ts-expect-error description, example and traits are required: the catalogue cannot hold a partial type.
+  const partial = defineNode({ type: 'partial', config: {}, execute: async () => ({ output: null }) })
+  t.equal(partial.type, 'partial')
+  t.ok(PURE_TRAITS.pure)
 })

@@ -141,7 +141,7 @@ export const condition = defineNode({
     cases: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'A switch instead of a test: the value of field → the node to continue with.' })),
     default: Type.Optional(Type.String({ description: 'With cases: the node to continue with when no case matches.' }))
   },
-  example: { field: 'triggerData.amount', operator: 'gt', value: 100, then: '', else: '' },
+  example: { field: 'triggerData.amount', operator: 'gt', value: 100 },
   traits: {
     ...PURE_TRAITS,
     links: [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }, { field: 'cases', kind: 'map' }, { field: 'default', kind: 'node' }]
