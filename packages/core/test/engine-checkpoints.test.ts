@@ -394,3 +394,38 @@ t.test('a run cancelled before its first outside effect is not called out for', 
   t.equal((await readRun(runId)).status, 'CANCELLED')
   t.same(await messages(runId), [])
 })
+
+t.test('a run executed unclaimed whose pure chain outlasts a checkpoint\'s 200 ms is claimed by that checkpoint: no node runs twice', async (t) => {
+  const statements: string[] = []
+  const executed: number[] = []
+  // A code node that takes 250 ms of its sandbox, counting its executions.
+  const slowCode = {
+    run: async (_code: string, input: unknown) => {
+      await new Promise((resolve) => setTimeout(resolve, 250))
+      executed.push((input as { triggerData: { n: number } }).triggerData.n)
+      return { ok: true as const, output: executed.length, logs: [] }
+    }
+  }
+  const engine = createRunEngine({
+    db: watchedDb((statement) => { statements.push(statement); return undefined }),
+    queues,
+    logger,
+    nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher, code: slowCode },
+    dispatchEvents: async () => {},
+    cancelPollMs: 60_000
+  })
+  const runId = await run(await workflow([
+    { id: 'slow', type: 'code', config: { code: 'return 1' }, next: 'after' },
+    { id: 'after', type: 'set', config: { values: { done: '{{slow}}' } } }
+  ]))
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SUCCESS')
+  t.same(executed, [1], 'the code ran once')
+  t.notOk(statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'")), 'no claim statement of its own')
+  t.equal(statements.length, 3, 'the read, the claim with the checkpoint after the slow node, the end')
+  const row = await readRun(runId)
+  t.equal(row.status, 'SUCCESS')
+  t.equal(row.claim, 1, 'claimed once, by the checkpoint')
+  t.match(row.result, { slow: 1, after: { done: 1 } })
+  t.equal((await messages(runId)).filter((line) => line === 'Run started').length, 1)
+})

@@ -520,6 +520,23 @@ export function createRunEngine (options: EngineOptions) {
     }
   }
 
+  /**
+   * The first write of a run executed unclaimed (`claimAtEnd`): it claims the run with what its
+   * pure nodes did and where it goes on (`startAndRecord`), before an outside effect or when a
+   * pure chain's checkpoint is due, so that nothing it ran is run again. Throws ClaimNeededError
+   * when the run was claimed or ended elsewhere meanwhile: the usual claim then takes it.
+   */
+  async function claimWithCheckpoint (run: ClaimedRun, claimAtEnd: { ownerId: string | undefined }, pending: Pending, trace: RunTrace, currentNodeId: string): Promise<void> {
+    const lines = pending.lines
+    const claim = await database(store.startAndRecord(run.id, run.claim, claimAtEnd.ownerId, run.startedAt, lines, { outputs: pending.outputs, currentNodeId }))
+    if (claim === undefined) throw new ClaimNeededError('the run was claimed or ended elsewhere')
+    run.claim = claim
+    run.claimAtEnd = undefined
+    trace.spans?.written()
+    trace.write(lines)
+    checkpointed(pending)
+  }
+
   async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
     const definition = nodeDefinition(node.type)
     if (definition === undefined) throw new NodeError(`Unknown node type: ${node.type}`)
@@ -529,14 +546,7 @@ export function createRunEngine (options: EngineOptions) {
       log('INFO', message)
       const lines = pending.lines
       if (run.claimAtEnd !== undefined) {
-        // The run's first write: it claims the run, which the pure nodes before ran without.
-        const claim = await database(store.startAndRecord(run.id, run.claim, run.claimAtEnd.ownerId, run.startedAt, lines, { outputs: pending.outputs, currentNodeId: node.id }))
-        if (claim === undefined) throw new ClaimNeededError('the run was claimed or ended elsewhere')
-        run.claim = claim
-        run.claimAtEnd = undefined
-        trace.spans?.written()
-        trace.write(lines)
-        checkpointed(pending)
+        await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, node.id)
         pending.acted = true
         return
       }
@@ -811,7 +821,11 @@ export function createRunEngine (options: EngineOptions) {
       const now = performance.now()
       // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
       if (!isPure(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
-        if (run.claimAtEnd !== undefined) throw new ClaimNeededError('a checkpoint is due')
+        if (run.claimAtEnd !== undefined) {
+          await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, next)
+          yielded = performance.now()
+          continue
+        }
         trace.write(pending.lines)
         const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines, pending.acted)), trace, run)
         if (advanced !== undefined) return advanced
