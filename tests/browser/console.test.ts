@@ -6,8 +6,9 @@
  * follow its run to SUCCESS and open its nodes' outputs, watch the queue counters move,
  * answer a customer, manage users (their roles and passwords) and chat accounts, change one's own
  * password; the empty states of a fresh installation, and an editor that will not send JSON that
- * does not parse. Every page is photographed into
- * tests/browser/screenshots/, with the first load's figures in metrics.json there.
+ * does not parse; a code node added from the palette, configured in the form its schema makes,
+ * fired. Every page is photographed into tests/browser/screenshots/, with the first load's
+ * figures in metrics.json there.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -153,15 +154,17 @@ t.test('create a workflow from the form; its page draws the graph as the engine 
   await heading(page, 'New workflow').waitFor()
   await page.getByLabel('Name', { exact: true }).fill('Order triage')
   await page.getByLabel('Tags (comma-separated)').fill('orders, console')
+  await page.getByText('No nodes yet: add one from the palette above.').waitFor()
 
   // JSON that does not parse cannot be sent, and the page says why.
   const create = page.getByRole('button', { name: 'Create workflow' })
+  await page.getByRole('button', { name: 'JSON', exact: true }).click()
   await page.getByLabel('Nodes (JSON array)').fill('[{ "id": "receive", "type": "set",')
   await page.locator('#json-problem').waitFor()
   t.ok(await create.isDisabled(), 'Create workflow is disabled')
   t.match(await page.locator('#json-problem').textContent(), /^Nodes are not valid JSON: .+\. Fix it to create the workflow\.$/)
   t.equal(await create.getAttribute('aria-describedby'), 'json-problem', 'the reason is the button\'s description')
-  t.ok(await page.getByRole('button', { name: 'Add', exact: true }).isDisabled(), 'adding a node would overwrite the text: disabled too')
+  t.ok(await page.getByRole('button', { name: 'Add set', exact: true }).isDisabled(), 'adding a node would overwrite the text: the palette is disabled too')
   await shot('02-workflow-new-invalid')
   await page.getByLabel('Nodes (JSON array)').fill('{ "id": "receive" }')
   t.equal(await page.locator('#json-problem').textContent(), 'Nodes must be a JSON array. Fix it to create the workflow.')
@@ -307,6 +310,83 @@ t.test('workflow and run lists with their filters', async (t) => {
   await page.getByLabel('Status').selectOption('SUCCESS')
   await runRowsOf('SUCCESS')
   await shot('07-runs')
+})
+
+t.test('a code node from the palette, its config in the form its schema makes: checked as typed, saved, fired, its output on the run page', async (t) => {
+  const { body } = await stack.call('GET', '/api/automation/node-types', { token })
+  const nodeTypes = body.nodeTypes as Array<{ type: string, description: string }>
+  await page.getByRole('link', { name: 'Workflows', exact: true }).click()
+  await page.getByRole('link', { name: 'New workflow' }).click()
+  await heading(page, 'New workflow').waitFor()
+  await page.getByLabel('Name', { exact: true }).fill('Doubler')
+
+  const addCode = page.getByRole('button', { name: 'Add code', exact: true })
+  await addCode.waitFor()
+  t.equal(await page.locator('.palette-item').count(), nodeTypes.length, 'the palette lists every node type the api describes')
+  const about = nodeTypes.find((nodeType) => nodeType.type === 'code')?.description ?? ''
+  t.ok(await addCode.getByText(about).isVisible(), 'each with its description')
+  t.same(await page.locator('.palette h4').allTextContents(), ['Chat', 'HTTP', 'Logic', 'Data', 'Code'], 'in groups')
+  await addCode.click()
+
+  // The form: the code field, a tall monospace textarea, starts from the type's example.
+  const code = page.getByLabel(/^code/)
+  t.match(await code.inputValue(), /^const items = input\.triggerData\.items/, 'a new node starts from its type\'s example')
+  t.equal(await code.evaluate((element) => element.tagName), 'TEXTAREA')
+  t.equal(await code.getAttribute('aria-required'), 'true', 'a required field is marked')
+  t.match(await page.locator('#cfg-code-help').textContent(), /^The body of an async function of `input`/, 'its description is its help')
+  await code.fill('return { doubled: input.triggerData.n * 2 }')
+
+  // A number out of bounds is flagged where it was typed, and holds the save.
+  const create = page.getByRole('button', { name: 'Create workflow' })
+  const timeoutMs = page.getByLabel(/^timeoutMs/)
+  const timeoutError = page.locator('#cfg-timeoutMs-error')
+  t.match(await page.locator('#cfg-timeoutMs-help').textContent(), /value or \{\{template\}\}$/, 'a field that may be a template says so')
+  await timeoutMs.fill('0')
+  t.equal(await timeoutError.textContent(), 'Expected a number from 1 to 300000, or a {{template}}')
+  t.equal(await timeoutError.getAttribute('role'), 'alert', 'the error is announced')
+  t.equal(await timeoutMs.getAttribute('aria-invalid'), 'true')
+  t.match(await timeoutMs.getAttribute('aria-describedby'), /\bcfg-timeoutMs-error\b/, 'and is the field\'s description')
+  const formProblem = page.locator('#form-problem')
+  await formProblem.waitFor()
+  t.ok(await create.isDisabled(), 'Create workflow is disabled')
+  t.equal(await create.getAttribute('aria-describedby'), 'form-problem')
+  await timeoutMs.fill('{{triggerData.timeoutMs}}')
+  await timeoutError.waitFor({ state: 'detached' })
+  t.pass('a template is taken')
+  await timeoutMs.fill('5000')
+  await formProblem.waitFor({ state: 'detached' })
+  // JSON that does not parse in an object field.
+  const retry = page.getByLabel(/^retry/)
+  await retry.fill('{ "attempts": ')
+  t.match(await page.locator('#cfg-retry-error').textContent(), /^Not valid JSON: /)
+  await formProblem.waitFor()
+  t.ok(await create.isDisabled())
+  await retry.fill('{ "attempts": 2 }')
+  await page.locator('#cfg-retry-error').waitFor({ state: 'detached' })
+  await formProblem.waitFor({ state: 'detached' })
+  t.ok(await create.isEnabled(), 'valid again')
+  t.same(await unlabelledControls(), [])
+  await shot('14-workflow-code-node')
+
+  // The JSON view edits the same nodes: the number is a number, the other fields left out.
+  await page.getByRole('button', { name: 'JSON', exact: true }).click()
+  t.same(JSON.parse(await page.getByLabel('Nodes (JSON array)').inputValue()), [
+    { id: 'n1', type: 'code', config: { code: 'return { doubled: input.triggerData.n * 2 }', timeoutMs: 5000, retry: { attempts: 2 } } }
+  ])
+  await page.getByRole('button', { name: 'Form', exact: true }).click()
+  t.equal(await code.inputValue(), 'return { doubled: input.triggerData.n * 2 }')
+  await create.click()
+  await heading(page, 'Doubler').waitFor()
+
+  await page.getByLabel(/Trigger data \(JSON\)/).fill('{"n": 21}')
+  await page.getByRole('button', { name: 'Fire' }).click()
+  await heading(page, /^Run /).waitFor()
+  await page.locator('.run-status .badge.status-success').waitFor()
+  await page.locator('[data-node-section="n1"] summary').click()
+  const output = page.locator('[data-node-section="n1"] pre.json')
+  await output.waitFor()
+  t.same(JSON.parse(await output.textContent() ?? ''), { doubled: 42 }, 'the code node\'s output')
+  await shot('15-run-code-node')
 })
 
 t.test('inbox: answer a customer the fake platform brought in; outside the 24-hour window, a template', async (t) => {

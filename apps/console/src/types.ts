@@ -35,6 +35,10 @@ export interface JsonSchema {
   items?: JsonSchema
   minimum?: number
   maximum?: number
+  minLength?: number
+  maxLength?: number
+  minItems?: number
+  maxItems?: number
   pattern?: string
 }
 

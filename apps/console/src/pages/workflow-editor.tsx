@@ -1,12 +1,14 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
 import { api } from '../api.ts'
+import { ConfigForm } from '../components/config-form.tsx'
 import { GraphView } from '../components/graph-view.tsx'
+import { NodePalette } from '../components/node-palette.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
-import { useAction } from '../hooks.ts'
-import { NODE_EXAMPLES, withNode } from '../node-examples.ts'
+import { useAction, useNodeTypes } from '../hooks.ts'
+import { withNode } from '../nodes.ts'
 import { paths } from '../paths.ts'
-import { DOMAINS, TRIGGER_TYPES, type Domain, type TriggerType, type Workflow, type WorkflowInput, type WorkflowNode } from '../types.ts'
+import { DOMAINS, TRIGGER_TYPES, type Domain, type NodeTypeInfo, type TriggerType, type Workflow, type WorkflowInput, type WorkflowNode } from '../types.ts'
 
 interface Draft {
   name: string
@@ -40,7 +42,8 @@ const EMPTY: Draft = {
   eventName: '',
   keywords: '',
   match: 'contains',
-  nodes: json([{ id: 'n1', type: 'set', config: NODE_EXAMPLES.set.config }]),
+  // The palette adds the first node, from its type's example.
+  nodes: '[]',
   edges: '',
   otherConfig: {}
 }
@@ -108,6 +111,38 @@ function inputOf (draft: Draft, graph: { nodes: WorkflowNode[], edges: unknown }
   }
 }
 
+interface NodeFormsProps {
+  nodes: WorkflowNode[]
+  nodeTypes: NodeTypeInfo[] | undefined
+  selected: string | undefined
+  onSelect: (id: string) => void
+  onConfig: (id: string, config: Record<string, unknown>) => void
+  onErrors: (count: number) => void
+}
+
+/** The Form view of the nodes: pick a node, edit its config in the form its type's schema makes (components/config-form.tsx). */
+function NodeForms ({ nodes, nodeTypes, selected, onSelect, onConfig, onErrors }: NodeFormsProps) {
+  if (nodes.length === 0) return <p class='muted'>No nodes yet: add one from the palette above.</p>
+  const node = nodes.find((candidate) => candidate.id === selected) ?? nodes[0]
+  const nodeType = nodeTypes?.find((candidate) => candidate.type === node.type)
+  return (
+    <>
+      <div class='node-picker' role='group' aria-label='Node to edit'>
+        {nodes.map((candidate, i) => (
+          <button type='button' key={i} aria-pressed={candidate === node} onClick={() => { onSelect(candidate.id) }}>
+            <code>{candidate.id}</code> <span class='small'>{candidate.type}</span>
+          </button>
+        ))}
+      </div>
+      {nodeType !== undefined
+        ? <ConfigForm key={`${node.id} ${node.type}`} nodeType={nodeType} node={node} onChange={(config) => { onConfig(node.id, config) }} onErrors={onErrors} />
+        : nodeTypes === undefined
+          ? <Loading what='the node types' />
+          : <p class='notice'>{`${node.id} is of a type the service does not know (${node.type}): edit it in the JSON view.`}</p>}
+    </>
+  )
+}
+
 function Preview ({ graph }: { graph: Graph }) {
   if ('problem' in graph) return <p class='muted'>No preview while the JSON does not parse.</p>
   return <GraphView nodes={graph.nodes} edges={graph.edges} />
@@ -120,7 +155,10 @@ export function WorkflowEditor () {
   const id = params.id as string | undefined
   const [draft, setDraft] = useState<Draft | undefined>(id === undefined ? EMPTY : undefined)
   const [loadError, setLoadError] = useState<Error | undefined>(undefined)
-  const [nodeType, setNodeType] = useState('http_request')
+  const nodeTypes = useNodeTypes()
+  const [view, setView] = useState<'form' | 'json'>('form')
+  const [selected, setSelected] = useState<string | undefined>(undefined)
+  const [formErrors, setFormErrors] = useState(0)
 
   useEffect(() => {
     if (id === undefined) return
@@ -130,7 +168,7 @@ export function WorkflowEditor () {
   const save = useAction(async () => {
     if (draft === undefined) return
     const graph = graphOf(draft)
-    if ('problem' in graph) return
+    if ('problem' in graph || formErrors > 0) return
     const input = inputOf(draft, graph)
     const saved = id === undefined ? await api.createWorkflow(input) : await api.updateWorkflow(id, input)
     route(paths.workflow(saved.id))
@@ -139,11 +177,19 @@ export function WorkflowEditor () {
   if (draft === undefined) return loadError === undefined ? <Loading what='the workflow' /> : <ErrorNotice error={loadError} />
   const set = <K extends keyof Draft>(key: K, value: Draft[K]): void => { setDraft({ ...draft, [key]: value }) }
   const graph = graphOf(draft)
-  // Adding a node rewrites the nodes' JSON: not while it does not parse, which would lose the text.
+  // Adding a node or editing one in the form rewrites the nodes' JSON: not while it does not parse, which would lose the text.
   const nodes = graphOf({ nodes: draft.nodes, edges: '' })
-  const addNode = (): void => {
-    if (!('problem' in nodes)) set('nodes', json(withNode(nodes.nodes, nodeType)))
+  const addNode = (nodeType: NodeTypeInfo): void => {
+    if ('problem' in nodes) return
+    const added = withNode(nodes.nodes, nodeType, nodeTypes.data ?? [])
+    set('nodes', json(added))
+    setSelected(added.at(-1)?.id)
   }
+  const setConfig = (nodeId: string, config: Record<string, unknown>): void => {
+    if (!('problem' in nodes)) set('nodes', json(nodes.nodes.map((node) => node.id === nodeId ? { ...node, config } : node)))
+  }
+  const problem = 'problem' in graph ? 'json-problem' : formErrors > 0 ? 'form-problem' : undefined
+  const toSave = id === undefined ? 'create the workflow' : 'save'
 
   return (
     <section>
@@ -203,15 +249,21 @@ export function WorkflowEditor () {
               Each node: <code>id</code>, <code>type</code>, <code>config</code>, and <code>next</code> (the node after it).
               Templates such as <code>{'{{triggerData.name}}'}</code> or <code>{'{{n1.body.id}}'}</code> read the trigger data and earlier nodes’ outputs.
             </p>
-            <div class='row'>
-              <label for='wf-node-type'>Add a node</label>
-              <select id='wf-node-type' value={nodeType} onChange={(e) => { setNodeType(e.currentTarget.value) }}>
-                {Object.entries(NODE_EXAMPLES).map(([type, { about }]) => <option key={type} value={type}>{type}: {about}</option>)}
-              </select>
-              <button type='button' onClick={addNode} disabled={'problem' in nodes} title={'problem' in nodes ? 'Fix the nodes’ JSON first' : undefined}>Add</button>
+            <NodePalette nodeTypes={nodeTypes} blocked={'problem' in nodes ? 'Fix the nodes’ JSON to add a node.' : undefined} onAdd={addNode} />
+            <div class='view-toggle' role='group' aria-label='Edit the nodes as'>
+              <button type='button' aria-pressed={view === 'form'} onClick={() => { setView('form') }}>Form</button>
+              <button type='button' aria-pressed={view === 'json'} onClick={() => { setView('json') }}>JSON</button>
             </div>
-            <label for='wf-nodes'>Nodes (JSON array)</label>
-            <textarea id='wf-nodes' class='mono' rows={14} spellcheck={false} value={draft.nodes} onInput={(e) => { set('nodes', e.currentTarget.value) }} />
+            {view === 'json'
+              ? (
+                <>
+                  <label for='wf-nodes'>Nodes (JSON array)</label>
+                  <textarea id='wf-nodes' class='mono' rows={14} spellcheck={false} value={draft.nodes} onInput={(e) => { set('nodes', e.currentTarget.value) }} />
+                </>
+                )
+              : 'problem' in nodes
+                ? <p class='notice'>The nodes’ JSON does not parse: fix it in the JSON view.</p>
+                : <NodeForms nodes={nodes.nodes} nodeTypes={nodeTypes.data} selected={selected} onSelect={setSelected} onConfig={setConfig} onErrors={setFormErrors} />}
             <details>
               <summary>Edges (optional, as a visual builder saves them)</summary>
               <label for='wf-edges'>Edges (JSON array of {'{source, target, sourceHandle?}'})</label>
@@ -221,10 +273,11 @@ export function WorkflowEditor () {
             <Preview graph={graph} />
           </fieldset>
         </div>
-        {'problem' in graph && <p class='notice error' id='json-problem'>{`${graph.problem}. Fix it to ${id === undefined ? 'create the workflow' : 'save'}.`}</p>}
+        {'problem' in graph && <p class='notice error' id='json-problem'>{`${graph.problem}. Fix it to ${toSave}.`}</p>}
+        {problem === 'form-problem' && <p class='notice error' id='form-problem'>{`A config field of the node is not valid (marked above). Fix it to ${toSave}.`}</p>}
         <ErrorNotice error={save.error} />
         <div class='row'>
-          <button type='submit' class='primary' disabled={save.busy || 'problem' in graph} aria-describedby={'problem' in graph ? 'json-problem' : undefined}>{save.busy ? 'Saving…' : id === undefined ? 'Create workflow' : 'Save changes'}</button>
+          <button type='submit' class='primary' disabled={save.busy || problem !== undefined} aria-describedby={problem}>{save.busy ? 'Saving…' : id === undefined ? 'Create workflow' : 'Save changes'}</button>
           <a class='button' href={id === undefined ? paths.workflows : paths.workflow(id)}>Cancel</a>
         </div>
       </form>

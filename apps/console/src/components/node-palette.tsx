@@ -1,0 +1,47 @@
+import type { Loaded } from '../hooks.ts'
+import { paletteOf } from '../nodes.ts'
+import type { NodeTypeInfo } from '../types.ts'
+import { ErrorNotice, Loading } from './ui.tsx'
+
+interface NodePaletteProps {
+  nodeTypes: Loaded<NodeTypeInfo[]>
+  /** Why no node can be added now, if so. */
+  blocked: string | undefined
+  onAdd: (nodeType: NodeTypeInfo) => void
+}
+
+/** Every node type the service runs (GET /api/automation/node-types), by group, each with its description: a click adds one. */
+export function NodePalette ({ nodeTypes, blocked, onAdd }: NodePaletteProps) {
+  const { data, error, reload } = nodeTypes
+  return (
+    <section class='palette' aria-labelledby='palette-title'>
+      <h3 id='palette-title'>Add a node</h3>
+      {data === undefined && error === undefined && <Loading what='the node types' />}
+      {data === undefined && error !== undefined && (
+        <div class='row'>
+          <ErrorNotice error={error} />
+          <button type='button' onClick={reload}>Retry</button>
+        </div>
+      )}
+      {data !== undefined && blocked !== undefined && <p class='muted small'>{blocked}</p>}
+      {data !== undefined && paletteOf(data).map(({ group, nodeTypes: types }) => (
+        <div key={group} class='palette-group'>
+          <h4>{group}</h4>
+          <ul class='palette-items'>
+            {types.map((nodeType) => (
+              <li key={nodeType.type}>
+                <button
+                  type='button' class='palette-item' aria-label={`Add ${nodeType.type}`} aria-describedby={`palette-${nodeType.type}`}
+                  disabled={blocked !== undefined} title={nodeType.description} onClick={() => { onAdd(nodeType) }}
+                >
+                  <code>{nodeType.type}</code>
+                  <span class='palette-about' id={`palette-${nodeType.type}`}>{nodeType.description}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        </div>
+      ))}
+    </section>
+  )
+}
