@@ -1,7 +1,6 @@
 import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { DomainError } from '../errors.ts'
-import { nodeCredentialReferences } from '../credentials/references.ts'
 import type { NodeDefinition } from '../engine/nodes/definition.ts'
 import { NODE_LINK_FIELDS, nodeDefinition } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
@@ -52,8 +51,8 @@ function checkLinkShape (node: WorkflowNode, definition: NodeDefinition): void {
 
 /**
  * A node's config as its definition wants it: the type's own checks (a `matches` pattern, a switch
- * set when written), `retry` and `timeoutMs` (README, Retries and time-outs), its credential
- * references, the filters of its templates (README, Templates), then its schema.
+ * set when written), `retry` and `timeoutMs` (README, Retries and time-outs), the filters of its
+ * templates (README, Templates), then its schema.
  */
 function checkConfig (node: WorkflowNode, definition: NodeDefinition, limits: WorkflowLimits): void {
   const config = node.config ?? {}
@@ -63,11 +62,11 @@ function checkConfig (node: WorkflowNode, definition: NodeDefinition, limits: Wo
   } catch (err) {
     throw invalidField(`Node ${node.id}: ${(err as Error).message}`)
   }
-  // Its own code and words (README, Credentials) before the schema's.
-  nodeCredentialReferences(node, { strict: true })
   const { templateFields } = definition.traits
   const templates = templateFields === 'every' ? config : templateFields.map((field) => config[field])
-  const problem = templateProblem(templates) ?? checkNodeConfig(definition, config)
+  // `credential` is checked with the workflow's other credential references, after who may change them (README, Credentials).
+  const { credential: _credential, ...checked } = config
+  const problem = templateProblem(templates) ?? checkNodeConfig(definition, checked)
   if (problem !== undefined) throw invalidField(`Node ${node.id}: ${problem}`)
 }
 
