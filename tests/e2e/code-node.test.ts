@@ -130,5 +130,6 @@ t.test('50 runs of endless code at once: the api and worker answer their probes,
 
   const ended = await Promise.all(heavyRuns.map(async (runId) => await client.runReaching(token, runId, ['SUCCESS', 'FAILED'], { timeoutMs: 120_000 })))
   t.equal(ended.filter((run) => run.status === 'FAILED' && run.error === `Code ran longer than ${CPU_MS} ms (CODE_CPU_MS)`).length, 50)
-  t.comment(`50 endless runs ended in ${Date.now() - started} ms on 2 sandbox threads`)
+  const lastEnd = Math.max(...ended.map((run) => Date.parse(run.completedAt!)))
+  t.comment(`50 endless runs (${CPU_MS} ms each) ended ${lastEnd - started} ms after the first was fired, on 2 sandbox threads`)
 })

@@ -262,7 +262,7 @@ t.test('a run of pure nodes only is claimed with its end: one read and one write
   t.equal(deltas!.successes, 1, 'counted once as succeeded')
 })
 
-t.test('a run of pure nodes that fails is claimed and fails as before: its nodes run again under the claim', async (t) => {
+t.test('a run of pure nodes that fails is claimed with what its nodes did, then fails: no node runs again', async (t) => {
   const statements: string[] = []
   const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
   const runId = await run(await workflow([
@@ -273,8 +273,11 @@ t.test('a run of pure nodes that fails is claimed and fails as before: its nodes
   const row = await readRun(runId)
   t.equal(row.status, 'FAILED')
   t.equal(row.error, 'Node not found: missing')
-  t.equal(row.claim, 1, 'one claim: the in-memory execution wrote nothing')
+  t.equal(row.claim, 1, 'one claim')
   t.match(await messages(runId), ['Run started', ...nodeLines('first', 'set'), 'Run failed: Node not found: missing'])
+  t.equal((await messages(runId)).filter((line) => line.startsWith('Node first (set) started')).length, 1, 'the node ran once')
+  t.equal(statements.length, 3, 'the read, the claim with what the node did, the failure')
+  t.notOk(statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'")), 'not handed back to the usual claim, which ran the nodes again')
   t.notOk(statements.some((statement) => statement.includes("set status = 'SUCCESS'")), 'no end was written before the claim')
 })
 

@@ -429,9 +429,12 @@ export function createRunEngine (options: EngineOptions) {
     return 'SUPERSEDED'
   }
 
-  /** A node failed: the run ends FAILED at `nodeId` with what was pending, as a step of this claim. */
+  /**
+   * A node failed: the run ends FAILED at `nodeId` with what was pending, as a step of this claim;
+   * a run executed unclaimed is claimed with what it did first, so that nothing it ran runs again.
+   */
   async function failClaimed (run: ClaimedRun, error: string, pending: Pending, nodeId: string, trace: RunTrace): Promise<RunOutcome> {
-    if (run.claimAtEnd !== undefined) throw new ClaimNeededError(error)
+    if (run.claimAtEnd !== undefined) await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, nodeId)
     const progress = { outputs: pending.outputs, currentNodeId: nodeId }
     if (await database(failRun(run.id, error, { lines: pending.lines, from: { claim: run.claim }, trace, progress, keepLines: pending.acted }))) return 'FAILED'
     return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', trace, run)
