@@ -432,3 +432,35 @@ t.test('a run executed unclaimed whose pure chain outlasts a checkpoint\'s 200 m
   t.match(row.result, { slow: 1, after: { done: 1 } })
   t.equal((await messages(runId)).filter((line) => line === 'Run started').length, 1)
 })
+
+t.test('a node of a run executed unclaimed that is retried claims the run before its retry: each attempt runs once', async (t) => {
+  const statements: string[] = []
+  let attempts = 0
+  // The first attempt outlasts its timeoutMs (a time-out may pass: retried), the second is quick.
+  const flakyCode = {
+    run: async () => {
+      attempts++
+      if (attempts === 1) await new Promise((resolve) => setTimeout(resolve, 150))
+      return { ok: true as const, output: attempts, logs: [] }
+    }
+  }
+  const engine = createRunEngine({
+    db: watchedDb((statement) => { statements.push(statement); return undefined }),
+    queues,
+    logger,
+    nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher, code: flakyCode },
+    dispatchEvents: async () => {},
+    cancelPollMs: 60_000
+  })
+  const runId = await run(await workflow([
+    { id: 'flaky', type: 'code', config: { code: 'return 1', timeoutMs: 50, retry: { attempts: 2, backoffMs: 10 } } }
+  ]))
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SUCCESS')
+  t.equal(attempts, 2, 'two attempts, none run again')
+  t.notOk(statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'")), 'not handed back to the usual claim')
+  const row = await readRun(runId)
+  t.equal(row.claim, 1)
+  t.match(row.result, { flaky: 2 })
+  t.match((await messages(runId)).join('\n'), /Timed out after 50ms; retrying in 10ms \(1 of 1\)/)
+})

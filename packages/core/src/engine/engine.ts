@@ -601,9 +601,11 @@ export function createRunEngine (options: EngineOptions) {
         try {
           return pure ? await pureAttempt(policy.timeoutMs, attempt) : await timedAttempt(policy.timeoutMs, nodeSignal, attempt)
         } catch (err) {
-          if (!(err instanceof RetryableNodeError) || run.claimAtEnd !== undefined) throw err
+          if (!(err instanceof RetryableNodeError)) throw err
           const decision = decide(err.retryAfterMs)
           if (!decision.retry) throw err
+          // A retry waits: a run executed unclaimed is claimed first, with what it did, so that nothing runs again.
+          if (run.claimAtEnd !== undefined) await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, node.id)
           log('WARN', `${err.message}; retrying in ${decision.delayMs}ms (${schedule.retries + 1} of ${policy.attempts - 1})`)
           schedule.record(decision.delayMs)
           // A pure node waits on nothing but this: the claim is watched only while it waits.
