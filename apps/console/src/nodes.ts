@@ -6,22 +6,11 @@ import type { JsonSchema, NodeTypeInfo, WorkflowNode } from './types.ts'
  * what a user types into them.
  */
 
-/** The palette's groups, in order. A type not named here (one added to the catalogue since) is listed under Other. */
-const GROUPS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ['Chat', ['send_chat', 'send_chat_template']],
-  ['HTTP', ['http_request', 'verify_signature']],
-  ['Logic', ['condition', 'wait']],
-  ['Data', ['set', 'split', 'filter', 'sort', 'dedupe', 'aggregate', 'date', 'crypto']],
-  ['Code', ['code']]
-]
-
+/** The palette: the node types by their category, in the order the api lists the categories (GET /api/automation/node-types). */
 export function paletteOf (nodeTypes: NodeTypeInfo[]): Array<{ group: string, nodeTypes: NodeTypeInfo[] }> {
-  const named = new Set(GROUPS.flatMap(([, types]) => types))
-  const byType = new Map(nodeTypes.map((nodeType) => [nodeType.type, nodeType]))
-  return [
-    ...GROUPS.map(([group, types]) => ({ group, nodeTypes: types.flatMap((type) => byType.get(type) ?? []) })),
-    { group: 'Other', nodeTypes: nodeTypes.filter((nodeType) => !named.has(nodeType.type)) }
-  ].filter((group) => group.nodeTypes.length > 0)
+  const groups = new Map<string, NodeTypeInfo[]>()
+  for (const nodeType of nodeTypes) groups.set(nodeType.category, [...groups.get(nodeType.category) ?? [], nodeType])
+  return [...groups].map(([group, members]) => ({ group, nodeTypes: members }))
 }
 
 /**

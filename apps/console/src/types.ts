@@ -15,6 +15,8 @@ export interface WorkflowNode { id: string, type: string, config?: Record<string
 /** A node type as GET /api/automation/node-types describes it (docs/nodes.md). */
 export interface NodeTypeInfo {
   type: string
+  /** Where the palette lists it; the api lists types by category, in the palette's order. */
+  category: string
   description: string
   configSchema: JsonSchema
   example: Record<string, unknown>

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import t from 'tap'
-import { defineNode, PURE_TRAITS } from '../src/engine/nodes/definition.ts'
+import { defineNode, NODE_CATEGORIES, PURE_TRAITS } from '../src/engine/nodes/definition.ts'
 import { describeNodeTypes, NODE_TYPES } from '../src/engine/nodes/index.ts'
 import { nodeReferenceMarkdown } from '../src/engine/nodes/reference.ts'
 import { validateWorkflowGraph } from '../src/workflows/validation.ts'
@@ -13,6 +13,8 @@ t.test('docs/nodes.md is the reference the definitions write (pnpm docs:nodes)',
 t.test('every node type is whole: described, with a schema, and an example its own save-time checks accept', async (t) => {
   const described = describeNodeTypes()
   t.same(described.map((nodeType) => nodeType.type), NODE_TYPES)
+  const categories = described.map((nodeType) => NODE_CATEGORIES.indexOf(nodeType.category))
+  t.same(categories, [...categories].sort((a, b) => a - b), 'listed by category, in the palette\'s order')
   for (const nodeType of described) {
     t.ok(nodeType.description.length > 20, `${nodeType.type} is described`)
     t.ok(Object.keys((nodeType.configSchema as { properties: object }).properties).length > 0, `${nodeType.type} has config fields`)
@@ -21,7 +23,7 @@ t.test('every node type is whole: described, with a schema, and an example its o
 })
 
 t.test('a definition missing a part does not compile', async (t) => {
-  // @ts-expect-error description, example and traits are required: the catalogue cannot hold a partial type.
+  // @ts-expect-error category, description, example and traits are required: the catalogue cannot hold a partial type.
   const partial = defineNode({ type: 'partial', config: {}, execute: async () => ({ output: null }) })
   t.equal(partial.type, 'partial')
   t.ok(PURE_TRAITS.pure)

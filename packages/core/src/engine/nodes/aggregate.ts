@@ -96,6 +96,7 @@ function summarise (group: Group, operations: readonly Operation[]): Record<stri
  */
 export const aggregate = defineNode({
   type: 'aggregate',
+  category: 'Data',
   description: 'Counts, sums, averages, minima and maxima over a list, whole or grouped by a field. sum, avg, min and max skip values that are not numbers (decimal text counts as a number).',
   config: {
     items: itemsField('The list to aggregate (at most 10,000 items), usually a template: {{n1.items}}.'),

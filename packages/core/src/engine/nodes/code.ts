@@ -20,6 +20,7 @@ const CODE_MAX_BYTES_CEILING = 1024 * 1024
  */
 export const code = defineNode({
   type: 'code',
+  category: 'Code',
   description: 'Runs JavaScript in a sandbox: `input` is the run so far (triggerData and earlier nodes’ outputs); what the code returns becomes the node’s output.',
   config: {
     code: Type.String({

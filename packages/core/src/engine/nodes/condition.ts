@@ -131,6 +131,7 @@ export function testCondition (operator: ConditionOperator | undefined, value: u
  */
 export const condition = defineNode({
   type: 'condition',
+  category: 'Logic',
   description: 'Branches: tests a value of the run and continues with then or else, or picks one of cases.',
   config: {
     field: Type.String({ minLength: 1, description: 'A path into the run (triggerData.body.event, n1.status), or a template.' }),

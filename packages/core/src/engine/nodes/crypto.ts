@@ -44,6 +44,7 @@ function randomId (length: number): string {
  */
 export const cryptoNode = defineNode({
   type: 'crypto',
+  category: 'Data',
   description: 'Hashes a value, signs it with HMAC using an hmac credential, or makes a random id.',
   config: {
     operation: templated(oneOfAnyCase(OPERATIONS, { description: 'hash: a digest of value; hmac: its HMAC with credential’s secret; randomId: random letters and digits.' })),

@@ -96,6 +96,7 @@ const dateValue = (description: string) =>
  */
 export const date = defineNode({
   type: 'date',
+  category: 'Data',
   description: 'Formats, parses, shifts and compares dates and times (luxon), in an IANA time zone.',
   config: {
     operation: templated(oneOfAnyCase(OPERATIONS, {

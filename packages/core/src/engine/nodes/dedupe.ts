@@ -24,6 +24,7 @@ function readFields (config: Record<string, unknown>): string[] | undefined {
  */
 export const dedupe = defineNode({
   type: 'dedupe',
+  category: 'Data',
   description: 'Removes repeated items from a list, keeping the first: items are the same when the fields given (or the whole items) are equal.',
   config: {
     items: itemsField('The list (at most 10,000 items), usually a template: {{n1.items}}.'),

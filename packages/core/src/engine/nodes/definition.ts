@@ -10,6 +10,8 @@ import type { NodeExecutor } from '../types.ts'
  * names a node type.
  */
 export interface NodeDefinition<T extends string = string> extends NodeExecutor<T> {
+  /** Where the console's palette lists it. */
+  category: NodeCategory
   /** One sentence for the console's palette and the docs. */
   description: string
   /**
@@ -24,6 +26,10 @@ export interface NodeDefinition<T extends string = string> extends NodeExecutor<
   /** Save-time checks the schema cannot express, within the configured `limits`; throws an Error whose message names the field. */
   validate?: (config: Record<string, unknown>, limits: NodeSaveLimits) => void
 }
+
+/** The palette's groups, in the order it shows them. */
+export const NODE_CATEGORIES = ['Chat', 'HTTP', 'Logic', 'Data', 'Code'] as const
+export type NodeCategory = typeof NODE_CATEGORIES[number]
 
 /** The settings save-time checks read (README, Configuration). */
 export type NodeSaveLimits = Pick<Limits, 'codeMaxBytes'>

@@ -41,6 +41,7 @@ function readTests (config: Record<string, unknown>, rawConfig: Record<string, u
  */
 export const filter = defineNode({
   type: 'filter',
+  category: 'Data',
   description: 'Keeps the items of a list that pass its conditions (the condition node’s operators, on a field of each item).',
   config: {
     items: itemsField('The list to filter (at most 10,000 items), usually a template: {{n1.body.orders}}.'),

@@ -245,6 +245,7 @@ async function exchange (context: NodeContext, request: { url: URL, method: stri
  */
 export const httpRequest = defineNode({
   type: 'http_request',
+  category: 'HTTP',
   description: 'Calls a URL (an outbound webhook, a partner API): the response becomes the node’s output.',
   config: {
     method: Type.Optional(templated(oneOfAnyCase(METHODS, { default: 'GET', description: 'The HTTP method.' }))),

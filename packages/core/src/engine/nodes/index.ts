@@ -5,7 +5,7 @@ import { condition } from './condition.ts'
 import { cryptoNode } from './crypto.ts'
 import { date } from './date.ts'
 import { dedupe } from './dedupe.ts'
-import type { NodeDefinition, NodeLinkField } from './definition.ts'
+import type { NodeCategory, NodeDefinition, NodeLinkField } from './definition.ts'
 import { filter } from './filter.ts'
 import { httpRequest } from './http-request.ts'
 import { sendChatTemplate } from './send-chat-template.ts'
@@ -17,26 +17,27 @@ import { verifySignature } from './verify-signature.ts'
 import { wait } from './wait.ts'
 
 /**
- * The catalogue: every node type the engine runs, one definition each (./definition.ts). A new
- * type is one file beside these and one entry here (docs/nodes.md); a definition missing any
- * part does not compile.
+ * The catalogue: every node type the engine runs, one definition each (./definition.ts), grouped
+ * by category in NODE_CATEGORIES' order (the order the api and the docs list them). A new type is
+ * one file beside these and one entry here (docs/nodes.md); a definition missing any part does
+ * not compile.
  */
 const DEFINITIONS = [
   sendChat,
   sendChatTemplate,
   httpRequest,
+  verifySignature,
   condition,
   wait,
   set,
-  verifySignature,
-  code,
   split,
   filter,
   sort,
   dedupe,
   aggregate,
   date,
-  cryptoNode
+  cryptoNode,
+  code
 ] as const
 
 export type NodeType = typeof DEFINITIONS[number]['type']
@@ -97,6 +98,7 @@ export function nodeConfigSchema (definition: NodeDefinition): TObject {
 /** A node type as `GET /api/automation/node-types` lists it: JSON, for the console and for partners. */
 export interface NodeTypeDescription {
   type: string
+  category: NodeCategory
   description: string
   /** The config's JSON Schema (`nodeConfigSchema`). */
   configSchema: Record<string, unknown>
@@ -116,6 +118,7 @@ function describeNodeType (definition: NodeDefinition): NodeTypeDescription {
   const { traits } = definition
   return {
     type: definition.type,
+    category: definition.category,
     description: definition.description,
     configSchema: JSON.parse(JSON.stringify(nodeConfigSchema(definition))) as Record<string, unknown>,
     example: definition.example,

@@ -7,6 +7,7 @@ import { defineNode, templated } from './definition.ts'
 /** An approved template through one of the workflow owner's chat accounts, with the node's idempotency key. */
 export const sendChatTemplate = defineNode({
   type: 'send_chat_template',
+  category: 'Chat',
   description: 'Sends an approved message template: the way to start a conversation outside the 24-hour window.',
   config: {
     phone: CHAT_FIELDS.phone,

@@ -6,6 +6,7 @@ import { defineNode, templated } from './definition.ts'
 /** Free text through one of the workflow owner's chat accounts, with the node's idempotency key. */
 export const sendChat = defineNode({
   type: 'send_chat',
+  category: 'Chat',
   description: 'Sends a text message to a chat number (inside the 24-hour window of the conversation).',
   config: {
     phone: CHAT_FIELDS.phone,

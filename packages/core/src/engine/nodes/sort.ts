@@ -48,6 +48,7 @@ function compareRanks (a: Rank, b: Rank, descending: boolean): number {
 /** Sorts a list by fields of its items; stable, so items that compare equal keep their order. */
 export const sort = defineNode({
   type: 'sort',
+  category: 'Data',
   description: 'Sorts a list by fields of its items: numbers (and decimal text) by value, other text by character codes, missing values last; stable.',
   config: {
     items: itemsField('The list to sort (at most 10,000 items), usually a template: {{n1.items}}.'),

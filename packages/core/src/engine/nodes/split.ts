@@ -26,6 +26,7 @@ function source (config: Record<string, unknown>, rawConfig: Record<string, unkn
  */
 export const split = defineNode({
   type: 'split',
+  category: 'Data',
   description: 'Turns a list (or an object’s entries) into items for the nodes after it, optionally one field of each.',
   config: {
     value: templated(Type.Union([

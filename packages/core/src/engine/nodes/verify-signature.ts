@@ -23,6 +23,7 @@ function decode (text: string, encoding: Encoding): Buffer | undefined {
  */
 export const verifySignature = defineNode({
   type: 'verify_signature',
+  category: 'HTTP',
   description: 'Checks the HMAC signature of the inbound webhook that started the run; a mismatch fails the run.',
   config: {
     header: templated(Type.String({ minLength: 1, maxLength: 256, description: 'The request header that carries the signature.' })),

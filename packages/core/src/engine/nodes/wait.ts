@@ -34,6 +34,7 @@ const amount = (unit: keyof typeof UNIT_MS) =>
 
 export const wait = defineNode({
   type: 'wait',
+  category: 'Logic',
   description: 'Pauses the run for a time or until a moment (up to 366 days) without holding a worker.',
   config: {
     seconds: amount('seconds'),

@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { NODE_CATEGORIES } from '@switchboard/core/engine'
 
 const LinkField = Type.Object({ field: Type.String(), kind: Type.Union([Type.Literal('node'), Type.Literal('map')]) })
 const SecretField = Type.Object({ field: Type.String(), kind: Type.String(), keeps: Type.Optional(Type.Array(Type.String())) })
@@ -24,6 +25,7 @@ const NodeTraits = Type.Object({
 export const NodeTypes = Type.Object({
   nodeTypes: Type.Array(Type.Object({
     type: Type.String(),
+    category: Type.Enum(NODE_CATEGORIES, { description: 'Where the console’s palette lists it; types come grouped by category, in the palette’s order.' }),
     description: Type.String(),
     configSchema: Type.Object({}, { additionalProperties: true, description: 'The config’s JSON Schema.' }),
     example: Type.Object({}, { additionalProperties: true, description: 'A starting config.' }),
