@@ -59,7 +59,7 @@ function section (nodeType: NodeTypeDescription): string {
     return `| \`${field}\` | ${cell(text)}${templated ? ' (template)' : ''} | ${required} | ${cell(fallback)} | ${cell(property.description ?? '')} |`
   })
   return [
-    `## \`${nodeType.type}\``,
+    `### \`${nodeType.type}\``,
     '',
     nodeType.description,
     '',
@@ -83,6 +83,6 @@ export function nodeReferenceMarkdown (): string {
     '',
     `Every node type a workflow may use (${nodeTypes.length}), its config and its traits, as \`GET /api/automation/node-types\` gives them with each config's JSON Schema. A field marked (template) may be written as a template (README, Templates) and is checked once rendered. Adding a type is one file in \`packages/core/src/engine/nodes/\` and one entry in its catalogue (\`index.ts\`): a definition missing any part does not compile.`,
     '',
-    ...nodeTypes.map(section)
+    ...nodeTypes.flatMap((nodeType, i) => nodeTypes[i - 1]?.category === nodeType.category ? [section(nodeType)] : [`## ${nodeType.category}\n`, section(nodeType)])
   ].join('\n')
 }
