@@ -26,7 +26,7 @@ export const code = defineNode({
     code: Type.String({
       minLength: 1,
       maxLength: CODE_MAX_BYTES_CEILING,
-      description: 'The body of an async function of `input`: `return` its output (JSON). `console.log` lines go to the run’s log; `await` works; there are no timers, modules or network.'
+      description: 'The body of an async function of `input`: `return` its output (JSON). `console.log` lines go to the run’s log; `await` works; there are no timers, modules or network. At most CODE_MAX_BYTES (64 KiB by default; README, Code).'
     })
   },
   example: { code: 'const items = input.triggerData.items ?? []\nreturn { count: items.length, total: items.reduce((sum, item) => sum + item.price, 0) }' },
