@@ -66,7 +66,7 @@ const [owner] = await sql`insert into users (id, email, password_hash, role) val
 const viewer = { id: owner!.id as string, role: 'admin' as const }
 await createCredentialService({ db: oldDatabase.db, keyring: keyringOf({ encryptionKey: OLD_KEY, encryptionKeysPrevious: [] }) })
   .create(viewer, { name: 'crm', type: 'bearer', data: { token: TOKEN } })
-const { id: workflowId } = await createWorkflowService({ db: oldDatabase.db })
+const { id: workflowId } = await createWorkflowService({ db: oldDatabase.db, tools: { code: { check: async () => { throw new Error('no code nodes here') } } } })
   .create(viewer, { name: 'calls the crm', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'call', type: 'http_request', config: { url: sinkUrl, credential: 'crm' } }] })
 await sql`insert into chat_accounts (id, user_id, name, phone_number_id, access_token_encrypted) values (${createId()}, ${viewer.id}, 'legacy', '100200300', ${legacyEncrypt(OLD_KEY, CHAT_TOKEN)})`
 await oldDatabase.close()

@@ -1,14 +1,12 @@
 import { performance } from 'node:perf_hooks'
 import t, { type Test } from 'tap'
 import {
-  checkCodeSyntax,
   createCodeSandboxPool,
-  DEFAULT_CODE_SANDBOX_LIMITS,
-  loadCodeSyntaxChecker,
   type CodeRunResult,
   type CodeSandboxLimits,
   type CodeSandboxPool
 } from '../src/engine/sandbox/index.ts'
+import { DEFAULT_CODE_SANDBOX_LIMITS } from '../src/engine/sandbox/limits.ts'
 
 /** A small time limit, so that endless code ends quickly. */
 const LIMITS: CodeSandboxLimits = { ...DEFAULT_CODE_SANDBOX_LIMITS, cpuMs: 200 }
@@ -46,8 +44,6 @@ function checkResponsive (t: Test, { utilization, worst }: { utilization: number
 }
 
 const failed = (result: CodeRunResult): string => result.ok ? 'it succeeded' : result.error
-
-t.before(async () => { await loadCodeSyntaxChecker() })
 
 t.test('the body gets the input and returns the output; console lines are captured with levels, bounded', async (t) => {
   const sandbox = pool(t)
@@ -129,7 +125,7 @@ t.test('the code reaches nothing of the host', async (t) => {
   t.same(await sandbox.run('return fetch("http://127.0.0.1/")', null), notDefined('fetch'))
   t.same(await sandbox.run('return import("fs")', null), { ok: false, error: 'ReferenceError: could not load module \'fs\'', logs: [] })
   const importStatement = 'SyntaxError: expecting \'(\': import statements are not available, the code runs as a script'
-  t.same(checkCodeSyntax('import fs from "fs"\nreturn fs'), { line: 1, message: importStatement })
+  t.same(await sandbox.check('import fs from "fs"\nreturn fs'), { line: 1, message: importStatement })
   t.same(await sandbox.run('import fs from "fs"\nreturn fs', null), { ok: false, error: `${importStatement} (line 1)`, line: 1, logs: [] })
   t.same(await sandbox.run('return [typeof globalThis.process, typeof globalThis.require, typeof setInterval, typeof queueMicrotask]', null), { ok: true, output: ['undefined', 'undefined', 'undefined', 'undefined'], logs: [] })
   t.same(await sandbox.run('return Object.keys(globalThis)', null), { ok: true, output: [], logs: [] })
@@ -171,47 +167,37 @@ t.test('an output that is too large or not JSON is refused with a clear error', 
 })
 
 t.test('the syntax check compiles without running, and reports lines of the author\'s code', async (t) => {
-  t.same(checkCodeSyntax('return 1 +'), { line: 1, message: 'SyntaxError: unexpected token in expression: \'}\'' })
-  t.same(checkCodeSyntax('const a = 1\nconst b = 2\nconst c = ;\nreturn c'), { line: 3, message: 'SyntaxError: unexpected token in expression: \';\'' })
-  t.equal(checkCodeSyntax('const doubled = input.items.map((i) => i * 2)\nreturn await Promise.resolve(doubled) // done'), null)
+  const checker = pool(t)
+  t.same(await checker.check('return 1 +'), { line: 1, message: 'SyntaxError: unexpected token in expression: \'}\'' })
+  t.same(await checker.check('const a = 1\nconst b = 2\nconst c = ;\nreturn c'), { line: 3, message: 'SyntaxError: unexpected token in expression: \';\'' })
+  t.equal(await checker.check('const doubled = input.items.map((i) => i * 2)\nreturn await Promise.resolve(doubled) // done'), null)
   const started = performance.now()
-  t.equal(checkCodeSyntax('while (true) {}'), null)
-  t.equal(checkCodeSyntax('globalThis.ran = true; while (true) {}'), null)
-  t.ok(performance.now() - started < 2000, 'endless code is checked, not run')
-  t.same(checkCodeSyntax('x'.repeat(65 * 1024)), { line: 1, message: 'Code is larger than 65536 bytes (CODE_MAX_BYTES)' })
-  const small = { ...LIMITS, codeMaxBytes: 10 }
-  t.same(checkCodeSyntax('return 1 + 1', small), { line: 1, message: 'Code is larger than 10 bytes (CODE_MAX_BYTES)' })
-  t.same(await pool(t, 1, small).run('return 1 + 1', null), { ok: false, error: 'Code is larger than 10 bytes (CODE_MAX_BYTES)', logs: [] })
+  t.equal(await checker.check('while (true) {}'), null)
+  t.equal(await checker.check('globalThis.ran = true; while (true) {}'), null)
+  t.ok(performance.now() - started < LIMITS.cpuMs, 'endless code is checked, not run')
+  t.same(await checker.check('x'.repeat(65 * 1024)), { line: 1, message: 'Code is larger than 65536 bytes (CODE_MAX_BYTES)' })
+  const small = pool(t, 1, { ...LIMITS, codeMaxBytes: 10 })
+  t.same(await small.check('return 1 + 1'), { line: 1, message: 'Code is larger than 10 bytes (CODE_MAX_BYTES)' })
+  t.same(await small.run('return 1 + 1', null), { ok: false, error: 'Code is larger than 10 bytes (CODE_MAX_BYTES)', logs: [] })
   // The run reports the same line as the check.
-  t.same(await pool(t).run('const a = 1\nconst b = 2\nconst c = ;\nreturn c', null), { ok: false, error: 'SyntaxError: unexpected token in expression: \';\' (line 3)', line: 3, logs: [] })
+  t.same(await checker.run('const a = 1\nconst b = 2\nconst c = ;\nreturn c', null), { ok: false, error: 'SyntaxError: unexpected token in expression: \';\' (line 3)', line: 3, logs: [] })
 })
 
-t.test('the syntax check survives the caller\'s stack running out inside QuickJS', async (t) => {
-  const nested = `return ${'('.repeat(200)}1${')'.repeat(200)}`
-  t.equal(checkCodeSyntax(nested), null)
-  // Called with little stack left, QuickJS's parser overflows this
-  // thread's stack: the checker says so and loads a fresh QuickJS.
-  const atDepth = <T>(depth: number, call: () => T): T => depth === 0 ? call() : atDepth(depth - 1, call)
-  let deepest = 1
-  for (let step = 1 << 20; step > 0; step >>= 1) {
-    try {
-      atDepth(deepest + step, () => 0)
-      deepest += step
-    } catch {
-      // Too deep: try a smaller step.
-    }
-  }
-  let nearEnd: ReturnType<typeof checkCodeSyntax> | undefined
-  for (let spare = 100; nearEnd === undefined && spare < deepest; spare *= 2) {
-    try {
-      nearEnd = atDepth(deepest - spare, () => checkCodeSyntax(nested))
-    } catch {
-      // The stack ran out before the check could start: leave more.
-    }
-  }
-  t.same(nearEnd, { line: 1, message: 'Stack overflow: the code is nested too deeply to compile' })
-  await loadCodeSyntaxChecker()
-  t.equal(checkCodeSyntax(nested), null)
+t.test('code nested too deeply to compile is refused, and the checking thread goes on', async (t) => {
+  const checker = pool(t)
+  t.equal(await checker.check(`return ${'('.repeat(200)}1${')'.repeat(200)}`), null)
+  t.same(await checker.check(`return ${'('.repeat(5000)}1${')'.repeat(5000)}`), { line: 1, message: 'Stack overflow: the code is nested too deeply to compile' })
+  t.equal(await checker.check('return 1'), null)
+})
+
+t.test('checking 1 MiB of code, the most one save holds, leaves the caller\'s event loop free', async (t) => {
+  const checker = pool(t)
+  await checker.check('return 1')
+  const arrayLiteral = `return [${'1,'.repeat(32 * 1024 - 10)}1]`
+  const stop = watchEventLoop()
+  const results = await Promise.all(Array.from({ length: 16 }, async () => await checker.check(arrayLiteral)))
+  checkResponsive(t, stop())
+  t.same(results, Array(16).fill(null))
 })
 
 t.test('1,000 small runs in a row: the thread\'s memory stays flat', async (t) => {

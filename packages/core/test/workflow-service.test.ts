@@ -6,6 +6,9 @@ import { createDatabase, type DbOrTx } from '../src/db/client.ts'
 import { users, workflows, type Workflow } from '../src/db/schema/index.ts'
 import { createWorkflowService, type ScheduleSync } from '../src/workflows/service.ts'
 
+/** These workflows have no code nodes: nothing is compiled. */
+const tools = { code: { check: async () => { throw new Error('unused') } } }
+
 const testDatabase = await createTestDatabase()
 const { db, close } = createDatabase(testDatabase.url, { max: 4 })
 t.teardown(async () => {
@@ -36,7 +39,7 @@ function recordingSync (fail = false) {
 
 t.test('the schedule hooks run in the saving transaction with the stored workflow', async (t) => {
   const { sync, calls } = recordingSync()
-  const service = createWorkflowService({ db, scheduleSync: sync })
+  const service = createWorkflowService({ db, tools, scheduleSync: sync })
   const created = await service.create(viewer, { name: 'Nightly', triggerType: 'CRON', triggerConfig: { cronExpression: '0 3 * * *' }, isActive: true })
   await service.update(viewer, created.id, { isActive: false })
   await service.update(viewer, created.id, {})
@@ -49,11 +52,11 @@ t.test('the schedule hooks run in the saving transaction with the stored workflo
 })
 
 t.test('a failing hook undoes the change', async (t) => {
-  const working = createWorkflowService({ db })
+  const working = createWorkflowService({ db, tools })
   const kept = await working.create(viewer, { name: 'Kept', triggerType: 'MANUAL' })
 
   const { sync } = recordingSync(true)
-  const failing = createWorkflowService({ db, scheduleSync: sync })
+  const failing = createWorkflowService({ db, tools, scheduleSync: sync })
   await t.rejects(failing.create(viewer, { name: 'Never stored', triggerType: 'CRON', triggerConfig: { cronExpression: '* * * * *' } }), { message: 'scheduler unavailable' })
   t.same(await db.select({ id: workflows.id }).from(workflows).where(eq(workflows.name, 'Never stored')), [])
 

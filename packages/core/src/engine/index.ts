@@ -2,5 +2,5 @@
 export { createRunEngine, type RunEngine } from './engine.ts'
 export { blockedAddressReason, createHttpClient, resolveAllowedAddress, type LookupAll } from './nodes/http-client.ts'
 export { describeNodeTypes, NODE_TYPES, type NodeTypeDescription } from './nodes/index.ts'
-export { codeSandboxLimitsOf, createCodeSandboxPool } from './sandbox/index.ts'
+export { codeSandboxLimitsOf, createCodeSandboxPool, type CodeSandboxPool } from './sandbox/index.ts'
 export { NODE_CATEGORIES } from './nodes/definition.ts'

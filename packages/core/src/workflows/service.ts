@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
+import type { NodeSaveTools } from '../engine/nodes/definition.ts'
 import { DomainError } from '../errors.ts'
 import { checkSavedQuotas, type Quotas, type SavedQuota } from '../users/quotas.ts'
 import { credentialsRepository } from '../credentials/repository.ts'
@@ -14,7 +15,7 @@ import {
   type WorkflowInput
 } from './repository.ts'
 import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
-import { validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
+import { validateNodesAsync, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
 export const workflowNotFound = (): DomainError => new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
@@ -32,6 +33,8 @@ export interface ScheduleSync {
 
 interface WorkflowServiceOptions {
   db: Db
+  /** What checks nodes off the event loop: a code sandbox of the process's own (README, Code). */
+  tools: NodeSaveTools
   scheduleSync?: ScheduleSync
   /** @defaultValue the configuration's defaults */
   limits?: WorkflowLimits
@@ -53,7 +56,7 @@ const dedupe = (tags: string[] | undefined): string[] | undefined => tags === un
  * trigger, then credential references), the write with its version, then the schedule hooks,
  * in one transaction.
  */
-export function createWorkflowService ({ db, scheduleSync, limits, quotas }: WorkflowServiceOptions) {
+export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas }: WorkflowServiceOptions) {
   /** Refuses a save that takes its owner past a quota (400, the transaction rolled back), before any schedule is touched. */
   const checkQuotas = async (tx: DbOrTx, ownerId: string, added: SavedQuota[]): Promise<void> => {
     if (quotas !== undefined) await checkSavedQuotas(tx, ownerId, quotas, added)
@@ -68,6 +71,7 @@ export function createWorkflowService ({ db, scheduleSync, limits, quotas }: Wor
   async function create (viewer: Viewer, input: WorkflowInput): Promise<WorkflowDetail> {
     const nodes = input.nodes ?? []
     validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes, edges: input.edges }, limits)
+    await validateNodesAsync(nodes, tools)
     const created = await db.transaction(async (tx) => {
       const credentialIds = await checkWorkflowCredentials(tx, viewer.id, nodes)
       const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
@@ -113,6 +117,8 @@ export function createWorkflowService ({ db, scheduleSync, limits, quotas }: Wor
 
     /** Only the supplied fields change; the result is checked as a whole before it is stored. */
     async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<WorkflowDetail> {
+      // Before the transaction: compiling code must not hold a connection and the workflow's lock.
+      if (changes.nodes !== undefined) await validateNodesAsync(changes.nodes, tools)
       await db.transaction(async (tx) => {
         const current = await locked(tx, viewer, id)
         const supplied = Object.keys(changes).filter((key) => changes[key as keyof WorkflowChanges] !== undefined)
@@ -123,7 +129,8 @@ export function createWorkflowService ({ db, scheduleSync, limits, quotas }: Wor
 
     /**
      * Makes version `version` current again, as a new version: checked like a change, since
-     * limits or credentials may have changed since it was stored.
+     * limits or credentials may have changed since it was stored; its code was compiled when it
+     * was saved, and is not again.
      */
     async restore (viewer: Viewer, id: string, version: number): Promise<WorkflowDetail> {
       await db.transaction(async (tx) => {

@@ -1,7 +1,7 @@
 import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { DomainError } from '../errors.ts'
-import type { NodeDefinition } from '../engine/nodes/definition.ts'
+import type { NodeDefinition, NodeSaveTools } from '../engine/nodes/definition.ts'
 import { NODE_LINK_FIELDS, nodeDefinition } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
 import { templateProblem } from '../engine/template.ts'
@@ -236,6 +236,17 @@ export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: 
       if (match !== undefined && !(KEYWORD_MATCH_MODES as readonly unknown[]).includes(match)) {
         throw invalidField(`triggerConfig.match must be one of ${KEYWORD_MATCH_MODES.join(', ')}`)
       }
+  }
+}
+
+/**
+ * The checks of `nodes` that are done off the event loop (`validateAsync`: a code node's code is
+ * compiled on a sandbox thread), after `validateWorkflowGraph`; a 400 naming the node.
+ */
+export async function validateNodesAsync (nodes: readonly WorkflowNode[], tools: NodeSaveTools): Promise<void> {
+  for (const node of nodes) {
+    const problem = await nodeDefinition(node.type)?.validateAsync?.(node.config ?? {}, tools)
+    if (problem !== undefined) throw invalidField(`Node ${node.id}: ${problem}`)
   }
 }
 

@@ -1,11 +1,8 @@
 import { Type } from 'typebox'
-import { checkCodeSyntax, DEFAULT_CODE_SANDBOX_LIMITS, loadCodeSyntaxChecker } from '../sandbox/index.ts'
+import { codeSizeError } from '../sandbox/limits.ts'
 import { NodeError } from '../types.ts'
 import { requiredString } from './config.ts'
 import { defineNode, PURE_TRAITS } from './definition.ts'
-
-/** The syntax check of a save runs synchronously: QuickJS is loaded once, when the catalogue is (a few ms). */
-await loadCodeSyntaxChecker()
 
 /** The most CODE_MAX_BYTES may allow (README, Configuration); the setting is checked at save time. */
 const CODE_MAX_BYTES_CEILING = 1024 * 1024
@@ -33,15 +30,14 @@ export const code = defineNode({
   // The code is the author's program, never a template: `{{` may be JavaScript.
   traits: { ...PURE_TRAITS, templateFields: [] },
   validate (config, limits) {
-    if (typeof config.code !== 'string') return
-    let problem
-    try {
-      problem = checkCodeSyntax(config.code, { ...DEFAULT_CODE_SANDBOX_LIMITS, codeMaxBytes: limits.codeMaxBytes })
-    } catch {
-      // The checker is reloading after a parse that broke it (sandbox/syntax.ts): the run reports the error instead.
-      return
-    }
-    if (problem !== null) throw new NodeError(`code line ${problem.line}: ${problem.message}`)
+    const tooLarge = typeof config.code === 'string' ? codeSizeError(config.code, limits) : undefined
+    if (tooLarge !== undefined) throw new NodeError(`code line 1: ${tooLarge}`)
+  },
+  // Compiled on a sandbox thread, so that a save of large code never holds the api's event loop.
+  async validateAsync (config, tools) {
+    if (typeof config.code !== 'string') return undefined
+    const problem = await tools.code.check(config.code)
+    return problem === null ? undefined : `code line ${problem.line}: ${problem.message}`
   },
   async execute ({ config, result, log, deps, signal }) {
     const outcome = await deps.code.run(requiredString(config, 'code'), result, { signal })

@@ -1,6 +1,7 @@
 import { Type, type TProperties, type TSchema } from 'typebox'
 import type { Limits } from '../../config.ts'
 import type { CredentialType } from '../../db/schema/credentials.ts'
+import type { CodeSandboxPool } from '../sandbox/pool.ts'
 import type { NodeExecutor } from '../types.ts'
 
 /**
@@ -25,6 +26,11 @@ export interface NodeDefinition<T extends string = string> extends NodeExecutor<
   traits: NodeTraits
   /** Save-time checks the schema cannot express, within the configured `limits`; throws an Error whose message names the field. */
   validate?: (config: Record<string, unknown>, limits: NodeSaveLimits) => void
+  /**
+   * Save-time checks that take work off the caller's event loop (compiling code on a sandbox
+   * thread): why the config is refused, naming the field, or undefined.
+   */
+  validateAsync?: (config: Record<string, unknown>, tools: NodeSaveTools) => Promise<string | undefined>
 }
 
 /** The palette's groups, in the order it shows them. */
@@ -33,6 +39,11 @@ export type NodeCategory = typeof NODE_CATEGORIES[number]
 
 /** The settings save-time checks read (README, Configuration). */
 export type NodeSaveLimits = Pick<Limits, 'codeMaxBytes'>
+
+/** What asynchronous save-time checks use: the saving process's code sandbox, to compile code. */
+export interface NodeSaveTools {
+  code: Pick<CodeSandboxPool, 'check'>
+}
 
 /** A config field that holds node ids: a link of the graph. */
 export interface NodeLinkField {

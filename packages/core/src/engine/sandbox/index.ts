@@ -1,7 +1,6 @@
 /**
  * The code sandbox: runs a workflow author's JavaScript in QuickJS on a pool
- * of worker threads, and checks its syntax when it is saved.
+ * of worker threads, and compiles it there when it is saved.
  */
-export { createCodeSandboxPool, type CodeLogLine, type CodeRunResult, type CodeSandboxPool } from './pool.ts'
-export { codeSandboxLimitsOf, DEFAULT_CODE_SANDBOX_LIMITS, type CodeSandboxLimits } from './limits.ts'
-export { checkCodeSyntax, loadCodeSyntaxChecker, type CodeSyntaxError } from './syntax.ts'
+export { createCodeSandboxPool, type CodeLogLine, type CodeRunResult, type CodeSandboxPool, type CodeSyntaxError } from './pool.ts'
+export { codeSandboxLimitsOf, type CodeSandboxLimits } from './limits.ts'

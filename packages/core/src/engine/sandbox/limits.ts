@@ -33,7 +33,7 @@ export const memoryError = (limits: CodeSandboxLimits): string => `Code used mor
 export const outputSizeError = (limits: CodeSandboxLimits): string => `Output is larger than ${limits.outputMaxBytes} bytes (NODE_OUTPUT_MAX_BYTES)`
 
 /** Why the code is refused before it is compiled, if it is larger than the limit. */
-export function codeSizeError (code: string, limits: CodeSandboxLimits): string | undefined {
+export function codeSizeError (code: string, limits: Pick<CodeSandboxLimits, 'codeMaxBytes'>): string | undefined {
   if (Buffer.byteLength(code) <= limits.codeMaxBytes) return undefined
   return `Code is larger than ${limits.codeMaxBytes} bytes (CODE_MAX_BYTES)`
 }

@@ -19,6 +19,12 @@ export type CodeRunResult =
   | { ok: true, output: unknown, logs: CodeLogLine[] }
   | { ok: false, error: string, line?: number, logs: CodeLogLine[] }
 
+/** Why code does not compile: the line in the author's code and QuickJS's message. */
+export interface CodeSyntaxError {
+  line: number
+  message: string
+}
+
 export interface CodeSandboxPool {
   /**
    * Runs `code` as the body of an async function of `input` (plain JSON);
@@ -27,6 +33,11 @@ export interface CodeSandboxPool {
    * reason), the pool is closed, or JSON.stringify throws on `input`.
    */
   run: (code: string, input: unknown, options?: { signal?: AbortSignal }) => Promise<CodeRunResult>
+  /**
+   * The save-time check: compiles `code` wrapped exactly as `run` runs it, on a thread like a run,
+   * without running any of it; null when it compiles. Code over codeMaxBytes is refused unread.
+   */
+  check: (code: string) => Promise<CodeSyntaxError | null>
   /** Ends every thread; runs not finished reject. */
   close: () => Promise<void>
 }
@@ -57,6 +68,7 @@ interface Job {
   id: number
   code: string
   inputJson: string
+  compileOnly?: true
   resolve: (result: CodeRunResult) => void
   reject: (reason: unknown) => void
   /** Removes the abort listener, if there is a signal. */
@@ -96,7 +108,7 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   }
 
   function send (thread: Thread, job: Job): void {
-    const message: ThreadJob = { id: job.id, code: job.code, inputJson: job.inputJson, limits }
+    const message: ThreadJob = { id: job.id, code: job.code, inputJson: job.inputJson, limits, ...(job.compileOnly === true && { compileOnly: true }) }
     thread.worker.postMessage(message)
     thread.watchdog = setTimeout(() => {
       retire(thread)
@@ -167,24 +179,31 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
     dispatch()
   }
 
+  /** Queues a job: `code` run on `inputJson`, or only compiled. */
+  async function submit (code: string, inputJson: string, { signal, compileOnly }: { signal?: AbortSignal, compileOnly?: true }): Promise<CodeRunResult> {
+    if (closed) throw new Error('The code sandbox pool is closed')
+    signal?.throwIfAborted()
+    const tooLarge = codeSizeError(code, limits)
+    if (tooLarge !== undefined) return { ok: false, error: tooLarge, logs: [] }
+    return await new Promise<CodeRunResult>((resolve, reject) => {
+      const job: Job = { id: nextId++, code, inputJson, ...(compileOnly === true && { compileOnly }), resolve, reject, release: () => {} }
+      if (signal !== undefined) {
+        const onAbort = (): void => { abort(job, signal.reason) }
+        signal.addEventListener('abort', onAbort, { once: true })
+        job.release = () => { signal.removeEventListener('abort', onAbort) }
+      }
+      queue.push(job)
+      dispatch()
+    })
+  }
+
   return {
-    run: async (code, input, options = {}) => {
-      const { signal } = options
-      if (closed) throw new Error('The code sandbox pool is closed')
-      signal?.throwIfAborted()
-      const tooLarge = codeSizeError(code, limits)
-      if (tooLarge !== undefined) return { ok: false, error: tooLarge, logs: [] }
-      const inputJson = JSON.stringify(input) ?? 'null'
-      return new Promise<CodeRunResult>((resolve, reject) => {
-        const job: Job = { id: nextId++, code, inputJson, resolve, reject, release: () => {} }
-        if (signal !== undefined) {
-          const onAbort = (): void => { abort(job, signal.reason) }
-          signal.addEventListener('abort', onAbort, { once: true })
-          job.release = () => { signal.removeEventListener('abort', onAbort) }
-        }
-        queue.push(job)
-        dispatch()
-      })
+    run: async (code, input, options = {}) => await submit(code, JSON.stringify(input) ?? 'null', options),
+    check: async (code) => {
+      const compiled = await submit(code, 'null', { compileOnly: true })
+      if (compiled.ok) return null
+      // The thread says where, as a run's error does: the check gives the line on its own.
+      return { line: compiled.line ?? 1, message: compiled.error.replace(/ \(line \d+\)$/, '') }
     },
     close: async () => {
       closed = true

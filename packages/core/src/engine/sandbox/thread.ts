@@ -19,6 +19,8 @@ export interface ThreadJob {
   /** The input as JSON text: parsed inside the sandbox. */
   inputJson: string
   limits: CodeSandboxLimits
+  /** Compile the code without running any of it (the save-time check): ok, or why it does not compile. */
+  compileOnly?: true
 }
 
 /** What the pool gives the thread when it starts it. */
@@ -134,7 +136,7 @@ const wasmMemory = new WebAssembly.Memory({
 }) as CustomizeVariantOptions['wasmMemory']
 const quickJS = await newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory }))
 
-function run ({ code, inputJson, limits }: ThreadJob): ThreadResult {
+function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult {
   const logs = logCollector(limits)
   const runtime = quickJS.newRuntime()
   runtime.setMemoryLimit(limits.memoryBytes)
@@ -184,9 +186,10 @@ function run ({ code, inputJson, limits }: ThreadJob): ThreadResult {
   }
 
   function evaluate (): Outcome {
-    const compiled = context.evalCode(wrapCode(code), CODE_FILENAME, { type: 'global' })
+    const compiled = context.evalCode(wrapCode(code), CODE_FILENAME, { type: 'global', compileOnly })
     if (compiled.error !== undefined) return failure(keep(compiled.error), 'compile')
     const body = keep(compiled.value)
+    if (compileOnly === true) return { ok: true, outputJson: 'null' }
     runtime.setMaxStackSize(RUN_STACK_BYTES)
     const started = call(runBody, body, keep(context.newString(inputJson)))
     if (started.error !== undefined) return failure(started.error, 'run')

@@ -1,7 +1,8 @@
 /**
- * How the author's code is wrapped before QuickJS compiles it, shared by the
- * save-time syntax check (syntax.ts) and the thread that runs it (thread.ts),
- * so that both compile exactly the same text under the same stack limit.
+ * How the author's code is wrapped before QuickJS compiles it, and how its
+ * compile errors are said: the same for the save-time check and for a run
+ * (thread.ts does both), so that both compile exactly the same text under the
+ * same stack limit.
  */
 
 /** The file name QuickJS gives the author's code in error stacks. */
@@ -12,7 +13,7 @@ export const CODE_FILENAME = 'code.js'
  * only the C stack inside the WebAssembly memory, while its recursive parser
  * uses about 30 times as much of the calling thread's own stack: with this
  * limit, parentheses nested 250 deep (the worst case measured) need about
- * half of the api's main-thread stack (984 KiB) to compile. Enough for 100
+ * half of a 1 MiB stack, well within a sandbox thread's. Enough for 100
  * `else if` branches in a row or 60 nested classes.
  */
 export const COMPILE_STACK_BYTES = 16 * 1024
@@ -36,7 +37,7 @@ export function lineInCode (line: number, code: string): number {
 }
 
 /** QuickJS ran out of stack while compiling the code. */
-export const NESTED_TOO_DEEPLY = 'Stack overflow: the code is nested too deeply to compile'
+const NESTED_TOO_DEEPLY = 'Stack overflow: the code is nested too deeply to compile'
 
 /**
  * QuickJS's message for a compile error on `line`, made clear where it is
