@@ -221,6 +221,21 @@ interface Pending {
 /** The size of a run's result as JSON, kept up to date as nodes add to it. */
 interface ResultSize { bytes: number | undefined }
 
+/** One execution of a run: what each of its steps reads and writes, passed as one. */
+interface Execution {
+  run: ClaimedRun
+  trace: RunTrace
+  /** What happened since the last checkpoint. */
+  pending: Pending
+  /** triggerData and every node's output so far. */
+  result: Record<string, unknown>
+  resultSize: ResultSize
+  /** Sizes of the result's objects, measured once. */
+  sizer: JsonSizer
+  /** The job's signal: aborted when its lock is lost. */
+  signal: AbortSignal | undefined
+}
+
 /** `value`'s size, or undefined when it cannot be serialized. */
 function measurable (sizer: JsonSizer, value: unknown): number | undefined {
   try {
@@ -423,7 +438,7 @@ export function createRunEngine (options: EngineOptions) {
   }
 
   /** How an execution ends when its step was refused; a superseded one says so in the process log. */
-  function refused (refusal: Refusal, trace: RunTrace, run: ClaimedRun): RunOutcome {
+  function refused (refusal: Refusal, { trace, run }: Execution): RunOutcome {
     if (refusal === 'stopped') return 'STOPPED'
     trace.log.warn({ claim: run.claim }, 'Run step refused: another worker claimed the run; this execution stopped')
     return 'SUPERSEDED'
@@ -433,16 +448,17 @@ export function createRunEngine (options: EngineOptions) {
    * A node failed: the run ends FAILED at `nodeId` with what was pending, as a step of this claim;
    * a run executed unclaimed is claimed with what it did first, so that nothing it ran runs again.
    */
-  async function failClaimed (run: ClaimedRun, error: string, pending: Pending, nodeId: string, trace: RunTrace): Promise<RunOutcome> {
-    if (run.claimAtEnd !== undefined) await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, nodeId)
+  async function failClaimed (execution: Execution, error: string, nodeId: string): Promise<RunOutcome> {
+    const { run, pending, trace } = execution
+    if (run.claimAtEnd !== undefined) await claimWithCheckpoint(execution, run.claimAtEnd, nodeId)
     const progress = { outputs: pending.outputs, currentNodeId: nodeId }
     if (await database(failRun(run.id, error, { lines: pending.lines, from: { claim: run.claim }, trace, progress, keepLines: pending.acted }))) return 'FAILED'
-    return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', trace, run)
+    return refused(await database(store.lost(run.id, run.claim)) ?? 'stopped', execution)
   }
 
   /** A step was written, or the execution stops (undefined: go on). */
-  function afterStep (outcome: StepOutcome, trace: RunTrace, run: ClaimedRun): RunOutcome | undefined {
-    return outcome === 'written' ? undefined : refused(outcome, trace, run)
+  function afterStep (outcome: StepOutcome, execution: Execution): RunOutcome | undefined {
+    return outcome === 'written' ? undefined : refused(outcome, execution)
   }
 
   /**
@@ -486,7 +502,7 @@ export function createRunEngine (options: EngineOptions) {
    * a node costs the size of its output, not of the whole result (undefined:
    * not measurable, the whole result is measured and its error reported).
    */
-  function checkStorable (nodeId: string, output: unknown, result: Record<string, unknown>, sizer: JsonSizer, resultSize: ResultSize): void {
+  function checkStorable (nodeId: string, output: unknown, { result, sizer, resultSize }: Execution): void {
     const check = (what: string, value: unknown, maxBytes: number): number => {
       let bytes: number
       try {
@@ -509,12 +525,12 @@ export function createRunEngine (options: EngineOptions) {
     resultSize.bytes += entryBytes
   }
 
-  async function executeNode (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, traceparent: string | undefined): Promise<NodeResult> {
+  async function executeNode (execution: Execution, node: WorkflowNode, traceparent: string | undefined): Promise<NodeResult> {
     const loading = performance.now()
-    const secrets = await credentials.forNode(run.userId, node)
-    pending.waitedMs += performance.now() - loading
+    const secrets = await credentials.forNode(execution.run.userId, node)
+    execution.pending.waitedMs += performance.now() - loading
     try {
-      return await executeWithSecrets(run, node, result, resultSize, pending, signal, sizer, trace, secrets, traceparent)
+      return await executeWithSecrets(execution, node, secrets, traceparent)
     } catch (err) {
       // What a node failed with may quote what it sent (a header, a URL).
       const message = errorMessage(err)
@@ -529,7 +545,7 @@ export function createRunEngine (options: EngineOptions) {
    * pure chain's checkpoint is due, so that nothing it ran is run again. Throws ClaimNeededError
    * when the run was claimed or ended elsewhere meanwhile: the usual claim then takes it.
    */
-  async function claimWithCheckpoint (run: ClaimedRun, claimAtEnd: { ownerId: string | undefined }, pending: Pending, trace: RunTrace, currentNodeId: string): Promise<void> {
+  async function claimWithCheckpoint ({ run, pending, trace }: Execution, claimAtEnd: { ownerId: string | undefined }, currentNodeId: string): Promise<void> {
     const lines = pending.lines
     const claim = await database(store.startAndRecord(run.id, run.claim, claimAtEnd.ownerId, run.startedAt, lines, { outputs: pending.outputs, currentNodeId }))
     if (claim === undefined) throw new ClaimNeededError('the run was claimed or ended elsewhere')
@@ -540,7 +556,8 @@ export function createRunEngine (options: EngineOptions) {
     checkpointed(pending)
   }
 
-  async function executeWithSecrets (run: ClaimedRun, node: WorkflowNode, result: Record<string, unknown>, resultSize: ResultSize, pending: Pending, signal: AbortSignal | undefined, sizer: JsonSizer, trace: RunTrace, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
+  async function executeWithSecrets (execution: Execution, node: WorkflowNode, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
+    const { run, pending, result, sizer, trace, signal } = execution
     const definition = nodeDefinition(node.type)
     if (definition === undefined) throw new NodeError(`Unknown node type: ${node.type}`)
     const log = (level: LogLevel, message: string): void => { pending.lines.push({ nodeId: node.id, level, message: secrets.redact(message), at: new Date() }) }
@@ -549,7 +566,7 @@ export function createRunEngine (options: EngineOptions) {
       log('INFO', message)
       const lines = pending.lines
       if (run.claimAtEnd !== undefined) {
-        await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, node.id)
+        await claimWithCheckpoint(execution, run.claimAtEnd, node.id)
         pending.acted = true
         return
       }
@@ -605,7 +622,7 @@ export function createRunEngine (options: EngineOptions) {
           const decision = decide(err.retryAfterMs)
           if (!decision.retry) throw err
           // A retry waits: a run executed unclaimed is claimed first, with what it did, so that nothing runs again.
-          if (run.claimAtEnd !== undefined) await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, node.id)
+          if (run.claimAtEnd !== undefined) await claimWithCheckpoint(execution, run.claimAtEnd, node.id)
           log('WARN', `${err.message}; retrying in ${decision.delayMs}ms (${schedule.retries + 1} of ${policy.attempts - 1})`)
           schedule.record(decision.delayMs)
           // A pure node waits on nothing but this: the claim is watched only while it waits.
@@ -616,7 +633,7 @@ export function createRunEngine (options: EngineOptions) {
     // A pure node waits on nothing: no poll of the run's claim, no timer.
     const outcome = pure ? await attempts(neverAborted) : await watchingClaim(run, signal, attempts)
     const output = secrets.redact(outcome.output)
-    checkStorable(node.id, output, result, sizer, resultSize)
+    checkStorable(node.id, output, execution)
     return { ...outcome, output }
   }
 
@@ -733,6 +750,8 @@ export function createRunEngine (options: EngineOptions) {
     const resultSize: ResultSize = { bytes: measurable(sizer, result) }
     const visited = new Set<string>()
     let nodeId = run.currentNodeId ?? startNode(graph, NODE_LINK_FIELDS)?.id
+    const pending: Pending = { outputs: {}, lines: firstLines, nodes: 0, since: performance.now(), waitedMs: 0, acted: false }
+    const execution: Execution = { run, trace, pending, result, resultSize, sizer, signal }
 
     const executionStarted = performance.now()
     /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
@@ -749,25 +768,24 @@ export function createRunEngine (options: EngineOptions) {
         trace.write(lines)
       } else {
         trace.write(lines)
-        const ended = afterStep(await database(store.succeed(runId, run.claim, outputs, lines, acted)), trace, run)
+        const ended = afterStep(await database(store.succeed(runId, run.claim, outputs, lines, acted)), execution)
         if (ended !== undefined) return ended
       }
       trace.ended('SUCCESS')
       return 'SUCCESS'
     }
 
-    if (nodeId === undefined) return await succeed({ outputs: {}, lines: firstLines, acted: false })
+    if (nodeId === undefined) return await succeed(pending)
 
     // The job's lock was lost, or could not be renewed: the run is left for its next owner.
     const abandoned = (): boolean => signal?.aborted === true
-    const pending: Pending = { outputs: {}, lines: firstLines, nodes: 0, since: performance.now(), waitedMs: 0, acted: false }
     let yielded = performance.now()
     for (;;) {
       if (abandoned()) return 'ABANDONED'
       const node: WorkflowNode | undefined = nodesById.get(nodeId)
       if (node === undefined || visited.has(nodeId)) {
         const error = node === undefined ? `Node not found: ${nodeId}` : `Workflow graph has a cycle at ${nodeId}`
-        return await failClaimed(run, error, pending, nodeId, trace)
+        return await failClaimed(execution, error, nodeId)
       }
       visited.add(node.id)
 
@@ -776,19 +794,19 @@ export function createRunEngine (options: EngineOptions) {
       const nodeSpan = trace.spans?.node(node)
       let outcome: NodeResult
       try {
-        outcome = await executeNode(run, node, result, resultSize, pending, signal, sizer, trace, nodeSpan !== undefined && httpRequestTraceparent ? traceparentOf(nodeSpan) : undefined)
+        outcome = await executeNode(execution, node, nodeSpan !== undefined && httpRequestTraceparent ? traceparentOf(nodeSpan) : undefined)
         if (outcome.suspendUntil !== undefined) await checkWaitingQuota(run.userId)
       } catch (err) {
         if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, err instanceof ClaimLostError ? 'stopped' : 'failure', { error: err, unwritten: run.claimAtEnd !== undefined })
         if (err instanceof InfrastructureError) throw err
         // Told not to act before an outside effect: nothing was done, nothing is written.
-        if (err instanceof ClaimLostError) return refused(err.refusal, trace, run)
+        if (err instanceof ClaimLostError) return refused(err.refusal, execution)
         const error = errorMessage(err)
         const failedAfter = performance.now() - started
         trace.node(node.type, 'failure', failedAfter)
         pending.lines.push({ nodeId: node.id, level: 'ERROR', message: `Node ${node.id} failed after ${Math.round(failedAfter)}ms: ${error}`, at: new Date() })
         if (abandoned()) return 'ABANDONED'
-        return await failClaimed(run, error, pending, node.id, trace)
+        return await failClaimed(execution, error, node.id)
       }
       const elapsed = Math.round(performance.now() - started)
       trace.node(node.type, outcome.suspendUntil === undefined ? 'success' : 'waiting', performance.now() - started)
@@ -798,7 +816,7 @@ export function createRunEngine (options: EngineOptions) {
       if (outcome.suspendUntil !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
         trace.write(pending.lines)
-        const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines, pending.acted)), trace, run)
+        const suspended = afterStep(await database(store.suspend(runId, run.claim, { outputs: pending.outputs, currentNodeId: node.id }, pending.lines, pending.acted)), execution)
         if (suspended !== undefined) return suspended
         // The resumed part of the run logs with the request id too, and continues this execution's trace.
         const traceparent = trace.spans?.traceparent()
@@ -827,12 +845,12 @@ export function createRunEngine (options: EngineOptions) {
       // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
       if (!isPure(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
         if (run.claimAtEnd !== undefined) {
-          await claimWithCheckpoint(run, run.claimAtEnd, pending, trace, next)
+          await claimWithCheckpoint(execution, run.claimAtEnd, next)
           yielded = performance.now()
           continue
         }
         trace.write(pending.lines)
-        const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines, pending.acted)), trace, run)
+        const advanced = afterStep(await database(store.advance(runId, run.claim, { outputs: pending.outputs, currentNodeId: next }, pending.lines, pending.acted)), execution)
         if (advanced !== undefined) return advanced
         checkpointed(pending)
         yielded = performance.now()
