@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { SpanStatusCode, type Span } from '@opentelemetry/api'
 import DataLoader from 'dataloader'
 import { DrizzleQueryError } from 'drizzle-orm'
@@ -14,6 +13,7 @@ import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import type { NodeDefinition } from './nodes/definition.ts'
 import { NODE_LINK_FIELDS, nodeDefinition } from './nodes/index.ts'
+import { neverAborted, pause, pureAttempt, timedAttempt } from './attempts.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
@@ -193,9 +193,6 @@ function renderConfig (definition: NodeDefinition, rawConfig: Record<string, unk
   return rendered
 }
 
-/** The signal of pure nodes, which never wait on anything: nothing aborts them. */
-const neverAborted = new AbortController().signal
-
 /**
  * What an execution did since its last checkpoint, written by the next one:
  * the outputs of the nodes that finished, their log lines in order.
@@ -320,58 +317,6 @@ function ownerOf (job: RunDelivery, runId: string): ClaimOwner {
     retryLine: `Run resumed after ${cause} (job attempt ${job.attemptsMade + 1})`,
     takesOver: !(isFirstDelivery(job) && job.id === runJobId(runId))
   }
-}
-
-/** The wait before a retry, cut short when `signal` aborts (a cancel, a takeover, the job's lock lost). */
-async function pause (ms: number, signal: AbortSignal): Promise<void> {
-  try {
-    await sleep(ms, undefined, { signal })
-  } catch {
-    throw new NodeError('Stopped while waiting to retry: the run was stopped')
-  }
-}
-
-/**
- * One attempt of a node with an outside effect (or a wait), within `timeoutMs`: its signal
- * aborts at the limit, and the attempt counts as timed out then even if the node does not
- * stop (its late outcome is ignored).
- */
-async function timedAttempt (timeoutMs: number | undefined, signal: AbortSignal, execute: (signal: AbortSignal) => Promise<NodeResult>): Promise<NodeResult> {
-  if (timeoutMs === undefined) return await execute(signal)
-  const timeout = new AbortController()
-  let timer: NodeJS.Timeout | undefined
-  const timedOut = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
-      const error = new RetryableNodeError(`Timed out after ${timeoutMs}ms`)
-      timeout.abort(error)
-      reject(error)
-    }, timeoutMs)
-  })
-  const running = execute(AbortSignal.any([signal, timeout.signal]))
-  // Whichever loses the race settles unobserved.
-  running.catch(() => {})
-  timedOut.catch(() => {})
-  try {
-    return await Promise.race([running, timedOut])
-  } catch (err) {
-    // Aborted by its time limit: whatever the node made of the abort, it timed out.
-    if (timeout.signal.aborted && !signal.aborted) throw timeout.signal.reason
-    throw err
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-/**
- * One attempt of a pure node: it cannot be interrupted (it waits on nothing and its work is
- * bounded by the output and pattern bounds), so its time limit is checked when it returns, and
- * an overrun discards its outcome. Its other failures are deterministic and never retried.
- */
-async function pureAttempt (timeoutMs: number | undefined, execute: (signal: AbortSignal) => Promise<NodeResult>): Promise<NodeResult> {
-  const started = performance.now()
-  const outcome = await execute(neverAborted)
-  if (timeoutMs !== undefined && performance.now() - started > timeoutMs) throw new RetryableNodeError(`Timed out after ${timeoutMs}ms`)
-  return outcome
 }
 
 /**
