@@ -8,7 +8,7 @@ import { NodeError, RetryableNodeError, type NodeResult } from './types.ts'
  */
 
 /** The signal of pure nodes, which nothing outside the run can stop: nothing aborts them. */
-export const neverAborted = new AbortController().signal
+export const neverAborted: AbortSignal = new AbortController().signal
 
 /** The wait before a retry, cut short when `signal` aborts (a cancel, a takeover, the job's lock lost). */
 export async function pause (ms: number, signal: AbortSignal): Promise<void> {
