@@ -8,6 +8,7 @@ import { waitFor } from '@switchboard/testing/wait'
 import type { Db } from '../src/db/client.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
+import type { NodeDependencies } from '../src/engine/types.ts'
 import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
@@ -57,11 +58,11 @@ function watchedDb (onStatement: (statement: string) => Promise<void> | undefine
   })
 }
 
-const engineWith = (options: { db?: Db, checkpointMaxNodes?: number } = {}) => createRunEngine({
+const engineWith = (options: { db?: Db, checkpointMaxNodes?: number, code?: NodeDependencies['code'] } = {}) => createRunEngine({
   db: options.db ?? db,
   queues,
   logger,
-  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher, code: unusedCode },
+  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher, code: options.code ?? unusedCode },
   dispatchEvents: async () => {},
   cancelPollMs: 60_000,
   ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
@@ -409,14 +410,7 @@ t.test('a run executed unclaimed whose pure chain outlasts a checkpoint\'s 200 m
       return { ok: true as const, output: executed.length, logs: [] }
     }
   }
-  const engine = createRunEngine({
-    db: watchedDb((statement) => { statements.push(statement); return undefined }),
-    queues,
-    logger,
-    nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher, code: slowCode },
-    dispatchEvents: async () => {},
-    cancelPollMs: 60_000
-  })
+  const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }), code: slowCode })
   const runId = await run(await workflow([
     { id: 'slow', type: 'code', config: { code: 'return 1' }, next: 'after' },
     { id: 'after', type: 'set', config: { values: { done: '{{slow}}' } } }
@@ -444,14 +438,7 @@ t.test('a node of a run executed unclaimed that is retried claims the run before
       return { ok: true as const, output: attempts, logs: [] }
     }
   }
-  const engine = createRunEngine({
-    db: watchedDb((statement) => { statements.push(statement); return undefined }),
-    queues,
-    logger,
-    nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') } }, http: http.dispatcher, code: flakyCode },
-    dispatchEvents: async () => {},
-    cancelPollMs: 60_000
-  })
+  const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }), code: flakyCode })
   const runId = await run(await workflow([
     { id: 'flaky', type: 'code', config: { code: 'return 1', timeoutMs: 50, retry: { attempts: 2, backoffMs: 10 } } }
   ]))

@@ -12,7 +12,7 @@ import { resumeJobId, RUN_JOB, runJobId, type Queues, type RunJobData } from '..
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import type { NodeDefinition } from './nodes/definition.ts'
-import { NODE_LINK_FIELDS, nodeDefinition } from './nodes/index.ts'
+import { NODE_LINK_FIELDS, nodeDefinition, templatedFields } from './nodes/index.ts'
 import { neverAborted, pause, pureAttempt, timedAttempt } from './attempts.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
@@ -179,17 +179,12 @@ function runsBeforeItsFirstWrite (type: string): boolean {
   return traits !== undefined && (traits.pure || traits.recordsBeforeEffect)
 }
 
-/** Fields rendered whatever a type's `templateFields`: its retry settings may be templates. */
-const ALWAYS_RENDERED = ['timeoutMs', 'retries']
-
-/** A node's config with its template fields rendered against `scope` (its definition's `templateFields`). */
+/** A node's config with its template fields rendered against `scope` (`templatedFields`). */
 function renderConfig (definition: NodeDefinition, rawConfig: Record<string, unknown>, scope: unknown, onMissing: (path: string) => void, limit: { maxBytes: number, sizer: JsonSizer }): Record<string, unknown> {
-  const fields = definition.traits.templateFields
+  const fields = templatedFields(definition, rawConfig)
   if (fields === 'every') return renderTemplate(rawConfig, scope, onMissing, limit) as Record<string, unknown>
   const rendered = { ...rawConfig }
-  for (const field of [...fields, ...ALWAYS_RENDERED]) {
-    if (Object.hasOwn(rawConfig, field)) rendered[field] = renderTemplate(rawConfig[field], scope, onMissing, limit)
-  }
+  for (const field of fields) rendered[field] = renderTemplate(rawConfig[field], scope, onMissing, limit)
   return rendered
 }
 

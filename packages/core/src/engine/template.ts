@@ -89,38 +89,29 @@ export function getPath (scope: unknown, path: string): unknown {
   return value
 }
 
-/**
- * The paths of every placeholder in the strings of `value` (objects and arrays walked), in
- * order: what a template would read, known before it is rendered.
- */
-export function templatePaths (value: unknown): string[] {
-  if (typeof value === 'string') return value.includes('{{') ? placeholders(value).map(({ path }) => path) : []
-  if (Array.isArray(value)) return value.flatMap(templatePaths)
-  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(templatePaths)
+/** Every placeholder in the strings of `value` (objects and arrays walked), in order, before anything is rendered. */
+function allPlaceholders (value: unknown): Placeholder[] {
+  if (typeof value === 'string') return value.includes('{{') ? placeholders(value) : []
+  if (Array.isArray(value)) return value.flatMap(allPlaceholders)
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(allPlaceholders)
   return []
 }
+
+/** The paths of every placeholder in the strings of `value`, in order: what a template would read. */
+export const templatePaths = (value: unknown): string[] => allPlaceholders(value).map(({ path }) => path)
 
 /**
  * The first problem of the placeholders in the strings of `value` (an unknown filter, a bad
  * argument), for a workflow being saved; undefined when there is none.
  */
 export function templateProblem (value: unknown): string | undefined {
-  if (typeof value === 'string') {
-    if (!value.includes('{{')) return undefined
-    for (const { filters } of placeholders(value)) {
-      if (filters === undefined) continue
-      try {
-        parseFilters(filters)
-      } catch (err) {
-        return (err as Error).message
-      }
+  for (const { filters } of allPlaceholders(value)) {
+    if (filters === undefined) continue
+    try {
+      parseFilters(filters)
+    } catch (err) {
+      return (err as Error).message
     }
-    return undefined
-  }
-  const items = Array.isArray(value) ? value : value !== null && typeof value === 'object' ? Object.values(value) : []
-  for (const item of items) {
-    const problem = templateProblem(item)
-    if (problem !== undefined) return problem
   }
   return undefined
 }

@@ -2,7 +2,7 @@ import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { DomainError } from '../errors.ts'
 import type { NodeDefinition, NodeSaveTools } from '../engine/nodes/definition.ts'
-import { NODE_LINK_FIELDS, nodeDefinition } from '../engine/nodes/index.ts'
+import { NODE_LINK_FIELDS, nodeDefinition, templatedFields } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
 import { templateProblem } from '../engine/template.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
@@ -62,8 +62,8 @@ function checkConfig (node: WorkflowNode, definition: NodeDefinition, limits: Wo
   } catch (err) {
     throw invalidField(`Node ${node.id}: ${(err as Error).message}`)
   }
-  const { templateFields } = definition.traits
-  const templates = templateFields === 'every' ? config : templateFields.map((field) => config[field])
+  const fields = templatedFields(definition, config)
+  const templates = fields === 'every' ? config : fields.map((field) => config[field])
   // `credential` is checked with the workflow's other credential references, after who may change them (README, Credentials).
   const { credential: _credential, ...checked } = config
   const problem = templateProblem(templates) ?? checkNodeConfig(definition, checked)

@@ -75,6 +75,19 @@ const LEGACY_RETRIES_FIELD = {
   ], { description: 'The older form of retry: n retries, 0.5 s doubling up to 10 s.' }))
 } satisfies TProperties
 
+/** Fields rendered whatever a type's `templateFields`: its retry settings may be templates. */
+const ALWAYS_RENDERED = ['timeoutMs', 'retries']
+
+/**
+ * The fields of a node's config rendered as templates when it runs: every one, or those of its
+ * type's `templateFields` and its retry settings that the config has. The engine renders these;
+ * a save checks their filters.
+ */
+export function templatedFields (definition: NodeDefinition, config: Record<string, unknown>): 'every' | string[] {
+  const fields = definition.traits.templateFields
+  return fields === 'every' ? 'every' : [...fields, ...ALWAYS_RENDERED].filter((field) => Object.hasOwn(config, field))
+}
+
 const schemas = new Map<string, TObject>()
 
 /**
