@@ -38,8 +38,12 @@ t.test('two worker processes delete what is due, once, and nothing else', async 
   await waitFor(async () => await count("select count(*)::int as n from runs where id like 'expired-%'") === 0 ? true : undefined, { timeoutMs: 30_000, what: 'expired runs deleted' })
   await waitFor(async () => await count("select count(*)::int as n from runs where raw_body is not null and id like 'body-%'") === 0 ? true : undefined, { what: 'raw bodies cleared' })
 
-  const reports = stack.workers.flatMap((worker) => worker.output().split('\n').filter((line) => line.includes('"retention pass"')).map((line) => JSON.parse(line)))
-  t.equal(reports.reduce((sum, report) => sum + report.expiredRuns, 0), EXPIRED, 'every expired run deleted exactly once across the workers')
+  // A pass logs its report once it has ended, after its deletions are visible: wait for the lines to arrive.
+  const reported = (): number => stack.workers
+    .flatMap((worker) => worker.output().split('\n').filter((line) => line.includes('"retention pass"')).map((line) => JSON.parse(line) as { expiredRuns: number }))
+    .reduce((sum, report) => sum + report.expiredRuns, 0)
+  await waitFor(async () => reported() >= EXPIRED ? true : undefined, { what: 'the workers to report their retention passes' })
+  t.equal(reported(), EXPIRED, 'every expired run deleted exactly once across the workers')
   t.equal(await count("select count(*)::int as n from run_logs where run_id like 'expired-%'"), 0, 'with their log lines')
   t.equal(await count("select count(*)::int as n from runs where id like 'body-%'"), 10, 'runs past the body retention kept')
   t.equal(await count("select count(*)::int as n from runs where id like 'fresh-%' and raw_body is not null"), 5, 'recent runs untouched')
