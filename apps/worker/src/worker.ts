@@ -73,6 +73,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     runResultMaxBytes: config.runResultMaxBytes,
     quotas: config.quotas,
     httpRequestTraceparent: config.tracing.httpRequestTraceparent,
+    subworkflowMaxDepth: config.limits.subworkflowMaxDepth,
+    foreachMaxItems: config.limits.foreachMaxItems,
     nodes: { chat, http: http.dispatcher, code },
     credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
     dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })

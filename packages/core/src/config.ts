@@ -17,13 +17,19 @@ export interface Limits {
   eventFanoutMax: number
   /** CODE_MAX_BYTES: the most a code node's code may take, in bytes of UTF-8 (README, Code). */
   codeMaxBytes: number
+  /** SUBWORKFLOW_MAX_DEPTH: levels of child runs (run_workflow, foreach) below a run started by a trigger. */
+  subworkflowMaxDepth: number
+  /** FOREACH_MAX_ITEMS: the items one foreach node runs. */
+  foreachMaxItems: number
 }
 
 export const DEFAULT_LIMITS: Limits = {
   workflowMaxNodes: 2000,
   cronMinIntervalSeconds: 60,
   eventFanoutMax: 20_000,
-  codeMaxBytes: 64 * 1024
+  codeMaxBytes: 64 * 1024,
+  subworkflowMaxDepth: 10,
+  foreachMaxItems: 10_000
 }
 
 /** The sandbox of code nodes in each worker (README, Code). */
@@ -550,7 +556,9 @@ export function loadConfig (env: Env = process.env): Config {
       workflowMaxNodes: int('WORKFLOW_MAX_NODES', DEFAULT_LIMITS.workflowMaxNodes, 1, 100_000),
       cronMinIntervalSeconds: int('CRON_MIN_INTERVAL_SECONDS', DEFAULT_LIMITS.cronMinIntervalSeconds, 1, 86_400),
       eventFanoutMax: int('EVENT_FANOUT_MAX', DEFAULT_LIMITS.eventFanoutMax, 1, 1_000_000),
-      codeMaxBytes: int('CODE_MAX_BYTES', DEFAULT_LIMITS.codeMaxBytes, 1024, 1024 * 1024)
+      codeMaxBytes: int('CODE_MAX_BYTES', DEFAULT_LIMITS.codeMaxBytes, 1024, 1024 * 1024),
+      subworkflowMaxDepth: int('SUBWORKFLOW_MAX_DEPTH', DEFAULT_LIMITS.subworkflowMaxDepth, 1, 50),
+      foreachMaxItems: int('FOREACH_MAX_ITEMS', DEFAULT_LIMITS.foreachMaxItems, 1, 100_000)
     },
     codeSandbox: {
       threads: int('CODE_SANDBOX_THREADS', 2, 1, 64),

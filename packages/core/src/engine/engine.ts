@@ -8,18 +8,20 @@ import type { Logger } from '../logger.ts'
 import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from '../observability/run-trace.ts'
 import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
-import { resumeJobId, RUN_JOB, runJobId, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { isTakeoverJobId, resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import type { NodeDefinition } from './nodes/definition.ts'
 import { NODE_LINK_FIELDS, nodeDefinition, templatedFields } from './nodes/index.ts'
 import { neverAborted, pause, pureAttempt, timedAttempt } from './attempts.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
+import { childRuns } from '../runs/children.ts'
 import { wakeWaitingRuns } from '../runs/slots.ts'
+import { runWaits } from '../runs/waits.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
-import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets } from './types.ts'
+import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets, type RunControl } from './types.ts'
 
 /** How a call to `executeRun` left the run. */
 type RunOutcome =
@@ -37,6 +39,11 @@ type RunOutcome =
 
 /** Outcomes after which the run no longer holds a slot (ended, or waiting at a wait node). */
 const SLOT_FREED: ReadonlySet<RunOutcome> = new Set(['SUCCESS', 'FAILED', 'WAITING', 'STOPPED'])
+/** Outcomes after which a child run wakes its parent (docs/engine.md, "Child runs"): it ended, or was cancelled. */
+const CHILD_ENDED: ReadonlySet<RunOutcome> = new Set(['SUCCESS', 'FAILED', 'STOPPED'])
+
+/** A wake that finds its run RUNNING (the execution in progress may suspend again) tries again after this. */
+const WAKE_RETRY_MS = 250
 
 /**
  * A held job runs again this long after it was held if nothing woke it before: the wakes on
@@ -58,6 +65,8 @@ interface RunContext {
    * again then, or when a freed slot wakes it (BullMQ: `moveToDelayed`, then `DelayedError`).
    */
   hold?: (until: number) => Promise<void>
+  /** The job is a wake (RunJobData.wake): a run it finds RUNNING is held for WAKE_RETRY_MS, not skipped. */
+  wake?: boolean
 }
 
 /** The BullMQ job that delivers a run, as far as the claim needs it (a BullMQ `Job` is one). */
@@ -132,6 +141,10 @@ interface EngineOptions {
    * @defaultValue true
    */
   httpRequestTraceparent?: boolean
+  /** SUBWORKFLOW_MAX_DEPTH: levels of child runs below a run started by a trigger. @defaultValue 10 */
+  subworkflowMaxDepth?: number
+  /** FOREACH_MAX_ITEMS: the items one foreach node runs. @defaultValue 10000 */
+  foreachMaxItems?: number
 }
 
 const identity = <T>(value: T): T => value
@@ -299,18 +312,20 @@ async function database<T> (work: Promise<T>): Promise<T> {
 const isFirstDelivery = (job: RunDelivery): boolean => job.attemptsMade === 0 && job.stalledCounter === 0
 
 /**
- * The owner of a claim made by `job` for `runId`, and the line it writes when it claims the run
- * again after a failed attempt. A start job's first delivery never takes over: a run it finds
- * RUNNING is driven by another delivery of a job added before under the same id (the reconciler
- * adds it again when Redis lost its data), and is the reconciler's to take over if that one stops.
+ * The owner of a claim made by `job`, and the line it writes when it claims the run again after
+ * a failed attempt. Only a takeover job (the reconciler's, for a run whose worker stopped) takes
+ * over on its first delivery: a start, resume or wake job that finds the run RUNNING finds it
+ * driven by another delivery (of a job added before under the same id when Redis lost its data,
+ * or of another job of the run: a timer, a wake), which is the reconciler's to take over if it
+ * stops. A job delivered again (its worker stalled, or its attempt failed) takes over.
  */
-function ownerOf (job: RunDelivery, runId: string): ClaimOwner {
+function ownerOf (job: RunDelivery): ClaimOwner {
   const reason = job.failedReason ?? 'an unknown error'
   const cause = /^(database|Redis) error: /.test(reason) ? `a ${reason}` : `its job failed: ${reason}`
   return {
     id: `${job.queueName}/${job.id ?? ''}/${job.timestamp}/${job.stalledCounter}`,
     retryLine: `Run resumed after ${cause} (job attempt ${job.attemptsMade + 1})`,
-    takesOver: !(isFirstDelivery(job) && job.id === runJobId(runId))
+    takesOver: !isFirstDelivery(job) || isTakeoverJobId(job.id ?? '')
   }
 }
 
@@ -335,6 +350,11 @@ export function createRunEngine (options: EngineOptions) {
   const credentials = options.credentials ?? withoutCredentials
   const checkpointMaxNodes = options.checkpointMaxNodes ?? 100
   const httpRequestTraceparent = options.httpRequestTraceparent ?? true
+  const control: RunControl = {
+    children: childRuns({ db: options.db, queues, logger }),
+    waits: runWaits(options.db),
+    limits: { subworkflowMaxDepth: options.subworkflowMaxDepth ?? 10, foreachMaxItems: options.foreachMaxItems ?? 10_000 }
+  }
   const inMemoryStarts = new DataLoader<string, ClaimedRun | undefined>(async (runIds) => {
     const found = await store.peekStarts(runIds)
     return runIds.map((runId) => found.get(runId))
@@ -343,13 +363,12 @@ export function createRunEngine (options: EngineOptions) {
     cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn
   })
 
-  /** A failure's event, dispatched now; when that fails, the reconciler dispatches it (it is stored with the failure). */
-  async function dispatchFailure (runId: string, eventId: string | null): Promise<void> {
-    if (eventId === null) return
+  /** Events a step wrote (the outbox), dispatched now; when that fails, the reconciler dispatches them (they are stored with the step). */
+  async function dispatchWritten (runId: string, eventIds: string[]): Promise<void> {
     try {
-      await options.dispatchEvents([eventId])
+      await options.dispatchEvents(eventIds)
     } catch (err) {
-      logger.warn({ err, runId, eventId }, 'workflow.run.failed not dispatched yet: the reconciler will')
+      logger.warn({ err, runId, eventIds }, 'events not dispatched yet: the reconciler will')
     }
   }
 
@@ -365,7 +384,7 @@ export function createRunEngine (options: EngineOptions) {
     runsFinished.inc({ status: 'FAILED' })
     ;(trace?.log ?? logger.child({ runId, workflowId: failed.workflowId })).error({ error }, 'Run failed')
     trace?.ended('FAILED')
-    await dispatchFailure(runId, failed.eventId)
+    if (failed.eventId !== null) await dispatchWritten(runId, [failed.eventId])
     return true
   }
 
@@ -540,13 +559,14 @@ export function createRunEngine (options: EngineOptions) {
       node,
       config,
       rawConfig,
-      run: { id: run.id, workflowId: run.workflowId, userId: run.userId, triggerData: run.triggerData, rawBody: run.rawBody },
+      run: { id: run.id, workflowId: run.workflowId, userId: run.userId, triggerData: run.triggerData, rawBody: run.rawBody, depth: run.depth },
       credential: secrets.credential,
       result,
       log,
       beforeEffect,
       signal: nodeSignal,
       deps: options.nodes,
+      control,
       attempt: schedule.retries + 1,
       mayRetry: (retryAfterMs) => decide(retryAfterMs).retry,
       idempotencyKey: `${run.id}:${encodeURIComponent(node.id)}`,
@@ -603,7 +623,7 @@ export function createRunEngine (options: EngineOptions) {
 
   /** `executeRun`, its nodes' spans children of `span` while tracing is on. */
   async function executeOnce (runId: string, signal: AbortSignal | undefined, context: RunContext, span: Span | undefined): Promise<RunOutcome> {
-    const owner = context.job === undefined ? undefined : ownerOf(context.job, runId)
+    const owner = context.job === undefined ? undefined : ownerOf(context.job)
     if (context.job !== undefined && isFirstDelivery(context.job)) {
       const inMemory = await startInMemory(runId, signal, context.requestId, owner, span)
       if (inMemory !== undefined) return inMemory
@@ -615,7 +635,8 @@ export function createRunEngine (options: EngineOptions) {
     }
     if (claim === undefined) return 'SKIPPED'
     if (!('claimed' in claim)) {
-      if (!('status' in claim) || claim.status !== 'RUNNING' || owner?.takesOver === false) return 'SKIPPED'
+      if (!('status' in claim) || claim.status !== 'RUNNING') return 'SKIPPED'
+      if (owner?.takesOver === false) return context.wake === true ? await retryWake(context.hold) : 'SKIPPED'
       const failed = await database(failRun(runId, `Run interrupted: its worker stopped ${claim.attempt + 1} times`))
       return failed ? 'FAILED' : 'SKIPPED'
     }
@@ -678,7 +699,25 @@ export function createRunEngine (options: EngineOptions) {
     return 'HELD'
   }
 
+  /** A wake found its run RUNNING: it runs again shortly, once that execution suspended or ended. */
+  async function retryWake (hold: RunContext['hold']): Promise<RunOutcome> {
+    if (hold === undefined) return 'SKIPPED'
+    try {
+      await hold(Date.now() + WAKE_RETRY_MS)
+    } catch (err) {
+      throw new InfrastructureError('Redis', err)
+    }
+    return 'HELD'
+  }
+
+  /** Executes a claimed run; a child that ended wakes its parent (docs/engine.md, "Child runs"). */
   async function executeClaimed (run: ClaimedRun, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<RunOutcome> {
+    const outcome = await executeSteps(run, signal, requestId, owner, span)
+    if (run.parent !== null && CHILD_ENDED.has(outcome)) await control.children.wakeParent(run.parent)
+    return outcome
+  }
+
+  async function executeSteps (run: ClaimedRun, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<RunOutcome> {
     const runId = run.id
     const trace = traceRun(logger, run, requestId, span)
     const firstLines = trace.claimed(owner?.retryLine)
@@ -761,21 +800,23 @@ export function createRunEngine (options: EngineOptions) {
         // The resumed part of the run logs with the request id too, and continues this execution's trace.
         const traceparent = trace.spans?.traceparent()
         const data: RunJobData = { runId, userId: run.userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
+        const resumeJob = resumeJobId(runId, node.id)
         try {
           await queues[run.queue].add(RUN_JOB, data, {
-            jobId: resumeJobId(runId, node.id),
+            jobId: outcome.suspendKey === undefined ? resumeJob : `${resumeJob}:${outcome.suspendKey}`,
             delay: Math.max(0, outcome.suspendUntil.getTime() - Date.now())
           })
         } catch (err) {
           throw new InfrastructureError('Redis', err)
         }
+        if (outcome.events !== undefined && outcome.events.length > 0) await dispatchWritten(runId, outcome.events)
         return 'WAITING'
       }
 
       pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} completed in ${elapsed}ms`, at: new Date() })
       pending.nodes++
       result[node.id] = outcome.output
-      const next = nextNodeId(graph, node, NODE_LINK_FIELDS, outcome)
+      const next = outcome.ends === true ? null : nextNodeId(graph, node, NODE_LINK_FIELDS, outcome)
       if (next === null) return await succeed(pending)
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })

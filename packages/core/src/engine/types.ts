@@ -4,6 +4,8 @@ import type { CredentialType } from '../db/schema/credentials.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { CodeSandboxPool } from './sandbox/pool.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
+import type { ChildRuns } from '../runs/children.ts'
+import type { RunWaits } from '../runs/waits.ts'
 
 /** The part of a run a node may read. */
 export interface RunInfo {
@@ -14,6 +16,23 @@ export interface RunInfo {
   triggerData: unknown
   /** The exact bytes of an inbound webhook request, for verify_signature. */
   rawBody: Buffer | null
+  /** How many parents above it: a run started by a trigger is 0. */
+  depth: number
+}
+
+/**
+ * What nodes that start runs or wait for a decision use (run_workflow, foreach, approval):
+ * the run's children and approvals (docs/engine.md, "Child runs", "Waits and resumes").
+ */
+export interface RunControl {
+  children: ChildRuns
+  waits: Pick<RunWaits, 'get' | 'open' | 'expire'>
+  limits: {
+    /** SUBWORKFLOW_MAX_DEPTH: levels of children below a run started by a trigger. */
+    subworkflowMaxDepth: number
+    /** FOREACH_MAX_ITEMS: the items one foreach node runs. */
+    foreachMaxItems: number
+  }
 }
 
 /** What executors need from outside the run. */
@@ -70,6 +89,7 @@ export interface NodeContext {
   /** Aborted when the run is cancelled, the worker lost the job, or the attempt's `timeoutMs` passed. */
   signal: AbortSignal
   deps: NodeDependencies
+  control: RunControl
   /** This attempt of the node, from 1 (its `retry`). */
   attempt: number
   /**
@@ -100,6 +120,15 @@ export interface NodeResult {
   handles?: string[]
   /** Suspends the run (WAITING) until then; the node runs again when it resumes. */
   suspendUntil?: Date
+  /**
+   * Names this suspension's timer among the node's own, for a node that suspends more than once
+   * (each time it is woken early): its timer job is added even when an earlier one ran.
+   */
+  suspendKey?: string
+  /** The run ends (SUCCESS) after this node, whatever follows it (an approval rejected with nowhere to go). */
+  ends?: boolean
+  /** Events of the outbox the node wrote, dispatched once its step is written. */
+  events?: string[]
 }
 
 export interface NodeExecutor<T extends string = string> {

@@ -13,6 +13,12 @@ import { textArray } from '../db/sql.ts'
 
 /** The event a failed run emits to its owner's EVENT workflows (contract, Events): `{runId, workflowId, error}`. */
 export const RUN_FAILED_EVENT = 'workflow.run.failed'
+/**
+ * The event a run waiting at an approval node emits to its owner's EVENT workflows (contract,
+ * Events): `{runId, workflowId, nodeId, message, expiresAt, resumePath}`, so that a workflow
+ * can send the approver the link.
+ */
+export const RUN_WAITING_EVENT = 'workflow.run.waiting'
 
 export interface OutboxEvent {
   id: string

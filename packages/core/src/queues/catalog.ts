@@ -24,6 +24,7 @@ export const resumeJobId = (runId: string, nodeId: string): string => `${runId}:
 
 /** The job that takes over a RUNNING run whose job is gone; unique per takeover attempt. */
 export const takeoverJobId = (runId: string, attempt: number): string => `${runId}:takeover:${attempt}`
+export const isTakeoverJobId = (jobId: string): boolean => /:takeover:\d+$/.test(jobId)
 
 /**
  * Every job: a job that throws (database or Redis briefly away) is retried after
@@ -42,6 +43,11 @@ const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
 /** Job data is ids only: Postgres is the record. */
 export interface RunJobData {
   runId: string
+  /**
+   * A wake (a child ended, a decision came): a run it finds RUNNING is not taken over but tried
+   * again shortly, so that the execution in progress, which may suspend again, does not miss it.
+   */
+  wake?: boolean
   /**
    * The run's owner: the worker holds the job while the owner's runs take their share of its
    * slots or their in-flight quota (README, Quotas). Jobs the reconciler restores may lack it.

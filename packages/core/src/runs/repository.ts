@@ -3,6 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
 import type { QueueName } from '../queues/catalog.ts'
+import { cancelDescendants } from './children.ts'
 import { durationMsSince } from './steps.ts'
 
 /** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
@@ -11,6 +12,7 @@ const runColumns = {
   workflowId: runs.workflowId,
   workflowVersion: runs.workflowVersion,
   retriedFrom: runs.retriedFrom,
+  parentRunId: runs.parentRunId,
   status: runs.status,
   triggerData: runs.triggerData,
   result: runs.result,
@@ -26,16 +28,20 @@ type RunSummary = Pick<Run, keyof typeof runColumns>
 /** Log ids leave as strings (spec 2.3); their order is the order of the bigint identity. */
 type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
 
-type RunWithLogs = RunSummary & { logs: RunLogView[] }
+type RunWithLogs = RunSummary & { childCount: number, logs: RunLogView[] }
 
 interface CancelledRun {
   run: RunWithLogs
   queue: QueueName
   currentNodeId: string | null
+  /** The parent of a cancelled child run: woken, so that its node sees the cancel. */
+  parent: { runId: string, queue: QueueName } | null
 }
 
 interface ListRunsFilter {
   workflowId?: string
+  /** The children of this run (run_workflow, foreach). */
+  parentRunId?: string
   status?: RunStatus
   /** createdAt at or after this time. */
   since?: Date
@@ -57,8 +63,9 @@ export function runsRepository (db: DbOrTx) {
 
   async function get (id: string, viewer: Viewer): Promise<RunWithLogs | null> {
     // Two independent reads in parallel; logs of a run the viewer cannot see are discarded with it.
+    const childCount = sql<number>`(select count(*)::int from runs as children where children.parent_run_id = "runs"."id")`
     const [[run], logs] = await Promise.all([
-      db.select(runColumns).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1),
+      db.select({ ...runColumns, childCount }).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1),
       db.select({ id: runLogs.id, nodeId: runLogs.nodeId, level: runLogs.level, message: runLogs.message, createdAt: runLogs.createdAt })
         .from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))
     ])
@@ -75,6 +82,7 @@ export function runsRepository (db: DbOrTx) {
         .where(and(
           ownedBy(viewer),
           filter.workflowId === undefined ? undefined : eq(runs.workflowId, filter.workflowId),
+          filter.parentRunId === undefined ? undefined : eq(runs.parentRunId, filter.parentRunId),
           filter.status === undefined ? undefined : eq(runs.status, filter.status),
           filter.since === undefined ? undefined : gte(runs.createdAt, filter.since),
           filter.until === undefined ? undefined : lt(runs.createdAt, filter.until)
@@ -103,31 +111,36 @@ export function runsRepository (db: DbOrTx) {
 
     /**
      * Ends a PENDING, RUNNING or WAITING run as CANCELLED with a guarded update, so a
-     * run that finished meanwhile keeps its terminal status. Returns the run with what
-     * locates its jobs (the queue recorded on the run, a waiting run's current node
-     * names its resume job), `finished`, or null when the viewer has no such run.
+     * run that finished meanwhile keeps its terminal status, then its unfinished child runs
+     * and theirs. Returns the run with what locates its jobs (the queue recorded on the run, a
+     * waiting run's current node names its resume job) and its parent, `finished`, or null
+     * when the viewer has no such run.
      */
     async cancel (id: string, viewer: Viewer): Promise<CancelledRun | 'finished' | null> {
       const owner = viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`
-      const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null }>(sql`
+      const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null, parentRunId: string | null, parentQueue: QueueName | null }>(sql`
         with cancelled as (
           update runs set
             status = 'CANCELLED',
             completed_at = now(),
             duration_ms = ${durationMsSince(sql`started_at`)}
           where id = ${id} ${owner} and status in ('PENDING', 'RUNNING', 'WAITING')
-          returning id, queue, current_node_id
+          returning id, queue, current_node_id, parent_run_id
         ), logged as (
           insert into run_logs (run_id, level, message) select id, 'INFO', 'Run cancelled' from cancelled
         )
-        select queue, current_node_id as "currentNodeId" from cancelled
+        select queue, current_node_id as "currentNodeId", parent_run_id as "parentRunId",
+          (select parent.queue from runs as parent where parent.id = cancelled.parent_run_id) as "parentQueue"
+        from cancelled
       `)
       if (cancelled === undefined) {
         const [existing] = await db.select({ id: runs.id }).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1)
         return existing === undefined ? null : 'finished'
       }
+      await db.execute(cancelDescendants(sql`select id from runs where parent_run_id = ${id}`))
       const run = await get(id, viewer)
-      return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId }
+      const parent = cancelled.parentRunId === null || cancelled.parentQueue === null ? null : { runId: cancelled.parentRunId, queue: cancelled.parentQueue }
+      return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId, parent }
     }
   }
 }

@@ -54,6 +54,10 @@ export interface ClaimedRun {
    * (`startAndSucceed`) or the checkpoint before an outside effect (`startAndRecord`).
    */
   claimAtEnd?: { ownerId: string | undefined }
+  /** The run whose run_workflow or foreach node started this one, and the queue of its jobs; null for a top-level run. */
+  parent: { runId: string, queue: QueueName } | null
+  /** How many parents above it (SUBWORKFLOW_MAX_DEPTH bounds it). */
+  depth: number
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
@@ -187,6 +191,9 @@ const stepAnswer = (runId: string): SQL => sql`
   select exists (select 1 from step) as written, found.status, found.claim
   from (select 1) as one left join (select status, claim from runs where id = ${runId}) as found on true`
 
+/** The queue of a child run's parent, whose jobs its end wakes (docs/engine.md, "Child runs"). */
+const parentQueue = sql`(select parent.queue from runs as parent where parent.id = runs.parent_run_id)`
+
 /**
  * The claim (see `runStore().claim`), in one statement. A start or resume of a run whose
  * workflow has a maxConcurrentRuns is claimed only with `slot`, when the run is admitted
@@ -215,7 +222,8 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
         and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts} and ${owner?.takesOver === false ? sql`false` : sql`true`}))
         and (previous.kind in ('retry', 'takeover') or previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
       returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
-        runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind
+        runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind,
+        runs.parent_run_id, runs.depth, ${parentQueue} as parent_queue
     ), logged as (
       insert into run_logs (run_id, level, message)
       select id, case kind when 'retry' then 'WARN' else 'INFO' end, case kind
@@ -268,6 +276,8 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
     kind: row.kind as ClaimKind,
     startedAt: new Date(row.started_at as string | Date),
     maxConcurrentRuns: row.max_runs as number | null,
+    parent: row.parent_run_id === null || row.parent_run_id === undefined ? null : { runId: row.parent_run_id as string, queue: row.parent_queue as QueueName },
+    depth: (row.depth as number | undefined) ?? 0,
     workflow: {
       nodes: (row.nodes as WorkflowNode[] | null) ?? [],
       edges: row.edges
@@ -322,7 +332,8 @@ export function runStore (db: DbOrTx) {
       const rows = await db.execute<Record<string, unknown>>(sql`
         select runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body,
           ${startedResult} as result, runs.current_node_id, runs.attempt, runs.claim, now() as started_at,
-          'start' as kind, workflows.max_concurrent_runs as max_runs, ${definitionColumns}
+          'start' as kind, workflows.max_concurrent_runs as max_runs, runs.parent_run_id, runs.depth, ${parentQueue} as parent_queue,
+          ${definitionColumns}
         from runs
         join workflows on workflows.id = runs.workflow_id
         left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version

@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { resumeJobId, runJobId } from '@switchboard/core/queues'
-import { createGroupStarter, runsRepository, wakeWaitingRuns, type RequestStart } from '@switchboard/core/runs'
+import { createGroupStarter, runsRepository, runWaits, wakeRun, wakeWaitingRuns, type Decided, type PendingApproval, type RequestStart } from '@switchboard/core/runs'
+import { DomainError } from '@switchboard/core/errors'
 import type { Deadline } from '@switchboard/core/timeout'
 import { planReplay, replayRuns } from '@switchboard/core/triggers'
 
@@ -30,6 +31,14 @@ interface Runs {
    * free start. Not awaited by the caller; a failure is logged and the reconciler wakes them.
    */
   wake: (workflowId: string, log: FastifyBaseLogger) => void
+  /**
+   * Decides the approval a run waits for at a node (as `viewer`, or with the public `token`) and
+   * wakes the run: 404 for a run the viewer cannot see or an unknown token, 409 when the run does
+   * not wait at that node now (contract, Sub-workflows).
+   */
+  resume: (decider: Parameters<ReturnType<typeof runWaits>['decide']>[0], decision: Decided['decision'], data: unknown, log: FastifyBaseLogger) => Promise<Decided>
+  /** The approvals the viewer may decide, oldest first. */
+  approvals: (viewer: Viewer, limit: number, offset: number) => Promise<PendingApproval[]>
 }
 
 /** What a closing api waits at most for the jobs of runs it committed: the reconciler queues the rest. */
@@ -38,6 +47,7 @@ const DRAIN_MS = 2000
 function createRuns (fastify: FastifyInstance): Runs {
   const { db, queues } = fastify
   const repository = runsRepository(db)
+  const waits = runWaits(db)
   const deps = { db, queues, logger: fastify.log }
   const starter = createGroupStarter(deps)
   fastify.addHook('onClose', async () => { await starter.drain(DRAIN_MS) })
@@ -56,6 +66,11 @@ function createRuns (fastify: FastifyInstance): Runs {
     async cancel (id, viewer, log) {
       const outcome = await repository.cancel(id, viewer)
       if (outcome === null || outcome === 'finished') return outcome
+      // A cancelled child: the node that waits for it sees it now, not at its next recheck.
+      if (outcome.parent !== null) {
+        const { runId: parentRunId, queue } = outcome.parent
+        wakeRun(queues, queue, parentRunId).catch((err: unknown) => { log.warn({ err, runId: parentRunId }, 'parent of a cancelled run not woken: its recheck will') })
+      }
       // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
       // that is running (locked, so not removable) finds the run CANCELLED and stops by itself.
       const queue = queues[outcome.queue]
@@ -65,6 +80,25 @@ function createRuns (fastify: FastifyInstance): Runs {
       }
       return outcome.run
     },
+
+    async resume (decider, decision, data, log) {
+      const decided = await waits.decide(decider, decision, data)
+      if (decided === 'missing') {
+        throw 'token' in decider ? new DomainError('RESUME_TOKEN_NOT_FOUND', 'Resume token not found') : new DomainError('RUN_NOT_FOUND', 'Run not found')
+      }
+      if (decided === 'not-waiting') throw new DomainError('RUN_NOT_WAITING', 'Run is not waiting for this node')
+      // The decision is committed: a lost wake leaves the run to its timeout's job, which reads it.
+      const queue = queues[decided.queue]
+      try {
+        await wakeRun(queues, decided.queue, decided.runId)
+        await queue.remove(resumeJobId(decided.runId, decided.nodeId))
+      } catch (err) {
+        log.warn({ err, runId: decided.runId }, 'decided run not woken now: its timeout job will resume it')
+      }
+      return decided
+    },
+
+    approvals: async (viewer, limit, offset) => await waits.pending(viewer, limit, offset),
 
     wake (workflowId, log) {
       wakeWaitingRuns({ db, queues }, workflowId).catch((err: unknown) => { log.warn({ err, workflowId }, 'runs waiting for a slot not woken: the reconciler will') })

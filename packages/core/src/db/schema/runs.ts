@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { bigint, customType, index, integer, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core'
+import { bigint, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { QueueName } from '../../queues/catalog.ts'
 import { createdAt, id, nullableTimestamp } from './_columns.ts'
 import { users } from './users.ts'
@@ -26,6 +26,14 @@ export const runs = pgTable('runs', {
   // The run this one replays (POST /runs/:id/retry and the bulk retry). No foreign key: the link
   // stays a fact after retention deletes the first run, and deleting runs costs no lookup of replays.
   retriedFrom: text('retried_from'),
+  // A run started by a run_workflow or foreach node (docs/engine.md, "Child runs"): its parent, the
+  // node that started it and, for foreach, its item. No foreign key, as for retried_from: retention
+  // deletes runs one by one, and a child outliving its parent's row stays a fact.
+  parentRunId: text('parent_run_id'),
+  parentNodeId: text('parent_node_id'),
+  itemIndex: integer('item_index'),
+  // How many parents above it: a child of a top-level run is 1 (SUBWORKFLOW_MAX_DEPTH bounds it).
+  depth: integer('depth').notNull().default(0),
   triggerData: jsonb('trigger_data').$type<unknown>(),
   // The exact bytes of an inbound webhook, for verify_signature; never part of triggerData.
   rawBody: bytea('raw_body'),
@@ -55,7 +63,35 @@ export const runs = pgTable('runs', {
   // Retention clears raw bodies past RAW_BODY_RETENTION_HOURS: only the rows that still hold one are indexed.
   index('runs_raw_body_created_idx').on(t.createdAt).where(sql`${t.rawBody} is not null`),
   // The bulk retry skips runs retried already: only replays are indexed.
-  index('runs_retried_from_idx').on(t.retriedFrom).where(sql`${t.retriedFrom} is not null`)
+  index('runs_retried_from_idx').on(t.retriedFrom).where(sql`${t.retriedFrom} is not null`),
+  // A node's children, one per item: the insert's conflict target (a node started again after a
+  // crash finds the children it started), its loop's progress and `?parentRunId=` (children only).
+  uniqueIndex('runs_parent_item_idx').on(t.parentRunId, t.parentNodeId, t.itemIndex).where(sql`${t.parentRunId} is not null`)
+])
+
+/**
+ * A run waiting at an approval node (docs/engine.md, "Waits and resumes"): one row per node and
+ * run, its public resume token stored as a SHA-256 digest, decided once (by the resume route, the
+ * public resume URL, or its timeout).
+ */
+export const runWaits = pgTable('run_waits', {
+  runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+  nodeId: text('node_id').notNull(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  tokenHash: text('token_hash').notNull(),
+  message: text('message'),
+  expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  decision: text('decision', { enum: ['approve', 'reject', 'timeout'] }),
+  data: jsonb('data').$type<unknown>(),
+  // The user who decided (null: the public URL or the timeout).
+  decidedBy: text('decided_by'),
+  decidedAt: nullableTimestamp('decided_at'),
+  createdAt: createdAt()
+}, (t) => [
+  primaryKey({ columns: [t.runId, t.nodeId] }),
+  uniqueIndex('run_waits_token_idx').on(t.tokenHash),
+  // The approvals a user has to decide, oldest first.
+  index('run_waits_open_idx').on(t.userId, t.createdAt).where(sql`${t.decidedAt} is null`)
 ])
 
 export const runLogs = pgTable('run_logs', {
@@ -83,3 +119,5 @@ export const idempotencyKeys = pgTable('idempotency_keys', {
 export type Run = typeof runs.$inferSelect
 export type NewRun = typeof runs.$inferInsert
 export type RunLog = typeof runLogs.$inferSelect
+export type RunWait = typeof runWaits.$inferSelect
+export type ApprovalDecision = 'approve' | 'reject'

@@ -1,5 +1,6 @@
 import { Type, type TObject, type TProperties } from 'typebox'
 import { aggregate } from './aggregate.ts'
+import { approval } from './approval.ts'
 import { code } from './code.ts'
 import { condition } from './condition.ts'
 import { cryptoNode } from './crypto.ts'
@@ -7,7 +8,9 @@ import { date } from './date.ts'
 import { dedupe } from './dedupe.ts'
 import type { NodeCategory, NodeDefinition, NodeLinkField } from './definition.ts'
 import { filter } from './filter.ts'
+import { foreach } from './foreach.ts'
 import { httpRequest } from './http-request.ts'
+import { runWorkflow } from './run-workflow.ts'
 import { sendChatTemplate } from './send-chat-template.ts'
 import { sendChat } from './send-chat.ts'
 import { set } from './set.ts'
@@ -29,6 +32,9 @@ const DEFINITIONS = [
   verifySignature,
   condition,
   wait,
+  runWorkflow,
+  foreach,
+  approval,
   set,
   split,
   filter,

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import approvals from './approvals/index.ts'
 import credentials from './credentials/index.ts'
 import events from './events/index.ts'
 import nodeTypes from './node-types/index.ts'
@@ -12,6 +13,7 @@ export default async function automation (fastify: FastifyInstance): Promise<voi
   await fastify.register(workflows, { prefix: '/workflows' })
   await fastify.register(nodeTypes, { prefix: '/node-types' })
   await fastify.register(runs, { prefix: '/runs' })
+  await fastify.register(approvals, { prefix: '/approvals' })
   await fastify.register(events, { prefix: '/events' })
   await fastify.register(webhook, { prefix: '/webhook' })
   await fastify.register(queues, { prefix: '/queues' })

@@ -6,7 +6,7 @@ import { viewerOf } from '@switchboard/core/users'
 import { runsFinished } from '@switchboard/core/observability'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
-import { idempotencyKeyOf, ListRunsQuery, RetryRunBody, Run, RunRetried, RunStats, RunStatsQuery, RunSummary } from './schemas.ts'
+import { idempotencyKeyOf, ListRunsQuery, ResumeRunBody, RetryRunBody, Run, RunResumed, RunRetried, RunStats, RunStatsQuery, RunSummary } from './schemas.ts'
 
 const runNotFound = (): DomainError => new DomainError('RUN_NOT_FOUND', 'Run not found')
 
@@ -35,10 +35,10 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
     schema: { tags: ['runs'], querystring: ListRunsQuery, response: { 200: Type.Array(RunSummary), ...errorResponses(400, 401) } }
   }, async (request) => {
-    const { workflowId, status, limit, offset } = request.query
+    const { workflowId, parentRunId, status, limit, offset } = request.query
     const since = instantOf('since', request.query.since)
     const until = instantOf('until', request.query.until)
-    return runs.list(viewerOf(request.user), { workflowId, status, since, until, limit, offset })
+    return runs.list(viewerOf(request.user), { workflowId, parentRunId, status, since, until, limit, offset })
   })
 
   // The console's overview: runs per minute by status. A static path, so it wins over `/:id`.
@@ -74,6 +74,21 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (outcome === 'finished') throw new DomainError('RUN_FINISHED', 'Run is already finished')
     runsFinished.inc({ status: 'CANCELLED' })
     return outcome
+  })
+
+  // Decides the approval the run waits for at nodeId (contract, Sub-workflows); the run goes on in a worker.
+  fastify.post('/:id/resume', {
+    schema: {
+      tags: ['runs'],
+      summary: 'Approve or reject a run waiting at an approval node',
+      params: IdParams,
+      body: ResumeRunBody,
+      response: { 202: RunResumed, ...errorResponses(400, 401, 404, 409) }
+    }
+  }, async (request, reply) => {
+    const { nodeId, decision, data } = request.body
+    const decided = await runs.resume({ viewer: viewerOf(request.user), runId: request.params.id, nodeId }, decision, data, request.log)
+    return reply.code(202).send({ runId: decided.runId, nodeId: decided.nodeId, decision: decided.decision })
   })
 
   // A new run of the run's workflow with its triggerData and raw body, answered like /fire (202,

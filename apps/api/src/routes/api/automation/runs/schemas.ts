@@ -18,6 +18,7 @@ export const RunSummary = Type.Object({
   workflowId: Type.String(),
   workflowVersion: Type.Integer({ description: 'the workflow version the run executes, to its end' }),
   retriedFrom: Type.Union([Type.String(), Type.Null()], { description: 'the run this one replays; null when it is not a replay' }),
+  parentRunId: Type.Union([Type.String(), Type.Null()], { description: 'the run whose run_workflow or foreach node started this one; null for a run started by a trigger' }),
   status: RunStatus,
   triggerData: Type.Unknown(),
   result: Type.Record(Type.String(), Type.Unknown()),
@@ -29,7 +30,32 @@ export const RunSummary = Type.Object({
 })
 
 /** Spec 2.3. */
-export const Run = Type.Object({ ...RunSummary.properties, logs: Type.Array(RunLog) })
+export const Run = Type.Object({
+  ...RunSummary.properties,
+  childCount: Type.Integer({ description: 'runs its run_workflow and foreach nodes started (GET /runs?parentRunId=)' }),
+  logs: Type.Array(RunLog)
+})
+
+export const APPROVAL_DECISIONS = ['approve', 'reject'] as const
+
+/** A decision's optional data, kept with it and given to the approval node's output (`data`). */
+const DecisionData = Type.Optional(Type.Unknown({ description: 'kept with the decision: the approval node’s output.data' }))
+
+/** POST /runs/:id/resume (contract, Sub-workflows). */
+export const ResumeRunBody = Type.Object({
+  nodeId: Type.String({ minLength: 1, maxLength: 200, description: 'the approval node the run waits at' }),
+  decision: Type.Enum(APPROVAL_DECISIONS),
+  data: DecisionData
+}, { additionalProperties: false })
+
+/** POST /webhook/resume/:token: the decision defaults to approve. */
+export const ResumeByTokenBody = Type.Object({
+  decision: Type.Enum(APPROVAL_DECISIONS, { default: 'approve' }),
+  data: DecisionData
+}, { additionalProperties: false })
+
+/** A decision taken: the run goes on from the approval node. */
+export const RunResumed = Type.Object({ runId: Type.String(), nodeId: Type.String(), decision: Type.Enum(APPROVAL_DECISIONS) })
 
 export const RunAccepted = Type.Object({ runId: Type.String() })
 
@@ -49,6 +75,7 @@ const instant = (field: string, description: string) =>
 
 export const ListRunsQuery = Type.Object({
   workflowId: Type.Optional(Type.String({ maxLength: 64 })),
+  parentRunId: Type.Optional(Type.String({ maxLength: 64, description: 'the children of this run' })),
   status: Type.Optional(RunStatus),
   since: Type.Optional(instant('since', 'runs created at or after this time')),
   until: Type.Optional(instant('until', 'runs created before this time')),

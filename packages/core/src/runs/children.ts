@@ -1,0 +1,183 @@
+import { sql, type SQL } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { jsonb } from '../db/sql.ts'
+import { storableJson } from '../db/storable.ts'
+import type { RunStatus } from '../db/schema/runs.ts'
+import { createIds } from '../ids.ts'
+import type { Logger } from '../logger.ts'
+import { RUN_JOB, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { enqueueRuns, type CreatedRun } from './start.ts'
+import { durationMsSince } from './steps.ts'
+
+/**
+ * Child runs (docs/engine.md, "Child runs"): the runs a run_workflow or foreach node starts, one
+ * per item, each a row of `runs` carrying its parent, the node and its item. A node that runs
+ * again (after a crash, or each time it is woken) finds the children it started: the insert
+ * skips the items that have one (`runs_parent_item_idx`). A child's end touches only its own
+ * row and wakes its parent with a deduplicated job, so children ending together never queue on
+ * the parent's row.
+ */
+
+/** The parent of the children a node starts. */
+export interface ChildParent {
+  runId: string
+  /** The parent's owner: the called workflow must be theirs, unless they are an admin (contract, Sub-workflows). */
+  userId: string
+  nodeId: string
+  /** The parent's depth: its children are one deeper. */
+  depth: number
+}
+
+/** Why no child could be started. */
+export type ChildStartRefusal = 'missing' | 'cron'
+
+export interface ChildRun {
+  runId: string
+  index: number
+  status: RunStatus
+  error: string | null
+  /** The child's node outputs by node id (its result without triggerData); only for ended children that were asked for. */
+  output?: Record<string, unknown>
+}
+
+/** How far a node's children are: started (rows), ended SUCCESS, ended otherwise (FAILED, CANCELLED), the first of those. */
+export interface ChildrenProgress {
+  started: number
+  succeeded: number
+  failed: number
+  firstFailure: ChildRun | null
+}
+
+/**
+ * The wake of a parent: one job per parent at a time (BullMQ deduplication; one more is kept
+ * while it is active), so that a thousand children ending in one second wake it a few times.
+ */
+export async function wakeRun (queues: Queues, queue: QueueName, runId: string): Promise<void> {
+  const data: RunJobData = { runId, wake: true }
+  await queues[queue].add(RUN_JOB, data, { deduplication: { id: `wake:${runId}`, keepLastIfActive: true } })
+}
+
+export interface ChildRunsOptions {
+  db: DbOrTx
+  queues: Queues
+  logger: Pick<Logger, 'warn'>
+}
+
+export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
+  return {
+    /**
+     * Starts the children of `items` (their index and triggerData) of `parent`'s node on
+     * `workflowId`, those not started before, and queues them. The workflow must be the parent
+     * owner's (or the owner an admin) and not CRON, whatever its isActive.
+     */
+    async start (parent: ChildParent, workflowId: string, items: ReadonlyArray<{ index: number, triggerData: unknown }>): Promise<ChildStartRefusal | CreatedRun[]> {
+      const ids = await createIds(items.length)
+      const rows = items.map(({ index, triggerData }, n) => ({ run_id: ids[n], item_index: index, trigger_data: storableJson(triggerData) }))
+      const [answer] = await db.execute<{ triggerType: string | null, created: Array<{ runId: string, userId: string, queue: QueueName }> | null }>(sql`
+        with target as (
+          select id, user_id, trigger_type, version from workflows
+          where id = ${workflowId} and (user_id = ${parent.userId} or exists (select 1 from users where id = ${parent.userId} and role = 'admin'))
+        ), planned as (
+          select * from jsonb_to_recordset(${jsonb(rows)}) as row (run_id text, item_index int, trigger_data text)
+        ), created as (
+          insert into runs (id, workflow_id, user_id, queue, trigger_data, workflow_version, parent_run_id, parent_node_id, item_index, depth)
+          select planned.run_id, target.id, target.user_id,
+            case when target.trigger_type = 'AGENT' then 'agent-execution' else 'workflow-runs' end,
+            planned.trigger_data::jsonb, target.version, ${parent.runId}, ${parent.nodeId}, planned.item_index, ${parent.depth + 1}
+          from planned cross join target
+          where target.trigger_type <> 'CRON'
+          on conflict (parent_run_id, parent_node_id, item_index) where parent_run_id is not null do nothing
+          returning id, workflow_id, user_id, queue, created_at
+        ), counted as (
+          insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
+          select workflow_id, id, 1, created_at from created
+        )
+        select (select trigger_type from target) as "triggerType",
+          (select json_agg(json_build_object('runId', id, 'userId', user_id, 'queue', queue)) from created) as created
+      `)
+      if (answer?.triggerType === null || answer?.triggerType === undefined) return 'missing'
+      if (answer.triggerType === 'CRON') return 'cron'
+      const created: CreatedRun[] = answer.created ?? []
+      await enqueueRuns({ queues, logger }, created)
+      return created
+    },
+
+    /** The child of `parentRunId`'s node for item `index`. */
+    async child (parentRunId: string, nodeId: string, index: number): Promise<ChildRun | undefined> {
+      const [row] = await db.execute<ChildRun & Record<string, unknown>>(sql`
+        select id as "runId", item_index as index, status, error, case when status = 'SUCCESS' then result - 'triggerData' end as output
+        from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId} and item_index = ${index}
+      `)
+      return row === undefined ? undefined : { ...row, output: row.output ?? undefined }
+    },
+
+    /** How many of the node's children were started and how many ended; one read of the parent index. */
+    async progress (parentRunId: string, nodeId: string): Promise<ChildrenProgress> {
+      const [row] = await db.execute<ChildrenProgress & Record<string, unknown>>(sql`
+        select count(*)::int as started,
+          count(*) filter (where status = 'SUCCESS')::int as succeeded,
+          count(*) filter (where status in ('FAILED', 'CANCELLED'))::int as failed,
+          (select json_build_object('runId', id, 'index', item_index, 'status', status, 'error', error) from runs
+            where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId} and status in ('FAILED', 'CANCELLED')
+            order by item_index limit 1) as "firstFailure"
+        from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId}
+      `)
+      return row ?? { started: 0, succeeded: 0, failed: 0, firstFailure: null }
+    },
+
+    /** Every child of the node in item order, with the outputs of those that succeeded when `withOutputs`. */
+    async results (parentRunId: string, nodeId: string, withOutputs = true): Promise<ChildRun[]> {
+      const rows = await db.execute<ChildRun & Record<string, unknown>>(sql`
+        select id as "runId", item_index as index, status, error,
+          ${withOutputs ? sql`case when status = 'SUCCESS' then result - 'triggerData' end` : sql`null::jsonb`} as output
+        from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId}
+        order by item_index
+      `)
+      return rows.map((row) => ({ ...row, output: row.output ?? undefined }))
+    },
+
+    /** Cancels the node's unfinished children and theirs (a loop that failed fast); how many were cancelled. */
+    async cancel (parentRunId: string, nodeId: string): Promise<number> {
+      const rows = await db.execute(cancelDescendants(sql`select id from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId}`))
+      return rows.length
+    },
+
+    /** Wakes the parent of a child that ended: its node runs again and sees it. A failure is logged: the parent's recheck sees it later. */
+    async wakeParent (parent: { runId: string, queue: QueueName }): Promise<void> {
+      try {
+        await wakeRun(queues, parent.queue, parent.runId)
+      } catch (err) {
+        logger.warn({ err, runId: parent.runId }, 'parent run not woken: its recheck will see its children')
+      }
+    }
+  }
+}
+
+export type ChildRuns = ReturnType<typeof childRuns>
+
+/** The most levels of children a cancel follows: SUBWORKFLOW_MAX_DEPTH is at most this. */
+export const MAX_CHILD_DEPTH = 50
+
+/**
+ * Cancels the unfinished runs among `roots` and, level by level, their unfinished descendants
+ * (a cancelled parent cancels what it waits for), with their log lines; returns the cancelled
+ * runs' ids. `roots` is a statement selecting run ids.
+ */
+export function cancelDescendants (roots: SQL): SQL {
+  return sql`
+    with recursive tree (id, level) as (
+      select id, 0 from (${roots}) as root
+      union all
+      select child.id, tree.level + 1 from runs child join tree on child.parent_run_id = tree.id
+      where tree.level < ${MAX_CHILD_DEPTH}
+    ), cancelled as (
+      update runs set status = 'CANCELLED', completed_at = now(),
+        duration_ms = ${durationMsSince(sql`coalesce(started_at, created_at)`)}
+      where id in (select id from tree) and status in ('PENDING', 'RUNNING', 'WAITING')
+      returning id
+    ), logged as (
+      insert into run_logs (run_id, level, message) select id, 'INFO', 'Run cancelled with its parent' from cancelled
+    )
+    select id from cancelled
+  `
+}

@@ -1,0 +1,175 @@
+import t from 'tap'
+import { startStack } from '@switchboard/testing/processes'
+
+/**
+ * Child runs and approvals (docs/engine.md) through the front door: real api and worker
+ * processes. run_workflow waits for its child or not; foreach runs a workflow per item, a few at
+ * a time, and collects their outputs in order; approval waits for a decision from the resume
+ * route or the public link, or its timeout.
+ */
+
+const stack = await startStack(t, { env: { SUBWORKFLOW_MAX_DEPTH: '4', FOREACH_MAX_ITEMS: '500' } })
+const token = await stack.adminToken()
+const { client, call } = stack
+
+/** A callable workflow: doubles triggerData.n (or triggerData.item.n for a loop's item). */
+async function doubler (userToken = token, name = 'doubler'): Promise<string> {
+  return await client.createWorkflow(userToken, {
+    name,
+    triggerType: 'MANUAL',
+    isActive: false,
+    nodes: [{ id: 'double', type: 'code', config: { code: 'const n = input.triggerData.item?.n ?? input.triggerData.n\nif (n < 0) throw new Error(`negative: ${n}`)\nreturn { n: n * 2 }' } }]
+  })
+}
+
+t.test('run_workflow waits for its child (inactive, of the same owner) and continues with its node outputs', async (t) => {
+  const child = await doubler()
+  const run = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'call', type: 'run_workflow', config: { workflowId: child, input: { n: '{{triggerData.n}}' } }, next: 'after' },
+      { id: 'after', type: 'set', config: { values: { doubled: '{{call.output.double.n}}' } } }
+    ]
+  }, { n: 21 }, { timeoutMs: 30_000 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.equal(run.result.after.doubled, 42)
+  const childRun = await client.getRun(token, run.result.call.runId)
+  t.equal((childRun as unknown as { parentRunId: string }).parentRunId, run.id)
+  t.same(childRun.triggerData, { n: 21 })
+  const parent = await call('GET', `/api/automation/runs/${run.id}`, { token })
+  t.equal(parent.body.childCount, 1)
+  const children = await call('GET', `/api/automation/runs?parentRunId=${run.id}`, { token })
+  t.same(children.body.map((r: { id: string }) => r.id), [childRun.id])
+})
+
+t.test('run_workflow fails with its child\'s error; without waiting it goes on with the child\'s run id', async (t) => {
+  const child = await doubler()
+  const failed = await client.runWorkflow(token, { nodes: [{ id: 'call', type: 'run_workflow', config: { workflowId: child, input: { n: -1 } } }] }, {}, { timeoutMs: 30_000 })
+  t.equal(failed.status, 'FAILED')
+  t.match(failed.error, /^Sub-workflow run \(run \S+\) failed: .*negative: -1/)
+  const detached = await client.runWorkflow(token, { nodes: [{ id: 'call', type: 'run_workflow', config: { workflowId: child, input: { n: 2 }, wait: false } }] })
+  t.equal(detached.status, 'SUCCESS')
+  const childRun = await client.runReaching(token, detached.result.call.runId)
+  t.equal(childRun.status, 'SUCCESS')
+  t.same(childRun.result.double, { n: 4 })
+})
+
+t.test('a workflow that is not the caller\'s, a CRON workflow, and one that calls itself end with clear errors', async (t) => {
+  const other = await client.newUser(token)
+  const theirs = await doubler(other.token)
+  const notMine = await client.runWorkflow(other.token, { nodes: [{ id: 'call', type: 'run_workflow', config: { workflowId: await doubler() } }] })
+  t.equal(notMine.status, 'FAILED')
+  t.match(notMine.error, /^Workflow \S+ not found$/)
+  const adminCalls = await client.runWorkflow(token, { nodes: [{ id: 'call', type: 'run_workflow', config: { workflowId: theirs, input: { n: 1 } } }] }, {}, { timeoutMs: 30_000 })
+  t.equal(adminCalls.status, 'SUCCESS', 'an admin may call anyone\'s workflow')
+  const cron = await client.createWorkflow(token, { triggerType: 'CRON', triggerConfig: { cron: '0 0 1 1 *' }, isActive: false })
+  const callsCron = await client.runWorkflow(token, { nodes: [{ id: 'call', type: 'run_workflow', config: { workflowId: cron } }] })
+  t.match(callsCron.error, /is a CRON workflow: it cannot be called$/)
+
+  const selfCalling = await client.createWorkflow(token, { name: 'self', nodes: [{ id: 'again', type: 'set', config: { values: {} } }] })
+  const updated = await call('PATCH', `/api/automation/workflows/${selfCalling}`, {
+    token,
+    body: { nodes: [{ id: 'again', type: 'run_workflow', config: { workflowId: selfCalling } }] }
+  })
+  t.equal(updated.status, 200, JSON.stringify(updated.body))
+  const fired = await client.fire(token, selfCalling)
+  const top = await client.runReaching(token, fired, undefined, { timeoutMs: 60_000 })
+  t.equal(top.status, 'FAILED')
+  t.match(top.error, /nested deeper than 4 levels \(SUBWORKFLOW_MAX_DEPTH\)/, 'the depth error travels up to the first run')
+})
+
+t.test('foreach runs a workflow per item, at most `concurrency` at a time, results in item order', async (t) => {
+  const child = await doubler()
+  const items = Array.from({ length: 12 }, (_, n) => ({ n }))
+  const run = await client.runWorkflow(token, {
+    nodes: [{ id: 'loop', type: 'foreach', config: { workflowId: child, items: '{{triggerData.items}}', concurrency: 3 } }]
+  }, { items }, { timeoutMs: 60_000 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.match(run.result.loop, { total: 12, succeeded: 12, failed: 0, errors: [] })
+  t.same(run.result.loop.results.map((output: { double: { n: number } }) => output.double.n), items.map(({ n }) => n * 2))
+  const children = await call('GET', `/api/automation/runs?parentRunId=${run.id}&limit=500`, { token })
+  t.equal(children.body.length, 12)
+  // Never more than three children RUNNING at once: each child started after one of the three before it ended.
+  const spans = children.body.map((r: { startedAt: string, completedAt: string }) => [Date.parse(r.startedAt), Date.parse(r.completedAt)])
+  const most = Math.max(...spans.map(([start]: number[]) => spans.filter(([s, e]: number[]) => s <= start && e > start).length))
+  t.ok(most <= 3, `at most 3 at once (${most})`)
+})
+
+t.test('foreach: a failed item fails the node, or with continueOnFailure is listed among the errors; over FOREACH_MAX_ITEMS is refused', async (t) => {
+  const child = await doubler()
+  const items = [{ n: 1 }, { n: -5 }, { n: 3 }]
+  const failed = await client.runWorkflow(token, { nodes: [{ id: 'loop', type: 'foreach', config: { workflowId: child, items: '{{triggerData.items}}', concurrency: 1 } }] }, { items }, { timeoutMs: 30_000 })
+  t.equal(failed.status, 'FAILED')
+  t.match(failed.error, /^Item 1 \(run \S+\) failed: .*negative: -5/)
+  const tolerant = await client.runWorkflow(token, { nodes: [{ id: 'loop', type: 'foreach', config: { workflowId: child, items: '{{triggerData.items}}', continueOnFailure: true } }] }, { items }, { timeoutMs: 30_000 })
+  t.equal(tolerant.status, 'SUCCESS', tolerant.error ?? '')
+  t.match(tolerant.result.loop, { total: 3, succeeded: 2, failed: 1, errors: [{ index: 1, status: 'FAILED' }] })
+  t.same(tolerant.result.loop.results[1], null)
+  const huge = await client.runWorkflow(token, { nodes: [{ id: 'loop', type: 'foreach', config: { workflowId: child, items: '{{triggerData.items}}' } }] }, { items: Array.from({ length: 501 }, () => 1) })
+  t.equal(huge.status, 'FAILED')
+  t.equal(huge.error, 'items has 501 items, more than 500 (FOREACH_MAX_ITEMS)')
+  t.equal((await call('GET', `/api/automation/runs?parentRunId=${huge.id}`, { token })).body.length, 0, 'no child started')
+})
+
+const approvalWorkflow = (timeoutMinutes = 60) => ({
+  nodes: [
+    { id: 'ask', type: 'approval', config: { message: 'Refund {{triggerData.amount}}?', timeoutMinutes, rejected: 'tell', timedOut: 'late' }, next: 'pay' },
+    { id: 'pay', type: 'set', config: { values: { paid: true, note: '{{ask.data.note}}' } } },
+    { id: 'tell', type: 'set', config: { values: { told: true } } },
+    { id: 'late', type: 'set', config: { values: { late: true } } }
+  ]
+})
+
+t.test('approval: the run waits, is listed, and goes on with the approved branch; a second decision is a 409', async (t) => {
+  const run = await client.runWorkflow(token, approvalWorkflow(), { amount: 40 }, { statuses: ['WAITING'] })
+  t.match(run.result.ask, { status: 'waiting', message: 'Refund 40?', resumePath: /^\/webhook\/resume\/rst_/ })
+  const pending = await call('GET', '/api/automation/approvals', { token })
+  t.ok(pending.body.some((a: { runId: string, nodeId: string, message: string }) => a.runId === run.id && a.nodeId === 'ask' && a.message === 'Refund 40?'))
+
+  const wrongNode = await call('POST', `/api/automation/runs/${run.id}/resume`, { token, body: { nodeId: 'pay', decision: 'approve' } })
+  t.equal(wrongNode.status, 409)
+  t.equal(wrongNode.body.message, 'Run is not waiting for this node')
+  const other = await client.newUser(token)
+  const notTheirs = await call('POST', `/api/automation/runs/${run.id}/resume`, { token: other.token, body: { nodeId: 'ask', decision: 'approve' } })
+  t.equal(notTheirs.status, 404)
+
+  const resumed = await call('POST', `/api/automation/runs/${run.id}/resume`, { token, body: { nodeId: 'ask', decision: 'approve', data: { note: 'ok by Ana' } } })
+  t.equal(resumed.status, 202, JSON.stringify(resumed.body))
+  t.same(resumed.body, { runId: run.id, nodeId: 'ask', decision: 'approve' })
+  const done = await client.runReaching(token, run.id)
+  t.equal(done.status, 'SUCCESS', done.error ?? '')
+  t.match(done.result.ask, { status: 'decided', decision: 'approve', data: { note: 'ok by Ana' } })
+  t.same(done.result.pay, { paid: true, note: 'ok by Ana' })
+  t.notOk('tell' in done.result)
+  const again = await call('POST', `/api/automation/runs/${run.id}/resume`, { token, body: { nodeId: 'ask', decision: 'reject' } })
+  t.equal(again.status, 409)
+  const replay = await call('POST', run.result.ask.resumePath, { body: { decision: 'reject' } })
+  t.equal(replay.status, 409, 'the link is single use')
+})
+
+t.test('approval by the public link: rejected goes to its branch; a guessed token is a 404', async (t) => {
+  const run = await client.runWorkflow(token, approvalWorkflow(), { amount: 7 }, { statuses: ['WAITING'] })
+  const guessed = await call('POST', `/webhook/resume/rst_${'A'.repeat(43)}`, { body: {} })
+  t.equal(guessed.status, 404)
+  const malformed = await call('POST', '/webhook/resume/not-a-token', { body: {} })
+  t.equal(malformed.status, 404)
+  const rejected = await call('POST', run.result.ask.resumePath, { body: { decision: 'reject' } })
+  t.equal(rejected.status, 202, JSON.stringify(rejected.body))
+  const done = await client.runReaching(token, run.id)
+  t.equal(done.status, 'SUCCESS')
+  t.same(done.result.tell, { told: true })
+  t.notOk('pay' in done.result)
+})
+
+t.test('approval: cancelling a waiting run answers later decisions with a 409; a parent cancelled cancels its waiting child', async (t) => {
+  const run = await client.runWorkflow(token, approvalWorkflow(), {}, { statuses: ['WAITING'] })
+  t.match(run.result.ask, { resumePath: /^\/webhook\/resume\// }, JSON.stringify(run))
+  t.equal((await call('POST', `/api/automation/runs/${run.id}/cancel`, { token })).status, 200)
+  t.equal((await call('POST', run.result.ask.resumePath, { body: {} })).status, 409)
+
+  const waitingChild = await client.createWorkflow(token, { name: 'asks', isActive: false, ...approvalWorkflow() })
+  const parent = await client.runWorkflow(token, { nodes: [{ id: 'call', type: 'run_workflow', config: { workflowId: waitingChild } }] }, {}, { statuses: ['WAITING'] })
+  const childId = parent.result.call.runId
+  await client.runReaching(token, childId, ['WAITING'])
+  t.equal((await call('POST', `/api/automation/runs/${parent.id}/cancel`, { token })).status, 200)
+  t.equal((await client.getRun(token, childId)).status, 'CANCELLED')
+})
