@@ -149,6 +149,16 @@ t.test('a RUNNING run claimed again by the job that held it is a retry; a stalle
     t.match((await readLogs(runId))[0], line, what)
   }
 
+  const driven = await run(workflowId, heldRun)
+  t.equal(await engine.executeRun(driven, undefined, { job: delivery(`${driven}:resume:pause`) }), 'SKIPPED', 'a resume job does not take over a run another delivery drives')
+  let heldUntil = 0
+  const hold = async (until: number): Promise<void> => { heldUntil = until }
+  t.equal(await engine.executeRun(driven, undefined, { job: delivery('wake-1'), wake: true, hold }), 'HELD', 'a wake that finds the run driven is held')
+  t.ok(heldUntil > Date.now() && heldUntil - Date.now() < 1000, 'and tried again shortly')
+  t.equal((await readRun(driven)).claim, 1, 'neither claimed the run')
+  // Ended, so that the reconciler of a later test does not take it over.
+  await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, driven))
+
   const spent = await run(workflowId, { ...heldRun, attempt: 3 })
   t.equal(await engine.executeRun(spent, undefined, { job: delivery('job-1', { attemptsMade: 1 }) }), 'SUCCESS', 'a retry is allowed whatever the takeovers')
   const exhausted = await run(workflowId, { ...heldRun, attempt: 3 })
@@ -297,7 +307,7 @@ t.test('a superseded execution never starts another outside effect', async (t) =
   ]))
   const stale = engine.executeRun(runId, undefined, { job: delivery('job-1') })
   await waitFor(async () => callsTo('/flaky').length === 1 ? true : undefined, { what: 'the first attempt' })
-  const current = engine.executeRun(runId, undefined, { job: delivery('takeover-job') })
+  const current = engine.executeRun(runId, undefined, { job: delivery(`${runId}:takeover:0`) })
 
   t.equal(await within(stale, 5000), 'SUPERSEDED', 'its retry was refused before it was sent')
   t.equal(callsTo('/flaky').length, 2, 'the stale first attempt and the current execution\'s; no stale retry')
@@ -319,7 +329,7 @@ t.test('a node in flight is aborted when another worker claims the run', async (
   ]))
   const stale = engine.executeRun(runId, undefined, { job: delivery('job-1') })
   await waitFor(async () => callsTo('/slow').length === 1 ? true : undefined, { what: 'the stale call' })
-  const current = engine.executeRun(runId, undefined, { job: delivery('takeover-job') })
+  const current = engine.executeRun(runId, undefined, { job: delivery(`${runId}:takeover:0`) })
   await waitFor(async () => callsTo('/after').length === 1 ? true : undefined, { what: 'the current execution to reach /after' })
 
   t.equal(await within(stale, 2000), 'SUPERSEDED', 'the stale call was aborted while its answer was still held')
