@@ -173,3 +173,79 @@ t.test('approval: cancelling a waiting run answers later decisions with a 409; a
   t.equal((await call('POST', `/api/automation/runs/${parent.id}/cancel`, { token })).status, 200)
   t.equal((await client.getRun(token, childId)).status, 'CANCELLED')
 })
+
+t.test('parallel branches run at once and meet at the merge, each branch\'s outputs joining the run\'s result', async (t) => {
+  const slow = (id: string, ms: number, value: string) => ({ id, type: 'code', config: { code: `await new Promise((resolve) => resolve())\nconst until = Date.now() + ${ms}\nwhile (Date.now() < until) {}\nreturn { value: '${value}' }` } })
+  const run = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'fork', type: 'parallel', config: { branches: ['a1', 'b1'] } },
+      { id: 'a1', type: 'set', config: { values: { from: 'a', order: '{{triggerData.order}}' } }, next: 'a2' },
+      { ...slow('a2', 50, 'A'), next: 'join' },
+      { ...slow('b1', 10, 'B'), next: 'join' },
+      { id: 'join', type: 'merge', config: {}, next: 'after' },
+      { id: 'after', type: 'set', config: { values: { both: '{{a2.value}}{{b1.value}}', order: '{{a1.order}}' } } }
+    ]
+  }, { order: 7 }, { timeoutMs: 30_000 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.same(run.result.join, { a1: { a1: { from: 'a', order: 7 }, a2: { value: 'A' } }, b1: { b1: { value: 'B' } } })
+  t.same(run.result.after, { both: 'AB', order: 7 })
+  const branches = (await call('GET', `/api/automation/runs?parentRunId=${run.id}`, { token })).body
+  t.equal(branches.length, 2, 'one child run per branch')
+  t.ok(branches.every((branch: { workflowId: string, status: string }) => branch.workflowId === run.workflowId && branch.status === 'SUCCESS'))
+})
+
+t.test('parallel: a failing branch fails the run; merge mode any goes on with the first branch and cancels the other', async (t) => {
+  const failing = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'fork', type: 'parallel', config: { branches: ['ok', 'bad'] } },
+      { id: 'ok', type: 'set', config: { values: { fine: true } }, next: 'join' },
+      { id: 'bad', type: 'code', config: { code: 'throw new Error("lookup down")' }, next: 'join' },
+      { id: 'join', type: 'merge', config: {} }
+    ]
+  }, {}, { timeoutMs: 30_000 })
+  t.equal(failing.status, 'FAILED')
+  t.match(failing.error, /^Branch bad \(run \S+\) failed: .*lookup down/)
+
+  const approvalBranch = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'fork', type: 'parallel', config: { branches: ['fast', 'ask'] } },
+      { id: 'fast', type: 'set', config: { values: { first: true } }, next: 'join' },
+      { id: 'ask', type: 'approval', config: { message: 'never answered' }, next: 'join' },
+      { id: 'join', type: 'merge', config: { mode: 'any', output: 'append' } }
+    ]
+  }, {}, { timeoutMs: 30_000 })
+  t.equal(approvalBranch.status, 'SUCCESS', approvalBranch.error ?? '')
+  t.same(approvalBranch.result.join, [{ fast: { first: true } }])
+  const branches = (await call('GET', `/api/automation/runs?parentRunId=${approvalBranch.id}`, { token })).body
+  t.same(branches.map((branch: { status: string }) => branch.status).sort(), ['CANCELLED', 'SUCCESS'])
+})
+
+t.test('save-time: a merge no branch reaches, branches meeting at different merges, and nested parallels are 400s', async (t) => {
+  const save = async (nodes: unknown[]) => await call('POST', '/api/automation/workflows', { token, body: { name: 'bad graph', triggerType: 'MANUAL', nodes } })
+  const unreached = await save([
+    { id: 'fork', type: 'parallel', config: { branches: ['a', 'b'] } },
+    { id: 'a', type: 'set', config: { values: {} }, next: 'join' },
+    { id: 'b', type: 'set', config: { values: {} } },
+    { id: 'join', type: 'merge', config: {} }
+  ])
+  t.equal(unreached.status, 400)
+  t.equal(unreached.body.message, 'Node fork: branch b never reaches a merge node')
+  const orphan = await save([{ id: 'a', type: 'set', config: { values: {} }, next: 'join' }, { id: 'join', type: 'merge', config: {} }])
+  t.equal(orphan.status, 400)
+  t.equal(orphan.body.message, 'Node join: merge is not reached by the branches of any parallel node')
+  const tooWide = await save([{ id: 'fork', type: 'parallel', config: { branches: Array.from({ length: 11 }, (_, i) => `n${i}`) } }])
+  t.equal(tooWide.status, 400)
+})
+
+t.test('a stored workflow with several edges from one node runs as before: the first edge only', async (t) => {
+  const run = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'a', type: 'set', config: { values: { a: 1 } } },
+      { id: 'b', type: 'set', config: { values: { b: 1 } } },
+      { id: 'c', type: 'set', config: { values: { c: 1 } } }
+    ],
+    edges: [{ source: 'a', target: 'b' }, { source: 'a', target: 'c' }]
+  })
+  t.equal(run.status, 'SUCCESS')
+  t.same(Object.keys(run.result).sort(), ['a', 'b', 'triggerData'])
+})

@@ -9,7 +9,7 @@ import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from '../observability/run-trace.ts'
 import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
 import { isTakeoverJobId, resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
-import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
+import { joinOf, nextNodeId, startNode, type FlowOf, type WorkflowGraph } from '../workflows/graph.ts'
 import { createJsonSizer, jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import type { NodeDefinition } from './nodes/definition.ts'
 import { NODE_LINK_FIELDS, nodeDefinition, templatedFields } from './nodes/index.ts'
@@ -21,7 +21,7 @@ import { runWaits } from '../runs/waits.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd, type LogLine, type Refusal, type StepOutcome } from '../runs/steps.ts'
 import { renderTemplate } from './template.ts'
 import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
-import { NodeError, RetryableNodeError, type CredentialResolver, type NodeDependencies, type NodeResult, type NodeSecrets, type RunControl } from './types.ts'
+import { NodeError, RetryableNodeError, type CredentialResolver, type NodeContext, type NodeDependencies, type NodeResult, type NodeSecrets, type RunControl } from './types.ts'
 
 /** How a call to `executeRun` left the run. */
 type RunOutcome =
@@ -226,9 +226,30 @@ interface Pending {
 /** The size of a run's result as JSON, kept up to date as nodes add to it. */
 interface ResultSize { bytes: number | undefined }
 
+/** The flow trait of a node's type (parallel branches: docs/engine.md, "Branches and joins"). */
+const flowOf: FlowOf = (node) => nodeDefinition(node.type)?.traits.flow
+
+/** The join of a fork node, or undefined (a save refuses a fork without one). */
+function joinIdOf (graph: WorkflowGraph, fork: WorkflowNode): string | undefined {
+  const join = joinOf(graph, fork, NODE_LINK_FIELDS, flowOf)
+  return 'joinId' in join ? join.joinId : undefined
+}
+
+/** What a fork or a join node is told of the other. */
+function flowContext (graph: WorkflowGraph, node: WorkflowNode): NodeContext['flow'] {
+  const flow = flowOf(node)
+  if (flow === 'fork') {
+    const joinId = joinIdOf(graph, node)
+    return { join: graph.nodes.find((candidate) => candidate.id === joinId) }
+  }
+  if (flow === 'join') return { fork: graph.nodes.find((candidate) => flowOf(candidate) === 'fork' && joinIdOf(graph, candidate) === node.id) }
+  return undefined
+}
+
 /** One execution of a run: what each of its steps reads and writes, passed as one. */
 interface Execution {
   run: ClaimedRun
+  graph: WorkflowGraph
   trace: RunTrace
   /** What happened since the last checkpoint. */
   pending: Pending
@@ -567,6 +588,7 @@ export function createRunEngine (options: EngineOptions) {
       signal: nodeSignal,
       deps: options.nodes,
       control,
+      flow: flowContext(execution.graph, node),
       attempt: schedule.retries + 1,
       mayRetry: (retryAfterMs) => decide(retryAfterMs).retry,
       idempotencyKey: `${run.id}:${encodeURIComponent(node.id)}`,
@@ -594,7 +616,10 @@ export function createRunEngine (options: EngineOptions) {
     const outcome = pure ? await attempts(neverAborted) : await watchingClaim(run, signal, attempts)
     const output = secrets.redact(outcome.output)
     checkStorable(node.id, output, execution)
-    return { ...outcome, output }
+    if (outcome.outputs === undefined) return { ...outcome, output }
+    const outputs = secrets.redact(outcome.outputs)
+    for (const [id, added] of Object.entries(outputs)) checkStorable(id, added, execution)
+    return { ...outcome, output, outputs }
   }
 
   /**
@@ -730,7 +755,10 @@ export function createRunEngine (options: EngineOptions) {
     const visited = new Set<string>()
     let nodeId = run.currentNodeId ?? startNode(graph, NODE_LINK_FIELDS)?.id
     const pending: Pending = { outputs: {}, lines: firstLines, nodes: 0, since: performance.now(), waitedMs: 0, acted: false }
-    const execution: Execution = { run, trace, pending, result, resultSize, sizer, signal }
+    const execution: Execution = { run, graph, trace, pending, result, resultSize, sizer, signal }
+    // A parallel branch ends where it meets its merge: the parent's run goes on from there.
+    const fork = run.parent?.branch === true ? nodesById.get(run.parent.nodeId) : undefined
+    const branchJoin = fork !== undefined && flowOf(fork) === 'fork' ? joinIdOf(graph, fork) : undefined
 
     const executionStarted = performance.now()
     /** The last node finished (or there was none): the run ends SUCCESS with what is pending. */
@@ -791,6 +819,10 @@ export function createRunEngine (options: EngineOptions) {
       trace.node(node.type, outcome.suspendUntil === undefined ? 'success' : 'waiting', performance.now() - started)
       if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, outcome.suspendUntil === undefined ? 'success' : 'waiting', { unwritten: run.claimAtEnd !== undefined })
       pending.outputs[node.id] = outcome.output
+      for (const [id, output] of Object.entries(outcome.outputs ?? {})) {
+        pending.outputs[id] = output
+        result[id] = output
+      }
 
       if (outcome.suspendUntil !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'INFO', message: `Node ${node.id} waiting until ${outcome.suspendUntil.toISOString()}`, at: new Date() })
@@ -817,7 +849,7 @@ export function createRunEngine (options: EngineOptions) {
       pending.nodes++
       result[node.id] = outcome.output
       const next = outcome.ends === true ? null : nextNodeId(graph, node, NODE_LINK_FIELDS, outcome)
-      if (next === null) return await succeed(pending)
+      if (next === null || next === branchJoin) return await succeed(pending)
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
       }

@@ -90,6 +90,8 @@ export interface NodeContext {
   signal: AbortSignal
   deps: NodeDependencies
   control: RunControl
+  /** For a parallel node its merge, for a merge its parallel (docs/engine.md, "Branches and joins"). */
+  flow?: { join?: WorkflowNode, fork?: WorkflowNode }
   /** This attempt of the node, from 1 (its `retry`). */
   attempt: number
   /**
@@ -129,6 +131,8 @@ export interface NodeResult {
   ends?: boolean
   /** Events of the outbox the node wrote, dispatched once its step is written. */
   events?: string[]
+  /** Outputs of other nodes to add to the run's result (a parallel's branches' nodes), by node id. */
+  outputs?: Record<string, unknown>
 }
 
 export interface NodeExecutor<T extends string = string> {

@@ -102,6 +102,33 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
       return created
     },
 
+    /**
+     * Starts a parallel node's branches (docs/engine.md, "Branches and joins"): child runs of the
+     * parent's own workflow version, each at its first node with the parent's result so far, those
+     * not started before; and queues them.
+     */
+    async startBranches (parent: ChildParent, branches: ReadonlyArray<{ index: number, startNodeId: string }>, result: Readonly<Record<string, unknown>>): Promise<void> {
+      const ids = await createIds(branches.length)
+      const rows = branches.map(({ index, startNodeId }, n) => ({ run_id: ids[n], item_index: index, start_node_id: startNodeId }))
+      const created = await db.execute<CreatedRun & Record<string, unknown>>(sql`
+        with planned as (
+          select * from jsonb_to_recordset(${jsonb(rows)}) as row (run_id text, item_index int, start_node_id text)
+        ), created as (
+          insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, parent_run_id, parent_node_id, item_index, depth, current_node_id, result)
+          select planned.run_id, parent.workflow_id, parent.user_id, parent.queue, parent.trigger_data, parent.raw_body, parent.workflow_version,
+            parent.id, ${parent.nodeId}, planned.item_index, ${parent.depth + 1}, planned.start_node_id, ${storableJson(result)}::jsonb
+          from planned cross join runs as parent where parent.id = ${parent.runId}
+          on conflict (parent_run_id, parent_node_id, item_index) where parent_run_id is not null do nothing
+          returning id, workflow_id, user_id, queue, created_at
+        ), counted as (
+          insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
+          select workflow_id, id, 1, created_at from created
+        )
+        select id as "runId", user_id as "userId", queue from created
+      `)
+      await enqueueRuns({ queues, logger }, created)
+    },
+
     /** The child of `parentRunId`'s node for item `index`. */
     async child (parentRunId: string, nodeId: string, index: number): Promise<ChildRun | undefined> {
       const [row] = await db.execute<ChildRun & Record<string, unknown>>(sql`

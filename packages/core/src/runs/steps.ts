@@ -54,8 +54,11 @@ export interface ClaimedRun {
    * (`startAndSucceed`) or the checkpoint before an outside effect (`startAndRecord`).
    */
   claimAtEnd?: { ownerId: string | undefined }
-  /** The run whose run_workflow or foreach node started this one, and the queue of its jobs; null for a top-level run. */
-  parent: { runId: string, queue: QueueName } | null
+  /**
+   * The run whose node (run_workflow, foreach, parallel) started this one, the queue of its jobs,
+   * and whether this run is one of its parallel branches; null for a run started by a trigger.
+   */
+  parent: { runId: string, nodeId: string, queue: QueueName, branch: boolean } | null
   /** How many parents above it (SUBWORKFLOW_MAX_DEPTH bounds it). */
   depth: number
   workflow: {
@@ -191,8 +194,13 @@ const stepAnswer = (runId: string): SQL => sql`
   select exists (select 1 from step) as written, found.status, found.claim
   from (select 1) as one left join (select status, claim from runs where id = ${runId}) as found on true`
 
-/** The queue of a child run's parent, whose jobs its end wakes (docs/engine.md, "Child runs"). */
-const parentQueue = sql`(select parent.queue from runs as parent where parent.id = runs.parent_run_id)`
+/**
+ * A child run's parent (docs/engine.md, "Child runs"): the queue of the jobs its end wakes, and
+ * whether the child is a branch of it (a run of the same workflow version, started by its parallel node).
+ */
+const parentOf = sql`(select json_build_object('queue', parent.queue,
+  'branch', parent.workflow_id = runs.workflow_id and parent.workflow_version = runs.workflow_version)
+  from runs as parent where parent.id = runs.parent_run_id)`
 
 /**
  * The claim (see `runStore().claim`), in one statement. A start or resume of a run whose
@@ -223,7 +231,7 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
         and (previous.kind in ('retry', 'takeover') or previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
       returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
         runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind,
-        runs.parent_run_id, runs.depth, ${parentQueue} as parent_queue
+        runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent
     ), logged as (
       insert into run_logs (run_id, level, message)
       select id, case kind when 'retry' then 'WARN' else 'INFO' end, case kind
@@ -260,6 +268,13 @@ function claimOutcome (rows: Array<Record<string, unknown>>, slot: boolean): Cla
   return { claimed: runOf(row) }
 }
 
+/** A child run's parent as `parentOf` selected it. */
+function parentOfRow (row: Record<string, unknown>): ClaimedRun['parent'] {
+  const parent = row.parent as { queue: QueueName, branch: boolean } | null | undefined
+  if (parent === null || parent === undefined || typeof row.parent_run_id !== 'string') return null
+  return { runId: row.parent_run_id, nodeId: row.parent_node_id as string, queue: parent.queue, branch: parent.branch }
+}
+
 /** A run and its definition as the claim (or the peek) selected them. */
 function runOf (row: Record<string, unknown>): ClaimedRun {
   return {
@@ -276,7 +291,7 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
     kind: row.kind as ClaimKind,
     startedAt: new Date(row.started_at as string | Date),
     maxConcurrentRuns: row.max_runs as number | null,
-    parent: row.parent_run_id === null || row.parent_run_id === undefined ? null : { runId: row.parent_run_id as string, queue: row.parent_queue as QueueName },
+    parent: parentOfRow(row),
     depth: (row.depth as number | undefined) ?? 0,
     workflow: {
       nodes: (row.nodes as WorkflowNode[] | null) ?? [],
@@ -332,7 +347,7 @@ export function runStore (db: DbOrTx) {
       const rows = await db.execute<Record<string, unknown>>(sql`
         select runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body,
           ${startedResult} as result, runs.current_node_id, runs.attempt, runs.claim, now() as started_at,
-          'start' as kind, workflows.max_concurrent_runs as max_runs, runs.parent_run_id, runs.depth, ${parentQueue} as parent_queue,
+          'start' as kind, workflows.max_concurrent_runs as max_runs, runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent,
           ${definitionColumns}
         from runs
         join workflows on workflows.id = runs.workflow_id

@@ -53,6 +53,9 @@ export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[
   for (const { field, kind } of linkFields[node.type] ?? []) {
     const value = config[field]
     if (kind === 'node' && typeof value === 'string') links.push({ via: field, target: value })
+    if (kind === 'list' && Array.isArray(value)) {
+      value.forEach((target, i) => { if (typeof target === 'string') links.push({ via: `${field}[${i}]`, target }) })
+    }
     if (kind === 'map' && isRecord(value)) {
       for (const [key, target] of Object.entries(value)) {
         if (typeof target === 'string') links.push({ via: `${field}.${key}`, target })
@@ -109,4 +112,40 @@ export function nextNodeId (graph: WorkflowGraph, node: WorkflowNode, linkFields
     return graph.nodes[index + 1]?.id ?? null
   }
   return null
+}
+
+/** Which nodes start parallel branches and which join them (the definitions' `flow` trait). */
+export type FlowOf = (node: WorkflowNode) => 'fork' | 'join' | undefined
+
+/**
+ * The join of a fork: the one join node its branches reach first, following every link, or why
+ * there is none (docs/engine.md, "Branches and joins"). A branch may also end before it; a fork
+ * inside a branch is refused.
+ */
+export function joinOf (graph: WorkflowGraph, fork: WorkflowNode, linkFields: LinkFieldsByType, flowOf: FlowOf): { joinId: string } | { problem: string } {
+  const nodesById = new Map(graph.nodes.map((node) => [node.id, node]))
+  const edges = workflowEdges(graph.edges)
+  const branches = outgoingLinks({ ...fork, next: undefined }, [], linkFields).map((link) => link.target)
+  const joins = new Set<string>()
+  for (const branch of branches) {
+    const seen = new Set<string>()
+    let reached = false
+    const queue = [branch]
+    for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+      const node = nodesById.get(id)
+      if (node === undefined || seen.has(id)) continue
+      seen.add(id)
+      const flow = flowOf(node)
+      if (flow === 'join') {
+        joins.add(id)
+        reached = true
+        continue
+      }
+      if (flow === 'fork') return { problem: `branch ${branch} holds another parallel node (${id}); parallel branches do not nest` }
+      queue.push(...outgoingLinks(node, edges, linkFields).map((link) => link.target))
+    }
+    if (!reached) return { problem: `branch ${branch} never reaches a merge node` }
+  }
+  if (joins.size > 1) return { problem: `its branches reach different merge nodes (${[...joins].join(', ')})` }
+  return { joinId: [...joins][0]! }
 }

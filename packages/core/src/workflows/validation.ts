@@ -7,7 +7,7 @@ import { checkRetryConfig } from '../engine/retry.ts'
 import { templateProblem } from '../engine/template.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { checkNodeConfig } from './node-config.ts'
-import { outgoingLinks } from './graph.ts'
+import { joinOf, outgoingLinks, type FlowOf } from './graph.ts'
 
 /** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
 const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
@@ -46,7 +46,27 @@ function checkLinkShape (node: WorkflowNode, definition: NodeDefinition): void {
     if (kind === 'map' && (!isRecord(value) || Object.values(value).some((target) => typeof target !== 'string'))) {
       throw invalidGraph(`Node ${node.id}: ${field} must map values to node ids`)
     }
+    if (kind === 'list' && (!Array.isArray(value) || value.some((target) => typeof target !== 'string'))) {
+      throw invalidGraph(`Node ${node.id}: ${field} must be a list of node ids`)
+    }
   }
+}
+
+/** The flow trait of a node's type (parallel branches: docs/engine.md, "Branches and joins"). */
+const flowOf: FlowOf = (node) => nodeDefinition(node.type)?.traits.flow
+
+/** Every fork has one join its branches reach, and every join is some fork's. */
+function checkBranches (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[]): void {
+  const joined = new Set<string>()
+  for (const node of nodes) {
+    if (flowOf(node) !== 'fork') continue
+    const join = joinOf({ nodes: [...nodes], edges }, node, NODE_LINK_FIELDS, flowOf)
+    if ('problem' in join) throw invalidGraph(`Node ${node.id}: ${join.problem}`)
+    if (joined.has(join.joinId)) throw invalidGraph(`Node ${join.joinId}: merge joins the branches of more than one parallel node`)
+    joined.add(join.joinId)
+  }
+  const unreached = nodes.find((node) => flowOf(node) === 'join' && !joined.has(node.id))
+  if (unreached !== undefined) throw invalidGraph(`Node ${unreached.id}: merge is not reached by the branches of any parallel node`)
 }
 
 /**
@@ -134,6 +154,7 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
   })
   const cycleAt = findCycle(nodes, links)
   if (cycleAt !== null) throw invalidGraph(`Workflow graph has a cycle at ${cycleAt}`)
+  checkBranches(nodes, links)
 }
 
 function isValidTimezone (timezone: string): boolean {

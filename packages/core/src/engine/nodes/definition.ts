@@ -48,8 +48,8 @@ export interface NodeSaveTools {
 /** A config field that holds node ids: a link of the graph. */
 export interface NodeLinkField {
   field: string
-  /** `node`: the field is a node id; `map`: an object from values to node ids (a switch's cases). */
-  kind: 'node' | 'map'
+  /** `node`: the field is a node id; `map`: an object from values to node ids (a switch's cases); `list`: node ids (a parallel's branches). */
+  kind: 'node' | 'map' | 'list'
 }
 
 /**
@@ -93,6 +93,12 @@ export interface NodeTraits {
    * limit per attempt when it gives none, and whether it keeps http_request's older `retries`.
    */
   retries: { allowed: boolean, defaultTimeoutMs?: number, legacyRetries?: boolean }
+  /**
+   * Parallel branches (docs/engine.md, "Branches and joins"): a `fork` starts the branches its
+   * `list` link names, as child runs; a `join` is where they meet, and the fork's run goes on
+   * from it once they are done.
+   */
+  flow?: 'fork' | 'join'
 }
 
 /** Traits most pure nodes share: no links, no credentials, no secrets, retries allowed. */

@@ -10,6 +10,8 @@ import type { NodeCategory, NodeDefinition, NodeLinkField } from './definition.t
 import { filter } from './filter.ts'
 import { foreach } from './foreach.ts'
 import { httpRequest } from './http-request.ts'
+import { merge } from './merge.ts'
+import { parallel } from './parallel.ts'
 import { runWorkflow } from './run-workflow.ts'
 import { sendChatTemplate } from './send-chat-template.ts'
 import { sendChat } from './send-chat.ts'
@@ -32,6 +34,8 @@ const DEFINITIONS = [
   verifySignature,
   condition,
   wait,
+  parallel,
+  merge,
   runWorkflow,
   foreach,
   approval,
@@ -126,7 +130,8 @@ export interface NodeTypeDescription {
     pure: boolean
     recordsBeforeEffect: boolean
     templateFields: 'every' | string[]
-    links: Array<{ field: string, kind: 'node' | 'map' }>
+    links: Array<{ field: string, kind: 'node' | 'map' | 'list' }>
+    flow?: 'fork' | 'join'
     credentials: 'never' | { fields: string[], types: string[] }
     secretFields: Array<{ field: string, kind: string, keeps?: string[] }>
     retries: { allowed: boolean, defaultTimeoutMs?: number, legacyRetries?: boolean }
@@ -150,7 +155,8 @@ function describeNodeType (definition: NodeDefinition): NodeTypeDescription {
       secretFields: traits.secretFields.map((secret) => secret.kind === 'entries' && secret.keeps !== undefined
         ? { field: secret.field, kind: secret.kind, keeps: [...secret.keeps].sort() }
         : { field: secret.field, kind: secret.kind }),
-      retries: { ...traits.retries }
+      retries: { ...traits.retries },
+      ...(traits.flow !== undefined && { flow: traits.flow })
     }
   }
 }

@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
 import { NODE_CATEGORIES } from '@switchboard/core/engine'
 
-const LinkField = Type.Object({ field: Type.String(), kind: Type.Union([Type.Literal('node'), Type.Literal('map')]) })
+const LinkField = Type.Object({ field: Type.String(), kind: Type.Union([Type.Literal('node'), Type.Literal('map'), Type.Literal('list')]) })
 const SecretField = Type.Object({ field: Type.String(), kind: Type.String(), keeps: Type.Optional(Type.Array(Type.String())) })
 
 /** docs/nodes.md explains each trait. */
@@ -19,7 +19,8 @@ const NodeTraits = Type.Object({
     allowed: Type.Boolean(),
     defaultTimeoutMs: Type.Optional(Type.Number()),
     legacyRetries: Type.Optional(Type.Boolean())
-  }, { description: 'Whether retry and timeoutMs apply, and the default time limit.' })
+  }, { description: 'Whether retry and timeoutMs apply, and the default time limit.' }),
+  flow: Type.Optional(Type.Union([Type.Literal('fork'), Type.Literal('join')], { description: 'fork: starts parallel branches (its list link); join: where they meet.' }))
 })
 
 export const NodeTypes = Type.Object({

@@ -1,0 +1,33 @@
+import { Type } from 'typebox'
+import { NodeError } from '../types.ts'
+import { defineNode, oneOfAnyCase, PURE_TRAITS } from './definition.ts'
+
+const MODES = ['all', 'any'] as const
+const OUTPUTS = ['byBranch', 'append'] as const
+
+interface Branch { status: string, outputs: Record<string, unknown> }
+
+/**
+ * Where the branches of a parallel node meet (docs/engine.md, "Branches and joins"): the run goes
+ * on from here once they are done (`all`), or once the first succeeded (`any`). Its output is each
+ * branch's node outputs keyed by the branch's first node (`byBranch`), or a list of them in branch
+ * order (`append`).
+ */
+export const merge = defineNode({
+  type: 'merge',
+  category: 'Flow',
+  description: 'Joins the branches of a parallel node: continues when all (or the first) are done, with their outputs.',
+  config: {
+    mode: Type.Optional(oneOfAnyCase(MODES, { default: 'all', description: 'all: wait for every branch; any: go on with the first to succeed, cancelling the others.' })),
+    output: Type.Optional(oneOfAnyCase(OUTPUTS, { default: 'byBranch', description: 'byBranch: { [first node of a branch]: its node outputs }; append: a list of them in branch order.' }))
+  },
+  example: { mode: 'all', output: 'byBranch' },
+  traits: { ...PURE_TRAITS, flow: 'join' },
+  async execute ({ config, result, flow }) {
+    const fork = flow?.fork
+    if (fork === undefined) throw new NodeError('merge is not reached by the branches of any parallel node')
+    const branches = (result[fork.id] as { branches?: Record<string, Branch> } | undefined)?.branches ?? {}
+    const byBranch = Object.fromEntries(Object.entries(branches).map(([id, branch]) => [id, branch.outputs]))
+    return { output: String(config.output ?? '').toLowerCase() === 'append' ? Object.values(byBranch) : byBranch }
+  }
+})
