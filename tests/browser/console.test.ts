@@ -7,8 +7,9 @@
  * answer a customer, manage users (their roles and passwords) and chat accounts, change one's own
  * password; the empty states of a fresh installation, and an editor that will not send JSON that
  * does not parse; a code node added from the palette, configured in the form its schema makes,
- * fired. Every page is photographed into tests/browser/screenshots/, with the first load's
- * figures in metrics.json there.
+ * fired; an approval listed on the overview and approved on its run page, beside the child runs of
+ * a foreach, and the api's answer when someone else decided first. Every page is photographed into
+ * tests/browser/screenshots/, with the first load's figures in metrics.json there.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -325,7 +326,7 @@ t.test('a code node from the palette, its config in the form its schema makes: c
   t.equal(await page.locator('.palette-item').count(), nodeTypes.length, 'the palette lists every node type the api describes')
   const about = nodeTypes.find((nodeType) => nodeType.type === 'code')?.description ?? ''
   t.ok(await addCode.getByText(about).isVisible(), 'each with its description')
-  t.same(await page.locator('.palette h4').allTextContents(), ['Chat', 'HTTP', 'Logic', 'Data', 'Code'], 'in groups')
+  t.same(await page.locator('.palette h4').allTextContents(), ['Chat', 'HTTP', 'Logic', 'Flow', 'Data', 'Code'], 'in groups')
   await addCode.click()
 
   // The form: the code field, a tall monospace textarea, starts from the type's example.
@@ -387,6 +388,72 @@ t.test('a code node from the palette, its config in the form its schema makes: c
   await output.waitFor()
   t.same(JSON.parse(await output.textContent() ?? ''), { doubled: 42 }, 'the code node\'s output')
   await shot('15-run-code-node')
+})
+
+t.test('an approval: listed on the overview, approved on its run page, beside its foreach\'s children; the run goes on to SUCCESS', async (t) => {
+  const item = await stack.client.createWorkflow(token, { name: 'Refund line' })
+  const refund = await stack.client.createWorkflow(token, {
+    name: 'Refund approval',
+    nodes: [
+      { id: 'lines', type: 'foreach', config: { workflowId: item, items: ['a', 'b'] }, next: 'ask' },
+      { id: 'ask', type: 'approval', config: { message: 'Refund 40?' }, next: 'pay' },
+      { id: 'pay', type: 'set', config: { values: { paid: true } } }
+    ]
+  })
+  const runId = await stack.client.fire(token, refund)
+  // The run waits for its children first, then at the approval.
+  await waitFor(async () => (await stack.client.getRun(token, runId)).result.ask?.status === 'waiting' ? true : undefined, { what: 'the approval to open' })
+
+  await page.getByRole('link', { name: 'Overview' }).click()
+  const listed = page.locator(`.approval-list li[data-approval="${runId}"]`)
+  await listed.waitFor()
+  t.match(await listed.textContent(), /^Refund 40\?Refund approval · asked just now · open until \d{4}-\d{2}-\d{2} /, 'its message, workflow, age and expiry')
+  await shot('16-overview-approval')
+  await listed.getByRole('link', { name: 'Refund 40?' }).click()
+  await heading(page, /^Run /).waitFor()
+  const panel = page.locator('.card.approval')
+  t.equal(await panel.locator('.approval-message').textContent(), 'Refund 40?')
+  await page.locator('svg.graph g.node-current[data-node="ask"]').waitFor()
+  t.same((await page.locator('svg.graph g.link').evaluateAll((links) => links.map((link) => link.getAttribute('data-link')))).sort(), ['ask->pay', 'lines->ask'])
+  t.match(await page.locator('[data-node-section="ask"] summary').textContent(), /· waiting$/)
+  t.equal(await page.locator('[data-node-section="lines"] .item-progress').textContent(), '2 done / 0 failed / 2 total', 'the foreach\'s items')
+  await page.getByRole('heading', { name: 'Child runs (2)' }).waitFor()
+  t.equal(await runRowsOf('SUCCESS'), 2, 'its children, each with its status')
+  await shot('17-run-approval')
+
+  await panel.getByRole('button', { name: 'Approve' }).click()
+  await page.locator('.run-status .badge.status-success').waitFor()
+  await panel.waitFor({ state: 'detached' })
+  t.pass('decided: the buttons are gone')
+  await page.locator('[data-node-section="pay"] summary').click()
+  t.same(JSON.parse(await page.locator('[data-node-section="pay"] pre.json').textContent() ?? ''), { paid: true }, 'the run went on past the approval')
+  t.match((await stack.client.getRun(token, runId)).result.ask, { status: 'decided', decision: 'approve' })
+
+  await page.locator('table.runs tbody tr a').first().click()
+  await page.locator('#parent-run').click()
+  await page.waitForURL(new RegExp(`/runs/${runId}$`))
+  await page.getByRole('heading', { name: 'Child runs (2)' }).waitFor()
+  t.pass('a child run links back to its parent')
+})
+
+t.test('an approval decided elsewhere meanwhile: the run page says what the api answered (409)', async (t) => {
+  const runId = await stack.client.fire(token, await stack.client.createWorkflow(token, {
+    name: 'Late approval',
+    nodes: [{ id: 'ask', type: 'approval', config: { message: 'Ship it?' } }]
+  }))
+  await stack.client.runReaching(token, runId, ['WAITING'])
+  await page.goto(`${baseUrl}/console/runs/${runId}`)
+  const reject = page.locator('.card.approval').getByRole('button', { name: 'Reject' })
+  // Someone else decides between the page showing the buttons and the click reaching the api.
+  await page.route('**/resume', async (route) => {
+    t.equal((await stack.call('POST', `/api/automation/runs/${runId}/resume`, { token, body: { nodeId: 'ask', decision: 'approve' } })).status, 202)
+    await route.continue()
+  })
+  t.teardown(async () => { await page.unroute('**/resume') })
+  await reject.click()
+  await page.getByRole('alert').filter({ hasText: 'Run is not waiting for this node' }).waitFor()
+  await page.locator('.run-status .badge.status-success').waitFor()
+  t.match((await stack.client.getRun(token, runId)).result.ask, { decision: 'approve' }, 'the first decision holds')
 })
 
 t.test('inbox: answer a customer the fake platform brought in; outside the 24-hour window, a template', async (t) => {

@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  ChatAccount, ChatMessage, Conversation, NodeTypeInfo, QueueCounters, Run, RunStats, RunSummary,
-  Template, User, Workflow, WorkflowInput, WorkflowSummary
+  ApprovalDecision, ChatAccount, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters, Run, RunStats,
+  RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary
 } from './types.ts'
 
 /** An error answer of the api, in the contract's body `{statusCode, code, message}`. */
@@ -70,7 +70,7 @@ const query = (params: Record<string, string | number | boolean | undefined>): s
 }
 
 export interface WorkflowFilter { domain?: string, triggerType?: string, isActive?: string, tag?: string, limit?: number, offset?: number }
-export interface RunFilter { workflowId?: string, status?: string, since?: string, until?: string, limit?: number, offset?: number }
+export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, since?: string, until?: string, limit?: number, offset?: number }
 export interface ConversationFilter { filter?: string, sort?: string }
 
 export const api = {
@@ -94,6 +94,11 @@ export const api = {
   runs: async (filter: RunFilter = {}) => call<RunSummary[]>('GET', `/api/automation/runs${query({ ...filter })}`),
   run: async (id: string) => call<Run>('GET', `/api/automation/runs/${encodeURIComponent(id)}`),
   cancelRun: async (id: string) => call<Run>('POST', `/api/automation/runs/${encodeURIComponent(id)}/cancel`),
+  /** Decides the approval the run waits for at `nodeId`; 409 when it waits there no more (decided, timed out, ended). */
+  resumeRun: async (id: string, nodeId: string, decision: ApprovalDecision) =>
+    call<{ runId: string, nodeId: string, decision: ApprovalDecision }>('POST', `/api/automation/runs/${encodeURIComponent(id)}/resume`, { body: { nodeId, decision } }),
+  /** The approvals the viewer may decide (admins: everyone's), oldest first. */
+  approvals: async (limit: number, offset = 0) => call<PendingApproval[]>('GET', `/api/automation/approvals${query({ limit, offset })}`),
 
   accounts: async () => call<ChatAccount[]>('GET', '/api/chat/accounts'),
   linkAccount: async (input: { name: string, phoneNumberId: string, accessToken: string, businessAccountId?: string, displayPhoneNumber?: string, isDefault?: boolean }) =>

@@ -88,6 +88,8 @@ export interface WorkflowInput {
 export interface RunSummary {
   id: string
   workflowId: string
+  /** The run whose run_workflow or foreach node started this one; null for a run a trigger started. */
+  parentRunId: string | null
   status: RunStatus
   triggerData: unknown
   result: Record<string, unknown>
@@ -100,7 +102,23 @@ export interface RunSummary {
 
 export interface RunLog { id: string, nodeId: string | null, level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR', message: string, createdAt: string }
 
-export interface Run extends RunSummary { logs: RunLog[] }
+export interface Run extends RunSummary {
+  /** The runs its run_workflow and foreach nodes started (GET /api/automation/runs?parentRunId=). */
+  childCount: number
+  logs: RunLog[]
+}
+
+/** A run waiting at an approval node for the viewer's decision (GET /api/automation/approvals). */
+export interface PendingApproval {
+  runId: string
+  workflowId: string
+  nodeId: string
+  message: string | null
+  expiresAt: string
+  createdAt: string
+}
+
+export type ApprovalDecision = 'approve' | 'reject'
 
 export interface QueueCounters { name: string, error?: string, waiting: number, active: number, completed: number, failed: number, delayed: number }
 

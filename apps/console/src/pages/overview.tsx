@@ -2,7 +2,7 @@ import { useLocation } from 'preact-iso'
 import { api } from '../api.ts'
 import { RunsChart } from '../components/runs-chart.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
-import { ago, clock } from '../format.ts'
+import { ago, clock, dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import type { RunSummary, WorkflowSummary } from '../types.ts'
@@ -11,6 +11,7 @@ import type { RunSummary, WorkflowSummary } from '../types.ts'
 const QUEUES_EVERY_MS = 5000
 const STATS_EVERY_MS = 15_000
 const FAILED_SHOWN = 10
+const APPROVALS_SHOWN = 10
 
 const QUEUE_ROLES: Record<string, string> = {
   'workflow-runs': 'runs of every trigger but agents',
@@ -65,12 +66,47 @@ function Throughput () {
   )
 }
 
+/** The workflows' names by id, for lists of runs that carry only the workflow's id. */
+async function workflowNames (): Promise<Map<string, string>> {
+  return new Map((await api.workflows({ limit: 500 })).map((workflow: WorkflowSummary) => [workflow.id, workflow.name]))
+}
+
+function Approvals () {
+  const pending = useData(async () => {
+    const [approvals, names] = await Promise.all([api.approvals(APPROVALS_SHOWN), workflowNames()])
+    return { approvals, names }
+  }, [], STATS_EVERY_MS)
+  return (
+    <section class='card' aria-labelledby='approvals-title'>
+      <h2 id='approvals-title'>Waiting for a decision</h2>
+      <p class='muted'>Runs waiting at an approval node, oldest first: open one to approve or reject.</p>
+      <ErrorNotice error={pending.error} />
+      {pending.data === undefined
+        ? <Loading what='approvals' />
+        : pending.data.approvals.length === 0
+          ? <p>No run is waiting for a decision.</p>
+          : (
+            <ul class='approval-list'>
+              {pending.data.approvals.map((approval) => (
+                <li key={`${approval.runId}/${approval.nodeId}`} data-approval={approval.runId}>
+                  <a href={paths.run(approval.runId)}>{approval.message ?? `Decide at ${approval.nodeId}`}</a>
+                  <div class='muted small'>
+                    {pending.data?.names.get(approval.workflowId) ?? approval.workflowId} · asked {ago(approval.createdAt)} · open until <time dateTime={approval.expiresAt}>{dateTime(approval.expiresAt)}</time>
+                  </div>
+                </li>
+              ))}
+            </ul>
+            )}
+    </section>
+  )
+}
+
 function FailedRuns () {
   const { route } = useLocation()
   const failed = useData(async () => {
     const since = new Date(Date.now() - 24 * 3600 * 1000).toISOString()
-    const [runs, workflows] = await Promise.all([api.runs({ status: 'FAILED', since, limit: FAILED_SHOWN }), api.workflows({ limit: 500 })])
-    return { runs, names: new Map(workflows.map((workflow: WorkflowSummary) => [workflow.id, workflow.name])) }
+    const [runs, names] = await Promise.all([api.runs({ status: 'FAILED', since, limit: FAILED_SHOWN }), workflowNames()])
+    return { runs, names }
   }, [], STATS_EVERY_MS)
   const retry = useAction(async (run: RunSummary) => {
     const { runId } = await api.fire(run.workflowId, run.triggerData ?? {})
@@ -109,6 +145,7 @@ export function Overview () {
       <PageTitle>Overview</PageTitle>
       <div class='grid'>
         <Queues />
+        <Approvals />
         <Throughput />
         <FailedRuns />
       </div>

@@ -2,15 +2,22 @@ import { useEffect, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
 import { api } from '../api.ts'
 import { GraphView, type NodeState } from '../components/graph-view.tsx'
+import { RunsTable } from '../components/runs-table.tsx'
 import { ErrorNotice, JsonBlock, Loading, PageTitle, StatusBadge } from '../components/ui.tsx'
-import { clock, dateTime, duration } from '../format.ts'
+import { ago, clock, dateTime, duration } from '../format.ts'
 import { pathOf } from '../graph.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { UNFINISHED, type Run, type RunLog, type Workflow } from '../types.ts'
+import { UNFINISHED, type ApprovalDecision, type PendingApproval, type Run, type RunLog, type Workflow } from '../types.ts'
 
 /** How often an unfinished run is read again; a finished one is not. */
 const LIVE_MS = 1000
+/** The approvals read per request while looking for this run's: the api's largest page. */
+const APPROVALS_PAGE = 500
+/** The child runs listed: the first page, newest first. */
+const CHILDREN_SHOWN = 50
+/** How often the children of an unfinished run are read again: their statuses move while it runs. */
+const CHILDREN_EVERY_MS = 5000
 
 /** `Node n1 completed in 12ms` / `Node n1 failed after 40ms: …`: the engine's own measure of the node. */
 function nodeDuration (logs: RunLog[]): number | undefined {
@@ -27,6 +34,27 @@ function statesOf (run: Run, path: string[]): Map<string, NodeState> {
   const last = path.at(-1)
   if (last !== undefined && (run.status === 'RUNNING' || run.status === 'WAITING')) states.set(last, 'current')
   return states
+}
+
+/**
+ * The approval this run waits for, if the viewer may decide it. The run does not say which node
+ * it waits at; the pending approvals do, all of them oldest first, so they are read page by page.
+ */
+async function pendingApprovalOf (runId: string): Promise<PendingApproval | null> {
+  for (let offset = 0; ; offset += APPROVALS_PAGE) {
+    const page = await api.approvals(APPROVALS_PAGE, offset)
+    const found = page.find((approval) => approval.runId === runId)
+    if (found !== undefined) return found
+    if (page.length < APPROVALS_PAGE) return null
+  }
+}
+
+/** A foreach node's items, from its output while it waits (`{total, started, succeeded, failed}`) or once done. */
+function itemProgress (output: unknown): string | undefined {
+  if (typeof output !== 'object' || output === null) return undefined
+  const { total, succeeded, failed } = output as Record<string, unknown>
+  if (typeof total !== 'number' || typeof succeeded !== 'number' || typeof failed !== 'number') return undefined
+  return `${succeeded + failed} done / ${failed} failed / ${total} total`
 }
 
 function LogLines ({ logs }: { logs: RunLog[] }) {
@@ -46,18 +74,49 @@ function NodeSection ({ run, nodeId, workflow, state }: { run: Run, nodeId: stri
   const type = workflow?.nodes.find((node) => node.id === nodeId)?.type
   const took = nodeDuration(logs)
   const hasOutput = Object.hasOwn(run.result, nodeId)
+  const progress = type === 'foreach' && hasOutput ? itemProgress(run.result[nodeId]) : undefined
   return (
     <details class={`node-section node-${state ?? 'done'}`} data-node-section={nodeId}>
       <summary>
         <strong class='mono'>{nodeId}</strong>{type !== undefined && <span class='muted'> ({type})</span>}
-        {' · '}{state === 'failed' ? 'failed' : state === 'current' ? 'in progress' : 'completed'}
+        {' · '}{state === 'failed' ? 'failed' : state === 'current' ? (run.status === 'WAITING' ? 'waiting' : 'in progress') : 'completed'}
         {took !== undefined && ` in ${duration(took)}`}
+        {progress !== undefined && <> · <span class='item-progress'>{progress}</span></>}
       </summary>
       <h4>Output</h4>
       {hasOutput ? <JsonBlock value={run.result[nodeId]} label={`Output of ${nodeId}`} /> : <p class='muted'>No output.</p>}
       <h4>Log</h4>
       <LogLines logs={logs} />
     </details>
+  )
+}
+
+function ApprovalPanel ({ approval, deciding, onDecide }: { approval: PendingApproval, deciding: boolean, onDecide: (decision: ApprovalDecision) => void }) {
+  return (
+    <section class='card approval' aria-labelledby='approval-title'>
+      <h2 id='approval-title'>Waiting for a decision</h2>
+      <p class='approval-message'>{approval.message ?? 'The workflow asks for a decision (no message given).'}</p>
+      <p class='muted'>
+        At node <span class='mono'>{approval.nodeId}</span>, asked {ago(approval.createdAt)}; open until <time dateTime={approval.expiresAt}>{dateTime(approval.expiresAt)}</time> ({ago(approval.expiresAt)}).
+      </p>
+      <div class='row'>
+        <button type='button' class='primary' disabled={deciding} onClick={() => { onDecide('approve') }}>Approve</button>
+        <button type='button' class='danger' disabled={deciding} onClick={() => { onDecide('reject') }}>Reject</button>
+      </div>
+    </section>
+  )
+}
+
+function ChildRuns ({ run }: { run: Run }) {
+  const children = useData(async () => api.runs({ parentRunId: run.id, limit: CHILDREN_SHOWN }), [run.id, run.childCount],
+    UNFINISHED.includes(run.status) ? CHILDREN_EVERY_MS : null)
+  return (
+    <section class='card wide' aria-labelledby='children-title'>
+      <h2 id='children-title'>Child runs ({run.childCount})</h2>
+      <p class='muted'>Started by this run's run_workflow and foreach nodes{run.childCount > CHILDREN_SHOWN && `; the newest ${CHILDREN_SHOWN} are listed`}.</p>
+      <ErrorNotice error={children.error} />
+      {children.data === undefined ? <Loading what='child runs' /> : <RunsTable runs={children.data} />}
+    </section>
   )
 }
 
@@ -74,6 +133,20 @@ export function RunPage () {
   }, [run?.id, run?.status])
   const workflowId = run?.workflowId
   const workflow = useData(async () => workflowId === undefined ? undefined : api.workflow(workflowId), [workflowId])
+  // An approval node's output is `waiting` until decided: only then are the pending approvals read,
+  // and again when the run moves on (a new log line), not on every poll.
+  const undecided = run?.status === 'WAITING' && Object.values(run.result).some((output) => (output as { status?: unknown } | null)?.status === 'waiting')
+  const approvalLoad = useData(async () => undecided ? pendingApprovalOf(id) : null, [id, undecided, run?.logs.length])
+  const approval = approvalLoad.data?.runId === id ? approvalLoad.data : undefined
+  const decide = useAction(async (pending: PendingApproval, decision: ApprovalDecision) => {
+    try {
+      await api.resumeRun(pending.runId, pending.nodeId, decision)
+    } finally {
+      // Decided here or not (409: decided elsewhere, timed out, ended), the page shows where the run is now.
+      loaded.reload()
+      approvalLoad.reload()
+    }
+  })
   const cancel = useAction(async () => {
     await api.cancelRun(id)
     loaded.reload()
@@ -105,12 +178,14 @@ export function RunPage () {
         <StatusBadge status={run.status} />
         {unfinished && <span class='muted'> live: updated every second</span>}
       </p>
-      <ErrorNotice error={loaded.error ?? cancel.error ?? retry.error} />
+      <ErrorNotice error={loaded.error ?? decide.error ?? cancel.error ?? retry.error} />
+      {approval !== undefined && <ApprovalPanel approval={approval} deciding={decide.busy} onDecide={(decision) => { decide.run(approval, decision) }} />}
       <div class='grid'>
         <section class='card' aria-labelledby='facts-title'>
           <h2 id='facts-title'>Timings</h2>
           <dl class='facts'>
             <dt>Workflow</dt><dd><a href={paths.workflow(run.workflowId)}>{workflow.data?.name ?? run.workflowId}</a></dd>
+            {run.parentRunId !== null && <><dt>Parent run</dt><dd><a href={paths.run(run.parentRunId)} class='mono' id='parent-run'>{run.parentRunId}</a></dd></>}
             <dt>Created</dt><dd>{dateTime(run.createdAt)}</dd>
             <dt>Started</dt><dd>{dateTime(run.startedAt)}</dd>
             <dt>Completed</dt><dd>{dateTime(run.completedAt)}</dd>
@@ -133,6 +208,7 @@ export function RunPage () {
           <h2 id='nodes-title'>Nodes</h2>
           {path.length === 0 ? <p class='muted'>No node has run yet.</p> : path.map((nodeId) => <NodeSection key={nodeId} run={run} nodeId={nodeId} workflow={workflow.data} state={states.get(nodeId)} />)}
         </section>
+        {run.childCount > 0 && <ChildRuns key={run.id} run={run} />}
         <section class='card wide' aria-labelledby='run-log-title'>
           <h2 id='run-log-title'>Run log</h2>
           <LogLines logs={runLogs} />
