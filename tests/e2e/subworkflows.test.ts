@@ -18,7 +18,7 @@ async function doubler (userToken = token, name = 'doubler'): Promise<string> {
     name,
     triggerType: 'MANUAL',
     isActive: false,
-    nodes: [{ id: 'double', type: 'code', config: { code: 'const n = input.triggerData.item?.n ?? input.triggerData.n\nif (n < 0) throw new Error(`negative: ${n}`)\nreturn { n: n * 2 }' } }]
+    nodes: [{ id: 'double', type: 'code', config: { code: 'const n = input.triggerData.item?.n ?? input.triggerData.n\nif (n < 0) throw new Error("negative: " + n)\nreturn { n: n * 2 }' } }]
   })
 }
 

@@ -183,7 +183,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
 export type ChildRuns = ReturnType<typeof childRuns>
 
 /** The most levels of children a cancel follows: SUBWORKFLOW_MAX_DEPTH is at most this. */
-export const MAX_CHILD_DEPTH = 50
+const MAX_CHILD_DEPTH = 50
 
 /**
  * Cancels the unfinished runs among `roots` and, level by level, their unfinished descendants

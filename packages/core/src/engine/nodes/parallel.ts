@@ -5,7 +5,7 @@ import { awaitChildren, childFailure, childParent } from './child-runs.ts'
 import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 
 /** The most branches one parallel node starts. */
-export const PARALLEL_MAX_BRANCHES = 10
+const PARALLEL_MAX_BRANCHES = 10
 
 /**
  * Starts its branches at once, each a child run of the same workflow version from its first node
