@@ -49,12 +49,6 @@ export interface ClaimedRun {
   /** The workflow's maxConcurrentRuns as the claim read it: when set, the run's end wakes the runs waiting for its slot. */
   maxConcurrentRuns: number | null
   /**
-   * The run is still PENDING (`peekStarts`): `claim` is the one it has; the execution runs its
-   * pure nodes in memory and claims the run, for `ownerId`, with its first write: its end
-   * (`startAndSucceed`) or the checkpoint before an outside effect (`startAndRecord`).
-   */
-  claimAtEnd?: { ownerId: string | undefined }
-  /**
    * The run whose node (run_workflow, foreach, parallel) started this one, the queue of its jobs,
    * and whether this run is one of its parallel branches; null for a run started by a trigger.
    */
@@ -340,7 +334,7 @@ export function runStore (db: DbOrTx) {
 
     /**
      * The PENDING runs among `runIds` with their definitions, read in one statement without a
-     * lock or a write: for executions that claim their run with their first write (`claimAtEnd`).
+     * lock or a write: for executions that claim their run with their first write (docs/engine.md, "The first-write path").
      * A run that is not PENDING is not in the map.
      */
     async peekStarts (runIds: readonly string[]): Promise<Map<string, ClaimedRun>> {

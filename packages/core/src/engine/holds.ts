@@ -1,0 +1,65 @@
+import type { Db } from '../db/client.ts'
+import type { Logger } from '../logger.ts'
+import type { Queues } from '../queues/catalog.ts'
+import { wakeWaitingRuns } from '../runs/slots.ts'
+import { redis } from './execution.ts'
+
+/** Holds a job until `until` (ms since the epoch): BullMQ's `moveToDelayed`, then `DelayedError`. */
+export type Hold = (until: number) => Promise<void>
+
+/**
+ * A held job runs again this long after it was held if nothing woke it before: the wakes on
+ * every slot freed and the reconciler's pass make this a last resort, so it is long enough that
+ * thousands of held runs do not poll.
+ */
+const HELD_RECHECK_MS = 5 * 60_000
+
+/** A wake that finds its run RUNNING (the execution in progress may suspend again) tries again after this. */
+const WAKE_RETRY_MS = 250
+
+export interface HoldOptions {
+  db: Db
+  queues: Queues
+  logger: Logger
+}
+
+/**
+ * Jobs that cannot execute their run now and are held (docs/engine.md, "Claims"): a run waiting
+ * for a slot of its workflow's maxConcurrentRuns (runs/slots.ts), and a wake that found its run
+ * driven by another execution.
+ */
+export function createHolds ({ db, queues, logger }: HoldOptions) {
+  /**
+   * Gives the slots of a workflow with a maxConcurrentRuns that are free to its oldest waiting
+   * runs. A failure is logged, not thrown: the reconciler's next pass wakes them.
+   */
+  async function wakeWaiting (workflowId: string): Promise<void> {
+    try {
+      await wakeWaitingRuns({ db, queues }, workflowId)
+    } catch (err) {
+      logger.warn({ err, workflowId }, 'runs waiting for a slot not woken: the reconciler will')
+    }
+  }
+
+  return {
+    wakeWaiting,
+
+    /**
+     * The run waits for a slot: its job is held first, then the slots are checked again, so that
+     * one freed while this run was refused (its end's wake found the job still running) goes to
+     * the first waiting run, perhaps this one.
+     */
+    async forSlot (workflowId: string, hold: Hold | undefined): Promise<'HELD'> {
+      if (hold !== undefined) await redis(hold(Date.now() + HELD_RECHECK_MS))
+      await wakeWaiting(workflowId)
+      return 'HELD'
+    },
+
+    /** A wake found its run RUNNING: it runs again shortly, once that execution suspended or ended. */
+    async wakeLater (hold: Hold | undefined): Promise<'HELD' | 'SKIPPED'> {
+      if (hold === undefined) return 'SKIPPED'
+      await redis(hold(Date.now() + WAKE_RETRY_MS))
+      return 'HELD'
+    }
+  }
+}
