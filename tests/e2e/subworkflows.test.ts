@@ -249,3 +249,14 @@ t.test('a stored workflow with several edges from one node runs as before: the f
   t.equal(run.status, 'SUCCESS')
   t.same(Object.keys(run.result).sort(), ['a', 'b', 'triggerData'])
 })
+
+t.test('foreach reads its children\'s outputs only up to NODE_OUTPUT_MAX_BYTES: past it the node says so, collectOutputs false keeps counts', async (t) => {
+  const big = await client.createWorkflow(token, { name: 'big', isActive: false, nodes: [{ id: 'blob', type: 'code', config: { code: 'return "x".repeat(200000)' } }] })
+  const items = Array.from({ length: 8 }, (_, n) => n)
+  const cut = await client.runWorkflow(token, { nodes: [{ id: 'loop', type: 'foreach', config: { workflowId: big, items: '{{triggerData.items}}', concurrency: 8 } }] }, { items }, { timeoutMs: 30_000 })
+  t.equal(cut.status, 'FAILED')
+  t.equal(cut.error, 'The items\' outputs exceed 1048576 bytes (NODE_OUTPUT_MAX_BYTES): set collectOutputs to false')
+  const counted = await client.runWorkflow(token, { nodes: [{ id: 'loop', type: 'foreach', config: { workflowId: big, items: '{{triggerData.items}}', concurrency: 8, collectOutputs: false } }] }, { items }, { timeoutMs: 30_000 })
+  t.equal(counted.status, 'SUCCESS', counted.error ?? '')
+  t.same(counted.result.loop, { total: 8, succeeded: 8, failed: 0, errors: [] })
+})

@@ -208,16 +208,17 @@ export function createRunEngine (options: EngineOptions) {
   const checkpointMaxNodes = options.checkpointMaxNodes ?? 100
   const httpRequestTraceparent = options.httpRequestTraceparent ?? true
   const children = childRuns({ db: options.db, queues, logger })
+  const nodeOutputMaxBytes = options.nodeOutputMaxBytes ?? 1024 * 1024
   const executeNode = createNodeExecution({
     nodes: options.nodes,
     control: {
       children,
       waits: runWaits(options.db),
-      limits: { subworkflowMaxDepth: options.subworkflowMaxDepth ?? 10, foreachMaxItems: options.foreachMaxItems ?? 10_000 }
+      limits: { subworkflowMaxDepth: options.subworkflowMaxDepth ?? 10, foreachMaxItems: options.foreachMaxItems ?? 10_000, nodeOutputMaxBytes }
     },
     credentials: options.credentials ?? withoutCredentials,
     cancelPollMs: options.cancelPollMs ?? 1000,
-    nodeOutputMaxBytes: options.nodeOutputMaxBytes ?? 1024 * 1024,
+    nodeOutputMaxBytes,
     runResultMaxBytes: options.runResultMaxBytes ?? 8 * 1024 * 1024
   })
   const holds = createHolds({ db: options.db, queues, logger })

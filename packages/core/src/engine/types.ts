@@ -32,6 +32,8 @@ export interface RunControl {
     subworkflowMaxDepth: number
     /** FOREACH_MAX_ITEMS: the items one foreach node runs. */
     foreachMaxItems: number
+    /** NODE_OUTPUT_MAX_BYTES: what a node collecting its children's outputs reads of them at most. */
+    nodeOutputMaxBytes: number
   }
 }
 

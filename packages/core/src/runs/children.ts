@@ -152,15 +152,27 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
       return row ?? { started: 0, succeeded: 0, failed: 0, firstFailure: null }
     },
 
-    /** Every child of the node in item order, with the outputs of those that succeeded when `withOutputs`. */
-    async results (parentRunId: string, nodeId: string, withOutputs = true): Promise<ChildRun[]> {
-      const rows = await db.execute<ChildRun & Record<string, unknown>>(sql`
-        select id as "runId", item_index as index, status, error,
-          ${withOutputs ? sql`case when status = 'SUCCESS' then result - 'triggerData' end` : sql`null::jsonb`} as output
-        from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId}
-        order by item_index
+    /**
+     * Every child of the node in item order, with the node outputs of those that succeeded while
+     * they add up to at most `outputsMaxBytes` (as JSON text; undefined: none), so that what is
+     * read stays bounded however large the children's results are. `cut`: some were left out.
+     */
+    async results (parentRunId: string, nodeId: string, outputsMaxBytes: number | undefined): Promise<{ children: ChildRun[], cut: boolean }> {
+      const rows = await db.execute<ChildRun & { within: boolean } & Record<string, unknown>>(sql`
+        select id as "runId", index, status, error, case when within then output end as output, within from (
+          select id, item_index as index, status, error, output,
+            coalesce(sum(octet_length(output::text)) over (order by item_index), 0) <= ${outputsMaxBytes ?? 0} as within
+          from (
+            select id, item_index, status, error, ${outputsMaxBytes === undefined ? sql`null::jsonb` : sql`case when status = 'SUCCESS' then result - 'triggerData' end`} as output
+            from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId}
+          ) as child
+        ) as measured
+        order by index
       `)
-      return rows.map((row) => ({ ...row, output: row.output ?? undefined }))
+      return {
+        children: rows.map(({ within: _within, ...row }) => ({ ...row, output: row.output ?? undefined })),
+        cut: rows.some((row) => !row.within)
+      }
     },
 
     /** Cancels the node's unfinished children and theirs (a loop that failed fast); how many were cancelled. */

@@ -6,6 +6,8 @@ import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 const MINUTE_MS = 60_000
 const MAX_TIMEOUT_MINUTES = 366 * 24 * 60
 const DEFAULT_TIMEOUT_MINUTES = 7 * 24 * 60
+/** What the approver is asked: a message rendered longer is cut there. */
+const MAX_MESSAGE_LENGTH = 2000
 
 /**
  * Waits for a person or a partner system to approve or reject (docs/engine.md, "Waits and
@@ -22,7 +24,7 @@ export const approval = defineNode({
   category: 'Flow',
   description: 'Waits for someone to approve or reject (in the console, through the API, or a one-time link), then branches.',
   config: {
-    message: Type.Optional(templated(Type.String({ maxLength: 2000, description: 'What the approver is asked (templates rendered).' }))),
+    message: Type.Optional(templated(Type.String({ maxLength: MAX_MESSAGE_LENGTH, description: 'What the approver is asked (templates rendered).' }))),
     timeoutMinutes: Type.Optional(templated(Type.Number({ minimum: 1, maximum: MAX_TIMEOUT_MINUTES, default: DEFAULT_TIMEOUT_MINUTES, description: 'How long the approval stays open (up to 366 days).' }))),
     approved: Type.Optional(Type.String({ description: 'The node to continue with when approved; absent: the node’s next.' })),
     rejected: Type.Optional(Type.String({ description: 'The node to continue with when rejected; absent: the run ends.' })),
@@ -40,7 +42,7 @@ export const approval = defineNode({
     let wait = await control.waits.get(run.id, node.id)
     if (wait !== undefined && wait.decision === null && wait.expiresAt.getTime() <= now) wait = await control.waits.expire(run.id, node.id)
     if (wait === undefined) {
-      const message = optionalString(config, 'message') ?? null
+      const message = optionalString(config, 'message')?.slice(0, MAX_MESSAGE_LENGTH) ?? null
       const minutes = optionalNumber(config, 'timeoutMinutes', 1, MAX_TIMEOUT_MINUTES) ?? DEFAULT_TIMEOUT_MINUTES
       const expiresAt = new Date(now + minutes * MINUTE_MS)
       const opened = await control.waits.open({ runId: run.id, nodeId: node.id, userId: run.userId, workflowId: run.workflowId, message, expiresAt })

@@ -54,7 +54,8 @@ export const foreach = defineNode({
 
 /** The node's output once every child ended: counts, each child's outputs in item order (null where it failed) and the failures. */
 async function collected ({ run, node, control }: Pick<NodeContext, 'run' | 'node' | 'control'>, total: number, withOutputs: boolean): Promise<Record<string, unknown>> {
-  const children = await control.children.results(run.id, node.id, withOutputs)
+  const { children, cut } = await control.children.results(run.id, node.id, withOutputs ? control.limits.nodeOutputMaxBytes : undefined)
+  if (cut) throw new NodeError(`The items' outputs exceed ${control.limits.nodeOutputMaxBytes} bytes (NODE_OUTPUT_MAX_BYTES): set collectOutputs to false`)
   const errors = children.filter((child) => child.status !== 'SUCCESS').map((child) => ({ index: child.index, runId: child.runId, status: child.status, error: child.error }))
   return {
     total,

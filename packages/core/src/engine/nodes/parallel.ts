@@ -53,7 +53,9 @@ export const parallel = defineNode({
     // Each branch's own node outputs: its child's result without what the run had when it started.
     const byBranch: Record<string, unknown> = {}
     const outputs: Record<string, unknown> = {}
-    for (const child of await control.children.results(run.id, node.id)) {
+    const { children, cut } = await control.children.results(run.id, node.id, control.limits.nodeOutputMaxBytes)
+    if (cut) throw new NodeError(`The branches' outputs exceed ${control.limits.nodeOutputMaxBytes} bytes (NODE_OUTPUT_MAX_BYTES)`)
+    for (const child of children) {
       if (firstOnly && child.status !== 'SUCCESS') continue
       const own = Object.fromEntries(Object.entries(child.output ?? {}).filter(([id]) => !(id in result)))
       Object.assign(outputs, own)
