@@ -21,6 +21,7 @@ import { nodeCost } from './scenarios/d-node-cost.ts'
 import { sizeIndependence } from './scenarios/e-size.ts'
 import { readsAtScale } from './scenarios/f-reads.ts'
 import { workerMemory } from './scenarios/g-memory.ts'
+import { foreachLoop } from './scenarios/h-foreach.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -29,7 +30,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'D', title: 'node cost', run: nodeCost },
   { id: 'E', title: 'size independence', run: sizeIndependence },
   { id: 'F', title: 'reads at scale', run: readsAtScale },
-  { id: 'G', title: 'worker memory', run: workerMemory }
+  { id: 'G', title: 'worker memory', run: workerMemory },
+  { id: 'H', title: 'foreach loop', run: foreachLoop }
 ]
 
 function usage (message: string): never {
