@@ -3,7 +3,6 @@ import type { RunTrace } from '../observability/run-trace.ts'
 import type { ClaimedRun, LogLine, Refusal } from '../runs/steps.ts'
 import type { WorkflowGraph } from '../workflows/graph.ts'
 import { UnserializableValueError, type JsonSizer } from './json-size.ts'
-import type { RunWriter } from './run-writer.ts'
 
 /**
  * What the engine's systems share about one execution of a run (docs/engine.md): the run as its
@@ -119,3 +118,31 @@ export class ClaimLostError extends Error {
     super(refusal === 'superseded' ? 'the run was claimed by another worker' : refusal === 'unclaimed' ? 'the run was claimed elsewhere before its first write' : 'the run is no longer running')
   }
 }
+
+/**
+ * How an execution writes its steps (docs/engine.md, "Checkpoints" and "The first-write path").
+ * Two writers: the claimed one (`claimedWriter`), every step fenced by the run's claim; and the
+ * one of a run executed before it is claimed (`firstWriteWriter`), whose first write claims the
+ * run and hands the execution to a claimed writer. Each step answers `written` or why it was
+ * refused; a refusal inside a node (its checkpoint before an effect) is a ClaimLostError.
+ */
+export interface RunWriter {
+  /** Nothing of the run is written yet (its node spans say so). */
+  readonly unwritten: boolean
+  /** The checkpoint before a node's outside effect: what is pending, the node's lines so far. Throws ClaimLostError when refused: the node must not act. */
+  beforeEffect: (execution: Execution, nodeId: string) => Promise<void>
+  /** Before a retry's wait: the run is claimed with what it did, so that nothing runs again. Throws ClaimLostError when refused. */
+  beforeWait: (execution: Execution, nodeId: string) => Promise<void>
+  /** A checkpoint: the nodes finished since the last one, and the run goes on at `next`. */
+  advance: (execution: Execution, next: string) => Promise<StepOutcome>
+  /** The run waits at `nodeId` (WAITING) with what is pending. */
+  suspend: (execution: Execution, nodeId: string) => Promise<StepOutcome>
+  /** The run ends SUCCESS with what is pending. */
+  succeed: (execution: Execution) => Promise<StepOutcome>
+  /** The run ends FAILED at `nodeId` with what is pending. */
+  fail: (execution: Execution, error: string, nodeId: string) => Promise<'FAILED' | StepRefusal>
+  /** While a node is busy: why the run is no longer this execution's (a cancel, a takeover), or undefined while it is. */
+  lost: (execution: Execution) => Promise<Refusal | undefined>
+}
+
+export type StepOutcome = 'written' | StepRefusal

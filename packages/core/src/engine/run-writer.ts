@@ -1,36 +1,13 @@
 import type DataLoader from 'dataloader'
 import type { RunTrace } from '../observability/run-trace.ts'
-import type { FailStep, InMemoryEnd, LogLine, Refusal, runStore } from '../runs/steps.ts'
-import { checkpointed, database, ClaimLostError, type Execution, type StepRefusal } from './execution.ts'
+import type { FailStep, InMemoryEnd, LogLine, runStore } from '../runs/steps.ts'
+import { checkpointed, database, ClaimLostError, type Execution, type RunWriter } from './execution.ts'
 import { jsonStringBytes } from './json-size.ts'
 
 /**
- * How an execution writes its steps (docs/engine.md, "Checkpoints" and "The first-write path").
- * Two writers: the claimed one (`claimedWriter`), every step fenced by the run's claim; and the
- * one of a run executed before it is claimed (`firstWriteWriter`), whose first write claims the
- * run and hands the execution to a claimed writer. Each step answers `written` or why it was
- * refused; a refusal inside a node (its checkpoint before an effect) is a ClaimLostError.
+ * The two run writers (`RunWriter`, execution.ts; docs/engine.md, "Checkpoints" and "The
+ * first-write path"): the claimed one, and the one of a run executed before it is claimed.
  */
-export interface RunWriter {
-  /** Nothing of the run is written yet (its node spans say so). */
-  readonly unwritten: boolean
-  /** The checkpoint before a node's outside effect: what is pending, the node's lines so far. Throws ClaimLostError when refused: the node must not act. */
-  beforeEffect: (execution: Execution, nodeId: string) => Promise<void>
-  /** Before a retry's wait: the run is claimed with what it did, so that nothing runs again. Throws ClaimLostError when refused. */
-  beforeWait: (execution: Execution, nodeId: string) => Promise<void>
-  /** A checkpoint: the nodes finished since the last one, and the run goes on at `next`. */
-  advance: (execution: Execution, next: string) => Promise<StepOutcome>
-  /** The run waits at `nodeId` (WAITING) with what is pending. */
-  suspend: (execution: Execution, nodeId: string) => Promise<StepOutcome>
-  /** The run ends SUCCESS with what is pending. */
-  succeed: (execution: Execution) => Promise<StepOutcome>
-  /** The run ends FAILED at `nodeId` with what is pending. */
-  fail: (execution: Execution, error: string, nodeId: string) => Promise<'FAILED' | StepRefusal>
-  /** While a node is busy: why the run is no longer this execution's (a cancel, a takeover), or undefined while it is. */
-  lost: (execution: Execution) => Promise<Refusal | undefined>
-}
-
-export type StepOutcome = 'written' | StepRefusal
 
 type RunStore = ReturnType<typeof runStore>
 

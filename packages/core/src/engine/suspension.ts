@@ -2,8 +2,7 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import type { runStore } from '../runs/steps.ts'
 import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
-import { database, redis, type Execution } from './execution.ts'
-import type { StepOutcome } from './run-writer.ts'
+import { database, redis, type Execution, type StepOutcome } from './execution.ts'
 import { NodeError, type NodeResult } from './types.ts'
 
 export interface SuspensionOptions {
