@@ -86,6 +86,8 @@ t.test('foreach runs a workflow per item, at most `concurrency` at a time, resul
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.match(run.result.loop, { total: 12, succeeded: 12, failed: 0, errors: [] })
   t.same(run.result.loop.results.map((output: { double: { n: number } }) => output.double.n), items.map(({ n }) => n * 2))
+  // Each suspension adds its timer job: a refused one would fail the job and show as a retry in the log.
+  t.notOk(run.logs.some((line) => /error/i.test(line.message)), run.logs.map((line) => line.message).join('\n'))
   const children = await call('GET', `/api/automation/runs?parentRunId=${run.id}&limit=500`, { token })
   t.equal(children.body.length, 12)
   // Never more than three children RUNNING at once: each child started after one of the three before it ended.

@@ -451,3 +451,16 @@ t.test('a node of a run executed unclaimed that is retried claims the run before
   t.match(row.result, { flaky: 2 })
   t.match((await messages(runId)).join('\n'), /Timed out after 50ms; retrying in 10ms \(1 of 1\)/)
 })
+
+t.test('a node that suspends again and again adds a timer job each time (a wake may be lost: the timer finds the children)', async (t) => {
+  const engine = engineWith()
+  const child = await workflow([{ id: 'only', type: 'set', config: { values: {} } }])
+  const runId = await run(await workflow([{ id: 'call', type: 'run_workflow', config: { workflowId: child } }]))
+  t.equal(await engine.executeRun(runId), 'WAITING')
+  const timers = async () => (await queues[WORKFLOW_RUNS].getDelayed()).map((job) => job.id ?? '').filter((id) => id.startsWith(`${runId}:resume:call`))
+  t.equal((await timers()).length, 1, 'the timer of the first suspension')
+  const first = (await timers())[0]!
+  await (await queues[WORKFLOW_RUNS].getJob(first))!.remove()
+  t.equal(await engine.executeRun(runId), 'WAITING', 'woken before its child ended, it waits again')
+  t.equal((await timers()).length, 1, 'with a timer again')
+})

@@ -41,7 +41,8 @@ export function createSuspension ({ store, queues, quotas, dispatchWritten }: Su
       const data: RunJobData = { runId: run.id, userId: run.userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
       const resumeJob = resumeJobId(run.id, node.id)
       await redis(queues[run.queue].add(RUN_JOB, data, {
-        jobId: suspendKey === undefined ? resumeJob : `${resumeJob}:${suspendKey}`,
+        // Not a fourth `:`-separated part: BullMQ refuses a custom id with other than three.
+        jobId: suspendKey === undefined ? resumeJob : `${resumeJob}@${suspendKey}`,
         delay: Math.max(0, until.getTime() - Date.now())
       }))
       if (events !== undefined && events.length > 0) await dispatchWritten(run.id, events)
