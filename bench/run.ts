@@ -22,6 +22,7 @@ import { sizeIndependence } from './scenarios/e-size.ts'
 import { readsAtScale } from './scenarios/f-reads.ts'
 import { workerMemory } from './scenarios/g-memory.ts'
 import { foreachLoop } from './scenarios/h-foreach.ts'
+import { parallelMerge } from './scenarios/i-parallel.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -31,7 +32,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'E', title: 'size independence', run: sizeIndependence },
   { id: 'F', title: 'reads at scale', run: readsAtScale },
   { id: 'G', title: 'worker memory', run: workerMemory },
-  { id: 'H', title: 'foreach loop', run: foreachLoop }
+  { id: 'H', title: 'foreach loop', run: foreachLoop },
+  { id: 'I', title: 'parallel and merge', run: parallelMerge }
 ]
 
 function usage (message: string): never {

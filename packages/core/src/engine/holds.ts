@@ -14,8 +14,11 @@ export type Hold = (until: number) => Promise<void>
  */
 const HELD_RECHECK_MS = 5 * 60_000
 
-/** A wake that finds its run RUNNING (the execution in progress may suspend again) tries again after this. */
-const WAKE_RETRY_MS = 250
+/**
+ * A wake that finds its run RUNNING tries again after this: usually the parent is writing the
+ * suspension its children ended before (they start before it is written), a few ms away.
+ */
+const WAKE_RETRY_MS = 25
 
 export interface HoldOptions {
   db: Db
