@@ -191,10 +191,11 @@ const stepAnswer = (runId: string): SQL => sql`
 /**
  * A child run's parent (docs/engine.md, "Child runs"): the queue of the jobs its end wakes, and
  * whether the child is a branch of it (a run of the same workflow version, started by its parallel node).
+ * A run started by a trigger, nearly every one, skips the lookup.
  */
-const parentOf = sql`(select json_build_object('queue', parent.queue,
+const parentOf = sql`case when runs.parent_run_id is not null then (select json_build_object('queue', parent.queue,
   'branch', parent.workflow_id = runs.workflow_id and parent.workflow_version = runs.workflow_version)
-  from runs as parent where parent.id = runs.parent_run_id)`
+  from runs as parent where parent.id = runs.parent_run_id) end`
 
 /**
  * The claim (see `runStore().claim`), in one statement. A start or resume of a run whose
