@@ -237,6 +237,26 @@ t.test('save-time: a merge no branch reaches, branches meeting at different merg
   t.equal(orphan.body.message, 'Node join: merge is not reached by the branches of any parallel node')
   const tooWide = await save([{ id: 'fork', type: 'parallel', config: { branches: Array.from({ length: 11 }, (_, i) => `n${i}`) } }])
   t.equal(tooWide.status, 400)
+  const twoMerges = await save([
+    { id: 'fork', type: 'parallel', config: { branches: ['a', 'b'] } },
+    { id: 'a', type: 'set', config: { values: {} }, next: 'm1' },
+    { id: 'b', type: 'set', config: { values: {} }, next: 'm2' },
+    { id: 'm1', type: 'merge', config: {} },
+    { id: 'm2', type: 'merge', config: {} }
+  ])
+  t.equal(twoMerges.status, 400)
+  t.equal(twoMerges.body.message, 'Node fork: its branches reach different merge nodes (m1, m2)')
+  const nested = await save([
+    { id: 'outer', type: 'parallel', config: { branches: ['inner', 'b'] } },
+    { id: 'inner', type: 'parallel', config: { branches: ['x', 'y'] } },
+    { id: 'x', type: 'set', config: { values: {} }, next: 'innerJoin' },
+    { id: 'y', type: 'set', config: { values: {} }, next: 'innerJoin' },
+    { id: 'innerJoin', type: 'merge', config: {}, next: 'join' },
+    { id: 'b', type: 'set', config: { values: {} }, next: 'join' },
+    { id: 'join', type: 'merge', config: {} }
+  ])
+  t.equal(nested.status, 400)
+  t.equal(nested.body.message, 'Node outer: branch inner holds another parallel node (inner); parallel branches do not nest')
 })
 
 t.test('a stored workflow with several edges from one node runs as before: the first edge only', async (t) => {
