@@ -20,7 +20,7 @@ export interface NodeTypeInfo {
   description: string
   configSchema: JsonSchema
   example: Record<string, unknown>
-  traits: { pure: boolean, links: Array<{ field: string, kind: 'node' | 'map' }> }
+  traits: { pure: boolean, links: Array<{ field: string, kind: 'node' | 'map' | 'list' }> }
 }
 
 /** The part of JSON Schema the console reads of a node type's config schema. */
