@@ -20,6 +20,8 @@ const resume: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['runs'],
       summary: 'Approve or reject a waiting run with its one-time resume token',
+      // Public: the token is the authentication.
+      security: [],
       params: ResumeTokenParams,
       body: ResumeByTokenBody,
       response: { 202: RunResumed, ...errorResponses(400, 404, 409) }
