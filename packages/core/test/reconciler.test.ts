@@ -3,7 +3,7 @@ import { Worker } from 'bullmq'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
-import { events, idempotencyKeys, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
+import { events, idempotencyKeys, runs, runWaits, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createReconciler } from '../src/runs/reconciler.ts'
@@ -84,6 +84,19 @@ t.test('a WAITING run past its time without a resume job gets it back; a future 
   t.equal(report.resumed, 1)
   t.equal(await stateOf(resumeJobId(due, 'pause')), 'waiting')
   t.equal(await stateOf(resumeJobId(later, 'pause')), 'unknown')
+})
+
+t.test('a WAITING run whose approval was decided but not woken (Redis away then) is woken, not left to its timeout', async (t) => {
+  const future = new Date(Date.now() + 3_600_000)
+  const decided = await run({ status: 'WAITING', startedAt: new Date(), currentNodeId: 'ask', result: { triggerData: {}, ask: { until: future.toISOString() } } })
+  const undecided = await run({ status: 'WAITING', startedAt: new Date(), currentNodeId: 'ask', result: { triggerData: {}, ask: { until: future.toISOString() } } })
+  for (const [runId, decidedAt] of [[decided, new Date(Date.now() - 1000)], [undecided, null]] as const) {
+    await db.insert(runWaits).values({ runId, nodeId: 'ask', userId: owner.id, tokenHash: `hash-${runId}`, expiresAt: future, decision: decidedAt === null ? null : 'approve', decidedAt })
+  }
+  const waiting = async () => (await queues[WORKFLOW_RUNS].getJobs(['waiting'])).map((job) => job.data.runId)
+  await reconciler.reconcile()
+  t.ok((await waiting()).includes(decided), 'the decided run has a wake')
+  t.notOk((await waiting()).includes(undecided), 'the undecided one waits for its decision or its timeout')
 })
 
 t.test('a RUNNING run without a live job is taken over; one whose takeovers are spent fails', async (t) => {

@@ -5,6 +5,7 @@ import type { Logger } from '../logger.ts'
 import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { ensureJob, ensureJobs, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
+import { wakeRun } from './children.ts'
 import { IDEMPOTENCY_WINDOW } from './start.ts'
 import { waitsForSlot, wakeWaitingRuns, workflowsWithWaitingRuns } from './slots.ts'
 import { periodicPass } from '../periodic.ts'
@@ -135,17 +136,26 @@ export function createReconciler (options: ReconcilerOptions) {
   }
 
   async function resumeWaiting (): Promise<number> {
-    const rows = await db.execute<{ id: string, nodeId: string | null, queue: QueueName }>(sql`
-      select runs.id, runs.current_node_id as "nodeId", runs.queue
+    const rows = await db.execute<{ id: string, nodeId: string | null, queue: QueueName, decided: boolean }>(sql`
+      select runs.id, runs.current_node_id as "nodeId", runs.queue, decided.run_id is not null as decided
       from runs
       cross join lateral (select runs.result->runs.current_node_id->>'until' as until) as wait
+      -- An approval decided whose wake was lost (Redis away when it was taken): resumed now, not at its timeout.
+      left join run_waits as decided on decided.run_id = runs.id and decided.node_id = runs.current_node_id
+        and decided.decided_at < now() - ${grace}
       where runs.status = 'WAITING' and not ${waitsForSlot}
-        and case when wait.until ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' then wait.until::timestamptz < now() - ${grace}
-          else runs.created_at < now() - ${grace} end
+        and (decided.run_id is not null or case when wait.until ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' then wait.until::timestamptz < now() - ${grace}
+          else runs.created_at < now() - ${grace} end)
       order by runs.created_at limit ${batchSize}
     `)
     let count = 0
     for (const run of rows) {
+      if (run.decided) {
+        await wakeRun(queues, run.queue, run.id)
+        logger.warn({ runId: run.id }, 'WAITING run decided long ago: woken')
+        count++
+        continue
+      }
       if (await ensureRunJob(queues[run.queue], resumeJobId(run.id, run.nodeId ?? ''), run.id)) {
         logger.warn({ runId: run.id }, 'WAITING run past its time had no resume job: re-enqueued')
         count++
