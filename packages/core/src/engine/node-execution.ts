@@ -1,12 +1,12 @@
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import { joinOf, type FlowOf, type WorkflowGraph } from '../workflows/graph.ts'
+import { joinOf, type WorkflowGraph } from '../workflows/graph.ts'
 import { neverAborted, pause, pureAttempt, timedAttempt } from './attempts.ts'
 import { watchingClaim } from './cancellation.ts'
 import { errorMessage, type Execution } from './execution.ts'
 import { jsonStringBytes, UnserializableValueError, type JsonSizer } from './json-size.ts'
 import type { NodeDefinition } from './nodes/definition.ts'
-import { NODE_LINK_FIELDS, nodeDefinition, templatedFields } from './nodes/index.ts'
+import { flowOf, NODE_LINK_FIELDS, nodeDefinition, templatedFields } from './nodes/index.ts'
 import { retryPolicyOf, retrySchedule, type RetryDecision } from './retry.ts'
 import { renderTemplate } from './template.ts'
 import { NodeError, RetryableNodeError, type CredentialResolver, type NodeContext, type NodeDependencies, type NodeResult, type NodeSecrets, type RunControl } from './types.ts'
@@ -16,24 +16,20 @@ const MAX_MISSING_PATH_LINES = 20
 /** Paths are quoted in log lines up to this many characters. */
 const MAX_QUOTED_PATH_LENGTH = 200
 
-/** The flow trait of a node's type (docs/engine.md, "Branches and joins"). */
-export const flowOf: FlowOf = (node) => nodeDefinition(node.type)?.traits.flow
-
 /** The join of a fork node, or undefined (a save refuses a fork without one). */
 export function joinIdOf (graph: WorkflowGraph, fork: WorkflowNode): string | undefined {
   const join = joinOf(graph, fork, NODE_LINK_FIELDS, flowOf)
   return 'joinId' in join ? join.joinId : undefined
 }
 
-/** What a fork or a join node is told of the other. */
-function flowContext (graph: WorkflowGraph, node: WorkflowNode): NodeContext['flow'] {
-  const flow = flowOf(node)
+/** What a fork or a join node (`flow`, its definition's trait) is told of the other. */
+function flowContext (graph: WorkflowGraph, node: WorkflowNode, flow: NodeDefinition['traits']['flow']): NodeContext['flow'] {
+  if (flow === undefined) return undefined
   if (flow === 'fork') {
     const joinId = joinIdOf(graph, node)
     return { join: graph.nodes.find((candidate) => candidate.id === joinId) }
   }
-  if (flow === 'join') return { fork: graph.nodes.find((candidate) => flowOf(candidate) === 'fork' && joinIdOf(graph, candidate) === node.id) }
-  return undefined
+  return { fork: graph.nodes.find((candidate) => flowOf(candidate) === 'fork' && joinIdOf(graph, candidate) === node.id) }
 }
 
 /** A node's config with its template fields rendered against `scope` (`templatedFields`). */
@@ -137,7 +133,7 @@ export function createNodeExecution (options: NodeExecutionOptions) {
       signal: nodeSignal,
       deps: options.nodes,
       control: options.control,
-      flow: flowContext(execution.graph, node),
+      flow: flowContext(execution.graph, node, definition.traits.flow),
       attempt: schedule.retries + 1,
       mayRetry: (retryAfterMs) => decide(retryAfterMs).retry,
       idempotencyKey: `${run.id}:${encodeURIComponent(node.id)}`,

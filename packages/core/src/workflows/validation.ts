@@ -2,12 +2,12 @@ import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { DomainError } from '../errors.ts'
 import type { NodeDefinition, NodeSaveTools } from '../engine/nodes/definition.ts'
-import { NODE_LINK_FIELDS, nodeDefinition, templatedFields } from '../engine/nodes/index.ts'
+import { flowOf, NODE_LINK_FIELDS, nodeDefinition, templatedFields } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
 import { templateProblem } from '../engine/template.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { checkNodeConfig } from './node-config.ts'
-import { joinOf, outgoingLinks, type FlowOf } from './graph.ts'
+import { joinOf, outgoingLinks } from './graph.ts'
 
 /** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
 const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
@@ -51,9 +51,6 @@ function checkLinkShape (node: WorkflowNode, definition: NodeDefinition): void {
     }
   }
 }
-
-/** The flow trait of a node's type (parallel branches: docs/engine.md, "Branches and joins"). */
-const flowOf: FlowOf = (node) => nodeDefinition(node.type)?.traits.flow
 
 /** Every fork has one join its branches reach, and every join is some fork's. */
 function checkBranches (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[]): void {
