@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database } from '../db/client.ts'
+import { FINISHED_RUN_STATUSES } from '../db/schema/runs.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
 import { NODE_TYPES } from '../engine/nodes/index.ts'
 import { QUEUE_NAMES, type QueueName, type Queues } from '../queues/catalog.ts'
@@ -14,9 +15,6 @@ import { withTimeout } from '../timeout.ts'
  */
 const applicationMetrics = new Registry()
 const registers = [applicationMetrics]
-
-/** The statuses a run ends in. */
-const FINISHED_STATUSES = ['SUCCESS', 'FAILED', 'CANCELLED'] as const
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 const RUN_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
@@ -111,7 +109,7 @@ function zeroKnownSeries (): void {
   for (const triggerType of TRIGGER_TYPES) {
     for (const domain of DOMAINS) runsCreated.inc({ trigger_type: triggerType, domain }, 0)
   }
-  for (const status of FINISHED_STATUSES) {
+  for (const status of FINISHED_RUN_STATUSES) {
     runsFinished.inc({ status }, 0)
     runDuration.zero({ status })
   }

@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { workflows, type RunStatus } from '../db/schema/index.ts'
+import { isFinished, workflows, type RunStatus } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { lockRunsToReplay, replaySource } from '../runs/replays.ts'
 import type { RequestStart } from '../runs/group-start.ts'
@@ -15,8 +15,6 @@ export const BULK_RETRY_STATUSES = ['FAILED', 'CANCELLED'] as const satisfies re
 
 /** Runs one bulk retry starts at most; what is left is for the next call. */
 export const BULK_RETRY_MAX_RUNS = 500
-
-const FINISHED: readonly RunStatus[] = ['SUCCESS', 'FAILED', 'CANCELLED']
 
 const workflowNotActive = (): DomainError => new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
 
@@ -43,7 +41,7 @@ interface ReplayRunInput {
 export async function planReplay (db: DbOrTx, input: ReplayRunInput): Promise<Omit<RequestStart, 'deadline' | 'requestId'> & { retriedFrom: string }> {
   const source = await replaySource(db, input.runId, input.viewer)
   if (source === null) throw new DomainError('RUN_NOT_FOUND', 'Run not found')
-  if (!FINISHED.includes(source.status)) throw new DomainError('RUN_NOT_FINISHED', 'Run is not finished: only a finished run can be retried')
+  if (!isFinished(source.status)) throw new DomainError('RUN_NOT_FINISHED', 'Run is not finished: only a finished run can be retried')
   if (!source.workflow.isActive) throw workflowNotActive()
   return {
     workflow: source.workflow,

@@ -7,6 +7,9 @@ import { workflows } from './workflows.ts'
 
 export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
 export type RunStatus = typeof RUN_STATUSES[number]
+/** The statuses a run ends in. */
+export const FINISHED_RUN_STATUSES = ['SUCCESS', 'FAILED', 'CANCELLED'] as const satisfies readonly RunStatus[]
+export const isFinished = (status: RunStatus): boolean => (FINISHED_RUN_STATUSES as readonly RunStatus[]).includes(status)
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const
 export type LogLevel = typeof LOG_LEVELS[number]
 

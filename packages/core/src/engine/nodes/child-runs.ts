@@ -1,4 +1,3 @@
-import type { RunStatus } from '../../db/schema/runs.ts'
 import type { ChildParent, ChildRun } from '../../runs/children.ts'
 import { NodeError, type NodeContext, type NodeResult } from '../types.ts'
 
@@ -32,9 +31,6 @@ export async function startChildren (context: Pick<NodeContext, 'run' | 'node' |
   if (started === 'missing') throw new NodeError(`Workflow ${workflowId} not found`)
   if (started === 'cron') throw new NodeError(`Workflow ${workflowId} is a CRON workflow: it cannot be called`)
 }
-
-/** Whether a child ended (cancelled included). */
-export const isEnded = (status: RunStatus): boolean => status === 'SUCCESS' || status === 'FAILED' || status === 'CANCELLED'
 
 /** A child that did not succeed, as a node error. */
 export const childFailure = (child: ChildRun, what: string): NodeError =>

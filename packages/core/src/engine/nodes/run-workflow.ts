@@ -1,7 +1,8 @@
 import { Type } from 'typebox'
 import { NodeError } from '../types.ts'
 import { optionalBoolean, requiredString } from './config.ts'
-import { awaitChildren, childFailure, isEnded, startChildren } from './child-runs.ts'
+import { isFinished } from '../../db/schema/runs.ts'
+import { awaitChildren, childFailure, startChildren } from './child-runs.ts'
 import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 
 /**
@@ -34,7 +35,7 @@ export const runWorkflow = defineNode({
       log('INFO', `Started run ${child.runId} of workflow ${workflowId}`)
       if (optionalBoolean(config, 'wait') === false) return { output: { runId: child.runId } }
     }
-    if (!isEnded(child.status)) return awaitChildren({ runId: child.runId, status: child.status })
+    if (!isFinished(child.status)) return awaitChildren({ runId: child.runId, status: child.status })
     if (child.status !== 'SUCCESS') throw childFailure(child, 'Sub-workflow run')
     return { output: { runId: child.runId, status: child.status, output: child.output ?? {} } }
   }
