@@ -63,6 +63,9 @@ export interface ChildRunsOptions {
   logger: Pick<Logger, 'warn'>
 }
 
+/** A child's output: its node outputs (its result without triggerData) once it succeeded, else null. */
+const childOutput = sql`case when status = 'SUCCESS' then result - 'triggerData' end`
+
 export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
   return {
     /**
@@ -70,7 +73,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
      * `workflowId`, those not started before, and queues them. The workflow must be the parent
      * owner's (or the owner an admin) and not CRON, whatever its isActive.
      */
-    async start (parent: ChildParent, workflowId: string, items: ReadonlyArray<{ index: number, triggerData: unknown }>): Promise<ChildStartRefusal | CreatedRun[]> {
+    async start (parent: ChildParent, workflowId: string, items: ReadonlyArray<{ index: number, triggerData: unknown }>): Promise<ChildStartRefusal | undefined> {
       const ids = await createIds(items.length)
       const rows = items.map(({ index, triggerData }, n) => ({ run_id: ids[n], item_index: index, trigger_data: storableJson(triggerData) }))
       const [answer] = await db.execute<{ triggerType: string | null, created: Array<{ runId: string, userId: string, queue: QueueName }> | null }>(sql`
@@ -97,9 +100,8 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
       `)
       if (answer?.triggerType === null || answer?.triggerType === undefined) return 'missing'
       if (answer.triggerType === 'CRON') return 'cron'
-      const created: CreatedRun[] = answer.created ?? []
-      await enqueueRuns({ queues, logger }, created)
-      return created
+      await enqueueRuns({ queues, logger }, answer.created ?? [])
+      return undefined
     },
 
     /**
@@ -132,7 +134,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
     /** The child of `parentRunId`'s node for item `index`. */
     async child (parentRunId: string, nodeId: string, index: number): Promise<ChildRun | undefined> {
       const [row] = await db.execute<ChildRun & Record<string, unknown>>(sql`
-        select id as "runId", item_index as index, status, error, case when status = 'SUCCESS' then result - 'triggerData' end as output
+        select id as "runId", item_index as index, status, error, ${childOutput} as output
         from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId} and item_index = ${index}
       `)
       return row === undefined ? undefined : { ...row, output: row.output ?? undefined }
@@ -163,7 +165,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
           select id, item_index as index, status, error, output,
             coalesce(sum(octet_length(output::text)) over (order by item_index), 0) <= ${outputsMaxBytes ?? 0} as within
           from (
-            select id, item_index, status, error, ${outputsMaxBytes === undefined ? sql`null::jsonb` : sql`case when status = 'SUCCESS' then result - 'triggerData' end`} as output
+            select id, item_index, status, error, ${outputsMaxBytes === undefined ? sql`null::jsonb` : childOutput} as output
             from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId}
           ) as child
         ) as measured
