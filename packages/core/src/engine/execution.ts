@@ -86,23 +86,17 @@ export class InfrastructureError extends Error {
   }
 }
 
-/** Runs `work` against the database: its failures are infrastructure failures. */
-export async function database<T> (work: Promise<T>): Promise<T> {
+/** Runs `work` against `store`: its failures are infrastructure failures. */
+async function against<T> (store: 'database' | 'Redis', work: Promise<T>): Promise<T> {
   try {
     return await work
   } catch (err) {
-    throw new InfrastructureError('database', err)
+    throw new InfrastructureError(store, err)
   }
 }
 
-/** Runs `work` against Redis: its failures are infrastructure failures. */
-export async function redis<T> (work: Promise<T>): Promise<T> {
-  try {
-    return await work
-  } catch (err) {
-    throw new InfrastructureError('Redis', err)
-  }
-}
+export const database = async <T>(work: Promise<T>): Promise<T> => await against('database', work)
+export const redis = async <T>(work: Promise<T>): Promise<T> => await against('Redis', work)
 
 /**
  * Why a step was not written: the run is no longer RUNNING under this execution's claim
