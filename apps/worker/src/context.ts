@@ -1,3 +1,4 @@
+import type { AssistantRunner } from '@switchboard/core/assistant'
 import type { Config } from '@switchboard/core/config'
 import type { Database } from '@switchboard/core/db'
 import type { RunEngine } from '@switchboard/core/engine'
@@ -14,6 +15,8 @@ export interface WorkerContext {
   redis: RedisConnection
   /** Executes runs for every run queue of this process and for the reconciler. */
   engine: RunEngine
+  /** Assistant turns: created after an inbound message, worked on assistant-main. */
+  assistant: AssistantRunner
 }
 
 /** Builds the processor of queue `Q` from the worker's shared context. */

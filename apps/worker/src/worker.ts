@@ -1,5 +1,6 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
+import { assistantRunner } from '@switchboard/core/assistant'
 import { chatDeliveryRequeue, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createCredentialVault } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
@@ -63,7 +64,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   // Threads start with the first code node a run reaches.
   const code = createCodeSandboxPool({ threads: config.codeSandbox.threads, limits: codeSandboxLimitsOf(config) })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
-  const chat = createChatSender(createChatService({ db: database.db, config, client: chatClient, logger }))
+  const chatService = createChatService({ db: database.db, config, client: chatClient, logger })
+  const chat = createChatSender(chatService)
   const events = { db: database.db, queues, logger, eventFanoutMax: config.limits.eventFanoutMax }
   const engine = createRunEngine({
     db: database.db,
@@ -79,7 +81,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
     dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })
   })
-  const context: WorkerContext = { config, logger, database, queues, redis, engine }
+  const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService })
+  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant }
 
   const connection = createWorkerConnection(config.redisUrl)
   redisState.watch(connection, 'worker')
@@ -122,7 +125,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     restore: {
       schedulers: scheduleSync.restoreLost,
       chatDeliveries: chatDeliveryRequeue({ db: database.db, queue: queues[ASSISTANT_MAIN], logger, graceMs: config.reconciler.graceMs }),
-      events: lostEventsDispatch(events, config.reconciler.graceMs)
+      events: lostEventsDispatch(events, config.reconciler.graceMs),
+      assistantTurns: async () => await assistant.requeueStalled(config.reconciler.graceMs)
     }
   })
   reconciler.start()

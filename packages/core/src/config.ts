@@ -42,6 +42,34 @@ export interface CodeSandboxConfig {
   cpuMs: number
 }
 
+/** The model provider of the assistant and the AI nodes (README, The assistant). */
+export interface AiConfig {
+  /**
+   * AI_API_URL: an OpenAI-compatible Chat Completions base URL (OpenAI, Azure OpenAI, Ollama, vLLM,
+   * LM Studio, llama.cpp server). Only the operator sets it: accounts choose a model and a key, never an address.
+   */
+  apiUrl: string
+  /** AI_API_KEY: the provider key; an account may name a bearer credential instead. */
+  apiKey?: string
+  /** AI_MODEL: unset, the assistant is off (and says so in /health/ready) unless an account names its own model. */
+  model?: string
+  /** AI_TIMEOUT_MS: one model call, retries included. */
+  timeoutMs: number
+  /** AI_MAX_RETRIES: retries of a model call answered 429 or 5xx (with the provider's Retry-After). */
+  maxRetries: number
+  /** AI_TURN_TIMEOUT_MS: one assistant turn, from its claim to its reply, tool runs included. */
+  turnTimeoutMs: number
+  /** AI_MAX_TOOL_CALLS: tool calls one turn may make; past them the model is asked for its reply without tools. */
+  maxToolCalls: number
+  /** AI_HISTORY_MESSAGES / AI_HISTORY_MAX_CHARS: the latest messages of the conversation a turn reads, and their total size. */
+  historyMessages: number
+  historyMaxChars: number
+  /** AI_MAX_RESPONSE_BYTES: a provider answer larger than this fails the call (a turn never reads an unbounded body). */
+  maxResponseBytes: number
+  /** AI_MAX_OUTPUT_TOKENS: the most a model may write in one answer (`max_tokens`). */
+  maxOutputTokens: number
+}
+
 export interface Timeouts {
   /** REQUEST_DEADLINE_MS: `/fire` and the inbound webhook answer within this; a run is kept only if it was stored and queued in time. */
   requestDeadlineMs: number
@@ -133,6 +161,7 @@ export interface Config {
   runResultMaxBytes: number
   limits: Limits
   codeSandbox: CodeSandboxConfig
+  ai: AiConfig
   /** Every user's quotas unless an admin set others for them (USER_QUOTA_*; README, Quotas). */
   quotas: Quotas
   /**
@@ -564,6 +593,19 @@ export function loadConfig (env: Env = process.env): Config {
       threads: int('CODE_SANDBOX_THREADS', 2, 1, 64),
       memoryBytes: int('CODE_MEMORY_BYTES', 32 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
       cpuMs: int('CODE_CPU_MS', 1000, 10, 60_000)
+    },
+    ai: {
+      apiUrl: read('', () => url(env, 'AI_API_URL', 'https://api.openai.com/v1', ['http:', 'https:'])),
+      apiKey: text(env, 'AI_API_KEY'),
+      model: text(env, 'AI_MODEL'),
+      timeoutMs: int('AI_TIMEOUT_MS', 30_000, 100, 600_000),
+      maxRetries: int('AI_MAX_RETRIES', 2, 0, 10),
+      turnTimeoutMs: int('AI_TURN_TIMEOUT_MS', 120_000, 1000, 3_600_000),
+      maxToolCalls: int('AI_MAX_TOOL_CALLS', 3, 0, 20),
+      historyMessages: int('AI_HISTORY_MESSAGES', 20, 1, 200),
+      historyMaxChars: int('AI_HISTORY_MAX_CHARS', 16_000, 500, 500_000),
+      maxResponseBytes: int('AI_MAX_RESPONSE_BYTES', 1024 * 1024, 4096, 64 * 1024 * 1024),
+      maxOutputTokens: int('AI_MAX_OUTPUT_TOKENS', 1024, 16, 128_000)
     },
     quotas: {
       runsPerMinute: int('USER_QUOTA_RUNS_PER_MINUTE', 60_000, 1, MAX_QUOTA),

@@ -22,7 +22,8 @@ const engine = { failRun: async () => false }
 const restore = {
   schedulers: scheduleSync.restoreLost,
   chatDeliveries: chatDeliveryRequeue({ db, queue: queues[ASSISTANT_MAIN], logger, graceMs: 0 }),
-  events: async () => 0
+  events: async () => 0,
+  assistantTurns: async () => 0
 }
 const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, restore })
 const deliveries = chatDeliveriesRepository(db)

@@ -1,24 +1,56 @@
+import { DelayedError, type Job } from 'bullmq'
 import { chatDeliveryProcessor } from '@switchboard/core/chat'
+import { ASSISTANT_TURN_JOB, type AssistantTurnJobData, type ChatDeliveryJobData } from '@switchboard/core/queues'
 import { reactToInboundMessage } from '@switchboard/core/triggers'
 import type { ProcessorFactory } from '../context.ts'
 
-/** Inbound chat platform deliveries (contract, Queues): stored, then events and KEYWORD workflows started. */
+/**
+ * Inbound chat platform deliveries (contract, Queues): stored, then events and KEYWORD workflows
+ * started, then the message's assistant turn created. And the assistant's turns, one job per
+ * conversation: a turn waiting for a tool run is delayed, never held by a worker slot. At most
+ * half the queue's slots work turns at once (a slow model holds its slot for AI_TIMEOUT_MS), so
+ * deliveries always have the other half.
+ */
 export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (context) => {
-  const { config, logger, queues } = context
+  const { config, logger, queues, assistant } = context
   const db = context.database.db
+  const turnSlots = Math.max(1, Math.floor(config.workerConcurrency / 2))
+  let turnsActive = 0
   const processDelivery = chatDeliveryProcessor({
     db,
     config,
     logger,
     onMessage: async (message) => {
-      const { skipped, ...started } = await reactToInboundMessage({ db, queues, eventFanoutMax: config.limits.eventFanoutMax }, message)
+      const { skipped, keywordMatched, ...started } = await reactToInboundMessage({ db, queues, eventFanoutMax: config.limits.eventFanoutMax }, message)
       if (started.eventRunIds.length > 0 || started.keywordRunIds.length > 0) {
         logger.info({ conversationId: message.conversationId, ...started }, 'inbound chat message started runs')
       }
       if (skipped > 0) {
         logger.warn({ conversationId: message.conversationId, skipped, eventFanoutMax: config.limits.eventFanoutMax }, 'inbound chat message reached more workflows than EVENT_FANOUT_MAX: the newest were not started')
       }
+      await assistant.onInboundMessage({ conversationId: message.conversationId, messageId: message.messageId, keywordMatched })
     }
   })
-  return async (job) => processDelivery(job.data.deliveryId)
+
+  async function workTurns (job: Job, token: string | undefined): Promise<void> {
+    const { conversationId } = job.data as AssistantTurnJobData
+    let delayMs: number | undefined
+    if (turnsActive >= turnSlots) {
+      delayMs = 250
+    } else {
+      turnsActive++
+      try {
+        delayMs = (await assistant.work(conversationId))?.delayMs
+      } finally {
+        turnsActive--
+      }
+    }
+    if (delayMs === undefined) return
+    await job.moveToDelayed(Date.now() + delayMs, token)
+    throw new DelayedError()
+  }
+
+  return async (job, token) => job.name === ASSISTANT_TURN_JOB
+    ? await workTurns(job, token)
+    : await processDelivery((job.data as ChatDeliveryJobData).deliveryId)
 }

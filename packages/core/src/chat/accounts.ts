@@ -1,8 +1,8 @@
-import { sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import type { ChatAccount } from '../db/schema/index.ts'
+import { chatAccounts, type ChatAccount } from '../db/schema/index.ts'
 import { DomainError, unauthorized } from '../errors.ts'
 import { chatAccountsRepository } from './accounts-repository.ts'
 import { decryptSecret, keyringOf } from '../encryption.ts'
@@ -80,6 +80,13 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
         throw new DomainError('CHAT_ACCOUNT_REQUIRED', 'accountId is required: the workflow owner has several chat accounts and none is marked default')
       }
       throw accountRequired()
+    },
+
+    /** An account that sends from `numberId`, for what answers the number itself (the assistant): the environment's, else its first linker's. */
+    async forNumber (numberId: string): Promise<UsableChatAccount | null> {
+      if (numberId === environmentAccount?.phoneNumberId) return environmentAccount
+      const [row] = await db.select().from(chatAccounts).where(eq(chatAccounts.phoneNumberId, numberId)).orderBy(chatAccounts.createdAt, chatAccounts.id).limit(1)
+      return row === undefined ? null : usable(row)
     },
 
     /** Whether deliveries for this platform number belong to this installation. */

@@ -25,6 +25,7 @@ interface ConversationChanges {
   labels?: string[]
   assignedAgentId?: string | null
   aiMode?: typeof AI_MODES[number]
+  assistantPaused?: boolean
 }
 
 interface OutboundMessageRecord {
@@ -37,6 +38,7 @@ interface OutboundMessageRecord {
   agentId?: string | null
   agentName?: string | null
   replyToId?: string | null
+  pausesAssistant?: boolean
 }
 
 interface InboundMessageRecord {
@@ -179,10 +181,11 @@ export function conversationsRepository (db: DbOrTx) {
       const now = timestamptz(new Date())
       const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
         with conversation as (
-          insert into conversations (id, phone_number_id, phone, last_message, last_message_at)
-          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now})
+          insert into conversations (id, phone_number_id, phone, last_message, last_message_at, assistant_paused)
+          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.pausesAssistant === true})
           on conflict (phone_number_id, phone) do update
-            set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at
+            set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at,
+              assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
         )
         insert into messages (id, conversation_id, wamid, direction, type, content, template_content, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
@@ -226,11 +229,24 @@ export function conversationsRepository (db: DbOrTx) {
         }
         // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
         const receivedAt = timestamptz(record.receivedAt)
+        // A draft answers the messages before it: one newer than the message it answers makes it stale (README, The assistant).
+        const [stale] = await tx.execute<{ count: number }>(sql`
+          with stale as (
+            update messages d set status = 'stale'
+            from assistant_turns t join messages answered on answered.id = t.message_id
+            where d.conversation_id = ${conversation.id} and d.status = 'pending_approval'
+              and t.draft_message_id = d.id and answered.created_at < ${receivedAt}
+            returning d.id
+          ), decided as (
+            update assistant_turns set draft_decision = 'stale' where draft_message_id in (select id from stale)
+          )
+          select count(*)::int as count from stale`)
         await tx.update(conversations).set({
           unreadCount: sql`${conversations.unreadCount} + 1`,
           lastIncomingAt: sql`greatest(${conversations.lastIncomingAt}, ${receivedAt})`,
           lastMessage: sql`case when ${conversations.lastMessageAt} is null or ${conversations.lastMessageAt} <= ${receivedAt} then ${record.content} else ${conversations.lastMessage} end`,
           lastMessageAt: sql`greatest(${conversations.lastMessageAt}, ${receivedAt})`,
+          pendingApprovalCount: sql`${conversations.pendingApprovalCount} - ${stale.count}`,
           updatedAt: new Date()
         }).where(eq(conversations.id, conversation.id))
         return { conversationId: conversation.id, messageId: message.id, isNew: true }

@@ -1,5 +1,5 @@
 /** Chat: the platform client, accounts, conversations and messages, the window rule, inbound deliveries and sending. */
-export { accountNotFound, type UsableChatAccount } from './accounts.ts'
+export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
 export { chatAccountsRepository, type ChatAccountChanges } from './accounts-repository.ts'
 export { createChatClient } from './client.ts'
 export { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from './conversations.ts'

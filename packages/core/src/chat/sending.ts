@@ -22,6 +22,8 @@ interface SendTextRequest {
   agentName?: string
   /** Our message id or the platform's wamid of the quoted message. */
   replyToId?: string
+  /** A person's reply: the conversation's assistant pauses until its aiMode is set again (contract, inbound message precedence). */
+  pausesAssistant?: boolean
 }
 
 interface SendTemplateRequest {
@@ -33,6 +35,7 @@ interface SendTemplateRequest {
   templateContent?: Record<string, unknown>
   agentId?: string
   agentName?: string
+  pausesAssistant?: boolean
 }
 
 interface ChatServiceOptions {
@@ -76,6 +79,15 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
+  /**
+   * A text to the platform, nothing stored: for a message already stored (an approved draft).
+   * The caller checked the window.
+   */
+  async function deliverText (account: UsableChatAccount, phone: string, text: string, options?: SendOptions): Promise<string | null> {
+    const result = await callPlatform(account, textMessage(phone, text), options)
+    return result.messages?.[0]?.id ?? null
+  }
+
   /** `options`: a workflow's send (its idempotency key, its signal); never part of an API request's body. */
   async function sendText (account: UsableChatAccount, request: SendTextRequest, options?: SendOptions): Promise<SendResult> {
     const phone = normalizePhone(request.to)
@@ -92,7 +104,8 @@ export function createChatService (options: ChatServiceOptions) {
       content: request.text,
       agentId: request.agentId,
       agentName: request.agentName,
-      replyToId
+      replyToId,
+      pausesAssistant: request.pausesAssistant
     })
     return result
   }
@@ -110,7 +123,8 @@ export function createChatService (options: ChatServiceOptions) {
       content: typeof body === 'string' && body !== '' ? body : `[template] ${request.templateName}`,
       templateContent: { ...request.templateContent, templateName: request.templateName, lang },
       agentId: request.agentId,
-      agentName: request.agentName
+      agentName: request.agentName,
+      pausesAssistant: request.pausesAssistant
     })
     return result
   }
@@ -142,7 +156,7 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
-  return { accounts, sendText, sendTemplate, listTemplates, verifyNumber }
+  return { accounts, sendText, deliverText, sendTemplate, listTemplates, verifyNumber }
 }
 
 export type ChatService = ReturnType<typeof createChatService>

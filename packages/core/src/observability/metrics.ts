@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database } from '../db/client.ts'
+import { ASSISTANT_TURN_OUTCOMES, DRAFT_DECISIONS } from '../db/schema/assistant.ts'
 import { FINISHED_RUN_STATUSES } from '../db/schema/runs.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
 import { NODE_TYPES } from '../engine/nodes/index.ts'
@@ -86,7 +87,7 @@ export const webhookAnswers = new Counter({
 
 export const reconcilerActions = new Counter({
   name: 'switchboard_reconciler_actions_total',
-  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), woken (run waiting for a slot of its workflow while one was free), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job), events_dispatched (outbox events their writer did not dispatch)',
+  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), woken (run waiting for a slot of its workflow while one was free), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job), events_dispatched (outbox events their writer did not dispatch), assistant_turns_requeued (conversations with assistant turns but no job)',
   labelNames: ['action'] as const,
   registers
 })
@@ -95,6 +96,42 @@ export const retentionDeleted = new Counter({
   name: 'switchboard_retention_total',
   help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared), expired_events (dispatched outbox events)',
   labelNames: ['kind'] as const,
+  registers
+})
+
+export const assistantTurns = new Counter({
+  name: 'switchboard_assistant_turns_total',
+  help: 'Assistant turns ended, by outcome (drafted, sent, superseded, skipped, failed)',
+  labelNames: ['outcome'] as const,
+  registers
+})
+
+export const assistantTurnSeconds = new Histogram({
+  name: 'switchboard_assistant_turn_duration_seconds',
+  help: 'From the inbound message\'s turn created to the turn ended, by outcome (the model and tool runs included)',
+  labelNames: ['outcome'] as const,
+  buckets: RUN_SECONDS,
+  registers
+})
+
+export const assistantTokens = new Counter({
+  name: 'switchboard_assistant_tokens_total',
+  help: 'Model tokens of assistant turns, by direction (in: the prompt, out: the answer), as the provider counted them',
+  labelNames: ['direction'] as const,
+  registers
+})
+
+export const assistantToolCalls = new Counter({
+  name: 'switchboard_assistant_tool_calls_total',
+  help: 'Tool calls of assistant turns, by status (succeeded, failed, timed_out, invalid: refused before any run)',
+  labelNames: ['status'] as const,
+  registers
+})
+
+export const assistantDrafts = new Counter({
+  name: 'switchboard_assistant_drafts_total',
+  help: 'Assistant drafts decided, by decision (approved as written, edited, rejected, stale: a newer customer message came first)',
+  labelNames: ['decision'] as const,
   registers
 })
 
@@ -120,8 +157,15 @@ function zeroKnownSeries (): void {
   chatSends.inc({ outcome: 'sent', error_code: 'none' }, 0)
   chatInboundDeliveries.inc(0)
   for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
-  for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched']) reconcilerActions.inc({ action }, 0)
+  for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched', 'assistant_turns_requeued']) reconcilerActions.inc({ action }, 0)
   for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies', 'expired_events']) retentionDeleted.inc({ kind }, 0)
+  for (const outcome of ASSISTANT_TURN_OUTCOMES) {
+    assistantTurns.inc({ outcome }, 0)
+    assistantTurnSeconds.zero({ outcome })
+  }
+  for (const direction of ['in', 'out']) assistantTokens.inc({ direction }, 0)
+  for (const status of ['succeeded', 'failed', 'timed_out', 'invalid']) assistantToolCalls.inc({ status }, 0)
+  for (const decision of DRAFT_DECISIONS) assistantDrafts.inc({ decision }, 0)
 }
 zeroKnownSeries()
 

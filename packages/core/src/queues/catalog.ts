@@ -64,6 +64,7 @@ export interface RunJobData {
 }
 export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }
+export interface AssistantTurnJobData { conversationId: string }
 
 /** The job that starts, resumes or takes over a run. */
 export const RUN_JOB = 'run'
@@ -71,13 +72,15 @@ export const RUN_JOB = 'run'
 export const TICK_JOB = 'tick'
 /** An inbound chat platform delivery, stored before it is queued. */
 export const CHAT_DELIVERY_JOB = 'chat-delivery'
+/** A conversation's assistant turns, worked in message order (README, The assistant). */
+export const ASSISTANT_TURN_JOB = 'assistant-turn'
 
 /** What each queue carries: the name and data of its jobs. */
 export interface JobCatalog {
   'workflow-runs': { name: typeof RUN_JOB, data: RunJobData }
   'scheduled-tasks': { name: typeof TICK_JOB, data: ScheduleJobData }
   'agent-execution': { name: typeof RUN_JOB, data: RunJobData }
-  'assistant-main': { name: typeof CHAT_DELIVERY_JOB, data: ChatDeliveryJobData }
+  'assistant-main': { name: typeof CHAT_DELIVERY_JOB, data: ChatDeliveryJobData } | { name: typeof ASSISTANT_TURN_JOB, data: AssistantTurnJobData }
 }
 
 /** Each queue's options for all of its jobs (BullMQ's defaultJobOptions): set once, when the queue is created. */

@@ -37,6 +37,8 @@ interface ReconcilerOptions {
     schedulers: (always: boolean) => Promise<number>
     chatDeliveries: () => Promise<number>
     events: () => Promise<number>
+    /** Conversations with assistant turns but no job (the assistant's `requeueStalled`). */
+    assistantTurns: () => Promise<number>
   }
   /**
    * RUNNING runs that started this long ago are checked for a live job.
@@ -73,6 +75,7 @@ interface ReconcileReport {
   schedulersRestored: number
   chatDeliveriesRequeued: number
   eventsDispatched: number
+  assistantTurnsRequeued: number
   purgedKeys: number
 }
 
@@ -266,6 +269,7 @@ export function createReconciler (options: ReconcilerOptions) {
     const schedulersRestored = await restoreSchedulers()
     const chatDeliveriesRequeued = await options.restore?.chatDeliveries() ?? 0
     const eventsDispatched = await options.restore?.events() ?? 0
+    const assistantTurnsRequeued = await options.restore?.assistantTurns() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
     reconcilerActions.inc({ action: 'requeued' }, requeued)
     reconcilerActions.inc({ action: 'resumed' }, resumed)
@@ -275,8 +279,9 @@ export function createReconciler (options: ReconcilerOptions) {
     reconcilerActions.inc({ action: 'schedulers_restored' }, schedulersRestored)
     reconcilerActions.inc({ action: 'chat_deliveries_requeued' }, chatDeliveriesRequeued)
     reconcilerActions.inc({ action: 'events_dispatched' }, eventsDispatched)
+    reconcilerActions.inc({ action: 'assistant_turns_requeued' }, assistantTurnsRequeued)
     if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
-    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, purgedKeys }
+    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, purgedKeys }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.

@@ -39,10 +39,11 @@ function matchKeyword (text: string, keywords: unknown, match: unknown = 'contai
  * for the same message (a delivery retried after a crash) starts nothing twice;
  * only the runs created by this call are returned. A message is not a request
  * that can be refused: beyond `eventFanoutMax` runs the oldest workflows start
- * and `skipped` counts the others.
+ * and `skipped` counts the others. `keywordMatched`: a KEYWORD workflow matched, started now or
+ * before (the assistant answers only when none did).
  */
-export async function reactToInboundMessage (deps: EmitEventDeps, message: InboundChatMessage): Promise<{ eventRunIds: string[], keywordRunIds: string[], skipped: number }> {
-  if (message.userIds.length === 0) return { eventRunIds: [], keywordRunIds: [], skipped: 0 }
+export async function reactToInboundMessage (deps: EmitEventDeps, message: InboundChatMessage): Promise<{ eventRunIds: string[], keywordRunIds: string[], skipped: number, keywordMatched: boolean }> {
+  if (message.userIds.length === 0) return { eventRunIds: [], keywordRunIds: [], skipped: 0, keywordMatched: false }
   const base = {
     phone: message.phone,
     name: message.name,
@@ -74,5 +75,10 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
   const started = await startRuns(deps, { runs, idempotencyKey: `chat:${message.wamid}` })
   const created = (triggerType: 'EVENT' | 'KEYWORD'): string[] =>
     started.flatMap((run, i) => run.created && runs[i]!.workflow.triggerType === triggerType ? [run.runId] : [])
-  return { eventRunIds: created('EVENT'), keywordRunIds: created('KEYWORD'), skipped: matched.length - runs.length }
+  return {
+    eventRunIds: created('EVENT'),
+    keywordRunIds: created('KEYWORD'),
+    skipped: matched.length - runs.length,
+    keywordMatched: matched.some((run) => run.workflow.triggerType === 'KEYWORD')
+  }
 }

@@ -2,5 +2,5 @@
 export { DUMMY_PASSWORD_HASH, hashPassword, PASSWORD_LENGTH, verifyPassword } from './password.ts'
 export { USER_CHANGES_CHANNEL, usersRepository, type UserChanges } from './repository.ts'
 export { createRoleCache, type RoleCache } from './role-cache.ts'
-export { viewerOf } from './viewer.ts'
+export { isAdmin, viewerOf } from './viewer.ts'
 export { checkSavedQuotas, effectiveQuotas, MAX_QUOTA, QUOTA_NAMES, type QuotaName, type Quotas } from './quotas.ts'

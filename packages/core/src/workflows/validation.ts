@@ -6,6 +6,7 @@ import { flowOf, NODE_LINK_FIELDS, nodeDefinition, templatedFields } from '../en
 import { checkRetryConfig } from '../engine/retry.ts'
 import { templateProblem } from '../engine/template.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+import { agentTriggerProblem } from '../assistant/tools.ts'
 import { checkNodeConfig } from './node-config.ts'
 import { joinOf, outgoingLinks } from './graph.ts'
 
@@ -254,6 +255,11 @@ export function validateTriggerConfig (triggerType: TriggerType, triggerConfig: 
       if (match !== undefined && !(KEYWORD_MATCH_MODES as readonly unknown[]).includes(match)) {
         throw invalidField(`triggerConfig.match must be one of ${KEYWORD_MATCH_MODES.join(', ')}`)
       }
+      return
+    case 'AGENT': {
+      const problem = agentTriggerProblem(triggerConfig)
+      if (problem !== undefined) throw invalidField(problem)
+    }
   }
 }
 

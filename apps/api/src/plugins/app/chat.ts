@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { chatAccountsRepository, chatDeliveriesRepository, conversationsRepository, createChatClient, createChatService, type ChatService, type UsableChatAccount } from '@switchboard/core/chat'
+import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type DraftsService } from '@switchboard/core/assistant'
 import { viewerOf } from '@switchboard/core/users'
 
 declare module 'fastify' {
@@ -10,6 +11,11 @@ declare module 'fastify' {
     conversations: ReturnType<typeof conversationsRepository>
     /** Inbound webhook deliveries, stored before the worker processes them. */
     chatDeliveries: ReturnType<typeof chatDeliveriesRepository>
+    /** Staff decisions on the assistant's drafts. */
+    drafts: DraftsService
+    /** Each number's assistant settings and provider. */
+    assistantSettings: AssistantSettingsStore
+    assistantTurns: ReturnType<typeof assistantTurnsRepository>
     /** The chat account a request acts on: X-Account-Id, or the caller's only usable account. */
     chatAccountFor: (request: FastifyRequest) => Promise<UsableChatAccount>
   }
@@ -23,6 +29,9 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('chatAccounts', chatAccountsRepository(fastify.db))
   fastify.decorate('conversations', conversationsRepository(fastify.db))
   fastify.decorate('chatDeliveries', chatDeliveriesRepository(fastify.db))
+  fastify.decorate('drafts', draftsService({ db: fastify.db, chat: service }))
+  fastify.decorate('assistantSettings', assistantSettings({ db: fastify.db, config: fastify.config }))
+  fastify.decorate('assistantTurns', assistantTurnsRepository(fastify.db))
   fastify.decorate('chatAccountFor', async (request: FastifyRequest) => {
     const header = request.headers['x-account-id']
     const requested = Array.isArray(header) ? header[0] : header

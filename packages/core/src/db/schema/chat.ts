@@ -7,6 +7,8 @@ export const CONVERSATION_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as co
 export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
 export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const
 export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
+/** An assistant's reply waiting for staff (contract, Message statuses); approved, it becomes `sent`. */
+export const DRAFT_STATUSES = ['pending_approval', 'rejected', 'stale'] as const
 
 export const chatAccounts = pgTable('chat_accounts', {
   id: id(),
@@ -44,6 +46,8 @@ export const conversations = pgTable('conversations', {
   assignedAgentId: text('assigned_agent_id'),
   aiMode: text('ai_mode', { enum: AI_MODES }).notNull().default('HYBRID'),
   pendingApprovalCount: integer('pending_approval_count').notNull().default(0),
+  // A staff reply or an assignment to a person pauses the assistant until aiMode is set again.
+  assistantPaused: boolean('assistant_paused').notNull().default(false),
   lastIncomingAt: nullableTimestamp('last_incoming_at'),
   ...timestamps()
 }, (t) => [
@@ -61,7 +65,7 @@ export const messages = pgTable('messages', {
   type: text('type').notNull().default('text'),
   content: text('content').notNull().default(''),
   templateContent: jsonb('template_content').$type<Record<string, unknown>>(),
-  status: text('status', { enum: MESSAGE_STATUSES }),
+  status: text('status', { enum: [...MESSAGE_STATUSES, ...DRAFT_STATUSES] }),
   errorDetails: jsonb('error_details').$type<unknown>(),
   agentId: text('agent_id'),
   agentName: text('agent_name'),

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import accounts from './accounts/index.ts'
+import assistant from './assistant/index.ts'
 import conversations from './conversations/index.ts'
 import send from './send/index.ts'
 import templates from './templates/index.ts'
@@ -7,6 +8,7 @@ import templates from './templates/index.ts'
 /** /api/chat: linked accounts, and what each account sends and receives. */
 export default async function chat (fastify: FastifyInstance): Promise<void> {
   await fastify.register(accounts, { prefix: '/accounts' })
+  await fastify.register(assistant, { prefix: '/accounts' })
   await fastify.register(conversations, { prefix: '/conversations' })
   await fastify.register(send, { prefix: '/send' })
   await fastify.register(templates, { prefix: '/templates' })

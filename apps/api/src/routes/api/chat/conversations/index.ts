@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
-import { ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, MessagesQuery, UpdateConversationBody } from './schemas.ts'
+import { ApproveDraftBody, AssistantTurn, ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, DraftParams, MessagesQuery, TurnsQuery, UpdateConversationBody } from './schemas.ts'
 
 const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
 
@@ -24,10 +24,12 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['chat'], params: IdParams, body: UpdateConversationBody, response: { 200: Conversation, ...errorResponses(400, 401, 404) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
-    const { labels } = request.body
+    const { labels, aiMode, assignedAgentId } = request.body
     // Labels are a set: each stored once, in the order given (like workflow tags).
     const changes = labels === undefined ? request.body : { ...request.body, labels: [...new Set(labels)] }
-    const conversation = await repo.update(request.params.id, account.phoneNumberId, changes)
+    // Assigning a person pauses the assistant; setting aiMode (again) resumes it (contract, inbound message precedence).
+    const pause = aiMode !== undefined ? { assistantPaused: false } : typeof assignedAgentId === 'string' ? { assistantPaused: true } : {}
+    const conversation = await repo.update(request.params.id, account.phoneNumberId, { ...changes, ...pause })
     if (conversation === null) throw conversationNotFound()
     return conversation
   })
@@ -52,6 +54,42 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     if (cursor === null) throw new DomainError('INVALID_CURSOR', 'before must be the id of a message of this conversation')
     return repo.messagesBefore(conversation.id, limit, cursor)
   })
+
+  /** The assistant's drafts of the conversation, waiting for staff (README, The assistant). */
+  fastify.get('/:id/drafts', {
+    schema: { tags: ['chat'], params: IdParams, response: { 200: Type.Array(ChatMessage), ...errorResponses(400, 401, 404) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    const conversation = await repo.get(request.params.id, account.phoneNumberId)
+    if (conversation === null) throw conversationNotFound()
+    return fastify.drafts.pending(conversation.id)
+  })
+
+  fastify.post('/:id/drafts/:messageId/approve', {
+    schema: { tags: ['chat'], params: DraftParams, body: ApproveDraftBody, response: { 200: ChatMessage, ...errorResponses(400, 401, 404, 409, 500, 502) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    return fastify.drafts.approve(account, request.params.id, request.params.messageId, deciderOf(request.user), request.body?.text)
+  })
+
+  fastify.post('/:id/drafts/:messageId/reject', {
+    schema: { tags: ['chat'], params: DraftParams, response: { 200: ChatMessage, ...errorResponses(400, 401, 404, 409) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    return fastify.drafts.reject(account, request.params.id, request.params.messageId, deciderOf(request.user))
+  })
+
+  /** What the assistant did for the conversation, newest turn first: model calls, tool runs, outcome. */
+  fastify.get('/:id/turns', {
+    schema: { tags: ['chat'], params: IdParams, querystring: TurnsQuery, response: { 200: Type.Array(AssistantTurn), ...errorResponses(400, 401, 404) } }
+  }, async (request) => {
+    const account = await fastify.chatAccountFor(request)
+    const conversation = await repo.get(request.params.id, account.phoneNumberId)
+    if (conversation === null) throw conversationNotFound()
+    return fastify.assistantTurns.recent(conversation.id, request.query.limit)
+  })
 }
+
+const deciderOf = (user: { sub: string, email: string }) => ({ userId: user.sub, name: user.email })
 
 export default conversations

@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { CONVERSATION_FILTERS, CONVERSATION_SORTS } from '@switchboard/core/chat'
-import { AI_MODES, CONVERSATION_PRIORITIES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
+import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])
@@ -12,7 +12,7 @@ export const ChatMessage = Type.Object({
   type: Type.String(),
   content: Type.String(),
   templateContent: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
-  status: Type.Union([Type.Enum(MESSAGE_STATUSES), Type.Null()]),
+  status: Type.Union([Type.Enum([...MESSAGE_STATUSES, ...DRAFT_STATUSES]), Type.Null()]),
   agentId: nullable(Type.String()),
   agentName: nullable(Type.String()),
   replyToId: nullable(Type.String()),
@@ -33,6 +33,8 @@ const conversationFields = {
   assignedAgentId: nullable(Type.String()),
   aiMode: Type.String(),
   pendingApprovalCount: Type.Integer(),
+  /** A staff reply or an assignment paused the assistant; setting aiMode resumes it. */
+  assistantPaused: Type.Boolean(),
   lastIncomingAt: NullableTimestamp,
   createdAt: Timestamp,
   updatedAt: Timestamp
@@ -59,4 +61,43 @@ export const UpdateConversationBody = Type.Object({
 export const MessagesQuery = Type.Object({
   before: Type.Optional(Type.String({ maxLength: 64 })),
   limit: Pagination.limit
+})
+
+export const DraftParams = Type.Object({ id: Type.String(), messageId: Type.String() })
+
+/** `text`: the draft as edited; absent, it is sent as the assistant wrote it. */
+export const ApproveDraftBody = Type.Union([Type.Object({
+  text: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, errorMessage: 'text must be 1 to 4096 characters' }))
+}, { additionalProperties: false }), Type.Null()])
+
+export const TurnsQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 })
+})
+
+const ToolCall = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  workflowId: nullable(Type.String()),
+  runId: nullable(Type.String()),
+  status: Type.String(),
+  error: Type.Optional(Type.String())
+})
+
+export const AssistantTurn = Type.Object({
+  id: Type.String(),
+  conversationId: Type.String(),
+  messageId: Type.String(),
+  status: Type.Enum(ASSISTANT_TURN_STATUSES),
+  outcome: Type.Union([Type.Enum(ASSISTANT_TURN_OUTCOMES), Type.Null()]),
+  attempts: Type.Integer(),
+  model: nullable(Type.String()),
+  tokensIn: Type.Integer(),
+  tokensOut: Type.Integer(),
+  toolCalls: Type.Array(ToolCall),
+  log: Type.Array(Type.Object({ at: Type.String(), event: Type.String(), detail: Type.Optional(Type.Record(Type.String(), Type.Unknown())) })),
+  error: nullable(Type.String()),
+  draftMessageId: nullable(Type.String()),
+  draftDecision: Type.Union([Type.Enum(DRAFT_DECISIONS), Type.Null()]),
+  createdAt: Timestamp,
+  finishedAt: NullableTimestamp
 })

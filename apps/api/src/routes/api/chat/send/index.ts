@@ -8,11 +8,11 @@ const sendErrors = errorResponses(400, 401, 404, 500, 502)
 const send: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/text', {
     schema: { tags: ['chat'], body: SendTextBody, response: { 200: SendResult, ...sendErrors } }
-  }, async (request) => fastify.chat.sendText(await fastify.chatAccountFor(request), request.body))
+  }, async (request) => fastify.chat.sendText(await fastify.chatAccountFor(request), { ...request.body, pausesAssistant: true }))
 
   fastify.post('/template', {
     schema: { tags: ['chat'], body: SendTemplateBody, response: { 200: SendResult, ...sendErrors } }
-  }, async (request) => fastify.chat.sendTemplate(await fastify.chatAccountFor(request), request.body))
+  }, async (request) => fastify.chat.sendTemplate(await fastify.chatAccountFor(request), { ...request.body, pausesAssistant: true }))
 }
 
 export default send

@@ -1,0 +1,145 @@
+import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai'
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions'
+
+/**
+ * The model provider: any OpenAI-compatible Chat Completions endpoint, through the official
+ * `openai` client (README, The assistant: why this client). The client retries 429 and 5xx
+ * answers itself, with backoff and the provider's Retry-After; this module bounds what it reads.
+ */
+
+export type ModelMessage = ChatCompletionMessageParam
+export type ModelTool = ChatCompletionTool
+
+export interface ModelToolCall {
+  id: string
+  name: string
+  /** The model's arguments as it wrote them: JSON text, not yet trusted. */
+  arguments: string
+}
+
+export interface ModelAnswer {
+  content: string | null
+  toolCalls: ModelToolCall[]
+  model: string
+  tokensIn: number
+  tokensOut: number
+}
+
+export interface ModelRequest {
+  model: string
+  messages: ModelMessage[]
+  tools?: ModelTool[]
+  /** A JSON Schema the answer must follow (`response_format: json_schema`). */
+  jsonSchema?: Record<string, unknown>
+  maxOutputTokens: number
+  signal?: AbortSignal
+}
+
+/** Why a model call failed, in words a turn's log and a node's error can show. */
+export class ModelCallError extends Error {
+  override name = 'ModelCallError'
+
+  constructor (message: string, readonly kind: 'timeout' | 'rate_limited' | 'unavailable' | 'refused' | 'too_large' | 'aborted', readonly status?: number) {
+    super(message)
+  }
+}
+
+export interface ModelClientOptions {
+  apiUrl: string
+  apiKey?: string
+  timeoutMs: number
+  maxRetries: number
+  maxResponseBytes: number
+}
+
+class ResponseTooLarge extends Error {}
+
+/**
+ * `fetch` that reads at most `maxBytes` of an answer's body: a provider (or anything at its
+ * address) answering 10 MB of text fails the call instead of filling the worker's memory.
+ */
+function boundedFetch (maxBytes: number): typeof fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init)
+    const declared = Number(response.headers.get('content-length'))
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      await response.body?.cancel()
+      throw new ResponseTooLarge(`the provider's answer is ${declared} bytes, more than AI_MAX_RESPONSE_BYTES (${maxBytes})`)
+    }
+    if (response.body === null) return response
+    const chunks: Uint8Array[] = []
+    let size = 0
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      size += chunk.byteLength
+      if (size > maxBytes) throw new ResponseTooLarge(`the provider's answer is more than AI_MAX_RESPONSE_BYTES (${maxBytes} bytes)`)
+      chunks.push(chunk)
+    }
+    return new Response(Buffer.concat(chunks), { status: response.status, statusText: response.statusText, headers: response.headers })
+  }
+}
+
+function callError (err: unknown): ModelCallError {
+  if (err instanceof ModelCallError) return err
+  if (err instanceof ResponseTooLarge || (err instanceof Error && err.cause instanceof ResponseTooLarge)) {
+    return new ModelCallError(err instanceof ResponseTooLarge ? err.message : (err.cause as Error).message, 'too_large')
+  }
+  if (err instanceof APIUserAbortError) return new ModelCallError('the model call was cancelled', 'aborted')
+  if (err instanceof APIConnectionTimeoutError) return new ModelCallError('the model did not answer in time (AI_TIMEOUT_MS)', 'timeout')
+  if (err instanceof APIError && err.status !== undefined) {
+    const detail = err.message.slice(0, 300)
+    if (err.status === 429) return new ModelCallError(`the provider is rate limiting: ${detail}`, 'rate_limited', 429)
+    if (err.status >= 500) return new ModelCallError(`the provider failed: ${detail}`, 'unavailable', err.status)
+    return new ModelCallError(`the provider refused the call: ${detail}`, 'refused', err.status)
+  }
+  const message = err instanceof Error ? err.message : String(err)
+  return new ModelCallError(`the provider could not be reached: ${message.slice(0, 300)}`, 'unavailable')
+}
+
+const MAX_TOOL_CALLS_READ = 20
+
+export function createModelClient (options: ModelClientOptions) {
+  const client = new OpenAI({
+    baseURL: options.apiUrl,
+    // Local servers (Ollama, vLLM, llama.cpp) take no key; the client wants one all the same.
+    apiKey: options.apiKey ?? 'none',
+    timeout: options.timeoutMs,
+    maxRetries: options.maxRetries,
+    fetch: boundedFetch(options.maxResponseBytes)
+  })
+
+  return {
+    async complete (request: ModelRequest): Promise<ModelAnswer> {
+      let completion: OpenAI.Chat.Completions.ChatCompletion
+      try {
+        completion = await client.chat.completions.create({
+          model: request.model,
+          messages: request.messages,
+          ...(request.tools !== undefined && request.tools.length > 0 && { tools: request.tools }),
+          ...(request.jsonSchema !== undefined && {
+            response_format: { type: 'json_schema', json_schema: { name: 'output', schema: request.jsonSchema, strict: false } }
+          }),
+          max_tokens: request.maxOutputTokens
+        }, { signal: request.signal })
+      } catch (err) {
+        throw callError(err)
+      }
+      const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined
+      if (choice?.message === undefined || choice.message === null) throw new ModelCallError('the provider answered without a message', 'refused')
+      const toolCalls = (Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : [])
+        .slice(0, MAX_TOOL_CALLS_READ)
+        .flatMap((call): ModelToolCall[] => call.type === 'function' && typeof call.function?.name === 'string'
+          ? [{ id: String(call.id), name: call.function.name, arguments: typeof call.function.arguments === 'string' ? call.function.arguments : '' }]
+          : [])
+      const usage = completion.usage
+      return {
+        content: typeof choice.message.content === 'string' ? choice.message.content : null,
+        toolCalls,
+        model: typeof completion.model === 'string' ? completion.model : request.model,
+        tokensIn: Number.isSafeInteger(usage?.prompt_tokens) ? usage!.prompt_tokens : 0,
+        tokensOut: Number.isSafeInteger(usage?.completion_tokens) ? usage!.completion_tokens : 0
+      }
+    }
+  }
+}
+
+export type ModelClient = ReturnType<typeof createModelClient>
