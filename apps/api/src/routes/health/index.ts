@@ -11,6 +11,14 @@ const READY_TIMEOUT_MS = 2000
  * so a Redis outage shows as `degraded` in a 200 rather than taking every pod out of the Service.
  */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  // The assistant's state is information, never a reason to be unready (README, The assistant).
+  const { model } = fastify.config.ai
+  const details = {
+    assistant: model === undefined
+      ? 'off: AI_MODEL is not set (an account may set its own model)'
+      : `on: model ${model}`
+  }
+
   fastify.get('/live', {
     config: { public: true },
     schema: { tags: ['health'], security: [], response: { 200: Check } }
@@ -28,8 +36,8 @@ const health: FastifyPluginAsyncTypebox = async (fastify) => {
       database: database.status === 'fulfilled' ? 'ok' : 'unavailable',
       redis: redis.status === 'fulfilled' ? 'ok' : 'unavailable'
     }
-    if (database.status !== 'fulfilled') return reply.code(503).send({ status: 'unavailable', checks })
-    return reply.code(200).send({ status: redis.status === 'fulfilled' ? 'ok' : 'degraded', checks })
+    if (database.status !== 'fulfilled') return reply.code(503).send({ status: 'unavailable', checks, details })
+    return reply.code(200).send({ status: redis.status === 'fulfilled' ? 'ok' : 'degraded', checks, details })
   })
 }
 
