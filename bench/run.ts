@@ -23,6 +23,7 @@ import { readsAtScale } from './scenarios/f-reads.ts'
 import { workerMemory } from './scenarios/g-memory.ts'
 import { foreachLoop } from './scenarios/h-foreach.ts'
 import { parallelMerge } from './scenarios/i-parallel.ts'
+import { assistantTurns } from './scenarios/j-assistant.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -33,7 +34,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'F', title: 'reads at scale', run: readsAtScale },
   { id: 'G', title: 'worker memory', run: workerMemory },
   { id: 'H', title: 'foreach loop', run: foreachLoop },
-  { id: 'I', title: 'parallel and merge', run: parallelMerge }
+  { id: 'I', title: 'parallel and merge', run: parallelMerge },
+  { id: 'J', title: 'assistant turns', run: assistantTurns }
 ]
 
 function usage (message: string): never {
