@@ -150,6 +150,29 @@ t.test('a rejected draft is never sent; a draft left behind by a newer customer 
   t.equal(platform.sends().filter((send) => (send.body as { to?: string }).to === phone).length, 0)
 })
 
+t.test('a draft the platform refuses to send is pending again, and can be sent once the platform takes it', async (t) => {
+  const phone = newCustomer()
+  provider.script({ reply: 'We deliver on Mondays.' })
+  await say(phone, 'When do you deliver?')
+  const conversation = await conversationOf(phone)
+  await endedTurns(conversation.id)
+  const [draft] = await draftsOf(conversation.id)
+  platform.options.allowedRecipients = ['15550000000']
+  const refused = await stack.call('POST', `/api/chat/conversations/${conversation.id}/drafts/${draft!.id}/approve`, { token, body: {} })
+  platform.options.allowedRecipients = undefined
+  t.equal(refused.status, 500, 'the platform\'s refusal, answered as for a text send (spec section 7)')
+  t.match(refused.body, { code: 'CHAT_PLATFORM_ERROR', details: { code: 131030 } })
+  const [again] = await draftsOf(conversation.id)
+  t.match(again, { id: draft!.id, status: 'pending_approval', content: 'We deliver on Mondays.', agentName: 'Assistant' })
+  t.equal((await conversationOf(phone)).pendingApprovalCount, 1)
+  t.equal((await turnsOf(conversation.id))[0]!.draftDecision, null)
+  const sent = await stack.call('POST', `/api/chat/conversations/${conversation.id}/drafts/${draft!.id}/approve`, { token, body: {} })
+  t.equal(sent.status, 200)
+  t.equal(sent.body.status, 'sent')
+  t.equal((await turnsOf(conversation.id))[0]!.draftDecision, 'approved')
+  t.equal((await conversationOf(phone)).pendingApprovalCount, 0)
+})
+
 t.test('AUTO sends at once; OFF asks nothing; a staff reply pauses the assistant until aiMode is set again', async (t) => {
   const phone = newCustomer()
   await say(phone, 'hi')
@@ -272,6 +295,25 @@ t.test('hostile model answers: tools it was not given, bad arguments, endless ca
   t.equal(platform.sends().filter((send) => (send.body as { to?: string }).to !== undefined && (send.body as { to?: string }).to !== phone && (send.body as { to?: string }).to!.includes('15550000000')).length, 0, 'nothing was sent to another number')
 })
 
+t.test('huge or invalid arguments are answered to the model as an error, never run', async (t) => {
+  const phone = newCustomer()
+  provider.script(
+    { toolCalls: [{ name: 'order_status', arguments: { orderId: 'x'.repeat(20_000) } }, { name: 'order_status', arguments: { orderId: 'A1' } }] },
+    { reply: 'Could you check the order number?' }
+  )
+  await say(phone, 'order status please')
+  const conversation = await conversationOf(phone)
+  const [turn] = await endedTurns(conversation.id)
+  t.equal(turn!.outcome, 'drafted', turn!.error ?? '')
+  t.match(turn!.toolCalls, [
+    { status: 'invalid', runId: null, error: 'the arguments are longer than 16384 characters' },
+    { status: 'invalid', runId: null, error: /do not match the tool's schema: \/orderId must have a minimum length of 3|minLength|fewer than 3/ }
+  ])
+  const [, second] = requestsFor('order status please')
+  const toolAnswers = second!.body.messages.filter((message) => message.role === 'tool').map((message) => String(message.content))
+  t.match(toolAnswers, [/^Refused: the arguments are longer/, /^Refused: the arguments do not match/])
+})
+
 t.test('provider faults end in a failed turn the inbox shows, never a lost message', async (t) => {
   const phone = newCustomer()
   provider.script({ status: 429, retryAfterSeconds: 0.05 }, { reply: 'After a retry' })
@@ -340,7 +382,7 @@ t.test('usage per account and the assistant\'s series', async (t) => {
   const workerMetrics = await (await fetch(`http://127.0.0.1:${workerPort}/metrics`)).text()
   t.match(workerMetrics, /switchboard_assistant_turns_total\{outcome="drafted"\} [1-9]/, 'the worker counts turns')
   t.match(workerMetrics, /switchboard_assistant_tokens_total\{direction="in"\} [1-9]/)
-  t.match(workerMetrics, /switchboard_assistant_tool_calls_total\{status="invalid"\} 3/)
+  t.match(workerMetrics, /switchboard_assistant_tool_calls_total\{status="invalid"\} 5/, 'three refused calls of the hostile turn, two of the huge arguments')
   const apiMetrics = await (await fetch(`${stack.metricsUrl}/metrics`)).text()
   t.match(apiMetrics, /switchboard_assistant_drafts_total\{decision="edited"\} 1/, 'the api counts decisions')
   const ready = await stack.call('GET', '/health/ready')
