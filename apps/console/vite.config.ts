@@ -48,6 +48,6 @@ export default defineConfig({
   plugins: [precompress(outDir)],
   server: {
     // `vite` in apps/console for development against an api on :3000.
-    proxy: { '/api': 'http://127.0.0.1:3000' }
+    proxy: { '/api': 'http://127.0.0.1:3000', '/health': 'http://127.0.0.1:3000' }
   }
 })

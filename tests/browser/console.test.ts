@@ -61,8 +61,9 @@ const stack = await startStack(t, {
 const { baseUrl } = stack
 const token = await stack.adminToken()
 
-await rm(SCREENSHOTS, { recursive: true, force: true })
+// The assistant's browser test (assistant.test.ts) keeps its photographs in screenshots/assistant/.
 await mkdir(SCREENSHOTS, { recursive: true })
+for (const entry of await readdir(SCREENSHOTS)) if (entry !== 'assistant') await rm(join(SCREENSHOTS, entry), { recursive: true, force: true })
 const profile = await mkdtemp(join(tmpdir(), 'switchboard-chromium-'))
 const browser = await chromium.launchPersistentContext(profile, {
   executablePath: CHROMIUM,
@@ -142,6 +143,9 @@ t.test('log in: a wrong password is said so; the right one opens the overview', 
   await page.getByRole('button', { name: 'Sign in' }).click()
   await heading(page, 'Overview').waitFor()
   t.match(page.url(), /\/console\/$/)
+  // No model provider is configured here: /health/ready says the assistant is off, and so does the overview.
+  await page.locator('#assistant-state', { hasText: 'Assistant: off' }).waitFor()
+  t.equal(await page.locator('#assistant-state').textContent(), 'Assistant: off: AI_MODEL is not set (an account may set its own model)')
   const session = await page.evaluate((key) => JSON.parse(window.localStorage.getItem(key) ?? 'null'), SESSION_KEY)
   t.ok(session.expiresAt - Date.now() > 23.9 * 3600_000, 'the token is kept for its 24 hours')
 })
@@ -326,7 +330,7 @@ t.test('a code node from the palette, its config in the form its schema makes: c
   t.equal(await page.locator('.palette-item').count(), nodeTypes.length, 'the palette lists every node type the api describes')
   const about = nodeTypes.find((nodeType) => nodeType.type === 'code')?.description ?? ''
   t.ok(await addCode.getByText(about).isVisible(), 'each with its description')
-  t.same(await page.locator('.palette h4').allTextContents(), ['Chat', 'HTTP', 'Logic', 'Flow', 'Data', 'Code'], 'in groups')
+  t.same(await page.locator('.palette h4').allTextContents(), ['Chat', 'HTTP', 'Logic', 'Flow', 'Data', 'Code', 'AI'], 'in groups')
   await addCode.click()
 
   // The form: the code field, a tall monospace textarea, starts from the type's example.
@@ -472,6 +476,8 @@ t.test('inbox: answer a customer the fake platform brought in; outside the 24-ho
   await lena.click()
   await page.getByRole('heading', { name: 'Lena' }).waitFor()
   t.match(await page.locator('.message.inbound .bubble').last().textContent(), 'Hello, is my order ready?')
+  await page.locator('#assistant-off').waitFor()
+  t.match(await page.locator('#assistant-off').textContent(), /^The assistant is off: no model is configured/, 'no provider here: the inbox says the assistant is off')
   await page.getByLabel(/^Reply/).fill('Yes, it ships today.')
   await page.getByRole('button', { name: 'Send', exact: true }).click()
   await page.locator('.message.outbound', { hasText: 'Yes, it ships today.' }).waitFor()

@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  ApprovalDecision, ChatAccount, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters, Run, RunStats,
-  RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary
+  AiMode, ApprovalDecision, AssistantSettings, AssistantTurn, ChatAccount, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
+  Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary
 } from './types.ts'
 
 /** An error answer of the api, in the contract's body `{statusCode, code, message}`. */
@@ -80,6 +80,8 @@ export const api = {
   changePassword: async (currentPassword: string, newPassword: string) =>
     call<{ token: string, user: User }>('POST', '/api/auth/password', { body: { currentPassword, newPassword } }),
 
+  /** Public; its `details` say whether the assistant is on. */
+  readiness: async () => call<Readiness>('GET', '/health/ready', { anonymous: true }),
   queues: async () => (await call<{ queues: QueueCounters[] }>('GET', '/api/automation/queues')).queues,
   runStats: async (minutes: number) => call<RunStats>('GET', `/api/automation/runs/stats${query({ minutes })}`),
 
@@ -107,16 +109,27 @@ export const api = {
   verifyAccount: async (account: ChatAccount) =>
     call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(account.id)}`, { body: { phoneNumberId: account.phoneNumberId } }),
   updateAccount: async (id: string, changes: { isDefault?: boolean }) => call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(id)}`, { body: changes }),
+  /** `id` may be `default`, the installation's account. */
+  assistantSettings: async (id: string) => call<AssistantSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`),
   deleteAccount: async (id: string) => call<undefined>('DELETE', `/api/chat/accounts/${encodeURIComponent(id)}`),
 
-  conversations: async (accountId: string | undefined, filter: ConversationFilter) =>
-    call<Conversation[]>('GET', `/api/chat/conversations${query({ ...filter, limit: 200 })}`, { accountId }),
+  conversations: async (accountId: string | undefined, filter: ConversationFilter, limit = 200) =>
+    call<Conversation[]>('GET', `/api/chat/conversations${query({ ...filter, limit })}`, { accountId }),
   messages: async (accountId: string | undefined, conversationId: string, before?: string) =>
     call<ChatMessage[]>('GET', `/api/chat/conversations/${encodeURIComponent(conversationId)}/messages${query({ before, limit: 50 })}`, { accountId }),
   markRead: async (accountId: string | undefined, conversationId: string) =>
     call<Conversation>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/read`, { accountId }),
-  updateConversation: async (accountId: string | undefined, conversationId: string, changes: { isArchived?: boolean, isPinned?: boolean }) =>
+  /** Setting aiMode (even to the mode it has) resumes an assistant a staff reply paused. */
+  updateConversation: async (accountId: string | undefined, conversationId: string, changes: { isArchived?: boolean, isPinned?: boolean, aiMode?: AiMode }) =>
     call<Conversation>('PATCH', `/api/chat/conversations/${encodeURIComponent(conversationId)}`, { accountId, body: changes }),
+  /** Sends the assistant's draft, as edited when `text` is given; 409 when it is no longer pending (decided, stale). */
+  approveDraft: async (accountId: string | undefined, conversationId: string, messageId: string, text?: string) =>
+    call<ChatMessage>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/drafts/${encodeURIComponent(messageId)}/approve`, { accountId, body: text === undefined ? {} : { text } }),
+  rejectDraft: async (accountId: string | undefined, conversationId: string, messageId: string) =>
+    call<ChatMessage>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/drafts/${encodeURIComponent(messageId)}/reject`, { accountId }),
+  /** The assistant's recent turns for the conversation, newest first. */
+  turns: async (accountId: string | undefined, conversationId: string, limit: number) =>
+    call<AssistantTurn[]>('GET', `/api/chat/conversations/${encodeURIComponent(conversationId)}/turns${query({ limit })}`, { accountId }),
   sendText: async (accountId: string | undefined, to: string, text: string, agentName: string) =>
     call<unknown>('POST', '/api/chat/send/text', { accountId, body: { to, text, agentName } }),
   sendTemplate: async (accountId: string | undefined, input: { to: string, templateName: string, lang: string, parameters: string[], body: string, agentName: string }) =>

@@ -44,3 +44,14 @@ export function saveSession (token: string, user: User): Session {
 export function clearSession (): void {
   localStorage.removeItem(KEY)
 }
+
+const ACCOUNT_KEY = 'switchboard.console.account'
+/** The installation's account from the environment, as X-Account-Id names it. */
+export const DEFAULT_ACCOUNT = 'default'
+
+/** The chat account last chosen in the inbox, in this browser: the overview counts its drafts. */
+export const chosenAccount = (): string | null => localStorage.getItem(ACCOUNT_KEY)
+
+export function chooseAccount (id: string): void {
+  localStorage.setItem(ACCOUNT_KEY, id)
+}

@@ -136,16 +136,22 @@ export interface ChatAccount {
 }
 
 export type MessageStatus = 'sent' | 'delivered' | 'read' | 'failed'
+/** The assistant's drafts: waiting for staff, rejected by them, or left behind by a newer customer message. */
+export type DraftStatus = 'pending_approval' | 'rejected' | 'stale'
 
 export interface ChatMessage {
   id: string
   direction: 'inbound' | 'outbound'
   type: string
   content: string
-  status: MessageStatus | null
+  status: MessageStatus | DraftStatus | null
   agentName: string | null
   createdAt: string
 }
+
+/** Whether the assistant answers a conversation: not at all, with drafts staff approve, or at once. */
+export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
+export type AiMode = typeof AI_MODES[number]
 
 export interface Conversation {
   id: string
@@ -159,8 +165,41 @@ export interface Conversation {
   priority: string
   labels: string[]
   lastIncomingAt: string | null
+  aiMode: AiMode
+  /** The assistant's drafts waiting for staff. */
+  pendingApprovalCount: number
+  /** A staff reply or an assignment paused the assistant; setting aiMode resumes it. */
+  assistantPaused: boolean
   messages: ChatMessage[]
 }
+
+/** A workflow the assistant ran as a tool during a turn (`runId` null when the call was refused). */
+export interface ToolCall { id: string, name: string, workflowId: string | null, runId: string | null, status: string, error?: string }
+
+/** What the assistant did for one customer message (GET /api/chat/conversations/:id/turns). */
+export interface AssistantTurn {
+  id: string
+  messageId: string
+  status: 'queued' | 'running' | 'waiting' | 'done' | 'failed'
+  outcome: 'drafted' | 'sent' | 'superseded' | 'skipped' | 'failed' | null
+  attempts: number
+  model: string | null
+  tokensIn: number
+  tokensOut: number
+  toolCalls: ToolCall[]
+  log: Array<{ at: string, event: string, detail?: Record<string, unknown> }>
+  error: string | null
+  draftMessageId: string | null
+  draftDecision: 'approved' | 'edited' | 'rejected' | 'stale' | null
+  createdAt: string
+  finishedAt: string | null
+}
+
+/** An account's assistant (GET /api/chat/accounts/:id/assistant); `effectiveModel` null: off for want of a model. */
+export interface AssistantSettings { instructions: string, answerAlways: boolean, model: string | null, effectiveModel: string | null }
+
+/** GET /health/ready: `details` says what is on and off, for people (`assistant`: `on: model …` or `off: …`). */
+export interface Readiness { status: string, checks?: Record<string, string>, details?: Record<string, string> }
 
 export interface Template {
   id: string

@@ -5,15 +5,12 @@ import { ErrorNotice, Loading, PageTitle, StatusTicks } from '../components/ui.t
 import { ago, clock, dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { loadSession } from '../session.ts'
-import type { ChatAccount, ChatMessage, Conversation, Template } from '../types.ts'
+import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT, loadSession } from '../session.ts'
+import { AI_MODES, type AiMode, type AssistantTurn, type ChatAccount, type ChatMessage, type Conversation, type MessageStatus, type Template } from '../types.ts'
 
 const REFRESH_MS = 5000
 /** Free text is allowed within 24 hours of the customer's latest message (spec 4.4). */
 const WINDOW_MS = 24 * 3600 * 1000
-const ACCOUNT_KEY = 'switchboard.console.account'
-/** The installation's account from the environment, as X-Account-Id names it. */
-const DEFAULT_ACCOUNT = 'default'
 
 interface AccountChoice { id: string, label: string }
 
@@ -98,24 +95,174 @@ function TextReply ({ accountId, conversation, onSent }: { accountId: string, co
   )
 }
 
-function Messages ({ messages }: { messages: ChatMessage[] }) {
+/** What a draft the assistant wrote says beside it, by its status: staff decide the pending ones. */
+const DRAFT_LABELS: Record<string, string> = {
+  pending_approval: 'Draft by the assistant, waiting for approval: not sent yet',
+  rejected: 'Rejected draft: never sent',
+  stale: 'Stale draft: the customer wrote again before it was decided; never sent'
+}
+const isDraft = (message: ChatMessage): boolean => message.status !== null && Object.hasOwn(DRAFT_LABELS, message.status)
+
+/**
+ * A draft of the assistant in the thread: Approve sends it as written, Edit sends it as changed,
+ * Reject never sends it. Drafts decided or left stale stay in the thread, muted, with their status.
+ */
+function Draft ({ accountId, conversationId, message, onDecided }: { accountId: string, conversationId: string, message: ChatMessage, onDecided: () => void }) {
+  const [edited, setEdited] = useState<string | null>(null)
+  const pending = message.status === 'pending_approval'
+  const decide = useAction(async (decision: 'approve' | 'reject', text?: string) => {
+    try {
+      if (decision === 'approve') await api.approveDraft(accountId, conversationId, message.id, text)
+      else await api.rejectDraft(accountId, conversationId, message.id)
+      setEdited(null)
+    } finally {
+      // Decided here or not (409: decided elsewhere or stale), the thread shows where the draft is now.
+      onDecided()
+    }
+  })
+  const textId = `draft-text-${message.id}`
+  return (
+    <li class={`message outbound draft${pending ? '' : ' draft-closed'}`} data-direction='outbound' data-draft={message.status}>
+      <span class='draft-label small'>{DRAFT_LABELS[message.status ?? '']}</span>
+      {edited === null || !pending
+        ? <div class='bubble'>{message.content}</div>
+        : (
+          <form class='draft-edit' onSubmit={(event) => { event.preventDefault(); decide.run('approve', edited.trim()) }}>
+            <label for={textId}>Edit the draft</label>
+            <textarea id={textId} rows={3} maxLength={4096} required value={edited} onInput={(e) => { setEdited(e.currentTarget.value) }} />
+            <div class='row'>
+              <button type='submit' class='primary' disabled={decide.busy || edited.trim() === ''}>{decide.busy ? 'Sending…' : 'Send edited'}</button>
+              <button type='button' disabled={decide.busy} onClick={() => { setEdited(null) }}>Cancel</button>
+            </div>
+          </form>
+          )}
+      <div class='meta'>
+        <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
+      </div>
+      <ErrorNotice error={decide.error} />
+      {pending && edited === null && (
+        <div class='row draft-actions'>
+          <button type='button' class='primary' disabled={decide.busy} title='Sends the draft as written' onClick={() => { decide.run('approve') }}>Approve</button>
+          <button type='button' disabled={decide.busy} onClick={() => { setEdited(message.content) }}>Edit</button>
+          <button type='button' class='danger' disabled={decide.busy} title='The draft is never sent' onClick={() => { decide.run('reject') }}>Reject</button>
+        </div>
+      )}
+    </li>
+  )
+}
+
+function Messages ({ accountId, conversationId, messages, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], onDecided: () => void }) {
   return (
     <ol class='messages' aria-label='Messages, oldest first'>
-      {messages.map((message) => (
-        <li key={message.id} class={`message ${message.direction}`} data-direction={message.direction}>
-          <span class='visually-hidden'>{message.direction === 'inbound' ? 'Customer: ' : `Sent${message.agentName === null ? '' : ` by ${message.agentName}`}: `}</span>
-          <div class='bubble'>{message.content}</div>
-          <div class='meta'>
-            <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
-            {message.direction === 'outbound' && <StatusTicks status={message.status} />}
-          </div>
-        </li>
-      ))}
+      {messages.map((message) => isDraft(message)
+        ? <Draft key={message.id} accountId={accountId} conversationId={conversationId} message={message} onDecided={onDecided} />
+        : (
+          <li key={message.id} class={`message ${message.direction}`} data-direction={message.direction}>
+            <span class='visually-hidden'>{message.direction === 'inbound' ? 'Customer: ' : `Sent${message.agentName === null ? '' : ` by ${message.agentName}`}: `}</span>
+            <div class='bubble'>{message.content}</div>
+            <div class='meta'>
+              <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
+              {message.direction === 'outbound' && <StatusTicks status={message.status as MessageStatus | null} />}
+            </div>
+          </li>
+          ))}
     </ol>
   )
 }
 
-function ConversationView ({ accountId, conversation, onChanged }: { accountId: string, conversation: Conversation, onChanged: () => void }) {
+const MODE_HELP: Record<AiMode, string> = {
+  OFF: 'Off: the assistant does not answer this conversation.',
+  HYBRID: 'Hybrid: the assistant drafts replies; staff approve, edit or reject them.',
+  AUTO: 'Auto: the assistant sends its replies at once.'
+}
+
+/**
+ * The conversation's aiMode; choosing one, even the current one, resumes an assistant a staff reply
+ * paused. `model`: the model the account's turns use, null when none is configured (the assistant is off).
+ */
+function AssistantMode ({ accountId, conversation, model, onChanged }: { accountId: string, conversation: Conversation, model: string | null | undefined, onChanged: () => void }) {
+  const change = useAction(async (aiMode: AiMode) => {
+    await api.updateConversation(accountId, conversation.id, { aiMode })
+    onChanged()
+  })
+  return (
+    <div class='assistant-mode'>
+      <div class='row'>
+        <strong id='ai-mode-label'>Assistant</strong>
+        <div class='view-toggle' role='group' aria-labelledby='ai-mode-label'>
+          {AI_MODES.map((mode) => (
+            <button key={mode} type='button' aria-pressed={conversation.aiMode === mode} disabled={change.busy} title={MODE_HELP[mode]} onClick={() => { change.run(mode) }}>{mode}</button>
+          ))}
+        </div>
+      </div>
+      {model === null && <p class='notice' id='assistant-off'>The assistant is off: no model is configured (AI_MODEL, or a model in the account’s assistant settings). The mode applies once one is.</p>}
+      {conversation.assistantPaused
+        ? <p class='notice' id='assistant-paused'>Paused after a staff reply — choose a mode to resume</p>
+        : <p class='muted small'>{MODE_HELP[conversation.aiMode]}</p>}
+      <ErrorNotice error={change.error} />
+    </div>
+  )
+}
+
+const TURNS_SHOWN = 10
+
+function TurnItem ({ turn, names }: { turn: AssistantTurn, names: Map<string, string> | undefined }) {
+  return (
+    <li class={`turn turn-${turn.outcome ?? turn.status}`} data-turn={turn.id}>
+      <div>
+        <time dateTime={turn.createdAt} title={dateTime(turn.createdAt)}>{clock(turn.createdAt, true)}</time>
+        {' · '}<strong class='turn-outcome'>{turn.outcome ?? turn.status}</strong>
+        {turn.draftDecision !== null && <span> · draft {turn.draftDecision}</span>}
+        <span class='muted small'> · {turn.model ?? 'no model'} · {turn.tokensIn} tokens in, {turn.tokensOut} out{turn.attempts > 1 && ` · ${turn.attempts} attempts`}</span>
+      </div>
+      {turn.error !== null && <div class='error-text'>{turn.error}</div>}
+      {turn.toolCalls.length > 0 && (
+        <ul class='tool-calls' aria-label='Tool calls'>
+          {turn.toolCalls.map((call) => (
+            <li key={call.id} data-tool-call={call.name}>
+              <code>{call.name}</code> {call.status}
+              {call.workflowId !== null && <> · workflow <a href={paths.workflow(call.workflowId)}>{names?.get(call.workflowId) ?? call.workflowId}</a></>}
+              {call.runId !== null && <> · <a href={paths.run(call.runId)} class='tool-run'>its run</a></>}
+              {call.error !== undefined && <span class='error-text'> · {call.error}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      {turn.log.length > 0 && (
+        <details class='turn-log'>
+          <summary class='small'>Log ({turn.log.length})</summary>
+          <ol class='logs'>
+            {turn.log.map((entry, n) => (
+              <li key={n} class='log'><time dateTime={entry.at}>{clock(entry.at, true)}</time> {entry.event}{entry.detail !== undefined && ` ${JSON.stringify(entry.detail)}`}</li>
+            ))}
+          </ol>
+        </details>
+      )}
+    </li>
+  )
+}
+
+/** What the assistant did for this conversation, read while open: each turn's outcome, the workflows it ran as tools, its tokens. */
+function AssistantActivity ({ accountId, conversationId }: { accountId: string, conversationId: string }) {
+  const [open, setOpen] = useState(false)
+  const turns = useData(async () => open ? api.turns(accountId, conversationId, TURNS_SHOWN) : undefined, [accountId, conversationId, open], open ? REFRESH_MS : null)
+  const tools = turns.data?.some((turn) => turn.toolCalls.some((call) => call.workflowId !== null)) === true
+  const names = useData(async () => tools ? new Map((await api.workflows({ limit: 500 })).map((workflow) => [workflow.id, workflow.name])) : undefined, [tools])
+  return (
+    <details class='assistant-activity' onToggle={(e) => { setOpen(e.currentTarget.open) }}>
+      <summary>Assistant activity</summary>
+      <p class='muted small'>The assistant’s latest {TURNS_SHOWN} turns, newest first: one per customer message it took up.</p>
+      <ErrorNotice error={turns.error} />
+      {turns.data === undefined
+        ? open && <Loading what='the assistant’s turns' />
+        : turns.data.length === 0
+          ? <p class='muted'>The assistant has not taken up a message of this conversation.</p>
+          : <ol class='turns'>{turns.data.map((turn) => <TurnItem key={turn.id} turn={turn} names={names.data} />)}</ol>}
+    </details>
+  )
+}
+
+function ConversationView ({ accountId, conversation, model, onChanged }: { accountId: string, conversation: Conversation, model: string | null | undefined, onChanged: () => void }) {
   const [older, setOlder] = useState<ChatMessage[]>([])
   const [exhausted, setExhausted] = useState(false)
   const latest = useData(async () => api.messages(accountId, conversation.id), [accountId, conversation.id], REFRESH_MS)
@@ -146,14 +293,16 @@ function ConversationView ({ accountId, conversation, onChanged }: { accountId: 
         </div>
         <button type='button' disabled={archive.busy} onClick={() => { archive.run() }}>{conversation.isArchived ? 'Unarchive' : 'Archive'}</button>
       </header>
+      <AssistantMode accountId={accountId} conversation={conversation} model={model} onChanged={onChanged} />
       <ErrorNotice error={latest.error ?? loadOlder.error ?? archive.error} />
       {latest.data !== undefined && latest.data.length >= 50 && !exhausted && (
         <button type='button' class='link-button' disabled={loadOlder.busy} onClick={() => { loadOlder.run() }}>Load older messages</button>
       )}
-      {latest.data === undefined ? <Loading what='messages' /> : <Messages messages={messages} />}
+      {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} onDecided={sent} />}
       {inWindow(conversation)
         ? <TextReply accountId={accountId} conversation={conversation} onSent={sent} />
         : <TemplateReply accountId={accountId} conversation={conversation} onSent={sent} />}
+      <AssistantActivity accountId={accountId} conversationId={conversation.id} />
     </section>
   )
 }
@@ -196,11 +345,15 @@ export function Inbox () {
   const { query, route } = useLocation()
   const accounts = useData(api.accounts, [])
   const choices = accounts.data === undefined ? [] : choicesOf(accounts.data)
-  const stored = localStorage.getItem(ACCOUNT_KEY)
+  const stored = chosenAccount()
   const accountId = choices.find((choice) => choice.id === (query.account ?? stored))?.id ?? choices[0]?.id
   const filter: ConversationFilter = { filter: query.filter, sort: query.sort }
   const conversations = useData(async () => accountId === undefined ? [] : api.conversations(accountId, filter), [accountId, query.filter, query.sort], REFRESH_MS)
   const open = conversations.data?.find((conversation) => conversation.id === query.c)
+  // Whether the account's assistant has a model: without one it is off, whatever each conversation's mode.
+  const assistant = useData(async () => accountId === undefined ? undefined : api.assistantSettings(accountId), [accountId])
+  // Remembered for the next visit, and for the overview's count of drafts waiting.
+  useEffect(() => { if (accountId !== undefined) chooseAccount(accountId) }, [accountId])
 
   const go = (changes: Record<string, string>): void => {
     const next = new URLSearchParams({ ...query, ...changes })
@@ -208,7 +361,7 @@ export function Inbox () {
     route(`${paths.inbox}?${next.toString()}`, true)
   }
 
-  const title = <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { localStorage.setItem(ACCOUNT_KEY, id); go({ account: id, c: '' }) }} />}>Inbox</PageTitle>
+  const title = <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} />}>Inbox</PageTitle>
   if (noAccountSetUp(accountId, conversations.error)) return <section>{title}<NoChatAccount others={choices.length > 1} /></section>
 
   return (
@@ -248,7 +401,10 @@ export function Inbox () {
                         data-conversation={conversation.phone}
                       >
                         <span class='contact'><strong>{conversation.name ?? `+${conversation.phone}`}</strong>{conversation.isPinned && <span class='muted'> · pinned</span>}</span>
-                        {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}
+                        <span class='badges'>
+                          {conversation.pendingApprovalCount > 0 && <span class='drafts-badge' title='Drafts of the assistant waiting for approval'>{conversation.pendingApprovalCount} {conversation.pendingApprovalCount === 1 ? 'draft' : 'drafts'}</span>}
+                          {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}
+                        </span>
                         <span class='last muted'>{conversation.lastMessage ?? ''}</span>
                         <span class='when muted small'>{ago(conversation.lastMessageAt)}</span>
                       </a>
@@ -262,7 +418,7 @@ export function Inbox () {
             ? (
               <>
                 <a class='back-link' href={`${paths.inbox}?${new URLSearchParams({ ...query, c: '' }).toString()}`}>← All conversations</a>
-                <ConversationView key={open.id} accountId={accountId} conversation={open} onChanged={() => { conversations.reload() }} />
+                <ConversationView key={open.id} accountId={accountId} conversation={open} model={assistant.data?.effectiveModel} onChanged={() => { conversations.reload() }} />
               </>
               )
             : <p class='muted placeholder'>Choose a conversation to read it and answer.</p>}

@@ -1,10 +1,11 @@
 import { useLocation } from 'preact-iso'
-import { api } from '../api.ts'
+import { api, ApiError } from '../api.ts'
 import { RunsChart } from '../components/runs-chart.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { ago, clock, dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
+import { chosenAccount, DEFAULT_ACCOUNT } from '../session.ts'
 import type { RunSummary, WorkflowSummary } from '../types.ts'
 
 /** The spec's dashboard polls the queue counters every 5 seconds (spec 4.12). */
@@ -12,6 +13,8 @@ const QUEUES_EVERY_MS = 5000
 const STATS_EVERY_MS = 15_000
 const FAILED_SHOWN = 10
 const APPROVALS_SHOWN = 10
+/** The conversations whose drafts are counted: the api's largest page, newest first. */
+const CONVERSATIONS_COUNTED = 500
 
 const QUEUE_ROLES: Record<string, string> = {
   'workflow-runs': 'runs of every trigger but agents',
@@ -101,6 +104,48 @@ function Approvals () {
   )
 }
 
+/** `on: model X` / `off: why` from /health/ready, as a sentence. */
+function assistantState (detail: string | undefined): string {
+  if (detail === undefined) return 'Assistant: state unknown (this api does not say)'
+  const on = /^on: model (.+)$/.exec(detail)
+  return on === null ? `Assistant: ${detail}` : `Assistant: on (model ${on[1]})`
+}
+
+/** Whether the assistant is on, and the drafts it wrote that wait for staff in the inbox's account. */
+function Assistant () {
+  const readiness = useData(api.readiness, [])
+  const accountId = chosenAccount() ?? DEFAULT_ACCOUNT
+  const drafts = useData(async () => {
+    try {
+      const conversations = await api.conversations(accountId, {}, CONVERSATIONS_COUNTED)
+      const waiting = conversations.filter((conversation) => conversation.pendingApprovalCount > 0)
+      return { drafts: waiting.reduce((sum, conversation) => sum + conversation.pendingApprovalCount, 0), conversations: waiting.length }
+    } catch (err) {
+      // No chat account set up yet: nothing waits, nothing is broken.
+      if (err instanceof ApiError && err.code === 'CHAT_ACCOUNT_NOT_FOUND') return null
+      throw err
+    }
+  }, [accountId], STATS_EVERY_MS)
+  return (
+    <section class='card' aria-labelledby='assistant-title'>
+      <h2 id='assistant-title'>Assistant</h2>
+      <ErrorNotice error={readiness.error ?? drafts.error} />
+      <p id='assistant-state'>{readiness.data === undefined ? 'Reading the assistant’s state…' : assistantState(readiness.data.details?.assistant)}</p>
+      {drafts.data === undefined
+        ? <Loading what='drafts' />
+        : drafts.data === null
+          ? <p class='muted'>No chat account is set up: no draft can wait.</p>
+          : (
+            <p id='drafts-waiting'>
+              <strong>{drafts.data.drafts}</strong> {drafts.data.drafts === 1 ? 'draft' : 'drafts'} waiting for approval
+              {drafts.data.conversations > 0 && <> in {drafts.data.conversations} {drafts.data.conversations === 1 ? 'conversation' : 'conversations'}: <a href={paths.inbox}>open the inbox</a></>}
+              <span class='muted small'> (the inbox’s chat account; not archived conversations)</span>
+            </p>
+            )}
+    </section>
+  )
+}
+
 function FailedRuns () {
   const { route } = useLocation()
   const failed = useData(async () => {
@@ -146,6 +191,7 @@ export function Overview () {
       <div class='grid'>
         <Queues />
         <Approvals />
+        <Assistant />
         <Throughput />
         <FailedRuns />
       </div>
