@@ -44,7 +44,7 @@ try {
       db,
       queues,
       logger,
-      nodes: { http: undefined as never, chat: undefined as never, code: undefined as never },
+      nodes: { http: undefined as never, chat: undefined as never, code: undefined as never, ai: null },
       dispatchEvents: async () => []
     })
     const connection = createWorkerConnection(REDIS_URL)

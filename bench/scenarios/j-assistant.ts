@@ -1,5 +1,5 @@
 import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
-import { FAKE_MODEL_API_KEY, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
+import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { metric, type ScenarioResult } from '../lib/report.ts'
 import { startStack, type BenchContext } from '../lib/stack.ts'
 
@@ -24,9 +24,7 @@ export async function assistantTurns (ctx: BenchContext): Promise<Omit<ScenarioR
       CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
       CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
       CHAT_APP_SECRET: APP_SECRET,
-      AI_API_URL: `${provider.url}/v1`,
-      AI_API_KEY: FAKE_MODEL_API_KEY,
-      AI_MODEL: 'fake-model'
+      ...fakeModelEnv(provider)
     }
   })
   const messages = ctx.quick ? 200 : 2000

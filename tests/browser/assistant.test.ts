@@ -19,7 +19,7 @@ import { chromium, type Page } from 'playwright-core'
 import t from 'tap'
 import { TEST_ADMIN } from '@switchboard/testing/config'
 import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
-import { FAKE_MODEL_API_KEY, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
+import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -54,9 +54,7 @@ const stack = await startStack(t, {
     CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
     CHAT_APP_SECRET: APP_SECRET,
     CHAT_VERIFY_TOKEN: 'browser-verify-token',
-    AI_API_URL: `${provider.url}/v1`,
-    AI_API_KEY: FAKE_MODEL_API_KEY,
-    AI_MODEL: 'fake-model'
+    ...fakeModelEnv(provider)
   }
 })
 const { baseUrl } = stack

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
-import { FAKE_MODEL_API_KEY, startFakeModelProvider, type RecordedModelRequest } from '@switchboard/testing/fake-model-provider'
+import { FAKE_MODEL_API_KEY, fakeModelEnv, startFakeModelProvider, type RecordedModelRequest } from '@switchboard/testing/fake-model-provider'
 import { freePort, startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -23,9 +23,7 @@ const stack = await startStack(t, {
     CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
     CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
     CHAT_APP_SECRET: APP_SECRET,
-    AI_API_URL: `${provider.url}/v1`,
-    AI_API_KEY: FAKE_MODEL_API_KEY,
-    AI_MODEL: 'fake-model',
+    ...fakeModelEnv(provider),
     AI_TIMEOUT_MS: '1500',
     AI_MAX_RETRIES: '1',
     AI_MAX_TOOL_CALLS: '2',

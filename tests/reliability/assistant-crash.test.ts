@@ -1,6 +1,6 @@
 import t from 'tap'
 import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
-import { FAKE_MODEL_API_KEY, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
+import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -18,9 +18,7 @@ const stack = await startStack(t, {
     CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
     CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
     CHAT_APP_SECRET: APP_SECRET,
-    AI_API_URL: `${provider.url}/v1`,
-    AI_API_KEY: FAKE_MODEL_API_KEY,
-    AI_MODEL: 'fake-model',
+    ...fakeModelEnv(provider),
     AI_TIMEOUT_MS: '1000',
     AI_MAX_RETRIES: '0'
   }

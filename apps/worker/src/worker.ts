@@ -1,7 +1,7 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
-import { assistantRunner } from '@switchboard/core/assistant'
-import { chatDeliveryRequeue, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
+import { assistantRunner, nodeModelProvider } from '@switchboard/core/assistant'
+import { chatDeliveryRequeue, conversationsRepository, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createCredentialVault } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
 import { keyringOf } from '@switchboard/core/encryption'
@@ -65,7 +65,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const code = createCodeSandboxPool({ threads: config.codeSandbox.threads, limits: codeSandboxLimitsOf(config) })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
   const chatService = createChatService({ db: database.db, config, client: chatClient, logger })
-  const chat = createChatSender(chatService)
+  const chat = createChatSender(chatService, conversationsRepository(database.db))
   const events = { db: database.db, queues, logger, eventFanoutMax: config.limits.eventFanoutMax }
   const engine = createRunEngine({
     db: database.db,
@@ -77,7 +77,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     httpRequestTraceparent: config.tracing.httpRequestTraceparent,
     subworkflowMaxDepth: config.limits.subworkflowMaxDepth,
     foreachMaxItems: config.limits.foreachMaxItems,
-    nodes: { chat, http: http.dispatcher, code },
+    nodes: { chat, http: http.dispatcher, code, ai: nodeModelProvider(config.ai) },
     credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
     dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })
   })

@@ -35,12 +35,12 @@ t.teardown(async () => {
   await http.close()
 })
 
-const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }
+const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
 const engine = createRunEngine({
   db,
   queues,
   logger: createLogger('silent', 'engine-bounds-test'),
-  nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode },
+  nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode, ai: null },
   dispatchEvents: async () => {},
   nodeOutputMaxBytes: 64 * 1024,
   runResultMaxBytes: 160 * 1024

@@ -77,13 +77,15 @@ const isAdvance = (statement: string): boolean => statement.includes('current_no
 function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number, chat?: ChatSender, checkpointMaxNodes?: number } = {}) {
   const chat: ChatSender = options.chat ?? {
     async sendText (input) { sentTexts.push(input.text); return { wamid: `wamid.${sentTexts.length}`, to: input.to } },
-    async sendTemplate () { throw new Error('unused') }
+    async sendTemplate () { throw new Error('unused') },
+    async recentMessages () { throw new Error('unused') },
+    async draftText () { throw new Error('unused') }
   }
   return createRunEngine({
     db: options.db ?? db,
     queues: options.queues ?? queues,
     logger,
-    nodes: { chat, http: http.dispatcher, code: unusedCode },
+    nodes: { chat, http: http.dispatcher, code: unusedCode, ai: null },
     dispatchEvents: async () => {},
     cancelPollMs: options.cancelPollMs ?? 60_000,
     ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
@@ -370,7 +372,9 @@ t.test('a chat send is in the run\'s log before the platform is called', async (
       async sendTemplate (input) {
         seenAtSend.push(await messages(runId))
         return { wamid: 'wamid.2', to: input.to }
-      }
+      },
+      async recentMessages () { throw new Error('unused') },
+      async draftText () { throw new Error('unused') }
     }
   })
   runId = await run(await workflow([

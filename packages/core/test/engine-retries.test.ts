@@ -53,9 +53,11 @@ t.teardown(async () => {
 
 const noChat: ChatSender = {
   async sendText () { throw new Error('unused') },
-  async sendTemplate () { throw new Error('unused') }
+  async sendTemplate () { throw new Error('unused') },
+  async recentMessages () { throw new Error('unused') },
+  async draftText () { throw new Error('unused') }
 }
-const engineWith = (chat: ChatSender = noChat) => createRunEngine({ db, queues, logger, nodes: { chat, http: http.dispatcher, code: unusedCode }, dispatchEvents: async () => {}, cancelPollMs: 50 })
+const engineWith = (chat: ChatSender = noChat) => createRunEngine({ db, queues, logger, nodes: { chat, http: http.dispatcher, code: unusedCode, ai: null }, dispatchEvents: async () => {}, cancelPollMs: 50 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 
@@ -161,7 +163,9 @@ t.test('chat sends: the platform\'s passing failures are retried with one idempo
     async sendTemplate (_input, options) {
       sends.push({ key: options?.idempotencyKey, attempt: sends.length + 1 })
       throw platformFailure(new ChatPlatformError(404, { code: 132001, message: '(#132001) Template name does not exist in the translation' }))
-    }
+    },
+    recentMessages: noChat.recentMessages,
+    draftText: noChat.draftText
   }
   const engine = engineWith(chat)
   const textRun = await run([{ id: 'say hi', type: 'send_chat', config: { phone: '15550001111', text: 'hi', retry: { attempts: 3, backoffMs: 10 } } }])

@@ -43,7 +43,9 @@ const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
 const sent: Array<SendTextInput | SendTemplateInput> = []
 const chat: ChatSender = {
   async sendText (input) { sent.push(input); return { wamid: `wamid.text${sent.length}`, to: input.to } },
-  async sendTemplate (input) { sent.push(input); return { wamid: `wamid.tpl${sent.length}`, to: input.to } }
+  async sendTemplate (input) { sent.push(input); return { wamid: `wamid.tpl${sent.length}`, to: input.to } },
+  async recentMessages () { throw new Error('unused') },
+  async draftText () { throw new Error('unused') }
 }
 
 const privateHttp = createHttpClient({ allowPrivate: true })
@@ -52,7 +54,7 @@ const engineWith = (http = privateHttp.dispatcher) => createRunEngine({
   db,
   queues,
   logger,
-  nodes: { chat, http, code: unusedCode },
+  nodes: { chat, http, code: unusedCode, ai: null },
   dispatchEvents: async (eventIds) => await dispatchEvents({ db, queues, logger, eventFanoutMax: 100 }, { ids: eventIds }),
   cancelPollMs: 50
 })

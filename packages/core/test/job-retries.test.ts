@@ -20,8 +20,8 @@ const unusedCode = { run: async () => { throw new Error('unused') } }
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'job-retries-test')
 const http = createHttpClient({ allowPrivate: false })
-const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') } }
-const engine = createRunEngine({ db, queues, logger, nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode }, dispatchEvents: async () => {} })
+const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
+const engine = createRunEngine({ db, queues, logger, nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode, ai: null }, dispatchEvents: async () => {} })
 t.teardown(async () => { await http.close() })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()

@@ -14,6 +14,13 @@ import { waitFor } from './wait.ts'
 
 export const FAKE_MODEL_API_KEY = 'sk-fake-switchboard'
 
+/** The settings that point the service's assistant and AI nodes at a fake provider. */
+export const fakeModelEnv = (provider: { url: string }): Record<string, string> => ({
+  AI_API_URL: `${provider.url}/v1`,
+  AI_API_KEY: FAKE_MODEL_API_KEY,
+  AI_MODEL: 'fake-model'
+})
+
 /** What the real API accepts as one request body; larger ones answer 413. */
 const BODY_LIMIT = 4 * 1024 * 1024
 

@@ -1,5 +1,7 @@
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai'
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions'
+import type { AiConfig } from '../config.ts'
+import type { NodeModelProvider } from '../engine/types.ts'
 
 /**
  * The model provider: any OpenAI-compatible Chat Completions endpoint, through the official
@@ -143,3 +145,10 @@ export function createModelClient (options: ModelClientOptions) {
 }
 
 export type ModelClient = ReturnType<typeof createModelClient>
+
+/** The provider of the ai nodes (ai_generate, ai_reply): AI_MODEL at AI_API_URL with AI_API_KEY, or null when AI_MODEL is unset. */
+export function nodeModelProvider (ai: AiConfig): NodeModelProvider | null {
+  if (ai.model === undefined) return null
+  const client = createModelClient(ai)
+  return { model: ai.model, maxOutputTokens: ai.maxOutputTokens, historyMaxChars: ai.historyMaxChars, complete: client.complete }
+}

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { Value } from 'typebox/value'
 import type { DbOrTx } from '../db/client.ts'
+import { objectSchemaProblem } from '../engine/json-schema.ts'
 import { textArray } from '../db/sql.ts'
 import type { ModelTool } from './model.ts'
 
@@ -12,53 +13,16 @@ import type { ModelTool } from './model.ts'
  */
 
 /** Tools offered in one turn: the most recently updated first. */
-export const MAX_TOOLS = 32
+const MAX_TOOLS = 32
 /** The JSON of one input schema, checked when the workflow is saved. */
-export const MAX_INPUT_SCHEMA_BYTES = 8 * 1024
-const MAX_INPUT_SCHEMA_DEPTH = 8
+const MAX_INPUT_SCHEMA_BYTES = 8 * 1024
 /** The most the model's arguments of one call may be, as it wrote them. */
-export const MAX_TOOL_ARGUMENTS_CHARS = 16 * 1024
+const MAX_TOOL_ARGUMENTS_CHARS = 16 * 1024
 const MAX_DESCRIPTION_CHARS = 1024
 
-/**
- * The keywords an input schema may use: enough to describe arguments, none that runs a
- * pattern (a regular expression is not run in linear time by the validator) or fetches a reference.
- */
-const SCHEMA_KEYWORDS = new Set([
-  'type', 'properties', 'required', 'description', 'title', 'enum', 'const', 'items', 'default', 'examples',
-  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
-  'minLength', 'maxLength', 'minItems', 'maxItems', 'uniqueItems', 'additionalProperties', 'nullable', 'anyOf', 'oneOf'
-])
-
-/** Why `schema` cannot be a tool's input schema, or undefined when it can. */
-export function inputSchemaProblem (schema: unknown): string | undefined {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return 'triggerConfig.inputSchema must be a JSON Schema object'
-  if ((schema as Record<string, unknown>).type !== 'object') return 'triggerConfig.inputSchema must have type "object" (the tool\'s arguments)'
-  if (Buffer.byteLength(JSON.stringify(schema)) > MAX_INPUT_SCHEMA_BYTES) return `triggerConfig.inputSchema must be at most ${MAX_INPUT_SCHEMA_BYTES} bytes of JSON`
-  const check = (node: unknown, depth: number, inside: 'schema' | 'map'): string | undefined => {
-    if (depth > MAX_INPUT_SCHEMA_DEPTH) return `triggerConfig.inputSchema is nested more than ${MAX_INPUT_SCHEMA_DEPTH} levels`
-    if (typeof node !== 'object' || node === null) return inside === 'map' ? 'triggerConfig.inputSchema properties must be schemas' : undefined
-    if (Array.isArray(node)) return undefined
-    for (const [key, value] of Object.entries(node)) {
-      if (inside === 'map') {
-        const problem = check(value, depth + 1, 'schema')
-        if (problem !== undefined) return problem
-        continue
-      }
-      if (!SCHEMA_KEYWORDS.has(key)) return `triggerConfig.inputSchema may not use "${key.slice(0, 40)}"`
-      const problem = key === 'properties'
-        ? check(value, depth + 1, 'map')
-        : key === 'items' || key === 'additionalProperties'
-          ? check(value, depth + 1, 'schema')
-          : key === 'anyOf' || key === 'oneOf'
-            ? (Array.isArray(value) ? value.map((entry) => check(entry, depth + 1, 'schema')).find((found) => found !== undefined) : `triggerConfig.inputSchema ${key} must be an array`)
-            : undefined
-      if (problem !== undefined) return problem
-    }
-    return undefined
-  }
-  return check(schema, 0, 'schema')
-}
+/** Why `schema` cannot be a tool's input schema (the schema of its arguments), or undefined when it can. */
+const inputSchemaProblem = (schema: unknown): string | undefined =>
+  objectSchemaProblem(schema, 'triggerConfig.inputSchema', MAX_INPUT_SCHEMA_BYTES)
 
 /** Why an AGENT workflow's tool settings cannot be saved; both are optional (without them it is no tool). */
 export function agentTriggerProblem (triggerConfig: Record<string, unknown>): string | undefined {

@@ -1,10 +1,9 @@
-import { createId } from '@paralleldrive/cuid2'
 import { sql } from 'drizzle-orm'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { storableText } from '../db/storable.ts'
 import { textArray } from '../db/sql.ts'
 import type { AssistantLogEntry, AssistantToolCall, AssistantTurnOutcome } from '../db/schema/index.ts'
+import { ASSISTANT_NAME, conversationsRepository } from '../chat/conversations.ts'
 import type { ChatService } from '../chat/sending.ts'
 import { WINDOW_MS } from '../chat/window.ts'
 import type { Logger } from '../logger.ts'
@@ -16,8 +15,6 @@ import { assistantSettings } from './settings.ts'
 import { checkToolArguments, loadTools, modelToolsOf, type AssistantTool } from './tools.ts'
 import { assistantTurnsRepository, logEntry, type ClaimedTurn } from './turns.ts'
 
-/** The name drafts and the assistant's sends carry in the inbox. */
-export const ASSISTANT_NAME = 'Assistant'
 /** The platform's longest text message: a longer reply is cut there. */
 const MAX_REPLY_CHARS = 4096
 /** What a tool run's output may give back to the model, in characters of JSON. */
@@ -302,15 +299,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     if (now.aiMode === 'HYBRID') {
       work.log.push(logEntry('drafted'))
       const drafted = await db.transaction(async (tx) => {
-        const draftId = createId()
-        await tx.execute(sql`
-          with draft as (
-            insert into messages (id, conversation_id, direction, type, content, status, agent_name, reply_to_id, created_at)
-            values (${draftId}, ${turn.conversationId}, 'outbound', 'text', ${storableText(reply)}, 'pending_approval', ${ASSISTANT_NAME}, ${turn.messageId}, now())
-            returning id
-          )
-          update conversations set pending_approval_count = pending_approval_count + 1, updated_at = now()
-          where id = ${turn.conversationId} and exists (select 1 from draft)`)
+        const { id: draftId } = await conversationsRepository(tx).recordDraft({ conversationId: turn.conversationId, content: reply, replyToId: turn.messageId })
         if (!await turns.finish(turn, 'drafted', { ...work.progress, draftMessageId: draftId }, tx)) {
           throw new ClaimLost()
         }

@@ -14,6 +14,9 @@ type ConversationFilter = typeof CONVERSATION_FILTERS[number]
 type ConversationSort = typeof CONVERSATION_SORTS[number]
 export type MessageStatus = typeof MESSAGE_STATUSES[number]
 
+/** The name the assistant's drafts and sends carry in the inbox: its turns' and the ai_reply node's. */
+export const ASSISTANT_NAME = 'Assistant'
+
 /** Messages embedded in each listed conversation (contract: the latest 20, oldest first). */
 const LATEST_MESSAGES = 20
 type ConversationWithMessages = Conversation & { messages: Message[] }
@@ -170,6 +173,58 @@ export function conversationsRepository (db: DbOrTx) {
       }).from(conversations)
         .where(and(eq(conversations.phoneNumberId, phoneNumberId), eq(conversations.phone, phone))).limit(1)
       return row ?? { lastIncomingAt: null, replyToWamid: null }
+    },
+
+    /** The conversation of `phone` on a platform number, with the id of the customer's latest message; null when there is none. */
+    async findByPhone (phoneNumberId: string, phone: string): Promise<{ id: string, lastInboundId: string | null } | null> {
+      const [row] = await db.execute<{ id: string, lastInboundId: string | null }>(sql`
+        select c.id, (select m.id from messages m where m.conversation_id = c.id and m.direction = 'inbound'
+          order by m.created_at desc, m.id desc limit 1) as "lastInboundId"
+        from conversations c where c.phone_number_id = ${phoneNumberId} and c.phone = ${phone}`)
+      return row ?? null
+    },
+
+    /**
+     * The latest `limit` messages the customer wrote or was sent (drafts are not part of it), oldest
+     * first, the newest kept within `maxChars` in all (the newest alone is cut to it).
+     */
+    async history (conversationId: string, bounds: { limit: number, maxChars: number }): Promise<Array<{ direction: 'inbound' | 'outbound', content: string }>> {
+      if (bounds.limit <= 0) return []
+      const rows = await db.execute<{ direction: 'inbound' | 'outbound', content: string }>(sql`
+        select direction, content from messages
+        where conversation_id = ${conversationId} and (direction = 'inbound' or status in ('sent', 'delivered', 'read'))
+        order by created_at desc, id desc limit ${bounds.limit}`)
+      const kept: Array<{ direction: 'inbound' | 'outbound', content: string }> = []
+      let chars = 0
+      for (const row of rows) {
+        const content = row.content.slice(0, bounds.maxChars)
+        if (kept.length > 0 && chars + content.length > bounds.maxChars) break
+        chars += content.length
+        kept.push({ direction: row.direction, content })
+      }
+      return kept.reverse()
+    },
+
+    /**
+     * A reply the assistant wrote, waiting for staff (README, The assistant): a `pending_approval`
+     * message and its conversation's `pending_approval_count`, in one statement. A draft of `id`
+     * already stored (the same node run again) stays as it is and is counted once; `created` says
+     * whether this call stored it.
+     */
+    async recordDraft (draft: { id?: string, conversationId: string, content: string, replyToId: string | null }): Promise<{ id: string, created: boolean }> {
+      const id = draft.id ?? createId()
+      const [row] = await db.execute<{ created: number }>(sql`
+        with draft as (
+          insert into messages (id, conversation_id, direction, type, content, status, agent_name, reply_to_id, created_at)
+          values (${id}, ${draft.conversationId}, 'outbound', 'text', ${storableText(draft.content)}, 'pending_approval', ${ASSISTANT_NAME}, ${draft.replyToId}, now())
+          on conflict (id) do nothing
+          returning id
+        ), counted as (
+          update conversations set pending_approval_count = pending_approval_count + 1, updated_at = now()
+          where id = ${draft.conversationId} and exists (select 1 from draft)
+        )
+        select count(*)::int as created from draft`)
+      return { id, created: row!.created > 0 }
     },
 
     /**

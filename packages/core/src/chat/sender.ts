@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto'
+import { DomainError } from '../errors.ts'
 import type { SendOptions, SendResult } from './client.ts'
+import type { conversationsRepository } from './conversations.ts'
 import { normalizePhone } from './phone.ts'
 import type { ChatService } from './sending.ts'
 
@@ -19,6 +22,27 @@ export interface SendTextInput {
   to: string
   text: string
   replyToId?: string
+  /** Who the inbox shows as its sender (ai_reply: the Assistant). */
+  agentName?: string
+}
+
+/** A conversation of the workflow owner's account: the number they talk with. */
+export interface ConversationInput {
+  userId: string
+  accountId?: string
+  phone: string
+}
+
+/** What the customer and the business said, oldest first: the customer is `user`, what was sent them `assistant`. */
+export interface ChatHistory {
+  /** Null when the account has no conversation with the number yet. */
+  conversationId: string | null
+  messages: Array<{ role: 'user' | 'assistant', content: string }>
+}
+
+export interface DraftResult {
+  draftId: string
+  conversationId: string
 }
 
 export interface SendTemplateInput {
@@ -34,7 +58,17 @@ export interface SendTemplateInput {
 export interface ChatSender {
   sendText: (input: SendTextInput, options?: SendOptions) => Promise<ChatSendResult>
   sendTemplate: (input: SendTemplateInput, options?: SendOptions) => Promise<ChatSendResult>
+  /** The latest `limit` messages of the conversation (no drafts), within `maxChars` in all. */
+  recentMessages: (input: ConversationInput & { limit: number, maxChars: number }) => Promise<ChatHistory>
+  /**
+   * Stores `text` as the Assistant's draft in the conversation, for staff to approve (README, The
+   * assistant); nothing is sent. The same idempotency key stores one draft, however often it is called.
+   */
+  draftText: (input: ConversationInput & { text: string }, options?: Pick<SendOptions, 'idempotencyKey'>) => Promise<DraftResult>
 }
+
+/** A draft's message id from its node's idempotency key: a cuid-shaped digest, the same on every attempt. */
+const draftIdOf = (idempotencyKey: string): string => `d${createHash('sha256').update(`draft:${idempotencyKey}`).digest('hex').slice(0, 23)}`
 
 /** A send's wamid, or '' when the platform returned none. */
 const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
@@ -44,18 +78,45 @@ const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
  * with the owner's own rights: the accounts a member user could use, whatever
  * the owner's role, so that an admin's workflow never reaches other users' numbers.
  */
-export function createChatSender (service: Pick<ChatService, 'accounts' | 'sendText' | 'sendTemplate'>): ChatSender {
+export function createChatSender (
+  service: Pick<ChatService, 'accounts' | 'sendText' | 'sendTemplate'>,
+  conversations: Pick<ReturnType<typeof conversationsRepository>, 'findByPhone' | 'history' | 'recordDraft'>
+): ChatSender {
   const accountOf = async (userId: string, accountId: string | undefined) =>
     await service.accounts.select({ id: userId, role: 'member' }, accountId, { forWorkflow: true })
+  const conversationOf = async (input: ConversationInput) =>
+    await conversations.findByPhone((await accountOf(input.userId, input.accountId)).phoneNumberId, normalizePhone(input.phone))
   return {
     async sendText (input, options) {
-      const result = await service.sendText(await accountOf(input.userId, input.accountId), { to: input.to, text: input.text, replyToId: input.replyToId }, options)
+      const result = await service.sendText(await accountOf(input.userId, input.accountId), { to: input.to, text: input.text, replyToId: input.replyToId, agentName: input.agentName }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     },
     async sendTemplate (input, options) {
       const account = await accountOf(input.userId, input.accountId)
       const result = await service.sendTemplate(account, { to: input.to, templateName: input.templateName, lang: input.lang, components: input.components }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+    },
+    async recentMessages (input) {
+      const conversation = await conversationOf(input)
+      if (conversation === null) return { conversationId: null, messages: [] }
+      const messages = await conversations.history(conversation.id, { limit: input.limit, maxChars: input.maxChars })
+      return {
+        conversationId: conversation.id,
+        messages: messages.map(({ direction, content }) => ({ role: direction === 'inbound' ? 'user' : 'assistant', content }))
+      }
+    },
+    async draftText (input, options) {
+      const conversation = await conversationOf(input)
+      if (conversation === null) {
+        throw new DomainError('CONVERSATION_NOT_FOUND', `No conversation with ${normalizePhone(input.phone)} on this account: a draft answers a customer who wrote`)
+      }
+      const draft = await conversations.recordDraft({
+        ...(options?.idempotencyKey !== undefined && { id: draftIdOf(options.idempotencyKey) }),
+        conversationId: conversation.id,
+        content: input.text,
+        replyToId: conversation.lastInboundId
+      })
+      return { draftId: draft.id, conversationId: conversation.id }
     }
   }
 }

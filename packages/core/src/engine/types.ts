@@ -44,6 +44,50 @@ export interface NodeDependencies {
   http: Dispatcher
   /** The worker's pool of code sandboxes (sandbox/pool.ts), which code nodes run in. */
   code: Pick<CodeSandboxPool, 'run'>
+  /** The model provider of ai_generate and ai_reply; null when no model is configured (AI_MODEL). */
+  ai: NodeModelProvider | null
+}
+
+/** One message of what a node asks the model. */
+export interface NodeModelMessage {
+  role: 'system' | 'user' | 'assistant'
+  content: string
+}
+
+export interface NodeModelRequest {
+  model: string
+  messages: NodeModelMessage[]
+  /** A JSON Schema the answer must follow (the provider's structured output). */
+  jsonSchema?: Record<string, unknown>
+  maxOutputTokens: number
+  signal?: AbortSignal
+}
+
+export interface NodeModelAnswer {
+  /** The model's text: data, never instructions to the service. */
+  content: string | null
+  model: string
+  tokensIn: number
+  tokensOut: number
+}
+
+/** Why a model call failed (`kind` on what `complete` throws): the first three may pass. */
+export type NodeModelFailureKind = 'rate_limited' | 'unavailable' | 'timeout' | 'refused' | 'too_large' | 'aborted'
+
+/**
+ * The model provider the ai nodes call (README, Node types: AI). The engine declares it and the
+ * worker passes the assistant's client in (assistant/model.ts), as it passes the chat sender: the
+ * engine never imports the assistant. `complete` retries 429 and 5xx answers itself and fails with
+ * an Error whose `kind` is a NodeModelFailureKind.
+ */
+export interface NodeModelProvider {
+  /** AI_MODEL: the model a node asks unless it names another. */
+  model: string
+  /** AI_MAX_OUTPUT_TOKENS: the most a node may let the model write in one answer. */
+  maxOutputTokens: number
+  /** AI_HISTORY_MAX_CHARS: what ai_reply gives the model of a conversation at most. */
+  historyMaxChars: number
+  complete: (request: NodeModelRequest) => Promise<NodeModelAnswer>
 }
 
 /** The credential a node names in its `credential` field, decrypted for its executor. */

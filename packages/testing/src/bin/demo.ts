@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { FAKE_ACCESS_TOKEN, startFakeChatPlatform } from '../fake-chat-platform.ts'
-import { FAKE_MODEL_API_KEY, startFakeModelProvider } from '../fake-model-provider.ts'
+import { fakeModelEnv, startFakeModelProvider } from '../fake-model-provider.ts'
 
 /**
  * Demo mode (`pnpm start:demo`): the fake chat platform and the fake model provider, then
@@ -48,9 +48,7 @@ const service = spawn('pnpm', ['start'], {
     CHAT_BUSINESS_ACCOUNT_ID: DEMO_BUSINESS_ACCOUNT_ID,
     CHAT_APP_SECRET: appSecret,
     CHAT_VERIFY_TOKEN: 'demo-verify-token',
-    AI_API_URL: `${model.url}/v1`,
-    AI_API_KEY: FAKE_MODEL_API_KEY,
-    AI_MODEL: 'fake-model'
+    ...fakeModelEnv(model)
   }
 })
 

@@ -1,4 +1,4 @@
-import { FAKE_MODEL_API_KEY, startFakeModelProvider } from '../fake-model-provider.ts'
+import { fakeModelEnv, startFakeModelProvider } from '../fake-model-provider.ts'
 
 /**
  * The fake model provider as a process of its own, for pointing an already
@@ -15,7 +15,7 @@ const provider = await startFakeModelProvider({
 process.stdout.write([
   `fake model provider listening on ${provider.url}`,
   'start the service with:',
-  `  AI_API_URL=${provider.url}/v1 AI_API_KEY=${FAKE_MODEL_API_KEY} AI_MODEL=fake-model`,
+  `  ${Object.entries(fakeModelEnv(provider)).map(([name, value]) => `${name}=${value}`).join(' ')}`,
   ''
 ].join('\n'))
 

@@ -34,7 +34,7 @@ export interface NodeDefinition<T extends string = string> extends NodeExecutor<
 }
 
 /** The palette's groups, in the order it shows them. */
-export const NODE_CATEGORIES = ['Chat', 'HTTP', 'Logic', 'Flow', 'Data', 'Code'] as const
+export const NODE_CATEGORIES = ['Chat', 'HTTP', 'Logic', 'Flow', 'Data', 'Code', 'AI'] as const
 export type NodeCategory = typeof NODE_CATEGORIES[number]
 
 /** The settings save-time checks read (README, Configuration). */

@@ -1,5 +1,7 @@
 import { Type, type TObject, type TProperties } from 'typebox'
 import { aggregate } from './aggregate.ts'
+import { aiGenerate } from './ai-generate.ts'
+import { aiReply } from './ai-reply.ts'
 import { approval } from './approval.ts'
 import { code } from './code.ts'
 import { condition } from './condition.ts'
@@ -47,7 +49,9 @@ const DEFINITIONS = [
   aggregate,
   date,
   cryptoNode,
-  code
+  code,
+  aiGenerate,
+  aiReply
 ] as const
 
 export type NodeType = typeof DEFINITIONS[number]['type']
