@@ -54,26 +54,33 @@ export interface ModelClientOptions {
   maxResponseBytes: number
 }
 
-class ResponseTooLarge extends Error {}
+/** The error type of the answer `boundedFetch` puts in place of one too large. */
+const TOO_LARGE_TYPE = 'switchboard_response_too_large'
 
 /**
  * `fetch` that reads at most `maxBytes` of an answer's body: a provider (or anything at its
- * address) answering 10 MB of text fails the call instead of filling the worker's memory.
+ * address) answering 10 MB of text fails the call instead of filling the worker's memory. The
+ * failure is an answer the client does not retry (`x-should-retry: false`): asking again would
+ * read the same 10 MB.
  */
 function boundedFetch (maxBytes: number): typeof fetch {
+  const tooLarge = (message: string): Response => new Response(JSON.stringify({ error: { message, type: TOO_LARGE_TYPE } }), {
+    status: 413,
+    headers: { 'content-type': 'application/json', 'x-should-retry': 'false' }
+  })
   return async (input, init) => {
     const response = await fetch(input, init)
     const declared = Number(response.headers.get('content-length'))
     if (Number.isFinite(declared) && declared > maxBytes) {
       await response.body?.cancel()
-      throw new ResponseTooLarge(`the provider's answer is ${declared} bytes, more than AI_MAX_RESPONSE_BYTES (${maxBytes})`)
+      return tooLarge(`the provider's answer is ${declared} bytes, more than AI_MAX_RESPONSE_BYTES (${maxBytes})`)
     }
     if (response.body === null) return response
     const chunks: Uint8Array[] = []
     let size = 0
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
       size += chunk.byteLength
-      if (size > maxBytes) throw new ResponseTooLarge(`the provider's answer is more than AI_MAX_RESPONSE_BYTES (${maxBytes} bytes)`)
+      if (size > maxBytes) return tooLarge(`the provider's answer is more than AI_MAX_RESPONSE_BYTES (${maxBytes} bytes)`)
       chunks.push(chunk)
     }
     return new Response(Buffer.concat(chunks), { status: response.status, statusText: response.statusText, headers: response.headers })
@@ -82,8 +89,8 @@ function boundedFetch (maxBytes: number): typeof fetch {
 
 function callError (err: unknown): ModelCallError {
   if (err instanceof ModelCallError) return err
-  if (err instanceof ResponseTooLarge || (err instanceof Error && err.cause instanceof ResponseTooLarge)) {
-    return new ModelCallError(err instanceof ResponseTooLarge ? err.message : (err.cause as Error).message, 'too_large')
+  if (err instanceof APIError && err.type === TOO_LARGE_TYPE) {
+    return new ModelCallError((err.error as { message?: string } | undefined)?.message ?? 'the provider\'s answer is too large', 'too_large')
   }
   if (err instanceof APIUserAbortError) return new ModelCallError('the model call was cancelled', 'aborted')
   if (err instanceof APIConnectionTimeoutError) return new ModelCallError('the model did not answer in time (AI_TIMEOUT_MS)', 'timeout')
@@ -98,6 +105,8 @@ function callError (err: unknown): ModelCallError {
 }
 
 const MAX_TOOL_CALLS_READ = 20
+/** A provider's tool call ids are short; a longer one is cut (it keys the call's run). */
+const MAX_TOOL_CALL_ID_CHARS = 100
 
 export function createModelClient (options: ModelClientOptions) {
   const client = new OpenAI({
@@ -130,7 +139,7 @@ export function createModelClient (options: ModelClientOptions) {
       const toolCalls = (Array.isArray(choice.message.tool_calls) ? choice.message.tool_calls : [])
         .slice(0, MAX_TOOL_CALLS_READ)
         .flatMap((call): ModelToolCall[] => call.type === 'function' && typeof call.function?.name === 'string'
-          ? [{ id: String(call.id), name: call.function.name, arguments: typeof call.function.arguments === 'string' ? call.function.arguments : '' }]
+          ? [{ id: String(call.id).slice(0, MAX_TOOL_CALL_ID_CHARS), name: call.function.name, arguments: typeof call.function.arguments === 'string' ? call.function.arguments : '' }]
           : [])
       const usage = completion.usage
       return {

@@ -83,17 +83,24 @@ export function assistantRunner (options: AssistantRunnerOptions) {
   const { db, config, logger, queues, chat } = options
   const settings = assistantSettings(options)
   const turns = assistantTurnsRepository(db)
-  // Long enough for one model call with its retries; a turn whose worker died is taken over after it.
-  const leaseMs = config.ai.timeoutMs * (config.ai.maxRetries + 1) + 15_000
+  // Long enough for one model call with its retries (the client waits at most 8 s between two) and
+  // the writes around it; a turn whose worker died is taken over after it.
+  const leaseMs = config.ai.timeoutMs * (config.ai.maxRetries + 1) + config.ai.maxRetries * 8000 + 5000
 
-  async function context (conversationId: string, messageId: string): Promise<TurnContext | null> {
-    const [row] = await db.execute<Omit<TurnContext, 'lastIncomingAt'> & { lastIncomingAt: string | null }>(sql`
+  /**
+   * The conversation as the turn finds it. A message is newer than the turn's when the platform
+   * stamped it later, or, within the same second (its stamps are whole seconds), when its turn
+   * was created after this one.
+   */
+  async function context (turn: ClaimedTurn, executor: DbOrTx = db): Promise<TurnContext | null> {
+    const [row] = await executor.execute<Omit<TurnContext, 'lastIncomingAt'> & { lastIncomingAt: string | null }>(sql`
       select c.phone_number_id as "phoneNumberId", c.phone, c.name, c.ai_mode as "aiMode", c.assistant_paused as paused,
         c.last_incoming_at as "lastIncomingAt",
-        exists (select 1 from messages n where n.conversation_id = c.id and n.direction = 'inbound'
-          and (n.created_at, n.id) > (m.created_at, m.id)) as newer
-      from conversations c join messages m on m.id = ${messageId}
-      where c.id = ${conversationId}`)
+        exists (select 1 from messages n where n.conversation_id = c.id and n.direction = 'inbound' and n.created_at > m.created_at)
+          or exists (select 1 from assistant_turns o join messages om on om.id = o.message_id
+            where o.conversation_id = c.id and om.created_at = m.created_at and (o.created_at, o.id) > (t.created_at, t.id)) as newer
+      from assistant_turns t join conversations c on c.id = t.conversation_id join messages m on m.id = t.message_id
+      where t.id = ${turn.id}`)
     return row === undefined ? null : { ...row, lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt) }
   }
 
@@ -154,7 +161,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
       return undefined
     }
 
-    const found = await context(turn.conversationId, turn.messageId)
+    const found = await context(turn)
     if (found === null) return end('skipped', 'the conversation or its message is gone')
     const conversation = found
     if (conversation.newer) return end('superseded', 'a newer customer message came: its turn answers both')
@@ -239,19 +246,21 @@ export function assistantRunner (options: AssistantRunnerOptions) {
       if (offerTools && answer.toolCalls.length > 0) {
         state.messages.push({
           role: 'assistant',
-          content: answer.content,
+          content: answer.content?.slice(0, MAX_REPLY_CHARS) ?? null,
           tool_calls: answer.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments.slice(0, 16 * 1024) } }))
         })
         const starts: Array<{ call: { id: string, name: string }, tool: AssistantTool, args: Record<string, unknown> }> = []
-        for (const call of answer.toolCalls) {
+        // Every call counts against AI_MAX_TOOL_CALLS, refused ones too: a model that keeps calling what it may not runs out of calls.
+        const budget = config.ai.maxToolCalls - state.toolCallsMade
+        for (const [n, call] of answer.toolCalls.entries()) {
           const refuse = (error: string): void => {
             toolCalls.push({ id: call.id, name: call.name.slice(0, 64), workflowId: null, runId: null, status: 'invalid', error })
             assistantToolCalls.inc({ status: 'invalid' })
             state!.messages.push({ role: 'tool', tool_call_id: call.id, content: `Refused: ${error}` })
           }
+          if (n >= budget) { refuse('the tool call limit of this turn is reached'); continue }
           const tool = state.tools.find((candidate) => candidate.name === call.name)
           if (tool === undefined) { refuse('there is no such tool'); continue }
-          if (state.toolCallsMade + starts.length >= config.ai.maxToolCalls) { refuse('the tool call limit of this turn is reached'); continue }
           const checked = checkToolArguments(tool, call.arguments)
           if ('error' in checked) { refuse(checked.error); continue }
           starts.push({ call, tool, args: checked.args })
@@ -273,9 +282,9 @@ export function assistantRunner (options: AssistantRunnerOptions) {
             state!.pending.push({ callId: call.id, name: tool.name, runId })
             toolCalls.push({ id: call.id, name: tool.name, workflowId: tool.workflowId, runId, status: 'running' })
           })
-          state.toolCallsMade += starts.length
           log.push(logEntry('tools called', { calls: starts.map(({ tool }, n) => ({ name: tool.name, runId: started[n]!.runId })) }))
         }
+        state.toolCallsMade += Math.min(answer.toolCalls.length, budget)
         continue
       }
 
@@ -291,7 +300,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     log: AssistantLogEntry[]
     end: (outcome: AssistantTurnOutcome, reason: string, extra?: { error?: string }) => Promise<undefined>
   }): Promise<undefined> {
-    const now = await context(turn.conversationId, turn.messageId)
+    const now = await context(turn)
     if (now === null) return work.end('skipped', 'the conversation or its message is gone')
     if (now.newer) return work.end('superseded', 'a newer customer message came while the reply was written')
     if (now.aiMode === 'OFF' || now.paused) return work.end('skipped', 'the assistant was turned off or paused while the reply was written')
@@ -299,12 +308,17 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     if (now.aiMode === 'HYBRID') {
       work.log.push(logEntry('drafted'))
       const drafted = await db.transaction(async (tx) => {
+        // The conversation's row lock orders the draft with a newer message's insert (which takes it first, then marks
+        // drafts stale): a message stored before the lock is seen below; one stored after it finds the draft.
+        await tx.execute(sql`select 1 from conversations where id = ${turn.conversationId} for update`)
+        if ((await context(turn, tx))?.newer !== false) return 'superseded' as const
         const { id: draftId } = await conversationsRepository(tx).recordDraft({ conversationId: turn.conversationId, content: reply, replyToId: turn.messageId })
         if (!await turns.finish(turn, 'drafted', { ...work.progress, draftMessageId: draftId }, tx)) {
           throw new ClaimLost()
         }
         return draftId
       }).catch((err: unknown) => { if (err instanceof ClaimLost) return null; throw err })
+      if (drafted === 'superseded') return work.end('superseded', 'a newer customer message came while the reply was written')
       if (drafted !== null) {
         finishMetrics(turn, 'drafted')
         logger.info({ turnId: turn.id, conversationId: turn.conversationId, draftId: drafted }, 'assistant drafted a reply')

@@ -183,5 +183,3 @@ export interface AssistantUsage {
   latencyP50Ms: number | null
   latencyP95Ms: number | null
 }
-
-export type AssistantTurnsRepository = ReturnType<typeof assistantTurnsRepository>

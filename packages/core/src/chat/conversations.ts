@@ -284,13 +284,13 @@ export function conversationsRepository (db: DbOrTx) {
         }
         // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
         const receivedAt = timestamptz(record.receivedAt)
-        // A draft answers the messages before it: one newer than the message it answers makes it stale (README, The assistant).
+        // A draft answers the messages before it: a later one (or one of the same second: stamps are whole seconds) makes it stale (README, The assistant).
         const [stale] = await tx.execute<{ count: number }>(sql`
           with stale as (
             update messages d set status = 'stale'
             from assistant_turns t join messages answered on answered.id = t.message_id
             where d.conversation_id = ${conversation.id} and d.status = 'pending_approval'
-              and t.draft_message_id = d.id and answered.created_at < ${receivedAt}
+              and t.draft_message_id = d.id and answered.created_at <= ${receivedAt}
             returning d.id
           ), decided as (
             update assistant_turns set draft_decision = 'stale' where draft_message_id in (select id from stale)
