@@ -90,6 +90,7 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
   type: row.type as string,
   content: row.content as string,
   templateContent: row.template_content as Message['templateContent'],
+  media: row.media as Message['media'],
   status: row.status as Message['status'],
   errorDetails: row.error_details,
   agentId: row.agent_id as string | null,

@@ -10,6 +10,19 @@ export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
 /** An assistant's reply waiting for staff (contract, Message statuses); approved, it becomes `sent`. */
 export const DRAFT_STATUSES = ['pending_approval', 'rejected', 'stale'] as const
 
+/**
+ * The media of an image, document, audio, video or sticker message: the platform's media id (or
+ * the link it was sent from), and what came with it. `GET /api/chat/messages/:id/media` fetches it by id.
+ */
+export interface ChatMessageMedia {
+  id?: string
+  link?: string
+  mimeType?: string
+  caption?: string
+  filename?: string
+  sha256?: string
+}
+
 export const chatAccounts = pgTable('chat_accounts', {
   id: id(),
   userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
@@ -65,6 +78,7 @@ export const messages = pgTable('messages', {
   type: text('type').notNull().default('text'),
   content: text('content').notNull().default(''),
   templateContent: jsonb('template_content').$type<Record<string, unknown>>(),
+  media: jsonb('media').$type<ChatMessageMedia>(),
   status: text('status', { enum: [...MESSAGE_STATUSES, ...DRAFT_STATUSES] }),
   errorDetails: jsonb('error_details').$type<unknown>(),
   agentId: text('agent_id'),
