@@ -10,7 +10,7 @@ const chat = await buildChatTestApp(t, { worker: true })
 const { request, app, fake, receive } = chat
 const member = await chat.newMember()
 
-interface ConversationBody { id: string, phone: string, name: string | null, unreadCount: number, lastMessage: string, messages: Array<{ id: string, content: string, status: string | null, wamid: string }> }
+interface ConversationBody { id: string, phone: string, name: string | null, unreadCount: number, lastMessage: string, messages: Array<{ id: string, content: string, status: string | null, wamid: string, error: unknown }> }
 const conversationOf = async (phone: string, token = member.token): Promise<ConversationBody | undefined> => {
   const res = await request({ method: 'GET', url: '/api/chat/conversations', token })
   return res.json().find((c: ConversationBody) => c.phone === phone)
@@ -133,8 +133,8 @@ t.test('statuses move forward only, arrive without contacts, and record failures
   const errors = [{ code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: 'more than 24 hours' } }]
   await chat.statuses([{ wamid: second, status: 'failed', recipientId: phone, errors }])
   t.equal(await statusOf(second), 'failed')
-  const [stored] = await app.database.sql<Array<{ error_details: unknown }>>`select error_details from messages where wamid = ${second}`
-  t.same(stored.error_details, errors)
+  const failed = (await conversationOf(phone))?.messages.find((m) => m.wamid === second)
+  t.same(failed?.error, { code: 131047, title: 'Re-engagement message', details: 'more than 24 hours' }, 'the platform\'s first error, as {code, title, details}')
   await chat.statuses([{ wamid: second, status: 'sent', recipientId: phone }])
   t.equal(await statusOf(second), 'failed', 'a late sent does not undo failed')
   await chat.statuses([{ wamid: second, status: 'delivered', recipientId: phone }])

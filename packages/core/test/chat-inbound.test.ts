@@ -36,6 +36,7 @@ function processor (failOnce?: 'before runs' | 'after runs') {
     db,
     config,
     logger,
+    dispatchEvents: async () => {},
     onMessage: async (message: InboundChatMessage) => {
       calls++
       if (failure === 'before runs') {

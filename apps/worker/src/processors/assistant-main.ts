@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq'
 import { chatDeliveryProcessor } from '@switchboard/core/chat'
 import { ASSISTANT_TURN_JOB, type AssistantTurnJobData, type ChatDeliveryJobData } from '@switchboard/core/queues'
-import { reactToInboundMessage } from '@switchboard/core/triggers'
+import { dispatchEvents, reactToInboundMessage } from '@switchboard/core/triggers'
 import type { ProcessorFactory } from '../context.ts'
 
 /**
@@ -16,12 +16,21 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
   const db = context.database.db
   const turnSlots = Math.max(1, Math.floor(config.workerConcurrency / 2))
   let turnsActive = 0
+  const events = { db, queues, logger, eventFanoutMax: config.limits.eventFanoutMax }
   const processDelivery = chatDeliveryProcessor({
     db,
     config,
     logger,
+    // Committed already: an event this does not dispatch is the reconciler's (lostEventsDispatch).
+    dispatchEvents: async (eventIds) => {
+      try {
+        await dispatchEvents(events, { ids: eventIds })
+      } catch (err) {
+        logger.warn({ err, eventIds }, 'chat events stored but not dispatched: the reconciler will dispatch them')
+      }
+    },
     onMessage: async (message) => {
-      const { skipped, keywordMatched, ...started } = await reactToInboundMessage({ db, queues, eventFanoutMax: config.limits.eventFanoutMax }, message)
+      const { skipped, keywordMatched, ...started } = await reactToInboundMessage(events, message)
       if (started.eventRunIds.length > 0 || started.keywordRunIds.length > 0) {
         logger.info({ conversationId: message.conversationId, ...started }, 'inbound chat message started runs')
       }

@@ -3,9 +3,11 @@ import { createId } from '@paralleldrive/cuid2'
 import { and, asc, desc, eq, gt, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
+import { jsonb, textArray } from '../db/sql.ts'
+import { CHAT_MESSAGE_FAILED } from '../events/outbox.ts'
 import {
   conversations, messages,
-  type AI_MODES, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
+  type AI_MODES, type ChatMessageError, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
 } from '../db/schema/index.ts'
 
 export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
@@ -56,6 +58,18 @@ interface InboundMessageRecord {
   receivedAt: Date
 }
 
+/** The platform's first error of a failed status, as the API returns it; a status without errors gets a generic one. */
+function platformError (errors: unknown): ChatMessageError {
+  const first = Array.isArray(errors) && typeof errors[0] === 'object' && errors[0] !== null ? errors[0] as Record<string, unknown> : {}
+  const data = typeof first.error_data === 'object' && first.error_data !== null ? first.error_data as Record<string, unknown> : {}
+  const text = (value: unknown, max: number): string | null => typeof value === 'string' && value !== '' ? storableText(value.slice(0, max)) : null
+  return {
+    code: typeof first.code === 'number' && Number.isSafeInteger(first.code) ? first.code : null,
+    title: text(first.title, 200) ?? text(first.message, 200) ?? 'Failed',
+    details: text(data.details, 1000)
+  }
+}
+
 // Forward-only status order: a late `sent` never undoes `read`; `failed` yields only to proof of delivery.
 const STATUS_RANK = sql`array['sent', 'failed', 'delivered', 'read']::text[]`
 
@@ -92,7 +106,7 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
   templateContent: row.template_content as Message['templateContent'],
   media: row.media as Message['media'],
   status: row.status as Message['status'],
-  errorDetails: row.error_details,
+  error: row.error_details as Message['error'],
   agentId: row.agent_id as string | null,
   agentName: row.agent_name as string | null,
   replyToId: row.reply_to_id as string | null,
@@ -317,18 +331,30 @@ export function conversationsRepository (db: DbOrTx) {
     /**
      * Applies a platform status to a stored message when it moves the status forward; returns whether it did.
      * Only a message of the number that received the status: a delivery for one number never touches
-     * another number's messages, whatever wamid it names.
+     * another number's messages, whatever wamid it names. A message that becomes `failed` keeps the
+     * platform's first error (a later proof of delivery clears it) and emits `chat.message.failed` to `userIds` (those who can use the
+     * number) in the same statement (the outbox); the events' ids are returned for dispatch.
      */
-    async applyStatus (phoneNumberId: string, wamid: string, status: MessageStatus, errors?: unknown): Promise<boolean> {
-      const updated = await db.update(messages).set({
-        status,
-        ...(status === 'failed' && errors !== undefined && { errorDetails: errors })
-      }).where(and(
-        eq(messages.wamid, wamid),
-        sql`exists (select 1 from ${conversations} where ${conversations.id} = ${messages.conversationId} and ${conversations.phoneNumberId} = ${phoneNumberId})`,
-        sql`(${messages.status} is null or array_position(${STATUS_RANK}, ${messages.status}) < array_position(${STATUS_RANK}, ${status}::text))`
-      )).returning({ id: messages.id })
-      return updated.length > 0
+    async applyStatus (phoneNumberId: string, wamid: string, status: MessageStatus, errors: unknown, userIds: readonly string[]): Promise<{ applied: boolean, eventIds: string[] }> {
+      const error = status === 'failed' ? platformError(errors) : null
+      const [row] = await db.execute<{ applied: boolean, eventIds: string[] | null }>(sql`
+        with applied as (
+          update messages m set status = ${status}, error_details = ${error === null ? null : jsonb(error)}
+          from conversations c
+          where m.wamid = ${wamid} and c.id = m.conversation_id and c.phone_number_id = ${phoneNumberId}
+            and (m.status is null or array_position(${STATUS_RANK}, m.status) < array_position(${STATUS_RANK}, ${status}::text))
+          returning m.id, m.conversation_id, m.wamid, m.status, m.error_details, c.phone
+        ), emitted as (
+          insert into events (id, name, user_id, payload)
+          select 'failed:' || a.id || ':' || u.id, ${CHAT_MESSAGE_FAILED}, u.id,
+            jsonb_build_object('messageId', a.id, 'conversationId', a.conversation_id, 'wamid', a.wamid, 'phone', a.phone,
+              'phoneNumberId', ${phoneNumberId}::text, 'error', a.error_details)
+          from applied a, unnest(${textArray(userIds)}) as u(id)
+          where a.status = 'failed'
+          returning id
+        )
+        select exists (select 1 from applied) as applied, (select array_agg(id) from emitted) as "eventIds"`)
+      return { applied: row?.applied === true, eventIds: row?.eventIds ?? [] }
     }
   }
 }

@@ -40,6 +40,8 @@ interface InboundOptions {
    * A duplicate of a dispatched message never reaches it.
    */
   onMessage: (message: InboundChatMessage) => Promise<void>
+  /** Dispatches the outbox events a delivery wrote (`chat.message.failed`), after they are committed; the reconciler dispatches what this does not. */
+  dispatchEvents: (eventIds: readonly string[]) => Promise<unknown>
 }
 
 interface PlatformMessage {
@@ -99,7 +101,7 @@ const timeOf = (timestamp: string | undefined): Date => {
  * number this installation does not serve are ignored.
  */
 export function chatDeliveryProcessor (options: InboundOptions) {
-  const { db, logger, onMessage } = options
+  const { db, logger, onMessage, dispatchEvents } = options
   const deliveries = chatDeliveriesRepository(db)
   const conversations = conversationsRepository(db)
   const accounts = chatAccountResolver(options)
@@ -148,7 +150,10 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     }
     for (const status of value.statuses ?? []) {
       if (typeof status.id !== 'string' || !(MESSAGE_STATUSES as readonly string[]).includes(status.status ?? '')) continue
-      if (await conversations.applyStatus(phoneNumberId, status.id, status.status as MessageStatus, status.errors)) summary.statuses++
+      if (status.status === 'failed') userIds ??= await accounts.userIdsFor(phoneNumberId)
+      const { applied, eventIds } = await conversations.applyStatus(phoneNumberId, status.id, status.status as MessageStatus, status.errors, userIds ?? [])
+      if (applied) summary.statuses++
+      if (eventIds.length > 0) await dispatchEvents(eventIds)
     }
   }
 

@@ -20,6 +20,12 @@ export const RUN_FAILED_EVENT = 'workflow.run.failed'
  */
 export const RUN_WAITING_EVENT = 'workflow.run.waiting'
 
+/**
+ * The event an outbound message the platform failed emits to the users who can use its number
+ * (contract, Events): `{messageId, conversationId, wamid, phone, phoneNumberId, error: {code, title, details}}`.
+ */
+export const CHAT_MESSAGE_FAILED = 'chat.message.failed'
+
 export interface OutboxEvent {
   id: string
   name: string

@@ -10,6 +10,13 @@ export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
 /** An assistant's reply waiting for staff (contract, Message statuses); approved, it becomes `sent`. */
 export const DRAFT_STATUSES = ['pending_approval', 'rejected', 'stale'] as const
 
+/** Why the platform failed a message, as the API returns it: the platform's code, title and details. */
+export interface ChatMessageError {
+  code: number | null
+  title: string
+  details: string | null
+}
+
 /**
  * The media of an image, document, audio, video or sticker message: the platform's media id (or
  * the link it was sent from), and what came with it. `GET /api/chat/messages/:id/media` fetches it by id.
@@ -80,7 +87,8 @@ export const messages = pgTable('messages', {
   templateContent: jsonb('template_content').$type<Record<string, unknown>>(),
   media: jsonb('media').$type<ChatMessageMedia>(),
   status: text('status', { enum: [...MESSAGE_STATUSES, ...DRAFT_STATUSES] }),
-  errorDetails: jsonb('error_details').$type<unknown>(),
+  // Failed only: the platform's first error (README, Chat: failures).
+  error: jsonb('error_details').$type<ChatMessageError>(),
   agentId: text('agent_id'),
   agentName: text('agent_name'),
   replyToId: text('reply_to_id'),

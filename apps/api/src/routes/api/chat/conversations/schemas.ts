@@ -16,6 +16,8 @@ export const ChatMessage = Type.Object({
   agentId: nullable(Type.String()),
   agentName: nullable(Type.String()),
   replyToId: nullable(Type.String()),
+  /** Failed only: why the platform failed it. */
+  error: Type.Union([Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), title: Type.String(), details: nullable(Type.String()) }), Type.Null()]),
   createdAt: Timestamp
 })
 
