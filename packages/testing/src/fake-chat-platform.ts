@@ -1,9 +1,12 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHash, createHmac, randomBytes } from 'node:crypto'
+import type { Socket } from 'node:net'
+import { Readable } from 'node:stream'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 
 /**
  * A stand-in for the chat platform (WhatsApp Business Cloud API) that speaks
- * its wire format (shared/CHAT_PLATFORM.md): sends, the template list, and
+ * its wire format (shared/CHAT_PLATFORM.md): sends (text, template, media,
+ * interactive), the template list, media objects and their downloads, and
  * signed webhook deliveries towards our `/webhook/chat`. Tests and the demo
  * mode use it; production never does.
  */
@@ -57,6 +60,19 @@ export interface FakeWebhookTarget {
   phoneNumberId: string
 }
 
+/** A media object the platform holds (what a customer sent), served by `GET /{media-id}` and its download URL. */
+export interface FakeMedia {
+  bytes: Buffer
+  mimeType: string
+  /**
+   * A hostile download, for the bounds of whoever fetches it: `huge` declares 2 GiB and streams
+   * zeros until the client goes away, `endless` streams them without a length, `stall` never answers.
+   */
+  download?: 'huge' | 'endless' | 'stall'
+  /** The `file_size` the media's record declares, when it is not the bytes' length. */
+  fileSize?: number
+}
+
 export interface FakeChatPlatform {
   /** The value for CHAT_API_URL, version segment included. */
   url: string
@@ -64,6 +80,8 @@ export interface FakeChatPlatform {
   requests: RecordedRequest[]
   /** The message sends among them. */
   sends: () => RecordedRequest[]
+  /** Holds `media` as the platform does once a customer sent it (or a business uploaded it); returns its media id. */
+  addMedia: (media: FakeMedia) => string
   /** Settings can be changed between tests. */
   options: Required<Omit<FakeChatPlatformOptions, OptionalSetting | 'port' | 'onRequest'>> & Pick<FakeChatPlatformOptions, OptionalSetting>
   close: () => Promise<void>
@@ -97,6 +115,55 @@ type PlatformError = typeof ERRORS[keyof typeof ERRORS]
 
 const placeholderCount = (text: string): number => new Set(text.match(/\{\{\d+\}\}/g) ?? []).size
 
+/** What a 2 GiB download declares. */
+const HUGE_BYTES = 2 ** 31
+
+/** Zeros for as long as the reader reads: a download that never ends. */
+const endlessZeros = (): Readable => new Readable({ read () { this.push(Buffer.alloc(64 * 1024)) } })
+
+const MEDIA_TYPES = ['image', 'document', 'audio', 'video', 'sticker']
+
+const isText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max
+
+/** Why the platform refuses a media send (error 100), as its `details` say; undefined when it takes it. */
+function mediaSendProblem (type: string, media: Record<string, any> | undefined, known: (id: string) => boolean): string | undefined {
+  if (typeof media !== 'object' || media === null) return `Param ${type} is required`
+  if ((media.id === undefined) === (media.link === undefined)) return `Param ${type} must have exactly one of id or link`
+  if (media.id !== undefined && (typeof media.id !== 'string' || !known(media.id))) return `media id (${String(media.id)}) does not exist`
+  if (media.link !== undefined && (typeof media.link !== 'string' || !/^https?:\/\//.test(media.link))) return `Param ${type}['link'] must be a URL`
+  if (media.caption !== undefined && (type === 'audio' || type === 'sticker' || !isText(media.caption, 1024))) return `Param ${type}['caption'] is not valid`
+  if (media.filename !== undefined && (type !== 'document' || !isText(media.filename, 240))) return `Param ${type}['filename'] is not valid`
+  return undefined
+}
+
+/** Why the platform refuses an interactive send (error 100), by its documented limits; undefined when it takes it. */
+function interactiveProblem (interactive: Record<string, any> | undefined): string | undefined {
+  if (typeof interactive !== 'object' || interactive === null) return 'Param interactive is required'
+  if (!isText(interactive.body?.text, 1024)) return "Param interactive['body']['text'] must be 1 to 1024 characters"
+  if (interactive.header !== undefined && (interactive.header.type !== 'text' || !isText(interactive.header.text, 60))) return "Param interactive['header']['text'] must be 1 to 60 characters"
+  if (interactive.footer !== undefined && !isText(interactive.footer.text, 60)) return "Param interactive['footer']['text'] must be 1 to 60 characters"
+  const action = interactive.action ?? {}
+  if (interactive.type === 'button') {
+    const buttons: unknown[] = Array.isArray(action.buttons) ? action.buttons : []
+    if (buttons.length < 1 || buttons.length > 3) return "Param interactive['action']['buttons'] must have 1 to 3 buttons"
+    const ids = buttons.map((button: any) => button?.type === 'reply' && isText(button.reply?.id, 256) && isText(button.reply?.title, 20) ? button.reply.id : undefined)
+    if (ids.includes(undefined) || new Set(ids).size !== ids.length) return "Param interactive['action']['buttons'] must be replies with unique ids (256) and titles (20)"
+    return undefined
+  }
+  if (interactive.type === 'list') {
+    if (!isText(action.button, 20)) return "Param interactive['action']['button'] must be 1 to 20 characters"
+    const sections: any[] = Array.isArray(action.sections) ? action.sections : []
+    if (sections.length < 1 || sections.length > 10) return "Param interactive['action']['sections'] must have 1 to 10 sections"
+    const rows = sections.flatMap((section) => Array.isArray(section?.rows) ? section.rows : [undefined])
+    if (rows.length > 10) return 'Total row count exceed max allowed count: 10'
+    if (sections.some((section) => (section.title !== undefined || sections.length > 1) && !isText(section.title, 24))) return "Param interactive['action']['sections'][]['title'] must be 1 to 24 characters"
+    const ids = rows.map((row) => isText(row?.id, 200) && isText(row?.title, 24) && (row.description === undefined || isText(row.description, 72)) ? row.id : undefined)
+    if (ids.length === 0 || ids.includes(undefined) || new Set(ids).size !== ids.length) return "Param interactive['action']['sections'][]['rows'] must have unique ids (200), titles (24) and descriptions (72)"
+    return undefined
+  }
+  return "Param interactive['type'] must be button or list"
+}
+
 export async function startFakeChatPlatform (options: FakeChatPlatformOptions = {}): Promise<FakeChatPlatform> {
   const settings: FakeChatPlatform['options'] = {
     accessTokens: options.accessTokens ?? [FAKE_ACCESS_TOKEN],
@@ -109,6 +176,9 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
   }
   const requests: RecordedRequest[] = []
   const recentSends = new Map<string, number[]>()
+  const media = new Map<string, FakeMedia>()
+  // Downloads that never answer; ended when the fake closes, so that closing does not wait for them.
+  const stalled = new Set<Socket>()
   const server = Fastify({ logger: false })
   let baseUrl = ''
 
@@ -187,6 +257,12 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       if (bodyParameters.length !== expected) return fail(reply, ERRORS.params, `body: number of localizable_params (${bodyParameters.length}) does not match the expected number of params (${expected})`)
     } else if (body.type === 'text') {
       if (typeof body.text?.body !== 'string' || body.text.body.length > 4096) return fail(reply, ERRORS.invalid)
+    } else if (MEDIA_TYPES.includes(body.type)) {
+      const problem = mediaSendProblem(body.type, body[body.type], (id) => media.has(id))
+      if (problem !== undefined) return fail(reply, ERRORS.invalid, problem)
+    } else if (body.type === 'interactive') {
+      const problem = interactiveProblem(body.interactive)
+      if (problem !== undefined) return fail(reply, ERRORS.invalid, problem)
     } else {
       return fail(reply, ERRORS.invalid)
     }
@@ -197,10 +273,39 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     }
   })
 
-  server.get<{ Params: { phoneNumberId: string } }>(`/${API_VERSION}/:phoneNumberId`, async (request, reply) => {
-    const { phoneNumberId } = request.params
-    if (!/^\d+$/.test(phoneNumberId) || !mayUse(request, phoneNumberId)) return fail(reply, ERRORS.noAccess)
-    return { verified_name: 'Fake Business', display_phone_number: '+1 555-078-3881', id: phoneNumberId, quality_rating: 'GREEN' }
+  // A graph object by id: a media object's record (its download URL, valid for minutes on the platform), or a phone number.
+  server.get<{ Params: { id: string } }>(`/${API_VERSION}/:id`, async (request, reply) => {
+    const { id } = request.params
+    const stored = media.get(id)
+    if (stored !== undefined) {
+      return {
+        messaging_product: 'whatsapp',
+        url: `${new URL(baseUrl).origin}/whatsapp_business/attachments/?mid=${id}`,
+        mime_type: stored.mimeType,
+        sha256: createHash('sha256').update(stored.bytes).digest('hex'),
+        file_size: stored.fileSize ?? stored.bytes.length,
+        id
+      }
+    }
+    if (!/^\d+$/.test(id) || !mayUse(request, id)) return fail(reply, ERRORS.noAccess)
+    return { verified_name: 'Fake Business', display_phone_number: '+1 555-078-3881', id, quality_rating: 'GREEN' }
+  })
+
+  // The download URL of a media record: the bytes, with the same bearer token.
+  server.get<{ Querystring: { mid?: string } }>('/whatsapp_business/attachments/', async (request, reply) => {
+    const stored = media.get(request.query.mid ?? '')
+    if (stored === undefined) return fail(reply, ERRORS.noAccess)
+    switch (stored.download) {
+      case 'stall': {
+        const socket = request.raw.socket
+        stalled.add(socket)
+        socket.once('close', () => { stalled.delete(socket) })
+        return reply.hijack()
+      }
+      case 'huge': return reply.type(stored.mimeType).header('content-length', String(HUGE_BYTES)).send(endlessZeros())
+      case 'endless': return reply.type(stored.mimeType).send(endlessZeros())
+      default: return reply.type(stored.mimeType).send(stored.bytes)
+    }
   })
 
   server.get<{ Params: { businessAccountId: string }, Querystring: { limit?: string, after?: string, status?: string } }>(
@@ -239,8 +344,16 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     url: baseUrl,
     requests,
     sends: () => requests.filter((r) => r.method === 'POST' && r.path.endsWith('/messages')),
+    addMedia: (stored) => {
+      const id = String(900_000_000_000_000 + media.size + 1)
+      media.set(id, stored)
+      return id
+    },
     options: settings,
-    close: async () => { await server.close() }
+    close: async () => {
+      for (const socket of stalled) socket.destroy()
+      await server.close()
+    }
   }
 }
 
@@ -294,6 +407,30 @@ export function messagesDelivery (phoneNumberId: string, specs: InboundMessageSp
       ...(s.message ?? { type: 'text', text: { body: s.text ?? '' } })
     }))
   })
+}
+
+/** The `message` of an InboundMessageSpec: a customer's image, document, audio, video or sticker (`id` from `addMedia`). */
+export function inboundMedia (type: 'image' | 'document' | 'audio' | 'video' | 'sticker', media: { id: string, mimeType: string, caption?: string, filename?: string }): Record<string, unknown> {
+  return {
+    type,
+    [type]: {
+      id: media.id,
+      mime_type: media.mimeType,
+      sha256: randomBytes(32).toString('base64'),
+      ...(media.caption !== undefined && { caption: media.caption }),
+      ...(media.filename !== undefined && { filename: media.filename })
+    }
+  }
+}
+
+/** The `message` of an InboundMessageSpec: the customer tapped a reply button or a list row of an interactive message. */
+export function inboundInteractiveReply (type: 'button_reply' | 'list_reply', reply: { id: string, title: string, description?: string }): Record<string, unknown> {
+  return { type: 'interactive', interactive: { type, [type]: reply } }
+}
+
+/** The `message` of an InboundMessageSpec: the customer tapped a template's quick reply button. */
+export function inboundQuickReply (payload: string, text: string): Record<string, unknown> {
+  return { type: 'button', button: { payload, text } }
 }
 
 export function statusesDelivery (phoneNumberId: string, specs: StatusSpec[]): Record<string, unknown> {
