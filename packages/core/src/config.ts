@@ -132,6 +132,10 @@ export interface Config {
     businessAccountId?: string
     appSecret?: string
     verifyToken?: string
+    /** CHAT_MEDIA_MAX_BYTES: the largest media `GET /api/chat/messages/:id/media` passes on. */
+    mediaMaxBytes: number
+    /** CHAT_MEDIA_TIMEOUT_MS: one media download, from the platform's media record to the last byte. */
+    mediaTimeoutMs: number
   }
   /** Jobs in flight per queue in each worker process. */
   workerConcurrency: number
@@ -568,7 +572,9 @@ export function loadConfig (env: Env = process.env): Config {
       phoneNumberId: text(env, 'CHAT_PHONE_NUMBER_ID'),
       businessAccountId: text(env, 'CHAT_BUSINESS_ACCOUNT_ID'),
       appSecret: chatAppSecret,
-      verifyToken: text(env, 'CHAT_VERIFY_TOKEN')
+      verifyToken: text(env, 'CHAT_VERIFY_TOKEN'),
+      mediaMaxBytes: int('CHAT_MEDIA_MAX_BYTES', 100 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      mediaTimeoutMs: int('CHAT_MEDIA_TIMEOUT_MS', 120_000, 1000, 3_600_000)
     },
     workerConcurrency: int('WORKER_CONCURRENCY', 50, 1, 1000),
     workerQueues: read([], () => workerQueues(env)),

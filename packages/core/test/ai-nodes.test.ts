@@ -23,6 +23,8 @@ function providerAnswering (content: string | null, asked: NodeModelRequest[] = 
 const unusedChat: ChatSender = {
   async sendText () { throw new Error('unused') },
   async sendTemplate () { throw new Error('unused') },
+  async sendMedia () { throw new Error('unused') },
+  async sendInteractive () { throw new Error('unused') },
   async recentMessages () { return { conversationId: null, messages: [] } },
   async draftText () { throw new Error('unused') }
 }

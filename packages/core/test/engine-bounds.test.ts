@@ -35,7 +35,7 @@ t.teardown(async () => {
   await http.close()
 })
 
-const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
+const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
 const engine = createRunEngine({
   db,
   queues,

@@ -62,7 +62,7 @@ const engineWith = (options: { db?: Db, checkpointMaxNodes?: number, code?: Node
   db: options.db ?? db,
   queues,
   logger,
-  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: http.dispatcher, code: options.code ?? unusedCode, ai: null },
+  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async sendMedia () { throw new Error('unused') }, async sendInteractive () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: http.dispatcher, code: options.code ?? unusedCode, ai: null },
   dispatchEvents: async () => {},
   cancelPollMs: 60_000,
   ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })

@@ -78,6 +78,8 @@ function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number,
   const chat: ChatSender = options.chat ?? {
     async sendText (input) { sentTexts.push(input.text); return { wamid: `wamid.${sentTexts.length}`, to: input.to } },
     async sendTemplate () { throw new Error('unused') },
+    async sendMedia () { throw new Error('unused') },
+    async sendInteractive () { throw new Error('unused') },
     async recentMessages () { throw new Error('unused') },
     async draftText () { throw new Error('unused') }
   }
@@ -373,6 +375,8 @@ t.test('a chat send is in the run\'s log before the platform is called', async (
         seenAtSend.push(await messages(runId))
         return { wamid: 'wamid.2', to: input.to }
       },
+      async sendMedia () { throw new Error('unused') },
+      async sendInteractive () { throw new Error('unused') },
       async recentMessages () { throw new Error('unused') },
       async draftText () { throw new Error('unused') }
     }

@@ -20,7 +20,7 @@ import { dispatchEvents, lostEventsDispatch } from '../src/triggers/event.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-outbox-test')
-const unusedNodes = { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: undefined as never, code: undefined as never, ai: null }
+const unusedNodes = { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async sendMedia () { throw new Error('unused') }, async sendInteractive () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: undefined as never, code: undefined as never, ai: null }
 const eventDeps = { db, queues, logger, eventFanoutMax: 100 }
 
 const dialect = new PgDialect()

@@ -54,6 +54,8 @@ t.teardown(async () => {
 const noChat: ChatSender = {
   async sendText () { throw new Error('unused') },
   async sendTemplate () { throw new Error('unused') },
+  async sendMedia () { throw new Error('unused') },
+  async sendInteractive () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
   async draftText () { throw new Error('unused') }
 }
@@ -164,6 +166,8 @@ t.test('chat sends: the platform\'s passing failures are retried with one idempo
       sends.push({ key: options?.idempotencyKey, attempt: sends.length + 1 })
       throw platformFailure(new ChatPlatformError(404, { code: 132001, message: '(#132001) Template name does not exist in the translation' }))
     },
+    sendMedia: noChat.sendMedia,
+    sendInteractive: noChat.sendInteractive,
     recentMessages: noChat.recentMessages,
     draftText: noChat.draftText
   }

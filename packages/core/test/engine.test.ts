@@ -44,6 +44,8 @@ const sent: Array<SendTextInput | SendTemplateInput> = []
 const chat: ChatSender = {
   async sendText (input) { sent.push(input); return { wamid: `wamid.text${sent.length}`, to: input.to } },
   async sendTemplate (input) { sent.push(input); return { wamid: `wamid.tpl${sent.length}`, to: input.to } },
+  async sendMedia () { throw new Error('unused') },
+  async sendInteractive () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
   async draftText () { throw new Error('unused') }
 }

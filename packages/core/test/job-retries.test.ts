@@ -20,7 +20,7 @@ const unusedCode = { run: async () => { throw new Error('unused') } }
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'job-retries-test')
 const http = createHttpClient({ allowPrivate: false })
-const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
+const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
 const engine = createRunEngine({ db, queues, logger, nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode, ai: null }, dispatchEvents: async () => {} })
 t.teardown(async () => { await http.close() })
 

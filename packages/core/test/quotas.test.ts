@@ -11,7 +11,7 @@ import { effectiveQuotas, type Quotas } from '../src/users/quotas.ts'
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'quotas-test')
 const defaults: Quotas = { runsPerMinute: 1000, runsInFlight: 0, waitingRuns: 2, workflows: 10, credentials: 10, cronWorkflows: 10, eventListeners: 10 }
-const unusedNodes = { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: undefined as never, code: undefined as never, ai: null }
+const unusedNodes = { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async sendMedia () { throw new Error('unused') }, async sendInteractive () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: undefined as never, code: undefined as never, ai: null }
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 const [other] = await db.insert(users).values({ email: 'other@example.com', passwordHash: 'x' }).returning()

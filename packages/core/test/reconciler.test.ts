@@ -23,7 +23,7 @@ const engine = createRunEngine({
   db,
   queues,
   logger,
-  nodes: { http: http.dispatcher, chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }, code: unusedCode, ai: null },
+  nodes: { http: http.dispatcher, chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }, code: unusedCode, ai: null },
   dispatchEvents: async (eventIds) => { dispatched.push(...eventIds) }
 })
 // No grace: every unfinished run is examined at once.

@@ -54,7 +54,7 @@ t.teardown(async () => {
   await http.close()
 })
 
-const engine = createRunEngine({ db, queues, logger, nodes: { chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }, http: http.dispatcher, code: unusedCode, ai: null }, dispatchEvents: async () => {} })
+const engine = createRunEngine({ db, queues, logger, nodes: { chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }, http: http.dispatcher, code: unusedCode, ai: null }, dispatchEvents: async () => {} })
 
 /** Two workers of five jobs each, processing as apps/worker's run processor does. */
 const connections = [createWorkerConnection(REDIS_URL), createWorkerConnection(REDIS_URL)]

@@ -97,6 +97,8 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   USER_NOT_FOUND: 404,
   CHAT_ACCOUNT_NOT_FOUND: 404,
   CONVERSATION_NOT_FOUND: 404,
+  MESSAGE_NOT_FOUND: 404,
+  MEDIA_NOT_FOUND: 404,
   DRAFT_NOT_FOUND: 404,
   DRAFT_NOT_PENDING: 409,
   WORKFLOW_VERSION_NOT_FOUND: 404,
@@ -115,6 +117,9 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   // The platform's refusal is relayed with its details (contract, Chat).
   CHAT_PLATFORM_ERROR: 500,
   CHAT_PLATFORM_UNAVAILABLE: 502,
+  // A media download's bounds (README, Chat: media): what the platform holds is too large, or did not come in time.
+  CHAT_MEDIA_TOO_LARGE: 502,
+  CHAT_MEDIA_TIMEOUT: 504,
   SCHEDULER_UNAVAILABLE: 503,
   SERVICE_UNAVAILABLE: 503
 }

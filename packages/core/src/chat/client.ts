@@ -1,4 +1,5 @@
-import { Pool } from 'undici'
+import type { Readable } from 'node:stream'
+import { Agent, Pool } from 'undici'
 
 /** The platform's error envelope (`{"error": {...}}`), kept whole so callers can branch on `code`. */
 export class ChatPlatformError extends Error {
@@ -77,7 +78,47 @@ interface TemplateMessage {
   template: { name: string, language: { code: string }, components?: unknown[] }
 }
 
-export type OutboundMessage = TextMessage | TemplateMessage
+/** The platform's media message types: the message's `type` and the key of its media object. */
+export const MEDIA_KINDS = ['image', 'document', 'audio', 'video', 'sticker'] as const
+export type MediaKind = typeof MEDIA_KINDS[number]
+
+/** A media send: the platform's media id or a public https link (the platform fetches it), and what goes with it. */
+export interface MediaContent {
+  kind: MediaKind
+  mediaId?: string
+  link?: string
+  caption?: string
+  /** Documents only: the name the customer sees. */
+  filename?: string
+}
+
+interface MediaMessage {
+  messaging_product: 'whatsapp'
+  recipient_type: 'individual'
+  to: string
+  type: MediaKind
+  [kind: string]: unknown
+}
+
+/** Reply buttons (1–3) or a list of rows in sections (10 rows at most): chat/interactive.ts checks the platform's limits. */
+export interface InteractiveContent {
+  type: 'button' | 'list'
+  body: string
+  header?: string
+  footer?: string
+  buttons?: Array<{ id: string, title: string }>
+  list?: { button: string, sections: Array<{ title?: string, rows: Array<{ id: string, title: string, description?: string }> }> }
+}
+
+interface InteractiveMessage {
+  messaging_product: 'whatsapp'
+  recipient_type: 'individual'
+  to: string
+  type: 'interactive'
+  interactive: Record<string, unknown>
+}
+
+export type OutboundMessage = TextMessage | TemplateMessage | MediaMessage | InteractiveMessage
 
 export function textMessage (to: string, body: string, replyToWamid?: string): TextMessage {
   return {
@@ -96,6 +137,39 @@ export function templateMessage (to: string, name: string, languageCode: string,
     to,
     type: 'template',
     template: { name, language: { code: languageCode }, ...(components !== undefined && components.length > 0 && { components }) }
+  }
+}
+
+export function mediaMessage (to: string, media: MediaContent): MediaMessage {
+  return {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to,
+    type: media.kind,
+    [media.kind]: {
+      ...(media.mediaId !== undefined ? { id: media.mediaId } : { link: media.link }),
+      ...(media.caption !== undefined && { caption: media.caption }),
+      ...(media.filename !== undefined && { filename: media.filename })
+    }
+  }
+}
+
+export function interactiveMessage (to: string, content: InteractiveContent): InteractiveMessage {
+  const action = content.type === 'button'
+    ? { buttons: (content.buttons ?? []).map((reply) => ({ type: 'reply', reply: { id: reply.id, title: reply.title } })) }
+    : { button: content.list?.button, sections: content.list?.sections }
+  return {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to,
+    type: 'interactive',
+    interactive: {
+      type: content.type,
+      ...(content.header !== undefined && { header: { type: 'text', text: content.header } }),
+      body: { text: content.body },
+      ...(content.footer !== undefined && { footer: { text: content.footer } }),
+      action
+    }
   }
 }
 
@@ -122,6 +196,24 @@ export interface PhoneNumberRecord {
   [key: string]: unknown
 }
 
+/** `GET /{media-id}`: where the media can be downloaded (for minutes), with its type and size. */
+export interface MediaRecord {
+  url: string
+  mime_type?: string
+  sha256?: string
+  file_size?: number
+  id?: string
+  [key: string]: unknown
+}
+
+/** A download's answer, its body not read yet: the caller reads or destroys it. */
+export interface MediaDownload {
+  contentType?: string
+  /** Content-Length, when the platform declared one. */
+  contentLength?: number
+  body: Readable
+}
+
 /** What a workflow's send adds to the platform call. */
 export interface SendOptions {
   /** Sent as `Idempotency-Key`, the same on every attempt of one send. */
@@ -135,6 +227,13 @@ export interface ChatClient {
   getPhoneNumber: (phoneNumberId: string, accessToken: string) => Promise<PhoneNumberRecord>
   /** Every template of the business account, all pages followed. */
   listTemplates: (businessAccountId: string, accessToken: string, query?: { status?: string }) => Promise<TemplateRecord[]>
+  getMedia: (mediaId: string, accessToken: string, signal?: AbortSignal) => Promise<MediaRecord>
+  /**
+   * The bytes of a media record's `url`, with the same token: only an https URL, or one on
+   * CHAT_API_URL's own origin (a test's fake platform), is called, so the token never travels in clear
+   * to another host. `signal` bounds the whole download, body included.
+   */
+  downloadMedia: (url: string, accessToken: string, signal: AbortSignal) => Promise<MediaDownload>
   close: () => Promise<void>
 }
 
@@ -152,6 +251,9 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs
   })
+
+  // Media are downloaded from the host the platform names (not CHAT_API_URL's): an agent of their own, idle-bounded per read.
+  const downloads = new Agent({ connections: options.connections ?? 50, connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
 
   async function call<T> (method: 'GET' | 'POST', path: string, accessToken: string, body?: unknown, options: SendOptions = {}): Promise<T> {
     let statusCode: number
@@ -213,8 +315,50 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
       return templates
     },
 
+    async getMedia (mediaId, accessToken, signal) {
+      return call<MediaRecord>('GET', `${basePath}/${encodeURIComponent(mediaId)}`, accessToken, undefined, { signal })
+    },
+
+    async downloadMedia (url, accessToken, signal) {
+      let target: URL
+      try {
+        target = new URL(url)
+      } catch {
+        throw new ChatPlatformUnavailableError('Chat platform named a media URL that is not a URL')
+      }
+      if (target.protocol !== 'https:' && target.origin !== base.origin) {
+        throw new ChatPlatformUnavailableError(`Chat platform named a media URL that is not https (${target.origin})`)
+      }
+      let response
+      try {
+        response = await downloads.request({
+          origin: target.origin,
+          method: 'GET',
+          path: `${target.pathname}${target.search}`,
+          headers: { authorization: `Bearer ${accessToken}` },
+          signal
+        })
+      } catch (err) {
+        throw new ChatPlatformUnavailableError(`Chat platform media download failed: ${(err as Error).message}`, { cause: err })
+      }
+      if (response.statusCode >= 400) {
+        response.body.destroy()
+        throw new ChatPlatformUnavailableError(`Chat platform media download answered ${response.statusCode}`, { httpStatus: response.statusCode })
+      }
+      const header = (name: string): string | undefined => {
+        const value = response.headers[name]
+        return Array.isArray(value) ? value[0] : value
+      }
+      const length = Number(header('content-length'))
+      return {
+        contentType: header('content-type'),
+        ...(Number.isSafeInteger(length) && length >= 0 && { contentLength: length }),
+        body: response.body
+      }
+    },
+
     async close () {
-      await pool.close()
+      await Promise.all([pool.close(), downloads.close()])
     }
   }
 }

@@ -7,7 +7,7 @@ import { jsonb, textArray } from '../db/sql.ts'
 import { CHAT_MESSAGE_FAILED } from '../events/outbox.ts'
 import {
   conversations, messages,
-  type AI_MODES, type ChatMessageError, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
+  type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
 } from '../db/schema/index.ts'
 
 export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
@@ -37,9 +37,11 @@ interface OutboundMessageRecord {
   phoneNumberId: string
   phone: string
   wamid: string | null
-  type: 'text' | 'template'
+  /** `text`, `template`, `interactive` or a media kind (`image`…). */
+  type: string
   content: string
   templateContent?: Record<string, unknown> | null
+  media?: ChatMessageMedia
   agentId?: string | null
   agentName?: string | null
   replyToId?: string | null
@@ -54,6 +56,7 @@ interface InboundMessageRecord {
   wamid: string
   type: string
   content: string
+  media?: ChatMessageMedia
   replyToId?: string
   receivedAt: Date
 }
@@ -171,6 +174,14 @@ export function conversationsRepository (db: DbOrTx) {
       return rows.reverse()
     },
 
+    /** A message of any conversation of the platform number: another number's message is not found. */
+    async messageOfNumber (phoneNumberId: string, id: string): Promise<Message | null> {
+      const [row] = await db.select({ message: messages }).from(messages)
+        .innerJoin(conversations, eq(conversations.id, messages.conversationId))
+        .where(and(eq(messages.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
+      return row?.message ?? null
+    },
+
     async findMessage (conversationId: string, id: string): Promise<Message | null> {
       const [row] = await db.select().from(messages)
         .where(and(eq(messages.id, id), eq(messages.conversationId, conversationId))).limit(1)
@@ -258,9 +269,10 @@ export function conversationsRepository (db: DbOrTx) {
               assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
         )
-        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
+        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
         select ${createId()}, conversation.id, ${record.wamid}, 'outbound', ${record.type}, ${record.content},
-          ${record.templateContent == null ? null : storableJson(record.templateContent)}::jsonb, 'sent',
+          ${record.templateContent == null ? null : storableJson(record.templateContent)}::jsonb,
+          ${record.media === undefined ? null : storableJson(record.media)}::jsonb, 'sent',
           ${record.agentId ?? null}, ${record.agentName ?? null}, ${record.replyToId ?? null}, ${now}, ${now}
         from conversation
         returning id, conversation_id`)
@@ -288,6 +300,7 @@ export function conversationsRepository (db: DbOrTx) {
           direction: 'inbound',
           type: record.type,
           content: record.content,
+          media: record.media ?? null,
           replyToId: record.replyToId ?? null,
           sentAt: record.receivedAt,
           createdAt: record.receivedAt

@@ -1,13 +1,15 @@
 import type { Queue } from 'bullmq'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { MESSAGE_STATUSES } from '../db/schema/index.ts'
+import { MESSAGE_STATUSES, type ChatMessageMedia } from '../db/schema/index.ts'
 import type { Logger } from '../logger.ts'
 import { CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '../queues/catalog.ts'
 import { ensureJob } from '../queues/ensure-job.ts'
 import { chatDeliveriesRepository } from './deliveries-repository.ts'
 import { conversationsRepository, type MessageStatus } from './conversations.ts'
 import { chatAccountResolver } from './accounts.ts'
+import { interactiveReplyOf, type InteractiveReply } from './interactive.ts'
+import { inboundMediaOf } from './media.ts'
 
 /** A newly stored customer message, for what reacts to it (events, KEYWORD workflows). */
 export interface InboundChatMessage {
@@ -21,6 +23,10 @@ export interface InboundChatMessage {
   wamid: string
   messageId: string
   conversationId: string
+  /** The customer tapped a button or a list row (interactive, or a template's quick reply). */
+  interactive?: InteractiveReply
+  /** What an image, document, audio, video or sticker carries: its media id, type, caption, file name. */
+  media?: ChatMessageMedia
 }
 
 interface DeliverySummary {
@@ -121,6 +127,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     for (const message of value.messages ?? []) {
       if (typeof message.from !== 'string' || typeof message.id !== 'string') continue
       const text = messageText(message)
+      const media = inboundMediaOf(message)
+      const interactive = interactiveReplyOf(message)
       const stored = await conversations.recordInbound({
         phoneNumberId,
         phone: message.from,
@@ -128,6 +136,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         wamid: message.id,
         type: message.type ?? 'unknown',
         content: text,
+        media,
         replyToId: message.context?.id,
         receivedAt: timeOf(message.timestamp)
       })
@@ -144,7 +153,9 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         type: message.type ?? 'unknown',
         wamid: message.id,
         conversationId: stored.conversationId,
-        messageId: stored.messageId
+        messageId: stored.messageId,
+        ...(interactive !== undefined && { interactive }),
+        ...(media !== undefined && { media })
       })
       await conversations.markDispatched(stored.messageId)
     }

@@ -1,9 +1,11 @@
 /** Chat: the platform client, accounts, conversations and messages, the window rule, inbound deliveries and sending. */
 export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
 export { chatAccountsRepository, type ChatAccountChanges } from './accounts-repository.ts'
-export { createChatClient } from './client.ts'
+export { createChatClient, MEDIA_KINDS } from './client.ts'
 export { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from './conversations.ts'
 export { chatDeliveriesRepository } from './deliveries-repository.ts'
 export { chatDeliveryProcessor, chatDeliveryRequeue } from './inbound.ts'
+export { INTERACTIVE_LIMITS, INTERACTIVE_TYPES } from './interactive.ts'
+export { MEDIA_LIMITS, mediaDownloads, type MediaDownloads } from './media.ts'
 export { createChatSender } from './sender.ts'
 export { createChatService, type ChatService } from './sending.ts'

@@ -45,6 +45,22 @@ export interface DraftResult {
   conversationId: string
 }
 
+/** `media`: kind, link or mediaId, caption, filename, as a node's config holds them (checked by the chat service). */
+export interface SendMediaInput {
+  userId: string
+  accountId?: string
+  to: string
+  media: Record<string, unknown>
+}
+
+/** `interactive`: type, body, header, footer, buttons or list, as a node's config holds them (checked by the chat service). */
+export interface SendInteractiveInput {
+  userId: string
+  accountId?: string
+  to: string
+  interactive: Record<string, unknown>
+}
+
 export interface SendTemplateInput {
   userId: string
   accountId?: string
@@ -58,6 +74,8 @@ export interface SendTemplateInput {
 export interface ChatSender {
   sendText: (input: SendTextInput, options?: SendOptions) => Promise<ChatSendResult>
   sendTemplate: (input: SendTemplateInput, options?: SendOptions) => Promise<ChatSendResult>
+  sendMedia: (input: SendMediaInput, options?: SendOptions) => Promise<ChatSendResult>
+  sendInteractive: (input: SendInteractiveInput, options?: SendOptions) => Promise<ChatSendResult>
   /** The latest `limit` messages of the conversation (no drafts), within `maxChars` in all. */
   recentMessages: (input: ConversationInput & { limit: number, maxChars: number }) => Promise<ChatHistory>
   /**
@@ -79,7 +97,7 @@ const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
  * the owner's role, so that an admin's workflow never reaches other users' numbers.
  */
 export function createChatSender (
-  service: Pick<ChatService, 'accounts' | 'sendText' | 'sendTemplate'>,
+  service: Pick<ChatService, 'accounts' | 'sendText' | 'sendTemplate' | 'sendMedia' | 'sendInteractive'>,
   conversations: Pick<ReturnType<typeof conversationsRepository>, 'findByPhone' | 'history' | 'recordDraft'>
 ): ChatSender {
   const accountOf = async (userId: string, accountId: string | undefined) =>
@@ -94,6 +112,14 @@ export function createChatSender (
     async sendTemplate (input, options) {
       const account = await accountOf(input.userId, input.accountId)
       const result = await service.sendTemplate(account, { to: input.to, templateName: input.templateName, lang: input.lang, components: input.components }, options)
+      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+    },
+    async sendMedia (input, options) {
+      const result = await service.sendMedia(await accountOf(input.userId, input.accountId), { to: input.to, media: input.media }, options)
+      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+    },
+    async sendInteractive (input, options) {
+      const result = await service.sendInteractive(await accountOf(input.userId, input.accountId), { to: input.to, interactive: input.interactive }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     },
     async recentMessages (input) {

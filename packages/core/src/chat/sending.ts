@@ -4,12 +4,14 @@ import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { chatErrorCodeLabel, chatSends } from '../observability/metrics.ts'
 import { conversationsRepository } from './conversations.ts'
+import { checkInteractive } from './interactive.ts'
+import { checkMediaSend } from './media.ts'
 import { normalizePhone } from './phone.ts'
 import { platformDetails, platformFailure } from './platform-errors.ts'
 import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import {
-  ChatPlatformError, templateMessage, textMessage,
+  ChatPlatformError, interactiveMessage, mediaMessage, templateMessage, textMessage,
   type ChatClient, type SendOptions, type SendResult, type TemplateRecord
 } from './client.ts'
 
@@ -36,6 +38,28 @@ interface SendTemplateRequest {
   agentId?: string
   agentName?: string
   pausesAssistant?: boolean
+}
+
+/** Who sends, as the inbox shows it, and whether it pauses the assistant: what every send request may add. */
+interface SenderFields {
+  agentId?: string
+  agentName?: string
+  pausesAssistant?: boolean
+}
+
+/**
+ * An image, document, audio, video or sticker: `kind`, one of `link` and `mediaId`, `caption`,
+ * `filename`, checked by `checkMediaSend` (the fields arrive unchecked from a workflow's templates).
+ */
+interface SendMediaRequest extends SenderFields {
+  to: string
+  media: Record<string, unknown>
+}
+
+/** Reply buttons or a list: `type`, `body`, `header`, `footer`, `buttons`, `list`, checked by `checkInteractive`. */
+interface SendInteractiveRequest extends SenderFields {
+  to: string
+  interactive: Record<string, unknown>
 }
 
 interface ChatServiceOptions {
@@ -129,6 +153,46 @@ export function createChatService (options: ChatServiceOptions) {
     return result
   }
 
+  /** The free-form messages beyond text: refused over the platform's rules first, then outside the window, like text. */
+  async function sendFreeForm (account: UsableChatAccount, phone: string, message: Parameters<ChatClient['sendMessage']>[2], options: SendOptions | undefined,
+    record: Omit<Parameters<typeof conversations.recordOutbound>[0], 'phoneNumberId' | 'phone' | 'wamid'>): Promise<SendResult> {
+    assertInsideWindow((await conversations.sendContext(account.phoneNumberId, phone)).lastIncomingAt)
+    const result = await callPlatform(account, message, options)
+    await store({ ...record, phoneNumberId: account.phoneNumberId, phone, wamid: result.messages?.[0]?.id ?? null })
+    return result
+  }
+
+  /** Stored with its caption as content (`[image]` without one) and its link or media id. */
+  async function sendMedia (account: UsableChatAccount, request: SendMediaRequest, options?: SendOptions): Promise<SendResult> {
+    const media = checkMediaSend(request.media)
+    const phone = normalizePhone(request.to)
+    return sendFreeForm(account, phone, mediaMessage(phone, media), options, {
+      type: media.kind,
+      content: media.caption ?? `[${media.kind}]`,
+      media: {
+        ...(media.mediaId !== undefined ? { id: media.mediaId } : { link: media.link }),
+        ...(media.caption !== undefined && { caption: media.caption }),
+        ...(media.filename !== undefined && { filename: media.filename })
+      },
+      agentId: request.agentId,
+      agentName: request.agentName,
+      pausesAssistant: request.pausesAssistant
+    })
+  }
+
+  /** Stored with its body as content. */
+  async function sendInteractive (account: UsableChatAccount, request: SendInteractiveRequest, options?: SendOptions): Promise<SendResult> {
+    const interactive = checkInteractive(request.interactive)
+    const phone = normalizePhone(request.to)
+    return sendFreeForm(account, phone, interactiveMessage(phone, interactive), options, {
+      type: 'interactive',
+      content: interactive.body,
+      agentId: request.agentId,
+      agentName: request.agentName,
+      pausesAssistant: request.pausesAssistant
+    })
+  }
+
   async function listTemplates (account: UsableChatAccount): Promise<TemplateRecord[]> {
     if (account.businessAccountId === null) {
       throw new DomainError('CHAT_ACCOUNT_NO_BUSINESS_ID', 'The chat account has no businessAccountId: templates cannot be listed')
@@ -156,7 +220,7 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
-  return { accounts, sendText, deliverText, sendTemplate, listTemplates, verifyNumber }
+  return { accounts, sendText, deliverText, sendTemplate, sendMedia, sendInteractive, listTemplates, verifyNumber }
 }
 
 export type ChatService = ReturnType<typeof createChatService>

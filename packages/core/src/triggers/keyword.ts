@@ -14,12 +14,16 @@ const WORD = '[\\p{L}\\p{N}_]'
 /**
  * The first of `keywords` the text matches (contract, KEYWORD): case-insensitive,
  * whole words; `contains` anywhere, `startsWith` at the beginning, `exact` the whole text.
+ * A tap on a button or list row also matches a keyword equal to its whole id (`tapId`), whatever
+ * `match` says: ids are what a workflow offered, titles what the customer read.
  */
-function matchKeyword (text: string, keywords: unknown, match: unknown = 'contains'): string | null {
+function matchKeyword (text: string, keywords: unknown, match: unknown = 'contains', tapId?: string): string | null {
   if (!Array.isArray(keywords)) return null
   const normalized = text.trim().replace(/\s+/g, ' ')
+  const tap = tapId?.trim().toLowerCase()
   for (const keyword of keywords) {
     if (typeof keyword !== 'string' || keyword.trim() === '') continue
+    if (tap !== undefined && keyword.trim().toLowerCase() === tap) return keyword
     const pattern = escapeRegExp(keyword.trim().replace(/\s+/g, ' '))
     const regexp = match === 'exact'
       ? new RegExp(`^${pattern}$`, 'iu')
@@ -51,7 +55,9 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
     type: message.type,
     messageId: message.messageId,
     wamid: message.wamid,
-    conversationId: message.conversationId
+    conversationId: message.conversationId,
+    ...(message.interactive !== undefined && { interactive: message.interactive }),
+    ...(message.media !== undefined && { media: message.media })
   }
 
   const userIds = textArray(message.userIds)
@@ -68,7 +74,7 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
   const matched = candidates.flatMap((workflow): StartRunsInput['runs'] => {
     const target = { workflow: { id: workflow.id, userId: workflow.userId, triggerType: workflow.triggerType } }
     if (workflow.triggerType === 'EVENT') return [{ ...target, triggerData: { ...base, phoneNumberId: message.phoneNumberId } }]
-    const keyword = matchKeyword(message.text, workflow.triggerConfig.keywords, workflow.triggerConfig.match)
+    const keyword = matchKeyword(message.text, workflow.triggerConfig.keywords, workflow.triggerConfig.match, message.interactive?.id)
     return keyword === null ? [] : [{ ...target, triggerData: { ...base, accountId: workflow.accountId ?? DEFAULT_ACCOUNT_ID, keyword } }]
   })
   const runs = matched.slice(0, deps.eventFanoutMax)

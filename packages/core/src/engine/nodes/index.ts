@@ -15,6 +15,8 @@ import { httpRequest } from './http-request.ts'
 import { merge } from './merge.ts'
 import { parallel } from './parallel.ts'
 import { runWorkflow } from './run-workflow.ts'
+import { sendChatInteractive } from './send-chat-interactive.ts'
+import { sendChatMedia } from './send-chat-media.ts'
 import { sendChatTemplate } from './send-chat-template.ts'
 import { sendChat } from './send-chat.ts'
 import { set } from './set.ts'
@@ -32,6 +34,8 @@ import { wait } from './wait.ts'
 const DEFINITIONS = [
   sendChat,
   sendChatTemplate,
+  sendChatMedia,
+  sendChatInteractive,
   httpRequest,
   verifySignature,
   condition,

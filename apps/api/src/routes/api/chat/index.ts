@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import accounts from './accounts/index.ts'
 import assistant from './assistant/index.ts'
 import conversations from './conversations/index.ts'
+import messages from './messages/index.ts'
 import send from './send/index.ts'
 import templates from './templates/index.ts'
 
@@ -10,6 +11,7 @@ export default async function chat (fastify: FastifyInstance): Promise<void> {
   await fastify.register(accounts, { prefix: '/accounts' })
   await fastify.register(assistant, { prefix: '/accounts' })
   await fastify.register(conversations, { prefix: '/conversations' })
+  await fastify.register(messages, { prefix: '/messages' })
   await fastify.register(send, { prefix: '/send' })
   await fastify.register(templates, { prefix: '/templates' })
 }

@@ -12,6 +12,15 @@ export const ChatMessage = Type.Object({
   type: Type.String(),
   content: Type.String(),
   templateContent: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  /** Media messages: the platform's media id (its bytes at `GET /api/chat/messages/:id/media`) or the link it was sent from. */
+  media: Type.Union([Type.Object({
+    id: Type.Optional(Type.String()),
+    link: Type.Optional(Type.String()),
+    mimeType: Type.Optional(Type.String()),
+    caption: Type.Optional(Type.String()),
+    filename: Type.Optional(Type.String()),
+    sha256: Type.Optional(Type.String())
+  }), Type.Null()]),
   status: Type.Union([Type.Enum([...MESSAGE_STATUSES, ...DRAFT_STATUSES]), Type.Null()]),
   agentId: nullable(Type.String()),
   agentName: nullable(Type.String()),

@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, MEDIA_KINDS, MEDIA_LIMITS } from '@switchboard/core/chat'
 
 /** Spec 2.7: the platform's body, passed through unchanged (unknown fields included). */
 export const SendResult = Type.Object({
@@ -30,5 +31,48 @@ export const SendTemplateBody = Type.Object({
     footer: Type.Optional(Type.String({ maxLength: 1024 })),
     imageUrl: Type.Optional(Type.String({ maxLength: 2048 }))
   }, { additionalProperties: false })),
+  ...AgentFields
+}, { additionalProperties: false })
+
+/** One of link and mediaId, caption where the platform shows one, filename for documents: core's `checkMediaSend` names what is wrong. */
+export const SendMediaBody = Type.Object({
+  to: Phone,
+  kind: Type.Enum(MEDIA_KINDS),
+  link: Type.Optional(Type.String({ maxLength: MEDIA_LIMITS.link, errorMessage: `link must be an https URL of at most ${MEDIA_LIMITS.link} characters` })),
+  mediaId: Type.Optional(Type.String({ maxLength: MEDIA_LIMITS.mediaId, errorMessage: `mediaId must be 1 to ${MEDIA_LIMITS.mediaId} characters` })),
+  caption: Type.Optional(Type.String({ maxLength: MEDIA_LIMITS.caption, errorMessage: `caption must be 1 to ${MEDIA_LIMITS.caption} characters` })),
+  filename: Type.Optional(Type.String({ maxLength: MEDIA_LIMITS.filename, errorMessage: `filename must be 1 to ${MEDIA_LIMITS.filename} characters` })),
+  ...AgentFields
+}, { additionalProperties: false })
+
+const text = (field: string, max: number) => Type.String({ maxLength: max, errorMessage: `${field} must be 1 to ${max} characters` })
+// Nested, the validator's own message names the field with its index: `buttons[3].title must NOT have more than 20 characters`.
+const bounded = (max: number) => Type.String({ maxLength: max })
+
+/**
+ * The platform's limits, as the schema can say them; core's `checkInteractive` adds what it cannot
+ * (10 rows in all, unique ids, buttons for type button and list for type list).
+ */
+export const SendInteractiveBody = Type.Object({
+  to: Phone,
+  type: Type.Enum(INTERACTIVE_TYPES),
+  body: text('body', LIMITS.body),
+  header: Type.Optional(text('header', LIMITS.header)),
+  footer: Type.Optional(text('footer', LIMITS.footer)),
+  buttons: Type.Optional(Type.Array(Type.Object({
+    id: bounded(LIMITS.buttonId),
+    title: bounded(LIMITS.buttonTitle)
+  }), { maxItems: LIMITS.buttons, errorMessage: `buttons must hold 1 to ${LIMITS.buttons} buttons` })),
+  list: Type.Optional(Type.Object({
+    button: bounded(LIMITS.listButton),
+    sections: Type.Array(Type.Object({
+      title: Type.Optional(bounded(LIMITS.sectionTitle)),
+      rows: Type.Array(Type.Object({
+        id: bounded(LIMITS.rowId),
+        title: bounded(LIMITS.rowTitle),
+        description: Type.Optional(bounded(LIMITS.rowDescription))
+      }), { maxItems: LIMITS.rows, errorMessage: `list.sections must hold at most ${LIMITS.rows} rows in all` })
+    }), { maxItems: LIMITS.sections, errorMessage: `list.sections must hold 1 to ${LIMITS.sections} sections` })
+  })),
   ...AgentFields
 }, { additionalProperties: false })

@@ -1,0 +1,127 @@
+import t from 'tap'
+import { interactiveMessage, mediaMessage } from '../src/chat/client.ts'
+import { checkInteractive, interactiveReplyOf } from '../src/chat/interactive.ts'
+import { checkMediaSend, inboundMediaOf } from '../src/chat/media.ts'
+import { DomainError } from '../src/errors.ts'
+
+/** The 400 a check refuses `input` with. */
+function refusal (check: () => unknown): string {
+  try {
+    check()
+  } catch (err) {
+    if (err instanceof DomainError && err.code === 'VALIDATION_ERROR') return err.message
+    throw err
+  }
+  throw new Error('accepted')
+}
+
+const rows = (n: number, prefix = 'r') => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, title: `Row ${i}` }))
+
+t.test('interactive messages: the platform\'s limits, each refused naming the field and the limit', async (t) => {
+  const buttons = [{ id: 'yes', title: 'Yes' }, { id: 'no', title: 'No' }]
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ['no type', { body: 'Hi', buttons }, 'type must be one of button, list'],
+    ['an unknown type', { type: 'product', body: 'Hi' }, 'type must be one of button, list'],
+    ['no body', { type: 'button', buttons }, 'body must be 1 to 1024 characters'],
+    ['a body too long', { type: 'button', body: 'x'.repeat(1025), buttons }, 'body must be 1 to 1024 characters'],
+    ['a header too long', { type: 'button', body: 'Hi', header: 'x'.repeat(61), buttons }, 'header must be 1 to 60 characters'],
+    ['a footer too long', { type: 'button', body: 'Hi', footer: 'x'.repeat(61), buttons }, 'footer must be 1 to 60 characters'],
+    ['no buttons', { type: 'button', body: 'Hi' }, 'buttons must hold 1 to 3 buttons'],
+    ['four buttons', { type: 'button', body: 'Hi', buttons: rows(4) }, 'buttons must hold 1 to 3 buttons'],
+    ['a title of 21 characters', { type: 'button', body: 'Hi', buttons: [{ id: 'a', title: 'x'.repeat(21) }] }, 'buttons[0].title must be 1 to 20 characters'],
+    ['an id of 257 characters', { type: 'button', body: 'Hi', buttons: [{ id: 'x'.repeat(257), title: 'A' }] }, 'buttons[0].id must be 1 to 256 characters'],
+    ['a button that is not an object', { type: 'button', body: 'Hi', buttons: ['yes'] }, 'buttons[0] must be an object with id and title'],
+    ['two buttons with one id', { type: 'button', body: 'Hi', buttons: [{ id: 'a', title: 'A' }, { id: 'a', title: 'B' }] }, 'buttons[1].id repeats buttons[0].id: ids must be unique'],
+    ['a list on buttons', { type: 'button', body: 'Hi', buttons, list: { button: 'Open', sections: [{ rows: rows(1) }] } }, 'list is only for type list'],
+    ['buttons on a list', { type: 'list', body: 'Hi', buttons, list: { button: 'Open', sections: [{ rows: rows(1) }] } }, 'buttons is only for type button'],
+    ['a list without list', { type: 'list', body: 'Hi' }, 'list is required for type list: {button, sections}'],
+    ['a list button too long', { type: 'list', body: 'Hi', list: { button: 'x'.repeat(21), sections: [{ rows: rows(1) }] } }, 'list.button must be 1 to 20 characters'],
+    ['no sections', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [] } }, 'list.sections must hold 1 to 10 sections'],
+    ['11 rows over two sections', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [{ title: 'A', rows: rows(6, 'a') }, { title: 'B', rows: rows(5, 'b') }] } }, 'list.sections must hold at most 10 rows in all'],
+    ['an untitled section of two', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [{ title: 'A', rows: rows(1, 'a') }, { rows: rows(1, 'b') }] } }, 'list.sections[1].title is required when the list has more than one section'],
+    ['a section without rows', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [{ rows: [] }] } }, 'list.sections[0].rows must hold at least one row'],
+    ['a row title of 25 characters', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [{ rows: [{ id: 'a', title: 'x'.repeat(25) }] }] } }, 'list.sections[0].rows[0].title must be 1 to 24 characters'],
+    ['a row description of 73 characters', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [{ rows: [{ id: 'a', title: 'A', description: 'x'.repeat(73) }] }] } }, 'list.sections[0].rows[0].description must be 1 to 72 characters'],
+    ['a row id of 201 characters', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [{ rows: [{ id: 'x'.repeat(201), title: 'A' }] }] } }, 'list.sections[0].rows[0].id must be 1 to 200 characters'],
+    ['a row id in two sections', { type: 'list', body: 'Hi', list: { button: 'Open', sections: [{ title: 'A', rows: rows(1) }, { title: 'B', rows: rows(1) }] } }, 'list.sections[1].rows[0].id repeats list.sections[0].rows[0].id: ids must be unique']
+  ]
+  for (const [what, input, message] of cases) t.equal(refusal(() => checkInteractive(input)), message, what)
+})
+
+t.test('interactive messages within the limits become the platform\'s wire format, nothing more', async (t) => {
+  const buttons = checkInteractive({
+    type: 'button',
+    body: 'x'.repeat(1024),
+    header: 'Menu',
+    buttons: [{ id: 'a'.repeat(256), title: 'y'.repeat(20), extra: true }, { id: 'b', title: 'B' }, { id: 'c', title: 'C' }],
+    list: null
+  })
+  t.same(interactiveMessage('15551234567', buttons), {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: '15551234567',
+    type: 'interactive',
+    interactive: {
+      type: 'button',
+      header: { type: 'text', text: 'Menu' },
+      body: { text: 'x'.repeat(1024) },
+      action: { buttons: [{ type: 'reply', reply: { id: 'a'.repeat(256), title: 'y'.repeat(20) } }, { type: 'reply', reply: { id: 'b', title: 'B' } }, { type: 'reply', reply: { id: 'c', title: 'C' } }] }
+    }
+  })
+  const list = checkInteractive({
+    type: 'list',
+    body: 'Pick one',
+    header: '',
+    footer: 'Thanks',
+    list: { button: 'Open', sections: [{ title: 'A', rows: rows(4, 'a') }, { title: 'B', rows: [...rows(5, 'b'), { id: 'z', title: 'Z', description: 'd'.repeat(72) }] }] }
+  })
+  t.same(interactiveMessage('15551234567', list).interactive, {
+    type: 'list',
+    body: { text: 'Pick one' },
+    footer: { text: 'Thanks' },
+    action: { button: 'Open', sections: [{ title: 'A', rows: rows(4, 'a') }, { title: 'B', rows: [...rows(5, 'b'), { id: 'z', title: 'Z', description: 'd'.repeat(72) }] }] }
+  }, 'ten rows in all is the limit, not past it')
+})
+
+t.test('media sends: one of link and mediaId, https links, captions and file names where the platform shows them', async (t) => {
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ['an unknown kind', { kind: 'gif', link: 'https://example.com/a.gif' }, 'kind must be one of image, document, audio, video, sticker'],
+    ['neither link nor mediaId', { kind: 'image' }, 'link or mediaId is required'],
+    ['both', { kind: 'image', link: 'https://example.com/a.jpg', mediaId: '123' }, 'link and mediaId cannot both be given: send one'],
+    ['an http link', { kind: 'image', link: 'http://example.com/a.jpg' }, 'link must be an https URL'],
+    ['a link that is no URL', { kind: 'image', link: 'menu.jpg' }, 'link must be an https URL'],
+    ['a link too long', { kind: 'image', link: `https://example.com/${'a'.repeat(2048)}` }, 'link must be 1 to 2048 characters'],
+    ['a media id too long', { kind: 'image', mediaId: '1'.repeat(257) }, 'mediaId must be 1 to 256 characters'],
+    ['a caption on audio', { kind: 'audio', mediaId: '1', caption: 'listen' }, 'caption is not allowed for audio messages'],
+    ['a caption on a sticker', { kind: 'sticker', mediaId: '1', caption: 'hi' }, 'caption is not allowed for sticker messages'],
+    ['a caption too long', { kind: 'image', mediaId: '1', caption: 'x'.repeat(1025) }, 'caption must be 1 to 1024 characters'],
+    ['a file name on an image', { kind: 'image', mediaId: '1', filename: 'a.jpg' }, 'filename is only for document messages'],
+    ['a file name too long', { kind: 'document', mediaId: '1', filename: 'x'.repeat(241) }, 'filename must be 1 to 240 characters'],
+    ['a caption that is no text', { kind: 'image', mediaId: '1', caption: 5 }, 'caption must be 1 to 1024 characters']
+  ]
+  for (const [what, input, message] of cases) t.equal(refusal(() => checkMediaSend(input)), message, what)
+
+  t.same(mediaMessage('15551234567', checkMediaSend({ kind: 'document', link: 'https://example.com/menu.pdf', caption: 'Menu', filename: 'menu.pdf', mediaId: '' })), {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: '15551234567',
+    type: 'document',
+    document: { link: 'https://example.com/menu.pdf', caption: 'Menu', filename: 'menu.pdf' }
+  }, 'an empty field counts as absent (a template that rendered nothing)')
+  t.same(mediaMessage('15551234567', checkMediaSend({ kind: 'audio', mediaId: '4490709327384033' })).audio, { id: '4490709327384033' })
+})
+
+t.test('inbound taps and media: what a workflow gets, bounded', async (t) => {
+  t.same(interactiveReplyOf({ type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes' } } }), { type: 'button_reply', id: 'yes', title: 'Yes' })
+  t.same(interactiveReplyOf({ type: 'interactive', interactive: { type: 'list_reply', list_reply: { id: 'r1', title: 'Row', description: 'd' } } }), { type: 'list_reply', id: 'r1', title: 'Row' })
+  t.same(interactiveReplyOf({ type: 'button', button: { payload: 'STOP', text: 'Stop promotions' } }), { type: 'quick_reply', id: 'STOP', title: 'Stop promotions' })
+  t.same(interactiveReplyOf({ type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'x'.repeat(5000), title: 5 } } }), { type: 'button_reply', id: 'x'.repeat(1024), title: '' })
+  t.equal(interactiveReplyOf({ type: 'interactive', interactive: { type: 'nfm_reply', nfm_reply: {} } }), undefined, 'a flow reply is not a tap')
+  t.equal(interactiveReplyOf({ type: 'text', text: { body: 'yes' } }), undefined)
+
+  t.same(inboundMediaOf({ type: 'image', image: { id: '1234', mime_type: 'image/jpeg', sha256: 'abc', caption: 'look' } }), { id: '1234', mimeType: 'image/jpeg', caption: 'look', sha256: 'abc' })
+  t.same(inboundMediaOf({ type: 'document', document: { id: '5678', mime_type: 'application/pdf', filename: 'f'.repeat(2000) } }), { id: '5678', mimeType: 'application/pdf', filename: 'f'.repeat(1024) })
+  t.equal(inboundMediaOf({ type: 'image', image: { id: '1'.repeat(257) } }), undefined, 'an id past the bound is no media id')
+  t.equal(inboundMediaOf({ type: 'image', image: { mime_type: 'image/png' } }), undefined)
+  t.equal(inboundMediaOf({ type: 'location', location: { id: '1' } }), undefined)
+})
