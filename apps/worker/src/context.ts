@@ -1,4 +1,5 @@
 import type { AssistantRunner } from '@switchboard/core/assistant'
+import type { ConsentKeywords } from '@switchboard/core/chat'
 import type { Config } from '@switchboard/core/config'
 import type { Database } from '@switchboard/core/db'
 import type { RunEngine } from '@switchboard/core/engine'
@@ -17,6 +18,8 @@ export interface WorkerContext {
   engine: RunEngine
   /** Assistant turns: created after an inbound message, worked on assistant-main. */
   assistant: AssistantRunner
+  /** Opt-out and opt-in keywords: what an inbound message meets first. */
+  consent: ConsentKeywords
 }
 
 /** Builds the processor of queue `Q` from the worker's shared context. */

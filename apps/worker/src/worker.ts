@@ -1,7 +1,7 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
 import { assistantRunner, nodeModelProvider } from '@switchboard/core/assistant'
-import { chatDeliveryRequeue, conversationsRepository, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
+import { chatDeliveryRequeue, consentKeywords, conversationsRepository, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createCredentialVault } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
 import { keyringOf } from '@switchboard/core/encryption'
@@ -82,7 +82,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })
   })
   const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService })
-  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant }
+  const consent = consentKeywords({ db: database.db, chat: chatService, logger })
+  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant, consent }
 
   const connection = createWorkerConnection(config.redisUrl)
   redisState.watch(connection, 'worker')

@@ -84,6 +84,8 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   CHAT_ACCOUNT_NO_BUSINESS_ID: 400,
   INVALID_PHONE: 400,
   OUTSIDE_WINDOW: 400,
+  // A send to a contact who opted out (README, Contacts and consent): the request, not the service, is at fault.
+  CONTACT_OPTED_OUT: 400,
   // Not 401: the token is good, and a client signs out on 401 (README, Authentication).
   INVALID_CURRENT_PASSWORD: 400,
   UNAUTHORIZED: 401,
@@ -97,6 +99,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   USER_NOT_FOUND: 404,
   CHAT_ACCOUNT_NOT_FOUND: 404,
   CONVERSATION_NOT_FOUND: 404,
+  CONTACT_NOT_FOUND: 404,
   MESSAGE_NOT_FOUND: 404,
   MEDIA_NOT_FOUND: 404,
   DRAFT_NOT_FOUND: 404,

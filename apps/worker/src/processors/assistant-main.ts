@@ -5,14 +5,15 @@ import { dispatchEvents, reactToInboundMessage } from '@switchboard/core/trigger
 import type { ProcessorFactory } from '../context.ts'
 
 /**
- * Inbound chat platform deliveries (contract, Queues): stored, then events and KEYWORD workflows
- * started, then the message's assistant turn created. And the assistant's turns, one job per
+ * Inbound chat platform deliveries (contract, Queues): stored, then opt-out and opt-in keywords
+ * answered (such a message ends there), then events and KEYWORD workflows started, then the
+ * message's assistant turn created. And the assistant's turns, one job per
  * conversation: a turn waiting for a tool run is delayed, never held by a worker slot. At most
  * half the queue's slots work turns at once (a slow model holds its slot for AI_TIMEOUT_MS), so
  * deliveries always have the other half.
  */
 export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (context) => {
-  const { config, logger, queues, assistant } = context
+  const { config, logger, queues, assistant, consent } = context
   const db = context.database.db
   const turnSlots = Math.max(1, Math.floor(config.workerConcurrency / 2))
   let turnsActive = 0
@@ -30,6 +31,7 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
       }
     },
     onMessage: async (message) => {
+      if (await consent.answer(message)) return
       const { skipped, keywordMatched, ...started } = await reactToInboundMessage(events, message)
       if (started.eventRunIds.length > 0 || started.keywordRunIds.length > 0) {
         logger.info({ conversationId: message.conversationId, ...started }, 'inbound chat message started runs')

@@ -6,6 +6,7 @@ import type { AssistantLogEntry, AssistantToolCall, AssistantTurnOutcome } from 
 import { ASSISTANT_NAME, conversationsRepository } from '../chat/conversations.ts'
 import type { ChatService } from '../chat/sending.ts'
 import { WINDOW_MS } from '../chat/window.ts'
+import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { assistantTurnSeconds, assistantTokens, assistantToolCalls, assistantTurns as assistantTurnsMetric } from '../observability/metrics.ts'
 import { ASSISTANT_TURN_JOB, type Queues } from '../queues/catalog.ts'
@@ -22,6 +23,8 @@ const MAX_TOOL_RESULT_CHARS = 8 * 1024
 /** The first look at a tool run, then each look twice as late, up to the last. */
 const FIRST_POLL_MS = 50
 const LAST_POLL_MS = 2000
+/** Why a turn ends without a reply to a customer who opted out. */
+const OPTED_OUT = 'the customer opted out of messages (STOP): the assistant does not reply'
 
 /**
  * What the model is told before the account's instructions: who it is, what it may do, and that
@@ -57,6 +60,8 @@ interface TurnContext {
   name: string | null
   aiMode: 'OFF' | 'HYBRID' | 'AUTO'
   paused: boolean
+  /** The customer opted out (README, Contacts and consent): the assistant does not answer them. */
+  optedOut: boolean
   lastIncomingAt: Date | null
   /** A customer message newer than the one this turn answers: the turn is superseded. */
   newer: boolean
@@ -96,6 +101,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     const [row] = await executor.execute<Omit<TurnContext, 'lastIncomingAt'> & { lastIncomingAt: string | null }>(sql`
       select c.phone_number_id as "phoneNumberId", c.phone, c.name, c.ai_mode as "aiMode", c.assistant_paused as paused,
         c.last_incoming_at as "lastIncomingAt",
+        exists (select 1 from chat_contacts k where k.phone_number_id = c.phone_number_id and k.phone = c.phone and k.opted_out) as "optedOut",
         exists (select 1 from messages n where n.conversation_id = c.id and n.direction = 'inbound' and n.created_at > m.created_at)
           or exists (select 1 from assistant_turns o join messages om on om.id = o.message_id
             where o.conversation_id = c.id and om.created_at = m.created_at and (o.created_at, o.id) > (t.created_at, t.id)) as newer
@@ -167,6 +173,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     if (conversation.newer) return end('superseded', 'a newer customer message came: its turn answers both')
     if (conversation.aiMode === 'OFF') return end('skipped', 'aiMode is OFF')
     if (conversation.paused) return end('skipped', 'the assistant is paused for this conversation (a staff reply or an assignment)')
+    if (conversation.optedOut) return end('skipped', OPTED_OUT)
     const provider = await settings.provider(conversation.phoneNumberId)
     if ('off' in provider) return end('skipped', `the assistant is off: ${provider.off}`)
     model = provider.model
@@ -304,6 +311,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     if (now === null) return work.end('skipped', 'the conversation or its message is gone')
     if (now.newer) return work.end('superseded', 'a newer customer message came while the reply was written')
     if (now.aiMode === 'OFF' || now.paused) return work.end('skipped', 'the assistant was turned off or paused while the reply was written')
+    if (now.optedOut) return work.end('skipped', OPTED_OUT)
 
     if (now.aiMode === 'HYBRID') {
       work.log.push(logEntry('drafted'))
@@ -334,6 +342,8 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     try {
       await chat.sendText(account, { to: now.phone, text: reply, agentName: ASSISTANT_NAME, replyToId: turn.messageId })
     } catch (err) {
+      // A STOP processed while the reply was written: the send checked it (chat/contacts.ts).
+      if (err instanceof DomainError && err.code === 'CONTACT_OPTED_OUT') return work.end('skipped', OPTED_OUT)
       const message = err instanceof Error ? err.message : String(err)
       return work.end('failed', `the platform refused the reply: ${message.slice(0, 300)}`, { error: message })
     }

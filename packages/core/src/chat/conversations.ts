@@ -1,6 +1,6 @@
 import { WINDOW_MS } from './window.ts'
 import { createId } from '@paralleldrive/cuid2'
-import { and, asc, desc, eq, gt, isNull, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, gt, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
 import { jsonb, textArray } from '../db/sql.ts'
@@ -21,7 +21,11 @@ export const ASSISTANT_NAME = 'Assistant'
 
 /** Messages embedded in each listed conversation (contract: the latest 20, oldest first). */
 const LATEST_MESSAGES = 20
-type ConversationWithMessages = Conversation & { messages: Message[] }
+type ConversationWithMessages = Conversation & { optedOut: boolean, messages: Message[] }
+
+/** Whether the conversation's customer opted out (README, Contacts and consent): the inbox says so. */
+const optedOut = sql<boolean>`exists (select 1 from chat_contacts k
+  where k.phone_number_id = ${conversations.phoneNumberId} and k.phone = ${conversations.phone} and k.opted_out)`
 
 interface ConversationChanges {
   isPinned?: boolean
@@ -140,7 +144,7 @@ export function conversationsRepository (db: DbOrTx) {
 
   return {
     async list (phoneNumberId: string, query: { filter?: ConversationFilter, sort?: ConversationSort, limit: number, offset: number }): Promise<ConversationWithMessages[]> {
-      const rows = await db.select().from(conversations)
+      const rows = await db.select({ ...getTableColumns(conversations), optedOut }).from(conversations)
         .where(and(eq(conversations.phoneNumberId, phoneNumberId), filterCondition(query.filter, new Date())))
         .orderBy(...sortOrder(query.sort))
         .limit(query.limit)
@@ -332,6 +336,11 @@ export function conversationsRepository (db: DbOrTx) {
           pendingApprovalCount: sql`${conversations.pendingApprovalCount} - ${stale.count}`,
           updatedAt: new Date()
         }).where(eq(conversations.id, conversation.id))
+        // The customer is a contact of the number (README, Contacts and consent), named after their profile until staff or an import name them.
+        await tx.execute(sql`
+          insert into chat_contacts (id, phone_number_id, phone, name) values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.name ?? null})
+          on conflict (phone_number_id, phone) do update set name = excluded.name, updated_at = now()
+            where chat_contacts.name is null and excluded.name is not null`)
         return { conversationId: conversation.id, messageId: message.id, isNew: true }
       })
     },

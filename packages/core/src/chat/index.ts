@@ -1,7 +1,10 @@
-/** Chat: the platform client, accounts, conversations and messages, the window rule, inbound deliveries and sending. */
+/** Chat: the platform client, accounts, contacts and consent, conversations and messages, the window rule, inbound deliveries and sending. */
 export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
 export { chatAccountsRepository, type ChatAccountChanges } from './accounts-repository.ts'
 export { createChatClient, MEDIA_KINDS } from './client.ts'
+export { CONSENT_BOUNDS, consentKeywords, consentSettings, DEFAULT_CONSENT_SETTINGS, type ConsentKeywords, type ConsentSettingsStore } from './consent.ts'
+export { ATTRIBUTE_NAME, CONTACT_BOUNDS, contactsRepository } from './contacts.ts'
+export { CONTACTS_IMPORT_BOUNDS, importContacts } from './contacts-import.ts'
 export { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } from './conversations.ts'
 export { chatDeliveriesRepository } from './deliveries-repository.ts'
 export { chatDeliveryProcessor, chatDeliveryRequeue } from './inbound.ts'

@@ -3,6 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { chatErrorCodeLabel, chatSends } from '../observability/metrics.ts'
+import { assertMayMessage, contactsRepository, type SendOrigin } from './contacts.ts'
 import { conversationsRepository } from './conversations.ts'
 import { checkInteractive } from './interactive.ts'
 import { checkMediaSend } from './media.ts'
@@ -24,7 +25,10 @@ interface SendTextRequest {
   agentName?: string
   /** Our message id or the platform's wamid of the quoted message. */
   replyToId?: string
-  /** A person's reply: the conversation's assistant pauses until its aiMode is set again (contract, inbound message precedence). */
+  /**
+   * A person's reply (the API's sends): the conversation's assistant pauses until its aiMode is set again (contract,
+   * inbound message precedence), and a contact who opted out and wrote again may get it (README, Contacts and consent).
+   */
   pausesAssistant?: boolean
 }
 
@@ -73,6 +77,9 @@ interface ChatServiceOptions {
 const platformComponents = (components: unknown[] | undefined): unknown[] | undefined => components?.map((component) =>
   (component as { type?: unknown })?.type === 'buttons' ? { ...(component as object), type: 'button' } : component)
 
+/** A person's send through the API, or the service's own (workflows, the assistant). */
+const originOf = (request: { pausesAssistant?: boolean }): SendOrigin => request.pausesAssistant === true ? 'staff' : 'automation'
+
 /**
  * Sending through the platform with the customer service window checked
  * first, and every sent message stored on its conversation. The API routes and
@@ -82,8 +89,14 @@ export function createChatService (options: ChatServiceOptions) {
   const { client, logger } = options
   const accounts = chatAccountResolver(options)
   const conversations = conversationsRepository(options.db)
+  const contacts = contactsRepository(options.db)
 
-  async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2], options?: SendOptions): Promise<SendResult> {
+  /**
+   * Every send reaches the platform here, after the opt-out rule (`assertMayMessage`) for who sends it;
+   * `consent` is a keyword's own confirmation, sent whatever the contact chose.
+   */
+  async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2], options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<SendResult> {
+    if (origin !== 'consent') assertMayMessage(await contacts.consentOf(account.phoneNumberId, message.to), origin, message.type === 'template')
     try {
       const sent = await client.sendMessage(account.phoneNumberId, account.accessToken, message, options)
       chatSends.inc({ outcome: 'sent', error_code: 'none' })
@@ -104,11 +117,11 @@ export function createChatService (options: ChatServiceOptions) {
   }
 
   /**
-   * A text to the platform, nothing stored: for a message already stored (an approved draft).
-   * The caller checked the window.
+   * A text to the platform, nothing stored: for a message already stored (an approved draft, a keyword's
+   * confirmation). The caller checked the window.
    */
-  async function deliverText (account: UsableChatAccount, phone: string, text: string, options?: SendOptions): Promise<string | null> {
-    const result = await callPlatform(account, textMessage(phone, text), options)
+  async function deliverText (account: UsableChatAccount, phone: string, text: string, options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<string | null> {
+    const result = await callPlatform(account, textMessage(phone, text), options, origin)
     return result.messages?.[0]?.id ?? null
   }
 
@@ -119,7 +132,7 @@ export function createChatService (options: ChatServiceOptions) {
     const context = await conversations.sendContext(account.phoneNumberId, phone, replyToId?.startsWith('wamid.') === true ? undefined : replyToId)
     assertInsideWindow(context.lastIncomingAt)
     const replyToWamid = replyToId === undefined ? undefined : (context.replyToWamid ?? replyToId)
-    const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid), options)
+    const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid), options, originOf(request))
     await store({
       phoneNumberId: account.phoneNumberId,
       phone,
@@ -137,7 +150,7 @@ export function createChatService (options: ChatServiceOptions) {
   async function sendTemplate (account: UsableChatAccount, request: SendTemplateRequest, options?: SendOptions): Promise<SendResult> {
     const phone = normalizePhone(request.to)
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
-    const result = await callPlatform(account, templateMessage(phone, request.templateName, lang, platformComponents(request.components)), options)
+    const result = await callPlatform(account, templateMessage(phone, request.templateName, lang, platformComponents(request.components)), options, originOf(request))
     const body = request.templateContent?.body
     await store({
       phoneNumberId: account.phoneNumberId,
@@ -157,7 +170,7 @@ export function createChatService (options: ChatServiceOptions) {
   async function sendFreeForm (account: UsableChatAccount, phone: string, message: Parameters<ChatClient['sendMessage']>[2], options: SendOptions | undefined,
     record: Omit<Parameters<typeof conversations.recordOutbound>[0], 'phoneNumberId' | 'phone' | 'wamid'>): Promise<SendResult> {
     assertInsideWindow((await conversations.sendContext(account.phoneNumberId, phone)).lastIncomingAt)
-    const result = await callPlatform(account, message, options)
+    const result = await callPlatform(account, message, options, originOf(record))
     await store({ ...record, phoneNumberId: account.phoneNumberId, phone, wamid: result.messages?.[0]?.id ?? null })
     return result
   }

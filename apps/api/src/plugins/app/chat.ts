@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { chatAccountsRepository, chatDeliveriesRepository, conversationsRepository, createChatClient, createChatService, mediaDownloads, type ChatService, type MediaDownloads, type UsableChatAccount } from '@switchboard/core/chat'
+import { chatAccountsRepository, chatDeliveriesRepository, consentSettings, contactsRepository, conversationsRepository, createChatClient, createChatService, mediaDownloads, type ChatService, type ConsentSettingsStore, type MediaDownloads, type UsableChatAccount } from '@switchboard/core/chat'
 import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type DraftsService } from '@switchboard/core/assistant'
 import { viewerOf } from '@switchboard/core/users'
 
@@ -9,6 +9,10 @@ declare module 'fastify' {
     chat: ChatService
     chatAccounts: ReturnType<typeof chatAccountsRepository>
     conversations: ReturnType<typeof conversationsRepository>
+    /** Each number's contacts, and their consent. */
+    contacts: ReturnType<typeof contactsRepository>
+    /** Each number's opt-out and opt-in keywords and confirmations. */
+    consentSettings: ConsentSettingsStore
     /** A message's media, streamed from the platform within CHAT_MEDIA_MAX_BYTES and CHAT_MEDIA_TIMEOUT_MS. */
     chatMedia: MediaDownloads
     /** Inbound webhook deliveries, stored before the worker processes them. */
@@ -30,6 +34,8 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('chat', service)
   fastify.decorate('chatAccounts', chatAccountsRepository(fastify.db))
   fastify.decorate('conversations', conversationsRepository(fastify.db))
+  fastify.decorate('contacts', contactsRepository(fastify.db))
+  fastify.decorate('consentSettings', consentSettings(fastify.db))
   fastify.decorate('chatMedia', mediaDownloads({ db: fastify.db, client, maxBytes: fastify.config.chat.mediaMaxBytes, timeoutMs: fastify.config.chat.mediaTimeoutMs, logger: fastify.log }))
   fastify.decorate('chatDeliveries', chatDeliveriesRepository(fastify.db))
   fastify.decorate('drafts', draftsService({ db: fastify.db, chat: service }))

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import accounts from './accounts/index.ts'
 import assistant from './assistant/index.ts'
+import consent from './consent/index.ts'
+import contacts from './contacts/index.ts'
 import conversations from './conversations/index.ts'
 import messages from './messages/index.ts'
 import send from './send/index.ts'
@@ -10,6 +12,8 @@ import templates from './templates/index.ts'
 export default async function chat (fastify: FastifyInstance): Promise<void> {
   await fastify.register(accounts, { prefix: '/accounts' })
   await fastify.register(assistant, { prefix: '/accounts' })
+  await fastify.register(consent, { prefix: '/accounts' })
+  await fastify.register(contacts, { prefix: '/contacts' })
   await fastify.register(conversations, { prefix: '/conversations' })
   await fastify.register(messages, { prefix: '/messages' })
   await fastify.register(send, { prefix: '/send' })

@@ -52,7 +52,12 @@ const conversationFields = {
 }
 
 export const Conversation = Type.Object(conversationFields)
-export const ConversationWithMessages = Type.Object({ ...conversationFields, messages: Type.Array(ChatMessage) })
+export const ConversationWithMessages = Type.Object({
+  ...conversationFields,
+  /** The customer opted out (README, Contacts and consent): nothing but a person's reply after they write again may be sent. */
+  optedOut: Type.Boolean(),
+  messages: Type.Array(ChatMessage)
+})
 
 export const ConversationsQuery = Type.Object({
   filter: Type.Optional(Type.Enum(CONVERSATION_FILTERS)),

@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto'
+import { createId } from '@paralleldrive/cuid2'
+import { eq, sql } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { storableText } from '../db/storable.ts'
+import { chatConsentSettings } from '../db/schema/index.ts'
+import { DomainError } from '../errors.ts'
+import type { Logger } from '../logger.ts'
+import type { InboundChatMessage } from './inbound.ts'
+import { isTransientChatFailure } from './platform-errors.ts'
+import type { ChatService } from './sending.ts'
+
+/** The keywords and confirmations of a number without settings of its own (README, Contacts and consent). */
+export const DEFAULT_CONSENT_SETTINGS: ConsentSettings = {
+  optOutKeywords: ['STOP', 'STOP ALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'OPT OUT', 'OPT-OUT'],
+  optInKeywords: ['START', 'UNSTOP', 'SUBSCRIBE', 'OPT IN'],
+  optOutConfirmation: 'You have been unsubscribed and will receive no more messages. Reply START to subscribe again.',
+  optInConfirmation: 'You are subscribed again.'
+}
+
+export const CONSENT_BOUNDS = { keywords: 20, keywordChars: 50, confirmationChars: 1024 } as const
+
+/** Who the inbox shows as the sender of a confirmation. */
+const CONSENT_SENDER = 'Consent'
+
+export interface ConsentSettings {
+  optOutKeywords: string[]
+  optInKeywords: string[]
+  optOutConfirmation: string
+  optInConfirmation: string
+}
+
+export interface ConsentSettingsView extends ConsentSettings {
+  /** Null while the number uses the defaults. */
+  updatedAt: Date | null
+}
+
+/**
+ * How a message and a keyword are compared: the whole text, trimmed, runs of spaces made one,
+ * case-insensitive (compatibility forms folded, so full-width `ＳＴＯＰ` is STOP).
+ */
+export function normalizeKeyword (text: string): string {
+  return text.normalize('NFKC').trim().replace(/\s+/gu, ' ').toUpperCase()
+}
+
+/** Whether a customer's message is one of the number's keywords, as a whole. */
+export function consentKeywordOf (text: string, settings: Pick<ConsentSettings, 'optOutKeywords' | 'optInKeywords'>): 'optOut' | 'optIn' | null {
+  const normalized = normalizeKeyword(text)
+  if (normalized === '') return null
+  if (settings.optOutKeywords.some((keyword) => normalizeKeyword(keyword) === normalized)) return 'optOut'
+  if (settings.optInKeywords.some((keyword) => normalizeKeyword(keyword) === normalized)) return 'optIn'
+  return null
+}
+
+/** Keywords as they are stored: normalised, each once; one that would both opt out and opt in is refused. */
+function checkedKeywords (settings: ConsentSettings): ConsentSettings {
+  const unique = (keywords: string[]): string[] => [...new Set(keywords.map(normalizeKeyword))]
+  const optOutKeywords = unique(settings.optOutKeywords)
+  const optInKeywords = unique(settings.optInKeywords)
+  if (optOutKeywords.includes('') || optInKeywords.includes('')) throw new DomainError('VALIDATION_ERROR', 'A keyword cannot be blank')
+  const both = optOutKeywords.find((keyword) => optInKeywords.includes(keyword))
+  if (both !== undefined) throw new DomainError('VALIDATION_ERROR', `A keyword cannot both opt out and opt in: ${both}`)
+  return { ...settings, optOutKeywords, optInKeywords }
+}
+
+/** A confirmation's message id from its keyword message's: cuid-shaped, the same for every attempt of a delivery. */
+const confirmationIdOf = (messageId: string): string => `k${createHash('sha256').update(`consent:${messageId}`).digest('hex').slice(0, 23)}`
+
+/** The opt-out and opt-in settings of each platform number, keyed like the assistant's. */
+export function consentSettings (db: DbOrTx) {
+  return {
+    async view (phoneNumberId: string): Promise<ConsentSettingsView> {
+      const [row] = await db.select().from(chatConsentSettings).where(eq(chatConsentSettings.phoneNumberId, phoneNumberId)).limit(1)
+      if (row === undefined) return { ...DEFAULT_CONSENT_SETTINGS, updatedAt: null }
+      const { optOutKeywords, optInKeywords, optOutConfirmation, optInConfirmation, updatedAt } = row
+      return { optOutKeywords, optInKeywords, optOutConfirmation, optInConfirmation, updatedAt }
+    },
+
+    async save (phoneNumberId: string, userId: string, settings: ConsentSettings): Promise<ConsentSettingsView> {
+      const values = { ...checkedKeywords(settings), updatedBy: userId, updatedAt: new Date() }
+      await db.insert(chatConsentSettings).values({ phoneNumberId, ...values })
+        .onConflictDoUpdate({ target: chatConsentSettings.phoneNumberId, set: values })
+      return this.view(phoneNumberId)
+    }
+  }
+}
+
+export type ConsentSettingsStore = ReturnType<typeof consentSettings>
+
+interface ConsentKeywordsOptions {
+  db: DbOrTx
+  chat: Pick<ChatService, 'accounts' | 'deliverText'>
+  logger: Pick<Logger, 'info' | 'warn'>
+}
+
+/**
+ * Opt-out and opt-in keywords, the first thing an inbound message meets (contract, inbound message
+ * precedence): a message that is one of its number's keywords sets the contact's `optedOut` (source
+ * `keyword`, at the message's time), is answered with the confirmation, and ends there: no event, no
+ * KEYWORD workflow, no assistant turn. Called again for a retried delivery, it changes the contact to
+ * the same and confirms once: the confirmation is claimed by an id derived from the message before it
+ * is sent, and given back if the platform did not take it.
+ */
+export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
+  const settings = consentSettings(db)
+
+  async function confirm (message: InboundChatMessage, text: string): Promise<void> {
+    const id = confirmationIdOf(message.messageId)
+    const [claimed] = await db.execute<{ id: string }>(sql`
+      with claimed as (
+        insert into messages (id, conversation_id, direction, type, content, status, agent_name, reply_to_id, sent_at, created_at)
+        values (${id}, ${message.conversationId}, 'outbound', 'text', ${storableText(text)}, 'sent', ${CONSENT_SENDER}, ${message.messageId}, now(), now())
+        on conflict (id) do nothing
+        returning id, content
+      ), shown as (
+        update conversations set last_message = (select content from claimed), last_message_at = now(), updated_at = now()
+        where id = ${message.conversationId} and exists (select 1 from claimed)
+      )
+      select id from claimed`)
+    if (claimed === undefined) return
+    const account = await chat.accounts.forNumber(message.phoneNumberId)
+    try {
+      if (account === null) throw new Error('no account can send from this number any more')
+      const wamid = await chat.deliverText(account, message.phone, text, undefined, 'consent')
+      await db.execute(sql`update messages set wamid = ${wamid} where id = ${id}`)
+    } catch (err) {
+      await db.execute(sql`delete from messages where id = ${id} and wamid is null`)
+      // The platform may take it later: the delivery is retried. A refusal is final: the change stands unconfirmed.
+      if (isTransientChatFailure(err)) throw err
+      logger.warn({ err, conversationId: message.conversationId }, 'consent keyword applied, its confirmation could not be sent')
+    }
+  }
+
+  return {
+    /** Whether the message was a consent keyword, now applied and confirmed: nothing else may react to it. */
+    async answer (message: InboundChatMessage): Promise<boolean> {
+      const current = await settings.view(message.phoneNumberId)
+      const keyword = consentKeywordOf(message.text, current)
+      if (keyword === null) return false
+      const optedOut = keyword === 'optOut'
+      await db.execute(sql`
+        insert into chat_contacts (id, phone_number_id, phone, name, opted_out, consent_changed_at, consent_source)
+        select ${createId()}, ${message.phoneNumberId}, ${message.phone}, ${message.name}, ${optedOut}, m.created_at, 'keyword'
+        from messages m where m.id = ${message.messageId}
+        on conflict (phone_number_id, phone) do update
+          set opted_out = excluded.opted_out, consent_changed_at = excluded.consent_changed_at, consent_source = 'keyword', updated_at = now()`)
+      logger.info({ conversationId: message.conversationId, optedOut }, 'consent keyword applied')
+      await confirm(message, optedOut ? current.optOutConfirmation : current.optInConfirmation)
+      return true
+    }
+  }
+}
+
+export type ConsentKeywords = ReturnType<typeof consentKeywords>
