@@ -2,13 +2,14 @@
  * The headers of every page the api serves to browsers: the console (`/console`) and the API
  * reference (`/docs`, Swagger UI). Both share the origin where the console keeps its token in
  * localStorage, so both load only their own files from this origin: no inline script or style
- * (neither has any), no other host, no framing. Images may be data URLs (Swagger UI's icons).
+ * (neither has any), no other host, no framing. Images may be data URLs (Swagger UI's icons) and
+ * blob URLs (the inbox's images: their bytes need the token, so the console fetches them itself).
  */
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data:",
+  "img-src 'self' data: blob:",
   "font-src 'self'",
   "connect-src 'self'",
   "manifest-src 'self'",

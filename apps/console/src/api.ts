@@ -28,38 +28,67 @@ interface RequestOptions {
 
 /** A request bounded in time, so that a hung api shows an error instead of a spinner forever. */
 const REQUEST_TIMEOUT_MS = 15_000
+/** A message's media: up to CHAT_MEDIA_MAX_BYTES, which the api streams within its own CHAT_MEDIA_TIMEOUT_MS (120 s by default). */
+const MEDIA_TIMEOUT_MS = 150_000
 
-async function call<T> (method: string, path: string, options: RequestOptions = {}): Promise<T> {
+const networkError = (err: unknown): ApiError =>
+  new ApiError(0, 'NETWORK', err instanceof DOMException && err.name === 'TimeoutError' ? 'The api did not answer in time' : 'The api cannot be reached')
+
+async function send (method: string, path: string, options: RequestOptions, timeoutMs: number): Promise<Response> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (options.body !== undefined) headers['content-type'] = 'application/json'
   if (options.accountId !== undefined) headers['x-account-id'] = options.accountId
   const session = options.anonymous === true ? null : loadSession()
   if (session !== null) headers.authorization = `Bearer ${session.token}`
-  let res: Response
   try {
-    res = await fetch(path, {
+    return await fetch(path, {
       method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
+      signal: AbortSignal.timeout(timeoutMs)
     })
   } catch (err) {
-    throw new ApiError(0, 'NETWORK', err instanceof DOMException && err.name === 'TimeoutError' ? 'The api did not answer in time' : 'The api cannot be reached')
+    throw networkError(err)
   }
-  if (res.status === 204) return undefined as T
+}
+
+/** The JSON of an answer, or undefined when it has none. */
+async function jsonOf (res: Response): Promise<any> {
   const text = await res.text()
-  let body: any
   try {
-    body = text === '' ? undefined : JSON.parse(text)
+    return text === '' ? undefined : JSON.parse(text)
   } catch {
-    body = undefined
+    return undefined
   }
-  if (res.ok) return body as T
+}
+
+/** The api's refusal as an error; a 401 ends the session. */
+function refusal (res: Response, body: any, options: RequestOptions): ApiError {
   if (res.status === 401 && options.anonymous !== true) {
     clearSession()
     unauthorized()
   }
-  throw new ApiError(res.status, body?.code ?? 'ERROR', body?.message ?? `${res.status} ${res.statusText}`)
+  return new ApiError(res.status, body?.code ?? 'ERROR', body?.message ?? `${res.status} ${res.statusText}`)
+}
+
+async function call<T> (method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  const res = await send(method, path, options, REQUEST_TIMEOUT_MS)
+  if (res.status === 204) return undefined as T
+  const body = await jsonOf(res)
+  if (res.ok) return body as T
+  throw refusal(res, body, options)
+}
+
+/** Bytes the api answers (a message's media) as a Blob: they need the token, so no <img> or link can fetch them itself. */
+async function bytes (path: string, options: RequestOptions): Promise<Blob> {
+  const res = await send('GET', path, options, MEDIA_TIMEOUT_MS)
+  if (!res.ok) throw refusal(res, await jsonOf(res), options)
+  try {
+    return await res.blob()
+  } catch (err) {
+    // The api cuts a media that passes its size or time bound: what came is not the whole of it.
+    throw err instanceof DOMException && err.name === 'TimeoutError' ? networkError(err) : new ApiError(0, 'NETWORK', 'The media arrived cut short')
+  }
 }
 
 const query = (params: Record<string, string | number | boolean | undefined>): string => {
@@ -117,6 +146,8 @@ export const api = {
     call<Conversation[]>('GET', `/api/chat/conversations${query({ ...filter, limit })}`, { accountId }),
   messages: async (accountId: string | undefined, conversationId: string, before?: string) =>
     call<ChatMessage[]>('GET', `/api/chat/conversations/${encodeURIComponent(conversationId)}/messages${query({ before, limit: 50 })}`, { accountId }),
+  /** The bytes of a message's media, through the api from the chat platform. */
+  media: async (accountId: string | undefined, messageId: string) => bytes(`/api/chat/messages/${encodeURIComponent(messageId)}/media`, { accountId }),
   markRead: async (accountId: string | undefined, conversationId: string) =>
     call<Conversation>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/read`, { accountId }),
   /** Setting aiMode (even to the mode it has) resumes an assistant a staff reply paused. */

@@ -144,6 +144,8 @@ export interface ChatMessage {
   direction: 'inbound' | 'outbound'
   type: string
   content: string
+  /** A media message's: the platform's media id (its bytes through the api) or the link it was sent from. */
+  media: { id?: string, link?: string, mimeType?: string, caption?: string, filename?: string } | null
   status: MessageStatus | DraftStatus | null
   agentName: string | null
   createdAt: string

@@ -151,6 +151,59 @@ function Draft ({ accountId, conversationId, message, onDecided }: { accountId: 
   )
 }
 
+/** Media the inbox shows inline; anything else is offered for download. */
+const INLINE_MEDIA = new Set(['image', 'sticker'])
+
+/**
+ * A media message: an image shown inline, any other media offered for download, with its caption.
+ * The bytes come through the api with the token, so they are fetched and shown by an object URL,
+ * released when the message leaves the screen.
+ */
+function Media ({ accountId, message }: { accountId: string, message: ChatMessage }) {
+  const inline = INLINE_MEDIA.has(message.type)
+  const [url, setUrl] = useState<string>()
+  const [failure, setFailure] = useState<Error>()
+  useEffect(() => {
+    if (!inline) return
+    let objectUrl: string | undefined
+    let gone = false
+    api.media(accountId, message.id).then((blob) => {
+      if (gone) return
+      objectUrl = URL.createObjectURL(blob)
+      setUrl(objectUrl)
+    }, (err: Error) => { if (!gone) setFailure(err) })
+    return () => {
+      gone = true
+      if (objectUrl !== undefined) URL.revokeObjectURL(objectUrl)
+    }
+  }, [accountId, message.id, inline])
+  const download = useAction(async () => {
+    const objectUrl = URL.createObjectURL(await api.media(accountId, message.id))
+    const link = document.createElement('a')
+    link.href = objectUrl
+    link.download = message.media?.filename ?? `${message.type}-${message.id}`
+    link.click()
+    // The browser reads the URL after this turn of the event loop: released a moment later.
+    setTimeout(() => { URL.revokeObjectURL(objectUrl) }, 1000)
+  })
+  const caption = message.media?.caption
+  return (
+    <>
+      {inline
+        ? url === undefined
+          ? <span class='media-placeholder muted small'>{failure === undefined ? `Loading the ${message.type}…` : `The ${message.type} cannot be shown: ${failure.message}`}</span>
+          : <img class='media-image' src={url} alt={caption ?? `The customer’s ${message.type}`} />
+        : (
+          <button type='button' class='link-button' disabled={download.busy} onClick={() => { download.run() }}>
+            Download {message.media?.filename ?? `the ${message.type}`}
+          </button>
+          )}
+      <ErrorNotice error={download.error} />
+      {caption !== undefined && <span class='media-caption'>{caption}</span>}
+    </>
+  )
+}
+
 function Messages ({ accountId, conversationId, messages, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], onDecided: () => void }) {
   return (
     <ol class='messages' aria-label='Messages, oldest first'>
@@ -159,7 +212,7 @@ function Messages ({ accountId, conversationId, messages, onDecided }: { account
         : (
           <li key={message.id} class={`message ${message.direction}`} data-direction={message.direction}>
             <span class='visually-hidden'>{message.direction === 'inbound' ? 'Customer: ' : `Sent${message.agentName === null ? '' : ` by ${message.agentName}`}: `}</span>
-            <div class='bubble'>{message.content}</div>
+            <div class='bubble'>{message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}</div>
             <div class='meta'>
               <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
               {message.direction === 'outbound' && <StatusTicks status={message.status as MessageStatus | null} />}

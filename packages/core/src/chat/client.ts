@@ -82,6 +82,9 @@ interface TemplateMessage {
 export const MEDIA_KINDS = ['image', 'document', 'audio', 'video', 'sticker'] as const
 export type MediaKind = typeof MEDIA_KINDS[number]
 
+/** Bounds of a media send's fields (chat/media.ts checks them): the platform's caption limit, and ours for the rest. */
+export const MEDIA_LIMITS = { mediaId: 256, link: 2048, caption: 1024, filename: 240 } as const
+
 /** A media send: the platform's media id or a public https link (the platform fetches it), and what goes with it. */
 export interface MediaContent {
   kind: MediaKind

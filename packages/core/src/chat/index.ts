@@ -1,7 +1,7 @@
 /** Chat: the platform client, accounts, contacts and consent, conversations and messages, the window rule, inbound deliveries and sending. */
 export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
 export { chatAccountsRepository, type ChatAccountChanges } from './accounts-repository.ts'
-export { createChatClient, MEDIA_KINDS } from './client.ts'
+export { createChatClient, MEDIA_KINDS, MEDIA_LIMITS } from './client.ts'
 export { CONSENT_BOUNDS, consentKeywords, consentSettings, DEFAULT_CONSENT_SETTINGS, type ConsentKeywords, type ConsentSettingsStore } from './consent.ts'
 export { ATTRIBUTE_NAME, CONTACT_BOUNDS, contactsRepository } from './contacts.ts'
 export { CONTACTS_IMPORT_BOUNDS, importContacts } from './contacts-import.ts'
@@ -9,6 +9,6 @@ export { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository } fro
 export { chatDeliveriesRepository } from './deliveries-repository.ts'
 export { chatDeliveryProcessor, chatDeliveryRequeue } from './inbound.ts'
 export { INTERACTIVE_LIMITS, INTERACTIVE_TYPES } from './interactive.ts'
-export { MEDIA_LIMITS, mediaDownloads, type MediaDownloads } from './media.ts'
+export { mediaDownloads, type MediaDownloads } from './media.ts'
 export { createChatSender } from './sender.ts'
 export { createChatService, type ChatService } from './sending.ts'

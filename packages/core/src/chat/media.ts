@@ -4,12 +4,9 @@ import type { ChatMessageMedia } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { UsableChatAccount } from './accounts.ts'
-import { ChatPlatformUnavailableError, MEDIA_KINDS, type ChatClient, type MediaContent, type MediaKind } from './client.ts'
+import { ChatPlatformUnavailableError, MEDIA_KINDS, MEDIA_LIMITS, type ChatClient, type MediaContent, type MediaKind } from './client.ts'
 import { conversationsRepository } from './conversations.ts'
 import { platformFailure } from './platform-errors.ts'
-
-/** Bounds of a media send's fields: the platform's caption limit, and ours for the rest. */
-export const MEDIA_LIMITS = { mediaId: 256, link: 2048, caption: 1024, filename: 240 } as const
 
 /** The platform shows no caption on audio or stickers, and a file name on documents only. */
 const CAPTIONED: ReadonlySet<MediaKind> = new Set(['image', 'document', 'video'])

@@ -1,6 +1,5 @@
 import { Type } from 'typebox'
-import { MEDIA_KINDS } from '../../chat/client.ts'
-import { MEDIA_LIMITS } from '../../chat/media.ts'
+import { MEDIA_KINDS, MEDIA_LIMITS } from '../../chat/client.ts'
 import { CHAT_FIELDS, CHAT_TRAITS, sendRetryably } from './chat-send.ts'
 import { optionalString, requiredChoice, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
