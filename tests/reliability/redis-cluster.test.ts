@@ -52,7 +52,7 @@ async function keysByNode (): Promise<string[][]> {
 
 t.test('the api and the worker are ready on the cluster', async (t) => {
   const ready = await stack.call('GET', '/health/ready')
-  t.same([ready.status, ready.body], [200, { status: 'ok', checks: { database: 'ok', redis: 'ok' } }])
+  t.match([ready.status, ready.body], [200, { status: 'ok', checks: { database: 'ok', redis: 'ok' } }])
 
   const listening = /"port":(\d+)[^\n]*"msg":"worker http listening"/.exec(stack.workers[0].output())
   t.ok(listening, 'the worker says where its probes listen')
@@ -155,7 +155,7 @@ t.test('the login limiter counts in the cluster', async (t) => {
 t.test('a redis+cluster:// REDIS_URL works the same (in-process api)', async (t) => {
   const { request } = await buildTestApp(t, { REDIS_URL: cluster.url })
   const ready = await request({ method: 'GET', url: '/health/ready' })
-  t.same(ready.json(), { status: 'ok', checks: { database: 'ok', redis: 'ok' } })
+  t.match(ready.json(), { status: 'ok', checks: { database: 'ok', redis: 'ok' } })
 })
 
 t.test('a cluster that stops serving every slot makes the api degraded', async (t) => {
