@@ -172,6 +172,8 @@ export interface Conversation {
   pendingApprovalCount: number
   /** A staff reply or an assignment paused the assistant; setting aiMode resumes it. */
   assistantPaused: boolean
+  /** The customer opted out (STOP): only a person's reply after they write again may be sent. */
+  optedOut: boolean
   messages: ChatMessage[]
 }
 

@@ -343,6 +343,7 @@ function ConversationView ({ accountId, conversation, model, onChanged }: { acco
         <div>
           <h2 id='conversation-title'>{conversation.name ?? conversation.phone}</h2>
           <span class='muted mono'>+{conversation.phone}</span>
+          {conversation.optedOut && <span class='badge status-failed' id='opted-out' title='The customer opted out of messages: only a reply after they write again can be sent'>Opted out</span>}
         </div>
         <button type='button' disabled={archive.busy} onClick={() => { archive.run() }}>{conversation.isArchived ? 'Unarchive' : 'Archive'}</button>
       </header>
