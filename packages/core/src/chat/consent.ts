@@ -37,13 +37,13 @@ export interface ConsentSettingsView extends ConsentSettings {
 
 /**
  * How a message and a keyword are compared: the whole text, trimmed, runs of spaces made one,
- * case-insensitive (compatibility forms folded, so full-width `ＳＴＯＰ` is STOP).
+ * case-insensitive (compatibility forms folded, so full-width `ＳＴＯＰ` is STOP). @internal exported for its tests
  */
 export function normalizeKeyword (text: string): string {
   return text.normalize('NFKC').trim().replace(/\s+/gu, ' ').toUpperCase()
 }
 
-/** Whether a customer's message is one of the number's keywords, as a whole. */
+/** Whether a customer's message is one of the number's keywords, as a whole. @internal exported for its tests */
 export function consentKeywordOf (text: string, settings: Pick<ConsentSettings, 'optOutKeywords' | 'optInKeywords'>): 'optOut' | 'optIn' | null {
   const normalized = normalizeKeyword(text)
   if (normalized === '') return null

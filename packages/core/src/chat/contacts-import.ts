@@ -60,7 +60,10 @@ export interface ImportResult {
 const invalidFile = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
 const COLUMNS_HELP = 'its first line names the columns: phone, name, labels, optedOut, attr.<name>'
 
-/** The columns a header line names (any case, spaces around ignored); a file without phone, or naming a column twice, is refused. */
+/**
+ * The columns a header line names (any case, spaces around ignored); a file without phone, or naming a column twice, is refused.
+ * @internal exported for its tests
+ */
 export function importColumns (header: string[]): ImportColumns {
   if (header.length > CONTACTS_IMPORT_BOUNDS.columns) throw invalidFile(`The CSV has ${header.length} columns, more than ${CONTACTS_IMPORT_BOUNDS.columns}`)
   const columns: Omit<ImportColumns, 'phone'> & { phone?: number } = { count: header.length, attributes: [], ignored: [] }
@@ -87,7 +90,7 @@ export function importColumns (header: string[]): ImportColumns {
 
 const OPTED_OUT_VALUES: Record<string, boolean> = { true: true, yes: true, 1: true, false: false, no: false, 0: false, '': false }
 
-/** One data row checked against the contact's bounds: what it sets, or why it is skipped. */
+/** One data row checked against the contact's bounds: what it sets, or why it is skipped. @internal exported for its tests */
 export function checkImportRow (record: string[], columns: ImportColumns): ImportRow | { reason: string } {
   if (record.length > columns.count) return { reason: `the row has ${record.length} cells, the header names ${columns.count} columns` }
   const cell = (index: number | undefined): string => index === undefined ? '' : storableText((record[index] ?? '').trim())
