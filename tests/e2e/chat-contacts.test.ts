@@ -210,6 +210,10 @@ t.test('refusals: API sends and workflow nodes to an opted-out contact', async (
   const template = await stack.call('POST', '/api/chat/send/template', { token, body: { to: `+${phone}`, templateName: 'hello_world' } })
   t.equal(template.status, 400)
   t.match(template.body, { code: 'CONTACT_OPTED_OUT', message: OPTED_OUT_MESSAGE })
+  const media = await stack.call('POST', '/api/chat/send/media', { token, body: { to: phone, kind: 'image', link: 'https://example.com/offer.png' } })
+  t.match(media, { status: 400, body: { code: 'CONTACT_OPTED_OUT' } })
+  const interactive = await stack.call('POST', '/api/chat/send/interactive', { token, body: { to: phone, type: 'button', body: 'Come back?', buttons: [{ id: 'yes', title: 'Yes' }] } })
+  t.match(interactive, { status: 400, body: { code: 'CONTACT_OPTED_OUT' } })
 
   const run = await client.runWorkflow(token, {
     name: 'nudge',
@@ -226,6 +230,12 @@ t.test('refusals: API sends and workflow nodes to an opted-out contact', async (
   })
   t.equal(reply.status, 'FAILED')
   t.equal(reply.error, OPTED_OUT_MESSAGE)
+  const ai = await client.runWorkflow(token, {
+    name: 'ai reply',
+    triggerType: 'MANUAL',
+    nodes: [{ id: 'answer', type: 'ai_reply', config: { phone, mode: 'send' } }]
+  })
+  t.equal(ai.error, OPTED_OUT_MESSAGE, 'ai_reply sending')
   t.equal(sendsTo(phone).length, 1, 'only the confirmation ever reached the platform')
 })
 
@@ -249,12 +259,14 @@ t.test('a contact who writes again after opting out: a person may answer in free
 
   const staff = await stack.call('POST', '/api/chat/send/text', { token, body: { to: phone, text: 'It left yesterday.' } })
   t.equal(staff.status, 200, 'a person\'s free-text reply to the customer who wrote again')
+  const media = await stack.call('POST', '/api/chat/send/media', { token, body: { to: phone, kind: 'document', link: 'https://example.com/receipt.pdf', filename: 'receipt.pdf' } })
+  t.equal(media.status, 200, 'free-form media too')
   const template = await stack.call('POST', '/api/chat/send/template', { token, body: { to: phone, templateName: 'hello_world' } })
   t.equal(template.status, 400, 'a template is not a reply')
   const node = await client.runWorkflow(token, { name: 'auto', triggerType: 'MANUAL', nodes: [{ id: 'auto', type: 'send_chat', config: { phone, text: 'Automated' } }] })
   t.equal(node.error, OPTED_OUT_MESSAGE, 'a workflow is not a person')
   t.equal((await contactOf(phone)).optedOut, true, 'writing again does not end the opt-out')
-  t.same(sendsTo(phone).map((send) => send.text?.body), [OPT_OUT_CONFIRMATION, 'It left yesterday.'])
+  t.same(sendsTo(phone).map((send) => send.text?.body ?? send.type), [OPT_OUT_CONFIRMATION, 'It left yesterday.', 'document'])
 })
 
 t.test('the assistant: a STOP while a turn runs sends no reply; a draft of a contact who opted out is not approved', async (t) => {
