@@ -1,5 +1,6 @@
 import type { AssistantRunner } from '@switchboard/core/assistant'
 import type { ConsentKeywords } from '@switchboard/core/chat'
+import type { ChatService } from '@switchboard/core/chat'
 import type { Config } from '@switchboard/core/config'
 import type { Database } from '@switchboard/core/db'
 import type { RunEngine } from '@switchboard/core/engine'
@@ -20,6 +21,8 @@ export interface WorkerContext {
   assistant: AssistantRunner
   /** Opt-out and opt-in keywords: what an inbound message meets first. */
   consent: ConsentKeywords
+  /** Sends through the platform as the service (the assistant's replies, broadcasts). */
+  chat: ChatService
 }
 
 /** Builds the processor of queue `Q` from the worker's shared context. */

@@ -1,7 +1,7 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
 import { assistantRunner, nodeModelProvider } from '@switchboard/core/assistant'
-import { chatDeliveryRequeue, consentKeywords, conversationsRepository, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
+import { broadcastRequeue, chatDeliveryRequeue, consentKeywords, conversationsRepository, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createCredentialVault } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
 import { keyringOf } from '@switchboard/core/encryption'
@@ -83,7 +83,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   })
   const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService })
   const consent = consentKeywords({ db: database.db, chat: chatService, logger })
-  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant, consent }
+  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant, consent, chat: chatService }
 
   const connection = createWorkerConnection(config.redisUrl)
   redisState.watch(connection, 'worker')
@@ -127,7 +127,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       schedulers: scheduleSync.restoreLost,
       chatDeliveries: chatDeliveryRequeue({ db: database.db, queue: queues[ASSISTANT_MAIN], logger, graceMs: config.reconciler.graceMs }),
       events: lostEventsDispatch(events, config.reconciler.graceMs),
-      assistantTurns: async () => await assistant.requeueStalled(config.reconciler.graceMs)
+      assistantTurns: async () => await assistant.requeueStalled(config.reconciler.graceMs),
+      broadcasts: broadcastRequeue({ db: database.db, queues })
     }
   })
   reconciler.start()

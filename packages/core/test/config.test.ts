@@ -138,7 +138,7 @@ t.test('production refuses the placeholder secrets of examples', async (t) => {
 t.test('deployment settings: pool size, the worker queues and listener, the default local ports', async (t) => {
   const defaults = loadConfig({ DATA_DIR: dataDir() })
   t.equal(defaults.databasePoolMax, 10)
-  t.same(defaults.workerQueues, ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'])
+  t.same(defaults.workerQueues, ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts'])
   t.equal(defaults.workerHttpPort, 3001)
   t.equal(defaults.localPostgresPort, 5432)
   t.equal(defaults.localRedisPort, 6379)

@@ -23,7 +23,8 @@ const restore = {
   schedulers: scheduleSync.restoreLost,
   chatDeliveries: chatDeliveryRequeue({ db, queue: queues[ASSISTANT_MAIN], logger, graceMs: 0 }),
   events: async () => 0,
-  assistantTurns: async () => 0
+  assistantTurns: async () => 0,
+  broadcasts: async () => 0
 }
 const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, restore })
 const deliveries = chatDeliveriesRepository(db)

@@ -1,6 +1,7 @@
 import type { QueueName } from '@switchboard/core/queues'
 import type { ProcessorFactory } from '../context.ts'
 import { assistantMainProcessor } from './assistant-main.ts'
+import { chatBroadcastsProcessor } from './chat-broadcasts.ts'
 import { scheduledTasksProcessor } from './scheduled-tasks.ts'
 import { runProcessor } from './workflow-runs.ts'
 
@@ -10,5 +11,6 @@ export const processors: { [Q in QueueName]: ProcessorFactory<Q> } = {
   'workflow-runs': runProcessor,
   // AGENT runs: the same engine on a queue of their own, so an agent never waits behind bulk automation.
   'agent-execution': runProcessor,
-  'scheduled-tasks': scheduledTasksProcessor
+  'scheduled-tasks': scheduledTasksProcessor,
+  'chat-broadcasts': chatBroadcastsProcessor
 }

@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
@@ -86,6 +86,13 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
     async forNumber (numberId: string): Promise<UsableChatAccount | null> {
       if (numberId === environmentAccount?.phoneNumberId) return environmentAccount
       const [row] = await db.select().from(chatAccounts).where(eq(chatAccounts.phoneNumberId, numberId)).orderBy(chatAccounts.createdAt, chatAccounts.id).limit(1)
+      return row === undefined ? null : usable(row)
+    },
+
+    /** The account `accountId` (a linked one's id or `default`) while it still sends from `numberId`: what a broadcast sends with. */
+    async byId (accountId: string, numberId: string): Promise<UsableChatAccount | null> {
+      if (accountId === DEFAULT_ACCOUNT_ID) return environmentAccount?.phoneNumberId === numberId ? environmentAccount : null
+      const [row] = await db.select().from(chatAccounts).where(and(eq(chatAccounts.id, accountId), eq(chatAccounts.phoneNumberId, numberId))).limit(1)
       return row === undefined ? null : usable(row)
     },
 

@@ -1,7 +1,7 @@
 import type { DefaultJobOptions, Processor, Queue } from 'bullmq'
 
-/** The four queues of spec 2.5, in the order the queues endpoint lists them. */
-export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main'] as const
+/** The four queues of spec 2.5, in the order the queues endpoint lists them, then the contract's own (section 5). */
+export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts'] as const
 export type QueueName = typeof QUEUE_NAMES[number]
 
 export type Queues = Record<QueueName, Queue>
@@ -10,6 +10,7 @@ export const WORKFLOW_RUNS: QueueName = 'workflow-runs'
 export const SCHEDULED_TASKS: QueueName = 'scheduled-tasks'
 export const AGENT_EXECUTION: QueueName = 'agent-execution'
 export const ASSISTANT_MAIN: QueueName = 'assistant-main'
+export const CHAT_BROADCASTS: QueueName = 'chat-broadcasts'
 
 /*
  * Job ids derive from the run, so re-adding a job never duplicates it and the
@@ -65,6 +66,7 @@ export interface RunJobData {
 export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }
 export interface AssistantTurnJobData { conversationId: string }
+export interface BroadcastJobData { broadcastId: string }
 
 /** The job that starts, resumes or takes over a run. */
 export const RUN_JOB = 'run'
@@ -74,6 +76,8 @@ export const TICK_JOB = 'tick'
 export const CHAT_DELIVERY_JOB = 'chat-delivery'
 /** A conversation's assistant turns, worked in message order (README, The assistant). */
 export const ASSISTANT_TURN_JOB = 'assistant-turn'
+/** A broadcast's sends, at its rate (README, Broadcasts). */
+export const BROADCAST_JOB = 'broadcast'
 
 /** What each queue carries: the name and data of its jobs. */
 export interface JobCatalog {
@@ -81,6 +85,7 @@ export interface JobCatalog {
   'scheduled-tasks': { name: typeof TICK_JOB, data: ScheduleJobData }
   'agent-execution': { name: typeof RUN_JOB, data: RunJobData }
   'assistant-main': { name: typeof CHAT_DELIVERY_JOB, data: ChatDeliveryJobData } | { name: typeof ASSISTANT_TURN_JOB, data: AssistantTurnJobData }
+  'chat-broadcasts': { name: typeof BROADCAST_JOB, data: BroadcastJobData }
 }
 
 /** Each queue's options for all of its jobs (BullMQ's defaultJobOptions): set once, when the queue is created. */
@@ -88,7 +93,8 @@ export const JOB_OPTIONS: Record<QueueName, DefaultJobOptions> = {
   'workflow-runs': DEFAULT_JOB_OPTIONS,
   'scheduled-tasks': DEFAULT_JOB_OPTIONS,
   'agent-execution': DEFAULT_JOB_OPTIONS,
-  'assistant-main': DEFAULT_JOB_OPTIONS
+  'assistant-main': DEFAULT_JOB_OPTIONS,
+  'chat-broadcasts': DEFAULT_JOB_OPTIONS
 }
 
 /** The function that works a queue's jobs. */

@@ -39,7 +39,7 @@ export function createWorkerConnection (url: string, options: RedisOptions = {})
  * The BullMQ prefix of one queue. Its scripts touch many keys of a queue at once, which a
  * cluster allows only within one hash slot: on a cluster every queue's keys carry the hash tag
  * `{<queue>}` (`switchboard:{workflow-runs}:workflow-runs:wait`), so each queue stays in one slot
- * and the four queues spread over the nodes. A prefix with a hash tag of its own
+ * and the queues spread over the nodes. A prefix with a hash tag of its own
  * (`{switchboard}`) is kept as is and puts every queue in its slot.
  */
 export function queueKeyPrefix (prefix: string, queue: QueueName, connection: RedisConnection): string {

@@ -39,6 +39,8 @@ interface ReconcilerOptions {
     events: () => Promise<number>
     /** Conversations with assistant turns but no job (the assistant's `requeueStalled`). */
     assistantTurns: () => Promise<number>
+    /** Broadcasts still to send without a job (chat's `broadcastRequeue`). */
+    broadcasts: () => Promise<number>
   }
   /**
    * RUNNING runs that started this long ago are checked for a live job.
@@ -76,6 +78,7 @@ interface ReconcileReport {
   chatDeliveriesRequeued: number
   eventsDispatched: number
   assistantTurnsRequeued: number
+  broadcastsRequeued: number
   purgedKeys: number
 }
 
@@ -270,6 +273,7 @@ export function createReconciler (options: ReconcilerOptions) {
     const chatDeliveriesRequeued = await options.restore?.chatDeliveries() ?? 0
     const eventsDispatched = await options.restore?.events() ?? 0
     const assistantTurnsRequeued = await options.restore?.assistantTurns() ?? 0
+    const broadcastsRequeued = await options.restore?.broadcasts() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
     reconcilerActions.inc({ action: 'requeued' }, requeued)
     reconcilerActions.inc({ action: 'resumed' }, resumed)
@@ -280,8 +284,9 @@ export function createReconciler (options: ReconcilerOptions) {
     reconcilerActions.inc({ action: 'chat_deliveries_requeued' }, chatDeliveriesRequeued)
     reconcilerActions.inc({ action: 'events_dispatched' }, eventsDispatched)
     reconcilerActions.inc({ action: 'assistant_turns_requeued' }, assistantTurnsRequeued)
+    reconcilerActions.inc({ action: 'broadcasts_requeued' }, broadcastsRequeued)
     if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
-    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, purgedKeys }
+    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, broadcastsRequeued, purgedKeys }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { chatAccountsRepository, chatDeliveriesRepository, consentSettings, contactsRepository, conversationsRepository, createChatClient, createChatService, mediaDownloads, type ChatService, type ConsentSettingsStore, type MediaDownloads, type UsableChatAccount } from '@switchboard/core/chat'
+import { broadcastsService, chatAccountsRepository, chatDeliveriesRepository, consentSettings, contactsRepository, conversationsRepository, createChatClient, createChatService, mediaDownloads, type BroadcastsService, type ChatService, type ConsentSettingsStore, type MediaDownloads, type UsableChatAccount } from '@switchboard/core/chat'
 import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type DraftsService } from '@switchboard/core/assistant'
 import { viewerOf } from '@switchboard/core/users'
 
@@ -17,6 +17,8 @@ declare module 'fastify' {
     chatMedia: MediaDownloads
     /** Inbound webhook deliveries, stored before the worker processes them. */
     chatDeliveries: ReturnType<typeof chatDeliveriesRepository>
+    /** Broadcasts: created and controlled here, sent by the worker. */
+    broadcasts: BroadcastsService
     /** Staff decisions on the assistant's drafts. */
     drafts: DraftsService
     /** Each number's assistant settings and provider. */
@@ -38,6 +40,7 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('consentSettings', consentSettings(fastify.db))
   fastify.decorate('chatMedia', mediaDownloads({ db: fastify.db, client, maxBytes: fastify.config.chat.mediaMaxBytes, timeoutMs: fastify.config.chat.mediaTimeoutMs, logger: fastify.log }))
   fastify.decorate('chatDeliveries', chatDeliveriesRepository(fastify.db))
+  fastify.decorate('broadcasts', broadcastsService({ db: fastify.db, queues: fastify.queues }))
   fastify.decorate('drafts', draftsService({ db: fastify.db, chat: service }))
   fastify.decorate('assistantSettings', assistantSettings({ db: fastify.db, config: fastify.config }))
   fastify.decorate('assistantTurns', assistantTurnsRepository(fastify.db))

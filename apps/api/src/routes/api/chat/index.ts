@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import accounts from './accounts/index.ts'
 import assistant from './assistant/index.ts'
+import broadcasts from './broadcasts/index.ts'
 import consent from './consent/index.ts'
 import contacts from './contacts/index.ts'
 import conversations from './conversations/index.ts'
@@ -12,6 +13,7 @@ import templates from './templates/index.ts'
 export default async function chat (fastify: FastifyInstance): Promise<void> {
   await fastify.register(accounts, { prefix: '/accounts' })
   await fastify.register(assistant, { prefix: '/accounts' })
+  await fastify.register(broadcasts, { prefix: '/broadcasts' })
   await fastify.register(consent, { prefix: '/accounts' })
   await fastify.register(contacts, { prefix: '/contacts' })
   await fastify.register(conversations, { prefix: '/conversations' })

@@ -1,0 +1,51 @@
+import { Type } from 'typebox'
+import { BROADCAST_COUNT_STATUSES, DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS } from '@switchboard/core/chat'
+import { BROADCAST_STATUSES } from '@switchboard/core/db'
+import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
+
+export const CreateBroadcastBody = Type.Object({
+  templateName: Type.String({ minLength: 1, maxLength: 512, errorMessage: 'templateName must be 1 to 512 characters' }),
+  lang: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', errorMessage: 'lang must be a language code such as en_US or ar' })),
+  recipients: Type.Array(Type.Object({
+    to: Type.String({ minLength: 1, maxLength: 32 }),
+    components: Type.Optional(Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 20 }))
+  }, { additionalProperties: false }), {
+    minItems: 1,
+    maxItems: MAX_BROADCAST_RECIPIENTS,
+    errorMessage: `recipients must hold 1 to ${MAX_BROADCAST_RECIPIENTS} recipients`
+  }),
+  ratePerSecond: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_BROADCAST_RATE, default: DEFAULT_BROADCAST_RATE, errorMessage: `ratePerSecond must be an integer from 1 to ${MAX_BROADCAST_RATE}` })),
+  sendAt: Type.Optional(Type.String({ format: 'date-time', errorMessage: 'sendAt must be a date-time (ISO 8601)' }))
+}, { additionalProperties: false })
+
+const Counts = Type.Object(Object.fromEntries(BROADCAST_COUNT_STATUSES.map((status) => [status, Type.Integer()])))
+
+export const Broadcast = Type.Object({
+  id: Type.String(),
+  accountId: Type.String(),
+  templateName: Type.String(),
+  lang: Type.String(),
+  ratePerSecond: Type.Integer(),
+  sendAt: Timestamp,
+  status: Type.Enum(BROADCAST_STATUSES),
+  total: Type.Integer(),
+  /** Sends started again after a worker stopped during them: each may have reached its customer twice. */
+  repeated: Type.Integer(),
+  counts: Counts,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  finishedAt: NullableTimestamp
+})
+
+export const BroadcastRecipient = Type.Object({
+  position: Type.Integer(),
+  phone: Type.String(),
+  status: Type.Enum(BROADCAST_COUNT_STATUSES),
+  attempts: Type.Integer(),
+  wamid: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), title: Type.String(), details: Type.Union([Type.String(), Type.Null()]) }), Type.Null()]),
+  sentAt: NullableTimestamp
+})
+
+export const BroadcastsQuery = Type.Object({ ...Pagination })
+export const RecipientsQuery = Type.Object({ status: Type.Optional(Type.Enum(BROADCAST_COUNT_STATUSES)), ...Pagination })

@@ -1,0 +1,205 @@
+import { and, desc, eq, sql } from 'drizzle-orm'
+import { createId } from '../ids.ts'
+import type { DbOrTx } from '../db/client.ts'
+import { jsonb } from '../db/sql.ts'
+import { chatBroadcasts, type BroadcastStatus, type ChatBroadcast, type ChatMessageError } from '../db/schema/index.ts'
+import { DomainError } from '../errors.ts'
+import { BROADCAST_JOB, type BroadcastJobData, type Queues } from '../queues/catalog.ts'
+import { isAdmin, type Viewer } from '../users/viewer.ts'
+import type { UsableChatAccount } from './accounts.ts'
+import { CANCELLED } from './broadcast-sender.ts'
+import { normalizePhone } from './phone.ts'
+
+/** Bounds of a broadcast (README, Broadcasts). */
+export const MAX_BROADCAST_RECIPIENTS = 10_000
+export const MAX_BROADCAST_RATE = 1000
+/** The platform's standard throughput is 80 messages a second per number; the default stays under it. */
+export const DEFAULT_BROADCAST_RATE = 20
+
+/** What a recipient shows: its send's status, then its message's (delivered, read, failed) once sent. */
+export const BROADCAST_COUNT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
+type CountStatus = typeof BROADCAST_COUNT_STATUSES[number]
+
+export interface BroadcastInput {
+  templateName: string
+  lang: string
+  recipients: ReadonlyArray<{ to: string, components?: unknown[] }>
+  ratePerSecond: number
+  sendAt?: Date
+}
+
+export interface BroadcastView extends ChatBroadcast {
+  counts: Record<CountStatus, number>
+}
+
+export interface BroadcastRecipientView {
+  position: number
+  phone: string
+  status: CountStatus
+  attempts: number
+  wamid: string | null
+  error: ChatMessageError | null
+  sentAt: Date | null
+}
+
+const broadcastNotFound = (): DomainError => new DomainError('BROADCAST_NOT_FOUND', 'Broadcast not found')
+
+/** A recipient's status as the API shows it: a sent one follows its message (delivered, read, failed). */
+const recipientStatus = sql`case
+  when r.status in ('queued', 'sending') then 'queued'
+  when r.status = 'sent' and m.status in ('delivered', 'read', 'failed') then m.status
+  else r.status end`
+
+/** The job that sends a broadcast: one per broadcast at a time (one more kept while it is active), delayed to its sendAt. */
+async function enqueueBroadcast (queues: Queues, broadcastId: string, delayMs = 0): Promise<void> {
+  const data: BroadcastJobData = { broadcastId }
+  await queues['chat-broadcasts'].add(BROADCAST_JOB, data, { delay: Math.max(0, delayMs), deduplication: { id: `broadcast:${broadcastId}`, keepLastIfActive: true } })
+}
+
+/**
+ * For the reconciler: a broadcast still to send whose job Redis lost (a restart emptied it) is
+ * queued again. Returns how many were.
+ */
+export function broadcastRequeue ({ db, queues }: { db: DbOrTx, queues: Queues }): () => Promise<number> {
+  return async function requeueBroadcasts (): Promise<number> {
+    const open = await db.select({ id: chatBroadcasts.id, sendAt: chatBroadcasts.sendAt }).from(chatBroadcasts)
+      .where(sql`${chatBroadcasts.status} in ('scheduled', 'sending')`).limit(1000)
+    let count = 0
+    for (const broadcast of open) {
+      if (await queues['chat-broadcasts'].getDeduplicationJobId(`broadcast:${broadcast.id}`) !== null) continue
+      await enqueueBroadcast(queues, broadcast.id, broadcast.sendAt.getTime() - Date.now())
+      count++
+    }
+    return count
+  }
+}
+
+/**
+ * Broadcasts as the API sees them (README, Broadcasts): created with their recipients in one
+ * transaction and queued; read with counts by status and per-recipient results; paused, resumed
+ * and cancelled by guarded status changes the sender reads between sends. The owner and admins
+ * see a broadcast; others get a 404.
+ */
+export function broadcastsService ({ db, queues }: { db: DbOrTx, queues: Queues }) {
+  const visible = (viewer: Viewer, id: string) => isAdmin(viewer) ? eq(chatBroadcasts.id, id) : and(eq(chatBroadcasts.id, id), eq(chatBroadcasts.userId, viewer.id))
+
+  async function counts (broadcastIds: readonly string[]): Promise<Map<string, Record<CountStatus, number>>> {
+    const byBroadcast = new Map(broadcastIds.map((id) => [id, Object.fromEntries(BROADCAST_COUNT_STATUSES.map((status) => [status, 0])) as Record<CountStatus, number>]))
+    if (broadcastIds.length === 0) return byBroadcast
+    const rows = await db.execute<{ broadcastId: string, status: CountStatus, count: number }>(sql`
+      select r.broadcast_id as "broadcastId", ${recipientStatus} as status, count(*)::int as count
+      from chat_broadcast_recipients r left join messages m on m.wamid = r.wamid
+      where r.broadcast_id = any(array[${sql.join(broadcastIds.map((id) => sql`${id}`), sql`, `)}]::text[])
+      group by 1, 2`)
+    for (const row of rows) byBroadcast.get(row.broadcastId)![row.status] = row.count
+    return byBroadcast
+  }
+
+  async function view (viewer: Viewer, id: string): Promise<BroadcastView> {
+    const [broadcast] = await db.select().from(chatBroadcasts).where(visible(viewer, id)).limit(1)
+    if (broadcast === undefined) throw broadcastNotFound()
+    return { ...broadcast, counts: (await counts([id])).get(id)! }
+  }
+
+  /** Moves a visible broadcast from one of `from` to `to`; a 409 naming its status when it is in none of them. */
+  async function move (viewer: Viewer, id: string, action: 'paused' | 'resumed' | 'cancelled', from: readonly BroadcastStatus[], to: (sendAt: Date) => BroadcastStatus): Promise<ChatBroadcast> {
+    for (;;) {
+      const current = await view(viewer, id)
+      if (!from.includes(current.status)) throw new DomainError('BROADCAST_STATE', `Broadcast is ${current.status}: it cannot be ${action}`)
+      const [moved] = await db.update(chatBroadcasts).set({ status: to(current.sendAt), updatedAt: new Date() })
+        .where(and(eq(chatBroadcasts.id, id), eq(chatBroadcasts.status, current.status))).returning()
+      // Changed in between (the sender finished it): look again.
+      if (moved !== undefined) return moved
+    }
+  }
+
+  return {
+    async create (viewer: Viewer, account: UsableChatAccount, input: BroadcastInput): Promise<BroadcastView> {
+      // A number listed twice is sent once, at its first place.
+      const seen = new Set<string>()
+      const recipients = input.recipients.flatMap((recipient, index) => {
+        let phone: string
+        try {
+          phone = normalizePhone(recipient.to)
+        } catch {
+          throw new DomainError('VALIDATION_ERROR', `recipients[${index}].to must be a phone number in international format`)
+        }
+        if (seen.has(phone)) return []
+        seen.add(phone)
+        return [{ phone, components: recipient.components ?? null }]
+      })
+      const id = createId()
+      const sendAt = input.sendAt ?? new Date()
+      await db.transaction(async (tx) => {
+        await tx.insert(chatBroadcasts).values({
+          id,
+          userId: viewer.id,
+          accountId: account.id,
+          phoneNumberId: account.phoneNumberId,
+          templateName: input.templateName,
+          lang: input.lang,
+          ratePerSecond: input.ratePerSecond,
+          sendAt,
+          total: recipients.length
+        })
+        // One statement for every recipient: the rows travel as one JSON array.
+        await tx.execute(sql`
+          insert into chat_broadcast_recipients (broadcast_id, position, phone, components)
+          select ${id}, r.ordinality - 1, r.value->>'phone', nullif(r.value->'components', 'null'::jsonb)
+          from jsonb_array_elements(${jsonb(recipients)}) with ordinality as r`)
+      })
+      await enqueueBroadcast(queues, id, sendAt.getTime() - Date.now())
+      return view(viewer, id)
+    },
+
+    async list (viewer: Viewer, page: { limit: number, offset: number }): Promise<BroadcastView[]> {
+      const rows = await db.select().from(chatBroadcasts)
+        .where(isAdmin(viewer) ? undefined : eq(chatBroadcasts.userId, viewer.id))
+        .orderBy(desc(chatBroadcasts.createdAt), desc(chatBroadcasts.id)).limit(page.limit).offset(page.offset)
+      const byBroadcast = await counts(rows.map((row) => row.id))
+      return rows.map((row) => ({ ...row, counts: byBroadcast.get(row.id)! }))
+    },
+
+    get: view,
+
+    async recipients (viewer: Viewer, id: string, query: { status?: CountStatus, limit: number, offset: number }): Promise<BroadcastRecipientView[]> {
+      await view(viewer, id)
+      return db.execute<BroadcastRecipientView & Record<string, unknown>>(sql`
+        select * from (
+          select r.position, r.phone, ${recipientStatus} as status, r.attempts, r.wamid,
+            coalesce(r.error, case when m.status = 'failed' then m.error_details end) as error, r.sent_at as "sentAt"
+          from chat_broadcast_recipients r left join messages m on m.wamid = r.wamid
+          where r.broadcast_id = ${id}
+        ) v
+        where ${query.status === undefined ? sql`true` : sql`v.status = ${query.status}`}
+        order by v.position limit ${query.limit} offset ${query.offset}`)
+    },
+
+    /** Stops sending after the sends in flight; nothing is skipped. */
+    async pause (viewer: Viewer, id: string): Promise<BroadcastView> {
+      await move(viewer, id, 'paused', ['scheduled', 'sending'], () => 'paused')
+      return view(viewer, id)
+    },
+
+    async resume (viewer: Viewer, id: string): Promise<BroadcastView> {
+      const resumed = await move(viewer, id, 'resumed', ['paused'], (sendAt) => sendAt.getTime() > Date.now() ? 'scheduled' : 'sending')
+      await enqueueBroadcast(queues, id, resumed.sendAt.getTime() - Date.now())
+      return view(viewer, id)
+    },
+
+    /**
+     * Ends it: the recipients not sent yet are skipped (`error.title` "Cancelled"); a send in flight
+     * finishes, one waiting for the rate is skipped by its sender.
+     */
+    async cancel (viewer: Viewer, id: string): Promise<BroadcastView> {
+      await move(viewer, id, 'cancelled', ['scheduled', 'sending', 'paused'], () => 'cancelled')
+      await db.execute(sql`
+        update chat_broadcast_recipients set status = 'skipped', error = ${jsonb(CANCELLED)}, lease_until = null
+        where broadcast_id = ${id} and (status = 'queued' or (status = 'sending' and lease_until < now()))`)
+      await db.update(chatBroadcasts).set({ finishedAt: new Date() }).where(eq(chatBroadcasts.id, id))
+      return view(viewer, id)
+    }
+  }
+}
+
+export type BroadcastsService = ReturnType<typeof broadcastsService>
