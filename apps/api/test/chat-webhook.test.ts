@@ -143,7 +143,7 @@ t.test('statuses move forward only, arrive without contacts, and record failures
 
 t.test('an inbound message starts matching KEYWORD workflows and chat.message.received workflows', async (t) => {
   const keywordId = await chat.client.createWorkflow(member.token, { name: 'pricing', triggerType: 'KEYWORD', triggerConfig: { keywords: ['Pricing', 'cost'] } })
-  const exactId = await chat.client.createWorkflow(member.token, { name: 'stop', triggerType: 'KEYWORD', triggerConfig: { keywords: ['stop'], match: 'exact' } })
+  const exactId = await chat.client.createWorkflow(member.token, { name: 'menu', triggerType: 'KEYWORD', triggerConfig: { keywords: ['menu'], match: 'exact' } })
   const eventId = await chat.client.createWorkflow(member.token, { name: 'log', triggerType: 'EVENT', triggerConfig: { eventName: 'chat.message.received' } })
   const runsOf = async (workflowId: string): Promise<RunSummary[]> => chat.client.runsOf(member.token, workflowId)
 
@@ -166,7 +166,7 @@ t.test('an inbound message starts matching KEYWORD workflows and chat.message.re
   t.match(eventRun.triggerData, { phone: '15551110007', text: 'What is your PRICING for teams?', phoneNumberId: DEFAULT_PHONE_NUMBER_ID })
 
   await receive([{ from: '15551110007', text: 'costly pricingplan' }])
-  await receive([{ from: '15551110007', text: ' STOP ' }])
+  await receive([{ from: '15551110007', text: ' MENU ' }])
   await waitFor(async () => (await runsOf(exactId)).length === 1 ? true : undefined, { what: 'exact keyword run' })
   t.equal((await runsOf(keywordId)).length, 1, 'keywords match whole words only')
 

@@ -132,10 +132,13 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
   }
 
   return {
-    /** Whether the message was a consent keyword, now applied and confirmed: nothing else may react to it. */
+    /**
+     * Whether the message was a consent keyword, now applied and confirmed: nothing else may react to it.
+     * A tap counts by its text or its id (a template's quick reply button `Stop promotions` with payload STOP).
+     */
     async answer (message: InboundChatMessage): Promise<boolean> {
       const current = await settings.view(message.phoneNumberId)
-      const keyword = consentKeywordOf(message.text, current)
+      const keyword = consentKeywordOf(message.text, current) ?? (message.interactive === undefined ? null : consentKeywordOf(message.interactive.id, current))
       if (keyword === null) return false
       const optedOut = keyword === 'optOut'
       await db.execute(sql`

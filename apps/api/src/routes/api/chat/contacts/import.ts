@@ -13,7 +13,7 @@ const tooLarge = (): Error => new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE()
 
 /**
  * The body as it arrives, ended by a 413 past IMPORT_MAX_BYTES (a length declared over it is refused
- * before anything is read). The request itself is left whole: its connection is closed after the answer.
+ * before anything is read).
  */
 function bounded (payload: Readable): Readable {
   let bytes = 0
@@ -41,7 +41,7 @@ const contactsImport: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     done(null, bounded(payload))
   })
-  // An answer before the whole body was read: the client may still be sending, so the connection cannot be used again.
+  // A 413 comes before the body was all read: the rest is not read either, the connection is closed after the answer.
   fastify.addHook('onError', async (_request, reply, error) => {
     if ((error as { statusCode?: number }).statusCode === 413) reply.header('connection', 'close')
   })
