@@ -74,7 +74,11 @@ export const conversations = pgTable('conversations', {
   uniqueIndex('conversations_account_phone_key').on(t.phoneNumberId, t.phone),
   index('conversations_account_last_message_idx').on(t.phoneNumberId, t.isArchived, t.lastMessageAt.desc()),
   index('conversations_account_unread_idx').on(t.phoneNumberId, t.unreadCount.desc().nullsFirst(), t.lastMessageAt.desc()),
-  index('conversations_account_incoming_idx').on(t.phoneNumberId, t.lastIncomingAt.desc())
+  index('conversations_account_incoming_idx').on(t.phoneNumberId, t.lastIncomingAt.desc()),
+  // A person's own queue (`assigned=me`) in the list's order, without reading the number's other conversations;
+  // only assigned rows, so that the unassigned majority never writes it.
+  index('conversations_account_assigned_idx').on(t.phoneNumberId, t.assignedAgentId, t.isArchived, t.lastMessageAt.desc().nullsLast(), t.id.desc().nullsFirst())
+    .where(sql`${t.assignedAgentId} is not null`)
 ])
 
 export const messages = pgTable('messages', {
