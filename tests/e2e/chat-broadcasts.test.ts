@@ -1,5 +1,6 @@
 import t from 'tap'
 import { deliver, FAKE_ACCESS_TOKEN, startFakeChatPlatform, statusesDelivery } from '@switchboard/testing/fake-chat-platform'
+import { createDatabase } from '@switchboard/core/db'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -160,4 +161,45 @@ t.test('a scheduled broadcast waits for its sendAt; refusals are per recipient; 
   t.equal(badRate.status, 400)
   const member = await stack.client.newUser(token)
   t.equal((await stack.call('GET', `/api/chat/broadcasts/${later.id}`, { token: member.token })).status, 404, 'another user\'s broadcast is not found')
+})
+
+t.test('audiences from contacts: by id, and a label of 100,000 contacts accepted, sent at its rate and pausable', async (t) => {
+  const importCsv = async (csv: string): Promise<Response> => fetch(`${stack.baseUrl}/api/chat/contacts/import`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
+    body: csv
+  })
+  const vip = audience(3)
+  t.equal((await importCsv(`phone,labels\n${vip.map((r) => `${r.to},vip`).join('\n')}\n`)).status, 200)
+  const { body: contacts } = await stack.call('GET', '/api/chat/contacts?label=vip', { token })
+  const byIds = await create({ contactIds: contacts.map((c: { id: string }) => c.id).slice(0, 2) })
+  t.match(await ended(byIds.id), { total: 2, counts: { sent: 2 } })
+  const stranger = await stack.call('POST', '/api/chat/broadcasts', { token, body: { templateName: 'hello_world', contactIds: [contacts[0].id, 'no-such-contact'] } })
+  t.equal(stranger.status, 400)
+  t.match(stranger.body.message, 'contactIds: 1 of them are not contacts of this account')
+  const both = await stack.call('POST', '/api/chat/broadcasts', { token, body: { templateName: 'hello_world', label: 'vip', recipients: vip } })
+  t.equal(both.status, 400)
+  t.match(both.body.message, 'Give exactly one of recipients, label and contactIds')
+
+  // 100,000 contacts seeded in one statement: the import is not what this measures.
+  const seed = createDatabase(stack.env.DATABASE_URL!, { max: 1 })
+  t.teardown(async () => { await seed.close() })
+  await seed.sql`
+    insert into chat_contacts (id, phone_number_id, phone, labels)
+    select 'seed' || n, ${PHONE_NUMBER_ID}, '1557' || lpad(n::text, 7, '0'), array['all']
+    from generate_series(0, 99999) as n`
+  const phones = new Set(Array.from({ length: 100_000 }, (_, n) => `1557${String(n).padStart(7, '0')}`))
+  const accepted = Date.now()
+  const huge = await create({ label: 'all', ratePerSecond: 50 })
+  t.equal(huge.total, 100_000, `accepted with every contact of the label in ${Date.now() - accepted} ms`)
+  await waitFor(async () => (await get(huge.id)).counts.sent >= 50 ? true : undefined, { what: 'the first sends', timeoutMs: 20_000 })
+  t.equal((await stack.call('POST', `/api/chat/broadcasts/${huge.id}/pause`, { token })).status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const held = (await get(huge.id)).counts
+  t.ok(busiestSecond(phones) <= 50, `never above 50 a second (${busiestSecond(phones)})`)
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  t.equal((await get(huge.id)).counts.sent, held.sent, 'paused: nothing more is sent')
+  const cancelled = await stack.call('POST', `/api/chat/broadcasts/${huge.id}/cancel`, { token })
+  t.equal(cancelled.status, 200)
+  t.equal(cancelled.body.counts.sent + cancelled.body.counts.skipped, 100_000, 'cancelled: the rest skipped')
 })

@@ -1,7 +1,7 @@
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { createId } from '../ids.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { jsonb } from '../db/sql.ts'
+import { jsonb, textArray } from '../db/sql.ts'
 import { chatBroadcasts, type BroadcastStatus, type ChatBroadcast, type ChatMessageError } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { BROADCAST_JOB, type BroadcastJobData, type Queues } from '../queues/catalog.ts'
@@ -10,8 +10,9 @@ import type { UsableChatAccount } from './accounts.ts'
 import { CANCELLED } from './broadcast-sender.ts'
 import { normalizePhone } from './phone.ts'
 
-/** Bounds of a broadcast (README, Broadcasts). */
+/** Bounds of a broadcast (README, Broadcasts): recipients or contact ids in one request, and contacts one label may reach. */
 export const MAX_BROADCAST_RECIPIENTS = 10_000
+export const MAX_BROADCAST_AUDIENCE = 100_000
 export const MAX_BROADCAST_RATE = 1000
 /** The platform's standard throughput is 80 messages a second per number; the default stays under it. */
 export const DEFAULT_BROADCAST_RATE = 20
@@ -20,10 +21,15 @@ export const DEFAULT_BROADCAST_RATE = 20
 export const BROADCAST_COUNT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
 type CountStatus = typeof BROADCAST_COUNT_STATUSES[number]
 
-export interface BroadcastInput {
+/** Who a broadcast goes to: recipients listed in the request, or the account's contacts by label or by id. */
+export type BroadcastAudience =
+  | { recipients: ReadonlyArray<{ to: string, components?: unknown[] }> }
+  | { label: string, components?: unknown[] }
+  | { contactIds: readonly string[], components?: unknown[] }
+
+export type BroadcastInput = BroadcastAudience & {
   templateName: string
   lang: string
-  recipients: ReadonlyArray<{ to: string, components?: unknown[] }>
   ratePerSecond: number
   sendAt?: Date
 }
@@ -75,6 +81,50 @@ export function broadcastRequeue ({ db, queues }: { db: DbOrTx, queues: Queues }
 }
 
 /**
+ * Writes a broadcast's recipients, in one statement whatever their number, and returns how many. A
+ * number listed twice is sent once, at its first place; contacts go in the order of their phones.
+ */
+async function insertRecipients (tx: DbOrTx, broadcastId: string, phoneNumberId: string, audience: BroadcastAudience): Promise<number> {
+  if ('recipients' in audience) {
+    const seen = new Set<string>()
+    const recipients = audience.recipients.flatMap((recipient, index) => {
+      let phone: string
+      try {
+        phone = normalizePhone(recipient.to)
+      } catch {
+        throw new DomainError('VALIDATION_ERROR', `recipients[${index}].to must be a phone number in international format`)
+      }
+      if (seen.has(phone)) return []
+      seen.add(phone)
+      return [{ phone, components: recipient.components ?? null }]
+    })
+    await tx.execute(sql`
+      insert into chat_broadcast_recipients (broadcast_id, position, phone, components)
+      select ${broadcastId}, r.ordinality - 1, r.value->>'phone', nullif(r.value->'components', 'null'::jsonb)
+      from jsonb_array_elements(${jsonb(recipients)}) with ordinality as r`)
+    return recipients.length
+  }
+  const components = audience.components === undefined ? null : jsonb(audience.components)
+  if ('label' in audience) {
+    const [{ count }] = await tx.execute<{ count: number }>(sql`
+      select count(*)::int as count from chat_contacts where phone_number_id = ${phoneNumberId} and ${audience.label} = any(labels)`)
+    if (count > MAX_BROADCAST_AUDIENCE) throw new DomainError('VALIDATION_ERROR', `label reaches ${count} contacts, more than ${MAX_BROADCAST_AUDIENCE}`)
+    const inserted = await tx.execute(sql`
+      insert into chat_broadcast_recipients (broadcast_id, position, phone, components)
+      select ${broadcastId}, (row_number() over (order by phone)) - 1, phone, ${components}
+      from chat_contacts where phone_number_id = ${phoneNumberId} and ${audience.label} = any(labels)`)
+    return inserted.count
+  }
+  const ids = [...new Set(audience.contactIds)]
+  const inserted = await tx.execute(sql`
+    insert into chat_broadcast_recipients (broadcast_id, position, phone, components)
+    select ${broadcastId}, (row_number() over (order by phone)) - 1, phone, ${components}
+    from chat_contacts where phone_number_id = ${phoneNumberId} and id = any(${textArray(ids)})`)
+  if (inserted.count !== ids.length) throw new DomainError('VALIDATION_ERROR', `contactIds: ${ids.length - inserted.count} of them are not contacts of this account`)
+  return inserted.count
+}
+
+/**
  * Broadcasts as the API sees them (README, Broadcasts): created with their recipients in one
  * transaction and queued; read with counts by status and per-recipient results; paused, resumed
  * and cancelled by guarded status changes the sender reads between sends. The owner and admins
@@ -115,19 +165,6 @@ export function broadcastsService ({ db, queues }: { db: DbOrTx, queues: Queues 
 
   return {
     async create (viewer: Viewer, account: UsableChatAccount, input: BroadcastInput): Promise<BroadcastView> {
-      // A number listed twice is sent once, at its first place.
-      const seen = new Set<string>()
-      const recipients = input.recipients.flatMap((recipient, index) => {
-        let phone: string
-        try {
-          phone = normalizePhone(recipient.to)
-        } catch {
-          throw new DomainError('VALIDATION_ERROR', `recipients[${index}].to must be a phone number in international format`)
-        }
-        if (seen.has(phone)) return []
-        seen.add(phone)
-        return [{ phone, components: recipient.components ?? null }]
-      })
       const id = createId()
       const sendAt = input.sendAt ?? new Date()
       await db.transaction(async (tx) => {
@@ -140,13 +177,11 @@ export function broadcastsService ({ db, queues }: { db: DbOrTx, queues: Queues 
           lang: input.lang,
           ratePerSecond: input.ratePerSecond,
           sendAt,
-          total: recipients.length
+          total: 0
         })
-        // One statement for every recipient: the rows travel as one JSON array.
-        await tx.execute(sql`
-          insert into chat_broadcast_recipients (broadcast_id, position, phone, components)
-          select ${id}, r.ordinality - 1, r.value->>'phone', nullif(r.value->'components', 'null'::jsonb)
-          from jsonb_array_elements(${jsonb(recipients)}) with ordinality as r`)
+        const total = await insertRecipients(tx, id, account.phoneNumberId, input)
+        if (total === 0) throw new DomainError('VALIDATION_ERROR', 'The broadcast has no recipients')
+        await tx.update(chatBroadcasts).set({ total }).where(eq(chatBroadcasts.id, id))
       })
       await enqueueBroadcast(queues, id, sendAt.getTime() - Date.now())
       return view(viewer, id)

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { Broadcast, BroadcastRecipient, BroadcastsQuery, CreateBroadcastBody, RecipientsQuery } from './schemas.ts'
@@ -17,11 +18,15 @@ const broadcasts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['chat'], body: CreateBroadcastBody, response: { 201: Broadcast, ...errorResponses(400, 401, 404) } }
   }, async (request, reply) => {
     const account = await fastify.chatAccountFor(request)
-    const { templateName, lang = DEFAULT_TEMPLATE_LANGUAGE, recipients, ratePerSecond, sendAt } = request.body
+    const { templateName, lang = DEFAULT_TEMPLATE_LANGUAGE, recipients, label, contactIds, components, ratePerSecond, sendAt } = request.body
+    const audiences = [recipients, label, contactIds].filter((audience) => audience !== undefined).length
+    if (audiences !== 1) throw new DomainError('VALIDATION_ERROR', 'Give exactly one of recipients, label and contactIds')
+    if (recipients !== undefined && components !== undefined) throw new DomainError('VALIDATION_ERROR', 'components is for a label or contactIds audience: listed recipients carry their own')
+    const audience = recipients !== undefined ? { recipients } : label !== undefined ? { label, components } : { contactIds: contactIds!, components }
     const broadcast = await service.create(viewerOf(request.user), account, {
+      ...audience,
       templateName,
       lang,
-      recipients,
       ratePerSecond: ratePerSecond!,
       ...(sendAt !== undefined && { sendAt: new Date(sendAt) })
     })

@@ -3,17 +3,27 @@ import { BROADCAST_COUNT_STATUSES, DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, M
 import { BROADCAST_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
+const Components = Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 20 })
+
 export const CreateBroadcastBody = Type.Object({
   templateName: Type.String({ minLength: 1, maxLength: 512, errorMessage: 'templateName must be 1 to 512 characters' }),
   lang: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', errorMessage: 'lang must be a language code such as en_US or ar' })),
-  recipients: Type.Array(Type.Object({
+  recipients: Type.Optional(Type.Array(Type.Object({
     to: Type.String({ minLength: 1, maxLength: 32 }),
-    components: Type.Optional(Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 20 }))
+    components: Type.Optional(Components)
   }, { additionalProperties: false }), {
     minItems: 1,
     maxItems: MAX_BROADCAST_RECIPIENTS,
     errorMessage: `recipients must hold 1 to ${MAX_BROADCAST_RECIPIENTS} recipients`
-  }),
+  })),
+  label: Type.Optional(Type.String({ minLength: 1, maxLength: 50, errorMessage: 'label must be 1 to 50 characters' })),
+  contactIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+    minItems: 1,
+    maxItems: MAX_BROADCAST_RECIPIENTS,
+    errorMessage: `contactIds must hold 1 to ${MAX_BROADCAST_RECIPIENTS} contact ids`
+  })),
+  /** The template's components for every contact of a label or contactIds audience (listed recipients carry their own). */
+  components: Type.Optional(Components),
   ratePerSecond: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_BROADCAST_RATE, default: DEFAULT_BROADCAST_RATE, errorMessage: `ratePerSecond must be an integer from 1 to ${MAX_BROADCAST_RATE}` })),
   sendAt: Type.Optional(Type.String({ format: 'date-time', errorMessage: 'sendAt must be a date-time (ISO 8601)' }))
 }, { additionalProperties: false })
