@@ -12,7 +12,7 @@ import { normalizePhone } from './phone.ts'
 
 /** Bounds of a broadcast (README, Broadcasts): recipients or contact ids in one request, and contacts one label may reach. */
 export const MAX_BROADCAST_RECIPIENTS = 10_000
-export const MAX_BROADCAST_AUDIENCE = 100_000
+const MAX_BROADCAST_AUDIENCE = 100_000
 export const MAX_BROADCAST_RATE = 1000
 /** The platform's standard throughput is 80 messages a second per number; the default stays under it. */
 export const DEFAULT_BROADCAST_RATE = 20
