@@ -1,4 +1,4 @@
-import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { metric, type ScenarioResult } from '../lib/report.ts'
 import { startStack, type BenchContext } from '../lib/stack.ts'
@@ -20,10 +20,7 @@ export async function assistantTurns (ctx: BenchContext): Promise<Omit<ScenarioR
   ctx.teardown(async () => { await Promise.all([platform.close(), provider.close()]) })
   const stack = await startStack(ctx, 'J', {
     env: {
-      CHAT_API_URL: platform.url,
-      CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-      CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-      CHAT_APP_SECRET: APP_SECRET,
+      ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET }),
       ...fakeModelEnv(provider)
     }
   })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { FAKE_MODEL_API_KEY, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -21,11 +21,7 @@ const provider = await startFakeModelProvider()
 t.teardown(async () => { await Promise.all([platform.close(), provider.close()]) })
 const stack = await startStack(t, {
   env: {
-    CHAT_API_URL: platform.url,
-    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
-    CHAT_APP_SECRET: APP_SECRET,
+    ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET }),
     AI_API_URL: `${provider.url}/v1`,
     AI_API_KEY: FAKE_MODEL_API_KEY,
     AI_MODEL: 'fake-model',

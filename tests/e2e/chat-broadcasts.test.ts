@@ -1,5 +1,5 @@
 import t from 'tap'
-import { deliver, FAKE_ACCESS_TOKEN, startFakeChatPlatform, statusesDelivery } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, startFakeChatPlatform, statusesDelivery } from '@switchboard/testing/fake-chat-platform'
 import { createDatabase } from '@switchboard/core/db'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -20,10 +20,7 @@ const platform = await startFakeChatPlatform({
 t.teardown(async () => { await platform.close() })
 const stack = await startStack(t, {
   env: {
-    CHAT_API_URL: platform.url,
-    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_APP_SECRET: APP_SECRET
+    ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET })
   }
 })
 const token = await stack.adminToken()

@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http'
 import t from 'tap'
-import { deliver, FAKE_ACCESS_TOKEN, inboundQuickReply, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, inboundQuickReply, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -22,11 +22,7 @@ const provider = await startFakeModelProvider()
 t.teardown(async () => { await Promise.all([platform.close(), provider.close()]) })
 const stack = await startStack(t, {
   env: {
-    CHAT_API_URL: platform.url,
-    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
-    CHAT_APP_SECRET: APP_SECRET,
+    ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET }),
     ...fakeModelEnv(provider)
   }
 })

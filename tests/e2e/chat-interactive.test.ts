@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  deliver, FAKE_ACCESS_TOKEN, inboundInteractiveReply, inboundQuickReply, messagesDelivery, startFakeChatPlatform
+  deliver, FAKE_ACCESS_TOKEN, fakeChatEnv, inboundInteractiveReply, inboundQuickReply, messagesDelivery, startFakeChatPlatform
 } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -19,11 +19,7 @@ const fake = await startFakeChatPlatform()
 t.teardown(async () => { await fake.close() })
 const stack = await startStack(t, {
   env: {
-    CHAT_API_URL: fake.url,
-    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
-    CHAT_APP_SECRET: APP_SECRET
+    ...fakeChatEnv(fake, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET })
   }
 })
 const token = await stack.adminToken()

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -14,10 +14,7 @@ t.teardown(async () => { await Promise.all([platform.close(), provider.close()])
 // One attempt of at most a second: the turn's lease is 1 s + 5 s (README, The assistant: Faults).
 const stack = await startStack(t, {
   env: {
-    CHAT_API_URL: platform.url,
-    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_APP_SECRET: APP_SECRET,
+    ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET }),
     ...fakeModelEnv(provider),
     AI_TIMEOUT_MS: '1000',
     AI_MAX_RETRIES: '0'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { FAKE_ACCESS_TOKEN, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
+import { fakeChatEnv, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -16,7 +16,7 @@ const platform = await startFakeChatPlatform({
 })
 t.teardown(async () => { await platform.close() })
 const stack = await startStack(t, {
-  env: { CHAT_API_URL: platform.url, CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN, CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID }
+  env: fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID })
 })
 const token = await stack.adminToken()
 

@@ -90,6 +90,19 @@ export interface FakeChatPlatform {
 type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'webhook' | 'numbersByToken'
 
 export const FAKE_ACCESS_TOKEN = 'fake-platform-token'
+
+/**
+ * The settings that point the service's default chat account at a fake platform: its number,
+ * and, when deliveries are signed, the app secret (the verify token too when a test needs one).
+ */
+export const fakeChatEnv = (platform: { url: string }, account: { phoneNumberId: string, appSecret?: string, verifyToken?: string }): Record<string, string> => ({
+  CHAT_API_URL: platform.url,
+  CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
+  CHAT_PHONE_NUMBER_ID: account.phoneNumberId,
+  CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
+  ...(account.appSecret !== undefined && { CHAT_APP_SECRET: account.appSecret }),
+  ...(account.verifyToken !== undefined && { CHAT_VERIFY_TOKEN: account.verifyToken })
+})
 export const API_VERSION = 'v21.0'
 
 export const DEFAULT_FAKE_TEMPLATES: FakeTemplate[] = [
