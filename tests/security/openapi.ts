@@ -29,12 +29,15 @@ export interface Operation {
   body?: JsonSchema
   /** An explicitly empty security list marks a public route (login, webhooks, health). */
   isPublic: boolean
+  /** Its 200 is an event stream (text/event-stream), which stays open: no answer ever completes. */
+  streams: boolean
 }
 
 interface OpenApiOperation {
   parameters?: Array<{ in: string, name: string, schema: JsonSchema }>
   requestBody?: { content?: Record<string, { schema?: JsonSchema }> }
   security?: unknown[]
+  responses?: Record<string, { content?: Record<string, unknown> }>
 }
 
 /** Every operation of the OpenAPI document, in its order. */
@@ -47,7 +50,8 @@ export function operationsOf (document: { paths: Record<string, Record<string, O
       pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
       query: Object.fromEntries(parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.schema])),
       body: operation.requestBody?.content?.['application/json']?.schema,
-      isPublic: Array.isArray(operation.security) && operation.security.length === 0
+      isPublic: Array.isArray(operation.security) && operation.security.length === 0,
+      streams: operation.responses?.['200']?.content?.['text/event-stream'] !== undefined
     }
   }))
 }

@@ -69,3 +69,14 @@ t.test('embedded latest messages and history pages are read in index order, not 
     t.notMatch(plan, /Sort Key: (messages\.)?created_at|Sort Key: m\.created_at/, `${what} sorts no messages:\n${plan}`)
   }
 })
+
+t.test('a person\'s own queue (assigned=me) is read from its index in the list\'s order, whatever the number holds besides', async (t) => {
+  await seedConversations('mine', 30)
+  const [admin] = await sql<Array<{ id: string }>>`select id from users where role = 'admin' limit 1`
+  await sql`update conversations set assigned_agent_id = ${admin!.id} where id like 'mine%' and unread_count % 3 = 0`
+  for (const query of ['assigned=me', 'assigned=me&sort=oldest', 'assigned=me&filter=unread', `assigned=${admin!.id}&label=vip`]) {
+    const plan = await planOf(testApp, adminToken, `/api/chat/conversations?${query}`, /from "conversations"/)
+    t.match(plan, /conversations_account_assigned_idx/, `${query} uses the assignment index:\n${plan}`)
+    t.notMatch(plan, /Sort Key/, `${query} sorts nothing:\n${plan}`)
+  }
+})

@@ -69,10 +69,10 @@ t.test('PATCH changes the managed fields only, validates them, and is scoped to 
     url: `/api/chat/conversations/${id}`,
     token: member.token,
     headers,
-    payload: { isPinned: true, priority: 'urgent', labels: ['vip', 'billing'], assignedAgentId: 'agent-1', aiMode: 'OFF', unreadCount: 99, phone: '1' }
+    payload: { isPinned: true, priority: 'urgent', labels: ['vip', 'billing'], assignedAgentId: member.id, aiMode: 'OFF', unreadCount: 99, phone: '1' }
   })
   t.equal(res.statusCode, 200, res.body)
-  t.match(res.json(), { id, phone: '15550000001', isPinned: true, priority: 'urgent', labels: ['vip', 'billing'], assignedAgentId: 'agent-1', aiMode: 'OFF', unreadCount: 2 })
+  t.match(res.json(), { id, phone: '15550000001', isPinned: true, priority: 'urgent', labels: ['vip', 'billing'], assignedAgentId: member.id, aiMode: 'OFF', unreadCount: 2 })
   const cleared = await request({ method: 'PATCH', url: `/api/chat/conversations/${id}`, token: member.token, headers, payload: { assignedAgentId: null } })
   t.equal(cleared.json().assignedAgentId, null)
   t.equal(cleared.json().priority, 'urgent', 'fields not sent stay')
@@ -82,7 +82,8 @@ t.test('PATCH changes the managed fields only, validates them, and is scoped to 
   const invalid: Array<[Record<string, unknown>, string]> = [
     [{ priority: 'critical' }, 'priority must be one of low, normal, high, urgent'],
     [{ aiMode: 'MANUAL' }, 'aiMode must be one of OFF, HYBRID, AUTO'],
-    [{ labels: Array.from({ length: 51 }, (_, i) => `l${i}`) }, 'labels must be at most 50 labels of 1 to 50 characters']
+    [{ labels: Array.from({ length: 51 }, (_, i) => `l${i}`) }, 'labels must be at most 50 labels of 1 to 50 characters'],
+    [{ assignedAgentId: 'agent-1' }, 'assignedAgentId must be a user who can use this account']
   ]
   for (const [payload, message] of invalid) {
     const bad = await request({ method: 'PATCH', url: `/api/chat/conversations/${id}`, token: member.token, headers, payload })

@@ -1,5 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { UsableChatAccount } from '../chat/accounts.ts'
+import { notifyChange } from '../chat/changes.ts'
 import type { ChatService } from '../chat/sending.ts'
 import { assertInsideWindow } from '../chat/window.ts'
 import type { DbOrTx } from '../db/client.ts'
@@ -21,7 +22,7 @@ export interface DraftDecider {
 /**
  * Staff decisions on the assistant's drafts (README, The assistant). Each decision is one guarded
  * change of a `pending_approval` message, so of two decisions at once one wins and the other is
- * told the draft is no longer pending; `pending_approval_count` moves in the same statement.
+ * told the draft is no longer pending; `pending_approval_count` moves, and the inbox hears of it, in the same statement.
  */
 export function draftsService ({ db, chat }: { db: DbOrTx, chat: ChatService }) {
   /** Takes a pending draft out of `pending_approval` into `status`, with the turn's decision; null when it was not pending. */
@@ -38,6 +39,7 @@ export function draftsService ({ db, chat }: { db: DbOrTx, chat: ChatService }) 
           last_message = case when ${change.status} = 'sent' then (select content from decided) else last_message end,
           last_message_at = case when ${change.status} = 'sent' then now() else last_message_at end
         where id = ${conversationId} and exists (select 1 from decided)
+        returning ${notifyChange('message.updated', sql`phone_number_id`, sql`id`, sql`${messageId}`)}
       ), turn as (
         update assistant_turns set draft_decision = ${change.decision} where draft_message_id in (select id from decided)
       )

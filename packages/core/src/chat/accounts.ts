@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, sql, type SQL } from 'drizzle-orm'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
@@ -43,6 +43,11 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
   const environmentAccount: UsableChatAccount | null = phoneNumberId !== undefined && accessToken !== undefined
     ? { id: DEFAULT_ACCOUNT_ID, name: 'Default account', phoneNumberId, businessAccountId: businessAccountId ?? null, accessToken }
     : null
+
+  /** Of `users u`: the user can select an account of the number. */
+  const canUseNumber = (numberId: string): SQL => sql`(u.role = 'admin'
+    or exists (select 1 from chat_accounts a where a.user_id = u.id and a.phone_number_id = ${numberId})
+    or (${numberId === environmentAccount?.phoneNumberId} and not exists (select 1 from chat_accounts a where a.user_id = u.id)))`
 
   const usable = (account: ChatAccount): UsableChatAccount => ({
     id: account.id,
@@ -100,6 +105,23 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
     async isKnownNumber (numberId: string): Promise<boolean> {
       if (numberId === environmentAccount?.phoneNumberId) return true
       return (await repo.ownerIdsOf(numberId)).length > 0
+    },
+
+    /**
+     * The people an inbox conversation of `numberId` may be assigned to (README, The team inbox): whoever
+     * can select an account of the number, the users of `userIdsFor` and the admins (who may select any
+     * account), by email.
+     */
+    async agents (numberId: string, page: { limit: number, offset: number }): Promise<Array<{ id: string, email: string }>> {
+      return db.execute<{ id: string, email: string }>(sql`
+        select u.id, u.email from users u where ${canUseNumber(numberId)}
+        order by u.email, u.id limit ${page.limit} offset ${page.offset}`)
+    },
+
+    /** Whether `userId` is one of the number's `agents`. */
+    async isAgent (numberId: string, userId: string): Promise<boolean> {
+      const [row] = await db.execute<{ id: string }>(sql`select u.id from users u where u.id = ${userId} and ${canUseNumber(numberId)}`)
+      return row !== undefined
     },
 
     /** Every user who can use the account that received a message: its linkers, plus, for the default account, everyone without one. */

@@ -5,6 +5,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
 import { jsonb, textArray } from '../db/sql.ts'
 import { CHAT_MESSAGE_FAILED } from '../events/outbox.ts'
+import { notifyChange } from './changes.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
@@ -26,6 +27,18 @@ type ConversationWithMessages = Conversation & { optedOut: boolean, messages: Me
 /** Whether the conversation's customer opted out (README, Contacts and consent): the inbox says so. */
 const optedOut = sql<boolean>`exists (select 1 from chat_contacts k
   where k.phone_number_id = ${conversations.phoneNumberId} and k.phone = ${conversations.phone} and k.opted_out)`
+
+/** A list's filters beyond `filter`, and its order (README, The team inbox). */
+interface ConversationsQuery {
+  filter?: ConversationFilter
+  sort?: ConversationSort
+  /** The conversations assigned to this user; null: to nobody; absent: whoever. */
+  assignedTo?: string | null
+  /** Conversations carrying this label. */
+  label?: string
+  limit: number
+  offset: number
+}
 
 interface ConversationChanges {
   isPinned?: boolean
@@ -124,7 +137,8 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
 
 /**
  * Conversations and their messages. Every read and change is scoped by the
- * platform number of the account the caller selected.
+ * platform number of the account the caller selected. Every change the inbox shows
+ * is announced on CHAT_CHANGES_CHANNEL by the statement that makes it (chat/changes.ts).
  */
 export function conversationsRepository (db: DbOrTx) {
   async function latestMessages (conversationIds: string[]): Promise<Map<string, Message[]>> {
@@ -143,9 +157,14 @@ export function conversationsRepository (db: DbOrTx) {
   }
 
   return {
-    async list (phoneNumberId: string, query: { filter?: ConversationFilter, sort?: ConversationSort, limit: number, offset: number }): Promise<ConversationWithMessages[]> {
+    async list (phoneNumberId: string, query: ConversationsQuery): Promise<ConversationWithMessages[]> {
       const rows = await db.select({ ...getTableColumns(conversations), optedOut }).from(conversations)
-        .where(and(eq(conversations.phoneNumberId, phoneNumberId), filterCondition(query.filter, new Date())))
+        .where(and(
+          eq(conversations.phoneNumberId, phoneNumberId),
+          filterCondition(query.filter, new Date()),
+          query.assignedTo === undefined ? undefined : query.assignedTo === null ? isNull(conversations.assignedAgentId) : eq(conversations.assignedAgentId, query.assignedTo),
+          query.label === undefined ? undefined : sql`${conversations.labels} @> array[${query.label}]::text[]`
+        ))
         .orderBy(...sortOrder(query.sort))
         .limit(query.limit)
         .offset(query.offset)
@@ -162,8 +181,10 @@ export function conversationsRepository (db: DbOrTx) {
     async update (id: string, phoneNumberId: string, changes: ConversationChanges & { unreadCount?: number }): Promise<Conversation | null> {
       const [row] = await db.update(conversations).set({ ...changes, updatedAt: new Date() })
         .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId)))
-        .returning()
-      return row ?? null
+        .returning({ ...getTableColumns(conversations), announced: notifyChange('conversation.updated', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`) })
+      if (row === undefined) return null
+      const { announced, ...conversation } = row
+      return conversation
     },
 
     /** A page of history strictly older than `before` (a message id), oldest first. */
@@ -252,8 +273,9 @@ export function conversationsRepository (db: DbOrTx) {
         ), counted as (
           update conversations set pending_approval_count = pending_approval_count + 1, updated_at = now()
           where id = ${draft.conversationId} and exists (select 1 from draft)
+          returning ${notifyChange('message.created', sql`phone_number_id`, sql`id`, sql`${id}`)}
         )
-        select count(*)::int as created from draft`)
+        select count(*)::int as created from counted`)
       return { id, created: row!.created > 0 }
     },
 
@@ -279,7 +301,7 @@ export function conversationsRepository (db: DbOrTx) {
           ${record.media === undefined ? null : storableJson(record.media)}::jsonb, 'sent',
           ${record.agentId ?? null}, ${record.agentName ?? null}, ${record.replyToId ?? null}, ${now}, ${now}
         from conversation
-        returning id, conversation_id`)
+        returning id, conversation_id, ${notifyChange('message.created', sql`${record.phoneNumberId}`, sql`conversation_id`, sql`id`)}`)
       return { conversationId: row.conversation_id, messageId: row.id }
     },
 
@@ -336,6 +358,7 @@ export function conversationsRepository (db: DbOrTx) {
           pendingApprovalCount: sql`${conversations.pendingApprovalCount} - ${stale.count}`,
           updatedAt: new Date()
         }).where(eq(conversations.id, conversation.id))
+          .returning({ announced: notifyChange('message.created', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`, sql`${message.id}`) })
         // The customer is a contact of the number (README, Contacts and consent), named after their profile until staff or an import name them.
         await tx.execute(sql`
           insert into chat_contacts (id, phone_number_id, phone, name) values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.name ?? null})
@@ -365,7 +388,8 @@ export function conversationsRepository (db: DbOrTx) {
           from conversations c
           where m.wamid = ${wamid} and c.id = m.conversation_id and c.phone_number_id = ${phoneNumberId}
             and (m.status is null or array_position(${STATUS_RANK}, m.status) < array_position(${STATUS_RANK}, ${status}::text))
-          returning m.id, m.conversation_id, m.wamid, m.status, m.error_details, c.phone
+          returning m.id, m.conversation_id, m.wamid, m.status, m.error_details, c.phone,
+            ${notifyChange('message.updated', sql`c.phone_number_id`, sql`m.conversation_id`, sql`m.id`)}
         ), emitted as (
           insert into events (id, name, user_id, payload)
           select 'failed:' || a.id || ':' || u.id, ${CHAT_MESSAGE_FAILED}, u.id,

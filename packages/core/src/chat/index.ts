@@ -1,6 +1,8 @@
-/** Chat: the platform client, accounts, contacts and consent, conversations and messages, the window rule, inbound deliveries and sending. */
+/** Chat: the platform client, accounts, contacts and consent, conversations and messages, canned replies and live changes, the window rule, inbound deliveries and sending. */
 export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
 export { chatAccountsRepository, type ChatAccountChanges } from './accounts-repository.ts'
+export { CANNED_REPLY_BOUNDS, CANNED_REPLY_SHORTCUT, cannedRepliesRepository } from './canned-replies.ts'
+export { CHAT_CHANGES_CHANNEL, chatChangeFeed, type ChatChange, type ChatChangeFeed } from './changes.ts'
 export { createChatClient, MEDIA_KINDS, MEDIA_LIMITS } from './client.ts'
 export { CONSENT_BOUNDS, consentKeywords, consentSettings, DEFAULT_CONSENT_SETTINGS, type ConsentKeywords, type ConsentSettingsStore } from './consent.ts'
 export { ATTRIBUTE_NAME, CONTACT_BOUNDS, contactsRepository } from './contacts.ts'

@@ -1,8 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { broadcastsService, chatAccountsRepository, chatDeliveriesRepository, consentSettings, contactsRepository, conversationsRepository, createChatClient, createChatService, mediaDownloads, type BroadcastsService, type ChatService, type ConsentSettingsStore, type MediaDownloads, type UsableChatAccount } from '@switchboard/core/chat'
+import {
+  broadcastsService, cannedRepliesRepository, CHAT_CHANGES_CHANNEL, chatAccountsRepository, chatChangeFeed, chatDeliveriesRepository, consentSettings, contactsRepository,
+  conversationsRepository, createChatClient, createChatService, mediaDownloads,
+  type BroadcastsService, type ChatChangeFeed, type ChatService, type ConsentSettingsStore, type MediaDownloads, type UsableChatAccount
+} from '@switchboard/core/chat'
 import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type DraftsService } from '@switchboard/core/assistant'
-import { viewerOf } from '@switchboard/core/users'
+import { USER_CHANGES_CHANNEL, viewerOf } from '@switchboard/core/users'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,6 +15,10 @@ declare module 'fastify' {
     conversations: ReturnType<typeof conversationsRepository>
     /** Each number's contacts, and their consent. */
     contacts: ReturnType<typeof contactsRepository>
+    /** Each number's canned replies. */
+    cannedReplies: ReturnType<typeof cannedRepliesRepository>
+    /** The inbox's changes this process hears, passed to its event streams (GET /api/chat/events). */
+    chatChanges: ChatChangeFeed
     /** Each number's opt-out and opt-in keywords and confirmations. */
     consentSettings: ConsentSettingsStore
     /** A message's media, streamed from the platform within CHAT_MEDIA_MAX_BYTES and CHAT_MEDIA_TIMEOUT_MS. */
@@ -29,7 +37,13 @@ declare module 'fastify' {
   }
 }
 
-/** One platform client (a pooled connection set) for the whole API process, closed with the server. */
+/** Event streams one user may hold at once, and one api process (README, The team inbox). */
+const EVENT_STREAMS = { maxPerUser: 10, maxStreams: 1000 }
+
+/**
+ * One platform client (a pooled connection set) for the whole API process, closed with the server;
+ * one listener of the inbox's changes, whoever made them (this replica, another, a worker).
+ */
 async function chat (fastify: FastifyInstance): Promise<void> {
   const client = createChatClient({ apiUrl: fastify.config.chat.apiUrl })
   const service = createChatService({ db: fastify.db, config: fastify.config, client, logger: fastify.log })
@@ -37,6 +51,7 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('chatAccounts', chatAccountsRepository(fastify.db))
   fastify.decorate('conversations', conversationsRepository(fastify.db))
   fastify.decorate('contacts', contactsRepository(fastify.db))
+  fastify.decorate('cannedReplies', cannedRepliesRepository(fastify.db))
   fastify.decorate('consentSettings', consentSettings(fastify.db))
   fastify.decorate('chatMedia', mediaDownloads({ db: fastify.db, client, maxBytes: fastify.config.chat.mediaMaxBytes, timeoutMs: fastify.config.chat.mediaTimeoutMs, logger: fastify.log }))
   fastify.decorate('chatDeliveries', chatDeliveriesRepository(fastify.db))
@@ -52,6 +67,16 @@ async function chat (fastify: FastifyInstance): Promise<void> {
       requested === undefined || requested.trim() === '' ? undefined : requested.trim()
     )
   })
+  const changes = chatChangeFeed(EVENT_STREAMS)
+  fastify.decorate('chatChanges', changes)
+  // Announcements made while the listener was away are lost: the streams are told to read everything again.
+  // A user deleted, or whose role or password changed, loses their streams: reconnecting checks their token again.
+  fastify.addHook('onReady', async () => {
+    await fastify.database.sql.listen(CHAT_CHANGES_CHANNEL, changes.publish, changes.missed)
+    await fastify.database.sql.listen(USER_CHANGES_CHANNEL, changes.endUser)
+  })
+  // Before the server closes: it waits for every response, and a stream never ends by itself.
+  fastify.addHook('preClose', async () => { changes.close() })
   fastify.addHook('onClose', async () => { await client.close() })
 }
 

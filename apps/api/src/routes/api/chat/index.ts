@@ -1,10 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import accounts from './accounts/index.ts'
+import agents from './agents/index.ts'
 import assistant from './assistant/index.ts'
 import broadcasts from './broadcasts/index.ts'
+import cannedReplies from './canned-replies/index.ts'
 import consent from './consent/index.ts'
 import contacts from './contacts/index.ts'
 import conversations from './conversations/index.ts'
+import events from './events/index.ts'
 import messages from './messages/index.ts'
 import send from './send/index.ts'
 import templates from './templates/index.ts'
@@ -12,11 +15,14 @@ import templates from './templates/index.ts'
 /** /api/chat: linked accounts, and what each account sends and receives. */
 export default async function chat (fastify: FastifyInstance): Promise<void> {
   await fastify.register(accounts, { prefix: '/accounts' })
+  await fastify.register(agents, { prefix: '/agents' })
   await fastify.register(assistant, { prefix: '/accounts' })
   await fastify.register(broadcasts, { prefix: '/broadcasts' })
+  await fastify.register(cannedReplies, { prefix: '/canned-replies' })
   await fastify.register(consent, { prefix: '/accounts' })
   await fastify.register(contacts, { prefix: '/contacts' })
   await fastify.register(conversations, { prefix: '/conversations' })
+  await fastify.register(events, { prefix: '/events' })
   await fastify.register(messages, { prefix: '/messages' })
   await fastify.register(send, { prefix: '/send' })
   await fastify.register(templates, { prefix: '/templates' })

@@ -17,7 +17,9 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['chat'], querystring: ConversationsQuery, response: { 200: Type.Array(ConversationWithMessages), ...errorResponses(400, 401, 404) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
-    return repo.list(account.phoneNumberId, request.query)
+    const { assigned, ...query } = request.query
+    const assignedTo = assigned === undefined ? {} : { assignedTo: assigned === 'me' ? request.user.sub : assigned === 'none' ? null : assigned }
+    return repo.list(account.phoneNumberId, { ...query, ...assignedTo })
   })
 
   fastify.patch('/:id', {
@@ -25,6 +27,9 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
     const { labels, aiMode, assignedAgentId } = request.body
+    if (typeof assignedAgentId === 'string' && !await fastify.chat.accounts.isAgent(account.phoneNumberId, assignedAgentId)) {
+      throw new DomainError('VALIDATION_ERROR', 'assignedAgentId must be a user who can use this account')
+    }
     // Labels are a set: each stored once, in the order given (like workflow tags).
     const changes = labels === undefined ? request.body : { ...request.body, labels: [...new Set(labels)] }
     // Assigning a person pauses the assistant; setting aiMode (again) resumes it (contract, inbound message precedence).

@@ -59,9 +59,15 @@ export const ConversationWithMessages = Type.Object({
   messages: Type.Array(ChatMessage)
 })
 
+const LABEL_CHARS = 50
+
 export const ConversationsQuery = Type.Object({
   filter: Type.Optional(Type.Enum(CONVERSATION_FILTERS)),
   sort: Type.Optional(Type.Enum(CONVERSATION_SORTS)),
+  /** `me` (the caller), `none` (nobody) or a user's id: whom the conversations are assigned to. */
+  assigned: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  /** Conversations carrying this label. */
+  label: Type.Optional(Type.String({ minLength: 1, maxLength: LABEL_CHARS })),
   ...Pagination
 })
 
@@ -69,7 +75,8 @@ export const UpdateConversationBody = Type.Object({
   isPinned: Type.Optional(Type.Boolean()),
   isArchived: Type.Optional(Type.Boolean()),
   priority: Type.Optional(Type.Enum(CONVERSATION_PRIORITIES)),
-  labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { maxItems: 50, errorMessage: 'labels must be at most 50 labels of 1 to 50 characters' })),
+  labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: LABEL_CHARS }), { maxItems: 50, errorMessage: `labels must be at most 50 labels of 1 to ${LABEL_CHARS} characters` })),
+  /** A user who can use the selected account (GET /api/chat/agents), or null: nobody. */
   assignedAgentId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()])),
   aiMode: Type.Optional(Type.Enum(AI_MODES))
 }, { additionalProperties: false })
