@@ -6,6 +6,7 @@ import { storableText } from '../db/storable.ts'
 import { chatConsentSettings } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
+import { notifyChange } from './changes.ts'
 import type { InboundChatMessage } from './inbound.ts'
 import { isTransientChatFailure } from './platform-errors.ts'
 import type { ChatService } from './sending.ts'
@@ -115,6 +116,7 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
       ), shown as (
         update conversations set last_message = (select content from claimed), last_message_at = now(), updated_at = now()
         where id = ${message.conversationId} and exists (select 1 from claimed)
+        returning ${notifyChange('message.created', sql`phone_number_id`, sql`id`, sql`${id}`)}
       )
       select id from claimed`)
     if (claimed === undefined) return
