@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  AiMode, ApprovalDecision, AssistantSettings, AssistantTurn, ChatAccount, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
+  AiMode, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, ChatAccount, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
   Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary
 } from './types.ts'
 
@@ -176,6 +176,16 @@ export const api = {
       }
     }),
   templates: async (accountId: string | undefined) => call<Template[]>('GET', '/api/chat/templates', { accountId }),
+
+  /** The viewer's broadcasts (admins: everyone's), newest first, with their counts by recipient status. */
+  broadcasts: async (limit: number, offset = 0) => call<Broadcast[]>('GET', `/api/chat/broadcasts${query({ limit, offset })}`),
+  broadcast: async (id: string) => call<Broadcast>('GET', `/api/chat/broadcasts/${encodeURIComponent(id)}`),
+  broadcastRecipients: async (id: string, filter: { status?: string, limit: number, offset: number }) =>
+    call<BroadcastRecipient[]>('GET', `/api/chat/broadcasts/${encodeURIComponent(id)}/recipients${query({ ...filter })}`),
+  /** Sent from `accountId`'s number; 201 with the broadcast, queued for its sendAt. */
+  createBroadcast: async (accountId: string, input: BroadcastInput) => call<Broadcast>('POST', '/api/chat/broadcasts', { accountId, body: input }),
+  /** 409 when the broadcast's status does not allow it (`Broadcast is done: it cannot be paused`). */
+  changeBroadcast: async (id: string, action: 'pause' | 'resume' | 'cancel') => call<Broadcast>('POST', `/api/chat/broadcasts/${encodeURIComponent(id)}/${action}`),
 
   users: async () => call<User[]>('GET', '/api/users'),
   createUser: async (input: { email: string, password: string, role: string }) => call<User>('POST', '/api/users', { body: input }),

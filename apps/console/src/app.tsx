@@ -6,6 +6,7 @@ import { BASE, paths } from './paths.ts'
 import { clearSession, loadSession, type Session } from './session.ts'
 import { Account } from './pages/account.tsx'
 import { Admin } from './pages/admin.tsx'
+import { BroadcastPage, Broadcasts, NewBroadcast } from './pages/broadcasts.tsx'
 import { Inbox } from './pages/inbox.tsx'
 import { Login } from './pages/login.tsx'
 import { NotFound } from './pages/not-found.tsx'
@@ -21,6 +22,7 @@ const SECTIONS = [
   { href: `${BASE}/workflows`, label: 'Workflows', matches: (path: string) => path.startsWith(`${BASE}/workflows`) },
   { href: `${BASE}/runs`, label: 'Runs', matches: (path: string) => path.startsWith(`${BASE}/runs`) },
   { href: `${BASE}/inbox`, label: 'Inbox', matches: (path: string) => path.startsWith(`${BASE}/inbox`) },
+  { href: `${BASE}/broadcasts`, label: 'Broadcasts', matches: (path: string) => path.startsWith(`${BASE}/broadcasts`) },
   { href: `${BASE}/admin`, label: 'Admin', matches: (path: string) => path.startsWith(`${BASE}/admin`) }
 ]
 
@@ -99,6 +101,9 @@ function Shell () {
         <Route path={`${BASE}/runs`} component={Runs} />
         <Route path={`${BASE}/runs/:id`} component={RunPage} />
         <Route path={`${BASE}/inbox`} component={Inbox} />
+        <Route path={`${BASE}/broadcasts`} component={Broadcasts} />
+        <Route path={`${BASE}/broadcasts/new`} component={NewBroadcast} />
+        <Route path={`${BASE}/broadcasts/:id`} component={BroadcastPage} />
         <Route path={`${BASE}/admin`} component={Admin} />
         <Route path={paths.account} component={Account} session={session} onSessionChange={setSession} />
         <Route default component={NotFound} />

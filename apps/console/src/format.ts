@@ -34,6 +34,11 @@ export function duration (ms: number | null | undefined): string {
   return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`
 }
 
+/** A platform error as people read it: `Message undeliverable (131026)`; `Cancelled` when it has no code. */
+export function errorText (error: { code: number | null, title: string }): string {
+  return error.code === null ? error.title : `${error.title} (${error.code})`
+}
+
 /** Payloads and outputs can be large (1 MiB per node): the page shows this much of each. */
 const JSON_SHOWN_CHARS = 100_000
 

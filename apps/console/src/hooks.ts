@@ -61,6 +61,17 @@ export function useAction<A extends unknown[]> (action: (...args: A) => Promise<
   return { run, busy, error }
 }
 
+/** Whether the page is visible (not a background tab, not minimised): polls that only people read stop while it is not. */
+export function usePageVisible (): boolean {
+  const [visible, setVisible] = useState(document.visibilityState === 'visible')
+  useEffect(() => {
+    const changed = (): void => { setVisible(document.visibilityState === 'visible') }
+    document.addEventListener('visibilitychange', changed)
+    return () => { document.removeEventListener('visibilitychange', changed) }
+  }, [])
+  return visible
+}
+
 let nodeTypesLoad: Promise<NodeTypeInfo[]> | undefined
 
 /** The node types (GET /api/automation/node-types), loaded once per page load: they change only with the service. */

@@ -10,6 +10,9 @@ export const paths = {
   runs: `${BASE}/runs`,
   run: (id: string) => `${BASE}/runs/${encodeURIComponent(id)}`,
   inbox: `${BASE}/inbox`,
+  broadcasts: `${BASE}/broadcasts`,
+  newBroadcast: `${BASE}/broadcasts/new`,
+  broadcast: (id: string) => `${BASE}/broadcasts/${encodeURIComponent(id)}`,
   admin: `${BASE}/admin`,
   account: `${BASE}/account`
 }

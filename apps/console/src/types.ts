@@ -147,9 +147,14 @@ export interface ChatMessage {
   /** A media message's: the platform's media id (its bytes through the api) or the link it was sent from. */
   media: { id?: string, link?: string, mimeType?: string, caption?: string, filename?: string } | null
   status: MessageStatus | DraftStatus | null
+  /** A failed message's reason: the platform's first error (131026 undeliverable…); null otherwise. */
+  error: MessageError | null
   agentName: string | null
   createdAt: string
 }
+
+/** Why the platform failed a message or a broadcast skipped a recipient (`Cancelled`, `Opted out`: no code). */
+export interface MessageError { code: number | null, title: string, details: string | null }
 
 /** Whether the assistant answers a conversation: not at all, with drafts staff approve, or at once. */
 export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
@@ -212,4 +217,48 @@ export interface Template {
   status: string
   category?: string
   components?: Array<{ type: string, text?: string }>
+}
+
+/** A broadcast's state: waiting for its send time, sending, paused, or ended (README, Broadcasts). */
+export type BroadcastStatus = 'scheduled' | 'sending' | 'paused' | 'cancelled' | 'done'
+/** A recipient's: its send's, then its message's once sent. */
+export const RECIPIENT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
+export type RecipientStatus = typeof RECIPIENT_STATUSES[number]
+
+export interface Broadcast {
+  id: string
+  accountId: string
+  templateName: string
+  lang: string
+  ratePerSecond: number
+  sendAt: string
+  status: BroadcastStatus
+  total: number
+  /** Sends started again after a worker stopped during them: each may have reached its customer twice. */
+  repeated: number
+  counts: Record<RecipientStatus, number>
+  createdAt: string
+  updatedAt: string
+  finishedAt: string | null
+}
+
+export interface BroadcastRecipient {
+  position: number
+  phone: string
+  status: RecipientStatus
+  attempts: number
+  wamid: string | null
+  error: MessageError | null
+  sentAt: string | null
+}
+
+/** POST /api/chat/broadcasts: one template, exactly one audience. */
+export interface BroadcastInput {
+  templateName: string
+  lang: string
+  ratePerSecond: number
+  sendAt?: string
+  recipients?: Array<{ to: string, components?: unknown[] }>
+  label?: string
+  components?: unknown[]
 }

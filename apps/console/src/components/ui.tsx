@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact'
 import { useEffect, useRef } from 'preact/hooks'
-import { prettyJson } from '../format.ts'
-import type { MessageStatus, RunStatus } from '../types.ts'
+import { errorText, prettyJson } from '../format.ts'
+import type { MessageError, MessageStatus, RunStatus } from '../types.ts'
 
 /** Whether a page was shown already: the first one after a full load leaves focus at the top, where the skip link is. */
 let shownBefore = false
@@ -50,6 +50,18 @@ export function StatusTicks ({ status }: { status: MessageStatus | null }) {
   if (status === null) return null
   const tick = TICKS[status]
   return <span class={`ticks ticks-${status}`} title={tick.label}><span aria-hidden='true'>{tick.mark}</span><span class='visually-hidden'>{tick.label}</span></span>
+}
+
+/** Why a message failed (`Failed: Message undeliverable (131026)`), its details on hover and when expanded. */
+export function FailureReason ({ error, prefix = 'Failed: ' }: { error: MessageError, prefix?: string }) {
+  const text = `${prefix}${errorText(error)}`
+  if (error.details === null || error.details === '') return <span class='failure-reason small'>{text}</span>
+  return (
+    <details class='failure-reason small'>
+      <summary title={error.details}>{text}</summary>
+      <span class='failure-details'>{error.details}</span>
+    </details>
+  )
 }
 
 /** Previous and next pages of a list read with limit and offset. */

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api, ApiError, type ConversationFilter } from '../api.ts'
-import { ErrorNotice, Loading, PageTitle, StatusTicks } from '../components/ui.tsx'
+import { ErrorNotice, FailureReason, Loading, PageTitle, StatusTicks } from '../components/ui.tsx'
 import { ago, clock, dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
@@ -217,6 +217,7 @@ function Messages ({ accountId, conversationId, messages, onDecided }: { account
               <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
               {message.direction === 'outbound' && <StatusTicks status={message.status as MessageStatus | null} />}
             </div>
+            {message.status === 'failed' && message.error !== null && <FailureReason error={message.error} />}
           </li>
           ))}
     </ol>
