@@ -240,7 +240,7 @@ t.test('the aiMode switch: AUTO, paused by a staff reply, resumed by choosing a 
   await page.getByRole('button', { name: 'Send', exact: true }).click()
   const paused = page.locator('#assistant-paused')
   await paused.waitFor()
-  t.equal(await paused.textContent(), 'Paused after a staff reply — choose a mode to resume')
+  t.equal(await paused.textContent(), 'Paused after a staff reply or an assignment — choose a mode to resume')
   t.equal((await conversation()).assistantPaused, true)
   await shot('05-inbox-paused')
 

@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  AiMode, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, ChatAccount, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
+  Agent, AiMode, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatEvent, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
   Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary
 } from './types.ts'
 
@@ -24,6 +24,8 @@ interface RequestOptions {
   accountId?: string
   /** Requests without the token (login). */
   anonymous?: boolean
+  /** Ends the request instead of the time-out: a stream that stays open (the inbox's events). */
+  signal?: AbortSignal
 }
 
 /** A request bounded in time, so that a hung api shows an error instead of a spinner forever. */
@@ -45,7 +47,7 @@ async function send (method: string, path: string, options: RequestOptions, time
       method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: AbortSignal.timeout(timeoutMs)
+      signal: options.signal ?? AbortSignal.timeout(timeoutMs)
     })
   } catch (err) {
     throw networkError(err)
@@ -100,7 +102,31 @@ const query = (params: Record<string, string | number | boolean | undefined>): s
 
 export interface WorkflowFilter { domain?: string, triggerType?: string, isActive?: string, tag?: string, limit?: number, offset?: number }
 export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, since?: string, until?: string, limit?: number, offset?: number }
-export interface ConversationFilter { filter?: string, sort?: string }
+/** `assigned`: `me`, `none` or a user's id. */
+export interface ConversationFilter { filter?: string, sort?: string, assigned?: string, label?: string }
+
+/**
+ * GET /api/chat/events, read with fetch because an EventSource cannot send the token: `onOpen` once
+ * it is open, then `onEvent` for each event until the stream ends (resolves) or breaks (rejects).
+ */
+async function chatEvents (accountId: string, signal: AbortSignal, onOpen: () => void, onEvent: (event: ChatEvent) => void): Promise<void> {
+  const options: RequestOptions = { accountId, signal }
+  const res = await send('GET', '/api/chat/events', options, 0)
+  if (!res.ok || res.body === null) throw refusal(res, await jsonOf(res), options)
+  onOpen()
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+  let pending = ''
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    pending += chunk.value
+    // One event per block; comment lines (`: keep-alive`) carry none.
+    for (let end = pending.indexOf('\n\n'); end >= 0; end = pending.indexOf('\n\n')) {
+      const block = pending.slice(0, end)
+      pending = pending.slice(end + 2)
+      const name = /^event: (.+)$/m.exec(block)?.[1]
+      if (name !== undefined) onEvent({ name, data: JSON.parse(/^data: (.+)$/m.exec(block)?.[1] ?? '{}') })
+    }
+  }
+}
 
 export const api = {
   login: async (email: string, password: string) =>
@@ -151,8 +177,18 @@ export const api = {
   markRead: async (accountId: string | undefined, conversationId: string) =>
     call<Conversation>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/read`, { accountId }),
   /** Setting aiMode (even to the mode it has) resumes an assistant a staff reply paused. */
-  updateConversation: async (accountId: string | undefined, conversationId: string, changes: { isArchived?: boolean, isPinned?: boolean, aiMode?: AiMode }) =>
+  /** Assigning someone (`assignedAgentId`) pauses the assistant like a staff reply; null unassigns. */
+  updateConversation: async (accountId: string | undefined, conversationId: string, changes: { isArchived?: boolean, isPinned?: boolean, aiMode?: AiMode, assignedAgentId?: string | null }) =>
     call<Conversation>('PATCH', `/api/chat/conversations/${encodeURIComponent(conversationId)}`, { accountId, body: changes }),
+  /** Who the account's conversations may be assigned to. */
+  agents: async (accountId: string | undefined) => call<Agent[]>('GET', `/api/chat/agents${query({ limit: 500 })}`, { accountId }),
+  chatEvents,
+  cannedReplies: async (accountId: string | undefined) => call<CannedReply[]>('GET', `/api/chat/canned-replies${query({ limit: 500 })}`, { accountId }),
+  /** 409 when the shortcut is taken. */
+  saveCannedReply: async (accountId: string | undefined, input: CannedReplyInput, id?: string) => id === undefined
+    ? call<CannedReply>('POST', '/api/chat/canned-replies', { accountId, body: input })
+    : call<CannedReply>('PATCH', `/api/chat/canned-replies/${encodeURIComponent(id)}`, { accountId, body: input }),
+  deleteCannedReply: async (accountId: string | undefined, id: string) => call<undefined>('DELETE', `/api/chat/canned-replies/${encodeURIComponent(id)}`, { accountId }),
   /** Sends the assistant's draft, as edited when `text` is given; 409 when it is no longer pending (decided, stale). */
   approveDraft: async (accountId: string | undefined, conversationId: string, messageId: string, text?: string) =>
     call<ChatMessage>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/drafts/${encodeURIComponent(messageId)}/approve`, { accountId, body: text === undefined ? {} : { text } }),

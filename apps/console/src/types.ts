@@ -179,8 +179,20 @@ export interface Conversation {
   assistantPaused: boolean
   /** The customer opted out (STOP): only a person's reply after they write again may be sent. */
   optedOut: boolean
+  /** Who the conversation is assigned to (a user's id), null when nobody. */
+  assignedAgentId: string | null
   messages: ChatMessage[]
 }
+
+/** Someone a conversation of the account may be assigned to. */
+export interface Agent { id: string, email: string }
+
+/** A reply staff insert in the reply box by typing `/` and its shortcut. */
+export interface CannedReply { id: string, shortcut: string, title: string, text: string, createdAt: string, updatedAt: string }
+export type CannedReplyInput = Pick<CannedReply, 'shortcut' | 'title' | 'text'>
+
+/** An event of the inbox's stream: what changed, by id (`resync`: read everything again). */
+export interface ChatEvent { name: string, data: { conversationId?: string, messageId?: string } }
 
 /** A workflow the assistant ran as a tool during a turn (`runId` null when the call was refused). */
 export interface ToolCall { id: string, name: string, workflowId: string | null, runId: string | null, status: string, error?: string }

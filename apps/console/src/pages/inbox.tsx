@@ -3,12 +3,16 @@ import { useLocation } from 'preact-iso'
 import { api, ApiError, type ConversationFilter } from '../api.ts'
 import { ErrorNotice, FailureReason, Loading, PageTitle, StatusTicks } from '../components/ui.tsx'
 import { ago, clock, dateTime } from '../format.ts'
+import { CannedReplies, ReplyText } from '../components/canned-replies.tsx'
 import { useAction, useData } from '../hooks.ts'
+import { useInboxEvents } from '../live.ts'
 import { paths } from '../paths.ts'
 import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT, loadSession } from '../session.ts'
-import { AI_MODES, type AiMode, type AssistantTurn, type ChatAccount, type ChatMessage, type Conversation, type MessageStatus, type Template } from '../types.ts'
+import { AI_MODES, type Agent, type AiMode, type AssistantTurn, type CannedReply, type ChatAccount, type ChatMessage, type Conversation, type MessageStatus, type Template } from '../types.ts'
 
 const REFRESH_MS = 5000
+/** While the inbox's event stream is open, polling only backs it up. */
+const LIVE_REFRESH_MS = 60_000
 /** Free text is allowed within 24 hours of the customer's latest message (spec 4.4). */
 const WINDOW_MS = 24 * 3600 * 1000
 
@@ -72,7 +76,7 @@ function TemplateReply ({ accountId, conversation, onSent }: { accountId: string
   )
 }
 
-function TextReply ({ accountId, conversation, onSent }: { accountId: string, conversation: Conversation, onSent: () => void }) {
+function TextReply ({ accountId, conversation, replies, onSent }: { accountId: string, conversation: Conversation, replies: CannedReply[], onSent: () => void }) {
   const [text, setText] = useState('')
   const send = useAction(async () => {
     await api.sendText(accountId, conversation.phone, text.trim(), loadSession()?.user.email ?? 'console')
@@ -83,14 +87,10 @@ function TextReply ({ accountId, conversation, onSent }: { accountId: string, co
   return (
     <form class='reply' onSubmit={(event) => { event.preventDefault(); send.run() }}>
       <label for='reply-text'>Reply <span class='muted'>(free text allowed until {until}, 24 hours after the customer’s last message)</span></label>
-      <textarea
-        id='reply-text' rows={3} maxLength={4096} required value={text}
-        onInput={(e) => { setText(e.currentTarget.value) }}
-        onKeyDown={(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && text.trim() !== '') send.run() }}
-      />
+      <ReplyText id='reply-text' value={text} onInput={setText} onSend={() => { send.run() }} replies={replies} />
       <ErrorNotice error={send.error} />
       <button type='submit' class='primary' disabled={send.busy || text.trim() === ''}>{send.busy ? 'Sending…' : 'Send'}</button>
-      <span class='muted small'> Ctrl+Enter sends.</span>
+      <span class='muted small'> Ctrl+Enter sends; <kbd>/</kbd> inserts a canned reply.</span>
     </form>
   )
 }
@@ -251,7 +251,7 @@ function AssistantMode ({ accountId, conversation, model, onChanged }: { account
       </div>
       {model === null && <p class='notice' id='assistant-off'>The assistant is off: no model is configured (AI_MODEL, or a model in the account’s assistant settings). The mode applies once one is.</p>}
       {conversation.assistantPaused
-        ? <p class='notice' id='assistant-paused'>Paused after a staff reply — choose a mode to resume</p>
+        ? <p class='notice' id='assistant-paused'>Paused after a staff reply or an assignment — choose a mode to resume</p>
         : <p class='muted small'>{MODE_HELP[conversation.aiMode]}</p>}
       <ErrorNotice error={change.error} />
     </div>
@@ -316,10 +316,50 @@ function AssistantActivity ({ accountId, conversationId }: { accountId: string, 
   )
 }
 
-function ConversationView ({ accountId, conversation, model, onChanged }: { accountId: string, conversation: Conversation, model: string | null | undefined, onChanged: () => void }) {
+/** A person's name in the inbox: their email, or `you`. */
+const nameOf = (agents: Agent[] | undefined, userId: string): string =>
+  userId === loadSession()?.user.id ? 'you' : agents?.find((agent) => agent.id === userId)?.email ?? 'someone who cannot use this account any more'
+
+/** Who the conversation is assigned to, changed here: assigning someone pauses the assistant, like a staff reply. */
+function Assignment ({ accountId, conversation, agents, onChanged }: { accountId: string, conversation: Conversation, agents: Agent[] | undefined, onChanged: () => void }) {
+  const change = useAction(async (assignedAgentId: string | null) => {
+    await api.updateConversation(accountId, conversation.id, { assignedAgentId })
+    onChanged()
+  })
+  const assigned = conversation.assignedAgentId
+  const me = loadSession()?.user.id
+  return (
+    <div class='assignment'>
+      <label for='assigned-to'>Assigned to</label>
+      <select id='assigned-to' value={assigned ?? ''} disabled={change.busy || agents === undefined} onChange={(e) => { change.run(e.currentTarget.value === '' ? null : e.currentTarget.value) }}>
+        <option value=''>Nobody</option>
+        {assigned !== null && agents?.some((agent) => agent.id === assigned) === false && <option value={assigned}>{nameOf(agents, assigned)}</option>}
+        {agents?.map((agent) => <option key={agent.id} value={agent.id}>{agent.id === me ? `${agent.email} (you)` : agent.email}</option>)}
+      </select>
+      {assigned !== me && me !== undefined && agents?.some((agent) => agent.id === me) === true && (
+        <button type='button' class='link-button' disabled={change.busy} onClick={() => { change.run(me) }}>Assign to me</button>
+      )}
+      <ErrorNotice error={change.error} />
+    </div>
+  )
+}
+
+interface ConversationViewProps {
+  accountId: string
+  conversation: Conversation
+  model: string | null | undefined
+  agents: Agent[] | undefined
+  replies: CannedReply[]
+  /** Rises when the inbox's stream says something changed: the thread reloads. */
+  version: number
+  refreshMs: number
+  onChanged: () => void
+}
+
+function ConversationView ({ accountId, conversation, model, agents, replies, version, refreshMs, onChanged }: ConversationViewProps) {
   const [older, setOlder] = useState<ChatMessage[]>([])
   const [exhausted, setExhausted] = useState(false)
-  const latest = useData(async () => api.messages(accountId, conversation.id), [accountId, conversation.id], REFRESH_MS)
+  const latest = useData(async () => api.messages(accountId, conversation.id), [accountId, conversation.id, version], refreshMs)
   useEffect(() => { setOlder([]); setExhausted(false) }, [conversation.id])
   useEffect(() => {
     if (conversation.unreadCount > 0) api.markRead(accountId, conversation.id).then(onChanged, () => {})
@@ -346,6 +386,7 @@ function ConversationView ({ accountId, conversation, model, onChanged }: { acco
           <span class='muted mono'>+{conversation.phone}</span>
           {conversation.optedOut && <span class='badge status-failed' id='opted-out' title='The customer opted out of messages: only a reply after they write again can be sent'>Opted out</span>}
         </div>
+        <Assignment accountId={accountId} conversation={conversation} agents={agents} onChanged={onChanged} />
         <button type='button' disabled={archive.busy} onClick={() => { archive.run() }}>{conversation.isArchived ? 'Unarchive' : 'Archive'}</button>
       </header>
       <AssistantMode accountId={accountId} conversation={conversation} model={model} onChanged={onChanged} />
@@ -355,7 +396,7 @@ function ConversationView ({ accountId, conversation, model, onChanged }: { acco
       )}
       {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} onDecided={sent} />}
       {inWindow(conversation)
-        ? <TextReply accountId={accountId} conversation={conversation} onSent={sent} />
+        ? <TextReply accountId={accountId} conversation={conversation} replies={replies} onSent={sent} />
         : <TemplateReply accountId={accountId} conversation={conversation} onSent={sent} />}
       <AssistantActivity accountId={accountId} conversationId={conversation.id} />
     </section>
@@ -385,6 +426,20 @@ function NoChatAccount ({ others }: { others: boolean }) {
   )
 }
 
+/**
+ * The label filter, applied on Enter or when left: what is being typed is the field's own, so that
+ * the list reloading meanwhile (live changes) does not put the applied label back.
+ */
+function LabelFilter ({ value, onChange }: { value: string, onChange: (label: string) => void }) {
+  const [typed, setTyped] = useState(value)
+  useEffect(() => { setTyped(value) }, [value])
+  return (
+    <label>Label
+      <input type='search' value={typed} maxLength={50} placeholder='Any' onInput={(e) => { setTyped(e.currentTarget.value) }} onChange={(e) => { onChange(e.currentTarget.value.trim()) }} />
+    </label>
+  )
+}
+
 function AccountSwitcher ({ choices, value, onChange }: { choices: AccountChoice[], value: string, onChange: (id: string) => void }) {
   if (choices.length < 2) return null
   return (
@@ -402,8 +457,13 @@ export function Inbox () {
   const choices = accounts.data === undefined ? [] : choicesOf(accounts.data)
   const stored = chosenAccount()
   const accountId = choices.find((choice) => choice.id === (query.account ?? stored))?.id ?? choices[0]?.id
-  const filter: ConversationFilter = { filter: query.filter, sort: query.sort }
-  const conversations = useData(async () => accountId === undefined ? [] : api.conversations(accountId, filter), [accountId, query.filter, query.sort], REFRESH_MS)
+  const filter: ConversationFilter = { filter: query.filter, sort: query.sort, assigned: query.assigned, label: query.label }
+  const live = useInboxEvents(accountId)
+  const refreshMs = live.connected ? LIVE_REFRESH_MS : REFRESH_MS
+  const conversations = useData(async () => accountId === undefined ? [] : api.conversations(accountId, filter),
+    [accountId, query.filter, query.sort, query.assigned, query.label, live.version], refreshMs)
+  const agents = useData(async () => accountId === undefined ? undefined : api.agents(accountId), [accountId])
+  const replies = useData(async () => accountId === undefined ? undefined : api.cannedReplies(accountId), [accountId])
   const open = conversations.data?.find((conversation) => conversation.id === query.c)
   // Whether the account's assistant has a model: without one it is off, whatever each conversation's mode.
   const assistant = useData(async () => accountId === undefined ? undefined : api.assistantSettings(accountId), [accountId])
@@ -416,13 +476,16 @@ export function Inbox () {
     route(`${paths.inbox}?${next.toString()}`, true)
   }
 
-  const title = <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} />}>Inbox</PageTitle>
+  const state = live.connected
+    ? <span class='badge ok' id='inbox-live' title='Changes appear as they happen'>Live</span>
+    : <span class='badge off' id='inbox-polling' title='The live stream is not connected: the inbox reloads every few seconds'>Reloading every {REFRESH_MS / 1000} s</span>
+  const title = <PageTitle actions={<>{state}<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} /></>}>Inbox</PageTitle>
   if (noAccountSetUp(accountId, conversations.error)) return <section>{title}<NoChatAccount others={choices.length > 1} /></section>
 
   return (
     <section>
       {title}
-      <ErrorNotice error={accounts.error ?? conversations.error} />
+      <ErrorNotice error={accounts.error ?? conversations.error ?? agents.error ?? replies.error} />
       <div class={`inbox${open === undefined ? '' : ' has-open'}`}>
         <div class='conversation-list'>
           <form class='filters' aria-label='Filter conversations' onSubmit={(event) => { event.preventDefault() }}>
@@ -441,6 +504,14 @@ export function Inbox () {
                 <option value='oldest'>Oldest</option>
               </select>
             </label>
+            <label>Assigned
+              <select value={query.assigned ?? ''} onChange={(e) => { go({ assigned: e.currentTarget.value }) }}>
+                <option value=''>Anyone</option>
+                <option value='me'>Assigned to me</option>
+                <option value='none'>Unassigned</option>
+              </select>
+            </label>
+            <LabelFilter value={query.label ?? ''} onChange={(label) => { go({ label }) }} />
           </form>
           {conversations.data === undefined
             ? <Loading what='conversations' />
@@ -461,19 +532,24 @@ export function Inbox () {
                           {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}
                         </span>
                         <span class='last muted'>{conversation.lastMessage ?? ''}</span>
+                        {conversation.assignedAgentId !== null && <span class='assignee muted small'>Assigned to {nameOf(agents.data, conversation.assignedAgentId)}</span>}
                         <span class='when muted small'>{ago(conversation.lastMessageAt)}</span>
                       </a>
                     </li>
                   ))}
                 </ul>
                 )}
+          {accountId !== undefined && <CannedReplies accountId={accountId} replies={replies.data} onChanged={() => { replies.reload() }} />}
         </div>
         <div class='conversation-pane'>
           {open !== undefined && accountId !== undefined
             ? (
               <>
                 <a class='back-link' href={`${paths.inbox}?${new URLSearchParams({ ...query, c: '' }).toString()}`}>← All conversations</a>
-                <ConversationView key={open.id} accountId={accountId} conversation={open} model={assistant.data?.effectiveModel} onChanged={() => { conversations.reload() }} />
+                <ConversationView
+                  key={open.id} accountId={accountId} conversation={open} model={assistant.data?.effectiveModel} agents={agents.data} replies={replies.data ?? []}
+                  version={live.version} refreshMs={refreshMs} onChanged={() => { conversations.reload() }}
+                />
               </>
               )
             : <p class='muted placeholder'>Choose a conversation to read it and answer.</p>}
