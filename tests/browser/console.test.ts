@@ -572,7 +572,13 @@ t.test('tablet width: the navigation wraps, nothing overflows sideways, the keyb
   for (const [path, name] of [['/console/', 'overview'], [`/console/workflows/${workflowId}`, 'workflow'], ['/console/inbox', 'inbox']] as const) {
     await page.goto(`${baseUrl}${path}`)
     await page.locator('main h1').waitFor()
-    await page.waitForLoadState('networkidle')
+    if (name === 'inbox') {
+      // The inbox keeps its event stream open, so it is never network-idle: it is ready once live, with its conversations.
+      await page.locator('#inbox-live').waitFor()
+      await page.locator('a[data-conversation]').first().waitFor()
+    } else {
+      await page.waitForLoadState('networkidle')
+    }
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
     t.ok(overflow <= 0, `${path}: ${overflow} px beyond the width`)
     await shot(`11-tablet-${name}`)
