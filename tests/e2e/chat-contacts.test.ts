@@ -151,6 +151,10 @@ t.test('an inbound message makes its sender a contact named after their profile;
   t.equal(same.body.consentChangedAt, optOut.body.consentChangedAt, 'setting it to what it is changes no consent time')
   t.equal(same.body.name, null)
   t.equal((await conversationOf(phone)).optedOut, true, 'the inbox says the customer opted out')
+  const bystander = newCustomer()
+  await say(bystander, 'hello')
+  await stored(bystander, 'hello')
+  t.equal((await conversationOf(bystander)).optedOut, false, 'another customer\'s conversation is not marked')
 
   for (const [body, what] of [
     [{ labels: Array.from({ length: 51 }, (_, n) => `l${n}`) }, '51 labels'],

@@ -24,9 +24,13 @@ export const ASSISTANT_NAME = 'Assistant'
 const LATEST_MESSAGES = 20
 type ConversationWithMessages = Conversation & { optedOut: boolean, messages: Message[] }
 
-/** Whether the conversation's customer opted out (README, Contacts and consent): the inbox says so. */
+/**
+ * Whether the conversation's customer opted out (README, Contacts and consent): the inbox says so.
+ * Qualified by hand: Drizzle writes a single-table select's columns unqualified, and inside this
+ * subquery they would name chat_contacts' own.
+ */
 const optedOut = sql<boolean>`exists (select 1 from chat_contacts k
-  where k.phone_number_id = ${conversations.phoneNumberId} and k.phone = ${conversations.phone} and k.opted_out)`
+  where k.phone_number_id = conversations.phone_number_id and k.phone = conversations.phone and k.opted_out)`
 
 /** A list's filters beyond `filter`, and its order (README, The team inbox). */
 interface ConversationsQuery {
