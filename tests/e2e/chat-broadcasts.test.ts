@@ -124,6 +124,20 @@ t.test('the platform\'s throughput limit (130429) is backed off: every recipient
   t.equal(new Set(list.map((r) => r.wamid)).size, 20, 'one accepted send per recipient')
 })
 
+t.test('the pair limit (131056) is backed off: a customer messaged a moment ago gets the broadcast a little later, once', async (t) => {
+  platform.options.pairIntervalMs = 3000
+  t.teardown(() => { platform.options.pairIntervalMs = undefined })
+  const [recent, ...others] = audience(3)
+  const direct = await stack.call('POST', '/api/chat/send/template', { token, body: { to: recent!.to, templateName: 'hello_world' } })
+  t.equal(direct.status, 200)
+  const created = await create({ recipients: [recent!, ...others] })
+  const done = await ended(created.id, 30_000)
+  t.match(done, { status: 'done', counts: { sent: 3, failed: 0 } })
+  const [first] = await recipientsOf(created.id)
+  t.match(first, { phone: recent!.to, status: 'sent', attempts: 2 }, 'refused with 131056, tried again after its wait')
+  t.equal(arrivals.filter((arrival) => arrival.to === recent!.to).length, 3, 'the direct send, the refused one and the broadcast\'s')
+})
+
 t.test('a scheduled broadcast waits for its sendAt; refusals are per recipient; bounds are 400s', async (t) => {
   const later = await create({ recipients: audience(3), sendAt: new Date(Date.now() + 1500).toISOString() })
   t.equal(later.status, 'scheduled')

@@ -41,6 +41,8 @@ export interface FakeChatPlatformOptions {
   allowedRecipients?: string[]
   /** Throughput limit per sending number over a sliding second (130429); undefined is unlimited. */
   messagesPerSecond?: number
+  /** The pair limit: at most one message from a number to one customer within this many ms (131056); undefined is none. */
+  pairIntervalMs?: number
   /** Templates per page of the list, however large a `limit` is asked for. */
   templatePageSize?: number
   /** Listen port; 0 (default) picks a free one. */
@@ -87,7 +89,7 @@ export interface FakeChatPlatform {
   close: () => Promise<void>
 }
 
-type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'webhook' | 'numbersByToken'
+type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'pairIntervalMs' | 'webhook' | 'numbersByToken'
 
 export const FAKE_ACCESS_TOKEN = 'fake-platform-token'
 
@@ -117,6 +119,7 @@ export const DEFAULT_FAKE_TEMPLATES: FakeTemplate[] = [
 const ERRORS = {
   token: { status: 401, code: 190, message: 'Invalid OAuth access token - Cannot parse access token', type: 'OAuthException' },
   rate: { status: 429, code: 130429, message: '(#130429) Rate limit hit', type: 'OAuthException' },
+  pair: { status: 400, code: 131056, message: '(#131056) (Business Account, Consumer Account) pair rate limit hit', type: 'OAuthException' },
   recipient: { status: 400, code: 131030, message: '(#131030) Recipient phone number not in allowed list', type: 'OAuthException' },
   template: { status: 404, code: 132001, message: '(#132001) Template name does not exist in the translation', type: 'OAuthException', subcode: 2388040 },
   params: { status: 400, code: 132000, message: '(#132000) Number of parameters does not match the expected number of params', type: 'OAuthException', subcode: 2388043 },
@@ -184,11 +187,13 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     templatePageSize: options.templatePageSize ?? 2,
     allowedRecipients: options.allowedRecipients,
     messagesPerSecond: options.messagesPerSecond,
+    pairIntervalMs: options.pairIntervalMs,
     webhook: options.webhook,
     numbersByToken: options.numbersByToken
   }
   const requests: RecordedRequest[] = []
   const recentSends = new Map<string, number[]>()
+  const lastPairSend = new Map<string, number>()
   const media = new Map<string, FakeMedia>()
   // Downloads that never answer; ended when the fake closes, so that closing does not wait for them.
   const stalled = new Set<Socket>()
@@ -261,6 +266,12 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     }
     if (body.messaging_product !== 'whatsapp' || typeof body.to !== 'string') return fail(reply, ERRORS.invalid)
     if (settings.allowedRecipients !== undefined && !settings.allowedRecipients.includes(body.to)) return fail(reply, ERRORS.recipient)
+    if (settings.pairIntervalMs !== undefined) {
+      const pair = `${phoneNumberId}:${body.to}`
+      const last = lastPairSend.get(pair)
+      if (last !== undefined && Date.now() - last < settings.pairIntervalMs) return fail(reply, ERRORS.pair)
+      lastPairSend.set(pair, Date.now())
+    }
     if (body.type === 'template') {
       const { name, language, components } = body.template ?? {}
       const template = settings.templates.find((t) => t.name === name && t.language === language?.code && (t.status ?? 'APPROVED') === 'APPROVED')

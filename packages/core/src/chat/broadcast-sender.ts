@@ -24,6 +24,8 @@ export const CANCELLED: ChatMessageError = { code: null, title: 'Cancelled', det
 /** The platform's throughput limit of the sending number (130429) and the pair limit of one customer (131056). */
 const NUMBER_RATE_LIMIT = 130429
 const PAIR_RATE_LIMIT = 131056
+/** The pair limit lets a number message one customer about once every six seconds. */
+const PAIR_INTERVAL_MS = 6000
 
 interface Claimed {
   position: number
@@ -46,7 +48,7 @@ function backoffMs (err: unknown, attempts: number): number | undefined {
   const platform = err instanceof DomainError ? err.cause : err
   if (platform instanceof ChatPlatformError) {
     if (platform.code === NUMBER_RATE_LIMIT) return Math.min(30_000, 1000 * 2 ** (attempts - 1))
-    if (platform.code === PAIR_RATE_LIMIT) return Math.min(60_000, 10_000 * attempts)
+    if (platform.code === PAIR_RATE_LIMIT) return Math.min(60_000, PAIR_INTERVAL_MS * attempts)
     return platform.httpStatus >= 500 ? Math.min(30_000, 1000 * 2 ** (attempts - 1)) : undefined
   }
   return err instanceof DomainError && err.code === 'CHAT_PLATFORM_UNAVAILABLE' ? Math.min(30_000, 1000 * 2 ** (attempts - 1)) : undefined
