@@ -152,7 +152,7 @@ t.test('deployment settings: pool size, the worker queues and listener, the defa
   t.equal(loadConfig({ DATA_DIR: dataDir(), LOCAL_POSTGRES_PORT: '55432', DATABASE_URL: 'postgres://db:5432/x' }).databaseUrl, 'postgres://db:5432/x', 'DATABASE_URL wins')
 
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), DATABASE_POOL_MAX: '0' }), { name: 'ConfigError', message: 'DATABASE_POOL_MAX must be an integer from 1 to 1000, got "0"' })
-  t.throws(() => loadConfig({ DATA_DIR: dataDir(), WORKER_QUEUES: 'workflow-runs,' }), /WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, got ""/)
+  t.throws(() => loadConfig({ DATA_DIR: dataDir(), WORKER_QUEUES: 'workflow-runs,' }), /WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, chat-broadcasts, got ""/)
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), LOCAL_REDIS_PORT: '70000' }), /LOCAL_REDIS_PORT must be an integer from 1 to 65535/)
 })
 
