@@ -34,6 +34,9 @@ async function exchange (bytes: string | Buffer): Promise<{ status: number, body
 
 const withSamePath = (path: string): string => path.replace(/:[^/]+/g, 'x')
 
+/** Routes whose body is not JSON (the contacts import takes text/csv, with its own limit): a JSON body is a 415 there. */
+const TAKES_NO_JSON = new Set(['POST /api/chat/contacts/import'])
+
 t.test('bodies over 1 MiB are refused with 413 on every route that takes one, whatever their type', async (t) => {
   const bodyRoutes = operations.filter((op) => op.method === 'POST' || op.method === 'PATCH')
   t.ok(bodyRoutes.length >= 15, `${bodyRoutes.length} routes take a body`)
@@ -46,7 +49,8 @@ t.test('bodies over 1 MiB are refused with 413 on every route that takes one, wh
     for (const [contentType, payload] of Object.entries(oversized)) {
       const res = await request({ method: op.method, url: withSamePath(op.path), headers: { authorization, 'content-type': contentType }, payload })
       // A route without a parser for the type may refuse it first (415): either way, nothing is read past the limit.
-      t.ok(res.statusCode === 413 || (res.statusCode === 415 && contentType !== 'application/json'), `${op.method} ${op.path} ${contentType}: ${res.statusCode}`)
+      const takesJson = !TAKES_NO_JSON.has(`${op.method} ${op.path}`)
+      t.ok(res.statusCode === 413 || (res.statusCode === 415 && (contentType !== 'application/json' || !takesJson)), `${op.method} ${op.path} ${contentType}: ${res.statusCode}`)
       t.equal(errorBodyProblem(res.statusCode, res.body), undefined, `${op.method} ${op.path} ${contentType} body`)
     }
   }
