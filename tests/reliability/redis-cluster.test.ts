@@ -118,6 +118,16 @@ t.test('an inbound chat message is processed on the cluster and its KEYWORD run 
   t.match(fake.sends().at(-1)?.body, { to: '15550001111', text: { body: 'on the cluster' } })
 })
 
+t.test('a broadcast is sent on the cluster, its rate limit a key of its own', async (t) => {
+  const created = await stack.call('POST', '/api/chat/broadcasts', { token, body: { templateName: 'hello_world', recipients: [{ to: '15550002222' }, { to: '15550003333' }] } })
+  t.equal(created.status, 201)
+  const done = await waitFor(async () => {
+    const { body } = await stack.call('GET', `/api/chat/broadcasts/${created.body.id}`, { token })
+    return body.status === 'done' ? body : undefined
+  }, { what: 'the broadcast to be sent' })
+  t.match(done.counts, { sent: 2, failed: 0 })
+})
+
 t.test('queue counters come from the cluster, and each queue lives in the slot of its hash tag', async (t) => {
   const { status, body } = await stack.call('GET', '/api/automation/queues', { token })
   t.equal(status, 200)
