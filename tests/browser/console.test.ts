@@ -63,7 +63,8 @@ const token = await stack.adminToken()
 
 // The assistant's browser test (assistant.test.ts) keeps its photographs in screenshots/assistant/.
 await mkdir(SCREENSHOTS, { recursive: true })
-for (const entry of await readdir(SCREENSHOTS)) if (entry !== 'assistant') await rm(join(SCREENSHOTS, entry), { recursive: true, force: true })
+// Its own photographs only: the folders are the other browser tests', which may be writing them now.
+for (const entry of await readdir(SCREENSHOTS, { withFileTypes: true })) if (entry.isFile()) await rm(join(SCREENSHOTS, entry.name), { force: true })
 const profile = await mkdtemp(join(tmpdir(), 'switchboard-chromium-'))
 const browser = await chromium.launchPersistentContext(profile, {
   executablePath: CHROMIUM,
