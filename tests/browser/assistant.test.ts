@@ -9,84 +9,33 @@
  * elsewhere meanwhile shows the api's 409; the conversation's aiMode is switched, paused by a
  * staff reply and resumed. Its pages are photographed into tests/browser/screenshots/assistant/.
  */
-import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium, type Page } from 'playwright-core'
+import { type Page } from 'playwright-core'
 import t from 'tap'
-import { TEST_ADMIN } from '@switchboard/testing/config'
-import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
+import { openConsole, signIn } from './browser.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CONSOLE_DIST = join(ROOT, 'apps/console/dist')
-const SCREENSHOTS = fileURLToPath(new URL('./screenshots/assistant/', import.meta.url))
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-assistant-app-secret'
 const CUSTOMER = '15557650001'
 const DRAFTED = 'Your order A-1234 has shipped.'
 const EDITED = 'Your order A-1234 shipped this morning: it arrives on Friday.'
 
-if (!existsSync(CHROMIUM)) {
-  // One line, no stack: `pnpm test` run as root installs it first (tests/browser/get-chromium.sh).
-  process.stderr.write(`${CHROMIUM} is missing: install Debian's chromium (as root: apt-get install -y chromium; pnpm test run as root installs it itself)\n`)
-  process.exit(1)
-}
-// `pnpm build` builds the console; `pnpm test` alone may come first on a fresh clone.
-if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
-  execFileSync(process.execPath, [join(ROOT, 'apps/console/node_modules/vite/bin/vite.js'), 'build'], { cwd: join(ROOT, 'apps/console'), stdio: 'ignore' })
-}
-
 const platform = await startFakeChatPlatform()
 const provider = await startFakeModelProvider()
 t.teardown(async () => { await Promise.all([platform.close(), provider.close()]) })
 const stack = await startStack(t, {
   env: {
-    CHAT_API_URL: platform.url,
-    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
-    CHAT_APP_SECRET: APP_SECRET,
-    CHAT_VERIFY_TOKEN: 'browser-verify-token',
+    ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET, verifyToken: 'browser-verify-token' }),
     ...fakeModelEnv(provider)
   }
 })
 const { baseUrl } = stack
 const token = await stack.adminToken()
 
-await rm(SCREENSHOTS, { recursive: true, force: true })
-await mkdir(SCREENSHOTS, { recursive: true })
-const profile = await mkdtemp(join(tmpdir(), 'switchboard-chromium-'))
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1366, height: 900 },
-  timeout: 30_000
-})
-t.teardown(async () => {
-  await browser.close()
-  await rm(profile, { recursive: true, force: true })
-})
-const page = browser.pages()[0] ?? await browser.newPage()
-page.setDefaultTimeout(15_000)
-
-const outside: string[] = []
-const cspViolations: string[] = []
-const pageErrors: string[] = []
-page.on('request', (request) => { if (!request.url().startsWith(`${baseUrl}/`) && !request.url().startsWith('data:')) outside.push(request.url()) })
-page.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text()) })
-page.on('pageerror', (error) => { pageErrors.push(error.message) })
-
-const shot = async (name: string): Promise<void> => {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
-}
+const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'assistant' })
 
 /** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
 const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
@@ -143,11 +92,7 @@ t.test('a customer asks; the assistant runs an AGENT workflow as a tool and draf
 })
 
 t.test('the overview: the assistant is on, one draft waits', async (t) => {
-  await page.goto(`${baseUrl}/console/login`)
-  await page.getByLabel('Email').fill(TEST_ADMIN.email)
-  await page.getByLabel('Password').fill(TEST_ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await heading(page, 'Overview').waitFor()
+  await signIn(page, baseUrl)
   await page.locator('#assistant-state', { hasText: 'Assistant: on' }).waitFor()
   t.equal(await page.locator('#assistant-state').textContent(), 'Assistant: on (model fake-model)', 'from /health/ready details')
   await page.locator('#drafts-waiting').waitFor()

@@ -9,79 +9,28 @@
  * message the platform failed shows its reason under its bubble in the inbox. Its pages are
  * photographed into tests/browser/screenshots/broadcasts/.
  */
-import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
 import t from 'tap'
-import { TEST_ADMIN } from '@switchboard/testing/config'
-import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, startFakeChatPlatform, statusesDelivery } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform, statusesDelivery } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
+import { openConsole, signIn } from './browser.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CONSOLE_DIST = join(ROOT, 'apps/console/dist')
-const SCREENSHOTS = fileURLToPath(new URL('./screenshots/broadcasts/', import.meta.url))
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-broadcasts-app-secret'
 const CUSTOMER = '15557650003'
 const NUMBERS = Array.from({ length: 30 }, (_, n) => `+1 557 66${String(n).padStart(5, '0')}`)
 
-if (!existsSync(CHROMIUM)) {
-  // One line, no stack: `pnpm test` run as root installs it first (tests/browser/get-chromium.sh).
-  process.stderr.write(`${CHROMIUM} is missing: install Debian's chromium (as root: apt-get install -y chromium; pnpm test run as root installs it itself)\n`)
-  process.exit(1)
-}
-// `pnpm build` builds the console; `pnpm test` alone may come first on a fresh clone.
-if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
-  execFileSync(process.execPath, [join(ROOT, 'apps/console/node_modules/vite/bin/vite.js'), 'build'], { cwd: join(ROOT, 'apps/console'), stdio: 'ignore' })
-}
-
 const platform = await startFakeChatPlatform()
 t.teardown(async () => { await platform.close() })
 const stack = await startStack(t, {
   env: {
-    CHAT_API_URL: platform.url,
-    CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
-    CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
-    CHAT_APP_SECRET: APP_SECRET
+    ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET })
   }
 })
 const { baseUrl } = stack
 const token = await stack.adminToken()
 
-await rm(SCREENSHOTS, { recursive: true, force: true })
-await mkdir(SCREENSHOTS, { recursive: true })
-const profile = await mkdtemp(join(tmpdir(), 'switchboard-chromium-'))
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1366, height: 900 },
-  timeout: 30_000
-})
-t.teardown(async () => {
-  await browser.close()
-  await rm(profile, { recursive: true, force: true })
-})
-const page = browser.pages()[0] ?? await browser.newPage()
-page.setDefaultTimeout(15_000)
-
-const outside: string[] = []
-const cspViolations: string[] = []
-const pageErrors: string[] = []
-page.on('request', (request) => { if (!request.url().startsWith(`${baseUrl}/`) && !request.url().startsWith('data:')) outside.push(request.url()) })
-page.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text()) })
-page.on('pageerror', (error) => { pageErrors.push(error.message) })
-
-const shot = async (name: string): Promise<void> => {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
-}
+const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'broadcasts' })
 
 /** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
 const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
@@ -100,11 +49,7 @@ const shownSent = async (): Promise<number> => Number(await page.locator('[data-
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
 t.test('log in; a new broadcast to 30 pasted numbers at 5 a second, from the form', async (t) => {
-  await page.goto(`${baseUrl}/console/login`)
-  await page.getByLabel('Email').fill(TEST_ADMIN.email)
-  await page.getByLabel('Password').fill(TEST_ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+  await signIn(page, baseUrl)
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Broadcasts' }).click()
   await page.getByRole('heading', { level: 1, name: 'Broadcasts' }).waitFor()
   await page.getByRole('heading', { name: 'No broadcasts yet' }).waitFor()

@@ -5,32 +5,14 @@
  * KEYWORD workflow that offers two buttons; the customer taps one; the KEYWORD workflow matched by
  * the tap's id answers. Staff watch the whole exchange appear in the open conversation.
  */
-import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
 import t from 'tap'
-import { TEST_ADMIN } from '@switchboard/testing/config'
 import { deliver, fakeChatEnv, inboundInteractiveReply, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
+import { openConsole, signIn } from './browser.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CONSOLE_DIST = join(ROOT, 'apps/console/dist')
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-chat-menu-app-secret'
 const CUSTOMER = '15557650003'
-
-if (!existsSync(CHROMIUM)) {
-  process.stderr.write(`${CHROMIUM} is missing: install Debian's chromium (as root: apt-get install -y chromium; pnpm test run as root installs it itself)\n`)
-  process.exit(1)
-}
-if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
-  execFileSync(process.execPath, [join(ROOT, 'apps/console/node_modules/vite/bin/vite.js'), 'build'], { cwd: join(ROOT, 'apps/console'), stdio: 'ignore' })
-}
 
 const platform = await startFakeChatPlatform()
 t.teardown(async () => { await platform.close() })
@@ -55,22 +37,7 @@ await client.createWorkflow(token, {
   nodes: [{ id: 'answer', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Your order {{triggerData.interactive.title}}: it left the warehouse today.' } }]
 })
 
-const profile = await mkdtemp(join(tmpdir(), 'switchboard-chromium-'))
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1366, height: 900 },
-  timeout: 30_000
-})
-t.teardown(async () => {
-  await browser.close()
-  await rm(profile, { recursive: true, force: true })
-})
-const page = browser.pages()[0] ?? await browser.newPage()
-page.setDefaultTimeout(20_000)
-const pageErrors: string[] = []
-page.on('pageerror', (error) => { pageErrors.push(error.message) })
+const { page, pageErrors } = await openConsole(t, baseUrl, { screenshots: 'chat-menu', timeoutMs: 20_000 })
 
 async function customerSays (message: Record<string, unknown>): Promise<void> {
   const res = await deliver(`${baseUrl}/webhook/chat`, messagesDelivery(PHONE_NUMBER_ID, [{ from: CUSTOMER, name: 'Ines', wamid: newWamid(), ...message }]), APP_SECRET)
@@ -79,11 +46,7 @@ async function customerSays (message: Record<string, unknown>): Promise<void> {
 
 t.test('the customer asks for the menu, taps a button, and the workflow the tap matches answers: all of it shows in the open conversation', async (t) => {
   await customerSays({ text: 'menu' })
-  await page.goto(`${baseUrl}/console/login`)
-  await page.getByLabel('Email').fill(TEST_ADMIN.email)
-  await page.getByLabel('Password').fill(TEST_ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+  await signIn(page, baseUrl)
   await page.goto(`${baseUrl}/console/inbox`)
   await page.locator(`a[data-conversation="${CUSTOMER}"]`).click()
   await page.getByRole('heading', { name: 'Ines' }).waitFor()

@@ -9,23 +9,13 @@
  * as written; one is added from the inbox's list. Its pages are photographed into
  * tests/browser/screenshots/team-inbox/.
  */
-import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium } from 'playwright-core'
 import t from 'tap'
 import { TEST_ADMIN } from '@switchboard/testing/config'
 import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
+import { openConsole, signIn } from './browser.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CONSOLE_DIST = join(ROOT, 'apps/console/dist')
-const SCREENSHOTS = fileURLToPath(new URL('./screenshots/team-inbox/', import.meta.url))
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-team-inbox-app-secret'
 const LENA = '15557650101'
@@ -33,16 +23,6 @@ const OMAR = '15557650102'
 const HOURS = 'We are open from 9 to 17, Monday to Friday.'
 /** Far quicker than the inbox's fallback poll while its stream is open (60 s): only the stream explains it. */
 const LIVE_MS = 8000
-
-if (!existsSync(CHROMIUM)) {
-  // One line, no stack: `pnpm test` run as root installs it first (tests/browser/get-chromium.sh).
-  process.stderr.write(`${CHROMIUM} is missing: install Debian's chromium (as root: apt-get install -y chromium; pnpm test run as root installs it itself)\n`)
-  process.exit(1)
-}
-// `pnpm build` builds the console; `pnpm test` alone may come first on a fresh clone.
-if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
-  execFileSync(process.execPath, [join(ROOT, 'apps/console/node_modules/vite/bin/vite.js'), 'build'], { cwd: join(ROOT, 'apps/console'), stdio: 'ignore' })
-}
 
 const platform = await startFakeChatPlatform()
 t.teardown(async () => { await platform.close() })
@@ -53,33 +33,7 @@ const colleague = await stack.client.newUser(token)
 const hours = await stack.call('POST', '/api/chat/canned-replies', { token, body: { shortcut: 'hours', title: 'Opening hours', text: HOURS } })
 if (hours.status !== 201) throw new Error(`canned reply: ${hours.status}`)
 
-await rm(SCREENSHOTS, { recursive: true, force: true })
-await mkdir(SCREENSHOTS, { recursive: true })
-const profile = await mkdtemp(join(tmpdir(), 'switchboard-chromium-'))
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1366, height: 900 },
-  timeout: 30_000
-})
-t.teardown(async () => {
-  await browser.close()
-  await rm(profile, { recursive: true, force: true })
-})
-const page = browser.pages()[0] ?? await browser.newPage()
-page.setDefaultTimeout(15_000)
-
-const outside: string[] = []
-const cspViolations: string[] = []
-const pageErrors: string[] = []
-page.on('request', (request) => { if (!request.url().startsWith(`${baseUrl}/`) && !request.url().startsWith('data:')) outside.push(request.url()) })
-page.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text()) })
-page.on('pageerror', (error) => { pageErrors.push(error.message) })
-
-const shot = async (name: string): Promise<void> => {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
-}
+const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'team-inbox' })
 
 /** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
 const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
@@ -102,11 +56,7 @@ const shownPhones = async (): Promise<string[]> => page.locator('a[data-conversa
 const admin = ((await stack.call('GET', '/api/users?limit=500', { token })).body as Array<{ id: string, email: string }>).find((user) => user.email === TEST_ADMIN.email)!
 
 t.test('the inbox is live: a customer\'s conversation appears without a reload', async (t) => {
-  await page.goto(`${baseUrl}/console/login`)
-  await page.getByLabel('Email').fill(TEST_ADMIN.email)
-  await page.getByLabel('Password').fill(TEST_ADMIN.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+  await signIn(page, baseUrl)
   await page.getByRole('link', { name: 'Inbox' }).first().click()
   await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor()
   await page.locator('#inbox-live').waitFor()
