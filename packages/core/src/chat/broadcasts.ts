@@ -139,7 +139,7 @@ export function broadcastsService ({ db, queues }: { db: DbOrTx, queues: Queues 
     const rows = await db.execute<{ broadcastId: string, status: CountStatus, count: number }>(sql`
       select r.broadcast_id as "broadcastId", ${recipientStatus} as status, count(*)::int as count
       from chat_broadcast_recipients r left join messages m on m.wamid = r.wamid
-      where r.broadcast_id = any(array[${sql.join(broadcastIds.map((id) => sql`${id}`), sql`, `)}]::text[])
+      where r.broadcast_id = any(${textArray(broadcastIds)})
       group by 1, 2`)
     for (const row of rows) byBroadcast.get(row.broadcastId)![row.status] = row.count
     return byBroadcast

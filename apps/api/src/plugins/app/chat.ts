@@ -2,11 +2,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
   broadcastsService, cannedRepliesRepository, CHAT_CHANGES_CHANNEL, chatAccountsRepository, chatChangeFeed, chatDeliveriesRepository, consentSettings, contactsRepository,
-  conversationsRepository, createChatClient, createChatService, mediaDownloads,
+  conversationsRepository, createChatClient, createChatService, DEFAULT_ACCOUNT_ID, mediaDownloads,
   type BroadcastsService, type ChatChangeFeed, type ChatService, type ConsentSettingsStore, type MediaDownloads, type UsableChatAccount
 } from '@switchboard/core/chat'
 import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type DraftsService } from '@switchboard/core/assistant'
-import { USER_CHANGES_CHANNEL, viewerOf } from '@switchboard/core/users'
+import { forbidden } from '@switchboard/core/errors'
+import { isAdmin, USER_CHANGES_CHANNEL, viewerOf } from '@switchboard/core/users'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -34,6 +35,11 @@ declare module 'fastify' {
     assistantTurns: ReturnType<typeof assistantTurnsRepository>
     /** The chat account a request acts on: X-Account-Id, or the caller's only usable account. */
     chatAccountFor: (request: FastifyRequest) => Promise<UsableChatAccount>
+    /**
+     * The account a route's `:id` names (a linked account or `default`) for its settings: whoever can
+     * use it reads them; `change`: only admins change the installation's default account's (contract).
+     */
+    chatAccountSettingsOf: (request: FastifyRequest, id: string, access: 'read' | 'change') => Promise<UsableChatAccount>
   }
 }
 
@@ -66,6 +72,12 @@ async function chat (fastify: FastifyInstance): Promise<void> {
       viewerOf(request.user),
       requested === undefined || requested.trim() === '' ? undefined : requested.trim()
     )
+  })
+  fastify.decorate('chatAccountSettingsOf', async (request: FastifyRequest, id: string, access: 'read' | 'change') => {
+    const viewer = viewerOf(request.user)
+    const account = await service.accounts.select(viewer, id)
+    if (access === 'change' && account.id === DEFAULT_ACCOUNT_ID && !isAdmin(viewer)) throw forbidden()
+    return account
   })
   const changes = chatChangeFeed(EVENT_STREAMS)
   fastify.decorate('chatChanges', changes)

@@ -1,7 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { DEFAULT_ACCOUNT_ID } from '@switchboard/core/chat'
-import { forbidden } from '@switchboard/core/errors'
-import { isAdmin, viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { AssistantSettingsBody, AssistantSettingsView, AssistantUsage, UsageQuery } from './schemas.ts'
 
@@ -13,17 +10,14 @@ const DAY_MS = 24 * 3600 * 1000
  * only admins change (contract). Whoever can use an account reads them.
  */
 const assistant: FastifyPluginAsyncTypebox = async (fastify) => {
-  const accountOf = async (user: { sub: string, role: 'admin' | 'member' }, id: string) => fastify.chat.accounts.select(viewerOf(user), id)
-
   fastify.get('/:id/assistant', {
     schema: { tags: ['chat'], params: IdParams, response: { 200: AssistantSettingsView, ...errorResponses(401, 404) } }
-  }, async (request) => fastify.assistantSettings.view((await accountOf(request.user, request.params.id)).phoneNumberId))
+  }, async (request) => fastify.assistantSettings.view((await fastify.chatAccountSettingsOf(request, request.params.id, 'read')).phoneNumberId))
 
   fastify.put('/:id/assistant', {
     schema: { tags: ['chat'], params: IdParams, body: AssistantSettingsBody, response: { 200: AssistantSettingsView, ...errorResponses(400, 401, 403, 404) } }
   }, async (request) => {
-    const account = await accountOf(request.user, request.params.id)
-    if (account.id === DEFAULT_ACCOUNT_ID && !isAdmin(viewerOf(request.user))) throw forbidden()
+    const account = await fastify.chatAccountSettingsOf(request, request.params.id, 'change')
     const { instructions, answerAlways = false, model = null, apiKeyCredentialId = null } = request.body
     return fastify.assistantSettings.save(account.phoneNumberId, request.user.sub, { instructions, answerAlways, model, apiKeyCredentialId })
   })
@@ -31,7 +25,7 @@ const assistant: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/:id/usage', {
     schema: { tags: ['chat'], params: IdParams, querystring: UsageQuery, response: { 200: AssistantUsage, ...errorResponses(400, 401, 404) } }
   }, async (request) => {
-    const account = await accountOf(request.user, request.params.id)
+    const account = await fastify.chatAccountSettingsOf(request, request.params.id, 'read')
     const { days } = request.query
     return { days, ...await fastify.assistantTurns.usage(account.phoneNumberId, new Date(Date.now() - days * DAY_MS)) }
   })

@@ -1,7 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { DEFAULT_ACCOUNT_ID, DEFAULT_CONSENT_SETTINGS } from '@switchboard/core/chat'
-import { forbidden } from '@switchboard/core/errors'
-import { isAdmin, viewerOf } from '@switchboard/core/users'
+import { DEFAULT_CONSENT_SETTINGS } from '@switchboard/core/chat'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { ConsentSettingsBody, ConsentSettingsView } from './schemas.ts'
 
@@ -11,17 +9,14 @@ import { ConsentSettingsBody, ConsentSettingsView } from './schemas.ts'
  * installation's shared inbox, whose settings only admins change. Whoever can use an account reads them.
  */
 const consent: FastifyPluginAsyncTypebox = async (fastify) => {
-  const accountOf = async (user: { sub: string, role: 'admin' | 'member' }, id: string) => fastify.chat.accounts.select(viewerOf(user), id)
-
   fastify.get('/:id/consent', {
     schema: { tags: ['chat'], params: IdParams, response: { 200: ConsentSettingsView, ...errorResponses(401, 404) } }
-  }, async (request) => fastify.consentSettings.view((await accountOf(request.user, request.params.id)).phoneNumberId))
+  }, async (request) => fastify.consentSettings.view((await fastify.chatAccountSettingsOf(request, request.params.id, 'read')).phoneNumberId))
 
   fastify.put('/:id/consent', {
     schema: { tags: ['chat'], params: IdParams, body: ConsentSettingsBody, response: { 200: ConsentSettingsView, ...errorResponses(400, 401, 403, 404) } }
   }, async (request) => {
-    const account = await accountOf(request.user, request.params.id)
-    if (account.id === DEFAULT_ACCOUNT_ID && !isAdmin(viewerOf(request.user))) throw forbidden()
+    const account = await fastify.chatAccountSettingsOf(request, request.params.id, 'change')
     return fastify.consentSettings.save(account.phoneNumberId, request.user.sub, { ...DEFAULT_CONSENT_SETTINGS, ...request.body })
   })
 }
