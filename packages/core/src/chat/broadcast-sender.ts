@@ -6,6 +6,7 @@ import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { UsableChatAccount } from './accounts.ts'
 import { ChatPlatformError } from './client.ts'
+import { isTransientChatFailure } from './platform-errors.ts'
 import type { ChatService } from './sending.ts'
 import type { SendRate } from './send-rate.ts'
 
@@ -21,8 +22,7 @@ const MAX_ATTEMPTS = 6
 /** Why a recipient a cancel caught was not sent (broadcasts.ts skips the others with it too). */
 export const CANCELLED: ChatMessageError = { code: null, title: 'Cancelled', details: null }
 
-/** The platform's throughput limit of the sending number (130429) and the pair limit of one customer (131056). */
-const NUMBER_RATE_LIMIT = 130429
+/** The platform's pair limit of one customer (131056). */
 const PAIR_RATE_LIMIT = 131056
 /** The pair limit lets a number message one customer about once every six seconds. */
 const PAIR_INTERVAL_MS = 6000
@@ -43,15 +43,15 @@ export interface BroadcastSenderOptions {
   logger: Pick<Logger, 'info' | 'warn'>
 }
 
-/** What a "not now" answer waits before the recipient is tried again. */
+/**
+ * What a "not now" answer (the one classification every chat send uses, `isTransientChatFailure`)
+ * waits before the recipient is tried again; undefined for a final refusal.
+ */
 function backoffMs (err: unknown, attempts: number): number | undefined {
+  if (!isTransientChatFailure(err)) return undefined
   const platform = err instanceof DomainError ? err.cause : err
-  if (platform instanceof ChatPlatformError) {
-    if (platform.code === NUMBER_RATE_LIMIT) return Math.min(30_000, 1000 * 2 ** (attempts - 1))
-    if (platform.code === PAIR_RATE_LIMIT) return Math.min(60_000, PAIR_INTERVAL_MS * attempts)
-    return platform.httpStatus >= 500 ? Math.min(30_000, 1000 * 2 ** (attempts - 1)) : undefined
-  }
-  return err instanceof DomainError && err.code === 'CHAT_PLATFORM_UNAVAILABLE' ? Math.min(30_000, 1000 * 2 ** (attempts - 1)) : undefined
+  if (platform instanceof ChatPlatformError && platform.code === PAIR_RATE_LIMIT) return Math.min(60_000, PAIR_INTERVAL_MS * attempts)
+  return Math.min(30_000, 1000 * 2 ** (attempts - 1))
 }
 
 function errorOf (err: unknown): ChatMessageError {
