@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import jwt from '@fastify/jwt'
 import { forbidden, unauthorized } from '@switchboard/core/errors'
-import type { UserRole } from '@switchboard/core/db'
+import type { ApiKeyScope, UserRole } from '@switchboard/core/db'
 import { createRoleCache, type RoleCache, USER_CHANGES_CHANNEL } from '@switchboard/core/users'
 
 export interface TokenClaims {
@@ -25,6 +25,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Public routes skip the bearer token (spec section 5). */
     public?: boolean
+    /** What an API key needs to call the route (contract section 5, Auth); a key without it is refused 403. */
+    scope?: ApiKeyScope
   }
   interface FastifyInstance {
     requireAdmin: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
