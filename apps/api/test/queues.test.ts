@@ -4,9 +4,9 @@ import { freePort } from '@switchboard/testing/processes'
 import { foldCounterDeltas } from '@switchboard/core/workflows'
 import { buildTestApp } from './helper.ts'
 
-const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts']
+const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries']
 
-t.test('the four queues in spec order, then chat-broadcasts, with their counters', async (t) => {
+t.test('the four queues in spec order, then chat-broadcasts and event-deliveries, with their counters', async (t) => {
   const testApp = await buildTestApp(t)
   const { request, adminToken, newMember } = testApp
   const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })

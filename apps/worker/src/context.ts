@@ -5,6 +5,7 @@ import type { Config } from '@switchboard/core/config'
 import type { Database } from '@switchboard/core/db'
 import type { RunEngine } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
+import type { EventDeliverer } from '@switchboard/core/subscriptions'
 import type { QueueName, QueueProcessor, Queues, RedisConnection } from '@switchboard/core/queues'
 
 /** What every processor is given: the worker's shared connections and its one run engine. */
@@ -23,6 +24,8 @@ export interface WorkerContext {
   consent: ConsentKeywords
   /** Sends through the platform as the service (the assistant's replies, broadcasts). */
   chat: ChatService
+  /** Subscription deliveries, through the SSRF-guarded client of http_request. */
+  deliverer: EventDeliverer
 }
 
 /** Builds the processor of queue `Q` from the worker's shared context. */

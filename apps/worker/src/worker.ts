@@ -9,10 +9,11 @@ import { codeSandboxLimitsOf, createCodeSandboxPool, createHttpClient, createRun
 import { createReconciler } from '@switchboard/core/runs'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
-import { ASSISTANT_MAIN, closeQueues, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
+import { ASSISTANT_MAIN, closeQueues, EVENT_DELIVERIES, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
 import { createCounterFolding } from '@switchboard/core/workflows'
 import { createScheduleSync } from '@switchboard/core/schedules'
+import { deliveryRequeue, eventDeliverer } from '@switchboard/core/subscriptions'
 import { dispatchEvents, lostEventsDispatch } from '@switchboard/core/triggers'
 import type { WorkerContext } from './context.ts'
 import { createLockWatchdog } from './lock-watchdog.ts'
@@ -83,7 +84,9 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   })
   const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService })
   const consent = consentKeywords({ db: database.db, chat: chatService, logger })
-  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant, consent, chat: chatService }
+  const keyring = keyringOf(config)
+  const deliverer = eventDeliverer({ db: database.db, keyring, dispatcher: http.dispatcher, config: config.eventSubscriptions, logger })
+  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant, consent, chat: chatService, deliverer }
 
   const connection = createWorkerConnection(config.redisUrl)
   redisState.watch(connection, 'worker')
@@ -95,7 +98,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     const worker = new Worker(name, watchdog.wrap(processors[name](context) as Processor), {
       connection,
       prefix: queueKeyPrefix(config.queuePrefix, name, connection),
-      concurrency: config.workerConcurrency,
+      // Deliveries wait on subscribers, not on this process: a concurrency of their own (EVENT_DELIVERY_CONCURRENCY).
+      concurrency: name === EVENT_DELIVERIES ? config.eventSubscriptions.concurrency : config.workerConcurrency,
       lockDuration: LOCK_DURATION_MS,
       stalledInterval: STALLED_INTERVAL_MS,
       maxStalledCount: MAX_STALLED_COUNT
@@ -128,7 +132,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       chatDeliveries: chatDeliveryRequeue({ db: database.db, queue: queues[ASSISTANT_MAIN], logger, graceMs: config.reconciler.graceMs }),
       events: lostEventsDispatch(events, config.reconciler.graceMs),
       assistantTurns: async () => await assistant.requeueStalled(config.reconciler.graceMs),
-      broadcasts: broadcastRequeue({ db: database.db, queues })
+      broadcasts: broadcastRequeue({ db: database.db, queues }),
+      eventDeliveries: deliveryRequeue({ db: database.db, queues, graceMs: config.reconciler.graceMs })
     }
   })
   reconciler.start()

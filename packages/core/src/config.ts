@@ -108,6 +108,23 @@ export interface TracingConfig {
   httpRequestTraceparent: boolean
 }
 
+export interface EventSubscriptionsConfig {
+  /** EVENT_DELIVERY_TIMEOUT_MS: one attempt, from connecting to the end of the answer's excerpt. */
+  timeoutMs: number
+  /** EVENT_DELIVERY_RETRY_BASE_MS: the wait before the first retry; each later one doubles. */
+  retryBaseMs: number
+  /** EVENT_DELIVERY_RETRY_MAX_DELAY_MS: the longest wait between two attempts. */
+  retryMaxDelayMs: number
+  /** EVENT_DELIVERY_RETRY_WINDOW_MS: no retry starts later than this after the delivery was created; then it is failed. */
+  retryWindowMs: number
+  /** EVENT_SUBSCRIPTION_DISABLE_AFTER: a subscription whose deliveries failed this many times in a row is disabled. */
+  disableAfter: number
+  /** EVENT_DELIVERY_CONCURRENCY: deliveries in flight in each worker process. */
+  concurrency: number
+  /** EVENT_SUBSCRIPTIONS_MAX_PER_USER: the most subscriptions one user may have. */
+  maxPerUser: number
+}
+
 export interface Config {
   nodeEnv: string
   port: number
@@ -159,6 +176,8 @@ export interface Config {
   /** ENCRYPTION_KEYS_PREVIOUS: keys that only decrypt, while a rotation re-encrypts with ENCRYPTION_KEY. */
   encryptionKeysPrevious: Buffer[]
   httpRequestAllowPrivate: boolean
+  /** Outbound event subscriptions (README, Event subscriptions): their deliveries' bounds. */
+  eventSubscriptions: EventSubscriptionsConfig
   /** The most a node's output (and its rendered config) may serialize to, in bytes of JSON. */
   nodeOutputMaxBytes: number
   /** The most a run's `result` (triggerData and every node's output) may serialize to, in bytes of JSON. */
@@ -585,6 +604,15 @@ export function loadConfig (env: Env = process.env): Config {
     encryptionKey: encryptionKey ?? Buffer.alloc(0),
     encryptionKeysPrevious: read([], () => previousEncryptionKeys(env)),
     httpRequestAllowPrivate: read(false, () => boolean(env, 'HTTP_REQUEST_ALLOW_PRIVATE')),
+    eventSubscriptions: {
+      timeoutMs: int('EVENT_DELIVERY_TIMEOUT_MS', 10_000, 100, 120_000),
+      retryBaseMs: int('EVENT_DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
+      retryMaxDelayMs: int('EVENT_DELIVERY_RETRY_MAX_DELAY_MS', 3_600_000, 10, 86_400_000),
+      retryWindowMs: int('EVENT_DELIVERY_RETRY_WINDOW_MS', 86_400_000, 0, 7 * 86_400_000),
+      disableAfter: int('EVENT_SUBSCRIPTION_DISABLE_AFTER', 20, 1, 100_000),
+      concurrency: int('EVENT_DELIVERY_CONCURRENCY', 20, 1, 1000),
+      maxPerUser: int('EVENT_SUBSCRIPTIONS_MAX_PER_USER', 25, 1, 10_000)
+    },
     nodeOutputMaxBytes,
     runResultMaxBytes,
     limits: {

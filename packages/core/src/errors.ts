@@ -27,6 +27,8 @@ export type ErrorCode =
   | 'CANNED_REPLY_NOT_FOUND' | 'CANNED_REPLY_EXISTS' | 'TOO_MANY_CANNED_REPLIES' | 'TOO_MANY_EVENT_STREAMS'
   | 'INVALID_PHONE' | 'OUTSIDE_WINDOW' | 'CHAT_PLATFORM_ERROR' | 'CHAT_PLATFORM_UNAVAILABLE'
   | 'MESSAGE_NOT_FOUND' | 'MEDIA_NOT_FOUND' | 'CHAT_MEDIA_TOO_LARGE' | 'CHAT_MEDIA_TIMEOUT'
+  // Event subscriptions
+  | 'SUBSCRIPTION_NOT_FOUND' | 'DELIVERY_NOT_FOUND' | 'DELIVERY_PENDING'
 
 /**
  * A failure with a stable code. `message` is the client-facing text of the spec

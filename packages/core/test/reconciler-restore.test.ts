@@ -24,7 +24,8 @@ const restore = {
   chatDeliveries: chatDeliveryRequeue({ db, queue: queues[ASSISTANT_MAIN], logger, graceMs: 0 }),
   events: async () => 0,
   assistantTurns: async () => 0,
-  broadcasts: async () => 0
+  broadcasts: async () => 0,
+  eventDeliveries: async () => 0
 }
 const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, restore })
 const deliveries = chatDeliveriesRepository(db)

@@ -2,6 +2,7 @@ import type { QueueName } from '@switchboard/core/queues'
 import type { ProcessorFactory } from '../context.ts'
 import { assistantMainProcessor } from './assistant-main.ts'
 import { chatBroadcastsProcessor } from './chat-broadcasts.ts'
+import { eventDeliveriesProcessor } from './event-deliveries.ts'
 import { scheduledTasksProcessor } from './scheduled-tasks.ts'
 import { runProcessor } from './workflow-runs.ts'
 
@@ -12,5 +13,6 @@ export const processors: { [Q in QueueName]: ProcessorFactory<Q> } = {
   // AGENT runs: the same engine on a queue of their own, so an agent never waits behind bulk automation.
   'agent-execution': runProcessor,
   'scheduled-tasks': scheduledTasksProcessor,
-  'chat-broadcasts': chatBroadcastsProcessor
+  'chat-broadcasts': chatBroadcastsProcessor,
+  'event-deliveries': eventDeliveriesProcessor
 }

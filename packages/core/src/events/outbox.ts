@@ -26,6 +26,28 @@ export const RUN_WAITING_EVENT = 'workflow.run.waiting'
  */
 export const CHAT_MESSAGE_FAILED = 'chat.message.failed'
 
+/** A run that ended SUCCESS (contract, Events): `{runId, workflowId, durationMs}`. */
+const RUN_SUCCEEDED_EVENT = 'workflow.run.succeeded'
+/** A run cancelled, by a user or with its parent (contract, Events): `{runId, workflowId}`. */
+const RUN_CANCELLED_EVENT = 'workflow.run.cancelled'
+/**
+ * A customer message stored, to the users who can use its number (contract, Events):
+ * `{messageId, conversationId, phone, phoneNumberId, type, content}`. Also what
+ * `chat.message.received` EVENT workflows start with (triggers/keyword.ts).
+ */
+const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
+/**
+ * A platform status moved an outbound message forward (`sent`, `delivered`, `read`), to the users
+ * who can use its number (contract, Events): `{messageId, conversationId, wamid, phone, phoneNumberId, status}`.
+ */
+const CHAT_MESSAGE_STATUS = 'chat.message.status'
+
+/** The one catalogue of events (contract section 5, Events): what EVENT triggers and subscriptions name. */
+export const EVENT_CATALOGUE = [
+  RUN_SUCCEEDED_EVENT, RUN_FAILED_EVENT, RUN_CANCELLED_EVENT, RUN_WAITING_EVENT,
+  CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, CHAT_MESSAGE_FAILED
+] as const
+
 export interface OutboxEvent {
   id: string
   name: string

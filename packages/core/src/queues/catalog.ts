@@ -1,7 +1,7 @@
 import type { DefaultJobOptions, Processor, Queue } from 'bullmq'
 
 /** The four queues of spec 2.5, in the order the queues endpoint lists them, then the contract's own (section 5). */
-export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts'] as const
+export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries'] as const
 export type QueueName = typeof QUEUE_NAMES[number]
 
 export type Queues = Record<QueueName, Queue>
@@ -11,6 +11,7 @@ export const SCHEDULED_TASKS: QueueName = 'scheduled-tasks'
 export const AGENT_EXECUTION: QueueName = 'agent-execution'
 export const ASSISTANT_MAIN: QueueName = 'assistant-main'
 export const CHAT_BROADCASTS: QueueName = 'chat-broadcasts'
+export const EVENT_DELIVERIES: QueueName = 'event-deliveries'
 
 /*
  * Job ids derive from the run, so re-adding a job never duplicates it and the
@@ -67,6 +68,7 @@ export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }
 export interface AssistantTurnJobData { conversationId: string }
 export interface BroadcastJobData { broadcastId: string }
+export interface EventDeliveryJobData { deliveryId: string }
 
 /** The job that starts, resumes or takes over a run. */
 export const RUN_JOB = 'run'
@@ -78,6 +80,8 @@ export const CHAT_DELIVERY_JOB = 'chat-delivery'
 export const ASSISTANT_TURN_JOB = 'assistant-turn'
 /** A broadcast's sends, at its rate (README, Broadcasts). */
 export const BROADCAST_JOB = 'broadcast'
+/** One event for one subscription, its attempts and the waits between them (README, Event subscriptions). */
+export const EVENT_DELIVERY_JOB = 'event-delivery'
 
 /** What each queue carries: the name and data of its jobs. */
 export interface JobCatalog {
@@ -86,6 +90,7 @@ export interface JobCatalog {
   'agent-execution': { name: typeof RUN_JOB, data: RunJobData }
   'assistant-main': { name: typeof CHAT_DELIVERY_JOB, data: ChatDeliveryJobData } | { name: typeof ASSISTANT_TURN_JOB, data: AssistantTurnJobData }
   'chat-broadcasts': { name: typeof BROADCAST_JOB, data: BroadcastJobData }
+  'event-deliveries': { name: typeof EVENT_DELIVERY_JOB, data: EventDeliveryJobData }
 }
 
 /** Each queue's options for all of its jobs (BullMQ's defaultJobOptions): set once, when the queue is created. */
@@ -94,7 +99,8 @@ export const JOB_OPTIONS: Record<QueueName, DefaultJobOptions> = {
   'scheduled-tasks': DEFAULT_JOB_OPTIONS,
   'agent-execution': DEFAULT_JOB_OPTIONS,
   'assistant-main': DEFAULT_JOB_OPTIONS,
-  'chat-broadcasts': DEFAULT_JOB_OPTIONS
+  'chat-broadcasts': DEFAULT_JOB_OPTIONS,
+  'event-deliveries': DEFAULT_JOB_OPTIONS
 }
 
 /** The function that works a queue's jobs. */

@@ -41,6 +41,8 @@ interface ReconcilerOptions {
     assistantTurns: () => Promise<number>
     /** Broadcasts still to send without a job (chat's `broadcastRequeue`). */
     broadcasts: () => Promise<number>
+    /** Pending subscription deliveries without a job (subscriptions' `deliveryRequeue`). */
+    eventDeliveries: () => Promise<number>
   }
   /**
    * RUNNING runs that started this long ago are checked for a live job.
@@ -79,6 +81,7 @@ interface ReconcileReport {
   eventsDispatched: number
   assistantTurnsRequeued: number
   broadcastsRequeued: number
+  eventDeliveriesRequeued: number
   purgedKeys: number
 }
 
@@ -274,6 +277,8 @@ export function createReconciler (options: ReconcilerOptions) {
     const eventsDispatched = await options.restore?.events() ?? 0
     const assistantTurnsRequeued = await options.restore?.assistantTurns() ?? 0
     const broadcastsRequeued = await options.restore?.broadcasts() ?? 0
+    // After the events: the deliveries their dispatch just wrote are queued already.
+    const eventDeliveriesRequeued = await options.restore?.eventDeliveries() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
     reconcilerActions.inc({ action: 'requeued' }, requeued)
     reconcilerActions.inc({ action: 'resumed' }, resumed)
@@ -285,8 +290,9 @@ export function createReconciler (options: ReconcilerOptions) {
     reconcilerActions.inc({ action: 'events_dispatched' }, eventsDispatched)
     reconcilerActions.inc({ action: 'assistant_turns_requeued' }, assistantTurnsRequeued)
     reconcilerActions.inc({ action: 'broadcasts_requeued' }, broadcastsRequeued)
+    reconcilerActions.inc({ action: 'event_deliveries_requeued' }, eventDeliveriesRequeued)
     if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
-    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, broadcastsRequeued, purgedKeys }
+    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, broadcastsRequeued, eventDeliveriesRequeued, purgedKeys }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.

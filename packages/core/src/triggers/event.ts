@@ -5,6 +5,8 @@ import { DomainError } from '../errors.ts'
 import { markDispatched, takeUndispatched, type Undispatched } from '../events/outbox.ts'
 import type { Logger } from '../logger.ts'
 import { enqueueRuns, insertRuns, startRuns, type CreatedRun, type RunServiceDeps } from '../runs/start.ts'
+import { enqueueDeliveries } from '../subscriptions/delivery.ts'
+import { insertDeliveries } from '../subscriptions/repository.ts'
 
 /** Who an emission reaches, and how far. */
 export interface EmitEventDeps extends RunServiceDeps {
@@ -55,13 +57,14 @@ const DISPATCH_BATCH = 100
 
 /**
  * Dispatches events of the outbox (events/outbox.ts): for each, starts the active EVENT
- * workflows of its user listening to its name, with its payload as triggerData, and marks it
- * dispatched in the same transaction; the jobs are queued after the commit. An event is not a
+ * workflows of its user listening to its name, with its payload as triggerData, writes a
+ * delivery for each enabled subscription of its user listening to it (subscriptions/), and marks
+ * it dispatched in the same transaction; the jobs are queued after the commit. An event is not a
  * request that can be refused: beyond `eventFanoutMax` listeners the oldest workflows start and
  * the rest is logged. Returns how many events were dispatched.
  */
 export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logger, 'warn'> }, which: Undispatched): Promise<number> {
-  const { created, dispatched } = await deps.db.transaction(async (tx) => {
+  const { created, deliveries, dispatched } = await deps.db.transaction(async (tx) => {
     const taken = await takeUndispatched(tx, which, DISPATCH_BATCH)
     const created: CreatedRun[] = []
     for (const event of taken) {
@@ -75,10 +78,13 @@ export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logge
       })
       created.push(...inserted.created)
     }
-    await markDispatched(tx, taken.map(({ id }) => id))
-    return { created, dispatched: taken.length }
+    const ids = taken.map(({ id }) => id)
+    const deliveries = await insertDeliveries(tx, ids)
+    await markDispatched(tx, ids)
+    return { created, deliveries, dispatched: taken.length }
   })
   await enqueueRuns(deps, created)
+  await enqueueDeliveries(deps.queues, deliveries, deps.logger)
   return dispatched
 }
 

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import chat from './chat.ts'
 import credentials from './credentials.ts'
 import runs from './runs.ts'
+import subscriptions from './subscriptions.ts'
 import triggers from './triggers.ts'
 import users from './users.ts'
 import workflows from './workflows.ts'
@@ -20,6 +21,7 @@ async function services (fastify: FastifyInstance): Promise<void> {
   await fastify.register(triggers)
   await fastify.register(chat)
   await fastify.register(credentials)
+  await fastify.register(subscriptions)
 }
 
 export default fp(services, { name: 'services', dependencies: ['context'] })

@@ -112,6 +112,18 @@ export function blockedAddressReason (address: string, allowPrivate: boolean): s
   return category === undefined ? undefined : `Blocked request to ${category} address ${parsed.toString()}`
 }
 
+/**
+ * Why a request to `hostname` is refused by what it is, before any name is resolved: a cloud
+ * metadata name, or an IP address `blockedAddressReason` refuses; undefined for an allowed address
+ * or another name (the connector checks each address a name resolves to, when it connects).
+ * For what is checked when it is saved rather than when it is called (event subscriptions).
+ */
+export function blockedHostReason (hostname: string, allowPrivate: boolean): string | undefined {
+  const name = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '')
+  if (METADATA_HOSTNAMES.has(name)) return `Blocked request to cloud metadata host ${name}`
+  return isIP(name) === 0 ? undefined : blockedAddressReason(name, allowPrivate)
+}
+
 /** Every address a name resolves to (the system resolver by default, as Node's own connections use). */
 export type LookupAll = (hostname: string) => Promise<string[]>
 
