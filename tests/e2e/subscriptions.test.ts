@@ -167,6 +167,27 @@ t.test('a redirect (here to a private address) is not followed: a 3xx is a faile
   t.equal(received.filter((entry) => entry.id === delivery!.id && entry.path === '/ok').length, 0, 'the redirect target was never called')
 })
 
+t.test('workflow.run.succeeded and workflow.run.cancelled: written only while someone listens, delivered with their payloads', async (t) => {
+  const user = await stack.client.newUser(token)
+  const sql = postgres(stack.env.DATABASE_URL!, { max: 1, onnotice: () => {} })
+  t.teardown(async () => { await sql.end() })
+  const unheard = await stack.client.runWorkflow(user.token, { name: 'quiet' }, {}, { statuses: ['SUCCESS'] })
+  t.same(await sql`select id from events where payload->>'runId' = ${unheard.id}`, [], 'nobody listens: the success writes no event')
+
+  const created = await stack.call('POST', '/api/automation/subscriptions', { token: user.token, body: { url: url('/ok'), events: ['workflow.run.succeeded', 'workflow.run.cancelled'], secret: SECRET } })
+  t.equal(created.status, 201)
+  const succeeded = await stack.client.runWorkflow(user.token, { name: 'heard' }, {}, { statuses: ['SUCCESS'] })
+  const success = await waitFor(async () => received.find((entry) => entry.body.type === 'workflow.run.succeeded' && entry.body.data.runId === succeeded.id), { what: 'the success delivered' })
+  t.match(success.body.data, { runId: succeeded.id, workflowId: succeeded.workflowId, durationMs: Number })
+
+  const workflowId = await stack.client.createWorkflow(user.token, { name: 'waits', nodes: [{ id: 'pause', type: 'wait', config: { seconds: 60 } }] })
+  const runId = await stack.client.fire(user.token, workflowId)
+  await stack.client.runReaching(user.token, runId, ['WAITING'])
+  t.equal((await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token: user.token })).status, 200)
+  const cancel = await waitFor(async () => received.find((entry) => entry.body.type === 'workflow.run.cancelled' && entry.body.data.runId === runId), { what: 'the cancel delivered' })
+  t.same(cancel.body.data, { runId, workflowId })
+})
+
 t.test('the subscription routes: validation, the secret shown once, owner scoping', async (t) => {
   const user = await stack.client.newUser(token)
   const call = async (method: string, path: string, body?: unknown) => await stack.call(method, `/api/automation/subscriptions${path}`, { token: user.token, body })

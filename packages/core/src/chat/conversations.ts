@@ -4,7 +4,7 @@ import { and, asc, desc, eq, getTableColumns, gt, isNull, sql, type SQL } from '
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
 import { jsonb, textArray } from '../db/sql.ts'
-import { CHAT_MESSAGE_FAILED } from '../events/outbox.ts'
+import { CHAT_MESSAGE_FAILED, CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, someoneListens } from '../events/outbox.ts'
 import { notifyChange } from './changes.ts'
 import {
   conversations, messages,
@@ -80,6 +80,8 @@ interface InboundMessageRecord {
   media?: ChatMessageMedia
   replyToId?: string
   receivedAt: Date
+  /** Who can use the number: those of them with a subscription to `chat.message.received` get the event. */
+  userIds?: readonly string[]
 }
 
 /** The platform's first error of a failed status, as the API returns it; a status without errors gets a generic one. */
@@ -315,7 +317,7 @@ export function conversationsRepository (db: DbOrTx) {
      * (`isNew`), or stored by an earlier attempt that stopped before dispatching.
      * Null for a duplicate whose dispatch is done, which changes nothing.
      */
-    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, messageId: string, isNew: boolean } | null> {
+    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, messageId: string, isNew: boolean, eventIds: string[] } | null> {
       return db.transaction(async (tx) => {
         const [conversation] = await tx.insert(conversations)
           .values({ phoneNumberId: record.phoneNumberId, phone: record.phone, name: record.name ?? null })
@@ -338,7 +340,8 @@ export function conversationsRepository (db: DbOrTx) {
         if (message === undefined) {
           const [undispatched] = await tx.select({ id: messages.id, conversationId: messages.conversationId }).from(messages)
             .where(and(eq(messages.wamid, record.wamid), eq(messages.direction, 'inbound'), isNull(messages.dispatchedAt))).limit(1)
-          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, messageId: undispatched.id, isNew: false }
+          // Its events were written with it: the reconciler dispatches them if that attempt did not.
+          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, messageId: undispatched.id, isNew: false, eventIds: [] }
         }
         // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
         const receivedAt = timestamptz(record.receivedAt)
@@ -368,7 +371,18 @@ export function conversationsRepository (db: DbOrTx) {
           insert into chat_contacts (id, phone_number_id, phone, name) values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.name ?? null})
           on conflict (phone_number_id, phone) do update set name = excluded.name, updated_at = now()
             where chat_contacts.name is null and excluded.name is not null`)
-        return { conversationId: conversation.id, messageId: message.id, isNew: true }
+        // The outbox (events/outbox.ts), for subscriptions only: EVENT workflows of this event are
+        // started with the message's KEYWORD runs (triggers/keyword.ts), under its idempotency keys.
+        const emitted = record.userIds === undefined || record.userIds.length === 0
+          ? []
+          : await tx.execute<{ id: string }>(sql`
+            insert into events (id, name, user_id, payload)
+            select 'received:' || ${message.id}::text || ':' || u.id, ${CHAT_MESSAGE_RECEIVED}, u.id,
+              ${jsonb({ messageId: message.id, conversationId: conversation.id, wamid: record.wamid, phone: record.phone, phoneNumberId: record.phoneNumberId, type: record.type, content: record.content })}
+            from unnest(${textArray(record.userIds)}) as u(id)
+            where ${someoneListens(CHAT_MESSAGE_RECEIVED, sql`u.id`, 'none')}
+            returning id`)
+        return { conversationId: conversation.id, messageId: message.id, isNew: true, eventIds: emitted.map(({ id }) => id) }
       })
     },
 
@@ -382,7 +396,8 @@ export function conversationsRepository (db: DbOrTx) {
      * Only a message of the number that received the status: a delivery for one number never touches
      * another number's messages, whatever wamid it names. A message that becomes `failed` keeps the
      * platform's first error (a later proof of delivery clears it) and emits `chat.message.failed` to `userIds` (those who can use the
-     * number) in the same statement (the outbox); the events' ids are returned for dispatch.
+     * number) in the same statement (the outbox); any other status emits `chat.message.status` to those of them someone listens for
+     * (events/outbox.ts, someoneListens). The events' ids are returned for dispatch.
      */
     async applyStatus (phoneNumberId: string, wamid: string, status: MessageStatus, errors: unknown, userIds: readonly string[]): Promise<{ applied: boolean, eventIds: string[] }> {
       const error = status === 'failed' ? platformError(errors) : null
@@ -401,6 +416,12 @@ export function conversationsRepository (db: DbOrTx) {
               'phoneNumberId', ${phoneNumberId}::text, 'error', a.error_details)
           from applied a, unnest(${textArray(userIds)}) as u(id)
           where a.status = 'failed'
+          union all
+          select 'status:' || a.id || ':' || a.status || ':' || u.id, ${CHAT_MESSAGE_STATUS}, u.id,
+            jsonb_build_object('messageId', a.id, 'conversationId', a.conversation_id, 'wamid', a.wamid, 'phone', a.phone,
+              'phoneNumberId', ${phoneNumberId}::text, 'status', a.status)
+          from applied a, unnest(${textArray(userIds)}) as u(id)
+          where a.status <> 'failed' and ${someoneListens(CHAT_MESSAGE_STATUS, sql`u.id`, 'any')}
           returning id
         )
         select exists (select 1 from applied) as applied, (select array_agg(id) from emitted) as "eventIds"`)

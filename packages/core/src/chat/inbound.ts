@@ -129,6 +129,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
       const text = messageText(message)
       const media = inboundMediaOf(message)
       const interactive = interactiveReplyOf(message)
+      userIds ??= await accounts.userIdsFor(phoneNumberId)
       const stored = await conversations.recordInbound({
         phoneNumberId,
         phone: message.from,
@@ -138,12 +139,13 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         content: text,
         media,
         replyToId: message.context?.id,
-        receivedAt: timeOf(message.timestamp)
+        receivedAt: timeOf(message.timestamp),
+        userIds
       })
       if (stored?.isNew === true) summary.messages++
       else summary.duplicates++
       if (stored === null) continue
-      userIds ??= await accounts.userIdsFor(phoneNumberId)
+      if (stored.eventIds.length > 0) await dispatchEvents(stored.eventIds)
       await onMessage({
         phoneNumberId,
         userIds,
@@ -161,7 +163,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     }
     for (const status of value.statuses ?? []) {
       if (typeof status.id !== 'string' || !(MESSAGE_STATUSES as readonly string[]).includes(status.status ?? '')) continue
-      if (status.status === 'failed') userIds ??= await accounts.userIdsFor(phoneNumberId)
+      // Any status may be an event: chat.message.failed, or chat.message.status for whoever listens.
+      userIds ??= await accounts.userIdsFor(phoneNumberId)
       const { applied, eventIds } = await conversations.applyStatus(phoneNumberId, status.id, status.status as MessageStatus, status.errors, userIds ?? [])
       if (applied) summary.statuses++
       if (eventIds.length > 0) await dispatchEvents(eventIds)

@@ -223,12 +223,12 @@ export function createRunEngine (options: EngineOptions) {
   })
   const holds = createHolds({ db: options.db, queues, logger })
   const suspension = createSuspension({ store, queues, quotas: options.quotas, dispatchWritten })
-  const claimed = claimedWriter({ store, failRun })
+  const claimed = claimedWriter({ store, failRun, dispatchWritten })
   const inMemoryStarts = new DataLoader<string, ClaimedRun | undefined>(async (runIds) => {
     const found = await store.peekStarts(runIds)
     return runIds.map((runId) => found.get(runId))
   }, { cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn })
-  const inMemoryEnds = new DataLoader<InMemoryEnd, boolean>(async (ends) => await store.startAndSucceed(ends), {
+  const inMemoryEnds = new DataLoader<InMemoryEnd, { eventId: string | null } | undefined>(async (ends) => await store.startAndSucceed(ends), {
     cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn
   })
 
@@ -327,7 +327,7 @@ export function createRunEngine (options: EngineOptions) {
     if (run === undefined || run.maxConcurrentRuns !== null) return undefined
     const nodes = run.workflow.nodes
     if (nodes.length > checkpointMaxNodes || !nodes.every((node) => runsBeforeItsFirstWrite(node.type))) return undefined
-    const writer = firstWriteWriter({ store, ends: inMemoryEnds, ownerId: owner?.id, started: performance.now(), claimed })
+    const writer = firstWriteWriter({ store, ends: inMemoryEnds, ownerId: owner?.id, started: performance.now(), claimed, dispatchWritten })
     const outcome = await executeClaimed(run, writer, signal, requestId, owner, span)
     return outcome === 'UNCLAIMED' ? undefined : outcome
   }

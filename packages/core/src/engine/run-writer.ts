@@ -14,13 +14,17 @@ type RunStore = ReturnType<typeof runStore>
 /** Ends a run FAILED with its event (the engine's `failRun`); false when the run was not in `step.from`. */
 type FailRun = (runId: string, error: string, step: FailStep & { trace?: RunTrace }) => Promise<boolean>
 
+/** Dispatches the events a step wrote, right after its commit (the engine's `dispatchWritten`). */
+type DispatchWritten = (runId: string, eventIds: string[]) => Promise<void>
+
 interface ClaimedWriterOptions {
   store: RunStore
   failRun: FailRun
+  dispatchWritten: DispatchWritten
 }
 
 /** The writer of a claimed run: every step is written only while the run is RUNNING under `run.claim`. */
-export function claimedWriter ({ store, failRun }: ClaimedWriterOptions): RunWriter {
+export function claimedWriter ({ store, failRun, dispatchWritten }: ClaimedWriterOptions): RunWriter {
   return {
     unwritten: false,
 
@@ -49,7 +53,9 @@ export function claimedWriter ({ store, failRun }: ClaimedWriterOptions): RunWri
 
     async succeed ({ run, pending, trace }) {
       trace.write(pending.lines)
-      return await database(store.succeed(run.id, run.claim, pending.outputs, pending.lines, pending.acted))
+      const { outcome, eventId } = await database(store.succeed(run.id, run.claim, pending.outputs, pending.lines, pending.acted))
+      if (eventId !== null) await dispatchWritten(run.id, [eventId])
+      return outcome
     },
 
     async fail ({ run, pending, trace }, error, nodeId) {
@@ -77,7 +83,8 @@ const endBytes = (resultBytes: number | undefined, lines: LogLine[]): number =>
 interface FirstWriteWriterOptions {
   store: RunStore
   /** The ends of the executions of one turn, written by one statement (`startAndSucceed`). */
-  ends: DataLoader<InMemoryEnd, boolean>
+  ends: DataLoader<InMemoryEnd, { eventId: string | null } | undefined>
+  dispatchWritten: DispatchWritten
   /** The claim owner the first write records. */
   ownerId: string | undefined
   /** When the execution started (performance.now()): the run's duration when it ends in memory. */
@@ -94,7 +101,7 @@ interface FirstWriteWriterOptions {
  * Refused (`unclaimed`) when the run was claimed or ended elsewhere meanwhile: nothing was
  * written, and the usual claim takes the run.
  */
-export function firstWriteWriter ({ store, ends, ownerId, started, claimed }: FirstWriteWriterOptions): RunWriter {
+export function firstWriteWriter ({ store, ends, ownerId, started, claimed, dispatchWritten }: FirstWriteWriterOptions): RunWriter {
   /** Claims the run with what is pending, going on at `currentNodeId`. */
   async function claim (execution: Execution, currentNodeId: string): Promise<boolean> {
     const { run, pending, trace } = execution
@@ -137,9 +144,10 @@ export function firstWriteWriter ({ store, ends, ownerId, started, claimed }: Fi
       const written = endBytes(resultSize.bytes, pending.lines) <= MAX_SHARED_END_BYTES
         ? await database(ends.load(end))
         : (await database(store.startAndSucceed([end])))[0]
-      if (written !== true) return 'unclaimed'
+      if (written === undefined) return 'unclaimed'
       trace.spans?.written()
       trace.write(pending.lines)
+      if (written.eventId !== null) await dispatchWritten(run.id, [written.eventId])
       return 'written'
     },
 

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { textArray } from '../db/sql.ts'
 
@@ -27,26 +27,44 @@ export const RUN_WAITING_EVENT = 'workflow.run.waiting'
 export const CHAT_MESSAGE_FAILED = 'chat.message.failed'
 
 /** A run that ended SUCCESS (contract, Events): `{runId, workflowId, durationMs}`. */
-const RUN_SUCCEEDED_EVENT = 'workflow.run.succeeded'
+export const RUN_SUCCEEDED_EVENT = 'workflow.run.succeeded'
 /** A run cancelled, by a user or with its parent (contract, Events): `{runId, workflowId}`. */
-const RUN_CANCELLED_EVENT = 'workflow.run.cancelled'
+export const RUN_CANCELLED_EVENT = 'workflow.run.cancelled'
 /**
  * A customer message stored, to the users who can use its number (contract, Events):
  * `{messageId, conversationId, phone, phoneNumberId, type, content}`. Also what
  * `chat.message.received` EVENT workflows start with (triggers/keyword.ts).
  */
-const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
+export const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
 /**
  * A platform status moved an outbound message forward (`sent`, `delivered`, `read`), to the users
  * who can use its number (contract, Events): `{messageId, conversationId, wamid, phone, phoneNumberId, status}`.
  */
-const CHAT_MESSAGE_STATUS = 'chat.message.status'
+export const CHAT_MESSAGE_STATUS = 'chat.message.status'
 
 /** The one catalogue of events (contract section 5, Events): what EVENT triggers and subscriptions name. */
 export const EVENT_CATALOGUE = [
   RUN_SUCCEEDED_EVENT, RUN_FAILED_EVENT, RUN_CANCELLED_EVENT, RUN_WAITING_EVENT,
   CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, CHAT_MESSAGE_FAILED
 ] as const
+
+/**
+ * Whether anyone listens to `name` for the user `userId` (a column or value): an enabled
+ * subscription of theirs or, per `workflows`, an active EVENT workflow of theirs (`any`), one
+ * other than `except` (a workflow is not told of its own runs, so that they cannot loop), or
+ * none (`none`: the event's workflows are started elsewhere). The events of the hottest writes
+ * (a run's success, a message's status) are written only then: a probe of an index or two
+ * (event_subscriptions_user_idx, workflows_event_name_idx) inside the statement of the change,
+ * no round trip of their own.
+ */
+export function someoneListens (name: string, userId: SQL, workflows: { except: SQL } | 'any' | 'none'): SQL {
+  const subscribed = sql`exists (select 1 from event_subscriptions s where s.user_id = ${userId} and s.enabled and ${name}::text = any(s.events))`
+  if (workflows === 'none') return subscribed
+  const other = workflows === 'any' ? sql`` : sql`and w.id <> ${workflows.except}`
+  // The predicate matches the partial expression index workflows_event_name_idx.
+  return sql`(${subscribed} or exists (select 1 from workflows w where w.trigger_type = 'EVENT' and w.is_active
+    and (w.trigger_config->>'eventName') = ${name}::text and w.user_id = ${userId} ${other}))`
+}
 
 export interface OutboxEvent {
   id: string

@@ -3,7 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
 import type { QueueName } from '../queues/catalog.ts'
-import { cancelDescendants } from './children.ts'
+import { cancelDescendants, cancelledEvents } from './children.ts'
 import { durationMsSince } from './steps.ts'
 
 /** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
@@ -36,6 +36,8 @@ interface CancelledRun {
   currentNodeId: string | null
   /** The parent of a cancelled child run: woken, so that its node sees the cancel. */
   parent: { runId: string, queue: QueueName } | null
+  /** The `workflow.run.cancelled` events written (the run's and its descendants'), to dispatch. */
+  eventIds: string[]
 }
 
 interface ListRunsFilter {
@@ -118,29 +120,31 @@ export function runsRepository (db: DbOrTx) {
      */
     async cancel (id: string, viewer: Viewer): Promise<CancelledRun | 'finished' | null> {
       const owner = viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`
-      const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null, parentRunId: string | null, parentQueue: QueueName | null }>(sql`
+      const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null, parentRunId: string | null, parentQueue: QueueName | null, eventId: string | null }>(sql`
         with cancelled as (
           update runs set
             status = 'CANCELLED',
             completed_at = now(),
             duration_ms = ${durationMsSince(sql`started_at`)}
           where id = ${id} ${owner} and status in ('PENDING', 'RUNNING', 'WAITING')
-          returning id, queue, current_node_id, parent_run_id
+          returning id, queue, current_node_id, parent_run_id, workflow_id, user_id
         ), logged as (
           insert into run_logs (run_id, level, message) select id, 'INFO', 'Run cancelled' from cancelled
-        )
+        ), emitted as (${cancelledEvents(sql`cancelled`)})
         select queue, current_node_id as "currentNodeId", parent_run_id as "parentRunId",
-          (select parent.queue from runs as parent where parent.id = cancelled.parent_run_id) as "parentQueue"
+          (select parent.queue from runs as parent where parent.id = cancelled.parent_run_id) as "parentQueue",
+          (select id from emitted) as "eventId"
         from cancelled
       `)
       if (cancelled === undefined) {
         const [existing] = await db.select({ id: runs.id }).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1)
         return existing === undefined ? null : 'finished'
       }
-      await db.execute(cancelDescendants(sql`select id from runs where parent_run_id = ${id}`))
+      const descendants = await db.execute<{ eventId: string | null }>(cancelDescendants(sql`select id from runs where parent_run_id = ${id}`))
+      const eventIds = [cancelled.eventId, ...descendants.map(({ eventId }) => eventId)].filter((eventId) => eventId !== null)
       const run = await get(id, viewer)
       const parent = cancelled.parentRunId === null || cancelled.parentQueue === null ? null : { runId: cancelled.parentRunId, queue: cancelled.parentQueue }
-      return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId, parent }
+      return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId, parent, eventIds }
     }
   }
 }

@@ -4,7 +4,7 @@ import { jsonb } from '../db/sql.ts'
 import { storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import { RUN_FAILED_EVENT } from '../events/outbox.ts'
+import { RUN_FAILED_EVENT, RUN_SUCCEEDED_EVENT, someoneListens } from '../events/outbox.ts'
 import { createId } from '../ids.ts'
 import type { QueueName } from '../queues/catalog.ts'
 import { lockSlots, slotGate, slotWrites } from './slots.ts'
@@ -183,10 +183,23 @@ function stepOutcome (row: StepRow | undefined, claim: number): StepOutcome {
   return row?.status === 'RUNNING' && row.claim !== claim ? 'superseded' : 'stopped'
 }
 
-/** Selects a step's answer from its CTE `step` and the run row as the statement began. */
-const stepAnswer = (runId: string): SQL => sql`
-  select exists (select 1 from step) as written, found.status, found.claim
+/** Selects a step's answer from its CTE `step` and the run row as the statement began (with `columns` more). */
+const stepAnswer = (runId: string, columns: SQL = sql``): SQL => sql`
+  select exists (select 1 from step) as written, found.status, found.claim ${columns}
   from (select 1) as one left join (select status, claim from runs where id = ${runId}) as found on true`
+
+/**
+ * The `workflow.run.succeeded` events (the outbox, events/outbox.ts: `{runId, workflowId, durationMs}`) of the
+ * runs `ended` (a CTE returning id, workflow_id, user_id, duration_ms) someone listens to; each
+ * event's id is `succeeded:<runId>`, a run succeeds once.
+ */
+const succeeded = (ended: SQL): SQL => sql`
+  insert into events (id, name, user_id, payload)
+  select 'succeeded:' || ended.id, ${RUN_SUCCEEDED_EVENT}, ended.user_id,
+    jsonb_build_object('runId', ended.id, 'workflowId', ended.workflow_id, 'durationMs', ended.duration_ms)
+  from ${ended} as ended
+  where ${someoneListens(RUN_SUCCEEDED_EVENT, sql`ended.user_id`, { except: sql`ended.workflow_id` })}
+  returning id`
 
 /**
  * A child run's parent (docs/engine.md, "Child runs"): the queue of the jobs its end wakes, and
@@ -355,9 +368,10 @@ export function runStore (db: DbOrTx) {
     /**
      * Claims PENDING runs and ends them SUCCESS, all in one statement, after their nodes ran in
      * memory: each is written only while it is still PENDING with the claim `peekStarts` read
-     * (false: nothing of it written). Each run's lines follow its claim line ('Run started').
+     * (undefined: nothing of it written), with its `workflow.run.succeeded` event when someone
+     * listens (its id, else null). Each run's lines follow its claim line ('Run started').
      */
-    async startAndSucceed (ends: readonly InMemoryEnd[]): Promise<boolean[]> {
+    async startAndSucceed (ends: readonly InMemoryEnd[]): Promise<Array<{ eventId: string | null } | undefined>> {
       const rows = ends.map((end, n) => ({
         n,
         run_id: end.runId,
@@ -367,7 +381,7 @@ export function runStore (db: DbOrTx) {
         outputs: end.outputs,
         lines: [startedLine(end.startedAt), ...end.lines].map(logLineRow)
       }))
-      const written = await db.execute<{ n: number }>(sql`
+      const written = await db.execute<{ n: number, eventId: string | null }>(sql`
         with ended as (
           select * from jsonb_to_recordset(${jsonb(rows)})
             as ended(n int, run_id text, claim int, owner text, elapsed_ms int, outputs jsonb, lines jsonb)
@@ -377,7 +391,7 @@ export function runStore (db: DbOrTx) {
             started_at = now() - make_interval(secs => ended.elapsed_ms / 1000.0), completed_at = now(), duration_ms = ended.elapsed_ms
           from ended
           where runs.id = ended.run_id and runs.status = 'PENDING' and runs.claim = ended.claim
-          returning runs.id, runs.workflow_id, runs.duration_ms, ended.n, ended.lines
+          returning runs.id, runs.workflow_id, runs.user_id, runs.duration_ms, ended.n, ended.lines
         ), logged as (
           insert into run_logs (run_id, node_id, level, message, created_at)
           select id, node_id, level, message, at from (
@@ -390,11 +404,11 @@ export function runStore (db: DbOrTx) {
           order by n, part, line
         ), counted as (
           insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, id, 1 from step
-        )
-        select n from step
+        ), emitted as (${succeeded(sql`step`)})
+        select n, emitted.id as "eventId" from step left join emitted on emitted.id = 'succeeded:' || step.id
       `)
-      const done = new Set(written.map((row) => row.n))
-      return ends.map((_end, n) => done.has(n))
+      const done = new Map(written.map((row) => [row.n, { eventId: row.eventId }]))
+      return ends.map((_end, n) => done.get(n))
     },
 
     /**
@@ -463,23 +477,27 @@ export function runStore (db: DbOrTx) {
       return stepOutcome(rows[0], claim)
     },
 
-    /** The last node finished: SUCCESS, the run-level line and the workflow's successCount (`keepLines`: as `advance`). */
-    async succeed (runId: string, claim: number, outputs: Record<string, unknown>, lines: LogLine[], keepLines = false): Promise<StepOutcome> {
+    /**
+     * The last node finished: SUCCESS, the run-level line, the workflow's successCount and, when
+     * someone listens, its `workflow.run.succeeded` event (`succeeded`; `keepLines`: as `advance`).
+     * Returns the outcome and the event's id (null: none written).
+     */
+    async succeed (runId: string, claim: number, outputs: Record<string, unknown>, lines: LogLine[], keepLines = false): Promise<{ outcome: StepOutcome, eventId: string | null }> {
       const result = Object.keys(outputs).length === 0 ? sql`result` : sql`result || ${jsonb(outputs)}`
-      const rows = await db.execute<StepRow>(sql`
+      const rows = await db.execute<StepRow & { eventId: string | null }>(sql`
         with step as (
           update runs set status = 'SUCCESS', result = ${result}, current_node_id = null,
             completed_at = now(), duration_ms = ${durationMs}
           where id = ${runId} and ${heldBy(claim)}
-          returning id, workflow_id, duration_ms
+          returning id, workflow_id, user_id, duration_ms
         ), logged as (
           ${logRows(runId, lines, { runLine: sql`select 'INFO' as level, 'Run succeeded in ' || duration_ms || 'ms' as message from step`, when: whenWritten(keepLines) })}
         ), counted as (
           insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, id, 1 from step
-        )
-        ${stepAnswer(runId)}
+        ), emitted as (${succeeded(sql`step`)})
+        ${stepAnswer(runId, sql`, (select id from emitted) as "eventId"`)}
       `)
-      return stepOutcome(rows[0], claim)
+      return { outcome: stepOutcome(rows[0], claim), eventId: rows[0]?.eventId ?? null }
     },
 
     /** A wait node suspends the run at `progress.currentNodeId` (itself): WAITING until its resume job runs it again (`keepLines`: as `advance`). */

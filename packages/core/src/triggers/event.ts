@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { textArray } from '../db/sql.ts'
 import { DomainError } from '../errors.ts'
-import { markDispatched, takeUndispatched, type Undispatched } from '../events/outbox.ts'
+import { CHAT_MESSAGE_RECEIVED, markDispatched, takeUndispatched, type Undispatched } from '../events/outbox.ts'
 import type { Logger } from '../logger.ts'
 import { enqueueRuns, insertRuns, startRuns, type CreatedRun, type RunServiceDeps } from '../runs/start.ts'
 import { enqueueDeliveries } from '../subscriptions/delivery.ts'
@@ -68,6 +68,8 @@ export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logge
     const taken = await takeUndispatched(tx, which, DISPATCH_BATCH)
     const created: CreatedRun[] = []
     for (const event of taken) {
+      // Its workflows start with the message's KEYWORD runs (triggers/keyword.ts): the outbox has it for subscriptions.
+      if (event.name === CHAT_MESSAGE_RECEIVED) continue
       const targets = await listeners(tx, [event.userId], event.name, deps.eventFanoutMax + 1)
       if (targets.length > deps.eventFanoutMax) {
         deps.logger.warn({ eventId: event.id, event: event.name, eventFanoutMax: deps.eventFanoutMax }, 'event reached more workflows than EVENT_FANOUT_MAX: the newest were not started')

@@ -1,11 +1,10 @@
 import { sql } from 'drizzle-orm'
 import { textArray } from '../db/sql.ts'
+import { CHAT_MESSAGE_RECEIVED } from '../events/outbox.ts'
 import { startRuns, type StartRunsInput } from '../runs/start.ts'
 import type { EmitEventDeps } from './event.ts'
 import { DEFAULT_ACCOUNT_ID } from '../chat/accounts.ts'
 import type { InboundChatMessage } from '../chat/inbound.ts'
-
-const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 // A keyword is a whole word: letters, digits or underscore may not touch it (any script).

@@ -4,7 +4,7 @@ import { resumeJobId, runJobId } from '@switchboard/core/queues'
 import { createGroupStarter, runsRepository, runWaits, wakeRun, wakeWaitingRuns, type Decided, type PendingApproval, type RequestStart } from '@switchboard/core/runs'
 import { DomainError } from '@switchboard/core/errors'
 import type { Deadline } from '@switchboard/core/timeout'
-import { planReplay, replayRuns } from '@switchboard/core/triggers'
+import { dispatchEvents, planReplay, replayRuns } from '@switchboard/core/triggers'
 
 type RunsRepository = ReturnType<typeof runsRepository>
 type Viewer = Parameters<RunsRepository['get']>[1]
@@ -66,6 +66,11 @@ function createRuns (fastify: FastifyInstance): Runs {
     async cancel (id, viewer, log) {
       const outcome = await repository.cancel(id, viewer)
       if (outcome === null || outcome === 'finished') return outcome
+      // Committed with the cancel (the outbox): not awaited, and what this does not dispatch the reconciler does.
+      if (outcome.eventIds.length > 0) {
+        dispatchEvents({ ...deps, eventFanoutMax: fastify.config.limits.eventFanoutMax }, { ids: outcome.eventIds })
+          .catch((err: unknown) => { log.warn({ err, runId: id }, 'events of a cancelled run not dispatched yet: the reconciler will') })
+      }
       // A cancelled child: the node that waits for it sees it now, not at its next recheck.
       if (outcome.parent !== null) {
         const { runId: parentRunId, queue } = outcome.parent
