@@ -26,7 +26,7 @@ t.test('chat.message.received: written with the message, for the users with a su
   const stored = await conversations.recordInbound({ phoneNumberId: PHONE_NUMBER_ID, phone: '15550001111', wamid, type: 'text', content: 'hello', receivedAt: new Date(), userIds })
   t.equal(stored?.eventIds.length, 1)
   const [event] = await eventsOf('chat.message.received')
-  t.match(event, { user_id: listening!.id, payload: { messageId: stored!.messageId, conversationId: stored!.conversationId, wamid, phone: '15550001111', phoneNumberId: PHONE_NUMBER_ID, type: 'text', content: 'hello' } })
+  t.match(event, { user_id: listening!.id, payload: { messageId: stored!.messageId, conversationId: stored!.conversationId, wamid, phone: '15550001111', phoneNumberId: PHONE_NUMBER_ID, type: 'text', text: 'hello', name: null } })
   t.equal(await conversations.recordInbound({ phoneNumberId: PHONE_NUMBER_ID, phone: '15550001111', wamid, type: 'text', content: 'hello', receivedAt: new Date(), userIds }).then((again) => again?.eventIds.length ?? 0), 0, 'a delivery repeated writes none again')
 
   await dispatchEvents({ db, queues, logger, eventFanoutMax: 10 }, { ids: stored!.eventIds })

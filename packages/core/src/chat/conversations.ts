@@ -82,6 +82,8 @@ interface InboundMessageRecord {
   receivedAt: Date
   /** Who can use the number: those of them with a subscription to `chat.message.received` get the event. */
   userIds?: readonly string[]
+  /** The tap an interactive answer carries, for the event's payload. */
+  interactive?: unknown
 }
 
 /** The platform's first error of a failed status, as the API returns it; a status without errors gets a generic one. */
@@ -378,7 +380,19 @@ export function conversationsRepository (db: DbOrTx) {
           : await tx.execute<{ id: string }>(sql`
             insert into events (id, name, user_id, payload)
             select 'received:' || ${message.id}::text || ':' || u.id, ${CHAT_MESSAGE_RECEIVED}, u.id,
-              ${jsonb({ messageId: message.id, conversationId: conversation.id, wamid: record.wamid, phone: record.phone, phoneNumberId: record.phoneNumberId, type: record.type, content: record.content })}
+              ${jsonb({
+                // The triggerData of chat.message.received EVENT workflows (triggers/keyword.ts): one payload per event name.
+                phone: record.phone,
+                name: record.name ?? null,
+                text: record.content,
+                type: record.type,
+                messageId: message.id,
+                wamid: record.wamid,
+                conversationId: conversation.id,
+                ...(record.interactive !== undefined && { interactive: record.interactive }),
+                ...(record.media !== undefined && { media: record.media }),
+                phoneNumberId: record.phoneNumberId
+              })}
             from unnest(${textArray(record.userIds)}) as u(id)
             where ${someoneListens(CHAT_MESSAGE_RECEIVED, sql`u.id`, 'none')}
             returning id`)

@@ -140,7 +140,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         media,
         replyToId: message.context?.id,
         receivedAt: timeOf(message.timestamp),
-        userIds
+        userIds,
+        ...(interactive !== undefined && { interactive })
       })
       if (stored?.isNew === true) summary.messages++
       else summary.duplicates++
