@@ -34,6 +34,7 @@ const bKeywordWorkflow = await createWorkflow(b.token, { name: 'B on hello', tri
 const aRun = await chat.client.fire(a.token, aWorkflow, { from: 'A' })
 const bRun = await chat.client.fire(b.token, bWorkflow, { from: 'B' })
 const aCredential: string = (await request({ method: 'POST', url: '/api/automation/credentials', token: a.token, payload: { name: 'a-secret', type: 'bearer', data: { token: 'a-token' } } })).json().id
+const aSubscription: string = (await request({ method: 'POST', url: '/api/automation/subscriptions', token: a.token, payload: { url: 'https://hooks.example.com/a', events: ['workflow.run.failed'] } })).json().id
 const aAccount = await chat.linkAccount(a.token, A_NUMBER)
 const bAccount = await chat.linkAccount(b.token, B_NUMBER)
 await chat.receive([{ from: CUSTOMER, text: 'hello A' }], A_NUMBER)
@@ -80,6 +81,14 @@ t.test('B cannot read or change A\'s workflows, runs, accounts or conversations:
     'DELETE credential': { method: 'DELETE', url: (id) => `/api/automation/credentials/${id}` }
   }
   for (const [what, probe] of Object.entries(credentialProbes)) await likeMissing(t, what, probe, aCredential)
+
+  const subscriptionProbes: Record<string, Probe> = {
+    'GET subscription': { method: 'GET', url: (id) => `/api/automation/subscriptions/${id}` },
+    'PATCH subscription': { method: 'PATCH', url: (id) => `/api/automation/subscriptions/${id}`, payload: { url: 'https://taken.example.com/' } },
+    'DELETE subscription': { method: 'DELETE', url: (id) => `/api/automation/subscriptions/${id}` },
+    'deliveries of subscription': { method: 'GET', url: (id) => `/api/automation/subscriptions/${id}/deliveries` }
+  }
+  for (const [what, probe] of Object.entries(subscriptionProbes)) await likeMissing(t, what, probe, aSubscription)
 
   await likeMissing(t, 'GET run', { method: 'GET', url: (id) => `/api/automation/runs/${id}` }, aRun)
   await likeMissing(t, 'cancel run', { method: 'POST', url: (id) => `/api/automation/runs/${id}/cancel` }, aRun)
@@ -147,6 +156,7 @@ t.test('lists hold only the caller\'s own resources', async (t) => {
   t.same(await ids(`/api/automation/runs?workflowId=${aWorkflow}`, b.token), [], 'filtering by A\'s workflow finds nothing')
   t.same(await ids('/api/chat/accounts', b.token), [bAccount])
   t.same(await ids('/api/automation/credentials', b.token), [], 'none of A\'s credentials')
+  t.same(await ids('/api/automation/subscriptions', b.token), [], 'none of A\'s subscriptions')
   const bConversations = await conversationsOf(b.token, bAccount)
   t.equal(bConversations.length, 1)
   t.not(bConversations[0]!.id, aConversation!.id)

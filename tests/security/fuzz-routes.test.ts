@@ -58,11 +58,12 @@ const conversations = [
 ]
 await worker.close()
 
+const subscriptionId: string = (await request({ method: 'POST', url: '/api/automation/subscriptions', token: member.token, payload: { url: 'https://hooks.example.com/fuzz', events: ['workflow.run.failed'] } })).json().id
 const conversationIds = conversations.map((c) => c.id)
 const messageIds = conversations.flatMap((c) => c.messages.map((m) => m.id))
 
 const context: FuzzContext = {
-  knownIds: [...workflowIds, runId, memberAccountId, throwaway.id, ...conversationIds, ...messageIds, 'default'],
+  knownIds: [...workflowIds, runId, memberAccountId, throwaway.id, subscriptionId, ...conversationIds, ...messageIds, 'default'],
   accountIds: [memberAccountId, 'default'],
   authorizations: [`Bearer ${adminToken}`, `Bearer ${member.token}`],
   samples: {
@@ -79,6 +80,10 @@ const context: FuzzContext = {
     before: messageIds,
     from: [new Date(Date.now() - 3_600_000).toISOString(), '2999-01-01T00:00:00Z'],
     version: ['current', 'original'],
+    // Event subscriptions: catalogue names and others, URLs the guard refuses, secrets of every shape.
+    events: [['workflow.run.failed'], ['chat.message.status', 'chat.message.status'], ['nope'], []],
+    url: ['https://hooks.example.com/x', 'http://169.254.169.254/', 'http://[::1]/', 'ftp://x/', 'http://u:p@x.example/'],
+    secret: [`whsec_${Buffer.alloc(32, 1).toString('base64')}`, 'whsec_', 'whsec_!!!!'],
     // Workflow definitions: real node types, ids that collide or dangle, trigger and node configs near the edge.
     type: [...NODE_TYPES],
     id: ['n1', 'n2'],
