@@ -23,6 +23,7 @@ const SERIES = [
   'switchboard_chat_inbound_deliveries_total',
   'switchboard_webhook_answers_total',
   'switchboard_reconciler_actions_total',
+  'switchboard_event_deliveries_total',
   'switchboard_retention_total',
   'switchboard_database_up',
   'switchboard_database_pool_max',

@@ -56,6 +56,13 @@ t.test('two workers delete what is due, in batches, and nothing else', async (t)
     select 'event-' || n, 'workflow.run.failed', ${owner!.id}, '{}'::jsonb, now() - make_interval(days => case when n <= 12 then 31 else 1 end),
       case when n in (1, 2) then null else now() end
     from generate_series(1, 15) as n`
+  // Subscription deliveries: finished and old (deleted, with their attempts), pending and old (kept: still to send), recent.
+  await sql`insert into event_subscriptions (id, user_id, url, events, secret_encrypted) values ('subscription', ${owner!.id}, 'https://hooks.example.com/', '{workflow.run.failed}', 'x')`
+  await sql`insert into event_deliveries (id, subscription_id, event_id, event_name, payload, status, created_at)
+    select 'delivery-' || n, 'subscription', 'event-' || n, 'workflow.run.failed', '{}'::jsonb, case when n in (1, 2) then 'pending' else 'succeeded' end,
+      now() - make_interval(days => case when n <= 12 then 31 else 1 end)
+    from generate_series(1, 15) as n`
+  await sql`insert into event_delivery_attempts (id, delivery_id, latency_ms) select 'attempt-' || id, id, 5 from event_deliveries`
   const before = await counters()
 
   const options: Omit<RetentionOptions, 'db'> = { logger, ...settings, batchSize: 7 }
@@ -82,8 +89,12 @@ t.test('two workers delete what is due, in batches, and nothing else', async (t)
   t.equal(reports[0]!.expiredEvents + reports[1]!.expiredEvents, 10, 'dispatched events past the run retention deleted once')
   t.same((await sql`select id from events order by id`).map((row) => row.id), ['event-1', 'event-13', 'event-14', 'event-15', 'event-2'], 'undispatched and recent events kept')
 
+  t.equal(reports[0]!.expiredDeliveries + reports[1]!.expiredDeliveries, 10, 'finished deliveries past the run retention deleted once')
+  t.same((await sql`select id from event_deliveries order by id`).map((row) => row.id), ['delivery-1', 'delivery-13', 'delivery-14', 'delivery-15', 'delivery-2'], 'pending and recent deliveries kept')
+  t.equal((await sql`select count(*)::int as n from event_delivery_attempts`)[0]!.n, 5, 'the deleted deliveries\' attempts went with them')
+
   const again = await createRetention({ db: first.db, ...options }).purge()
-  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0, expiredEvents: 0 }, 'a second pass finds nothing')
+  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0, expiredEvents: 0, expiredDeliveries: 0 }, 'a second pass finds nothing')
 })
 
 t.test('a pass stops after maxBatches batches and the next one goes on', async (t) => {

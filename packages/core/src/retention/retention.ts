@@ -37,6 +37,8 @@ export interface RetentionReport {
   excessRuns: number
   /** Dispatched events deleted for their age (RUN_RETENTION_DAYS). */
   expiredEvents: number
+  /** Finished subscription deliveries, with their attempts, deleted for their age (RUN_RETENTION_DAYS). */
+  expiredDeliveries: number
 }
 
 /** Only finished runs are touched: an unfinished run (a long wait) still needs its row and its body. */
@@ -133,18 +135,43 @@ export function createRetention (options: RetentionOptions) {
     select count(*)::int as count from deleted
   `)
 
+  /**
+   * Finished deliveries of event subscriptions (README, Event subscriptions) are kept as long as
+   * runs, their attempts going by cascade: each subscription's oldest along
+   * event_deliveries_subscription_idx (a user has at most EVENT_SUBSCRIPTIONS_MAX_PER_USER).
+   */
+  const deleteExpiredDeliveries = async (): Promise<number> => await inBatches(sql`
+    with candidates as (
+      select old.id from event_subscriptions s
+      cross join lateral (
+        select id from event_deliveries
+        where subscription_id = s.id and created_at < now() - make_interval(days => ${options.runDays}) and status <> 'pending'
+        order by created_at
+        limit ${batchSize}
+      ) as old
+      limit ${batchSize}
+    ), due as (
+      select id from event_deliveries where id in (select id from candidates) for update skip locked
+    ), deleted as (
+      delete from event_deliveries using due where event_deliveries.id = due.id returning 1
+    )
+    select count(*)::int as count from deleted
+  `)
+
   async function purge (): Promise<RetentionReport> {
     // Deletions first: a body is not cleared from a run about to go.
     const expiredRuns = await deleteExpiredRuns()
     const excessRuns = options.maxRunsPerWorkflow === undefined ? 0 : await deleteExcessRuns(options.maxRunsPerWorkflow)
     const rawBodies = await clearRawBodies()
     const expiredEvents = await deleteExpiredEvents()
-    const report = { rawBodies, expiredRuns, excessRuns, expiredEvents }
+    const expiredDeliveries = await deleteExpiredDeliveries()
+    const report = { rawBodies, expiredRuns, excessRuns, expiredEvents, expiredDeliveries }
     retentionDeleted.inc({ kind: 'expired_runs' }, expiredRuns)
     retentionDeleted.inc({ kind: 'excess_runs' }, excessRuns)
     retentionDeleted.inc({ kind: 'raw_bodies' }, rawBodies)
     retentionDeleted.inc({ kind: 'expired_events' }, expiredEvents)
-    if (rawBodies + expiredRuns + excessRuns + expiredEvents > 0) logger.info(report, 'retention pass')
+    retentionDeleted.inc({ kind: 'expired_deliveries' }, expiredDeliveries)
+    if (rawBodies + expiredRuns + excessRuns + expiredEvents + expiredDeliveries > 0) logger.info(report, 'retention pass')
     return report
   }
 
