@@ -14,7 +14,7 @@ import postgres from 'postgres'
 import t from 'tap'
 import { createCredentialService } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
-import { decryptSecret, keyringOf } from '@switchboard/core/encryption'
+import { decryptSecret, encryptSecret, keyringOf } from '@switchboard/core/encryption'
 import { createWorkflowService } from '@switchboard/core/workflows'
 import { createTestDatabase } from '@switchboard/testing/database'
 import { startStack } from '@switchboard/testing/processes'
@@ -24,6 +24,7 @@ const run = promisify(execFile)
 const OLD_KEY = randomBytes(32)
 const NEW_KEY = randomBytes(32)
 const TOKEN = 'rotated-bearer-token-55e1'
+const SUBSCRIPTION_SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`
 const CHAT_TOKEN = 'legacy-chat-token-a3b9'
 
 /** A chat token as releases before key ids stored it: `v1.<iv>.<tag>.<ciphertext>`. */
@@ -57,7 +58,8 @@ const rotate = async (key: Buffer, previous: Buffer) => await run(process.execPa
 })
 const stored = async () => [
   ...(await sql<Array<{ value: string }>>`select data_encrypted as value from credentials`).map(({ value }) => value),
-  ...(await sql<Array<{ value: string }>>`select access_token_encrypted as value from chat_accounts`).map(({ value }) => value)
+  ...(await sql<Array<{ value: string }>>`select access_token_encrypted as value from chat_accounts`).map(({ value }) => value),
+  ...(await sql<Array<{ value: string }>>`select secret_encrypted as value from event_subscriptions`).map(({ value }) => value)
 ]
 
 // What a release running with the old key stored: a credential and a workflow using it, and a chat token from before key ids.
@@ -69,22 +71,24 @@ await createCredentialService({ db: oldDatabase.db, keyring: keyringOf({ encrypt
 const { id: workflowId } = await createWorkflowService({ db: oldDatabase.db, tools: { code: { check: async () => { throw new Error('no code nodes here') } } } })
   .create(viewer, { name: 'calls the crm', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'call', type: 'http_request', config: { url: sinkUrl, credential: 'crm' } }] })
 await sql`insert into chat_accounts (id, user_id, name, phone_number_id, access_token_encrypted) values (${createId()}, ${viewer.id}, 'legacy', '100200300', ${legacyEncrypt(OLD_KEY, CHAT_TOKEN)})`
+await sql`insert into event_subscriptions (id, user_id, url, events, secret_encrypted)
+  values (${createId()}, ${viewer.id}, 'https://hooks.example.com/', '{workflow.run.failed}', ${encryptSecret(keyringOf({ encryptionKey: OLD_KEY, encryptionKeysPrevious: [] }), SUBSCRIPTION_SECRET)})`
 await oldDatabase.close()
 
 t.test('the rotation re-encrypts every stored secret under the new key; a second run finds nothing to do', async (t) => {
   const oldKeyring = keyringOf({ encryptionKey: OLD_KEY, encryptionKeysPrevious: [] })
   const newKeyring = keyringOf({ encryptionKey: NEW_KEY, encryptionKeysPrevious: [] })
-  t.match(await stored(), [new RegExp(`^v2\\.${oldKeyring.current.id}\\.`), /^v1\./])
+  t.match(await stored(), [new RegExp(`^v2\\.${oldKeyring.current.id}\\.`), /^v1\./, new RegExp(`^v2\\.${oldKeyring.current.id}\\.`)])
 
   const first = await rotate(NEW_KEY, OLD_KEY)
-  t.match(first.stdout, /"rotated":\{"credentials":1,"chat_accounts":1\}/)
+  t.match(first.stdout, /"rotated":\{"credentials":1,"chat_accounts":1,"event_subscriptions":1\}/)
   const values = await stored()
-  t.equal(values.length, 2)
+  t.equal(values.length, 3)
   for (const value of values) t.ok(value.startsWith(`v2.${newKeyring.current.id}.`), 'under the new key')
-  t.same(values.map((value) => decryptSecret(newKeyring, value)), [JSON.stringify({ token: TOKEN }), CHAT_TOKEN], 'the new key alone reads them')
+  t.same(values.map((value) => decryptSecret(newKeyring, value)), [JSON.stringify({ token: TOKEN }), CHAT_TOKEN, SUBSCRIPTION_SECRET], 'the new key alone reads them')
 
   const second = await rotate(NEW_KEY, OLD_KEY)
-  t.match(second.stdout, /"rotated":\{"credentials":0,"chat_accounts":0\}/)
+  t.match(second.stdout, /"rotated":\{"credentials":0,"chat_accounts":0,"event_subscriptions":0\}/)
   t.same(await stored(), values, 'nothing rewritten')
 })
 

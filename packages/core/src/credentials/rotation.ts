@@ -6,7 +6,8 @@ import type { Logger } from '../logger.ts'
 /** Every column holding a secret encrypted with ENCRYPTION_KEY. */
 const ENCRYPTED_COLUMNS = [
   { table: 'credentials', column: 'data_encrypted' },
-  { table: 'chat_accounts', column: 'access_token_encrypted' }
+  { table: 'chat_accounts', column: 'access_token_encrypted' },
+  { table: 'event_subscriptions', column: 'secret_encrypted' }
 ] as const
 
 /** Rows re-encrypted per transaction: short locks, bounded memory. */
@@ -22,7 +23,7 @@ type RotationCounts = Record<typeof ENCRYPTED_COLUMNS[number]['table'], number>
  * its row id (never the value); what was done stays done.
  */
 export async function rotateEncryptionKey ({ db, keyring, logger }: { db: Db, keyring: Keyring, logger: Logger }): Promise<RotationCounts> {
-  const counts: RotationCounts = { credentials: 0, chat_accounts: 0 }
+  const counts: RotationCounts = { credentials: 0, chat_accounts: 0, event_subscriptions: 0 }
   const prefix = currentKeyPrefix(keyring)
   for (const { table, column } of ENCRYPTED_COLUMNS) {
     const [tableName, columnName] = [sql.identifier(table), sql.identifier(column)]
