@@ -1,10 +1,20 @@
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdtempSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { newWamid } from '@switchboard/testing/fake-chat-platform'
 import { conversationsRepository } from '../src/chat/conversations.ts'
-import { eventDeliveries, eventSubscriptions, users, workflows } from '../src/db/schema/index.ts'
+import { loadConfig } from '../src/config.ts'
+import { eventDeliveries, eventDeliveryAttempts, eventSubscriptions, users, workflows } from '../src/db/schema/index.ts'
+import { encryptSecret, keyringOf } from '../src/encryption.ts'
+import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
+import { eventDeliverer } from '../src/subscriptions/delivery.ts'
 import { dispatchEvents } from '../src/triggers/event.ts'
 
 const PHONE_NUMBER_ID = '106540352242922'
@@ -57,4 +67,26 @@ t.test('chat.message.status: each forward status, for the users someone listens 
   const other = newWamid()
   await conversations.recordOutbound({ phoneNumberId: PHONE_NUMBER_ID, phone: '15550002222', wamid: other, type: 'text', content: 'hi' })
   t.same((await conversations.applyStatus(PHONE_NUMBER_ID, other, 'delivered', undefined, userIds)).eventIds, [], 'a disabled subscription listens to nothing')
+})
+
+t.test('a delivery goes through the guard of http_request: a name resolving to loopback is refused at connect, nothing sent', async (t) => {
+  let hits = 0
+  const server = createServer((_req, res) => { hits++; res.end('reached') })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { server.close() })
+  const keyring = keyringOf({ encryptionKey: randomBytes(32), encryptionKeysPrevious: [] })
+  const http = createHttpClient({ allowPrivate: false })
+  t.teardown(http.close)
+  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'subscriptions-')), EVENT_DELIVERY_RETRY_WINDOW_MS: '0' }).eventSubscriptions
+  const [guarded] = await db.insert(eventSubscriptions).values({
+    userId: deaf!.id, url: `http://localhost:${(server.address() as { port: number }).port}/hook`, events: ['workflow.run.failed'], secretEncrypted: encryptSecret(keyring, `whsec_${Buffer.alloc(32, 5).toString('base64')}`)
+  }).returning()
+  const [delivery] = await db.insert(eventDeliveries).values({ id: 'dguarded', subscriptionId: guarded!.id, eventId: 'e1', eventName: 'workflow.run.failed', payload: {}, nextAttemptAt: new Date() }).returning()
+  const deliverer = eventDeliverer({ db, keyring, dispatcher: http.dispatcher, config, logger })
+  t.same(await deliverer.deliver(delivery!.id), { outcome: 'failed' }, 'a window of 0: one attempt, then failed')
+  const [attempt] = await db.select().from(eventDeliveryAttempts)
+  t.match(attempt, { deliveryId: 'dguarded', statusCode: null, error: 'Blocked request to private address' })
+  t.equal(hits, 0, 'nothing reached the loopback server')
+  t.same(await deliverer.deliver(delivery!.id), { outcome: 'skipped' }, 'a finished delivery is not sent again by its job')
 })
