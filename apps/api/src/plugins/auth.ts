@@ -28,6 +28,10 @@ declare module 'fastify' {
     /** What an API key needs to call the route (contract section 5, Auth); a key without it is refused 403. */
     scope?: ApiKeyScope
   }
+  interface FastifyRequest {
+    /** The API key the request authenticated with (README, API keys); null for a person's token. */
+    apiKey: { id: string, workflowIds: readonly string[] | null } | null
+  }
   interface FastifyInstance {
     requireAdmin: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
     /** Current roles and token versions of token holders; routes that change or delete a user forget them here at once. */
@@ -65,6 +69,7 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     await fastify.database.sql.listen(USER_CHANGES_CHANNEL, (userId) => { userRoles.forget(userId) }, () => { userRoles.clear() })
   })
 
+  fastify.decorateRequest('apiKey', null)
   fastify.addHook('onRequest', async (request) => {
     // The matched route's pattern, not the raw URL: the router decodes `/%61pi/users` to `/api/users`.
     const path = request.routeOptions.url ?? request.url
