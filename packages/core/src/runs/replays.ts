@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import type { RunStatus, TriggerType } from '../db/schema/index.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 
 /** A run to replay, with what starting its replay needs of its workflow (never the nodes). */
 interface ReplaySource {
@@ -17,7 +17,7 @@ export async function replaySource (db: DbOrTx, id: string, viewer: Viewer): Pro
     select runs.id, runs.status, runs.workflow_version as "workflowVersion", workflows.id as "workflowId",
       workflows.user_id as "userId", workflows.trigger_type as "triggerType", workflows.is_active as "isActive"
     from runs join workflows on workflows.id = runs.workflow_id
-    where runs.id = ${id} ${isAdmin(viewer) ? sql`` : sql`and runs.user_id = ${viewer.id}`}
+    where runs.id = ${id} ${isAdmin(viewer) ? sql`` : sql`and runs.user_id = ${viewer.id}`} and ${workflowLimit(viewer, sql`runs.workflow_id`)}
   `)
   if (row === undefined) return null
   const { workflowId, userId, triggerType, isActive, ...run } = row

@@ -5,7 +5,7 @@ import { DomainError } from '../errors.ts'
 import { lockRunsToReplay, replaySource } from '../runs/replays.ts'
 import type { RequestStart } from '../runs/group-start.ts'
 import { enqueueRuns, insertRuns, type RunServiceDeps } from '../runs/start.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 
 /** Which definition a replay executes: the workflow's current version, or the one the first run executed. */
 type ReplayVersion = 'current' | 'original'
@@ -55,7 +55,7 @@ export async function planReplay (db: DbOrTx, input: ReplayRunInput): Promise<Om
 async function replayTarget (db: DbOrTx, id: string, viewer: Viewer) {
   const [target] = await db.select({ id: workflows.id, userId: workflows.userId, triggerType: workflows.triggerType, isActive: workflows.isActive })
     .from(workflows)
-    .where(and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id)))
+    .where(and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id), workflowLimit(viewer, workflows.id)))
     .limit(1)
   return target ?? null
 }

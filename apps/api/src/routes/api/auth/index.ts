@@ -6,6 +6,7 @@ import { DomainError, unauthorized } from '@switchboard/core/errors'
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users'
 import type { User } from '@switchboard/core/db'
 import { errorResponses } from '../../../schemas/common.ts'
+import apiKeys from './api-keys/index.ts'
 import { createKnownAddresses } from './known-addresses.ts'
 import { ChangePasswordBody, LoginBody, LoginResponse } from './schemas.ts'
 
@@ -40,6 +41,7 @@ const tooManyAttempts = (retryAfterSeconds: number): DomainError =>
   new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${seconds(retryAfterSeconds)}`)
 
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
+  await fastify.register(apiKeys, { prefix: '/api-keys' })
   const attempts = new Counter({
     name: 'login_attempts_total',
     help: 'Login attempts by outcome: success and invalid had their password checked; rate_limited and busy were refused before',

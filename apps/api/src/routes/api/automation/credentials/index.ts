@@ -5,12 +5,14 @@ import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { CreateCredentialBody, Credential, ListCredentialsQuery, UpdateCredentialBody } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 /**
  * Credentials (README, Credentials), scoped to the caller like workflows; admins see all.
  * `data` is write-only: encrypted before it is stored, in no answer.
  */
 const credentialRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('credentials:read', 'credentials:write'))
   const { credentials } = fastify
   const tags = ['credentials']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw credentialNotFound() }))

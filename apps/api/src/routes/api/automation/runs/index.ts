@@ -7,6 +7,7 @@ import { runsFinished } from '@switchboard/core/observability'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { idempotencyKeyOf, ListRunsQuery, ResumeRunBody, RetryRunBody, Run, RunResumed, RunRetried, RunStats, RunStatsQuery, RunSummary } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 const runNotFound = (): DomainError => new DomainError('RUN_NOT_FOUND', 'Run not found')
 
@@ -29,6 +30,7 @@ const zeroCounts = (): Record<RunStatus, number> => Object.fromEntries(RUN_STATU
 
 /** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
 const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('runs:read', 'runs:write'))
   const { runs } = fastify
   fastify.addHook('preHandler', checkIdParam('id', () => { throw runNotFound() }))
 

@@ -17,6 +17,7 @@ import {
   WorkflowDetail,
   WorkflowSummary
 } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 /** A null name is as missing as a blank one. */
 const isBlank = (value: unknown): boolean => value === null || (typeof value === 'string' && value.trim() === '')
@@ -35,6 +36,7 @@ async function refuseBlankName (request: FastifyRequest): Promise<void> {
 
 /** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; their fire, bulk retry, versions, export and import. */
 const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('workflows:read', 'workflows:write'))
   const { workflows } = fastify
   const tags = ['workflows']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw workflowNotFound() }))
