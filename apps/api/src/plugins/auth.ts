@@ -35,6 +35,10 @@ declare module 'fastify' {
     /** What an API key needs to call the route (contract section 5, Auth); a key without it is refused 403. */
     scope?: ApiKeyScope
   }
+  interface FastifySchema {
+    /** The route's `config.scope`, on its OpenAPI operation (routes/api/key-scopes.ts). */
+    'x-api-key-scope'?: ApiKeyScope
+  }
   interface FastifyRequest {
     /** The API key the request authenticated with (README, API keys); null for a person's token. */
     apiKey: { id: string, workflowIds: readonly string[] | null } | null
