@@ -234,7 +234,7 @@ function expectedScope (method: string, path: string): string | null {
   if (path.startsWith('/api/users')) return 'users:admin'
   if (path.startsWith('/api/audit')) return 'audit:read'
   if (path.startsWith('/api/automation/subscriptions')) return 'subscriptions:write'
-  if (path.endsWith('/fire') || path.endsWith('/runs/retry')) return 'runs:write'
+  if (path.endsWith('/fire') || path.endsWith('/runs/retry') || path.endsWith('/test')) return 'runs:write'
   if (path.startsWith('/api/automation/workflows') || path.startsWith('/api/automation/node-types')) return read ? 'workflows:read' : 'workflows:write'
   if (path.startsWith('/api/automation/runs') || path.startsWith('/api/automation/approvals')) return read ? 'runs:read' : 'runs:write'
   if (path === '/api/automation/events') return 'events:write'

@@ -20,7 +20,8 @@ const runColumns = {
   createdAt: runs.createdAt,
   startedAt: runs.startedAt,
   completedAt: runs.completedAt,
-  durationMs: runs.durationMs
+  durationMs: runs.durationMs,
+  test: runs.test
 }
 
 type RunSummary = Pick<Run, keyof typeof runColumns>
@@ -43,6 +44,8 @@ interface ListRunsFilter {
   /** The children of this run (run_workflow, foreach). */
   parentRunId?: string
   status?: RunStatus
+  /** Test runs only (true), or none of them (false). */
+  test?: boolean
   /** createdAt at or after this time. */
   since?: Date
   /** createdAt before this time. */
@@ -84,6 +87,7 @@ export function runsRepository (db: DbOrTx) {
           filter.workflowId === undefined ? undefined : eq(runs.workflowId, filter.workflowId),
           filter.parentRunId === undefined ? undefined : eq(runs.parentRunId, filter.parentRunId),
           filter.status === undefined ? undefined : eq(runs.status, filter.status),
+          filter.test === undefined ? undefined : eq(runs.test, filter.test),
           filter.since === undefined ? undefined : gte(runs.createdAt, filter.since),
           filter.until === undefined ? undefined : lt(runs.createdAt, filter.until)
         ))

@@ -17,7 +17,7 @@ import {
 /** The fields a client may set; ids, owner, counters and timestamps are the server's. */
 export const EDITABLE_WORKFLOW_FIELDS = [
   'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags',
-  'maxConcurrentRuns', 'webhookRateLimit'
+  'maxConcurrentRuns', 'webhookRateLimit', 'pinnedData'
 ] as const satisfies ReadonlyArray<keyof NewWorkflow>
 
 export type WorkflowInput = Pick<NewWorkflow, typeof EDITABLE_WORKFLOW_FIELDS[number]>

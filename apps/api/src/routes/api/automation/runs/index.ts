@@ -37,10 +37,10 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
     schema: { tags: ['runs'], querystring: ListRunsQuery, response: { 200: Type.Array(RunSummary), ...errorResponses(400, 401) } }
   }, async (request) => {
-    const { workflowId, parentRunId, status, limit, offset } = request.query
+    const { workflowId, parentRunId, status, test, limit, offset } = request.query
     const since = instantOf('since', request.query.since)
     const until = instantOf('until', request.query.until)
-    return runs.list(viewerOf(request.user), { workflowId, parentRunId, status, since, until, limit, offset })
+    return runs.list(viewerOf(request.user), { workflowId, parentRunId, status, test, since, until, limit, offset })
   })
 
   // The console's overview: runs per minute by status. A static path, so it wins over `/:id`.
@@ -110,6 +110,7 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       runId: request.params.id,
       viewer: viewerOf(request.user),
       version: request.body.version,
+      fromNodeId: request.body.fromNodeId,
       idempotencyKey: idempotencyKeyOf(request.headers),
       requestId: request.id
     }, request.deadline)

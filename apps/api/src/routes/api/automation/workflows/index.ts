@@ -8,6 +8,7 @@ import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
 import retry from './retry.ts'
+import testRun from './test-run.ts'
 import transfer from './transfer.ts'
 import versions from './versions.ts'
 import {
@@ -42,6 +43,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('preHandler', checkIdParam('id', () => { throw workflowNotFound() }))
   await fastify.register(fire)
   await fastify.register(retry)
+  await fastify.register(testRun)
   await fastify.register(versions)
   await fastify.register(transfer)
 
