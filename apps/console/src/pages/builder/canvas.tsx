@@ -24,8 +24,12 @@ const STATE_TEXT: Record<NonNullable<StepData['state']>, string> = { done: 'ran'
 const StepView = memo(function StepView ({ data, selected }: NodeProps<StepNode>) {
   const { node, handles, state, flagged } = data
   return (
-    <div class={`flow-node${selected ? ' selected' : ''}${state === undefined ? '' : ` state-${state}`}${flagged ? ' flagged' : ''}`} data-node={node.id}>
-      <Handle type='target' position={Position.Left} aria-label={`Input of ${node.id}`} />
+    <div
+      class={`flow-node${selected ? ' selected' : ''}${state === undefined ? '' : ` state-${state}`}${flagged ? ' flagged' : ''}`}
+      // Room for every output and its label.
+      style={{ minHeight: `${Math.max(3.2, handles.length * 1.4)}rem` }} data-node={node.id}
+    >
+      <Handle type='target' position={Position.Left} aria-label={`Link into ${node.id}`} />
       <strong class='flow-node-id'>{node.id}</strong>
       <span class='flow-node-type'>{node.type}</span>
       {state !== undefined && <span class={`badge ${state === 'failed' ? 'danger' : 'ok'}`}>{STATE_TEXT[state]}</span>}
@@ -135,6 +139,7 @@ export function Canvas (props: CanvasProps) {
         onNodesDelete={(deleted) => { props.onDelete(deleted.map((node) => node.id)) }}
         deleteKeyCode={['Delete', 'Backspace']}
         fitView
+        fitViewOptions={{ maxZoom: 1 }}
         minZoom={0.1}
         proOptions={{ hideAttribution: true }}
       >

@@ -182,9 +182,10 @@ export function Builder () {
     }
   }
 
+  // On the document: a click on the canvas leaves the focus on the page's body.
   const onKeyDown = (event: KeyboardEvent): void => {
     const target = event.target as HTMLElement
-    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName)) return
+    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName) || target.isContentEditable) return
     const mod = event.ctrlKey || event.metaKey
     if (!mod) return
     const key = event.key.toLowerCase()
@@ -196,6 +197,14 @@ export function Builder () {
     else return
     event.preventDefault()
   }
+
+  const keys = useRef(onKeyDown)
+  keys.current = onKeyDown
+  useEffect(() => {
+    const listener = (event: KeyboardEvent): void => { keys.current(event) }
+    document.addEventListener('keydown', listener)
+    return () => { document.removeEventListener('keydown', listener) }
+  }, [])
 
   const path = useMemo(() => run === undefined ? [] : pathOf(run.logs), [run])
   const states = useMemo(() => {
@@ -219,7 +228,7 @@ export function Builder () {
   if (workflow === undefined || nodeTypes.data === undefined) return <Loading what='the workflow' />
 
   return (
-    <section class='builder' onKeyDown={onKeyDown}>
+    <section class='builder'>
       <PageTitle>{workflow.name}: builder</PageTitle>
       <div class='toolbar row' role='toolbar' aria-label='Builder'>
         <button type='button' class='primary' disabled={!dirty || busy || formErrors > 0} onClick={() => { void save() }}>{busy ? 'Saving…' : dirty ? 'Save' : 'Saved'}</button>
