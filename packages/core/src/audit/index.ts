@@ -2,6 +2,7 @@
 export {
   AUDIT_ACTIONS,
   AUDIT_TARGET_TYPES,
+  auditInsert,
   auditRepository,
   MAX_AUDIT_LABEL_LENGTH,
   recordAudit,
