@@ -568,6 +568,29 @@ t.test('admin: create and delete a user; link, verify and delete a chat account'
   t.notOk(users.some((user: { email: string }) => user.email === 'agent@example.com'), 'the user is gone')
 })
 
+t.test('admin: create an API key, see it once, use it, revoke it', async (t) => {
+  await page.getByRole('link', { name: 'Admin' }).click()
+  await page.getByLabel('Key name').fill('dashboard poller')
+  await page.getByRole('checkbox', { name: /queues:read/ }).check()
+  await page.getByRole('button', { name: 'Create key' }).click()
+  const shown = page.getByLabel('New API key')
+  await shown.waitFor()
+  const key = (await shown.textContent()) ?? ''
+  t.match(key, /^sbk_/)
+  const row = page.locator('tr[data-api-key="dashboard poller"]')
+  await row.waitFor()
+  t.notOk((await row.textContent())?.includes(key), 'the list shows its hint, not the key')
+  await shot('10b-api-key')
+  t.equal((await stack.call('GET', '/api/automation/queues', { token: key })).status, 200, 'the key reads the queues')
+  t.equal((await stack.call('GET', '/api/automation/workflows', { token: key })).status, 403, 'and nothing else')
+  await page.getByRole('button', { name: 'Done' }).click()
+  await shown.waitFor({ state: 'detached' })
+  await row.getByRole('button', { name: 'Revoke dashboard poller' }).click()
+  await row.getByText(/^revoked/).waitFor()
+  t.equal((await stack.call('GET', '/api/automation/queues', { token: key })).status, 401, 'revoked: refused')
+  t.same(await unlabelledControls(), [])
+})
+
 t.test('tablet width: the navigation wraps, nothing overflows sideways, the keyboard reaches the skip link first', async (t) => {
   await page.setViewportSize({ width: 768, height: 1024 })
   for (const [path, name] of [['/console/', 'overview'], [`/console/workflows/${workflowId}`, 'workflow'], ['/console/inbox', 'inbox']] as const) {

@@ -145,6 +145,8 @@ t.test('each action writes exactly one row with its actor, target, request id an
   await one(renamed, { action: 'workflow.updated', target: workflowTarget, details: { name: 'audited flow 2', fields: ['name', 'nodes'] } })
   const unchanged = await expectStatus(await act('PATCH', `/api/automation/workflows/${workflowId}`, { token: admin.token, body: { name: 'audited flow 2' } }), 200, 'no change')
   t.same(await rowsOf(unchanged.requestId), [], 'a change that changes nothing writes no row')
+  const moved = await expectStatus(await act('PATCH', `/api/automation/workflows/${workflowId}`, { token: admin.token, body: { nodes: [{ id: 'w', type: 'wait', config: { hours: 2 }, position: { x: 40, y: 80 } }] } }), 200, 'move')
+  t.same(await rowsOf(moved.requestId), [], 'nor does a change of positions only')
   await one(await expectStatus(await act('PATCH', `/api/automation/workflows/${workflowId}`, { token: admin.token, body: { isActive: true } }), 200, 'activate'),
     { action: 'workflow.activated', target: workflowTarget, details: { fields: ['isActive'] } })
   await one(await expectStatus(await act('POST', `/api/automation/workflows/${workflowId}/versions/1/restore`, { token: admin.token }), 200, 'restore'),
@@ -173,6 +175,25 @@ t.test('each action writes exactly one row with its actor, target, request id an
   await expectStatus(await act('PATCH', `/api/users/${userId}`, { token: admin.token, body: { role: 'member' } }), 200, 'demote')
   await one(await expectStatus(await act('DELETE', `/api/users/${userId}`, { token: admin.token }), 204, 'user delete'),
     { action: 'user.deleted', target: { type: 'user', id: userId }, details: { email } })
+})
+
+t.test('a request with an API key is recorded as the key, acting as its owner', async (t) => {
+  const created = await expectStatus(await act('POST', '/api/auth/api-keys', { token: admin.token, body: { name: 'audited key', scopes: ['workflows:write', 'credentials:write'] } }), 201, 'key')
+  secrets.add(created.body.key)
+  const byKey = { type: 'api_key', id: admin.id, label: admin.email, apiKeyId: created.body.id }
+  const workflow = await expectStatus(await act('POST', '/api/automation/workflows', { token: created.body.key, body: { name: 'made by a key', triggerType: 'MANUAL' } }), 201, 'workflow by key')
+  t.match(await rowsOf(workflow.requestId), [{ action: 'workflow.created', actor: byKey, target: { type: 'workflow', id: workflow.body.id }, clientAddress: CLIENT }])
+  const keyMadeToken = `key-made-${randomUUID()}`
+  secrets.add(keyMadeToken)
+  const credential = await expectStatus(await act('POST', '/api/automation/credentials', { token: created.body.key, body: { name: 'key-made', type: 'bearer', data: { token: keyMadeToken } } }), 201, 'credential by key')
+  t.match(await rowsOf(credential.requestId), [{ action: 'credential.created', actor: byKey }])
+  const refused = await act('GET', '/api/audit', { token: created.body.key })
+  t.equal(refused.status, 403, 'a key without audit:read cannot read the log, even an admin\'s')
+  const reader = await expectStatus(await act('POST', '/api/auth/api-keys', { token: admin.token, body: { name: 'audit reader', scopes: ['audit:read'] } }), 201, 'reader key')
+  secrets.add(reader.body.key)
+  const read = await act('GET', `/api/audit?actorId=${admin.id}&action=workflow.created&limit=1`, { token: reader.body.key })
+  t.equal(read.status, 200, 'an admin\'s key with audit:read reads it')
+  t.match(read.body, [{ actor: byKey, target: { id: workflow.body.id } }])
 })
 
 t.test('a refused action writes nothing, and an action whose row cannot be written does not happen', async (t) => {

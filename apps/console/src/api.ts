@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, AiMode, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatEvent, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
+  Agent, AiMode, ApiKey, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatEvent, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
   Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary
 } from './types.ts'
 
@@ -226,5 +226,9 @@ export const api = {
   users: async () => call<User[]>('GET', '/api/users'),
   createUser: async (input: { email: string, password: string, role: string }) => call<User>('POST', '/api/users', { body: input }),
   updateUser: async (id: string, changes: { role?: string, password?: string }) => call<User>('PATCH', `/api/users/${encodeURIComponent(id)}`, { body: changes }),
-  deleteUser: async (id: string) => call<undefined>('DELETE', `/api/users/${encodeURIComponent(id)}`)
+  deleteUser: async (id: string) => call<undefined>('DELETE', `/api/users/${encodeURIComponent(id)}`),
+  apiKeys: async () => call<ApiKey[]>('GET', '/api/auth/api-keys'),
+  createApiKey: async (input: { name: string, scopes: string[], workflowIds?: string[], expiresAt?: string }) =>
+    call<ApiKey & { key: string }>('POST', '/api/auth/api-keys', { body: input }),
+  revokeApiKey: async (id: string) => call<undefined>('DELETE', `/api/auth/api-keys/${encodeURIComponent(id)}`)
 }

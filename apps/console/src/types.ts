@@ -10,6 +10,20 @@ export const UNFINISHED: readonly RunStatus[] = ['PENDING', 'RUNNING', 'WAITING'
 
 export interface User { id: string, email: string, role: string, createdAt?: string }
 
+/** A key as GET /api/auth/api-keys lists it: never its secret (README, API keys). */
+export interface ApiKey {
+  id: string
+  userId: string
+  name: string
+  hint: string
+  scopes: string[]
+  workflowIds: string[] | null
+  expiresAt: string | null
+  lastUsedAt: string | null
+  revokedAt: string | null
+  createdAt: string
+}
+
 export interface WorkflowNode { id: string, type: string, config?: Record<string, unknown>, next?: string }
 
 /** A node type as GET /api/automation/node-types describes it (docs/nodes.md). */

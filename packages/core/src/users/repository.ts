@@ -6,7 +6,7 @@ import { textArray } from '../db/sql.ts'
 import { DomainError } from '../errors.ts'
 import type { QuotaName } from './quotas.ts'
 import { hashPassword } from './password.ts'
-import type { TokenHolder } from './role-cache.ts'
+import type { TokenHolder } from './holder-cache.ts'
 
 type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt' | 'quotas'>
 
@@ -62,7 +62,7 @@ export function usersRepository (db: DbOrTx) {
 
     /** The role and token version a token's user has now; null when the user no longer exists. */
     async tokenHolder (id: string): Promise<TokenHolder> {
-      const [user] = await db.select({ role: users.role, tokenVersion: users.tokenVersion }).from(users).where(eq(users.id, id)).limit(1)
+      const [user] = await db.select({ role: users.role, tokenVersion: users.tokenVersion, email: users.email }).from(users).where(eq(users.id, id)).limit(1)
       return user ?? null
     },
 

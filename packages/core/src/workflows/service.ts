@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { recordAudit, type AuditAction, type AuditContext } from '../audit/log.ts'
 import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
-import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
+import type { Workflow, WorkflowNode, WorkflowVersion } from '../db/schema/index.ts'
 import type { NodeSaveTools } from '../engine/nodes/definition.ts'
 import { DomainError } from '../errors.ts'
 import { checkSavedQuotas, type Quotas, type SavedQuota } from '../users/quotas.ts'
@@ -50,16 +50,22 @@ const countedAs = (workflow: Pick<Workflow, 'isActive' | 'triggerType'>): SavedQ
 /** The fields a version holds: changing any of them makes a new version. */
 const DEFINITION_FIELDS = ['triggerType', 'triggerConfig', 'nodes', 'edges'] as const
 
+/** A field as a version (and the audit log) compares it: nodes without their builder positions (contract section 5, Node layout). */
+function withoutPositions (field: string, value: unknown): unknown {
+  if (field !== 'nodes' || !Array.isArray(value)) return value
+  return (value as WorkflowNode[]).map(({ position: _position, ...node }) => node)
+}
+
 const dedupe = (tags: string[] | undefined): string[] | undefined => tags === undefined ? undefined : [...new Set(tags)]
 
 /**
  * What the audit log records of a change (README, Audit log): an activation or deactivation
  * when isActive turns, else an update when any field took another value; null for a change
- * that changed nothing.
+ * that changed nothing, or only where the builder draws nodes.
  */
 function auditedChange (current: Workflow, changes: WorkflowChanges): { action: AuditAction, fields: string[] } | null {
   const fields = Object.entries(changes)
-    .filter(([field, value]) => value !== undefined && !isDeepStrictEqual(value, current[field as keyof Workflow]))
+    .filter(([field, value]) => value !== undefined && !isDeepStrictEqual(withoutPositions(field, value), withoutPositions(field, current[field as keyof Workflow])))
     .map(([field]) => field)
   if (changes.isActive !== undefined && changes.isActive !== current.isActive) {
     return { action: changes.isActive ? 'workflow.activated' : 'workflow.deactivated', fields }
@@ -114,7 +120,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restoredFrom !== undefined ||
-      DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(changes[field], current[field]))
+      DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(withoutPositions(field, changes[field]), withoutPositions(field, current[field])))
     const repo = workflowsRepository(tx)
     const saved = (await repo.update(viewer, current.id, { ...changes, tags: dedupe(changes.tags) }, redefined ? current.version + 1 : undefined))!
     const before = countedAs(current)

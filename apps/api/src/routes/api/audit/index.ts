@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import type { AuditRow } from '@switchboard/core/audit'
 import { DomainError } from '@switchboard/core/errors'
 import { errorResponses } from '../../../schemas/common.ts'
+import { keyScopes } from '../key-scopes.ts'
 import { AuditEntry, ListAuditQuery } from './schemas.ts'
 
 /**
@@ -29,10 +30,10 @@ const entryOf = (row: AuditRow) => ({
 
 /** GET /api/audit (README, Audit log): admins only, like user management; an API key needs `audit:read`. */
 const audit: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('audit:read', 'audit:read'))
   fastify.addHook('onRequest', fastify.requireAdmin)
 
   fastify.get('', {
-    config: { scope: 'audit:read' },
     schema: {
       tags: ['audit'],
       summary: 'The audit log, newest first, filtered by actor, action, target and time',

@@ -7,6 +7,7 @@ import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users'
 import type { User } from '@switchboard/core/db'
 import { auditContextOf, loginAuditContextOf } from '../../../audit-context.ts'
 import { errorResponses } from '../../../schemas/common.ts'
+import apiKeys from './api-keys/index.ts'
 import { createKnownAddresses } from './known-addresses.ts'
 import { ChangePasswordBody, LoginBody, LoginResponse } from './schemas.ts'
 
@@ -41,6 +42,7 @@ const tooManyAttempts = (retryAfterSeconds: number): DomainError =>
   new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${seconds(retryAfterSeconds)}`)
 
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
+  await fastify.register(apiKeys, { prefix: '/api-keys' })
   const attempts = new Counter({
     name: 'login_attempts_total',
     help: 'Login attempts by outcome: success and invalid had their password checked; rate_limited and busy were refused before',

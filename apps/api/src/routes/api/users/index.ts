@@ -5,11 +5,13 @@ import { effectiveQuotas, type Quotas } from '@switchboard/core/users'
 import { auditContextOf } from '../../../audit-context.ts'
 import { errorResponses, IdParams, Pagination } from '../../../schemas/common.ts'
 import { CreateUserBody, UpdateUserBody, User } from './schemas.ts'
+import { keyScopes } from '../key-scopes.ts'
 
 const userNotFound = (): DomainError => new DomainError('USER_NOT_FOUND', 'User not found')
 
 /** Admin-only user management (contract section 4, Users; section 5, Passwords). */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('users:admin', 'users:admin'))
   fastify.addHook('onRequest', fastify.requireAdmin)
   // A user's quotas as they apply: their own settings over the installation's defaults.
   const answered = <T extends { quotas: unknown }>(user: T): T & { quotas: Quotas } => ({ ...user, quotas: effectiveQuotas(fastify.config.quotas, user.quotas) })

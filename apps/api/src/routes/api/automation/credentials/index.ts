@@ -6,12 +6,14 @@ import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { CreateCredentialBody, Credential, ListCredentialsQuery, UpdateCredentialBody } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 /**
  * Credentials (README, Credentials), scoped to the caller like workflows; admins see all.
  * `data` is write-only: encrypted before it is stored, in no answer.
  */
 const credentialRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('credentials:read', 'credentials:write'))
   const { credentials } = fastify
   const tags = ['credentials']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw credentialNotFound() }))

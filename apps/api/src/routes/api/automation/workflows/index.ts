@@ -9,6 +9,7 @@ import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
 import retry from './retry.ts'
+import testRun from './test-run.ts'
 import transfer from './transfer.ts'
 import versions from './versions.ts'
 import {
@@ -18,6 +19,7 @@ import {
   WorkflowDetail,
   WorkflowSummary
 } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 /** A null name is as missing as a blank one. */
 const isBlank = (value: unknown): boolean => value === null || (typeof value === 'string' && value.trim() === '')
@@ -36,11 +38,13 @@ async function refuseBlankName (request: FastifyRequest): Promise<void> {
 
 /** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; their fire, bulk retry, versions, export and import. */
 const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('workflows:read', 'workflows:write'))
   const { workflows } = fastify
   const tags = ['workflows']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw workflowNotFound() }))
   await fastify.register(fire)
   await fastify.register(retry)
+  await fastify.register(testRun)
   await fastify.register(versions)
   await fastify.register(transfer)
 

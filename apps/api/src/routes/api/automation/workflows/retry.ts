@@ -23,6 +23,7 @@ function instantOf (field: string, value: string): Date {
  */
 const retry: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/:id/runs/retry', {
+    config: { scope: 'runs:write' },
     schema: {
       tags: ['runs'],
       summary: 'Replay the failed runs of a time range, 500 at most per call',
