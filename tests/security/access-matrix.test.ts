@@ -9,7 +9,7 @@ import { operationsOf } from './openapi.ts'
  * Who may touch what (contract section 3, Ownership): a member sees and changes
  * only their own workflows, runs and chat accounts and the conversations of the
  * accounts they can use; someone else's id answers exactly like a missing one
- * (404); user management is admin-only (403); an admin sees everything. The
+ * (404); user management and the audit log are admin-only (403); an admin sees everything. The
  * worker runs, so events and deliveries are processed; no workflow here has
  * nodes, so runs touch nothing outside.
  */
@@ -174,13 +174,15 @@ t.test('B\'s event starts none of A\'s EVENT workflows; A\'s own event does', as
   t.equal(fromA.json().runIds.length, 1, 'the same event from its owner starts it')
 })
 
-t.test('members get 403 on every /api/users route; the admin manages users', async (t) => {
+t.test('members get 403 on every /api/users route and the audit log; the admin manages users', async (t) => {
   const forbidden = { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: 'Forbidden' }
   for (const member of [a, b]) {
     for (const [method, url, payload] of [
       ['GET', '/api/users', undefined],
       ['POST', '/api/users', { email: `x-${randomUUID()}@example.com`, password: 'password1', role: 'admin' }],
-      ['DELETE', `/api/users/${member === a ? b.id : a.id}`, undefined]
+      ['DELETE', `/api/users/${member === a ? b.id : a.id}`, undefined],
+      ['GET', '/api/audit', undefined],
+      ['GET', `/api/audit?actorId=${member === a ? b.id : a.id}`, undefined]
     ] as const) {
       const res = await request({ method, url, token: member.token, payload })
       t.equal(res.statusCode, 403, `${method} ${url}`)

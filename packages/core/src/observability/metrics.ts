@@ -94,7 +94,7 @@ export const reconcilerActions = new Counter({
 
 export const retentionDeleted = new Counter({
   name: 'switchboard_retention_total',
-  help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared), expired_events (dispatched outbox events)',
+  help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared), expired_events (dispatched outbox events), expired_audit (audit log rows past AUDIT_RETENTION_DAYS)',
   labelNames: ['kind'] as const,
   registers
 })
@@ -158,7 +158,7 @@ function zeroKnownSeries (): void {
   chatInboundDeliveries.inc(0)
   for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
   for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched', 'assistant_turns_requeued', 'broadcasts_requeued']) reconcilerActions.inc({ action }, 0)
-  for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies', 'expired_events']) retentionDeleted.inc({ kind }, 0)
+  for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies', 'expired_events', 'expired_audit']) retentionDeleted.inc({ kind }, 0)
   for (const outcome of ASSISTANT_TURN_OUTCOMES) {
     assistantTurns.inc({ outcome }, 0)
     assistantTurnSeconds.zero({ outcome })

@@ -1,4 +1,5 @@
 import { and, eq } from 'drizzle-orm'
+import { recordAudit, type AuditContext } from '../audit/log.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { isFinished, workflows, type RunStatus } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
@@ -82,6 +83,8 @@ interface ReplayRunsInput {
   to: Date
   version: ReplayVersion
   requestId?: string
+  /** Who retries, recorded in the transaction that starts the replays ('runs.bulk_retried'). */
+  audit?: AuditContext
 }
 
 /**
@@ -102,7 +105,16 @@ export async function replayRuns (deps: RunServiceDeps, input: ReplayRunsInput):
       runs: taken.map((source) => ({ workflow, retriedFrom: source.id, ...(input.version === 'original' && { workflowVersion: source.workflowVersion }) })),
       requestId: input.requestId
     })
-    return { runs: started.map(({ runId }, i) => ({ runId, retriedFrom: taken[i]!.id })), more: sources.length > taken.length, created }
+    const more = sources.length > taken.length
+    if (input.audit !== undefined) {
+      await recordAudit(tx, input.audit, {
+        action: 'runs.bulk_retried',
+        targetType: 'workflow',
+        targetId: workflow.id,
+        details: { status: input.status, from: input.from.toISOString(), to: input.to.toISOString(), version: input.version, runs: started.length, more }
+      })
+    }
+    return { runs: started.map(({ runId }, i) => ({ runId, retriedFrom: taken[i]!.id })), more, created }
   })
   await enqueueRuns(deps, created)
   return { runs, more }

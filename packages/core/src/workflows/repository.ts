@@ -71,6 +71,7 @@ interface WorkflowFilters {
 /** A deleted workflow, and whether it had a schedule (its scheduler in Redis must go too). */
 export interface DeletedWorkflow {
   id: string
+  name: string
   hadSchedule: boolean
 }
 
@@ -193,6 +194,7 @@ export function workflowsRepository (db: DbOrTx) {
     async delete (viewer: Viewer, id: string): Promise<DeletedWorkflow | null> {
       const [deleted] = await db.delete(workflows).where(byId(viewer, id)).returning({
         id: workflows.id,
+        name: workflows.name,
         hadSchedule: sql<boolean>`exists (select 1 from ${workflowSchedules} s where s.workflow_id = ${workflows}.id)`
       })
       return deleted ?? null

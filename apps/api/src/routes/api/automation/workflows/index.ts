@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users'
 import { workflowNotFound } from '@switchboard/core/workflows'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
@@ -56,7 +57,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: WorkflowDetail, ...errorResponses(400, 401, 503) }
     }
   }, async (request, reply) => {
-    const workflow = await workflows.create(viewerOf(request.user), request.body)
+    const workflow = await workflows.create(viewerOf(request.user), request.body, auditContextOf(request))
     return reply.code(201).send(workflow)
   })
 
@@ -92,7 +93,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404, 503) }
     }
   }, async (request) => {
-    const workflow = await workflows.update(viewerOf(request.user), request.params.id, request.body)
+    const workflow = await workflows.update(viewerOf(request.user), request.params.id, request.body, auditContextOf(request))
     // A higher limit, or none, frees slots for the runs waiting.
     if (request.body.maxConcurrentRuns !== undefined) fastify.runs.wake(workflow.id, request.log)
     return workflow
@@ -106,7 +107,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: Type.Null(), ...errorResponses(401, 404, 503) }
     }
   }, async (request, reply) => {
-    await workflows.delete(viewerOf(request.user), request.params.id)
+    await workflows.delete(viewerOf(request.user), request.params.id, auditContextOf(request))
     return reply.code(204).send(null)
   })
 }
