@@ -233,7 +233,7 @@ export interface History {
   future: Definition[]
 }
 
-export const HISTORY_LIMIT = 100
+const HISTORY_LIMIT = 100
 
 export const pushHistory = (history: History, before: Definition): History =>
   ({ past: [...history.past.slice(-(HISTORY_LIMIT - 1)), before], future: [] })

@@ -31,6 +31,7 @@ export function createKeyAuth (fastify: FastifyInstance, options: KeyAuthOptions
   })
   let lastUsed = new Map<string, Date>()
 
+  /** Never rejects: a failed write keeps its keys for the next flush. */
   async function flushLastUsed (): Promise<void> {
     if (lastUsed.size === 0) return
     const batch = lastUsed
@@ -41,7 +42,7 @@ export function createKeyAuth (fastify: FastifyInstance, options: KeyAuthOptions
       fastify.log.warn({ err: error, keys: batch.size }, 'could not record when API keys were last used; retrying at the next flush')
     })
   }
-  const flushing = setInterval(() => { void flushLastUsed() }, API_KEY_LAST_USED_FLUSH_MS).unref()
+  const flushing = setInterval(() => { flushLastUsed().catch(() => {}) }, API_KEY_LAST_USED_FLUSH_MS).unref()
   fastify.addHook('onClose', async () => {
     clearInterval(flushing)
     await flushLastUsed()

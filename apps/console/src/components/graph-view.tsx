@@ -2,7 +2,6 @@ import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type GraphLink, type NodeState } 
 import { linkFieldsOf, useNodeTypes } from '../hooks.ts'
 import type { WorkflowNode } from '../types.ts'
 
-
 interface GraphViewProps {
   nodes: WorkflowNode[]
   edges: unknown

@@ -276,7 +276,7 @@ function ApiKeys () {
           <p>The key <strong>{secret.name}</strong>, shown this once: copy it now.</p>
           <output class='mono' aria-label='New API key'>{secret.key}</output>
           <div class='row'>
-            <button type='button' onClick={() => { void navigator.clipboard?.writeText(secret.key) }}>Copy</button>
+            <button type='button' onClick={() => { navigator.clipboard?.writeText(secret.key).catch(() => { /* no clipboard here: the key stays shown, to copy by hand */ }) }}>Copy</button>
             <button type='button' onClick={() => { setSecret(undefined) }}>Done</button>
           </div>
         </div>

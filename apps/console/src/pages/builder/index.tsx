@@ -50,6 +50,8 @@ export function Builder () {
   const [busy, setBusy] = useState(false)
   const [run, setRun] = useState<Run>()
   const [pinText, setPinText] = useState('')
+  /** Starts work a handler does not wait for; what it throws is shown. */
+  const later = (work: Promise<unknown>): void => { work.catch((err: unknown) => { setError(err as Error) }) }
   const current = useRef(definition)
   current.current = definition
 
@@ -65,7 +67,7 @@ export function Builder () {
       setLoadError(err as Error)
     }
   }
-  useEffect(() => { if (nodeTypes.data !== undefined) void load() }, [id, nodeTypes.data])
+  useEffect(() => { if (nodeTypes.data !== undefined) later(load()) }, [id, nodeTypes.data])
 
   /** Follows a run until it ends, showing it on the canvas as it goes. */
   const follow = async (followed: string): Promise<void> => {
@@ -164,9 +166,9 @@ export function Builder () {
     }
   }
   const pinTyped = (): void => {
-    if (pinText.trim() === '') { void pin(null); return }
+    if (pinText.trim() === '') { later(pin(null)); return }
     try {
-      void pin(JSON.parse(pinText))
+      later(pin(JSON.parse(pinText)))
     } catch {
       setError(new Error('Pinned data must be JSON'))
     }
@@ -193,7 +195,7 @@ export function Builder () {
     else if ((key === 'z' && event.shiftKey) || key === 'y') redo()
     else if (key === 'c') copy()
     else if (key === 'v') paste()
-    else if (key === 's') void save()
+    else if (key === 's') later(save())
     else return
     event.preventDefault()
   }
@@ -231,13 +233,13 @@ export function Builder () {
     <section class='builder'>
       <PageTitle>{workflow.name}: builder</PageTitle>
       <div class='toolbar row' role='toolbar' aria-label='Builder'>
-        <button type='button' class='primary' disabled={!dirty || busy || formErrors > 0} onClick={() => { void save() }}>{busy ? 'Saving…' : dirty ? 'Save' : 'Saved'}</button>
+        <button type='button' class='primary' disabled={!dirty || busy || formErrors > 0} onClick={() => { later(save()) }}>{busy ? 'Saving…' : dirty ? 'Save' : 'Saved'}</button>
         <button type='button' disabled={history.past.length === 0} onClick={undo} aria-keyshortcuts='Control+Z'>Undo</button>
         <button type='button' disabled={history.future.length === 0} onClick={redo} aria-keyshortcuts='Control+Shift+Z'>Redo</button>
         <button type='button' disabled={selected.length === 0} onClick={copy} aria-keyshortcuts='Control+C'>Copy</button>
         <button type='button' disabled={clipboard.length === 0} onClick={paste} aria-keyshortcuts='Control+V'>Paste</button>
         <button type='button' onClick={() => { change(autoLayout(definition, linkFields)) }}>Auto-layout</button>
-        <button type='button' onClick={() => { void test() }}>Test run</button>
+        <button type='button' onClick={() => { later(test()) }}>Test run</button>
         <a class='button' href={paths.editWorkflow(id)}>Settings and JSON</a>
         <a class='button' href={paths.workflow(id)}>Workflow</a>
         <span class='muted small'>version {workflow.version}{workflow.isActive ? '' : ', inactive'}</span>
@@ -285,11 +287,11 @@ export function Builder () {
                   onRemove={() => { change(removeNodes(definition, [only.id], linkFields)); setSelected([]) }}
                   onErrors={setFormErrors}
                 />
-                <button type='button' onClick={() => { void test(only.id) }}>Run to here</button>
+                <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>
                 {run !== undefined && (
                   <NodeRun
                     run={run} nodeId={only.id} path={path} state={states.get(only.id)}
-                    onRetryFrom={run.status === 'FAILED' ? () => { void retryFrom(only.id) } : undefined}
+                    onRetryFrom={run.status === 'FAILED' ? () => { later(retryFrom(only.id)) } : undefined}
                   />
                 )}
               </>
@@ -300,7 +302,7 @@ export function Builder () {
             <textarea id='pinned-data' class='mono' rows={5} aria-label='Pinned data (JSON)' value={pinText} onInput={(e) => { setPinText(e.currentTarget.value) }} />
             <div class='row'>
               <button type='button' onClick={pinTyped}>Pin</button>
-              {run !== undefined && <button type='button' onClick={() => { void pin(run.triggerData) }}>Copy this run's data as pinned data</button>}
+              {run !== undefined && <button type='button' onClick={() => { later(pin(run.triggerData)) }}>Copy this run's data as pinned data</button>}
             </div>
           </section>
           {run !== undefined && (
@@ -309,7 +311,7 @@ export function Builder () {
               {' '}<a href={paths.builder(id)}>Close run</a>
             </p>
           )}
-          <Versions workflowId={id} current={workflow.version} onRestored={() => { void load() }} />
+          <Versions workflowId={id} current={workflow.version} onRestored={() => { later(load()) }} />
         </aside>
       </div>
     </section>
