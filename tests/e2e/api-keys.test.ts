@@ -131,6 +131,20 @@ t.test('lastUsedAt is kept without a write per request', async (t) => {
     return found.lastUsedAt === null ? undefined : found
   }, { what: 'lastUsedAt to be written', timeoutMs: 15_000, intervalMs: 500 })
   t.ok(Date.parse(listed.lastUsedAt) >= before - 1000)
+
+  // The audit log: made and first used, once each, by whom and with which request; no secret.
+  const audit = async (action: string) => (await call('GET', `/api/audit?action=${action}&targetId=${key.id}`, { token: admin })).body
+  const [created] = await audit('api_key.created')
+  t.match(created, { actor: { type: 'user', id: member.id }, target: { type: 'api_key', id: key.id }, details: { name: 'test key', scopes: ['workflows:read'] } })
+  const firstUses = await audit('api_key.first_used')
+  t.equal(firstUses.length, 1, 'the first use, once')
+  t.match(firstUses[0], { actor: { type: 'api_key', id: member.id, apiKeyId: key.id }, clientAddress: '127.0.0.1' })
+  t.equal((await call('GET', '/api/automation/workflows', { token: key.key })).status, 200)
+  t.equal((await call('DELETE', `/api/auth/api-keys/${key.id}`, { token: member.token })).status, 204)
+  const [revoked] = await audit('api_key.revoked')
+  t.match(revoked, { actor: { type: 'user', id: member.id }, target: { id: key.id } })
+  const everything = JSON.stringify((await call('GET', '/api/audit?limit=500', { token: admin })).body)
+  t.notOk(everything.includes(key.key), 'no key in the audit log')
 })
 
 t.test('forged and malformed keys are 401; lookups of unknown keys are rate limited per address', async (t) => {

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { normalizeIP } from '@fastify/rate-limit'
 import { DomainError, forbidden, unauthorized } from '@switchboard/core/errors'
-import { createHolderCache, hashApiKey, isWellFormedApiKey, type KeyHolder, type RoleCache } from '@switchboard/core/users'
+import { createHolderCache, hashApiKey, isWellFormedApiKey, type KeyHolder, type KeyUse, type RoleCache } from '@switchboard/core/users'
+import { auditContextOf } from '../audit-context.ts'
 
 /**
  * Key lookups (keys this replica has not seen in the last ROLE_CACHE_TTL_MS) allowed per client
@@ -29,7 +30,7 @@ export function createKeyAuth (fastify: FastifyInstance, options: KeyAuthOptions
   const lookups = fastify.createRateLimit({
     max: API_KEY_LOOKUPS_PER_MINUTE, timeWindow: '1 minute', keyGenerator: (request) => `api-key:address:${normalizeIP(request.ip)}`
   })
-  let lastUsed = new Map<string, Date>()
+  let lastUsed = new Map<string, KeyUse>()
 
   /** Never rejects: a failed write keeps its keys for the next flush. */
   async function flushLastUsed (): Promise<void> {
@@ -38,7 +39,10 @@ export function createKeyAuth (fastify: FastifyInstance, options: KeyAuthOptions
     lastUsed = new Map()
     await fastify.apiKeys.recordUse(batch).catch((error: unknown) => {
       // Kept for the next flush, unless a newer use of the key is there already.
-      for (const [id, at] of batch) if (!lastUsed.has(id)) lastUsed.set(id, at)
+      for (const [id, use] of batch) {
+        const newer = lastUsed.get(id)
+        lastUsed.set(id, newer === undefined ? use : { ...newer, first: use.first })
+      }
       fastify.log.warn({ err: error, keys: batch.size }, 'could not record when API keys were last used; retrying at the next flush')
     })
   }
@@ -76,7 +80,8 @@ export function createKeyAuth (fastify: FastifyInstance, options: KeyAuthOptions
       if (scope === undefined || !key.scopes.includes(scope)) throw forbidden()
       request.user = { sub: key.userId, email: owner.email, role: owner.role, iat: 0, exp: 0, workflowIds: key.workflowIds }
       request.apiKey = { id: key.id, workflowIds: key.workflowIds }
-      lastUsed.set(key.id, new Date())
+      const use = lastUsed.get(key.id)
+      lastUsed.set(key.id, { at: new Date(), first: use?.first ?? auditContextOf(request) })
     }
   }
 }

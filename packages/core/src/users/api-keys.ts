@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { and, desc, eq, sql } from 'drizzle-orm'
+import { auditInsert, recordAudit, type AuditContext } from '../audit/log.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { ADMIN_SCOPES, apiKeys, users, workflows, type ApiKey, type ApiKeyScope } from '../db/schema/index.ts'
 import { textArray } from '../db/sql.ts'
@@ -63,6 +64,12 @@ export interface NewApiKey {
   expiresAt?: Date
 }
 
+/** A key's latest use, and who used it first since the last flush (its first use's audit row names that request). */
+export interface KeyUse {
+  at: Date
+  first: AuditContext
+}
+
 export const apiKeyNotFound = (): DomainError => new DomainError('API_KEY_NOT_FOUND', 'API key not found')
 
 export function apiKeysRepository (db: DbOrTx) {
@@ -70,8 +77,9 @@ export function apiKeysRepository (db: DbOrTx) {
     /**
      * A key for the viewer, returned with its secret (the only time it is). Admin scopes need an
      * admin (403); the workflows it is limited to must be the viewer's (admins: any) and exist.
+     * Recorded in the audit log ('api_key.created') by the same transaction.
      */
-    async create (viewer: Viewer, input: NewApiKey): Promise<{ key: PublicApiKey, secret: string }> {
+    async create (viewer: Viewer, input: NewApiKey, audit: AuditContext): Promise<{ key: PublicApiKey, secret: string }> {
       const scopes = [...new Set(input.scopes)]
       if (!isAdmin(viewer) && scopes.some((scope) => ADMIN_SCOPES.includes(scope))) throw forbidden()
       if (input.expiresAt !== undefined && input.expiresAt.getTime() <= Date.now()) {
@@ -104,6 +112,12 @@ export function apiKeysRepository (db: DbOrTx) {
           workflowIds,
           expiresAt: input.expiresAt ?? null
         }).returning(publicColumns)
+        await recordAudit(tx, audit, {
+          action: 'api_key.created',
+          targetType: 'api_key',
+          targetId: key!.id,
+          details: { name: key!.name, hint: key!.hint, scopes: key!.scopes, workflowIds: key!.workflowIds, expiresAt: key!.expiresAt }
+        })
         return { key: key!, secret }
       })
     },
@@ -118,15 +132,18 @@ export function apiKeysRepository (db: DbOrTx) {
 
     /**
      * Revokes a key of the viewer's (admins: anyone's), announced to every replica on the
-     * user-changes channel in the same statement; a revoked key is answered as a missing one.
+     * user-changes channel and recorded in the audit log ('api_key.revoked') by the same statement;
+     * a revoked key is answered as a missing one.
      */
-    async revoke (viewer: Viewer, id: string): Promise<PublicApiKey> {
+    async revoke (viewer: Viewer, id: string, audit: AuditContext): Promise<PublicApiKey> {
       const [key] = await db.execute<PublicApiKey & Record<string, unknown>>(sql`
         with revoked as (
           update ${apiKeys} set revoked_at = now()
           where ${apiKeys.id} = ${id} and ${apiKeys.revokedAt} is null
             ${isAdmin(viewer) ? sql`` : sql`and ${apiKeys.userId} = ${viewer.id}`}
           returning *
+        ), audited as (
+          ${auditInsert(audit, { action: 'api_key.revoked', targetType: 'api_key' }, { cte: sql`revoked`, targetId: sql`revoked.id`, details: sql`jsonb_build_object('name', revoked.name, 'hint', revoked.hint, 'owner', revoked.user_id)` })}
         )
         select id, user_id as "userId", name, hint, scopes, workflow_ids as "workflowIds", expires_at as "expiresAt",
           last_used_at as "lastUsedAt", revoked_at as "revokedAt", created_at as "createdAt", pg_notify(${USER_CHANGES_CHANNEL}, user_id)
@@ -151,25 +168,31 @@ export function apiKeysRepository (db: DbOrTx) {
 
     /**
      * Writes the time each key was last used, for many keys in one statement (each replica
-     * gathers them between flushes). Returns the keys used for the first time.
+     * gathers them between flushes), and records the first use of a key in the audit log
+     * ('api_key.first_used', with the request that used it) in the same transaction.
      */
-    async recordUse (lastUsed: ReadonlyMap<string, Date>): Promise<string[]> {
-      if (lastUsed.size === 0) return []
+    async recordUse (lastUsed: ReadonlyMap<string, KeyUse>): Promise<void> {
+      if (lastUsed.size === 0) return
       const ids = [...lastUsed.keys()]
-      const times = ids.map((id) => lastUsed.get(id)!.toISOString())
-      const rows = await db.execute<{ id: string, first: boolean }>(sql`
-        with used as (
-          select * from unnest(${textArray(ids)}, ${textArray(times)}::timestamptz[]) as u(id, at)
-        ), before as (
-          select ${apiKeys.id} as id, ${apiKeys.lastUsedAt} is null as first from ${apiKeys}
-          where ${apiKeys.id} = any(${textArray(ids)}) for update
-        ), updated as (
-          update ${apiKeys} set last_used_at = greatest(${apiKeys.lastUsedAt}, used.at)
-          from used where ${apiKeys.id} = used.id
-          returning ${apiKeys.id} as id
-        )
-        select before.id, before.first from before join updated using (id)`)
-      return rows.filter((row) => row.first).map((row) => row.id)
+      const times = ids.map((id) => lastUsed.get(id)!.at.toISOString())
+      await db.transaction(async (tx) => {
+        const rows = await tx.execute<{ id: string, first: boolean }>(sql`
+          with used as (
+            select * from unnest(${textArray(ids)}, ${textArray(times)}::timestamptz[]) as u(id, at)
+          ), before as (
+            select ${apiKeys.id} as id, ${apiKeys.lastUsedAt} is null as first from ${apiKeys}
+            where ${apiKeys.id} = any(${textArray(ids)}) for update
+          ), updated as (
+            update ${apiKeys} set last_used_at = greatest(${apiKeys.lastUsedAt}, used.at)
+            from used where ${apiKeys.id} = used.id
+            returning ${apiKeys.id} as id
+          )
+          select before.id, before.first from before join updated using (id)`)
+        for (const { id } of rows.filter((row) => row.first)) {
+          const use = lastUsed.get(id)!
+          await recordAudit(tx, use.first, { action: 'api_key.first_used', targetType: 'api_key', targetId: id })
+        }
+      })
     }
   }
 }

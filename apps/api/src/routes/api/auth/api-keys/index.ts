@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { apiKeyNotFound, viewerOf } from '@switchboard/core/users'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { ApiKey, CreateApiKeyBody, CreatedApiKey, ListApiKeysQuery } from './schemas.ts'
@@ -19,7 +20,7 @@ const apiKeys: FastifyPluginAsyncTypebox = async (fastify) => {
     const { name, scopes, workflowIds, expiresAt } = request.body
     const { key, secret } = await fastify.apiKeys.create(viewerOf(request.user), {
       name, scopes, workflowIds, expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt)
-    })
+    }, auditContextOf(request))
     return reply.code(201).send({ ...key, key: secret })
   })
 
@@ -30,7 +31,7 @@ const apiKeys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/:id', {
     schema: { tags, params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } }
   }, async (request, reply) => {
-    const key = await fastify.apiKeys.revoke(viewerOf(request.user), request.params.id)
+    const key = await fastify.apiKeys.revoke(viewerOf(request.user), request.params.id, auditContextOf(request))
     // The other replicas hear of it from Postgres; this one need not wait for that.
     fastify.forgetApiKeysOf(key.userId)
     return reply.code(204).send(null)
