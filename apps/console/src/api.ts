@@ -101,7 +101,7 @@ const query = (params: Record<string, string | number | boolean | undefined>): s
 }
 
 export interface WorkflowFilter { domain?: string, triggerType?: string, isActive?: string, tag?: string, limit?: number, offset?: number }
-export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, since?: string, until?: string, limit?: number, offset?: number }
+export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, test?: string, since?: string, until?: string, limit?: number, offset?: number }
 /** `assigned`: `me`, `none` or a user's id. */
 export interface ConversationFilter { filter?: string, sort?: string, assigned?: string, label?: string }
 

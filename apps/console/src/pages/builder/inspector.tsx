@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks'
 import { ConfigForm } from '../../components/config-form.tsx'
 import { freeId } from '../../builder.ts'
 import type { NodeState } from '../../graph.ts'
+import { paths } from '../../paths.ts'
 import type { NodeTypeInfo, Run, WorkflowNode } from '../../types.ts'
 
 const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? 'undefined'
@@ -32,6 +33,10 @@ export function Inspector ({ node, nodeType, takenIds, suggestionsFor, onConfig,
         <button type='button' class='danger' onClick={onRemove} aria-label={`Remove node ${node.id}`}>Remove</button>
       </form>
       {renameError !== undefined && <p class='field-error' id='node-id-error' role='alert'>{renameError}</p>}
+      {typeof node.config?.workflowId === 'string' && !node.config.workflowId.includes('{{') && (
+        // run_workflow and foreach call another workflow: it opens in the builder too.
+        <p><a href={paths.builder(node.config.workflowId)}>Open the workflow it calls in the builder</a></p>
+      )}
       {nodeType === undefined
         ? <p class='notice error'>Unknown node type {node.type}: edit it in the JSON editor.</p>
         : <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} />}

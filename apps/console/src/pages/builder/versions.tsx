@@ -21,7 +21,14 @@ export function Versions ({ workflowId, current, onRestored }: { workflowId: str
   const versions = useData(async () => api.versions(workflowId), [workflowId, current])
   const [picked, setPicked] = useState<number[]>([])
   const [comparison, setComparison] = useState<Comparison>()
-  const me = loadSession()?.user.id
+  const session = loadSession()?.user
+  // Admins see who saved each version by email; members see their own saves as "you".
+  const users = useData(async () => session?.role === 'admin' ? await api.users() : [], [])
+  const who = (id: string | null): string => {
+    if (id === null) return 'unknown'
+    if (id === session?.id) return 'you'
+    return users.data?.find((user) => user.id === id)?.email ?? id
+  }
   const compare = useAction(async () => {
     const [older, newer] = [...picked].sort((a, b) => a - b) as [number, number]
     const [before, after] = await Promise.all([api.version(workflowId, older), api.version(workflowId, newer)])
@@ -49,7 +56,7 @@ export function Versions ({ workflowId, current, onRestored }: { workflowId: str
                   <input type='checkbox' checked={picked.includes(version.version)} onChange={(e) => { toggle(version.version, e.currentTarget.checked) }} />
                   v{version.version}{version.version === current && ' (current)'}
                 </label>
-                <span class='muted small'> {dateTime(version.createdAt)} by {version.createdBy === null ? 'unknown' : version.createdBy === me ? 'you' : version.createdBy}{version.restoredFrom !== null && `, restored from v${version.restoredFrom}`}</span>
+                <span class='muted small'> {dateTime(version.createdAt)} by {who(version.createdBy)}{version.restoredFrom !== null && `, restored from v${version.restoredFrom}`}</span>
                 {version.version !== current && (
                   <button type='button' disabled={restore.busy} onClick={() => { restore.run(version.version) }} aria-label={`Restore version ${version.version}`}>Restore</button>
                 )}
