@@ -138,8 +138,14 @@ t.test('keyboard: copy, paste, undo; versions compared and restored', async (t) 
   await page.keyboard.press('Control+Shift+Z')
   await canvasNode('set-2').waitFor()
   const before = await stored(workflowId)
-  await page.getByRole('button', { name: 'Save' }).click()
+  // The arrow keys move the selected node; Ctrl+S saves.
+  await canvasNode('set').click()
+  for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowRight')
+  await page.keyboard.press('Control+S')
   await page.getByText(`Saved: version ${before.version + 1}`).waitFor()
+  const moved = await stored(workflowId)
+  const x = (nodes: StoredNode[]): number => nodes.find((node) => node.id === 'set')!.position!.x
+  t.ok(x(moved.nodes) > x(before.nodes), 'moved right by the keyboard')
 
   await page.getByLabel(new RegExp(`^v${before.version}$`)).check()
   await page.getByLabel(new RegExp(`^v${before.version + 1} \\(current\\)$`)).check()
