@@ -160,6 +160,18 @@ export function removeNodes (definition: Definition, ids: readonly string[], lin
   }
 }
 
+/** A node's config with the targets of its link fields passed through `rename`. */
+function configLinksRenamed (node: WorkflowNode, rename: (target: unknown) => unknown, linkFields: LinkFieldsByType): Record<string, unknown> {
+  const config = { ...(node.config ?? {}) }
+  for (const { field, kind } of linkFields[node.type] ?? []) {
+    const value = config[field]
+    if (kind === 'node' && value !== undefined) config[field] = rename(value)
+    if (kind === 'list' && Array.isArray(value)) config[field] = value.map(rename)
+    if (kind === 'map' && isRecord(value)) config[field] = Object.fromEntries(Object.entries(value).map(([key, target]) => [key, rename(target)]))
+  }
+  return config
+}
+
 /** `base`, or `base-2`, `base-3`…: the first id none of `taken` has. */
 export function freeId (base: string, taken: ReadonlySet<string>): string {
   if (!taken.has(base)) return base
@@ -182,17 +194,10 @@ export function pasteNodes (definition: Definition, copied: readonly WorkflowNod
   const existing = new Set(definition.nodes.map((node) => node.id))
   const rename = (target: unknown): unknown => typeof target === 'string' && renamed.has(target) ? renamed.get(target) : target
   const pasted = copied.map((node) => {
-    const config = { ...(node.config ?? {}) }
-    for (const { field, kind } of linkFields[node.type] ?? []) {
-      const value = config[field]
-      if (kind === 'node') config[field] = rename(value)
-      if (kind === 'list' && Array.isArray(value)) config[field] = value.map(rename)
-      if (kind === 'map' && isRecord(value)) config[field] = Object.fromEntries(Object.entries(value).map(([key, target]) => [key, rename(target)]))
-    }
     const moved: WorkflowNode = {
       ...node,
       id: renamed.get(node.id)!,
-      config,
+      config: configLinksRenamed(node, rename, linkFields),
       ...(node.next !== undefined && { next: rename(node.next) as string }),
       position: { x: (node.position?.x ?? 0) + offset.x, y: (node.position?.y ?? 0) + offset.y }
     }
@@ -255,13 +260,7 @@ export function templatePaths (sample: Record<string, unknown>, maxPaths = 200):
 export function renameNode (definition: Definition, from: string, to: string, linkFields: LinkFieldsByType): Definition {
   const rename = (target: unknown): unknown => target === from ? to : target
   const nodes = definition.nodes.map((node) => {
-    const config = { ...(node.config ?? {}) }
-    for (const { field, kind } of linkFields[node.type] ?? []) {
-      const value = config[field]
-      if (kind === 'node') config[field] = rename(value)
-      if (kind === 'list' && Array.isArray(value)) config[field] = value.map(rename)
-      if (kind === 'map' && isRecord(value)) config[field] = Object.fromEntries(Object.entries(value).map(([key, target]) => [key, rename(target)]))
-    }
+    const config = configLinksRenamed(node, rename, linkFields)
     const renamed: WorkflowNode = { ...node, id: node.id === from ? to : node.id, config }
     if (node.next !== undefined) renamed.next = rename(node.next) as string
     if (node.config === undefined && Object.keys(config).length === 0) delete renamed.config
