@@ -34,7 +34,11 @@ export default defineConfig({
   // The api serves the build at /console (apps/api/src/plugins/console.ts).
   base: '/console/',
   // `@switchboard/source`: the graph module of packages/core is read from its TypeScript source.
-  resolve: { conditions: ['@switchboard/source', ...defaultClientConditions] },
+  // The builder's graph editor (@xyflow/react) is a React library: preact/compat stands in for React.
+  resolve: {
+    conditions: ['@switchboard/source', ...defaultClientConditions],
+    alias: { react: 'preact/compat', 'react-dom': 'preact/compat', 'react/jsx-runtime': 'preact/jsx-runtime' }
+  },
   esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
   build: {
     outDir,
@@ -43,7 +47,11 @@ export default defineConfig({
     // Every browser the console supports preloads modules; the polyfill would be dead weight.
     modulePreload: { polyfill: false },
     // Fonts and images stay files (the Content-Security-Policy allows `self` only, and no inline data but images).
-    assetsInlineLimit: 0
+    assetsInlineLimit: 0,
+    rollupOptions: {
+      // @xyflow/react marks its modules "use client" for React server components, which the console does not use.
+      onwarn (warning, warn) { if (warning.code !== 'MODULE_LEVEL_DIRECTIVE') warn(warning) }
+    }
   },
   plugins: [precompress(outDir)],
   server: {

@@ -3,12 +3,13 @@ import t, { type Test } from 'tap'
 import { waitFor } from '@switchboard/testing/wait'
 import type { WorkflowInput } from '@switchboard/testing/client'
 import { buildChatTestApp } from '../../apps/api/test/chat-helper.ts'
+import { operationsOf } from './openapi.ts'
 
 /**
  * Who may touch what (contract section 3, Ownership): a member sees and changes
  * only their own workflows, runs and chat accounts and the conversations of the
  * accounts they can use; someone else's id answers exactly like a missing one
- * (404); user management is admin-only (403); an admin sees everything. The
+ * (404); user management and the audit log are admin-only (403); an admin sees everything. The
  * worker runs, so events and deliveries are processed; no workflow here has
  * nodes, so runs touch nothing outside.
  */
@@ -183,13 +184,15 @@ t.test('B\'s event starts none of A\'s EVENT workflows; A\'s own event does', as
   t.equal(fromA.json().runIds.length, 1, 'the same event from its owner starts it')
 })
 
-t.test('members get 403 on every /api/users route; the admin manages users', async (t) => {
+t.test('members get 403 on every /api/users route and the audit log; the admin manages users', async (t) => {
   const forbidden = { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: 'Forbidden' }
   for (const member of [a, b]) {
     for (const [method, url, payload] of [
       ['GET', '/api/users', undefined],
       ['POST', '/api/users', { email: `x-${randomUUID()}@example.com`, password: 'password1', role: 'admin' }],
-      ['DELETE', `/api/users/${member === a ? b.id : a.id}`, undefined]
+      ['DELETE', `/api/users/${member === a ? b.id : a.id}`, undefined],
+      ['GET', '/api/audit', undefined],
+      ['GET', `/api/audit?actorId=${member === a ? b.id : a.id}`, undefined]
     ] as const) {
       const res = await request({ method, url, token: member.token, payload })
       t.equal(res.statusCode, 403, `${method} ${url}`)
@@ -230,4 +233,61 @@ t.test('queue counters are aggregate numbers, the same for every caller', async 
     return JSON.stringify(first) === JSON.stringify(second) ? first : undefined
   }, { what: 'queue counters to settle' })
   t.equal(settled.queues.length, 6)
+})
+
+/**
+ * The scope each route needs, by the contract's section 5 (Auth), written here from its words rather
+ * than read from the code: a new route the rules below do not place fails this test until someone
+ * decides what a key needs to call it.
+ */
+function expectedScope (method: string, path: string): string | null {
+  const read = method === 'GET'
+  if (path.startsWith('/api/auth/')) return null
+  if (path.startsWith('/api/users')) return 'users:admin'
+  if (path.startsWith('/api/audit')) return 'audit:read'
+  if (path.startsWith('/api/automation/subscriptions')) return 'subscriptions:write'
+  if (path.endsWith('/fire') || path.endsWith('/runs/retry') || path.endsWith('/test')) return 'runs:write'
+  if (path.startsWith('/api/automation/workflows') || path.startsWith('/api/automation/node-types')) return read ? 'workflows:read' : 'workflows:write'
+  if (path.startsWith('/api/automation/runs') || path.startsWith('/api/automation/approvals')) return read ? 'runs:read' : 'runs:write'
+  if (path === '/api/automation/events') return 'events:write'
+  if (path === '/api/automation/queues') return 'queues:read'
+  if (path.startsWith('/api/automation/credentials')) return read ? 'credentials:read' : 'credentials:write'
+  if (path.startsWith('/api/chat/')) return read ? 'chat:read' : 'chat:write'
+  throw new Error(`${method} ${path}: the contract's scopes do not place this route; add it to expectedScope`)
+}
+
+const ALL_SCOPES = ['workflows:read', 'workflows:write', 'runs:read', 'runs:write', 'events:write', 'queues:read', 'credentials:read',
+  'credentials:write', 'chat:read', 'chat:write', 'subscriptions:write', 'audit:read', 'users:admin']
+
+t.test('API keys: every route is open to exactly the keys holding its scope, and routes of no scope to no key', async (t) => {
+  const operations = operationsOf((await request({ method: 'GET', url: '/docs/json' })).json())
+    .filter((operation) => !operation.isPublic && operation.path.startsWith('/api/'))
+  t.ok(operations.length > 60, `${operations.length} routes`)
+  const keyOf = async (scopes: string[]): Promise<string> => {
+    const res = await request({ method: 'POST', url: '/api/auth/api-keys', token: adminToken, payload: { name: `key ${scopes.length === 1 ? scopes[0] : scopes.length}`, scopes } })
+    t.equal(res.statusCode, 201, res.body)
+    return res.json().key
+  }
+  const keys = new Map<string, { only: string, allBut: string }>()
+  for (const scope of ALL_SCOPES) keys.set(scope, { only: await keyOf([scope]), allBut: await keyOf(ALL_SCOPES.filter((s) => s !== scope)) })
+  const everything = await keyOf(ALL_SCOPES)
+
+  for (const operation of operations) {
+    const what = `${operation.method} ${operation.path}`
+    const url = operation.path.replace(/:[^/]+/g, MISSING_ID)
+    const send = async (token: string) => request({ method: operation.method as 'GET', url, token, headers: { 'x-account-id': MISSING_ID } })
+    const scope = expectedScope(operation.method, operation.path)
+    if (scope === null) {
+      const refused = await send(everything)
+      t.equal(refused.statusCode, 403, `${what}: no key, whatever its scopes`)
+      continue
+    }
+    const { only, allBut } = keys.get(scope)!
+    const refused = await send(allBut)
+    t.equal(refused.statusCode, 403, `${what}: refused without ${scope}`)
+    t.same(refused.json(), { statusCode: 403, code: 'FORBIDDEN', error: 'Forbidden', message: 'Forbidden' }, `${what}: names nothing`)
+    if (operation.streams) continue
+    const admitted = await send(only)
+    t.notOk([401, 403].includes(admitted.statusCode), `${what}: admitted with ${scope} alone (${admitted.statusCode})`)
+  }
 })

@@ -13,7 +13,7 @@ const URL = '/api/automation/workflows'
 const SUMMARY_FIELDS = ['id', 'name', 'description', 'triggerType', 'triggerConfig', 'isActive', 'runCount', 'successCount',
   'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt', 'maxConcurrentRuns', 'webhookRateLimit'].sort()
 
-const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'version', 'createdAt', 'runs', 'schedules'].sort()
+const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'version', 'pinnedData', 'createdAt', 'runs', 'schedules'].sort()
 
 const notFoundBody = { statusCode: 404, code: 'WORKFLOW_NOT_FOUND', error: 'Workflow not found', message: 'Workflow not found' }
 
@@ -160,7 +160,7 @@ t.test('server-owned and unknown fields cannot be set', async (t) => {
       runs: [{ id: 'r' }],
       schedules: [{ id: 's' }],
       owner: 'me',
-      nodes: [{ id: 'n1', type: 'set', config: { values: { a: 1 } }, position: { x: 1, y: 2 } }]
+      nodes: [{ id: 'n1', type: 'set', config: { values: { a: 1 } }, color: 'red' }]
     }
   })
   t.equal(res.statusCode, 201)

@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, AiMode, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatEvent, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
-  Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary
+  Agent, AiMode, ApiKey, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatEvent, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
+  Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
 /** An error answer of the api, in the contract's body `{statusCode, code, message}`. */
@@ -101,7 +101,7 @@ const query = (params: Record<string, string | number | boolean | undefined>): s
 }
 
 export interface WorkflowFilter { domain?: string, triggerType?: string, isActive?: string, tag?: string, limit?: number, offset?: number }
-export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, since?: string, until?: string, limit?: number, offset?: number }
+export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, test?: string, since?: string, until?: string, limit?: number, offset?: number }
 /** `assigned`: `me`, `none` or a user's id. */
 export interface ConversationFilter { filter?: string, sort?: string, assigned?: string, label?: string }
 
@@ -147,10 +147,20 @@ export const api = {
   updateWorkflow: async (id: string, changes: Partial<WorkflowInput>) => call<Workflow>('PATCH', `/api/automation/workflows/${encodeURIComponent(id)}`, { body: changes }),
   deleteWorkflow: async (id: string) => call<undefined>('DELETE', `/api/automation/workflows/${encodeURIComponent(id)}`),
   fire: async (id: string, triggerData: unknown) => call<{ runId: string }>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/fire`, { body: triggerData }),
+  /** A test run of the saved workflow, active or not, with its pinned data unless `triggerData` is given; it ends after `untilNodeId`. */
+  testWorkflow: async (id: string, input: { triggerData?: unknown, untilNodeId?: string }) =>
+    call<{ runId: string }>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/test`, { body: input }),
+  versions: async (id: string) => call<WorkflowVersionSummary[]>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions${query({ limit: 500 })}`),
+  version: async (id: string, n: number) => call<WorkflowVersion>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}`),
+  restoreVersion: async (id: string, n: number) => call<Workflow>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}/restore`),
+  credentials: async () => call<Array<{ id: string, name: string, type: string }>>('GET', `/api/automation/credentials${query({ limit: 500 })}`),
 
   runs: async (filter: RunFilter = {}) => call<RunSummary[]>('GET', `/api/automation/runs${query({ ...filter })}`),
   run: async (id: string) => call<Run>('GET', `/api/automation/runs/${encodeURIComponent(id)}`),
   cancelRun: async (id: string) => call<Run>('POST', `/api/automation/runs/${encodeURIComponent(id)}/cancel`),
+  /** A new run of the finished run's workflow (as it is now), starting at `fromNodeId` with the outputs of the nodes before it. */
+  retryRunFrom: async (id: string, fromNodeId: string) =>
+    call<{ runId: string, retriedFrom: string }>('POST', `/api/automation/runs/${encodeURIComponent(id)}/retry`, { body: { fromNodeId } }),
   /** Decides the approval the run waits for at `nodeId`; 409 when it waits there no more (decided, timed out, ended). */
   resumeRun: async (id: string, nodeId: string, decision: ApprovalDecision) =>
     call<{ runId: string, nodeId: string, decision: ApprovalDecision }>('POST', `/api/automation/runs/${encodeURIComponent(id)}/resume`, { body: { nodeId, decision } }),
@@ -226,5 +236,9 @@ export const api = {
   users: async () => call<User[]>('GET', '/api/users'),
   createUser: async (input: { email: string, password: string, role: string }) => call<User>('POST', '/api/users', { body: input }),
   updateUser: async (id: string, changes: { role?: string, password?: string }) => call<User>('PATCH', `/api/users/${encodeURIComponent(id)}`, { body: changes }),
-  deleteUser: async (id: string) => call<undefined>('DELETE', `/api/users/${encodeURIComponent(id)}`)
+  deleteUser: async (id: string) => call<undefined>('DELETE', `/api/users/${encodeURIComponent(id)}`),
+  apiKeys: async () => call<ApiKey[]>('GET', '/api/auth/api-keys'),
+  createApiKey: async (input: { name: string, scopes: string[], workflowIds?: string[], expiresAt?: string }) =>
+    call<ApiKey & { key: string }>('POST', '/api/auth/api-keys', { body: input }),
+  revokeApiKey: async (id: string) => call<undefined>('DELETE', `/api/auth/api-keys/${encodeURIComponent(id)}`)
 }

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { LocationProvider, Route, Router, useLocation } from 'preact-iso'
+import { lazy, LocationProvider, Route, Router, useLocation } from 'preact-iso'
 import { onUnauthorized } from './api.ts'
 import { BASE, paths } from './paths.ts'
 import { clearSession, loadSession, type Session } from './session.ts'
@@ -16,6 +16,9 @@ import { Runs } from './pages/runs.tsx'
 import { WorkflowEditor } from './pages/workflow-editor.tsx'
 import { WorkflowPage } from './pages/workflow.tsx'
 import { Workflows } from './pages/workflows.tsx'
+
+/** The builder, with its graph editor, loads only when opened. */
+const Builder = lazy(async () => (await import('./pages/builder/index.tsx')).Builder)
 
 const SECTIONS = [
   { href: `${BASE}/`, label: 'Overview', matches: (path: string) => path === BASE },
@@ -97,6 +100,7 @@ function Shell () {
         <Route path={`${BASE}/workflows`} component={Workflows} />
         <Route path={`${BASE}/workflows/new`} component={WorkflowEditor} />
         <Route path={`${BASE}/workflows/:id/edit`} component={WorkflowEditor} />
+        <Route path={`${BASE}/workflows/:id/builder`} component={Builder} />
         <Route path={`${BASE}/workflows/:id`} component={WorkflowPage} />
         <Route path={`${BASE}/runs`} component={Runs} />
         <Route path={`${BASE}/runs/:id`} component={RunPage} />

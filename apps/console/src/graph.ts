@@ -1,5 +1,5 @@
 import { outgoingLinks, startNode, type LinkFieldsByType } from '@switchboard/core/workflows/graph'
-import type { RunLog, WorkflowNode } from './types.ts'
+import type { Run, RunLog, WorkflowNode } from './types.ts'
 
 /**
  * A workflow's graph laid out for drawing. The links are the engine's own (`outgoingLinks`
@@ -103,4 +103,16 @@ export function pathOf (logs: RunLog[]): string[] {
   const path: string[] = []
   for (const log of logs) if (log.nodeId !== null && !path.includes(log.nodeId)) path.push(log.nodeId)
   return path
+}
+
+/** How a node took part in a run: went through, failed there, or the run is there now. */
+export type NodeState = 'done' | 'failed' | 'current'
+
+/** Each node of the run's path with how it took part: an ERROR line marks a failure, the last node of an unfinished run is current. */
+export function statesOf (run: Pick<Run, 'logs' | 'status'>, path: string[]): Map<string, NodeState> {
+  const states = new Map<string, NodeState>(path.map((id) => [id, 'done']))
+  for (const log of run.logs) if (log.nodeId !== null && log.level === 'ERROR') states.set(log.nodeId, 'failed')
+  const last = path.at(-1)
+  if (last !== undefined && (run.status === 'RUNNING' || run.status === 'WAITING')) states.set(last, 'current')
+  return states
 }

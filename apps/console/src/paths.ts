@@ -7,6 +7,7 @@ export const paths = {
   newWorkflow: `${BASE}/workflows/new`,
   workflow: (id: string) => `${BASE}/workflows/${encodeURIComponent(id)}`,
   editWorkflow: (id: string) => `${BASE}/workflows/${encodeURIComponent(id)}/edit`,
+  builder: (id: string) => `${BASE}/workflows/${encodeURIComponent(id)}/builder`,
   runs: `${BASE}/runs`,
   run: (id: string) => `${BASE}/runs/${encodeURIComponent(id)}`,
   inbox: `${BASE}/inbox`,

@@ -10,7 +10,21 @@ export const UNFINISHED: readonly RunStatus[] = ['PENDING', 'RUNNING', 'WAITING'
 
 export interface User { id: string, email: string, role: string, createdAt?: string }
 
-export interface WorkflowNode { id: string, type: string, config?: Record<string, unknown>, next?: string }
+/** A key as GET /api/auth/api-keys lists it: never its secret (README, API keys). */
+export interface ApiKey {
+  id: string
+  userId: string
+  name: string
+  hint: string
+  scopes: string[]
+  workflowIds: string[] | null
+  expiresAt: string | null
+  lastUsedAt: string | null
+  revokedAt: string | null
+  createdAt: string
+}
+
+export interface WorkflowNode { id: string, type: string, config?: Record<string, unknown>, next?: string, position?: { x: number, y: number } }
 
 /** A node type as GET /api/automation/node-types describes it (docs/nodes.md). */
 export interface NodeTypeInfo {
@@ -67,6 +81,9 @@ export interface Schedule { id: string, cronExpression: string, timezone: string
 export interface Workflow extends WorkflowSummary {
   nodes: WorkflowNode[]
   edges: unknown
+  version: number
+  /** Sample triggerData for test runs; never used by real triggers. */
+  pinnedData: unknown
   createdAt: string
   runs: RecentRun[]
   schedules: Schedule[]
@@ -83,7 +100,13 @@ export interface WorkflowInput {
   isActive: boolean
   nodes: WorkflowNode[]
   edges: unknown
+  pinnedData?: unknown
 }
+
+/** A version as the history lists it: who saved it and when. */
+export interface WorkflowVersionSummary { version: number, triggerType: TriggerType, createdBy: string | null, restoredFrom: number | null, createdAt: string }
+
+export interface WorkflowVersion extends WorkflowVersionSummary { workflowId: string, triggerConfig: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown }
 
 export interface RunSummary {
   id: string
@@ -98,6 +121,8 @@ export interface RunSummary {
   startedAt: string | null
   completedAt: string | null
   durationMs: number | null
+  /** Started by a test (the builder's "Run to here"). */
+  test: boolean
 }
 
 export interface RunLog { id: string, nodeId: string | null, level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR', message: string, createdAt: string }

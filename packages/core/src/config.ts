@@ -200,6 +200,8 @@ export interface Config {
     rawBodyHours: number
     /** RUN_RETENTION_MAX_PER_WORKFLOW: when set, only this many finished runs per workflow (the newest) are kept. */
     maxRunsPerWorkflow?: number
+    /** AUDIT_RETENTION_DAYS: audit log rows are deleted this long after they were written; 0 keeps them for ever. */
+    auditDays: number
   }
   /**
    * Peers whose X-Forwarded-For is believed (Fastify's `trustProxy`): true (any peer), false
@@ -654,7 +656,8 @@ export function loadConfig (env: Env = process.env): Config {
     retention: {
       runDays: int('RUN_RETENTION_DAYS', 30, 1, 36_500),
       rawBodyHours: int('RAW_BODY_RETENTION_HOURS', 72, 1, 876_000),
-      maxRunsPerWorkflow: text(env, 'RUN_RETENTION_MAX_PER_WORKFLOW') === undefined ? undefined : int('RUN_RETENTION_MAX_PER_WORKFLOW', 0, 1, 100_000_000)
+      maxRunsPerWorkflow: text(env, 'RUN_RETENTION_MAX_PER_WORKFLOW') === undefined ? undefined : int('RUN_RETENTION_MAX_PER_WORKFLOW', 0, 1, 100_000_000),
+      auditDays: int('AUDIT_RETENTION_DAYS', 365, 0, 36_500)
     },
     trustProxy: read(false, () => trustProxy(env)),
     logLevel,

@@ -17,7 +17,7 @@ export type ErrorCode =
   // Credentials
   | 'CREDENTIAL_NOT_FOUND' | 'CREDENTIAL_EXISTS' | 'CREDENTIAL_IN_USE' | 'INVALID_CREDENTIAL_REFERENCE' | 'CREDENTIAL_OWNER_ONLY'
   // Users
-  | 'USER_NOT_FOUND' | 'EMAIL_TAKEN' | 'LAST_ADMIN'
+  | 'USER_NOT_FOUND' | 'EMAIL_TAKEN' | 'LAST_ADMIN' | 'API_KEY_NOT_FOUND'
   // Per-user quotas: a saved thing beyond its count (400), runs started beyond their rate (429)
   | 'QUOTA_EXCEEDED' | 'TOO_MANY_RUNS'
   // Chat

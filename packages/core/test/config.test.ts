@@ -156,10 +156,11 @@ t.test('deployment settings: pool size, the worker queues and listener, the defa
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), LOCAL_REDIS_PORT: '70000' }), /LOCAL_REDIS_PORT must be an integer from 1 to 65535/)
 })
 
-t.test('retention: 30 days of runs, 72 hours of raw bodies, no per-workflow limit unless set', async (t) => {
+t.test('retention: 30 days of runs, 72 hours of raw bodies, no per-workflow limit unless set, 365 days of audit log', async (t) => {
   const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dataDir(), ...env })
-  t.same(load().retention, { runDays: 30, rawBodyHours: 72, maxRunsPerWorkflow: undefined })
-  t.same(load({ RUN_RETENTION_DAYS: '7', RAW_BODY_RETENTION_HOURS: '1', RUN_RETENTION_MAX_PER_WORKFLOW: '1000' }).retention, { runDays: 7, rawBodyHours: 1, maxRunsPerWorkflow: 1000 })
+  t.same(load().retention, { runDays: 30, rawBodyHours: 72, maxRunsPerWorkflow: undefined, auditDays: 365 })
+  t.same(load({ RUN_RETENTION_DAYS: '7', RAW_BODY_RETENTION_HOURS: '1', RUN_RETENTION_MAX_PER_WORKFLOW: '1000', AUDIT_RETENTION_DAYS: '0' }).retention, { runDays: 7, rawBodyHours: 1, maxRunsPerWorkflow: 1000, auditDays: 0 })
+  t.throws(() => load({ AUDIT_RETENTION_DAYS: '-1' }), { name: 'ConfigError', message: 'AUDIT_RETENTION_DAYS must be an integer from 0 to 36500, got "-1"' })
   t.throws(() => load({ RUN_RETENTION_DAYS: '0' }), { name: 'ConfigError', message: 'RUN_RETENTION_DAYS must be an integer from 1 to 36500, got "0"' })
   t.throws(() => load({ RAW_BODY_RETENTION_HOURS: '1.5' }), /^RAW_BODY_RETENTION_HOURS must be an integer/)
   t.throws(() => load({ RUN_RETENTION_MAX_PER_WORKFLOW: '0' }), /^RUN_RETENTION_MAX_PER_WORKFLOW must be an integer from 1/)

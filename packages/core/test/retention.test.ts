@@ -94,7 +94,7 @@ t.test('two workers delete what is due, in batches, and nothing else', async (t)
   t.equal((await sql`select count(*)::int as n from event_delivery_attempts`)[0]!.n, 5, 'the deleted deliveries\' attempts went with them')
 
   const again = await createRetention({ db: first.db, ...options }).purge()
-  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0, expiredEvents: 0, expiredDeliveries: 0 }, 'a second pass finds nothing')
+  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0, expiredEvents: 0, expiredAudit: 0, expiredDeliveries: 0 }, 'a second pass finds nothing')
 })
 
 t.test('a pass stops after maxBatches batches and the next one goes on', async (t) => {
@@ -149,4 +149,23 @@ t.test('RUN_RETENTION_MAX_PER_WORKFLOW keeps the newest finished runs of each wo
   t.same((await sql`select id from runs where workflow_id = ${busy} and status = 'SUCCESS' order by id`).map((row) => row.id), ['busy-1', 'busy-2', 'busy-3'])
   t.equal(await ids('busy-running'), 2, 'unfinished runs are kept and not counted')
   t.equal(await ids('quiet'), 2)
+})
+
+t.test('AUDIT_RETENTION_DAYS: audit rows older are deleted once, by two workers in batches; 0 keeps them all', async (t) => {
+  await sql`insert into audit_log (id, created_at, actor_type, action)
+    select 'audit-' || n, now() - make_interval(days => case when n <= 17 then 400 else 300 end), 'anonymous', 'auth.login_failed'
+    from generate_series(1, 20) as n`
+  const audited = async (): Promise<number> => (await sql`select count(*)::int as n from audit_log where id like 'audit-%'`)[0]!.n
+
+  t.equal((await createRetention({ db: first.db, logger, ...settings, auditDays: 0 }).purge()).expiredAudit, 0, '0: kept for ever')
+  t.equal((await createRetention({ db: first.db, logger, ...settings }).purge()).expiredAudit, 0, 'unset: kept for ever')
+  t.equal(await audited(), 20)
+
+  const options = { logger, ...settings, auditDays: 365, batchSize: 4 }
+  const reports = await Promise.all([
+    createRetention({ db: first.db, ...options }).purge(),
+    createRetention({ db: second.db, ...options }).purge()
+  ])
+  t.equal(reports[0]!.expiredAudit + reports[1]!.expiredAudit, 17, 'each row past the retention deleted once')
+  t.equal(await audited(), 3, 'the rows within it kept')
 })

@@ -3,7 +3,8 @@ import fp from 'fastify-plugin'
 import jwt from '@fastify/jwt'
 import { forbidden, unauthorized } from '@switchboard/core/errors'
 import type { ApiKeyScope, UserRole } from '@switchboard/core/db'
-import { createRoleCache, type RoleCache, USER_CHANGES_CHANNEL } from '@switchboard/core/users'
+import { createHolderCache, isApiKeyShaped, type RoleCache, USER_CHANGES_CHANNEL } from '@switchboard/core/users'
+import { createKeyAuth } from './api-key-auth.ts'
 
 export interface TokenClaims {
   sub: string
@@ -17,7 +18,13 @@ declare module '@fastify/jwt' {
   interface FastifyJWT {
     payload: TokenClaims
     // Tokens issued before token versions existed carry none: they stand for version 0.
-    user: Omit<TokenClaims, 'ver'> & { ver?: number, iat: number, exp: number }
+    user: Omit<TokenClaims, 'ver'> & {
+      ver?: number
+      iat: number
+      exp: number
+      /** An API key's limit to these workflows (README, API keys); absent for a person's token. */
+      workflowIds?: readonly string[] | null
+    }
   }
 }
 
@@ -28,10 +35,20 @@ declare module 'fastify' {
     /** What an API key needs to call the route (contract section 5, Auth); a key without it is refused 403. */
     scope?: ApiKeyScope
   }
+  interface FastifySchema {
+    /** The route's `config.scope`, on its OpenAPI operation (routes/api/key-scopes.ts). */
+    'x-api-key-scope'?: ApiKeyScope
+  }
+  interface FastifyRequest {
+    /** The API key the request authenticated with (README, API keys); null for a person's token. */
+    apiKey: { id: string, workflowIds: readonly string[] | null } | null
+  }
   interface FastifyInstance {
     requireAdmin: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
     /** Current roles and token versions of token holders; routes that change or delete a user forget them here at once. */
     userRoles: RoleCache
+    /** A key of this user was revoked: this replica forgets their keys at once. */
+    forgetApiKeysOf: (userId: string) => void
   }
 }
 
@@ -57,27 +74,40 @@ async function auth (fastify: FastifyInstance): Promise<void> {
     verify: { algorithms: ['HS256'] }
   })
 
-  const userRoles = createRoleCache({ load: fastify.users.tokenHolder, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
+  const userRoles = createHolderCache({ load: fastify.users.tokenHolder, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
   fastify.decorate('userRoles', userRoles)
+  const keys = createKeyAuth(fastify, { userRoles, ttlMs: ROLE_CACHE_TTL_MS, maxEntries: ROLE_CACHE_MAX_ENTRIES })
+  fastify.decorate('forgetApiKeysOf', keys.forgetOwner)
   // Changes on any replica reach every replica's cache at once. After a reconnection,
   // announcements made while the listener was away are lost: forget everything.
   fastify.addHook('onReady', async () => {
-    await fastify.database.sql.listen(USER_CHANGES_CHANNEL, (userId) => { userRoles.forget(userId) }, () => { userRoles.clear() })
+    await fastify.database.sql.listen(
+      USER_CHANGES_CHANNEL,
+      (userId) => { userRoles.forget(userId); keys.forgetOwner(userId) },
+      () => { userRoles.clear(); keys.clear() }
+    )
   })
 
-  fastify.addHook('onRequest', async (request) => {
+  fastify.decorateRequest('apiKey', null)
+  fastify.addHook('onRequest', async (request, reply) => {
     // The matched route's pattern, not the raw URL: the router decodes `/%61pi/users` to `/api/users`.
     const path = request.routeOptions.url ?? request.url
     if (request.routeOptions.config.public === true || !path.startsWith('/api/')) return
+    // Half the request's deadline at most, so that a route that promises an answer within it
+    // (`/fire`) still has time; beyond, the request is answered 503.
+    const readDeadlineMs = fastify.config.timeouts.requestDeadlineMs / 2
+    const bearer = /^Bearer (\S+)$/i.exec(request.headers.authorization ?? '')?.[1]
+    if (bearer !== undefined && isApiKeyShaped(bearer)) {
+      await keys.authenticate(request, reply, bearer, readDeadlineMs)
+      return
+    }
     try {
       await request.jwtVerify()
     } catch {
       throw unauthorized()
     }
     const { sub, ver = 0 } = request.user
-    // Half the request's deadline at most, so that a route that promises an answer within it
-    // (`/fire`) still has time; beyond, the request is answered 503.
-    const readHolder = async () => request.deadline.race(userRoles.holderOf(sub), 'read the token\'s user', fastify.config.timeouts.requestDeadlineMs / 2)
+    const readHolder = async () => request.deadline.race(userRoles.holderOf(sub), 'read the token\'s user', readDeadlineMs)
     let holder = await readHolder()
     // Versions only rise: a token newer than the cached answer was issued after a change
     // this replica has not heard of yet, so the answer is stale.

@@ -8,6 +8,8 @@ interface ConfigFormProps {
   onChange: (config: Record<string, unknown>) => void
   /** How many fields are in error, each time that changes (0 when the form goes): the editor holds the save meanwhile. */
   onErrors: (count: number) => void
+  /** More values to suggest for a text field (the builder's credential names and template paths). */
+  suggestionsFor?: (field: string, templated: boolean) => string[]
 }
 
 /** A textarea as tall as its text and one more line, within bounds. */
@@ -19,7 +21,7 @@ const rows = (text: string, min: number, max: number): number => Math.min(max, M
  * in its control with the error. Keys the schema does not name are kept as they are. Keyed by the
  * node's id where it is used: what was typed belongs to one node.
  */
-export function ConfigForm ({ nodeType, node, onChange, onErrors }: ConfigFormProps) {
+export function ConfigForm ({ nodeType, node, onChange, onErrors, suggestionsFor }: ConfigFormProps) {
   const [edits, setEdits] = useState<Record<string, FieldEdit>>({})
   const config = node.config ?? {}
   const states = fieldsOf(nodeType).map((field) => fieldState(field, config[field.name], edits[field.name]))
@@ -69,12 +71,15 @@ export function ConfigForm ({ nodeType, node, onChange, onErrors }: ConfigFormPr
                 onInput={(e) => { edit(field, e.currentTarget.value, e.currentTarget.validity.badInput) }}
               />
             )}
-            {field.kind === 'text' && (
-              <>
-                <input {...control} placeholder={placeholder} list={field.suggestions.length > 0 ? `${id}-options` : undefined} value={text} onInput={onText} />
-                {field.suggestions.length > 0 && <datalist id={`${id}-options`}>{field.suggestions.map((option) => <option key={option} value={option} />)}</datalist>}
-              </>
-            )}
+            {field.kind === 'text' && (() => {
+              const suggestions = [...field.suggestions, ...(suggestionsFor?.(field.name, field.templated) ?? [])]
+              return (
+                <>
+                  <input {...control} placeholder={placeholder} list={suggestions.length > 0 ? `${id}-options` : undefined} value={text} onInput={onText} />
+                  {suggestions.length > 0 && <datalist id={`${id}-options`}>{suggestions.map((option) => <option key={option} value={option} />)}</datalist>}
+                </>
+              )
+            })()}
             {field.kind === 'textarea' && <textarea {...control} placeholder={placeholder} rows={rows(text, 2, 8)} value={text} onInput={onText} />}
             {field.kind === 'code' && <textarea {...control} class='mono code-field' rows={16} spellcheck={false} value={text} onInput={onText} />}
             {field.kind === 'json' && <textarea {...control} placeholder={placeholder} class='mono' rows={rows(text, 3, 12)} spellcheck={false} value={text} onInput={onText} />}

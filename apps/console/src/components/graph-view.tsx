@@ -1,9 +1,6 @@
-import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type GraphLink } from '../graph.ts'
+import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type GraphLink, type NodeState } from '../graph.ts'
 import { linkFieldsOf, useNodeTypes } from '../hooks.ts'
 import type { WorkflowNode } from '../types.ts'
-
-/** How a node took part in a run: went through, failed there, or the run is there now. */
-export type NodeState = 'done' | 'failed' | 'current'
 
 interface GraphViewProps {
   nodes: WorkflowNode[]

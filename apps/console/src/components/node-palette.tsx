@@ -8,10 +8,12 @@ interface NodePaletteProps {
   /** Why no node can be added now, if so. */
   blocked: string | undefined
   onAdd: (nodeType: NodeTypeInfo) => void
+  /** Items may be dragged onto the builder's canvas as well as clicked. */
+  draggable?: boolean
 }
 
 /** Every node type the service runs (GET /api/automation/node-types), by group, each with its description: a click adds one. */
-export function NodePalette ({ nodeTypes, blocked, onAdd }: NodePaletteProps) {
+export function NodePalette ({ nodeTypes, blocked, onAdd, draggable = false }: NodePaletteProps) {
   const { data, error, reload } = nodeTypes
   return (
     <section class='palette' aria-labelledby='palette-title'>
@@ -33,6 +35,8 @@ export function NodePalette ({ nodeTypes, blocked, onAdd }: NodePaletteProps) {
                 <button
                   type='button' class='palette-item' aria-label={`Add ${nodeType.type}`} aria-describedby={`palette-${nodeType.type}`}
                   disabled={blocked !== undefined} title={nodeType.description} onClick={() => { onAdd(nodeType) }}
+                  draggable={draggable}
+                  onDragStart={draggable ? (event) => { event.dataTransfer?.setData('application/x-switchboard-node-type', nodeType.type) } : undefined}
                 >
                   <code>{nodeType.type}</code>
                   <span class='palette-about' id={`palette-${nodeType.type}`}>{nodeType.description}</span>

@@ -5,7 +5,7 @@ import { dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { loadSession } from '../session.ts'
 import { paths } from '../paths.ts'
-import type { ChatAccount, User } from '../types.ts'
+import type { ApiKey, ChatAccount, User } from '../types.ts'
 
 /** One user: their role and a new password, set by an admin; an admin's own row links to their Account page. */
 function UserRow ({ user, self, onChanged }: { user: User, self: boolean, onChanged: () => void }) {
@@ -204,12 +204,125 @@ function Accounts () {
   )
 }
 
+/** The scopes a key may hold (README, API keys); the last two only an admin's. */
+const SCOPES: Array<[string, string]> = [
+  ['workflows:read', 'read workflows'], ['workflows:write', 'change workflows'], ['runs:read', 'read runs'],
+  ['runs:write', 'fire, cancel, retry and resume runs'], ['events:write', 'send events'], ['queues:read', 'read queue counters'],
+  ['credentials:read', 'list credentials (names and types)'], ['credentials:write', 'change credentials'], ['chat:read', 'read chat'],
+  ['chat:write', 'send, drafts, broadcasts, contacts'], ['subscriptions:write', 'manage event subscriptions'],
+  ['audit:read', 'read the audit log (admins)'], ['users:admin', 'manage users (admins)']
+]
+const ADMIN_SCOPES = new Set(['audit:read', 'users:admin'])
+
+function keyState (key: ApiKey): string {
+  if (key.revokedAt !== null) return `revoked ${dateTime(key.revokedAt)}`
+  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= Date.now()) return `expired ${dateTime(key.expiresAt)}`
+  return key.expiresAt === null ? 'active' : `active until ${dateTime(key.expiresAt)}`
+}
+
+function ApiKeyRow ({ apiKey, onChanged }: { apiKey: ApiKey, onChanged: () => void }) {
+  const revoke = useAction(async () => {
+    await api.revokeApiKey(apiKey.id)
+    onChanged()
+  })
+  return (
+    <tr data-api-key={apiKey.name}>
+      <th scope='row'>{apiKey.name}<div class='mono small'>{apiKey.hint}…</div></th>
+      <td class='small'>{apiKey.scopes.join(', ')}{apiKey.workflowIds !== null && <div class='muted'>workflows: {apiKey.workflowIds.join(', ')}</div>}</td>
+      <td>{apiKey.lastUsedAt === null ? 'never' : dateTime(apiKey.lastUsedAt)}</td>
+      <td>{keyState(apiKey)}</td>
+      <td>
+        {apiKey.revokedAt === null && (
+          <button type='button' class='danger' disabled={revoke.busy} aria-label={`Revoke ${apiKey.name}`} onClick={() => { if (confirm(`Revoke ${apiKey.name}? Clients using it are refused within seconds.`)) revoke.run() }}>Revoke</button>
+        )}
+        {revoke.error !== undefined && <p class='notice error' role='alert'>{revoke.error.message}</p>}
+      </td>
+    </tr>
+  )
+}
+
+/** The signed-in user's API keys (an admin's list holds everyone's): made here, shown once, revoked here. */
+function ApiKeys () {
+  const keys = useData(api.apiKeys, [])
+  const admin = loadSession()?.user.role === 'admin'
+  const [name, setName] = useState('')
+  const [scopes, setScopes] = useState<string[]>([])
+  const [workflowIds, setWorkflowIds] = useState('')
+  const [expiresOn, setExpiresOn] = useState('')
+  const [secret, setSecret] = useState<{ name: string, key: string } | undefined>(undefined)
+  const create = useAction(async () => {
+    const ids = workflowIds.split(/[\s,]+/).filter((id) => id !== '')
+    const created = await api.createApiKey({
+      name: name.trim(),
+      scopes,
+      ...(ids.length > 0 && { workflowIds: ids }),
+      ...(expiresOn !== '' && { expiresAt: new Date(`${expiresOn}T23:59:59`).toISOString() })
+    })
+    setSecret({ name: created.name, key: created.key })
+    setName('')
+    setScopes([])
+    setWorkflowIds('')
+    setExpiresOn('')
+    keys.reload()
+  })
+  const toggle = (scope: string, on: boolean) => { setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope)) }
+  return (
+    <section class='card' aria-labelledby='api-keys-title'>
+      <h2 id='api-keys-title'>API keys</h2>
+      <p class='muted'>For machines: a key acts as its owner, within its scopes. Send it as <code>Authorization: Bearer sbk_…</code>.</p>
+      <ErrorNotice error={keys.error} />
+      {secret !== undefined && (
+        <div class='notice' role='status'>
+          <p>The key <strong>{secret.name}</strong>, shown this once: copy it now.</p>
+          <output class='mono' aria-label='New API key'>{secret.key}</output>
+          <div class='row'>
+            <button type='button' onClick={() => { navigator.clipboard?.writeText(secret.key).catch(() => { /* no clipboard here: the key stays shown, to copy by hand */ }) }}>Copy</button>
+            <button type='button' onClick={() => { setSecret(undefined) }}>Done</button>
+          </div>
+        </div>
+      )}
+      {keys.data === undefined
+        ? <Loading what='API keys' />
+        : keys.data.length === 0
+          ? <p>No API key yet.</p>
+          : (
+            <div class='table-wrap'>
+              <table id='api-keys'>
+                <thead><tr><th scope='col'>Name</th><th scope='col'>Scopes</th><th scope='col'>Last used</th><th scope='col'>State</th><th scope='col'><span class='visually-hidden'>Actions</span></th></tr></thead>
+                <tbody>{keys.data.map((key) => <ApiKeyRow key={key.id} apiKey={key} onChanged={() => { keys.reload() }} />)}</tbody>
+              </table>
+            </div>
+            )}
+      <form class='inline-form' onSubmit={(event) => { event.preventDefault(); create.run() }}>
+        <h3>Create a key</h3>
+        <label for='api-key-name'>Key name</label>
+        <input id='api-key-name' required maxLength={100} value={name} onInput={(e) => { setName(e.currentTarget.value) }} />
+        <fieldset>
+          <legend>Scopes</legend>
+          {SCOPES.filter(([scope]) => admin || !ADMIN_SCOPES.has(scope)).map(([scope, what]) => (
+            <label key={scope} class='check'>
+              <input type='checkbox' checked={scopes.includes(scope)} onChange={(e) => { toggle(scope, e.currentTarget.checked) }} /> <code>{scope}</code> {what}
+            </label>
+          ))}
+        </fieldset>
+        <label for='api-key-workflows'>Only these workflow ids (optional, separated by commas)</label>
+        <input id='api-key-workflows' value={workflowIds} onInput={(e) => { setWorkflowIds(e.currentTarget.value) }} />
+        <label for='api-key-expires'>Expires at the end of (optional)</label>
+        <input id='api-key-expires' type='date' value={expiresOn} onInput={(e) => { setExpiresOn(e.currentTarget.value) }} />
+        <ErrorNotice error={create.error} />
+        <button type='submit' class='primary' disabled={create.busy || scopes.length === 0}>Create key</button>
+      </form>
+    </section>
+  )
+}
+
 export function Admin () {
   return (
     <section>
       <PageTitle>Admin</PageTitle>
       <div class='grid'>
         <Users />
+        <ApiKeys />
         <Accounts />
       </div>
     </section>

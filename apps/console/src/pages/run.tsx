@@ -1,11 +1,11 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
 import { api } from '../api.ts'
-import { GraphView, type NodeState } from '../components/graph-view.tsx'
+import { GraphView } from '../components/graph-view.tsx'
 import { RunsTable } from '../components/runs-table.tsx'
 import { ErrorNotice, JsonBlock, Loading, PageTitle, StatusBadge } from '../components/ui.tsx'
 import { ago, clock, dateTime, duration } from '../format.ts'
-import { pathOf } from '../graph.ts'
+import { pathOf, statesOf, type NodeState } from '../graph.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import { UNFINISHED, type ApprovalDecision, type PendingApproval, type Run, type RunLog, type Workflow } from '../types.ts'
@@ -26,14 +26,6 @@ function nodeDuration (logs: RunLog[]): number | undefined {
     if (match !== null) return Number(match[1])
   }
   return undefined
-}
-
-function statesOf (run: Run, path: string[]): Map<string, NodeState> {
-  const states = new Map<string, NodeState>(path.map((id) => [id, 'done']))
-  for (const log of run.logs) if (log.nodeId !== null && log.level === 'ERROR') states.set(log.nodeId, 'failed')
-  const last = path.at(-1)
-  if (last !== undefined && (run.status === 'RUNNING' || run.status === 'WAITING')) states.set(last, 'current')
-  return states
 }
 
 /**
@@ -203,6 +195,7 @@ export function RunPage () {
             ? <ErrorNotice error={workflow.error} />
             : <GraphView nodes={workflow.data.nodes} edges={workflow.data.edges} path={path} states={states} />}
           <p class='muted'>{path.length === 0 ? 'No node has run yet.' : `Through ${path.join(' → ')}`}</p>
+          <a class='button' href={`${paths.builder(run.workflowId)}?run=${encodeURIComponent(run.id)}`}>Open on the canvas</a>
         </section>
         <section class='card wide' aria-labelledby='nodes-title'>
           <h2 id='nodes-title'>Nodes</h2>

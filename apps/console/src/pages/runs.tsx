@@ -24,10 +24,11 @@ export function Runs () {
   const runs = useData(async () => api.runs({
     workflowId: query.workflowId,
     status: query.status,
+    test: query.test,
     since: period === undefined ? undefined : new Date(Date.now() - period.ms).toISOString(),
     limit: PAGE,
     offset
-  }), [query.workflowId, query.status, query.period, offset], REFRESH_MS)
+  }), [query.workflowId, query.status, query.test, query.period, offset], REFRESH_MS)
   const names = new Map((workflows.data ?? []).map((workflow) => [workflow.id, workflow.name]))
 
   const setFilter = (name: string, value: string): void => {
@@ -52,6 +53,13 @@ export function Runs () {
           <select value={query.status ?? ''} onChange={(e) => { setFilter('status', e.currentTarget.value) }}>
             <option value=''>Any</option>
             {RUN_STATUSES.map((status) => <option key={status} value={status}>{status}</option>)}
+          </select>
+        </label>
+        <label>Kind
+          <select value={query.test ?? ''} onChange={(e) => { setFilter('test', e.currentTarget.value) }}>
+            <option value=''>Any</option>
+            <option value='false'>Real runs</option>
+            <option value='true'>Test runs (the builder's)</option>
           </select>
         </label>
         <label>Created

@@ -111,6 +111,7 @@ export function WorkflowPage () {
     <section>
       <PageTitle actions={
         <>
+          <a class='button primary' href={paths.builder(id)}>Open in the builder</a>
           <a class='button' href={paths.editWorkflow(id)}>Edit</a>
           <button type='button' disabled={toggle.busy} onClick={() => { toggle.run(!workflow.isActive) }}>{workflow.isActive ? 'Deactivate' : 'Activate'}</button>
           <button type='button' class='danger' disabled={remove.busy} onClick={() => { if (confirm(`Delete the workflow “${workflow.name}” and all its runs?`)) remove.run() }}>Delete</button>

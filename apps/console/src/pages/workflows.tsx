@@ -2,7 +2,7 @@ import { useLocation } from 'preact-iso'
 import { api } from '../api.ts'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { ago } from '../format.ts'
-import { useData } from '../hooks.ts'
+import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../types.ts'
 
@@ -29,6 +29,12 @@ export function Workflows () {
   const filtered = Object.values(filter).some((value) => value !== undefined && value !== '')
   const list = useData(async () => api.workflows({ ...filter, limit: PAGE, offset }), [query.domain, query.triggerType, query.isActive, query.tag, offset])
 
+  // A workflow to draw: manual and inactive until its author says otherwise.
+  const build = useAction(async () => {
+    const created = await api.createWorkflow({ name: 'Untitled workflow', description: null, triggerType: 'MANUAL', triggerConfig: {}, domain: 'GENERAL', tags: [], isActive: false, nodes: [], edges: null })
+    route(paths.builder(created.id))
+  })
+
   const setFilter = (name: string, value: string): void => {
     const next = new URLSearchParams({ ...query, [name]: value })
     if (value === '') next.delete(name)
@@ -38,7 +44,15 @@ export function Workflows () {
 
   return (
     <section>
-      <PageTitle actions={<a class='button primary' href={paths.newWorkflow}>New workflow</a>}>Workflows</PageTitle>
+      <PageTitle actions={
+        <>
+          <button type='button' class='primary' disabled={build.busy} onClick={() => { build.run() }}>New in the builder</button>
+          <a class='button' href={paths.newWorkflow}>New workflow</a>
+        </>
+      }
+      >Workflows
+      </PageTitle>
+      <ErrorNotice error={build.error} />
       <form class='filters' aria-label='Filter workflows' onSubmit={(event) => { event.preventDefault() }}>
         <label>Domain
           <select value={filter.domain ?? ''} onChange={(e) => { setFilter('domain', e.currentTarget.value) }}>

@@ -1,5 +1,6 @@
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { createId } from '../ids.ts'
+import { recordAudit, type AuditContext } from '../audit/log.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { jsonb, textArray } from '../db/sql.ts'
 import { chatBroadcasts, type BroadcastStatus, type ChatBroadcast, type ChatMessageError } from '../db/schema/index.ts'
@@ -164,7 +165,8 @@ export function broadcastsService ({ db, queues }: { db: DbOrTx, queues: Queues 
   }
 
   return {
-    async create (viewer: Viewer, account: UsableChatAccount, input: BroadcastInput): Promise<BroadcastView> {
+    /** `audit`: who creates it, recorded in its transaction ('broadcast.created'). */
+    async create (viewer: Viewer, account: UsableChatAccount, input: BroadcastInput, audit?: AuditContext): Promise<BroadcastView> {
       const id = createId()
       const sendAt = input.sendAt ?? new Date()
       await db.transaction(async (tx) => {
@@ -182,6 +184,14 @@ export function broadcastsService ({ db, queues }: { db: DbOrTx, queues: Queues 
         const total = await insertRecipients(tx, id, account.phoneNumberId, input)
         if (total === 0) throw new DomainError('VALIDATION_ERROR', 'The broadcast has no recipients')
         await tx.update(chatBroadcasts).set({ total }).where(eq(chatBroadcasts.id, id))
+        if (audit !== undefined) {
+          await recordAudit(tx, audit, {
+            action: 'broadcast.created',
+            targetType: 'broadcast',
+            targetId: id,
+            details: { accountId: account.id, templateName: input.templateName, lang: input.lang, recipients: total, sendAt: sendAt.toISOString() }
+          })
+        }
       })
       await enqueueBroadcast(queues, id, sendAt.getTime() - Date.now())
       return view(viewer, id)

@@ -1,3 +1,4 @@
+import { recordAudit, type AuditContext } from '../audit/log.ts'
 import type { Db } from '../db/client.ts'
 import type { CredentialType } from '../db/schema/index.ts'
 import type { Keyring } from '../encryption.ts'
@@ -34,7 +35,11 @@ interface CredentialChanges {
   data?: Record<string, unknown>
 }
 
-/** Create, change and delete credentials: data checked per type and encrypted before it is stored. */
+/**
+ * Create, change and delete credentials: data checked per type and encrypted before it is stored.
+ * Each takes the `audit` context of who acts, recorded in its transaction with the credential's
+ * name and type, never its data.
+ */
 export function createCredentialService ({ db, keyring, quotas }: { db: Db, keyring: Keyring, quotas?: Quotas }) {
   const sealed = (type: CredentialType, data: Record<string, unknown>) => sealCredentialData(keyring, type, data)
   /** A write that may give the credential a name its owner already uses. */
@@ -48,11 +53,12 @@ export function createCredentialService ({ db, keyring, quotas }: { db: Db, keyr
   }
 
   return {
-    async create (viewer: Viewer, input: CredentialInput): Promise<CredentialView> {
+    async create (viewer: Viewer, input: CredentialInput, audit?: AuditContext): Promise<CredentialView> {
       const stored = sealed(input.type, input.data)
       return named(async () => await db.transaction(async (tx) => {
         const created = await credentialsRepository(tx).create(viewer.id, { name: input.name, type: input.type, ...stored })
         if (quotas !== undefined) await checkSavedQuotas(tx, viewer.id, quotas, ['credentials'])
+        if (audit !== undefined) await recordAudit(tx, audit, { action: 'credential.created', targetType: 'credential', targetId: created.id, details: { name: created.name, type: created.type } })
         return created
       }))
     },
@@ -62,7 +68,7 @@ export function createCredentialService ({ db, keyring, quotas }: { db: Db, keyr
      * A rename is refused while a workflow refers to the credential by its name: the reference
      * would break. Changed data reaches every later node run at once.
      */
-    async update (viewer: Viewer, id: string, changes: CredentialChanges): Promise<CredentialView> {
+    async update (viewer: Viewer, id: string, changes: CredentialChanges, audit?: AuditContext): Promise<CredentialView> {
       return db.transaction(async (tx) => {
         const repo = credentialsRepository(tx)
         const current = await repo.findForUpdate(viewer, id)
@@ -73,12 +79,21 @@ export function createCredentialService ({ db, keyring, quotas }: { db: Db, keyr
           if (byName.length > 0) throw inUse('referred to by name', byName)
         }
         const stored = changes.data === undefined ? {} : sealed(current.type, changes.data)
-        return named(async () => repo.update(id, { ...(changes.name !== undefined && { name: changes.name }), ...stored }))
+        const updated = await named(async () => repo.update(id, { ...(changes.name !== undefined && { name: changes.name }), ...stored }))
+        if (audit !== undefined) {
+          await recordAudit(tx, audit, {
+            action: 'credential.updated',
+            targetType: 'credential',
+            targetId: id,
+            details: { name: current.name, type: current.type, ...(updated.name !== current.name && { renamedTo: updated.name }), dataReplaced: changes.data !== undefined }
+          })
+        }
+        return updated
       })
     },
 
     /** Refused (409, naming them) while workflows refer to it. */
-    async delete (viewer: Viewer, id: string): Promise<void> {
+    async delete (viewer: Viewer, id: string, audit?: AuditContext): Promise<void> {
       await db.transaction(async (tx) => {
         const repo = credentialsRepository(tx)
         const current = await repo.findForUpdate(viewer, id)
@@ -92,6 +107,7 @@ export function createCredentialService ({ db, keyring, quotas }: { db: Db, keyr
           if (isStillReferenced(err)) throw inUse('used', await credentialsRepository(db).usersOf(id, MAX_USERS_LISTED))
           throw err
         }
+        if (audit !== undefined) await recordAudit(tx, audit, { action: 'credential.deleted', targetType: 'credential', targetId: id, details: { name: current.name, type: current.type } })
       })
     }
   }

@@ -417,7 +417,7 @@ export function createRunEngine (options: EngineOptions) {
         result[id] = output
       }
       const next = outcome.ends === true ? null : nextNodeId(graph, node, NODE_LINK_FIELDS, outcome)
-      if (next === null || next === branchJoin) return await succeed()
+      if (next === null || next === branchJoin || node.id === run.untilNodeId) return await succeed()
       if (typeof outcome.next === 'string' || outcome.handles !== undefined) {
         pending.lines.push({ nodeId: node.id, level: 'DEBUG', message: `Continuing with ${next}`, at: new Date() })
       }

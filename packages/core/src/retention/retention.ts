@@ -13,6 +13,8 @@ export interface RetentionOptions {
   rawBodyHours: number
   /** RUN_RETENTION_MAX_PER_WORKFLOW; absent: no per-workflow limit. */
   maxRunsPerWorkflow?: number
+  /** AUDIT_RETENTION_DAYS; absent or 0: the audit log is kept for ever. */
+  auditDays?: number
   /**
    * Rows per statement: each batch is one short transaction (a run's log lines go with it
    * by cascade), so no lock is held for long and the engine's writes never wait behind a pass.
@@ -37,6 +39,8 @@ export interface RetentionReport {
   excessRuns: number
   /** Dispatched events deleted for their age (RUN_RETENTION_DAYS). */
   expiredEvents: number
+  /** Audit log rows deleted for their age (AUDIT_RETENTION_DAYS). */
+  expiredAudit: number
   /** Finished subscription deliveries, with their attempts, deleted for their age (RUN_RETENTION_DAYS). */
   expiredDeliveries: number
 }
@@ -135,6 +139,20 @@ export function createRetention (options: RetentionOptions) {
     select count(*)::int as count from deleted
   `)
 
+  /** Audit rows (audit/log.ts) past AUDIT_RETENTION_DAYS, oldest first along audit_log_at_idx. */
+  const deleteExpiredAudit = async (days: number): Promise<number> => await inBatches(sql`
+    with due as (
+      select id from audit_log
+      where created_at < now() - make_interval(days => ${days})
+      order by created_at
+      limit ${batchSize}
+      for update skip locked
+    ), deleted as (
+      delete from audit_log using due where audit_log.id = due.id returning 1
+    )
+    select count(*)::int as count from deleted
+  `)
+
   /**
    * Finished deliveries of event subscriptions (README, Event subscriptions) are kept as long as
    * runs, their attempts going by cascade: each subscription's oldest along
@@ -164,14 +182,16 @@ export function createRetention (options: RetentionOptions) {
     const excessRuns = options.maxRunsPerWorkflow === undefined ? 0 : await deleteExcessRuns(options.maxRunsPerWorkflow)
     const rawBodies = await clearRawBodies()
     const expiredEvents = await deleteExpiredEvents()
+    const expiredAudit = options.auditDays === undefined || options.auditDays === 0 ? 0 : await deleteExpiredAudit(options.auditDays)
     const expiredDeliveries = await deleteExpiredDeliveries()
-    const report = { rawBodies, expiredRuns, excessRuns, expiredEvents, expiredDeliveries }
+    const report = { rawBodies, expiredRuns, excessRuns, expiredEvents, expiredAudit, expiredDeliveries }
     retentionDeleted.inc({ kind: 'expired_runs' }, expiredRuns)
     retentionDeleted.inc({ kind: 'excess_runs' }, excessRuns)
     retentionDeleted.inc({ kind: 'raw_bodies' }, rawBodies)
     retentionDeleted.inc({ kind: 'expired_events' }, expiredEvents)
+    retentionDeleted.inc({ kind: 'expired_audit' }, expiredAudit)
     retentionDeleted.inc({ kind: 'expired_deliveries' }, expiredDeliveries)
-    if (rawBodies + expiredRuns + excessRuns + expiredEvents + expiredDeliveries > 0) logger.info(report, 'retention pass')
+    if (rawBodies + expiredRuns + excessRuns + expiredEvents + expiredAudit + expiredDeliveries > 0) logger.info(report, 'retention pass')
     return report
   }
 

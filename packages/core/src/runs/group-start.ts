@@ -5,7 +5,7 @@ import { storableJson } from '../db/storable.ts'
 import { serviceUnavailable } from '../errors.ts'
 import { endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
 import { TimeoutError, type Deadline } from '../timeout.ts'
-import { enqueueRuns, insertRuns, withdrawRuns, type CreatedRun, type RunServiceDeps, type RunTarget, type StartedRun } from './start.ts'
+import { enqueueRuns, insertRuns, withdrawRuns, type CreatedRun, type RunServiceDeps, type RunStartPoint, type RunTarget, type StartedRun } from './start.ts'
 
 /** A start for a request that is answered by `deadline`: fire, the inbound webhook, a run's retry. */
 export interface RequestStart {
@@ -20,6 +20,11 @@ export interface RequestStart {
   /** A replay: the run it copies (its triggerData and raw body) and the version it executes. */
   retriedFrom?: string
   workflowVersion?: number
+  /** A test run, and the node it ends after (POST /workflows/:id/test). */
+  test?: boolean
+  untilNodeId?: string
+  /** A retry from a node: where it starts, with the outputs before it. */
+  startAt?: RunStartPoint
   deadline: Deadline
 }
 

@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import type { RunStatus, TriggerType } from '../db/schema/index.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import type { RunStatus, TriggerType, WorkflowNode } from '../db/schema/index.ts'
+import { DomainError } from '../errors.ts'
+import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 
 /** A run to replay, with what starting its replay needs of its workflow (never the nodes). */
 interface ReplaySource {
@@ -17,7 +18,7 @@ export async function replaySource (db: DbOrTx, id: string, viewer: Viewer): Pro
     select runs.id, runs.status, runs.workflow_version as "workflowVersion", workflows.id as "workflowId",
       workflows.user_id as "userId", workflows.trigger_type as "triggerType", workflows.is_active as "isActive"
     from runs join workflows on workflows.id = runs.workflow_id
-    where runs.id = ${id} ${isAdmin(viewer) ? sql`` : sql`and runs.user_id = ${viewer.id}`}
+    where runs.id = ${id} ${isAdmin(viewer) ? sql`` : sql`and runs.user_id = ${viewer.id}`} and ${workflowLimit(viewer, sql`runs.workflow_id`)}
   `)
   if (row === undefined) return null
   const { workflowId, userId, triggerType, isActive, ...run } = row
@@ -52,4 +53,20 @@ export async function lockRunsToReplay (tx: DbOrTx, filter: UnretriedFilter): Pr
     limit ${filter.limit}
     for key share
   `)
+}
+
+/**
+ * What a retry from a node needs of the run `id`: its result and the definition the retry will
+ * execute (`version`, or the workflow's current one), in one statement.
+ */
+export async function replayDefinition (db: DbOrTx, id: string, version?: number): Promise<{ result: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown }> {
+  const [row] = await db.execute<{ result: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown }>(sql`
+    select runs.result, coalesce(versions.nodes, workflows.nodes) as nodes,
+      case when versions.workflow_id is null then workflows.edges else versions.edges end as edges
+    from runs join workflows on workflows.id = runs.workflow_id
+    left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = coalesce(${version ?? null}::integer, workflows.version)
+    where runs.id = ${id}
+  `)
+  if (row === undefined) throw new DomainError('RUN_NOT_FOUND', 'Run not found')
+  return row
 }

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
 import type { QueueName } from '../queues/catalog.ts'
 import { cancelDescendants, cancelledEvents } from './children.ts'
@@ -20,7 +20,8 @@ const runColumns = {
   createdAt: runs.createdAt,
   startedAt: runs.startedAt,
   completedAt: runs.completedAt,
-  durationMs: runs.durationMs
+  durationMs: runs.durationMs,
+  test: runs.test
 }
 
 type RunSummary = Pick<Run, keyof typeof runColumns>
@@ -45,6 +46,8 @@ interface ListRunsFilter {
   /** The children of this run (run_workflow, foreach). */
   parentRunId?: string
   status?: RunStatus
+  /** Test runs only (true), or none of them (false). */
+  test?: boolean
   /** createdAt at or after this time. */
   since?: Date
   /** createdAt before this time. */
@@ -61,7 +64,7 @@ interface RunsInMinute {
 }
 
 export function runsRepository (db: DbOrTx) {
-  const ownedBy = (viewer: Viewer): SQL | undefined => isAdmin(viewer) ? undefined : eq(runs.userId, viewer.id)
+  const ownedBy = (viewer: Viewer): SQL | undefined => and(isAdmin(viewer) ? undefined : eq(runs.userId, viewer.id), workflowLimit(viewer, runs.workflowId))
 
   async function get (id: string, viewer: Viewer): Promise<RunWithLogs | null> {
     // Two independent reads in parallel; logs of a run the viewer cannot see are discarded with it.
@@ -86,6 +89,7 @@ export function runsRepository (db: DbOrTx) {
           filter.workflowId === undefined ? undefined : eq(runs.workflowId, filter.workflowId),
           filter.parentRunId === undefined ? undefined : eq(runs.parentRunId, filter.parentRunId),
           filter.status === undefined ? undefined : eq(runs.status, filter.status),
+          filter.test === undefined ? undefined : eq(runs.test, filter.test),
           filter.since === undefined ? undefined : gte(runs.createdAt, filter.since),
           filter.until === undefined ? undefined : lt(runs.createdAt, filter.until)
         ))
@@ -119,7 +123,7 @@ export function runsRepository (db: DbOrTx) {
      * when the viewer has no such run.
      */
     async cancel (id: string, viewer: Viewer): Promise<CancelledRun | 'finished' | null> {
-      const owner = viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`
+      const owner = sql`${viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`} and ${workflowLimit(viewer, sql`workflow_id`)}`
       const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null, parentRunId: string | null, parentQueue: QueueName | null, eventId: string | null }>(sql`
         with cancelled as (
           update runs set

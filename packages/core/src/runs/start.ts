@@ -102,6 +102,11 @@ export interface StartRunsInput {
      * by the insert itself, never through the caller, unless given here.
      */
     retriedFrom?: string
+    /** A test run (POST /workflows/:id/test): `runs.test`, and the node it ends after ("Run to here"). */
+    test?: boolean
+    untilNodeId?: string
+    /** A retry from a node: the run starts at `nodeId` with `result` (the outputs of the nodes before it). */
+    startAt?: RunStartPoint
   }>
   /** The triggerData of every run that brings none, sent once per statement however many runs share it (an event's payload). */
   triggerData?: unknown
@@ -109,6 +114,12 @@ export interface StartRunsInput {
   idempotencyKey?: string
   /** The request that starts the runs (X-Request-Id), carried in their jobs. */
   requestId?: string
+}
+
+/** Where a retry from a node starts (POST /runs/:id/retry {fromNodeId}). */
+export interface RunStartPoint {
+  nodeId: string
+  result: Record<string, unknown>
 }
 
 /** A run to insert: `key` is its stored idempotency key, if any. */
@@ -124,6 +135,9 @@ interface PlannedRun {
   traceparent?: string
   workflowVersion?: number
   retriedFrom?: string
+  test?: boolean
+  untilNodeId?: string
+  startAt?: RunStartPoint
 }
 
 interface InsertedRun extends StartedRun {
@@ -143,7 +157,7 @@ interface InsertedRun extends StartedRun {
  * per statement).
  */
 async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom }) => ({
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
@@ -152,12 +166,17 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     raw_body: rawBody?.toString('base64'),
     key,
     workflow_version: workflowVersion,
-    retried_from: retriedFrom
+    retried_from: retriedFrom,
+    test,
+    until_node_id: untilNodeId,
+    current_node_id: startAt?.nodeId,
+    result: startAt?.result
   })))
   const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
-        as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text)
+        as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text,
+          test boolean, until_node_id text, current_node_id text, result jsonb)
     ), claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
@@ -168,12 +187,12 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
           then idempotency_keys.created_at else excluded.created_at end
       returning workflow_id, key, run_id
     ), new_runs as (
-      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
         coalesce(planned.trigger_data::jsonb, source.trigger_data, ${storableJson(shared)}::jsonb),
         coalesce(decode(planned.raw_body, 'base64'), source.raw_body),
         coalesce(planned.workflow_version, (select version from workflows where workflows.id = planned.workflow_id)),
-        planned.retried_from
+        planned.retried_from, coalesce(planned.test, false), planned.until_node_id, planned.current_node_id, coalesce(planned.result, '{}'::jsonb)
       from planned left join runs source on source.id = planned.retried_from
       where planned.key is null or planned.run_id in (select run_id from claim)
       returning id, workflow_id, created_at
@@ -205,7 +224,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   // A (workflow, key) pair listed twice is one run: the later ones get the first one's answer.
   const firstOfPair = new Map<string, number>()
   const distinct: PlannedRun[] = []
-  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom }) => {
+  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt }) => {
     const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
     if (key !== undefined) {
       const pair = JSON.stringify([workflow.id, key])
@@ -213,7 +232,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       if (first !== undefined) return first
       firstOfPair.set(pair, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom })
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)

@@ -40,6 +40,8 @@ export interface ClaimedRun {
   rawBody: Buffer | null
   result: Record<string, unknown>
   currentNodeId: string | null
+  /** A test run's last node ("Run to here"): the run ends SUCCESS once it has run. */
+  untilNodeId: string | null
   attempt: number
   /** The fencing token of this claim: every step of the execution carries it. */
   claim: number
@@ -238,7 +240,7 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
         and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts} and ${owner?.takesOver === false ? sql`false` : sql`true`}))
         and (previous.kind in ('retry', 'takeover') or previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
       returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
-        runs.current_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind,
+        runs.current_node_id, runs.until_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind,
         runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent
     ), logged as (
       insert into run_logs (run_id, level, message)
@@ -294,6 +296,7 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
     rawBody: (row.raw_body as Buffer | null) ?? null,
     result: row.result as Record<string, unknown>,
     currentNodeId: row.current_node_id as string | null,
+    untilNodeId: (row.until_node_id as string | null | undefined) ?? null,
     attempt: row.attempt as number,
     claim: row.claim as number,
     kind: row.kind as ClaimKind,
@@ -354,7 +357,7 @@ export function runStore (db: DbOrTx) {
     async peekStarts (runIds: readonly string[]): Promise<Map<string, ClaimedRun>> {
       const rows = await db.execute<Record<string, unknown>>(sql`
         select runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body,
-          ${startedResult} as result, runs.current_node_id, runs.attempt, runs.claim, now() as started_at,
+          ${startedResult} as result, runs.current_node_id, runs.until_node_id, runs.attempt, runs.claim, now() as started_at,
           'start' as kind, workflows.max_concurrent_runs as max_runs, runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent,
           ${definitionColumns}
         from runs

@@ -7,7 +7,7 @@ import type { ApprovalDecision } from '../db/schema/runs.ts'
 import { RUN_WAITING_EVENT } from '../events/outbox.ts'
 import { createId } from '../ids.ts'
 import type { QueueName } from '../queues/catalog.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 
 /**
  * Approvals (docs/engine.md, "Waits and resumes"): a run waiting at an approval node has one
@@ -124,7 +124,8 @@ export function runWaits (db: DbOrTx) {
       const target = 'token' in decider
         ? sql`select run_id, node_id from run_waits where token_hash = ${digest(decider.token)}`
         : sql`select runs.id as run_id, ${decider.nodeId}::text as node_id from runs
-            where runs.id = ${decider.runId} ${isAdmin(decider.viewer) ? sql`` : sql`and runs.user_id = ${decider.viewer.id}`}`
+            where runs.id = ${decider.runId} ${isAdmin(decider.viewer) ? sql`` : sql`and runs.user_id = ${decider.viewer.id}`}
+              and ${workflowLimit(decider.viewer, sql`runs.workflow_id`)}`
       const decidedBy = 'token' in decider ? null : decider.viewer.id
       const [row] = await db.execute<{ found: boolean, runId: string | null, nodeId: string | null, queue: QueueName | null }>(sql`
         with target as (${target}), decided as (
@@ -153,7 +154,7 @@ export function runWaits (db: DbOrTx) {
           run_waits.expires_at as "expiresAt", run_waits.created_at as "createdAt"
         from run_waits join runs on runs.id = run_waits.run_id
         where run_waits.decided_at is null and run_waits.expires_at > now() and runs.status = 'WAITING'
-          ${isAdmin(viewer) ? sql`` : sql`and run_waits.user_id = ${viewer.id}`}
+          ${isAdmin(viewer) ? sql`` : sql`and run_waits.user_id = ${viewer.id}`} and ${workflowLimit(viewer, sql`runs.workflow_id`)}
         order by run_waits.created_at, run_waits.run_id limit ${limit} offset ${offset}
       `)
       return rows.map((row) => ({ ...row, expiresAt: new Date(row.expiresAt), createdAt: new Date(row.createdAt) }))

@@ -2,7 +2,7 @@ import DataLoader from 'dataloader'
 import { eq, inArray } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { users, workflows, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { isAdmin, mayUseWorkflow, type Viewer } from '../users/viewer.ts'
 
 /** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
 interface TriggerTarget {
@@ -51,7 +51,7 @@ export function createTriggerTargets (db: DbOrTx): TriggerTargets {
   return {
     find: async (workflowId, viewer) => {
       const target = await loader.load(workflowId)
-      return target !== null && (viewer === undefined || isAdmin(viewer) || target.userId === viewer.id) ? target : null
+      return target !== null && (viewer === undefined || ((isAdmin(viewer) || target.userId === viewer.id) && mayUseWorkflow(viewer, workflowId))) ? target : null
     }
   }
 }

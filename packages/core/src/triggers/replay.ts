@@ -1,11 +1,13 @@
 import { and, eq } from 'drizzle-orm'
+import { recordAudit, type AuditContext } from '../audit/log.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { isFinished, workflows, type RunStatus } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
-import { lockRunsToReplay, replaySource } from '../runs/replays.ts'
+import { lockRunsToReplay, replayDefinition, replaySource } from '../runs/replays.ts'
 import type { RequestStart } from '../runs/group-start.ts'
 import { enqueueRuns, insertRuns, type RunServiceDeps } from '../runs/start.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
+import { retryStartPoint } from '../workflows/retry-point.ts'
 
 /** Which definition a replay executes: the workflow's current version, or the one the first run executed. */
 type ReplayVersion = 'current' | 'original'
@@ -29,6 +31,8 @@ interface ReplayRunInput {
   version: ReplayVersion
   /** Idempotency-Key: the same key for the same run within 24 hours returns the first replay. */
   idempotencyKey?: string
+  /** Start at this node with the outputs of the nodes before it, rather than at the start. */
+  fromNodeId?: string
 }
 
 /**
@@ -43,7 +47,10 @@ export async function planReplay (db: DbOrTx, input: ReplayRunInput): Promise<Om
   if (source === null) throw new DomainError('RUN_NOT_FOUND', 'Run not found')
   if (!isFinished(source.status)) throw new DomainError('RUN_NOT_FINISHED', 'Run is not finished: only a finished run can be retried')
   if (!source.workflow.isActive) throw workflowNotActive()
+  const version = input.version === 'original' ? source.workflowVersion : undefined
+  const startAt = input.fromNodeId === undefined ? undefined : await startPointOf(db, source.id, version, input.fromNodeId)
   return {
+    ...(startAt !== undefined && { startAt }),
     workflow: source.workflow,
     retriedFrom: source.id,
     ...(input.version === 'original' && { workflowVersion: source.workflowVersion }),
@@ -51,11 +58,17 @@ export async function planReplay (db: DbOrTx, input: ReplayRunInput): Promise<Om
   }
 }
 
+/** Where a retry from `fromNodeId` starts: the definition it will execute, the first run's outputs before that node. */
+async function startPointOf (db: DbOrTx, runId: string, version: number | undefined, fromNodeId: string) {
+  const { result, nodes, edges } = await replayDefinition(db, runId, version)
+  return retryStartPoint({ nodes, edges }, result, fromNodeId)
+}
+
 /** The workflow whose runs a bulk retry replays, as `viewer` may see it (never its nodes); null when they may not. */
 async function replayTarget (db: DbOrTx, id: string, viewer: Viewer) {
   const [target] = await db.select({ id: workflows.id, userId: workflows.userId, triggerType: workflows.triggerType, isActive: workflows.isActive })
     .from(workflows)
-    .where(and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id)))
+    .where(and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id), workflowLimit(viewer, workflows.id)))
     .limit(1)
   return target ?? null
 }
@@ -70,6 +83,8 @@ interface ReplayRunsInput {
   to: Date
   version: ReplayVersion
   requestId?: string
+  /** Who retries, recorded in the transaction that starts the replays ('runs.bulk_retried'). */
+  audit?: AuditContext
 }
 
 /**
@@ -90,7 +105,16 @@ export async function replayRuns (deps: RunServiceDeps, input: ReplayRunsInput):
       runs: taken.map((source) => ({ workflow, retriedFrom: source.id, ...(input.version === 'original' && { workflowVersion: source.workflowVersion }) })),
       requestId: input.requestId
     })
-    return { runs: started.map(({ runId }, i) => ({ runId, retriedFrom: taken[i]!.id })), more: sources.length > taken.length, created }
+    const more = sources.length > taken.length
+    if (input.audit !== undefined) {
+      await recordAudit(tx, input.audit, {
+        action: 'runs.bulk_retried',
+        targetType: 'workflow',
+        targetId: workflow.id,
+        details: { status: input.status, from: input.from.toISOString(), to: input.to.toISOString(), version: input.version, runs: started.length, more }
+      })
+    }
+    return { runs: started.map(({ runId }, i) => ({ runId, retriedFrom: taken[i]!.id })), more, created }
   })
   await enqueueRuns(deps, created)
   return { runs, more }

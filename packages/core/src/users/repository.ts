@@ -1,11 +1,12 @@
 import { asc, eq, sql, type SQL } from 'drizzle-orm'
+import { auditInsert, recordAudit, type AuditContext } from '../audit/log.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { users, type User, type UserRole } from '../db/schema/index.ts'
 import { textArray } from '../db/sql.ts'
 import { DomainError } from '../errors.ts'
 import type { QuotaName } from './quotas.ts'
 import { hashPassword } from './password.ts'
-import type { TokenHolder } from './role-cache.ts'
+import type { TokenHolder } from './holder-cache.ts'
 
 type PublicUser = Pick<User, 'id' | 'email' | 'role' | 'createdAt' | 'quotas'>
 
@@ -61,7 +62,7 @@ export function usersRepository (db: DbOrTx) {
 
     /** The role and token version a token's user has now; null when the user no longer exists. */
     async tokenHolder (id: string): Promise<TokenHolder> {
-      const [user] = await db.select({ role: users.role, tokenVersion: users.tokenVersion }).from(users).where(eq(users.id, id)).limit(1)
+      const [user] = await db.select({ role: users.role, tokenVersion: users.tokenVersion, email: users.email }).from(users).where(eq(users.id, id)).limit(1)
       return user ?? null
     },
 
@@ -70,38 +71,51 @@ export function usersRepository (db: DbOrTx) {
         .limit(page.limit).offset(page.offset)
     },
 
-    /** Returns null when the email is taken. */
-    async create (input: { email: string, password: string, role: UserRole }): Promise<PublicUser | null> {
-      const [user] = await db.insert(users)
-        .values({ email: input.email.toLowerCase(), passwordHash: await hashPassword(input.password), role: input.role })
-        .onConflictDoNothing({ target: users.email })
-        .returning(publicColumns)
-      return user ?? null
+    /** Returns null when the email is taken. `audit`: who creates the user, recorded with it ('user.created'). */
+    async create (input: { email: string, password: string, role: UserRole }, audit?: AuditContext): Promise<PublicUser | null> {
+      const passwordHash = await hashPassword(input.password)
+      return db.transaction(async (tx) => {
+        const [user] = await tx.insert(users)
+          .values({ email: input.email.toLowerCase(), passwordHash, role: input.role })
+          .onConflictDoNothing({ target: users.email })
+          .returning(publicColumns)
+        if (user === undefined) return null
+        if (audit !== undefined) await recordAudit(tx, audit, { action: 'user.created', targetType: 'user', targetId: user.id, details: { email: user.email, role: user.role } })
+        return user
+      })
     },
 
     /**
      * A new password, which ends every token issued before it: the token version is raised
      * and announced in the same statement. Returns the new version (the caller's next token
-     * carries it), or null when the user does not exist.
+     * carries it), or null when the user does not exist. `audit`: the user changing their own
+     * password, recorded by the same statement ('auth.password_changed').
      */
-    async setPassword (id: string, password: string): Promise<number | null> {
+    async setPassword (id: string, password: string, audit?: AuditContext): Promise<number | null> {
       const passwordHash = await hashPassword(password)
+      const audited = audit === undefined
+        ? sql``
+        : sql`, audited as (${auditInsert(audit, { action: 'auth.password_changed', targetType: 'user' }, { cte: sql`changed`, targetId: sql`changed.id` })})`
       const [changed] = await db.execute<{ token_version: number }>(sql`
         with changed as (
           update ${users} set password_hash = ${passwordHash}, token_version = token_version + 1, updated_at = now()
-          where ${users.id} = ${id} returning id, token_version)
+          where ${users.id} = ${id} returning id, token_version)${audited}
         select token_version, pg_notify(${USER_CHANGES_CHANNEL}, id) from changed`)
       return changed?.token_version ?? null
     },
 
     /**
      * An admin's change of role and password, in one transaction; null when the user does not
-     * exist. Demoting the last admin is refused (409).
+     * exist. Demoting the last admin is refused (409). `audit`: the admin, recorded in the same
+     * transaction: 'user.role_changed' (when the role is another), 'user.password_reset',
+     * 'user.quotas_changed', one row each.
      */
-    async update (id: string, changes: UserChanges): Promise<PublicUser | null> {
+    async update (id: string, changes: UserChanges, audit?: AuditContext): Promise<PublicUser | null> {
       const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password)
       return db.transaction(async (tx) => {
         if (changes.role === 'member') await keepAnAdmin(tx, id, 'demoted')
+        // After keepAnAdmin, which locks the admins' rows first, as every change of a role does.
+        const [before] = audit === undefined ? [] : await tx.select({ role: users.role }).from(users).where(eq(users.id, id)).for('update')
         const [user] = await tx.update(users)
           .set({
             ...(changes.role !== undefined && { role: changes.role }),
@@ -111,6 +125,14 @@ export function usersRepository (db: DbOrTx) {
           .where(eq(users.id, id))
           .returning(publicColumns)
         if (user === undefined) return null
+        if (audit !== undefined) {
+          const target = { targetType: 'user', targetId: id } as const
+          if (changes.role !== undefined && changes.role !== before?.role) {
+            await recordAudit(tx, audit, { action: 'user.role_changed', ...target, details: { email: user.email, from: before?.role, to: changes.role } })
+          }
+          if (passwordHash !== undefined) await recordAudit(tx, audit, { action: 'user.password_reset', ...target, details: { email: user.email } })
+          if (changes.quotas !== undefined) await recordAudit(tx, audit, { action: 'user.quotas_changed', ...target, details: { email: user.email, quotas: changes.quotas } })
+        }
         // Delivered when, and only if, the transaction commits.
         await tx.execute(sql`select pg_notify(${USER_CHANGES_CHANNEL}, ${id})`)
         return user
@@ -119,13 +141,16 @@ export function usersRepository (db: DbOrTx) {
 
     /**
      * Deleting the last admin is refused (409). The announcement is delivered when, and only
-     * if, the delete commits.
+     * if, the delete commits. `audit`: the admin, recorded by the delete's statement ('user.deleted').
      */
-    async delete (id: string): Promise<boolean> {
+    async delete (id: string, audit?: AuditContext): Promise<boolean> {
       return db.transaction(async (tx) => {
         await keepAnAdmin(tx, id, 'deleted')
+        const audited = audit === undefined
+          ? sql``
+          : sql`, audited as (${auditInsert(audit, { action: 'user.deleted', targetType: 'user' }, { cte: sql`deleted`, targetId: sql`deleted.id`, details: sql`jsonb_build_object('email', deleted.email)` })})`
         const deleted = await tx.execute(sql`
-          with deleted as (delete from ${users} where ${users.id} = ${id} returning ${users.id})
+          with deleted as (delete from ${users} where ${users.id} = ${id} returning ${users.id}, ${users.email})${audited}
           select pg_notify(${USER_CHANGES_CHANNEL}, id) from deleted`)
         return deleted.length > 0
       })

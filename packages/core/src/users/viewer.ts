@@ -1,15 +1,29 @@
+import { sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import type { UserRole } from '../db/schema/index.ts'
+import { textArray } from '../db/sql.ts'
 
 /**
  * Who is asking, for every owner-scoped read and write: members see and change
- * their own workflows and runs, admins everyone's (contract section 3).
+ * their own workflows and runs, admins everyone's (contract section 3). A request made
+ * with an API key limited to some workflows sees only those, and their runs (README, API keys).
  */
 export interface Viewer {
   id: string
   role: UserRole
+  /** The only workflows this viewer may see; absent or null: no limit beyond ownership. */
+  workflowIds?: readonly string[] | null
 }
 
-/** The viewer of an authenticated request, from its token's claims. */
-export const viewerOf = (claims: { sub: string, role: UserRole }): Viewer => ({ id: claims.sub, role: claims.role })
+/** The viewer of an authenticated request, from its token's claims or its API key. */
+export const viewerOf = (claims: { sub: string, role: UserRole, workflowIds?: readonly string[] | null }): Viewer =>
+  ({ id: claims.sub, role: claims.role, workflowIds: claims.workflowIds ?? null })
 
 export const isAdmin = (viewer: Viewer): boolean => viewer.role === 'admin'
+
+/** The viewer's limit as a condition on a workflow id column (`true` when there is none). */
+export const workflowLimit = (viewer: Viewer, workflowId: SQLWrapper): SQL =>
+  viewer.workflowIds === undefined || viewer.workflowIds === null ? sql`true` : sql`${workflowId} = any(${textArray(viewer.workflowIds)})`
+
+/** Whether the viewer's limit (an API key's workflowIds) admits this workflow. */
+export const mayUseWorkflow = (viewer: Viewer, workflowId: string): boolean =>
+  viewer.workflowIds === undefined || viewer.workflowIds === null || viewer.workflowIds.includes(workflowId)

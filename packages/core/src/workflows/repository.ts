@@ -1,6 +1,6 @@
 import { and, arrayContains, desc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm'
 import { exactCounters } from './counters.ts'
-import { isAdmin, type Viewer } from '../users/viewer.ts'
+import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import {
   runs,
@@ -17,7 +17,7 @@ import {
 /** The fields a client may set; ids, owner, counters and timestamps are the server's. */
 export const EDITABLE_WORKFLOW_FIELDS = [
   'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags',
-  'maxConcurrentRuns', 'webhookRateLimit'
+  'maxConcurrentRuns', 'webhookRateLimit', 'pinnedData'
 ] as const satisfies ReadonlyArray<keyof NewWorkflow>
 
 export type WorkflowInput = Pick<NewWorkflow, typeof EDITABLE_WORKFLOW_FIELDS[number]>
@@ -71,6 +71,7 @@ interface WorkflowFilters {
 /** A deleted workflow, and whether it had a schedule (its scheduler in Redis must go too). */
 export interface DeletedWorkflow {
   id: string
+  name: string
   hadSchedule: boolean
 }
 
@@ -131,7 +132,7 @@ function editableFields<T extends WorkflowChanges> (input: T): WorkflowChanges {
  */
 export function workflowsRepository (db: DbOrTx) {
   const byId = (viewer: Viewer, id: string): SQL | undefined =>
-    and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id))
+    and(eq(workflows.id, id), isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id), workflowLimit(viewer, workflows.id))
 
   return {
     async create (userId: string, input: WorkflowInput): Promise<Workflow> {
@@ -146,6 +147,7 @@ export function workflowsRepository (db: DbOrTx) {
       return db.select(summaryColumns).from(workflows)
         .where(and(
           isAdmin(viewer) ? undefined : eq(workflows.userId, viewer.id),
+          workflowLimit(viewer, workflows.id),
           filters.domain === undefined ? undefined : eq(workflows.domain, filters.domain),
           filters.triggerType === undefined ? undefined : eq(workflows.triggerType, filters.triggerType),
           filters.isActive === undefined ? undefined : eq(workflows.isActive, filters.isActive),
@@ -192,6 +194,7 @@ export function workflowsRepository (db: DbOrTx) {
     async delete (viewer: Viewer, id: string): Promise<DeletedWorkflow | null> {
       const [deleted] = await db.delete(workflows).where(byId(viewer, id)).returning({
         id: workflows.id,
+        name: workflows.name,
         hadSchedule: sql<boolean>`exists (select 1 from ${workflowSchedules} s where s.workflow_id = ${workflows}.id)`
       })
       return deleted ?? null

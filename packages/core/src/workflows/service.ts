@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util'
+import { recordAudit, type AuditAction, type AuditContext } from '../audit/log.ts'
 import type { Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
-import type { Workflow, WorkflowVersion } from '../db/schema/index.ts'
+import type { Workflow, WorkflowNode, WorkflowVersion } from '../db/schema/index.ts'
 import type { NodeSaveTools } from '../engine/nodes/definition.ts'
 import { DomainError } from '../errors.ts'
 import { checkSavedQuotas, type Quotas, type SavedQuota } from '../users/quotas.ts'
@@ -49,7 +50,28 @@ const countedAs = (workflow: Pick<Workflow, 'isActive' | 'triggerType'>): SavedQ
 /** The fields a version holds: changing any of them makes a new version. */
 const DEFINITION_FIELDS = ['triggerType', 'triggerConfig', 'nodes', 'edges'] as const
 
+/** A field as a version (and the audit log) compares it: nodes without their builder positions (contract section 5, Node layout). */
+function withoutPositions (field: string, value: unknown): unknown {
+  if (field !== 'nodes' || !Array.isArray(value)) return value
+  return (value as WorkflowNode[]).map(({ position: _position, ...node }) => node)
+}
+
 const dedupe = (tags: string[] | undefined): string[] | undefined => tags === undefined ? undefined : [...new Set(tags)]
+
+/**
+ * What the audit log records of a change (README, Audit log): an activation or deactivation
+ * when isActive turns, else an update when any field took another value; null for a change
+ * that changed nothing, or only where the builder draws nodes.
+ */
+function auditedChange (current: Workflow, changes: WorkflowChanges): { action: AuditAction, fields: string[] } | null {
+  const fields = Object.entries(changes)
+    .filter(([field, value]) => value !== undefined && !isDeepStrictEqual(withoutPositions(field, value), withoutPositions(field, current[field as keyof Workflow])))
+    .map(([field]) => field)
+  if (changes.isActive !== undefined && changes.isActive !== current.isActive) {
+    return { action: changes.isActive ? 'workflow.activated' : 'workflow.deactivated', fields }
+  }
+  return fields.length > 0 ? { action: 'workflow.updated', fields } : null
+}
 
 /**
  * Create, update, restore, import and delete of workflow definitions: validation (graph,
@@ -68,7 +90,8 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     return workflow
   }
 
-  async function create (viewer: Viewer, input: WorkflowInput): Promise<WorkflowDetail> {
+  /** `audit`: who creates it, recorded in its transaction as `action`. */
+  async function create (viewer: Viewer, input: WorkflowInput, audit?: AuditContext, action: AuditAction = 'workflow.created'): Promise<WorkflowDetail> {
     const nodes = input.nodes ?? []
     validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes, edges: input.edges }, limits)
     await validateNodesAsync(nodes, tools)
@@ -79,6 +102,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
       await workflowVersionsRepository(tx).record(workflow, viewer.id)
       await recordWorkflowCredentials(tx, workflow.id, credentialIds)
       await scheduleSync?.onSaved(workflow, tx)
+      if (audit !== undefined) await recordAudit(tx, audit, { action, targetType: 'workflow', targetId: workflow.id, details: { name: workflow.name, isActive: workflow.isActive } })
       return workflow
     })
     return detail(viewer, created.id)
@@ -96,7 +120,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restoredFrom !== undefined ||
-      DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(changes[field], current[field]))
+      DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(withoutPositions(field, changes[field]), withoutPositions(field, current[field])))
     const repo = workflowsRepository(tx)
     const saved = (await repo.update(viewer, current.id, { ...changes, tags: dedupe(changes.tags) }, redefined ? current.version + 1 : undefined))!
     const before = countedAs(current)
@@ -115,14 +139,22 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
   return {
     create,
 
-    /** Only the supplied fields change; the result is checked as a whole before it is stored. */
-    async update (viewer: Viewer, id: string, changes: WorkflowChanges): Promise<WorkflowDetail> {
+    /**
+     * Only the supplied fields change; the result is checked as a whole before it is stored.
+     * `audit`: who changes it, recorded in its transaction (auditedChange).
+     */
+    async update (viewer: Viewer, id: string, changes: WorkflowChanges, audit?: AuditContext): Promise<WorkflowDetail> {
       // Before the transaction: compiling code must not hold a connection and the workflow's lock.
       if (changes.nodes !== undefined) await validateNodesAsync(changes.nodes, tools)
       await db.transaction(async (tx) => {
         const current = await locked(tx, viewer, id)
         const supplied = Object.keys(changes).filter((key) => changes[key as keyof WorkflowChanges] !== undefined)
-        if (supplied.length > 0) await save(tx, viewer, current, changes)
+        if (supplied.length === 0) return
+        await save(tx, viewer, current, changes)
+        const change = auditedChange(current, { ...changes, tags: dedupe(changes.tags) })
+        if (audit !== undefined && change !== null) {
+          await recordAudit(tx, audit, { action: change.action, targetType: 'workflow', targetId: id, details: { name: changes.name ?? current.name, fields: change.fields } })
+        }
       })
       return detail(viewer, id)
     },
@@ -132,13 +164,16 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
      * limits or credentials may have changed since it was stored; its code was compiled when it
      * was saved, and is not again.
      */
-    async restore (viewer: Viewer, id: string, version: number): Promise<WorkflowDetail> {
+    async restore (viewer: Viewer, id: string, version: number, audit?: AuditContext): Promise<WorkflowDetail> {
       await db.transaction(async (tx) => {
         const current = await locked(tx, viewer, id)
         const restored = await workflowVersionsRepository(tx).find(id, version)
         if (restored === null) throw versionNotFound()
         const { triggerType, triggerConfig, nodes, edges } = restored
         await save(tx, viewer, current, { triggerType, triggerConfig, nodes, edges }, version)
+        if (audit !== undefined) {
+          await recordAudit(tx, audit, { action: 'workflow.restored', targetType: 'workflow', targetId: id, details: { name: current.name, version, newVersion: current.version + 1 } })
+        }
       })
       return detail(viewer, id)
     },
@@ -168,16 +203,17 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
      * A new workflow from an export's definition, checked like a create and inactive whatever it
      * says; `toFill`: the places of the export's `redacted` its nodes still leave without a value.
      */
-    async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>, redacted: readonly string[]): Promise<WorkflowDetail & { toFill: string[] }> {
-      const workflow = await create(viewer, { ...definition, isActive: false })
+    async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>, redacted: readonly string[], audit?: AuditContext): Promise<WorkflowDetail & { toFill: string[] }> {
+      const workflow = await create(viewer, { ...definition, isActive: false }, audit, 'workflow.imported')
       return { ...workflow, toFill: valuesToFill(workflow.nodes, redacted) }
     },
 
-    async delete (viewer: Viewer, id: string): Promise<void> {
+    async delete (viewer: Viewer, id: string, audit?: AuditContext): Promise<void> {
       await db.transaction(async (tx) => {
         const deleted = await workflowsRepository(tx).delete(viewer, id)
         if (deleted === null) throw workflowNotFound()
         await scheduleSync?.onDeleted(deleted, tx)
+        if (audit !== undefined) await recordAudit(tx, audit, { action: 'workflow.deleted', targetType: 'workflow', targetId: id, details: { name: deleted.name } })
       })
     }
   }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import audit from './audit.ts'
 import chat from './chat.ts'
 import credentials from './credentials.ts'
 import runs from './runs.ts'
@@ -21,6 +22,7 @@ async function services (fastify: FastifyInstance): Promise<void> {
   await fastify.register(triggers)
   await fastify.register(chat)
   await fastify.register(credentials)
+  await fastify.register(audit)
   await fastify.register(subscriptions)
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import audit from './audit/index.ts'
 import auth from './auth/index.ts'
 import automation from './automation/index.ts'
 import chat from './chat/index.ts'
@@ -10,4 +11,5 @@ export default async function api (fastify: FastifyInstance): Promise<void> {
   await fastify.register(users, { prefix: '/users' })
   await fastify.register(automation, { prefix: '/automation' })
   await fastify.register(chat, { prefix: '/chat' })
+  await fastify.register(audit, { prefix: '/audit' })
 }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { bigint, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, boolean, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { QueueName } from '../../queues/catalog.ts'
 import { createdAt, id, nullableTimestamp } from './_columns.ts'
 import { users } from './users.ts'
@@ -53,7 +53,11 @@ export const runs = pgTable('runs', {
   createdAt: createdAt(),
   startedAt: nullableTimestamp('started_at'),
   completedAt: nullableTimestamp('completed_at'),
-  durationMs: integer('duration_ms')
+  durationMs: integer('duration_ms'),
+  // A run started by POST /workflows/:id/test (contract section 5, Test runs): counted as a run, filtered by `?test=`.
+  test: boolean('test').notNull().default(false),
+  // A test run's last node: the run ends SUCCESS once that node has run ("Run to here").
+  untilNodeId: text('until_node_id')
 }, (t) => [
   // Newest first, id breaking ties, as the run list and a workflow's latest runs read them: per workflow,
   // per owner, and for admins (every run). NULLS FIRST like `order by … desc`, or the index cannot serve it.

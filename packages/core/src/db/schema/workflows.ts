@@ -14,6 +14,8 @@ export interface WorkflowNode {
   type: string
   config?: Record<string, unknown>
   next?: string
+  /** Where the builder draws it (contract section 5, Node layout): a change of positions only makes no new version. */
+  position?: { x: number, y: number }
 }
 
 /** At most `max` inbound webhooks per `windowSeconds` (a fixed window, counted in Redis); beyond, 429. */
@@ -50,6 +52,8 @@ export const workflows = pgTable('workflows', {
   // Runs of the workflow executing at once; beyond it they wait PENDING (runs/slots.ts).
   maxConcurrentRuns: integer('max_concurrent_runs'),
   webhookRateLimit: jsonb('webhook_rate_limit').$type<WebhookRateLimit>(),
+  /** Sample triggerData a test run uses when given none (contract section 5, Test runs); never used by real triggers, never versioned. */
+  pinnedData: jsonb('pinned_data').$type<unknown>(),
   ...timestamps()
 }, (t) => [
   // The list's order, newest updatedAt first with id breaking ties, per owner and for admins;

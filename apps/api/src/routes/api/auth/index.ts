@@ -5,7 +5,9 @@ import { Counter } from 'prom-client'
 import { DomainError, unauthorized } from '@switchboard/core/errors'
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '@switchboard/core/users'
 import type { User } from '@switchboard/core/db'
+import { auditContextOf, loginAuditContextOf } from '../../../audit-context.ts'
 import { errorResponses } from '../../../schemas/common.ts'
+import apiKeys from './api-keys/index.ts'
 import { createKnownAddresses } from './known-addresses.ts'
 import { ChangePasswordBody, LoginBody, LoginResponse } from './schemas.ts'
 
@@ -40,6 +42,7 @@ const tooManyAttempts = (retryAfterSeconds: number): DomainError =>
   new DomainError('TOO_MANY_REQUESTS', `Too many login attempts, retry in ${seconds(retryAfterSeconds)}`)
 
 const auth: FastifyPluginAsyncTypebox = async (fastify) => {
+  await fastify.register(apiKeys, { prefix: '/api-keys' })
   const attempts = new Counter({
     name: 'login_attempts_total',
     help: 'Login attempts by outcome: success and invalid had their password checked; rate_limited and busy were refused before',
@@ -114,7 +117,13 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!email || !password) throw new DomainError('BAD_REQUEST', 'email and password are required')
     const user = await checkingPassword(reply, async () => authenticate(email, password))
     attempts.inc({ outcome: user === null ? 'invalid' : 'success' })
-    if (user === null) throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password')
+    // Only attempts the limiters admitted get here, so they bound the rows a caller can write.
+    const audit = loginAuditContextOf(request, user, email)
+    if (user === null) {
+      await fastify.audit.record(audit, { action: 'auth.login_failed' })
+      throw new DomainError('INVALID_CREDENTIALS', 'Invalid email or password')
+    }
+    await fastify.audit.record(audit, { action: 'auth.login', targetType: 'user', targetId: user.id })
     // A sign-in goes on without it while Redis does not answer (the redis state log says so).
     await knownAddresses.remember(emailOf(request), addressOf(request)).catch(() => {})
     return signedIn(user)
@@ -144,7 +153,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
     if (user === null) throw unauthorized()
     const valid = await checkingPassword(reply, async () => verifyPassword(request.body.currentPassword, user.passwordHash))
     if (!valid) throw new DomainError('INVALID_CURRENT_PASSWORD', 'Current password is incorrect')
-    const tokenVersion = await fastify.users.setPassword(sub, request.body.newPassword)
+    const tokenVersion = await fastify.users.setPassword(sub, request.body.newPassword, auditContextOf(request))
     if (tokenVersion === null) throw unauthorized()
     // The other replicas hear of it from Postgres; this one need not wait for that.
     fastify.userRoles.forget(sub)

@@ -11,9 +11,11 @@ import events from './events/index.ts'
 import messages from './messages/index.ts'
 import send from './send/index.ts'
 import templates from './templates/index.ts'
+import { keyScopes } from '../key-scopes.ts'
 
 /** /api/chat: linked accounts, and what each account sends and receives. */
 export default async function chat (fastify: FastifyInstance): Promise<void> {
+  fastify.addHook('onRoute', keyScopes('chat:read', 'chat:write'))
   await fastify.register(accounts, { prefix: '/accounts' })
   await fastify.register(agents, { prefix: '/agents' })
   await fastify.register(assistant, { prefix: '/accounts' })

@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../../../schemas/common.ts'
 import { EmitEventBody, EventRuns } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 /** POST /api/automation/events (contract, Events): starts the caller's active EVENT workflows listening to `name`. */
 const events: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('events:write', 'events:write'))
   fastify.post('', {
     schema: {
       tags: ['runs'],

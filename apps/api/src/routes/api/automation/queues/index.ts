@@ -4,6 +4,7 @@ import { QUEUE_NAMES, type Queues } from '@switchboard/core/queues'
 import { TimeoutError, withTimeout } from '@switchboard/core/timeout'
 import { errorResponses } from '../../../../schemas/common.ts'
 import { QueueCounts, type QueueCounters } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 /**
  * Each queue gets this long to answer. The counters are read in parallel, so the whole
@@ -37,6 +38,7 @@ async function countJobs (queue: Queues[keyof Queues], log: FastifyBaseLogger): 
 
 /** GET /api/automation/queues (spec 4.12): one failing queue is reported with `error` and zero counters. */
 const queues: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('queues:read', 'queues:read'))
   fastify.get('', {
     schema: {
       tags: ['queues'],

@@ -7,6 +7,7 @@ import { runsFinished } from '@switchboard/core/observability'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import { idempotencyKeyOf, ListRunsQuery, ResumeRunBody, RetryRunBody, Run, RunResumed, RunRetried, RunStats, RunStatsQuery, RunSummary } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 const runNotFound = (): DomainError => new DomainError('RUN_NOT_FOUND', 'Run not found')
 
@@ -29,16 +30,17 @@ const zeroCounts = (): Record<RunStatus, number> => Object.fromEntries(RUN_STATU
 
 /** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
 const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('runs:read', 'runs:write'))
   const { runs } = fastify
   fastify.addHook('preHandler', checkIdParam('id', () => { throw runNotFound() }))
 
   fastify.get('', {
     schema: { tags: ['runs'], querystring: ListRunsQuery, response: { 200: Type.Array(RunSummary), ...errorResponses(400, 401) } }
   }, async (request) => {
-    const { workflowId, parentRunId, status, limit, offset } = request.query
+    const { workflowId, parentRunId, status, test, limit, offset } = request.query
     const since = instantOf('since', request.query.since)
     const until = instantOf('until', request.query.until)
-    return runs.list(viewerOf(request.user), { workflowId, parentRunId, status, since, until, limit, offset })
+    return runs.list(viewerOf(request.user), { workflowId, parentRunId, status, test, since, until, limit, offset })
   })
 
   // The console's overview: runs per minute by status. A static path, so it wins over `/:id`.
@@ -108,6 +110,7 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       runId: request.params.id,
       viewer: viewerOf(request.user),
       version: request.body.version,
+      fromNodeId: request.body.fromNodeId,
       idempotencyKey: idempotencyKeyOf(request.headers),
       requestId: request.id
     }, request.deadline)

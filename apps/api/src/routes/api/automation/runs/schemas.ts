@@ -26,7 +26,8 @@ export const RunSummary = Type.Object({
   createdAt: Timestamp,
   startedAt: NullableTimestamp,
   completedAt: NullableTimestamp,
-  durationMs: Type.Union([Type.Integer(), Type.Null()])
+  durationMs: Type.Union([Type.Integer(), Type.Null()]),
+  test: Type.Boolean({ description: 'started by POST /workflows/:id/test' })
 })
 
 /** Spec 2.3. */
@@ -65,7 +66,14 @@ export const ReplayVersion = Type.Enum(['current', 'original'], {
   description: 'current: the workflow as it is now; original: the version the retried run executed'
 })
 
-export const RetryRunBody = Type.Object({ version: ReplayVersion }, { additionalProperties: false })
+export const RetryRunBody = Type.Object({
+  version: ReplayVersion,
+  fromNodeId: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 100,
+    description: 'start at this node with the outputs of the nodes before it (refused when one of them holds a masked credential value)'
+  }))
+}, { additionalProperties: false })
 
 /** A replay accepted: the new run, and the run it replays. */
 export const RunRetried = Type.Object({ runId: Type.String(), retriedFrom: Type.String() })
@@ -77,6 +85,7 @@ export const ListRunsQuery = Type.Object({
   workflowId: Type.Optional(Type.String({ maxLength: 64 })),
   parentRunId: Type.Optional(Type.String({ maxLength: 64, description: 'the children of this run' })),
   status: Type.Optional(RunStatus),
+  test: Type.Optional(Type.Boolean({ description: 'true: test runs only; false: no test runs; absent: both' })),
   since: Type.Optional(instant('since', 'runs created at or after this time')),
   until: Type.Optional(instant('until', 'runs created before this time')),
   ...Pagination

@@ -16,6 +16,7 @@ import { createStartQuota } from '../start-quota.ts'
 const fire: FastifyPluginAsyncTypebox = async (fastify) => {
   const checkStartQuota = createStartQuota(fastify)
   fastify.post('/:id/fire', {
+    config: { scope: 'runs:write' },
     schema: {
       tags: ['runs'],
       params: IdParams,

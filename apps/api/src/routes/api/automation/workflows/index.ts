@@ -4,10 +4,12 @@ import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users'
 import { workflowNotFound } from '@switchboard/core/workflows'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
 import retry from './retry.ts'
+import testRun from './test-run.ts'
 import transfer from './transfer.ts'
 import versions from './versions.ts'
 import {
@@ -17,6 +19,7 @@ import {
   WorkflowDetail,
   WorkflowSummary
 } from './schemas.ts'
+import { keyScopes } from '../../key-scopes.ts'
 
 /** A null name is as missing as a blank one. */
 const isBlank = (value: unknown): boolean => value === null || (typeof value === 'string' && value.trim() === '')
@@ -35,11 +38,13 @@ async function refuseBlankName (request: FastifyRequest): Promise<void> {
 
 /** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; their fire, bulk retry, versions, export and import. */
 const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook('onRoute', keyScopes('workflows:read', 'workflows:write'))
   const { workflows } = fastify
   const tags = ['workflows']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw workflowNotFound() }))
   await fastify.register(fire)
   await fastify.register(retry)
+  await fastify.register(testRun)
   await fastify.register(versions)
   await fastify.register(transfer)
 
@@ -52,7 +57,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 201: WorkflowDetail, ...errorResponses(400, 401, 503) }
     }
   }, async (request, reply) => {
-    const workflow = await workflows.create(viewerOf(request.user), request.body)
+    const workflow = await workflows.create(viewerOf(request.user), request.body, auditContextOf(request))
     return reply.code(201).send(workflow)
   })
 
@@ -88,7 +93,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404, 503) }
     }
   }, async (request) => {
-    const workflow = await workflows.update(viewerOf(request.user), request.params.id, request.body)
+    const workflow = await workflows.update(viewerOf(request.user), request.params.id, request.body, auditContextOf(request))
     // A higher limit, or none, frees slots for the runs waiting.
     if (request.body.maxConcurrentRuns !== undefined) fastify.runs.wake(workflow.id, request.log)
     return workflow
@@ -102,7 +107,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       response: { 204: Type.Null(), ...errorResponses(401, 404, 503) }
     }
   }, async (request, reply) => {
-    await workflows.delete(viewerOf(request.user), request.params.id)
+    await workflows.delete(viewerOf(request.user), request.params.id, auditContextOf(request))
     return reply.code(204).send(null)
   })
 }

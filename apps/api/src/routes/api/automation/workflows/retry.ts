@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { BulkRetried, BulkRetryBody } from './schemas.ts'
 
@@ -22,6 +23,7 @@ function instantOf (field: string, value: string): Date {
  */
 const retry: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/:id/runs/retry', {
+    config: { scope: 'runs:write' },
     schema: {
       tags: ['runs'],
       summary: 'Replay the failed runs of a time range, 500 at most per call',
@@ -40,7 +42,8 @@ const retry: FastifyPluginAsyncTypebox = async (fastify) => {
       from,
       to,
       version: request.body.version,
-      requestId: request.id
+      requestId: request.id,
+      audit: auditContextOf(request)
     })
     return reply.code(202).send(replayed)
   })

@@ -16,7 +16,11 @@ export const WorkflowNode = Type.Object({
     additionalProperties: true,
     description: 'The config of the node’s type: GET /api/automation/node-types gives each type’s JSON Schema (docs/nodes.md).'
   }))),
-  next: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'id of the following node' }))
+  next: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'id of the following node' })),
+  position: Type.Optional(Type.Object({
+    x: Type.Number({ minimum: -1e6, maximum: 1e6 }),
+    y: Type.Number({ minimum: -1e6, maximum: 1e6 })
+  }, { additionalProperties: false, description: 'where the builder draws the node; a change of positions only makes no new version' }))
 }, { additionalProperties: false })
 
 const Name = Type.String({ maxLength: 200 })
@@ -57,6 +61,8 @@ const WebhookRateLimitInput = Type.Unsafe<{ max: number, windowSeconds: number }
   description: 'at most max inbound webhooks per windowSeconds; beyond, 429 with Retry-After and no run. null: no limit',
   errorMessage: 'webhookRateLimit must be an object {max, windowSeconds}, or null'
 })
+/** Bounded by the body's 1 MiB, as a fire's triggerData is. */
+const PinnedData = Type.Unknown({ description: 'sample triggerData for test runs (POST /workflows/:id/test) when they bring none; never used by real triggers, not versioned, not exported. null: none' })
 const WebhookRateLimit = Type.Union([Type.Object({ max: Type.Integer(), windowSeconds: Type.Integer() }), Type.Null()])
 
 /**
@@ -74,7 +80,8 @@ const writable = {
   isActive: Type.Optional(Type.Boolean()),
   tags: Type.Optional(Tags),
   maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
-  webhookRateLimit: Type.Optional(WebhookRateLimitInput)
+  webhookRateLimit: Type.Optional(WebhookRateLimitInput),
+  pinnedData: Type.Optional(PinnedData)
 }
 
 export const CreateWorkflowBody = Type.Object(writable, { additionalProperties: false })
@@ -149,11 +156,17 @@ export const WorkflowDetail = Type.Object({
   version: Type.Integer({ description: 'the number of the current definition (GET /workflows/:id/versions)' }),
   maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()], { description: 'runs executing at once; null: no limit' }),
   webhookRateLimit: WebhookRateLimit,
+  pinnedData: PinnedData,
   createdAt: Timestamp,
   updatedAt: Timestamp,
   runs: Type.Array(RecentRun, { description: 'the latest 10 runs, newest first' }),
   schedules: Type.Array(WorkflowSchedule)
 })
+
+export const TestRunBody = Type.Object({
+  triggerData: Type.Optional(Type.Unknown({ description: 'the run\'s triggerData; absent: the workflow\'s pinnedData, or {}' })),
+  untilNodeId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'the run ends SUCCESS once this node has run' }))
+}, { additionalProperties: false })
 
 export const ListVersionsQuery = Type.Object({ ...Pagination }, { additionalProperties: false })
 

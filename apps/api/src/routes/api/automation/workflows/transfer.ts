@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { ImportedWorkflow, ImportWorkflowBody, WorkflowExport } from './schemas.ts'
 
@@ -36,7 +37,7 @@ const transfer: FastifyPluginAsyncTypebox = async (fastify) => {
       body: ImportWorkflowBody,
       response: { 201: ImportedWorkflow, ...errorResponses(400, 401, 503) }
     }
-  }, async (request, reply) => reply.code(201).send(await workflows.import(viewerOf(request.user), request.body.workflow, request.body.redacted ?? [])))
+  }, async (request, reply) => reply.code(201).send(await workflows.import(viewerOf(request.user), request.body.workflow, request.body.redacted ?? [], auditContextOf(request))))
 }
 
 export default transfer

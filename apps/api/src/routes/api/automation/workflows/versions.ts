@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { viewerOf } from '@switchboard/core/users'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { ListVersionsQuery, VersionParams, WorkflowDetail, WorkflowVersion, WorkflowVersionSummary } from './schemas.ts'
 
@@ -40,7 +41,7 @@ const versions: FastifyPluginAsyncTypebox = async (fastify) => {
       params: VersionParams,
       response: { 200: WorkflowDetail, ...errorResponses(400, 401, 404, 503) }
     }
-  }, async (request) => workflows.restore(viewerOf(request.user), request.params.id, versionNumber(request.params.n)))
+  }, async (request) => workflows.restore(viewerOf(request.user), request.params.id, versionNumber(request.params.n), auditContextOf(request)))
 }
 
 export default versions

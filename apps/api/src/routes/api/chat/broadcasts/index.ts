@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
 import { viewerOf } from '@switchboard/core/users'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { Broadcast, BroadcastRecipient, BroadcastsQuery, CreateBroadcastBody, RecipientsQuery } from './schemas.ts'
 
@@ -29,7 +30,7 @@ const broadcasts: FastifyPluginAsyncTypebox = async (fastify) => {
       lang,
       ratePerSecond: ratePerSecond!,
       ...(sendAt !== undefined && { sendAt: new Date(sendAt) })
-    })
+    }, auditContextOf(request))
     return reply.code(201).send(broadcast)
   })
 

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { createRoleCache, type TokenHolder } from '../src/users/role-cache.ts'
+import { createHolderCache, type TokenHolder } from '../src/users/holder-cache.ts'
 
-const admin: TokenHolder = { role: 'admin', tokenVersion: 0 }
-const member: TokenHolder = { role: 'member', tokenVersion: 0 }
+const admin: TokenHolder = { role: 'admin', tokenVersion: 0, email: 'admin@example.com' }
+const member: TokenHolder = { role: 'member', tokenVersion: 0, email: 'member@example.com' }
 
 /** A loader whose answers the test releases by hand, counting the queries it was asked. */
 function manualLoader () {
@@ -26,7 +26,7 @@ function manualLoader () {
 t.test('concurrent misses for one user share one query; answers are cached, deleted users included', async (t) => {
   const loader = manualLoader()
   loader.roles.set('a', admin)
-  const cache = createRoleCache({ load: loader.load, ttlMs: 60_000, maxEntries: 10 })
+  const cache = createHolderCache({ load: loader.load, ttlMs: 60_000, maxEntries: 10 })
   const answers = Array.from({ length: 20 }, () => cache.holderOf('a'))
   const gone = [cache.holderOf('gone'), cache.holderOf('gone')]
   await new Promise((resolve) => setImmediate(resolve))
@@ -41,7 +41,7 @@ t.test('concurrent misses for one user share one query; answers are cached, dele
 
 t.test('answers expire after the TTL', async (t) => {
   let queries = 0
-  const cache = createRoleCache({ load: async () => { queries++; return member }, ttlMs: 30, maxEntries: 10 })
+  const cache = createHolderCache({ load: async () => { queries++; return member }, ttlMs: 30, maxEntries: 10 })
   await cache.holderOf('a')
   await cache.holderOf('a')
   t.equal(queries, 1)
@@ -52,7 +52,7 @@ t.test('answers expire after the TTL', async (t) => {
 
 t.test('the cache holds at most maxEntries users, forgetting the least recently used', async (t) => {
   const queried: string[] = []
-  const cache = createRoleCache({ load: async (id) => { queried.push(id); return member }, ttlMs: 60_000, maxEntries: 2 })
+  const cache = createHolderCache({ load: async (id) => { queried.push(id); return member }, ttlMs: 60_000, maxEntries: 2 })
   await cache.holderOf('a')
   await cache.holderOf('b')
   await cache.holderOf('a')
@@ -65,7 +65,7 @@ t.test('the cache holds at most maxEntries users, forgetting the least recently 
 t.test('a user forgotten while their role is being read is read again; waiting requests get the answer in flight', async (t) => {
   const loader = manualLoader()
   loader.roles.set('a', admin)
-  const cache = createRoleCache({ load: loader.load, ttlMs: 60_000, maxEntries: 10 })
+  const cache = createHolderCache({ load: loader.load, ttlMs: 60_000, maxEntries: 10 })
   const before = cache.holderOf('a')
   await new Promise((resolve) => setImmediate(resolve))
   loader.roles.set('a', member)
@@ -81,7 +81,7 @@ t.test('a user forgotten while their role is being read is read again; waiting r
 
 t.test('forget and clear make the next request read the database', async (t) => {
   let role: TokenHolder = admin
-  const cache = createRoleCache({ load: async () => role, ttlMs: 60_000, maxEntries: 10 })
+  const cache = createHolderCache({ load: async () => role, ttlMs: 60_000, maxEntries: 10 })
   t.equal(await cache.holderOf('a'), admin)
   t.equal(await cache.holderOf('b'), admin)
   role = null
@@ -95,8 +95,19 @@ t.test('forget and clear make the next request read the database', async (t) => 
 
 t.test('a failed read is not cached', async (t) => {
   let fail = true
-  const cache = createRoleCache({ load: async () => { if (fail) throw new Error('database down'); return member }, ttlMs: 60_000, maxEntries: 10 })
+  const cache = createHolderCache({ load: async () => { if (fail) throw new Error('database down'); return member }, ttlMs: 60_000, maxEntries: 10 })
   await t.rejects(cache.holderOf('a'), /database down/)
   fail = false
   t.equal(await cache.holderOf('a'), member)
+})
+
+t.test('forgetWhere forgets the answers it picks (the API keys of a user who changed), and no others', async (t) => {
+  const owners = new Map([['key-1', 'alice'], ['key-2', 'bob'], ['key-3', 'alice']])
+  let queries = 0
+  const cache = createHolderCache({ load: async (key) => { queries++; return { owner: owners.get(key)! } }, ttlMs: 60_000, maxEntries: 10 })
+  for (const key of owners.keys()) await cache.holderOf(key)
+  t.equal(queries, 3)
+  cache.forgetWhere((holder) => holder.owner === 'alice')
+  for (const key of owners.keys()) await cache.holderOf(key)
+  t.equal(queries, 5, 'alice\'s two keys were read again, bob\'s was not')
 })

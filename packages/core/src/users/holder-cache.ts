@@ -6,24 +6,30 @@ import type { UserRole } from '../db/schema/index.ts'
  * every password change: a token of another version is refused), or null when the user no
  * longer exists.
  */
-export type TokenHolder = { role: UserRole, tokenVersion: number } | null
+export type TokenHolder = { role: UserRole, tokenVersion: number, email: string } | null
 
-interface RoleCacheOptions {
-  /** Reads the user's current role and token version; null when the user is gone. */
-  load: (userId: string) => Promise<TokenHolder>
+interface HolderCacheOptions<T> {
+  /** Reads the current answer for a key (a user's role and token version, an API key's holder); null when it is gone. */
+  load: (key: string) => Promise<T | null>
   /** How long an answer is trusted without a notification (the bound when one is missed). */
   ttlMs: number
   /** Users remembered at most; the least recently used are forgotten first. */
   maxEntries: number
 }
 
-export interface RoleCache {
-  holderOf: (userId: string) => Promise<TokenHolder>
-  /** The user was deleted, or their role or password changed: the next request reads the database. */
-  forget: (userId: string) => void
+export interface HolderCache<T> {
+  holderOf: (key: string) => Promise<T | null>
+  /** Whether an answer for the key is cached now (holderOf will not read the database). */
+  has: (key: string) => boolean
+  /** It changed (a user deleted, their role or password changed): the next request reads the database. */
+  forget: (key: string) => void
+  /** Forgets every answer `changed` picks (the API keys of a user who changed). */
+  forgetWhere: (changed: (holder: T) => boolean) => void
   /** Notifications may have been missed (the listener reconnected): forget everyone. */
   clear: () => void
 }
+
+export type RoleCache = HolderCache<NonNullable<TokenHolder>>
 
 /**
  * The role each authenticated request is authorized with, and the token version its token
@@ -33,13 +39,13 @@ export interface RoleCache {
  * forgotten while it is being read is handed to the requests already waiting
  * (they arrived before the change) but never cached.
  */
-export function createRoleCache (options: RoleCacheOptions): RoleCache {
+export function createHolderCache<T> (options: HolderCacheOptions<T>): HolderCache<T> {
   // Boxed: LRUCache cannot hold null, the answer for a deleted user, which is worth caching too.
-  const answers = new LRUCache<string, { holder: TokenHolder }>({ max: options.maxEntries, ttl: options.ttlMs })
-  const loading = new Map<string, Promise<TokenHolder>>()
+  const answers = new LRUCache<string, { holder: T | null }>({ max: options.maxEntries, ttl: options.ttlMs })
+  const loading = new Map<string, Promise<T | null>>()
 
-  function load (userId: string): Promise<TokenHolder> {
-    const pending: Promise<TokenHolder> = options.load(userId)
+  function load (userId: string): Promise<T | null> {
+    const pending: Promise<T | null> = options.load(userId)
       .then((holder) => {
         if (loading.get(userId) === pending) answers.set(userId, { holder })
         return holder
@@ -57,9 +63,19 @@ export function createRoleCache (options: RoleCacheOptions): RoleCache {
       if (cached !== undefined) return cached.holder
       return loading.get(userId) ?? load(userId)
     },
+    has (key) {
+      return answers.has(key)
+    },
     forget (userId) {
       answers.delete(userId)
       loading.delete(userId)
+    },
+    forgetWhere (changed) {
+      for (const [key, { holder }] of answers.entries()) {
+        if (holder !== null && changed(holder)) answers.delete(key)
+      }
+      // An answer being read may be from before the change: no one is handed it later.
+      loading.clear()
     },
     clear () {
       answers.clear()

@@ -1,0 +1,151 @@
+import { memo } from 'preact/compat'
+import { useMemo, useRef } from 'preact/hooks'
+import {
+  Background, Controls, Handle, MarkerType, Position, ReactFlow, useReactFlow,
+  type Connection, type Edge, type Node, type NodeChange, type NodeProps
+} from '@xyflow/react'
+import type { LinkFieldsByType } from '@switchboard/core/workflows/graph'
+import { drawnLinks, handlesOf, type Definition, type OutputHandle } from '../../builder.ts'
+import type { NodeState } from '../../graph.ts'
+import type { WorkflowNode } from '../../types.ts'
+
+interface StepData extends Record<string, unknown> {
+  node: WorkflowNode
+  handles: OutputHandle[]
+  state: NodeState | 'test' | undefined
+  /** Where the API's last refusal pointed. */
+  flagged: boolean
+}
+type StepNode = Node<StepData, 'step'>
+
+const STATE_TEXT: Record<NonNullable<StepData['state']>, string> = { done: 'ran', failed: 'failed', current: 'running', test: 'ran in the test' }
+
+/** One workflow node on the canvas: its id and type, its run state, an input and one output per link it may make. */
+const StepView = memo(function StepView ({ data, selected }: NodeProps<StepNode>) {
+  const { node, handles, state, flagged } = data
+  return (
+    <div
+      class={`flow-node${selected ? ' selected' : ''}${state === undefined ? '' : ` state-${state}`}${flagged ? ' flagged' : ''}`}
+      // Room for every output and its label.
+      style={{ minHeight: `${Math.max(3.2, handles.length * 1.4)}rem` }} data-node={node.id}
+    >
+      <Handle type='target' position={Position.Left} aria-label={`Link into ${node.id}`} />
+      <strong class='flow-node-id'>{node.id}</strong>
+      <span class='flow-node-type'>{node.type}</span>
+      {state !== undefined && <span class={`badge ${state === 'failed' ? 'danger' : 'ok'}`}>{STATE_TEXT[state]}</span>}
+      {handles.map((handle, i) => (
+        <Handle
+          key={handle.id} type='source' id={handle.id} position={Position.Right}
+          style={{ top: `${Math.round((i + 1) * 100 / (handles.length + 1))}%` }}
+          aria-label={`${node.id}: ${handle.label === '' ? 'next' : handle.label}`} data-handle={handle.id}
+        >
+          {handle.label !== '' && <span class='handle-label'>{handle.label}</span>}
+        </Handle>
+      ))}
+    </div>
+  )
+})
+
+const NODE_TYPES = { step: StepView }
+
+interface CanvasProps {
+  definition: Definition
+  linkFields: LinkFieldsByType
+  selected: ReadonlySet<string>
+  states: ReadonlyMap<string, NodeState | 'test'>
+  flagged: string | undefined
+  onSelect: (ids: string[]) => void
+  /** A drag started: the definition before it goes to the history once. */
+  onDragStart: () => void
+  onMove: (moves: ReadonlyMap<string, { x: number, y: number }>) => void
+  onConnect: (source: string, handle: string, target: string) => void
+  onDisconnect: (linkIds: string[]) => void
+  onDelete: (nodeIds: string[]) => void
+  onDropType: (type: string, position: { x: number, y: number }) => void
+}
+
+/**
+ * The canvas (@xyflow/react through preact/compat): nodes dragged, linked by dragging from an
+ * output to an input, panned and zoomed. It holds no state of its own: every change goes back to
+ * the builder as a change of the definition. Flow nodes are reused while their workflow node,
+ * selection and state are unchanged, so a drag re-renders only the node that moves.
+ */
+export function Canvas (props: CanvasProps) {
+  const { definition, linkFields, selected, states, flagged } = props
+  const flow = useReactFlow()
+  const cache = useRef(new Map<string, { key: unknown[], node: StepNode }>())
+  const nodes = useMemo(() => definition.nodes.map((node): StepNode => {
+    const state = states.get(node.id)
+    const isSelected = selected.has(node.id)
+    const cached = cache.current.get(node.id)
+    const key = [node, isSelected, state, flagged === node.id, linkFields]
+    if (cached !== undefined && cached.key.every((part, i) => part === key[i])) return cached.node
+    const made: StepNode = {
+      id: node.id,
+      type: 'step',
+      position: node.position ?? { x: 0, y: 0 },
+      selected: isSelected,
+      ariaLabel: `Node ${node.id}, ${node.type}`,
+      data: { node, handles: handlesOf(node, linkFields), state, flagged: flagged === node.id }
+    }
+    cache.current.set(node.id, { key, node: made })
+    return made
+  }), [definition.nodes, selected, states, flagged, linkFields])
+  const edges = useMemo(() => drawnLinks(definition, linkFields).map((link): Edge => ({
+    id: link.id,
+    source: link.source,
+    target: link.target,
+    sourceHandle: link.handle,
+    label: link.label === '' ? undefined : link.label,
+    markerEnd: { type: MarkerType.ArrowClosed },
+    ariaLabel: `Link from ${link.source}${link.label === '' ? '' : ` (${link.label})`} to ${link.target}`,
+    animated: states.get(link.source) !== undefined && states.get(link.target) !== undefined
+  })), [definition, linkFields, states])
+
+  const onNodesChange = (changes: NodeChange<StepNode>[]): void => {
+    const moves = new Map<string, { x: number, y: number }>()
+    let selection: Set<string> | undefined
+    for (const change of changes) {
+      if (change.type === 'position' && change.position !== undefined) moves.set(change.id, change.position)
+      if (change.type === 'select') {
+        selection ??= new Set(selected)
+        if (change.selected) selection.add(change.id)
+        else selection.delete(change.id)
+      }
+    }
+    if (moves.size > 0) props.onMove(moves)
+    if (selection !== undefined) props.onSelect([...selection])
+  }
+
+  return (
+    <div
+      class='canvas' role='application' aria-label='Workflow canvas: drag nodes, drag from an output to an input to link them'
+      onDragOver={(event) => { event.preventDefault() }}
+      onDrop={(event) => {
+        event.preventDefault()
+        const type = event.dataTransfer?.getData('application/x-switchboard-node-type')
+        if (type !== undefined && type !== '') props.onDropType(type, flow.screenToFlowPosition({ x: event.clientX, y: event.clientY }))
+      }}
+    >
+      <ReactFlow<StepNode>
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={NODE_TYPES}
+        onNodesChange={onNodesChange}
+        onNodeDragStart={props.onDragStart}
+        onSelectionDragStart={props.onDragStart}
+        onConnect={(connection: Connection) => { props.onConnect(connection.source, connection.sourceHandle ?? 'next', connection.target) }}
+        onEdgesDelete={(deleted) => { props.onDisconnect(deleted.map((edge) => edge.id)) }}
+        onNodesDelete={(deleted) => { props.onDelete(deleted.map((node) => node.id)) }}
+        deleteKeyCode={['Delete', 'Backspace']}
+        fitView
+        fitViewOptions={{ maxZoom: 1 }}
+        minZoom={0.1}
+        proOptions={{ hideAttribution: true }}
+      >
+        <Background />
+        <Controls />
+      </ReactFlow>
+    </div>
+  )
+}

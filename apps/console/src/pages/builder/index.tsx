@@ -1,0 +1,319 @@
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import { useLocation, useRoute } from 'preact-iso'
+import { ReactFlowProvider } from '@xyflow/react'
+import '@xyflow/react/dist/style.css'
+import { api, ApiError } from '../../api.ts'
+import { NodePalette } from '../../components/node-palette.tsx'
+import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
+import {
+  autoLayout, connect, disconnect, pasteNodes, pushHistory, removeNodes, renameNode, templatePaths, withPositions,
+  type Definition, type History
+} from '../../builder.ts'
+import { pathOf, statesOf } from '../../graph.ts'
+import { linkFieldsOf, useData, useNodeTypes } from '../../hooks.ts'
+import { paths } from '../../paths.ts'
+import type { Run, Workflow, WorkflowNode } from '../../types.ts'
+import { Canvas } from './canvas.tsx'
+import { Inspector, NodeRun, newNodeId } from './inspector.tsx'
+import { Versions } from './versions.tsx'
+
+const TERMINAL = new Set(['SUCCESS', 'FAILED', 'CANCELLED'])
+const POLL_MS = 300
+
+/** The node an API refusal names (`Node n3: …`), to point at on the canvas. */
+const nodeNamedBy = (message: string): string | undefined => /^Node ([A-Za-z0-9_-]+)[:( ]/.exec(message)?.[1]
+
+/**
+ * The workflow builder (README, The workflow builder): the workflow drawn on a canvas, built by
+ * dragging and forms, tested while it is built ("Run to here" with pinned data), and runs opened
+ * on it to debug (each node's input, output and log; retry from a node). It saves `nodes` and
+ * `edges` exactly as the API stores them, positions in each node's `position`.
+ */
+export function Builder () {
+  const { params } = useRoute()
+  const location = useLocation()
+  const id = params.id!
+  const runId = location.query.run
+  const nodeTypes = useNodeTypes()
+  const linkFields = useMemo(() => linkFieldsOf(nodeTypes.data), [nodeTypes.data])
+  const credentials = useData(api.credentials, [])
+  const [workflow, setWorkflow] = useState<Workflow>()
+  const [loadError, setLoadError] = useState<Error>()
+  const [definition, setDefinition] = useState<Definition>({ nodes: [], edges: null })
+  const [history, setHistory] = useState<History>({ past: [], future: [] })
+  const [dirty, setDirty] = useState(false)
+  const [selected, setSelected] = useState<string[]>([])
+  const [clipboard, setClipboard] = useState<WorkflowNode[]>([])
+  const [formErrors, setFormErrors] = useState(0)
+  const [status, setStatus] = useState('')
+  const [error, setError] = useState<Error>()
+  const [busy, setBusy] = useState(false)
+  const [run, setRun] = useState<Run>()
+  const [pinText, setPinText] = useState('')
+  /** Starts work a handler does not wait for; what it throws is shown. */
+  const later = (work: Promise<unknown>): void => { work.catch((err: unknown) => { setError(err as Error) }) }
+  const current = useRef(definition)
+  current.current = definition
+
+  const load = async (): Promise<void> => {
+    try {
+      const loaded = await api.workflow(id)
+      setWorkflow(loaded)
+      setPinText(loaded.pinnedData === null || loaded.pinnedData === undefined ? '' : JSON.stringify(loaded.pinnedData, null, 2))
+      setDefinition(withPositions({ nodes: loaded.nodes, edges: loaded.edges }, linkFields))
+      setDirty(false)
+      setHistory({ past: [], future: [] })
+    } catch (err) {
+      setLoadError(err as Error)
+    }
+  }
+  useEffect(() => { if (nodeTypes.data !== undefined) later(load()) }, [id, nodeTypes.data])
+
+  /** Follows a run until it ends, showing it on the canvas as it goes. */
+  const follow = async (followed: string): Promise<void> => {
+    for (;;) {
+      const shown = await api.run(followed)
+      setRun(shown)
+      if (TERMINAL.has(shown.status)) return
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+    }
+  }
+  useEffect(() => {
+    if (runId === undefined) { setRun(undefined); return }
+    follow(runId).catch((err: unknown) => { setError(err as Error) })
+  }, [runId])
+
+  const change = (next: Definition): void => {
+    setHistory((past) => pushHistory(past, current.current))
+    setDefinition(next)
+    setDirty(true)
+    setError(undefined)
+  }
+  const undo = (): void => {
+    const previous = history.past.at(-1)
+    if (previous === undefined) return
+    setHistory({ past: history.past.slice(0, -1), future: [definition, ...history.future] })
+    setDefinition(previous)
+    setDirty(true)
+  }
+  const redo = (): void => {
+    const [next, ...rest] = history.future
+    if (next === undefined) return
+    setHistory({ past: [...history.past, definition], future: rest })
+    setDefinition(next)
+    setDirty(true)
+  }
+  const copy = (): void => {
+    const copied = definition.nodes.filter((node) => selected.includes(node.id))
+    if (copied.length === 0) return
+    setClipboard(copied)
+    setStatus(`Copied ${copied.length} node${copied.length === 1 ? '' : 's'}`)
+  }
+  const paste = (): void => {
+    if (clipboard.length === 0) return
+    const { definition: next, pasted } = pasteNodes(definition, clipboard, { x: 40, y: 40 }, linkFields)
+    change(next)
+    setSelected(pasted)
+  }
+  const addNode = (type: string, position?: { x: number, y: number }): void => {
+    const nodeType = nodeTypes.data?.find((candidate) => candidate.type === type)
+    if (nodeType === undefined) return
+    const taken = new Set(definition.nodes.map((node) => node.id))
+    const placed = position ?? { x: 40 + (definition.nodes.length % 6) * 40, y: 40 + definition.nodes.length * 20 }
+    const node: WorkflowNode = { id: newNodeId(type, taken), type, config: structuredClone(nodeType.example), position: placed }
+    change({ ...definition, nodes: [...definition.nodes, node] })
+    setSelected([node.id])
+    setStatus(`Added ${node.id}`)
+  }
+
+  const save = async (): Promise<Workflow | undefined> => {
+    setBusy(true)
+    setError(undefined)
+    try {
+      const saved = await api.updateWorkflow(id, { nodes: definition.nodes, edges: definition.edges })
+      setWorkflow(saved)
+      setDirty(false)
+      setStatus(`Saved: version ${saved.version}`)
+      return saved
+    } catch (err) {
+      setError(err as Error)
+      return undefined
+    } finally {
+      setBusy(false)
+    }
+  }
+  /** A test run of the saved workflow (saved first when changed), shown on the canvas as it goes. */
+  const test = async (untilNodeId?: string): Promise<void> => {
+    if (dirty && await save() === undefined) return
+    setError(undefined)
+    try {
+      const { runId: started } = await api.testWorkflow(id, untilNodeId === undefined ? {} : { untilNodeId })
+      setStatus(untilNodeId === undefined ? 'Test run started' : `Test run to ${untilNodeId} started`)
+      location.route(`${paths.builder(id)}?run=${encodeURIComponent(started)}`, true)
+    } catch (err) {
+      setError(err as Error)
+    }
+  }
+  const pin = async (data: unknown): Promise<void> => {
+    setError(undefined)
+    try {
+      const saved = await api.updateWorkflow(id, { pinnedData: data })
+      setWorkflow(saved)
+      setPinText(data === null ? '' : JSON.stringify(data, null, 2))
+      setStatus(data === null ? 'Pinned data removed' : 'Data pinned: test runs use it')
+    } catch (err) {
+      setError(err as Error)
+    }
+  }
+  const pinTyped = (): void => {
+    if (pinText.trim() === '') { later(pin(null)); return }
+    try {
+      later(pin(JSON.parse(pinText)))
+    } catch {
+      setError(new Error('Pinned data must be JSON'))
+    }
+  }
+  const retryFrom = async (nodeId: string): Promise<void> => {
+    if (run === undefined) return
+    try {
+      const { runId: started } = await api.retryRunFrom(run.id, nodeId)
+      setStatus(`Retrying from ${nodeId}`)
+      location.route(`${paths.builder(id)}?run=${encodeURIComponent(started)}`, true)
+    } catch (err) {
+      setError(err as Error)
+    }
+  }
+
+  // On the document: a click on the canvas leaves the focus on the page's body.
+  const onKeyDown = (event: KeyboardEvent): void => {
+    const target = event.target as HTMLElement
+    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName) || target.isContentEditable) return
+    const mod = event.ctrlKey || event.metaKey
+    if (!mod) return
+    const key = event.key.toLowerCase()
+    if (key === 'z' && !event.shiftKey) undo()
+    else if ((key === 'z' && event.shiftKey) || key === 'y') redo()
+    else if (key === 'c') copy()
+    else if (key === 'v') paste()
+    else if (key === 's') later(save())
+    else return
+    event.preventDefault()
+  }
+
+  const keys = useRef(onKeyDown)
+  keys.current = onKeyDown
+  useEffect(() => {
+    const listener = (event: KeyboardEvent): void => { keys.current(event) }
+    document.addEventListener('keydown', listener)
+    return () => { document.removeEventListener('keydown', listener) }
+  }, [])
+
+  const path = useMemo(() => run === undefined ? [] : pathOf(run.logs), [run])
+  const states = useMemo(() => {
+    if (run === undefined) return new Map()
+    return statesOf(run, path)
+  }, [run, path])
+  const taken = useMemo(() => new Set(definition.nodes.map((node) => node.id)), [definition.nodes])
+  const sample = useMemo((): Record<string, unknown> => run !== undefined
+    ? { triggerData: run.triggerData, ...run.result }
+    : { triggerData: workflow?.pinnedData ?? {} }, [run, workflow])
+  const suggestionsFor = (field: string, templated: boolean): string[] => {
+    if (field === 'credential') return (credentials.data ?? []).map((credential) => credential.name)
+    return templated ? templatePaths(sample) : []
+  }
+  const flagged = error === undefined ? undefined : nodeNamedBy(error.message)
+  const only = selected.length === 1 ? definition.nodes.find((node) => node.id === selected[0]) : undefined
+
+  if (loadError !== undefined) {
+    return <section><PageTitle>Builder</PageTitle><ErrorNotice error={loadError} />{loadError instanceof ApiError && loadError.status === 404 && <p>No such workflow.</p>}</section>
+  }
+  if (workflow === undefined || nodeTypes.data === undefined) return <Loading what='the workflow' />
+
+  return (
+    <section class='builder'>
+      <PageTitle>{workflow.name}: builder</PageTitle>
+      <div class='toolbar row' role='toolbar' aria-label='Builder'>
+        <button type='button' class='primary' disabled={!dirty || busy || formErrors > 0} onClick={() => { later(save()) }}>{busy ? 'Saving…' : dirty ? 'Save' : 'Saved'}</button>
+        <button type='button' disabled={history.past.length === 0} onClick={undo} aria-keyshortcuts='Control+Z'>Undo</button>
+        <button type='button' disabled={history.future.length === 0} onClick={redo} aria-keyshortcuts='Control+Shift+Z'>Redo</button>
+        <button type='button' disabled={selected.length === 0} onClick={copy} aria-keyshortcuts='Control+C'>Copy</button>
+        <button type='button' disabled={clipboard.length === 0} onClick={paste} aria-keyshortcuts='Control+V'>Paste</button>
+        <button type='button' onClick={() => { change(autoLayout(definition, linkFields)) }}>Auto-layout</button>
+        <button type='button' onClick={() => { later(test()) }}>Test run</button>
+        <a class='button' href={paths.editWorkflow(id)}>Settings and JSON</a>
+        <a class='button' href={paths.workflow(id)}>Workflow</a>
+        <span class='muted small'>version {workflow.version}{workflow.isActive ? '' : ', inactive'}</span>
+      </div>
+      <p role='status' class='small' id='builder-status'>{status}</p>
+      {error !== undefined && <p class='notice error' role='alert' id='builder-error'>{error.message}</p>}
+      <div class='builder-grid'>
+        <aside class='builder-palette'>
+          <NodePalette nodeTypes={nodeTypes} blocked={undefined} onAdd={(nodeType) => { addNode(nodeType.type) }} draggable />
+        </aside>
+        <ReactFlowProvider>
+          <Canvas
+            definition={definition}
+            linkFields={linkFields}
+            selected={new Set(selected)}
+            states={states}
+            flagged={flagged}
+            onSelect={setSelected}
+            onDragStart={() => { setHistory((past) => pushHistory(past, current.current)) }}
+            onMove={(moves) => {
+              setDefinition((before) => ({ ...before, nodes: before.nodes.map((node) => moves.has(node.id) ? { ...node, position: moves.get(node.id)! } : node) }))
+              setDirty(true)
+            }}
+            onConnect={(source, handle, target) => { change(connect(definition, source, handle, target, linkFields)) }}
+            onDisconnect={(linkIds) => {
+              // Last first: removing a list item shifts the indexes of the ones after it.
+              let next = definition
+              for (const linkId of [...linkIds].sort().reverse()) next = disconnect(next, linkId)
+              change(next)
+            }}
+            onDelete={(ids) => { change(removeNodes(definition, ids, linkFields)); setSelected([]) }}
+            onDropType={(type, position) => { addNode(type, position) }}
+          />
+        </ReactFlowProvider>
+        <aside class='builder-side'>
+          {only === undefined
+            ? <p class='muted'>{selected.length > 1 ? `${selected.length} nodes selected: copy, paste or delete them.` : 'Select a node to configure it; drag from the palette to add one.'}</p>
+            : (
+              <>
+                <Inspector
+                  key={only.id} node={only} nodeType={nodeTypes.data.find((candidate) => candidate.type === only.type)} takenIds={taken}
+                  suggestionsFor={suggestionsFor}
+                  onConfig={(config) => { change({ ...definition, nodes: definition.nodes.map((node) => node.id === only.id ? { ...node, config } : node) }) }}
+                  onRename={(to) => { change(renameNode(definition, only.id, to, linkFields)); setSelected([to]) }}
+                  onRemove={() => { change(removeNodes(definition, [only.id], linkFields)); setSelected([]) }}
+                  onErrors={setFormErrors}
+                />
+                <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>
+                {run !== undefined && (
+                  <NodeRun
+                    run={run} nodeId={only.id} path={path} state={states.get(only.id)}
+                    onRetryFrom={run.status === 'FAILED' ? () => { later(retryFrom(only.id)) } : undefined}
+                  />
+                )}
+              </>
+              )}
+          <section aria-labelledby='pinned-title'>
+            <h3 id='pinned-title'>Pinned data</h3>
+            <p class='muted small'>The triggerData of test runs; real triggers never use it.</p>
+            <textarea id='pinned-data' class='mono' rows={5} aria-label='Pinned data (JSON)' value={pinText} onInput={(e) => { setPinText(e.currentTarget.value) }} />
+            <div class='row'>
+              <button type='button' onClick={pinTyped}>Pin</button>
+              {run !== undefined && <button type='button' onClick={() => { later(pin(run.triggerData)) }}>Copy this run's data as pinned data</button>}
+            </div>
+          </section>
+          {run !== undefined && (
+            <p class='small'>
+              Run <a href={paths.run(run.id)}>{run.id}</a>: {run.status}{run.test ? ' (test)' : ''}{run.error === null ? '' : ` — ${run.error}`}
+              {' '}<a href={paths.builder(id)}>Close run</a>
+            </p>
+          )}
+          <Versions workflowId={id} current={workflow.version} onRestored={() => { later(load()) }} />
+        </aside>
+      </div>
+    </section>
+  )
+}

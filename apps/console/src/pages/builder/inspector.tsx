@@ -1,0 +1,89 @@
+import { useState } from 'preact/hooks'
+import { ConfigForm } from '../../components/config-form.tsx'
+import { freeId } from '../../builder.ts'
+import type { NodeState } from '../../graph.ts'
+import { paths } from '../../paths.ts'
+import type { NodeTypeInfo, Run, WorkflowNode } from '../../types.ts'
+
+const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? 'undefined'
+
+interface InspectorProps {
+  node: WorkflowNode
+  nodeType: NodeTypeInfo | undefined
+  takenIds: ReadonlySet<string>
+  /** Values a field may take from elsewhere: credential names, template paths. */
+  suggestionsFor: (field: string, templated: boolean) => string[]
+  onConfig: (config: Record<string, unknown>) => void
+  onRename: (to: string) => void
+  onRemove: () => void
+  onErrors: (count: number) => void
+}
+
+/** The selected node: its id, its config as a form from its type's schema (with suggestions), and its removal. */
+export function Inspector ({ node, nodeType, takenIds, suggestionsFor, onConfig, onRename, onRemove, onErrors }: InspectorProps) {
+  const [id, setId] = useState(node.id)
+  const renameError = id === node.id ? undefined : !/^[A-Za-z0-9_-]{1,100}$/.test(id) ? 'Letters, digits, _ and - only (1 to 100)' : takenIds.has(id) ? `${id} is taken` : undefined
+  return (
+    <section class='inspector' aria-labelledby='inspector-title'>
+      <h3 id='inspector-title'>Node <code>{node.id}</code></h3>
+      <form class='row' onSubmit={(event) => { event.preventDefault(); if (renameError === undefined && id !== node.id) onRename(id) }}>
+        <label for='node-id'>Id</label>
+        <input id='node-id' value={id} aria-invalid={renameError === undefined ? undefined : true} aria-describedby={renameError === undefined ? undefined : 'node-id-error'} onInput={(e) => { setId(e.currentTarget.value) }} />
+        <button type='submit' disabled={renameError !== undefined || id === node.id}>Rename</button>
+        <button type='button' class='danger' onClick={onRemove} aria-label={`Remove node ${node.id}`}>Remove</button>
+      </form>
+      {renameError !== undefined && <p class='field-error' id='node-id-error' role='alert'>{renameError}</p>}
+      {typeof node.config?.workflowId === 'string' && !node.config.workflowId.includes('{{') && (
+        // run_workflow and foreach call another workflow: it opens in the builder too.
+        <p><a href={paths.builder(node.config.workflowId)}>Open the workflow it calls in the builder</a></p>
+      )}
+      {nodeType === undefined
+        ? <p class='notice error'>Unknown node type {node.type}: edit it in the JSON editor.</p>
+        : <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} />}
+    </section>
+  )
+}
+
+interface NodeRunProps {
+  run: Run
+  nodeId: string
+  path: string[]
+  state: NodeState | 'test' | undefined
+  onRetryFrom: (() => void) | undefined
+}
+
+/**
+ * What a node did in the run shown: its state, its input (what its templates could read: the
+ * trigger's data and the outputs of the nodes before it on the path), its output, its attempts
+ * and its log lines.
+ */
+export function NodeRun ({ run, nodeId, path, state, onRetryFrom }: NodeRunProps) {
+  const before = path.slice(0, Math.max(0, path.indexOf(nodeId)))
+  const input = { triggerData: run.triggerData, ...Object.fromEntries(before.filter((id) => id in run.result).map((id) => [id, run.result[id]])) }
+  const lines = run.logs.filter((log) => log.nodeId === nodeId)
+  const attempts = Math.max(1, lines.filter((log) => /\battempt\b/i.test(log.message)).length)
+  return (
+    <section class='node-run' aria-labelledby='node-run-title'>
+      <h3 id='node-run-title'>In run <code>{run.id}</code>: {state === undefined ? 'not reached' : state === 'failed' ? 'failed' : 'ran'}</h3>
+      {state !== undefined && <p class='small'>Attempts: {attempts}</p>}
+      <details open>
+        <summary>Input</summary>
+        <pre class='mono' aria-label={`Input of ${nodeId}`}>{json(input)}</pre>
+      </details>
+      <details open>
+        <summary>Output</summary>
+        <pre class='mono' aria-label={`Output of ${nodeId}`}>{nodeId in run.result ? json(run.result[nodeId]) : '—'}</pre>
+      </details>
+      {lines.length > 0 && (
+        <details>
+          <summary>Log ({lines.length})</summary>
+          <ul class='log-lines'>{lines.map((log) => <li key={log.id} class={`level-${log.level.toLowerCase()}`}>{log.level} {log.message}</li>)}</ul>
+        </details>
+      )}
+      {onRetryFrom !== undefined && <button type='button' class='primary' onClick={onRetryFrom}>Retry from this node</button>}
+    </section>
+  )
+}
+
+/** A node id free in `taken` for a new node of `type`. */
+export const newNodeId = (type: string, taken: ReadonlySet<string>): string => freeId(type.replace(/[^A-Za-z0-9_-]/g, '_'), taken)

@@ -1,0 +1,215 @@
+/// <reference lib="dom" />
+/**
+ * The workflow builder in a real browser (Debian's Chromium, driven by playwright-core) against
+ * real api and worker processes: a workflow with a condition and an http_request built by drag and
+ * form only, pinned data, "Run to here", save, a fire through the API that fails, the failed run
+ * opened on the canvas and retried from its node; undo, copy and paste; versions compared and
+ * restored; a workflow made through the API round-trips; a 200-node workflow's figures.
+ */
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import t from 'tap'
+import type { Locator } from 'playwright-core'
+import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
+import { openConsole, signIn } from './browser.ts'
+
+let sinkStatus = 200
+const received: unknown[] = []
+const sink = createServer((req, res) => {
+  const chunks: Buffer[] = []
+  req.on('data', (chunk: Buffer) => chunks.push(chunk))
+  req.on('end', () => {
+    received.push(JSON.parse(Buffer.concat(chunks).toString() || 'null'))
+    res.writeHead(sinkStatus, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ accepted: sinkStatus === 200 }))
+  })
+})
+sink.listen(0, '127.0.0.1')
+await once(sink, 'listening')
+const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/orders`
+t.teardown(() => { sink.close() })
+
+const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
+const { baseUrl, client, call } = stack
+const token = await stack.adminToken()
+const { page, pageErrors, cspViolations, outside, shot } = await openConsole(t, baseUrl, { screenshots: 'builder', timeoutMs: 20_000 })
+await signIn(page, baseUrl)
+
+const canvasNode = (id: string): Locator => page.locator(`.react-flow__node[data-id="${id}"]`)
+const handle = (id: string, name: string): Locator => canvasNode(id).locator(`[data-handle="${name}"]`)
+const input = (id: string): Locator => canvasNode(id).locator('.react-flow__handle.target')
+const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
+  Array.from(document.querySelectorAll('input, select, textarea'))
+    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
+    .map((control) => control.outerHTML.slice(0, 120)))
+
+interface StoredNode { id: string, type: string, config?: Record<string, unknown>, next?: string, position?: { x: number, y: number } }
+const stored = async (id: string): Promise<{ version: number, nodes: StoredNode[], pinnedData: unknown, isActive: boolean }> =>
+  (await call('GET', `/api/automation/workflows/${id}`, { token })).body
+
+let workflowId = ''
+
+t.test('build a condition and an http_request by drag and form only, pin data, run to a node, save', async (t) => {
+  await page.getByRole('link', { name: 'Workflows' }).click()
+  await page.getByRole('button', { name: 'New in the builder' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Untitled workflow: builder' }).waitFor()
+  workflowId = /workflows\/([^/]+)\/builder/.exec(page.url())![1]!
+  const canvas = page.locator('.canvas')
+  await page.getByRole('button', { name: 'Add condition' }).dragTo(canvas, { targetPosition: { x: 120, y: 200 } })
+  await page.getByRole('button', { name: 'Add http_request' }).dragTo(canvas, { targetPosition: { x: 480, y: 90 } })
+  await page.getByRole('button', { name: 'Add set' }).dragTo(canvas, { targetPosition: { x: 480, y: 330 } })
+  for (const id of ['condition', 'http_request', 'set']) await canvasNode(id).waitFor()
+  await shot('01-dropped')
+
+  await handle('condition', 'then').dragTo(input('http_request'))
+  await handle('condition', 'else').dragTo(input('set'))
+  await page.locator('.react-flow__edge').nth(1).waitFor()
+
+  await canvasNode('condition').click()
+  await page.getByLabel(/^value/).fill('100')
+  await canvasNode('http_request').click()
+  await page.getByLabel(/^url/).fill(sinkUrl)
+  await page.getByLabel(/^method/).fill('POST')
+  await page.getByLabel(/^body/).fill('{"amount": "{{triggerData.amount}}"}')
+  await shot('02-configured')
+
+  await page.getByLabel('Pinned data (JSON)').fill('{"amount": 150}')
+  await page.getByRole('button', { name: 'Pin', exact: true }).click()
+  await page.getByText('Data pinned: test runs use it').waitFor()
+
+  await page.getByRole('button', { name: 'Save' }).click()
+  await page.getByText(/^Saved: version \d+$/).waitFor()
+  const saved = await stored(workflowId)
+  const byId = new Map(saved.nodes.map((node) => [node.id, node]))
+  t.equal(byId.get('condition')?.config?.then, 'http_request', 'the drawn then link is the condition\'s then')
+  t.equal(byId.get('condition')?.config?.else, 'set')
+  t.equal(byId.get('http_request')?.config?.url, sinkUrl)
+  t.ok(saved.nodes.every((node) => typeof node.position?.x === 'number'), 'every node has its position')
+  t.same(saved.pinnedData, { amount: 150 })
+
+  await canvasNode('http_request').click()
+  await page.getByRole('button', { name: 'Run to here' }).click()
+  await page.getByText(/^Run \S+: SUCCESS \(test\)/).waitFor()
+  await page.getByLabel('Output of http_request').waitFor()
+  t.match(await page.getByLabel('Output of http_request').textContent(), '"accepted": true')
+  t.same(received.at(-1), { amount: 150 }, 'the pinned data reached the service')
+  t.notMatch(await canvasNode('set').locator('.flow-node').getAttribute('class'), /state-/, 'the else branch did not run')
+  t.match(await canvasNode('http_request').locator('.flow-node').getAttribute('class'), /state-done/)
+  await shot('03-run-to-here')
+  t.same(await unlabelledControls(), [])
+})
+
+t.test('the saved workflow fires through the API; its failed run opens on the canvas and is retried from its node', async (t) => {
+  await call('PATCH', `/api/automation/workflows/${workflowId}`, { token, body: { isActive: true } })
+  sinkStatus = 500
+  const failed = await client.runReaching(token, await client.fire(token, workflowId, { amount: 300 }))
+  t.equal(failed.status, 'FAILED')
+  await page.goto(`${baseUrl}/console/runs/${failed.id}`)
+  await page.getByRole('link', { name: 'Open on the canvas' }).click()
+  await page.getByText(/^Run \S+: FAILED/).waitFor()
+  t.match(await canvasNode('http_request').locator('.flow-node').getAttribute('class'), /state-failed/)
+  await canvasNode('http_request').click()
+  t.match(await page.getByLabel('Input of http_request').textContent(), '"amount": 300')
+  await shot('04-failed-run')
+
+  sinkStatus = 200
+  await page.getByRole('button', { name: 'Retry from this node' }).click()
+  await page.getByText(/^Run \S+: SUCCESS/).waitFor()
+  const retried = (await call('GET', `/api/automation/runs?workflowId=${workflowId}&limit=1`, { token })).body[0]
+  t.equal(retried.retriedFrom, failed.id)
+  t.equal(retried.status, 'SUCCESS')
+  t.same(received.at(-1), { amount: 300 })
+  await shot('05-retried')
+
+  await page.getByRole('button', { name: 'Copy this run\'s data as pinned data' }).click()
+  await page.getByText('Data pinned: test runs use it').waitFor()
+  t.same((await stored(workflowId)).pinnedData, { amount: 300 })
+})
+
+t.test('keyboard: copy, paste, undo; versions compared and restored', async (t) => {
+  await page.goto(`${baseUrl}/console/workflows/${workflowId}/builder`)
+  await canvasNode('set').click()
+  await page.keyboard.press('Control+C')
+  await page.keyboard.press('Control+V')
+  await canvasNode('set-2').waitFor()
+  await page.keyboard.press('Control+Z')
+  await canvasNode('set-2').waitFor({ state: 'detached' })
+  await page.keyboard.press('Control+Shift+Z')
+  await canvasNode('set-2').waitFor()
+  const before = await stored(workflowId)
+  // The arrow keys move the selected node; Ctrl+S saves.
+  await canvasNode('set').click()
+  for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowRight')
+  await page.keyboard.press('Control+S')
+  await page.getByText(`Saved: version ${before.version + 1}`).waitFor()
+  const moved = await stored(workflowId)
+  const x = (nodes: StoredNode[]): number => nodes.find((node) => node.id === 'set')!.position!.x
+  t.ok(x(moved.nodes) > x(before.nodes), 'moved right by the keyboard')
+
+  await page.getByLabel(new RegExp(`^v${before.version}$`)).check()
+  await page.getByLabel(new RegExp(`^v${before.version + 1} \\(current\\)$`)).check()
+  await page.getByRole('button', { name: 'Compare the two checked' }).click()
+  const comparison = page.getByRole('region', { name: `Version ${before.version} against ${before.version + 1}` })
+  await comparison.waitFor()
+  t.match(await comparison.textContent(), 'Addedset-2')
+  await shot('06-versions')
+  await page.getByRole('button', { name: `Restore version ${before.version}` }).click()
+  await canvasNode('set-2').waitFor({ state: 'detached' })
+  const restored = await stored(workflowId)
+  t.equal(restored.version, before.version + 2, 'a restore is a new version')
+  t.notOk(restored.nodes.some((node) => node.id === 'set-2'))
+})
+
+t.test('a workflow made through the API opens laid out and re-saves unchanged but for positions; it runs the same', async (t) => {
+  const nodes = [
+    { id: 'start', type: 'set', config: { values: { n: '{{triggerData.n}}' } }, next: 'check' },
+    { id: 'check', type: 'condition', config: { field: 'start.n', operator: 'gt', value: 1, then: 'big', else: 'small' } },
+    { id: 'big', type: 'set', config: { values: { size: 'big' } } },
+    { id: 'small', type: 'set', config: { values: { size: 'small' } } }
+  ]
+  const id = await client.createWorkflow(token, { name: 'made through the API', nodes })
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  for (const node of nodes) await canvasNode(node.id).waitFor()
+  await page.getByRole('button', { name: 'Auto-layout' }).click()
+  await page.getByRole('button', { name: 'Save' }).click()
+  await page.getByText('Saved: version 1').waitFor()
+  const saved = await stored(id)
+  t.same(saved.nodes.map(({ position: _position, ...node }) => node), nodes, 'unchanged but for positions')
+  t.ok(saved.nodes.every((node) => node.position !== undefined))
+  const run = await client.runReaching(token, await client.fire(token, id, { n: 5 }))
+  t.same(run.result.big, { size: 'big' })
+})
+
+t.test('200 nodes: first render and drag figures; tablet width', async (t) => {
+  const nodes = Array.from({ length: 200 }, (_, i) => ({ id: `n${i}`, type: 'set', config: { values: { i } }, ...(i < 199 && { next: `n${i + 1}` }) }))
+  const id = await client.createWorkflow(token, { name: '200 nodes', nodes })
+  const started = Date.now()
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  await waitFor(async () => await page.locator('.react-flow__node').count() === 200 ? true : undefined, { what: '200 nodes drawn', timeoutMs: 20_000, intervalMs: 50 })
+  const firstRenderMs = Date.now() - started
+  const box = (await canvasNode('n0').boundingBox())!
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2)
+  await page.mouse.down()
+  const steps = 20
+  const dragStarted = performance.now()
+  for (let i = 1; i <= steps; i++) await page.mouse.move(box.x + box.width / 2 + i * 5, box.y + box.height / 2 + i * 3)
+  const dragMsPerMove = (performance.now() - dragStarted) / steps
+  await page.mouse.up()
+  t.comment(`figures ${JSON.stringify({ nodes: 200, firstRenderMs, dragMsPerMove: Math.round(dragMsPerMove * 10) / 10 })}`)
+  t.ok(firstRenderMs > 0)
+
+  await page.setViewportSize({ width: 768, height: 1024 })
+  await page.goto(`${baseUrl}/console/workflows/${workflowId}/builder`)
+  await canvasNode('condition').waitFor()
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
+  t.ok(overflow <= 0, `nothing overflows sideways at 768 px (${overflow})`)
+  await shot('07-tablet')
+  await page.setViewportSize({ width: 1366, height: 900 })
+})
+
+t.test('nothing left the origin, broke the Content-Security-Policy or threw', async (t) => {
+  t.same(outside, [])
+  t.same(cspViolations, [])
+  t.same(pageErrors, [])
+})

@@ -1,0 +1,81 @@
+import t from 'tap'
+import {
+  compareNodes, connect, disconnect, drawnLinks, pasteNodes, removeNodes, renameNode, templatePaths, withPositions, type Definition
+} from '../../apps/console/src/builder.ts'
+
+// The link fields GET /api/automation/node-types lists for these types.
+const linkFields = {
+  condition: [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }, { field: 'cases', kind: 'map' }, { field: 'default', kind: 'node' }],
+  parallel: [{ field: 'branches', kind: 'list' }]
+} as const
+
+const empty: Definition = {
+  nodes: [
+    { id: 'check', type: 'condition', config: { field: 'triggerData.n' } },
+    { id: 'fork', type: 'parallel', config: {} },
+    { id: 'a', type: 'set', config: {} },
+    { id: 'b', type: 'set', config: {} }
+  ],
+  edges: null
+}
+
+t.test('a drawn link is the field the API reads; disconnecting clears it', async (t) => {
+  let definition = connect(empty, 'check', 'then', 'a', linkFields)
+  definition = connect(definition, 'check', 'else', 'b', linkFields)
+  definition = connect(definition, 'fork', 'branches', 'a', linkFields)
+  definition = connect(definition, 'fork', 'branches', 'b', linkFields)
+  definition = connect(definition, 'a', 'next', 'b', linkFields)
+  t.same(definition.nodes[0]!.config, { field: 'triggerData.n', then: 'a', else: 'b' })
+  t.same(definition.nodes[1]!.config, { branches: ['a', 'b'] })
+  t.equal(definition.nodes[2]!.next, 'b')
+  t.same(drawnLinks(definition, linkFields).map((link) => `${link.id}>${link.target}@${link.handle}`), [
+    'check:then>a@then', 'check:else>b@else', 'fork:branches[0]>a@branches', 'fork:branches[1]>b@branches', 'a:next>b@next'
+  ])
+  t.same(connect(definition, 'a', 'next', 'a', linkFields), definition, 'no link to itself')
+
+  let cleared = disconnect(definition, 'fork:branches[0]')
+  t.same(cleared.nodes[1]!.config, { branches: ['b'] })
+  cleared = disconnect(cleared, 'check:then')
+  t.same(cleared.nodes[0]!.config, { field: 'triggerData.n', else: 'b' })
+  cleared = disconnect(cleared, 'a:next')
+  t.notOk('next' in cleared.nodes[2]!)
+
+  const cased = connect(connect(empty, 'check', 'cases.gold', 'a', { ...linkFields }), 'check', 'cases.silver', 'b', linkFields)
+  t.same(cased.nodes[0]!.config!.cases, { gold: 'a', silver: 'b' })
+  t.same(disconnect(cased, 'check:cases.gold').nodes[0]!.config!.cases, { silver: 'b' })
+})
+
+t.test('removing, pasting and renaming keep the links consistent', async (t) => {
+  let definition = connect(connect(connect(empty, 'check', 'then', 'a', linkFields), 'a', 'next', 'b', linkFields), 'fork', 'branches', 'b', linkFields)
+  definition = withPositions(definition, linkFields)
+  t.ok(definition.nodes.every((node) => node.position !== undefined), 'laid out')
+
+  const removed = removeNodes(definition, ['b'], linkFields)
+  t.same(removed.nodes.map((node) => node.id), ['check', 'fork', 'a'])
+  t.notOk('next' in removed.nodes[2]!, 'a no longer links to b')
+  t.same(removed.nodes[1]!.config, { branches: [] })
+
+  const copied = definition.nodes.filter((node) => node.id === 'a' || node.id === 'b')
+  const { definition: pasted, pasted: ids } = pasteNodes(definition, copied, { x: 40, y: 40 }, linkFields)
+  t.same(ids, ['a-2', 'b-2'])
+  const a2 = pasted.nodes.find((node) => node.id === 'a-2')!
+  t.equal(a2.next, 'b-2', 'links among the copies follow them')
+  t.equal(a2.position!.x, copied[0]!.position!.x + 40)
+  const checkCopy = pasteNodes(definition, [definition.nodes[0]!], { x: 0, y: 0 }, linkFields)
+  t.notOk('then' in checkCopy.definition.nodes.at(-1)!.config!, 'a link to a node not copied is dropped')
+
+  const renamed = renameNode(definition, 'a', 'enrich', linkFields)
+  t.equal(renamed.nodes[0]!.config!.then, 'enrich')
+  t.equal(renamed.nodes[2]!.id, 'enrich')
+})
+
+t.test('versions compare without positions; template paths are bounded', async (t) => {
+  const before = [{ id: 'a', type: 'set', config: { x: 1 } }, { id: 'b', type: 'set' }]
+  const after = [{ id: 'a', type: 'set', config: { x: 2 }, position: { x: 5, y: 5 } }, { id: 'c', type: 'set' }, { id: 'b', type: 'set', position: { x: 1, y: 1 } }]
+  t.same(compareNodes(before, after), { added: ['c'], removed: [], changed: ['a'] })
+  t.same(templatePaths({ triggerData: { order: { id: 1 } }, fetch: { status: 200 } }), [
+    '{{triggerData}}', '{{triggerData.order}}', '{{triggerData.order.id}}', '{{fetch}}', '{{fetch.status}}'
+  ])
+  const wide = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i]))
+  t.equal(templatePaths({ triggerData: wide }).length, 200)
+})
