@@ -135,6 +135,18 @@ t.test('each action writes exactly one row with its actor, target, request id an
   await one(await expectStatus(await act('DELETE', `/api/automation/credentials/${credential.body.id}`, { token: admin.token }), 204, 'credential delete'),
     { action: 'credential.deleted', target: credentialTarget, details: { name: 'audited-api-2', type: 'bearer' } })
 
+  // Subscriptions: never their secret, nor their URL (a token may ride in its query).
+  const subscriptionSecret = `whsec_${Buffer.from(randomUUID().replaceAll('-', '')).toString('base64')}`
+  const urlToken = `url-token-${randomUUID()}`
+  secrets.add(subscriptionSecret).add(urlToken)
+  const subscription = await expectStatus(await act('POST', '/api/automation/subscriptions', { token: admin.token, body: { url: `https://hooks.example.com/in?token=${urlToken}`, events: ['workflow.run.failed'], secret: subscriptionSecret } }), 201, 'subscription')
+  const subscriptionTarget = { type: 'subscription', id: subscription.body.id }
+  await one(subscription, { action: 'subscription.created', target: subscriptionTarget, details: { host: 'hooks.example.com', events: ['workflow.run.failed'] } })
+  await one(await expectStatus(await act('PATCH', `/api/automation/subscriptions/${subscription.body.id}`, { token: admin.token, body: { enabled: false } }), 200, 'subscription change'),
+    { action: 'subscription.updated', target: subscriptionTarget, details: { changed: ['enabled'], enabled: false } })
+  await one(await expectStatus(await act('DELETE', `/api/automation/subscriptions/${subscription.body.id}`, { token: admin.token }), 204, 'subscription delete'),
+    { action: 'subscription.deleted', target: subscriptionTarget, details: { events: ['workflow.run.failed'] } })
+
   // Workflows: a wait of an hour, so that its runs can be cancelled and retried in bulk.
   const definition = { name: 'audited flow', triggerType: 'MANUAL', isActive: false, nodes: [{ id: 'w', type: 'wait', config: { hours: 1 } }] }
   const workflow = await expectStatus(await act('POST', '/api/automation/workflows', { token: admin.token, body: definition }), 201, 'workflow')

@@ -1,8 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm'
+import { auditInsert, recordAudit, type AuditContext } from '../audit/log.ts'
 import type { EventSubscriptionsConfig } from '../config.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { DeliveryStatus } from '../db/schema/index.ts'
-import { textArray } from '../db/sql.ts'
+import { jsonb, textArray } from '../db/sql.ts'
 import { storableText } from '../db/storable.ts'
 import { encryptSecret, type Keyring } from '../encryption.ts'
 import { blockedHostReason } from '../engine/nodes/http-client.ts'
@@ -141,8 +142,8 @@ export function subscriptionsRepository ({ db, keyring, queues, config, allowPri
   return {
     find,
 
-    /** A new subscription, and its secret: the only answer that carries it. */
-    async create (viewer: Viewer, input: SubscriptionInput): Promise<Subscription & { secret: string }> {
+    /** A new subscription, and its secret: the only answer that carries it. Each write records `audit` (who acts) in its transaction. */
+    async create (viewer: Viewer, input: SubscriptionInput, audit?: AuditContext): Promise<Subscription & { secret: string }> {
       const url = checkedUrl(input.url)
       const events = eventNames(input.events)
       if (input.secret !== undefined) {
@@ -162,6 +163,8 @@ export function subscriptionsRepository ({ db, keyring, queues, config, allowPri
           insert into event_subscriptions (id, user_id, url, events, secret_encrypted)
           values (${createId()}, ${viewer.id}, ${storableText(url)}, ${textArray(events)}, ${encryptSecret(keyring, secret)})
           returning ${SUBSCRIPTION_COLUMNS}`)
+        // The host, not the URL: a URL may carry a token in its query.
+        if (audit !== undefined) await recordAudit(tx, audit, { action: 'subscription.created', targetType: 'subscription', targetId: row!.id, details: { host: new URL(url).host, events } })
         return subscriptionOf(row!)
       })
       return { ...created, secret }
@@ -175,23 +178,31 @@ export function subscriptionsRepository ({ db, keyring, queues, config, allowPri
     },
 
     /** Changes what is given; enabling clears why it was disabled and its count of failures. */
-    async update (viewer: Viewer, id: string, change: SubscriptionChange): Promise<Subscription> {
+    async update (viewer: Viewer, id: string, change: SubscriptionChange, audit?: AuditContext): Promise<Subscription> {
       const sets: SQL[] = [sql`updated_at = now()`]
       if (change.url !== undefined) sets.push(sql`url = ${storableText(checkedUrl(change.url))}`)
       if (change.events !== undefined) sets.push(sql`events = ${textArray(eventNames(change.events))}`)
       if (change.enabled === true) sets.push(sql`enabled = true, disabled_reason = null, consecutive_failures = 0`)
       if (change.enabled === false) sets.push(sql`enabled = false`)
+      const details = { changed: Object.keys(change).sort(), ...(change.enabled !== undefined && { enabled: change.enabled }) }
       const [row] = await db.execute<Subscription & Record<string, unknown>>(sql`
-        update event_subscriptions set ${sql.join(sets, sql`, `)}
-        where id = ${id} and ${ownedBy(viewer, sql`user_id`)}
-        returning ${SUBSCRIPTION_COLUMNS}`)
+        with updated as (
+          update event_subscriptions set ${sql.join(sets, sql`, `)}
+          where id = ${id} and ${ownedBy(viewer, sql`user_id`)}
+          returning ${SUBSCRIPTION_COLUMNS}
+        )${audit === undefined ? sql`` : sql`, audited as (${auditInsert(audit, { action: 'subscription.updated', targetType: 'subscription' }, { cte: sql`updated`, targetId: sql`updated.id`, details: jsonb(details) })})`}
+        select * from updated`)
       if (row === undefined) throw subscriptionNotFound()
       return subscriptionOf(row)
     },
 
     /** Deletes it with its deliveries and their attempts. */
-    async delete (viewer: Viewer, id: string): Promise<void> {
-      const rows = await db.execute(sql`delete from event_subscriptions where id = ${id} and ${ownedBy(viewer, sql`user_id`)} returning id`)
+    async delete (viewer: Viewer, id: string, audit?: AuditContext): Promise<void> {
+      const rows = await db.execute(sql`
+        with deleted as (
+          delete from event_subscriptions where id = ${id} and ${ownedBy(viewer, sql`user_id`)} returning id, events
+        )${audit === undefined ? sql`` : sql`, audited as (${auditInsert(audit, { action: 'subscription.deleted', targetType: 'subscription' }, { cte: sql`deleted`, targetId: sql`deleted.id`, details: sql`jsonb_build_object('events', deleted.events)` })})`}
+        select id from deleted`)
       if (rows.length === 0) throw subscriptionNotFound()
     },
 

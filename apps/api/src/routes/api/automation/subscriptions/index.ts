@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { auditContextOf } from '../../../../audit-context.ts'
 import { deliveryNotFound, subscriptionNotFound } from '@switchboard/core/subscriptions'
 import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
@@ -25,7 +26,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('', {
     schema: { tags, summary: 'Subscribe a URL to events; the answer carries the signing secret, once', body: CreateSubscriptionBody, response: { 201: CreatedSubscription, ...errorResponses(400, 401, 403) } }
-  }, async (request, reply) => reply.code(201).send(await subscriptions.create(viewerOf(request.user), request.body)))
+  }, async (request, reply) => reply.code(201).send(await subscriptions.create(viewerOf(request.user), request.body, auditContextOf(request))))
 
   fastify.get('', {
     schema: { tags, summary: 'List subscriptions, oldest first', querystring: ListSubscriptionsQuery, response: { 200: Type.Array(Subscription), ...errorResponses(400, 401, 403) } }
@@ -41,12 +42,12 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.patch('/:id', {
     schema: { tags, summary: 'Change its URL or events, disable or enable it (enabling clears its failures)', params: IdParams, body: UpdateSubscriptionBody, response: { 200: Subscription, ...errorResponses(400, 401, 403, 404) } }
-  }, async (request) => await subscriptions.update(viewerOf(request.user), request.params.id, request.body))
+  }, async (request) => await subscriptions.update(viewerOf(request.user), request.params.id, request.body, auditContextOf(request)))
 
   fastify.delete('/:id', {
     schema: { tags, summary: 'Delete a subscription with its deliveries', params: IdParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } }
   }, async (request, reply) => {
-    await subscriptions.delete(viewerOf(request.user), request.params.id)
+    await subscriptions.delete(viewerOf(request.user), request.params.id, auditContextOf(request))
     return reply.code(204).send(null)
   })
 
