@@ -71,6 +71,11 @@ t.test('build a condition and an http_request by drag and form only, pin data, r
   await canvasNode('http_request').click()
   await page.getByLabel(/^url/).fill(sinkUrl)
   await page.getByLabel(/^method/).fill('POST')
+  // A save the API refuses: its message, and the node it names outlined.
+  await page.getByLabel(/^body/).fill('{"amount": "{{triggerData.amount | nosuchfilter}}"}')
+  await page.getByRole('button', { name: 'Save' }).click()
+  t.match(await page.locator('#builder-error').textContent(), /^Node http_request: /)
+  t.match(await canvasNode('http_request').locator('.flow-node').getAttribute('class'), /flagged/)
   await page.getByLabel(/^body/).fill('{"amount": "{{triggerData.amount}}"}')
   await shot('02-configured')
 
