@@ -20,7 +20,7 @@ async function seedConversations (prefix: string, count: number): Promise<void> 
 }
 
 /** The auth hook's lookup of the token's user, cached for a few seconds: present or not depending on timing. */
-const isRoleLookup = (query: string): boolean => query.startsWith('select "role", "token_version" from "users"')
+const isRoleLookup = (query: string): boolean => query.startsWith('select "role", "token_version", "email" from "users"')
 
 /** The SQL statements the route runs while answering one request, counted through the pool's debug hook. */
 async function statementsFor (url: string): Promise<{ statements: string[], body: Array<{ messages: unknown[] }> }> {
