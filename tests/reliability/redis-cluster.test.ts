@@ -4,6 +4,8 @@
  * at the end): every queue, the cron schedulers, delayed resumes, queue counters and the login
  * limiter work, and each queue's keys sit in the slot of its hash tag.
  */
+import { once } from 'node:events'
+import { createServer } from 'node:http'
 import t from 'tap'
 import { QUEUE_NAMES } from '@switchboard/core/queues'
 import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
@@ -28,6 +30,8 @@ const stack = await startStack(t, {
     CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
     CHAT_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
     CHAT_APP_SECRET: APP_SECRET,
+    // The event subscription below delivers to the test's own receiver on loopback.
+    HTTP_REQUEST_ALLOW_PRIVATE: 'true',
     // The test is the proxy that names each login's client address.
     TRUST_PROXY: 'loopback'
   }
@@ -126,6 +130,25 @@ t.test('a broadcast is sent on the cluster, its rate limit a key of its own', as
     return body.status === 'done' ? body : undefined
   }, { what: 'the broadcast to be sent' })
   t.match(done.counts, { sent: 2, failed: 0 })
+})
+
+t.test('an event subscription is delivered on the cluster', async (t) => {
+  const received: string[] = []
+  const receiver = createServer((req, res) => {
+    req.resume()
+    received.push(String(req.headers['webhook-id']))
+    res.end('ok')
+  })
+  receiver.listen(0, '127.0.0.1')
+  await once(receiver, 'listening')
+  t.teardown(() => { receiver.close() })
+  const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/events`
+  const subscribed = await stack.call('POST', '/api/automation/subscriptions', { token, body: { url, events: ['workflow.run.succeeded'] } })
+  t.equal(subscribed.status, 201, JSON.stringify(subscribed.body))
+  const workflowId = await client.createWorkflow(token, { name: 'subscribed on the cluster' })
+  await client.runReaching(token, await client.fire(token, workflowId))
+  await waitFor(async () => received.length > 0 ? true : undefined, { what: 'the event to be delivered' })
+  t.match(received[0], /.+/, 'a delivery with its webhook-id')
 })
 
 t.test('queue counters come from the cluster, and each queue lives in the slot of its hash tag', async (t) => {
