@@ -62,13 +62,18 @@ export function createRetention (options: RetentionOptions) {
   const intervalMs = options.intervalMs ?? 60_000
 
   /** Runs `statement` (which answers `count`) until a batch comes back short or the pass's share is spent. */
-  async function inBatches (statement: SQL): Promise<number> {
+  /**
+   * Runs `statement` until a batch comes back short (nothing more is due), or, with `untilEmpty`,
+   * empty: a statement that picks its rows before locking them comes back short when another
+   * worker holds some of them, with more still due behind them.
+   */
+  async function inBatches (statement: SQL, { untilEmpty = false } = {}): Promise<number> {
     let total = 0
     for (let batch = 0; batch < maxBatches; batch++) {
       const [row] = await db.execute<{ count: number }>(statement)
       const count = row?.count ?? 0
       total += count
-      if (count < batchSize) break
+      if (untilEmpty ? count === 0 : count < batchSize) break
     }
     return total
   }
@@ -123,7 +128,7 @@ export function createRetention (options: RetentionOptions) {
       delete from runs using due where runs.id = due.id returning 1
     )
     select count(*)::int as count from deleted
-  `)
+  `, { untilEmpty: true })
 
   /** Dispatched events of the outbox (events/outbox.ts) are kept as long as runs, along events_created_idx. */
   const deleteExpiredEvents = async (): Promise<number> => await inBatches(sql`
