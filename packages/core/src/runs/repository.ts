@@ -67,14 +67,13 @@ export function runsRepository (db: DbOrTx) {
   const ownedBy = (viewer: Viewer): SQL | undefined => and(isAdmin(viewer) ? undefined : eq(runs.userId, viewer.id), workflowLimit(viewer, runs.workflowId))
 
   async function get (id: string, viewer: Viewer): Promise<RunWithLogs | null> {
-    // Two independent reads in parallel; logs of a run the viewer cannot see are discarded with it.
+    // The logs after the run, never beside it: read in parallel, a run seen ended could come with
+    // the lines of a moment before its end, since its last lines commit with its status.
     const childCount = sql<number>`(select count(*)::int from runs as children where children.parent_run_id = "runs"."id")`
-    const [[run], logs] = await Promise.all([
-      db.select({ ...runColumns, childCount }).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1),
-      db.select({ id: runLogs.id, nodeId: runLogs.nodeId, level: runLogs.level, message: runLogs.message, createdAt: runLogs.createdAt })
-        .from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))
-    ])
+    const [run] = await db.select({ ...runColumns, childCount }).from(runs).where(and(eq(runs.id, id), ownedBy(viewer))).limit(1)
     if (run === undefined) return null
+    const logs = await db.select({ id: runLogs.id, nodeId: runLogs.nodeId, level: runLogs.level, message: runLogs.message, createdAt: runLogs.createdAt })
+      .from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))
     return { ...run, logs: logs.map((log) => ({ ...log, id: String(log.id) })) }
   }
 
