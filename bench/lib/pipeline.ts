@@ -1,5 +1,8 @@
 import type { Database } from '@switchboard/core/db'
+import { costMeter } from './costs.ts'
 import { load, type LoadResult } from './load.ts'
+import type { BenchProcess } from './processes.ts'
+import type { Metric } from './report.ts'
 import { measureRuns, nowMs, waitForFinished, type RunSource, type RunsMeasure } from './runs.ts'
 import type { BenchContext } from './stack.ts'
 import { seconds } from './workflows.ts'
@@ -13,7 +16,8 @@ export const stampedBody = (): string => JSON.stringify({ event: 'order.created'
 /**
  * Drives `path` for the warm-up, waits for its runs, then for the measured time, and reads
  * the measured runs back: the warm-up runs are left out by `measured` (a workflow of their own,
- * or a table emptied in between).
+ * or a table emptied in between). `costs`: what the measured phase cost per run (costs.ts),
+ * from its first request until its last run finished.
  */
 export async function measurePipeline (options: {
   ctx: BenchContext
@@ -25,7 +29,9 @@ export async function measurePipeline (options: {
   measured: RunSource
   headers?: (body: string) => Record<string, string>
   betweenPhases?: () => Promise<void>
-}): Promise<{ load: LoadResult, runs: RunsMeasure }> {
+  /** The processes of the pipeline, whose CPU is counted. */
+  processes: BenchProcess[]
+}): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Metric[] }> {
   const { ctx } = options
   const drive = async (path: string, durationSeconds: number): Promise<LoadResult> => load({
     baseUrl: options.baseUrl,
@@ -41,7 +47,9 @@ export async function measurePipeline (options: {
   const warm = await drive(options.warmPath, seconds(ctx.quick, 3, 1))
   await waitForFinished(options.sql, options.warm, warm.requests, DRAIN_TIMEOUT_MS)
   await options.betweenPhases?.()
+  const meter = await costMeter(options.sql, options.processes)
   const measured = await drive(options.measuredPath, seconds(ctx.quick, 15, 3))
   await waitForFinished(options.sql, options.measured, measured.requests, DRAIN_TIMEOUT_MS)
-  return { load: measured, runs: await measureRuns(options.sql, options.measured) }
+  const runs = await measureRuns(options.sql, options.measured)
+  return { load: measured, runs, costs: await meter.stop(runs.runs - runs.unfinished) }
 }

@@ -43,7 +43,7 @@ export async function realisticWorkflow (ctx: BenchContext): Promise<Omit<Scenar
   const stack = await startStack(ctx, 'C', { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
   const warmId = await createWorkflow(stack, 'bench C warm-up', 'WEBHOOK', realisticNodes(sinkUrl))
   const measuredId = await createWorkflow(stack, 'bench C', 'WEBHOOK', realisticNodes(sinkUrl))
-  const { load, runs } = await measurePipeline({
+  const { load, runs, costs } = await measurePipeline({
     ctx,
     sql: stack.sql,
     baseUrl: stack.baseUrl,
@@ -51,7 +51,8 @@ export async function realisticWorkflow (ctx: BenchContext): Promise<Omit<Scenar
     measuredPath: `/api/automation/webhook/${measuredId}`,
     warm: { table: 'runs', workflowId: warmId },
     measured: { table: 'runs', workflowId: measuredId },
-    headers: (body) => ({ 'x-signature': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` })
+    headers: (body) => ({ 'x-signature': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` }),
+    processes: [stack.api, stack.worker!]
   })
   return {
     id: 'C',
@@ -60,7 +61,8 @@ export async function realisticWorkflow (ctx: BenchContext): Promise<Omit<Scenar
       metric('completed runs/s', runs.runsPerSecond, 'runs/s', { op: '>=', value: 800 }),
       metric('request → SUCCESS p50', runs.p50Ms, 'ms'),
       metric('request → SUCCESS p99', runs.p99Ms, 'ms'),
-      metric('webhook answers/s', load.requestsPerSecond, 'req/s')
+      metric('webhook answers/s', load.requestsPerSecond, 'req/s'),
+      ...costs
     ],
     notes: [
       ...failureNote('webhook load', load),
