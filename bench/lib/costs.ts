@@ -34,7 +34,7 @@ function cpuMsOfCommand (name: string): number {
   return total
 }
 
-interface Reading { cpu: Record<string, number>, walLsn: string, redisCommands: number }
+interface Reading { cpu: Record<string, number>, wal: { records: number, fullPages: number, bytes: number, commits: number }, redisCommands: number }
 
 /**
  * Where the time of a measured phase goes, per run: the CPU of each process taking part (the api
@@ -46,24 +46,31 @@ export async function costMeter (sql: Database['sql'], processes: BenchProcess[]
   const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 })
   await redis.connect()
   const read = async (): Promise<Reading> => {
-    const [[{ lsn }], info] = await Promise.all([sql<Array<{ lsn: string }>>`select pg_current_wal_lsn()::text as lsn`, redis.info('stats')])
+    // The whole server's: WAL records, full-page images (the first change of a page after a checkpoint), bytes, and commits.
+    const [[wal], info] = await Promise.all([
+      sql<Array<Reading['wal']>>`select wal_records::float8 as records, wal_fpi::float8 as "fullPages", wal_bytes::float8 as bytes,
+        (select sum(xact_commit)::float8 from pg_stat_database) as commits from pg_stat_wal`,
+      redis.info('stats')
+    ])
     const own = process.cpuUsage()
     const cpu: Record<string, number> = { 'load generator': (own.user + own.system) / 1000 }
     for (const child of processes) cpu[child.name] = cpuMsOf(child.child.pid ?? 0)
     cpu.PostgreSQL = cpuMsOfCommand('postgres')
     cpu.Redis = cpuMsOfCommand('redis-server')
-    return { cpu, walLsn: lsn, redisCommands: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? Number.NaN) }
+    return { cpu, wal: wal!, redisCommands: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? Number.NaN) }
   }
   const before = await read()
   return {
     stop: async (runs) => {
       const after = await read()
       redis.disconnect()
-      const [{ bytes }] = await sql<Array<{ bytes: number }>>`select pg_wal_lsn_diff(${after.walLsn}, ${before.walLsn})::float8 as bytes`
       const perRun = (value: number): number => runs === 0 ? Number.NaN : value / runs
       return [
         ...Object.keys(after.cpu).map((name) => metric(`CPU per run: ${name}`, perRun(after.cpu[name]! - before.cpu[name]!), 'ms')),
-        metric('WAL per run', perRun(bytes) / 1024, 'KB'),
+        metric('WAL per run', perRun(after.wal.bytes - before.wal.bytes) / 1024, 'KB'),
+        metric('WAL records per run', perRun(after.wal.records - before.wal.records), ''),
+        metric('WAL full-page images per run', perRun(after.wal.fullPages - before.wal.fullPages), ''),
+        metric('PostgreSQL commits per run', perRun(after.wal.commits - before.wal.commits), ''),
         metric('Redis commands per run', perRun(after.redisCommands - before.redisCommands), '')
       ]
     }
