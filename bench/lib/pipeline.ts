@@ -1,8 +1,7 @@
 import type { Database } from '@switchboard/core/db'
-import { costMeter } from './costs.ts'
+import { costMeter, type Costs } from './costs.ts'
 import { load, type LoadResult } from './load.ts'
 import type { BenchProcess } from './processes.ts'
-import type { Metric } from './report.ts'
 import { measureRuns, nowMs, waitForFinished, type RunSource, type RunsMeasure } from './runs.ts'
 import type { BenchContext } from './stack.ts'
 import { seconds } from './workflows.ts'
@@ -31,7 +30,7 @@ export async function measurePipeline (options: {
   betweenPhases?: () => Promise<void>
   /** The processes of the pipeline, whose CPU is counted. */
   processes: BenchProcess[]
-}): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Metric[] }> {
+}): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Costs }> {
   const { ctx } = options
   const drive = async (path: string, durationSeconds: number): Promise<LoadResult> => load({
     baseUrl: options.baseUrl,

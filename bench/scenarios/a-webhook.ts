@@ -4,13 +4,14 @@ import { createBareTable } from '../bare/table.ts'
 import type { LoadResult } from '../lib/load.ts'
 import { measurePipeline } from '../lib/pipeline.ts'
 import { launch } from '../lib/processes.ts'
-import { failureNote, metric, type Metric, type ScenarioResult } from '../lib/report.ts'
+import type { Costs } from '../lib/costs.ts'
+import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
 import type { RunSource, RunsMeasure } from '../lib/runs.ts'
 import { isolatedStores, startStack, type BenchContext } from '../lib/stack.ts'
 import { createWorkflow } from '../lib/workflows.ts'
 
 /** The bare durable pipeline (bench/bare): its api and worker processes on stores of their own, measured like Switchboard. */
-async function barePipeline (ctx: BenchContext): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Metric[] }> {
+async function barePipeline (ctx: BenchContext): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Costs }> {
   const { databaseUrl, queuePrefix, sql } = await isolatedStores(ctx)
   await createBareTable(sql)
   const [port, workerPort] = [await freePort(), await freePort()]
@@ -66,10 +67,11 @@ export async function webhookToSuccess (ctx: BenchContext): Promise<Omit<Scenari
       metric('bare request → done p50', bare.runs.p50Ms, 'ms'),
       metric('bare request → done p99', bare.runs.p99Ms, 'ms'),
       metric('ratio to the bare pipeline', ours.runs.runsPerSecond / bare.runs.runsPerSecond, '×', { op: '>=', value: 1 }),
-      ...ours.costs,
-      ...bare.costs.map((cost) => ({ ...cost, name: `bare: ${cost.name.replace('A-bare-', '')}` }))
+      ...ours.costs.metrics,
+      ...bare.costs.metrics.map((cost) => ({ ...cost, name: `bare: ${cost.name.replace('A-bare-', '')}` }))
     ],
     notes: [
+      `WAL records per run: ${ours.costs.walKinds}; the bare pipeline's: ${bare.costs.walKinds}`,
       ...failureNote('webhook load', ours.load),
       ...failureNote('bare pipeline load', bare.load),
       ...(ours.runs.unfinished + ours.runs.notSuccess > 0 ? [`${ours.runs.unfinished} runs unfinished, ${ours.runs.notSuccess} not SUCCESS`] : []),

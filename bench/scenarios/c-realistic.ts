@@ -62,9 +62,10 @@ export async function realisticWorkflow (ctx: BenchContext): Promise<Omit<Scenar
       metric('request → SUCCESS p50', runs.p50Ms, 'ms'),
       metric('request → SUCCESS p99', runs.p99Ms, 'ms'),
       metric('webhook answers/s', load.requestsPerSecond, 'req/s'),
-      ...costs
+      ...costs.metrics
     ],
     notes: [
+      `WAL records per run: ${costs.walKinds}`,
       ...failureNote('webhook load', load),
       ...(runs.unfinished + runs.notSuccess > 0 ? [`${runs.unfinished} runs unfinished, ${runs.notSuccess} not SUCCESS`] : [])
     ]

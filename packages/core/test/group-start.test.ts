@@ -5,6 +5,7 @@ import { idempotencyKeys, runs, users, workflows } from '../src/db/schema/index.
 import type { DbOrTx } from '../src/db/client.ts'
 import { WORKFLOW_RUNS, type Queues } from '../src/queues/catalog.ts'
 import { createGroupStarter, GROUP_START_DEFAULTS } from '../src/runs/group-start.ts'
+import { exactCounters } from '../src/workflows/counters.ts'
 import type { RunTarget } from '../src/runs/start.ts'
 import { Deadline } from '../src/timeout.ts'
 
@@ -158,6 +159,10 @@ t.test('a member near its deadline is answered on time alone; the rest of its gr
   t.ok(typeof refused === 'object' && refused.ms < 1005 + 100, `answered by its own deadline (${typeof refused === 'object' ? refused.ms : '?'} ms)`)
   const stragglerRuns = await db.select({ id: runs.id }).from(runs).where(sql`${runs.triggerData}->>'straggler' = 'true'`)
   t.same(stragglerRuns, [], 'and leaves no run: it was taken out before the COMMIT')
+  // Its group's starts were counted in one delta with it; what is counted now is the runs kept.
+  const [counted] = await db.select({ runCount: exactCounters.runCount }).from(workflows).where(eq(workflows.id, workflow.id))
+  const [stored] = await db.select({ count: sql<number>`count(*)::int` }).from(runs).where(eq(runs.workflowId, workflow.id))
+  t.equal(counted!.runCount, stored!.count, 'the workflow counts the runs kept, not the one taken out')
 })
 
 t.test('a start waiting for a group to go out is answered at its deadline, not when the groups ahead of it end', async (t) => {

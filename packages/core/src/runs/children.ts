@@ -94,7 +94,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
           returning id, workflow_id, user_id, queue, created_at
         ), counted as (
           insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
-          select workflow_id, id, 1, created_at from created
+          select workflow_id, min(id), count(*), max(created_at) from created group by workflow_id
         )
         select (select trigger_type from target) as "triggerType",
           (select json_agg(json_build_object('runId', id, 'userId', user_id, 'queue', queue)) from created) as created
@@ -125,7 +125,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
           returning id, workflow_id, user_id, queue, created_at
         ), counted as (
           insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
-          select workflow_id, id, 1, created_at from created
+          select workflow_id, min(id), count(*), max(created_at) from created group by workflow_id
         )
         select id as "runId", user_id as "userId", queue from created
       `)

@@ -204,7 +204,7 @@ export function createGroupStarter (deps: RunServiceDeps, options: GroupStartOpt
             live.forEach((member, i) => { if (!kept.has(started[i]!.runId)) settle(member, { error: timeIsUp('store the run') }) })
             break
           }
-          await withdrawRuns(tx, withdrawn.map(({ runId }) => runId))
+          await withdrawRuns(tx, withdrawn.map(({ runId }) => runId), created.map(({ runId }) => runId))
           created = created.filter(({ runId }) => kept.has(runId))
         }
         for (const member of live) member.commitSent = true

@@ -198,7 +198,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
       returning id, workflow_id, created_at
     ), counted as (
       insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
-      select workflow_id, id, 1, created_at from new_runs
+      select workflow_id, min(id), count(*), max(created_at) from new_runs group by workflow_id
     )
     select planned.run_id as "plannedId", coalesce(claim.run_id, planned.run_id) as "runId", workflows.domain
     from planned left join claim on claim.workflow_id = planned.workflow_id and claim.key = planned.key
@@ -266,14 +266,23 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
  * Takes runs `insertRuns` created back out of the transaction that inserted them, before its
  * COMMIT (a request of a group whose time ran out): rows, keys and counter deltas. Nobody
  * else has seen them; a concurrent start waiting on one of their keys then claims it.
+ * `inserted`: every run the transaction still holds, the withdrawn ones among them. A statement
+ * counts its starts in one delta per workflow, keyed by the first of its runs, so those deltas
+ * are replaced by the counts of the runs kept.
  */
-export async function withdrawRuns (tx: DbOrTx, runIds: readonly string[]): Promise<void> {
+export async function withdrawRuns (tx: DbOrTx, withdrawnIds: readonly string[], inserted: readonly string[]): Promise<void> {
   await tx.execute(sql`
     with withdrawn as (
-      delete from runs where id = any(${textArray(runIds)}) returning id, workflow_id
+      delete from runs where id = any(${textArray(withdrawnIds)}) returning id
+    ), inserted as (
+      select id, workflow_id, created_at from runs where id = any(${textArray(inserted)})
+    ), uncounted as (
+      delete from workflow_counter_deltas d using inserted where d.workflow_id = inserted.workflow_id and d.run_id = inserted.id
     )
-    delete from workflow_counter_deltas using withdrawn
-    where workflow_counter_deltas.workflow_id = withdrawn.workflow_id and workflow_counter_deltas.run_id = withdrawn.id
+    insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
+    select workflow_id, min(id), count(*), max(created_at) from inserted
+    where id not in (select id from withdrawn)
+    group by workflow_id
   `)
 }
 

@@ -406,7 +406,7 @@ export function runStore (db: DbOrTx) {
           ) as ordered
           order by n, part, line
         ), counted as (
-          insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, id, 1 from step
+          insert into workflow_counter_deltas (workflow_id, run_id, successes) select workflow_id, min(id), count(*) from step group by workflow_id
         ), emitted as (${succeeded(sql`step`)})
         select n, emitted.id as "eventId" from step left join emitted on emitted.id = 'succeeded:' || step.id
       `)

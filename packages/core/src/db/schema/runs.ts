@@ -101,14 +101,16 @@ export const runWaits = pgTable('run_waits', {
   index('run_waits_open_idx').on(t.userId, t.createdAt).where(sql`${t.decidedAt} is null`)
 ])
 
+// Keyed by run, then line: every read and delete goes by run, and one index is all a line inserts
+// (a key of its own beside (run_id, id) made two; docs/decisions.md, "Fewer writes per run").
 export const runLogs = pgTable('run_logs', {
-  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  id: bigint('id', { mode: 'number' }).notNull().generatedAlwaysAsIdentity(),
   runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
   nodeId: text('node_id'),
   level: text('level', { enum: LOG_LEVELS }).notNull().default('INFO'),
   message: text('message').notNull(),
   createdAt: createdAt()
-}, (t) => [index('run_logs_run_idx').on(t.runId, t.id)])
+}, (t) => [primaryKey({ name: 'run_logs_pkey', columns: [t.runId, t.id] })])
 
 /** `Idempotency-Key` of /fire and the inbound webhook: one run per key and workflow for 24 hours. */
 export const idempotencyKeys = pgTable('idempotency_keys', {

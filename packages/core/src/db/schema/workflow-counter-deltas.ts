@@ -10,7 +10,11 @@ import { workflows } from './workflows.ts'
 export const workflowCounterDeltas = pgTable('workflow_counter_deltas', {
   id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
   workflowId: text('workflow_id').notNull().references(() => workflows.id, { onDelete: 'cascade' }),
-  /** The run it counts: a run withdrawn before its commit (runs/start.ts) takes its start with it. No foreign key: retention deletes runs. */
+  /**
+   * The first run it counts: a statement that starts or ends several runs of a workflow counts them
+   * in one row, and a run withdrawn before its commit (runs/start.ts) has its statement's row
+   * counted again without it. No foreign key: retention deletes runs.
+   */
   runId: text('run_id').notNull(),
   runs: integer('runs').notNull().default(0),
   successes: integer('successes').notNull().default(0),
