@@ -24,6 +24,7 @@ import { workerMemory } from './scenarios/g-memory.ts'
 import { foreachLoop } from './scenarios/h-foreach.ts'
 import { parallelMerge } from './scenarios/i-parallel.ts'
 import { assistantTurns } from './scenarios/j-assistant.ts'
+import { broadcasts } from './scenarios/k-broadcasts.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -35,7 +36,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'G', title: 'worker memory', run: workerMemory },
   { id: 'H', title: 'foreach loop', run: foreachLoop },
   { id: 'I', title: 'parallel and merge', run: parallelMerge },
-  { id: 'J', title: 'assistant turns', run: assistantTurns }
+  { id: 'J', title: 'assistant turns', run: assistantTurns },
+  { id: 'K', title: 'broadcast', run: broadcasts }
 ]
 
 function usage (message: string): never {
