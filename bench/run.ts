@@ -25,6 +25,7 @@ import { foreachLoop } from './scenarios/h-foreach.ts'
 import { parallelMerge } from './scenarios/i-parallel.ts'
 import { assistantTurns } from './scenarios/j-assistant.ts'
 import { broadcasts } from './scenarios/k-broadcasts.ts'
+import { eventDeliveries } from './scenarios/l-event-deliveries.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -37,7 +38,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'H', title: 'foreach loop', run: foreachLoop },
   { id: 'I', title: 'parallel and merge', run: parallelMerge },
   { id: 'J', title: 'assistant turns', run: assistantTurns },
-  { id: 'K', title: 'broadcast', run: broadcasts }
+  { id: 'K', title: 'broadcast', run: broadcasts },
+  { id: 'L', title: 'event deliveries', run: eventDeliveries }
 ]
 
 function usage (message: string): never {
