@@ -26,6 +26,7 @@ import { parallelMerge } from './scenarios/i-parallel.ts'
 import { assistantTurns } from './scenarios/j-assistant.ts'
 import { broadcasts } from './scenarios/k-broadcasts.ts'
 import { eventDeliveries } from './scenarios/l-event-deliveries.ts'
+import { tracingCost } from './scenarios/m-tracing.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -39,7 +40,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'I', title: 'parallel and merge', run: parallelMerge },
   { id: 'J', title: 'assistant turns', run: assistantTurns },
   { id: 'K', title: 'broadcast', run: broadcasts },
-  { id: 'L', title: 'event deliveries', run: eventDeliveries }
+  { id: 'L', title: 'event deliveries', run: eventDeliveries },
+  { id: 'M', title: 'what tracing adds', run: tracingCost }
 ]
 
 function usage (message: string): never {

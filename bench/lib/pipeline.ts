@@ -25,6 +25,8 @@ export async function measurePipeline (options: {
   measured: RunSource
   headers?: (body: string) => Record<string, string>
   betweenPhases?: () => Promise<void>
+  /** Lengths of the warm-up and of the measured phase; default 3 s and 15 s (1 s and 3 s with `--quick`). */
+  phaseSeconds?: { warm: number, measured: number }
 }): Promise<{ load: LoadResult, runs: RunsMeasure }> {
   const { ctx } = options
   const drive = async (path: string, durationSeconds: number): Promise<LoadResult> => load({
@@ -38,10 +40,11 @@ export async function measurePipeline (options: {
       return { path, body, ...(options.headers !== undefined && { headers: options.headers(body) }) }
     }
   })
-  const warm = await drive(options.warmPath, seconds(ctx.quick, 3, 1))
+  const phases = options.phaseSeconds ?? { warm: seconds(ctx.quick, 3, 1), measured: seconds(ctx.quick, 15, 3) }
+  const warm = await drive(options.warmPath, phases.warm)
   await waitForFinished(options.sql, options.warm, warm.requests, DRAIN_TIMEOUT_MS)
   await options.betweenPhases?.()
-  const measured = await drive(options.measuredPath, seconds(ctx.quick, 15, 3))
+  const measured = await drive(options.measuredPath, phases.measured)
   await waitForFinished(options.sql, options.measured, measured.requests, DRAIN_TIMEOUT_MS)
   return { load: measured, runs: await measureRuns(options.sql, options.measured) }
 }
