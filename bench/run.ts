@@ -4,7 +4,7 @@
  * after it), driven over HTTP by a load generator in this process. Prints a table of the figures
  * against their targets and writes it, with the JSON, to bench/results/. See bench/README.md.
  *
- *   pnpm bench [-- --only A,B] [--quick] [--built] [--log-level warn] [--connections 50]
+ *   pnpm bench [-- --only A,B] [--quick] [--scale] [--built] [--log-level warn] [--connections 50]
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
@@ -45,7 +45,7 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
 ]
 
 function usage (message: string): never {
-  console.error(`${message}\nusage: pnpm bench [-- --only A,B,...] [--quick] [--built] [--log-level <level>] [--connections <n>]`)
+  console.error(`${message}\nusage: pnpm bench [-- --only A,B,...] [--quick] [--scale] [--built] [--log-level <level>] [--connections <n>]`)
   process.exit(2)
 }
 
@@ -55,6 +55,7 @@ const { values } = parseArgs({
   options: {
     only: { type: 'string' },
     quick: { type: 'boolean', default: false },
+    scale: { type: 'boolean', default: false },
     built: { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
     connections: { type: 'string', default: '50' }
@@ -89,7 +90,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => { tearDown().finally(() => process.exit(130)) })
 }
 
-const options = { quick: values.quick, mode: values.built ? 'built' as const : 'sources' as const, logLevel: values['log-level'], connections }
+const options = { quick: values.quick, scale: values.scale, mode: values.built ? 'built' as const : 'sources' as const, logLevel: values['log-level'], connections }
 const machine = await machineFacts(options)
 const ctx: BenchContext = { ...options, logDir, teardown: (fn) => { teardowns.push(fn) } }
 
