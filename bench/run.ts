@@ -4,7 +4,7 @@
  * after it), driven over HTTP by a load generator in this process. Prints a table of the figures
  * against their targets and writes it, with the JSON, to bench/results/. See bench/README.md.
  *
- *   pnpm bench [-- --only A,B] [--quick] [--built] [--log-level warn] [--connections 50]
+ *   pnpm bench [-- --only A,B] [--quick] [--scale] [--built] [--log-level warn] [--connections 50]
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
@@ -24,6 +24,9 @@ import { workerMemory } from './scenarios/g-memory.ts'
 import { foreachLoop } from './scenarios/h-foreach.ts'
 import { parallelMerge } from './scenarios/i-parallel.ts'
 import { assistantTurns } from './scenarios/j-assistant.ts'
+import { broadcasts } from './scenarios/k-broadcasts.ts'
+import { eventDeliveries } from './scenarios/l-event-deliveries.ts'
+import { tracingCost } from './scenarios/m-tracing.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -35,11 +38,14 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'G', title: 'worker memory', run: workerMemory },
   { id: 'H', title: 'foreach loop', run: foreachLoop },
   { id: 'I', title: 'parallel and merge', run: parallelMerge },
-  { id: 'J', title: 'assistant turns', run: assistantTurns }
+  { id: 'J', title: 'assistant turns', run: assistantTurns },
+  { id: 'K', title: 'broadcast', run: broadcasts },
+  { id: 'L', title: 'event deliveries', run: eventDeliveries },
+  { id: 'M', title: 'what tracing adds', run: tracingCost }
 ]
 
 function usage (message: string): never {
-  console.error(`${message}\nusage: pnpm bench [-- --only A,B,...] [--quick] [--built] [--log-level <level>] [--connections <n>]`)
+  console.error(`${message}\nusage: pnpm bench [-- --only A,B,...] [--quick] [--scale] [--built] [--log-level <level>] [--connections <n>]`)
   process.exit(2)
 }
 
@@ -49,6 +55,7 @@ const { values } = parseArgs({
   options: {
     only: { type: 'string' },
     quick: { type: 'boolean', default: false },
+    scale: { type: 'boolean', default: false },
     built: { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
     connections: { type: 'string', default: '50' }
@@ -83,7 +90,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => { tearDown().finally(() => process.exit(130)) })
 }
 
-const options = { quick: values.quick, mode: values.built ? 'built' as const : 'sources' as const, logLevel: values['log-level'], connections }
+const options = { quick: values.quick, scale: values.scale, mode: values.built ? 'built' as const : 'sources' as const, logLevel: values['log-level'], connections }
 const machine = await machineFacts(options)
 const ctx: BenchContext = { ...options, logDir, teardown: (fn) => { teardowns.push(fn) } }
 

@@ -45,7 +45,7 @@ function gitRevision (): string {
 }
 
 /** What the figures depend on: the machine, the stores and how durable they are, how the processes ran. */
-export async function machineFacts (options: { mode: Mode, logLevel: string, connections: number, quick: boolean }): Promise<Record<string, string>> {
+export async function machineFacts (options: { mode: Mode, logLevel: string, connections: number, quick: boolean, scale: boolean }): Promise<Record<string, string>> {
   const postgres = await postgresFacts()
   const redis = await redisFacts()
   const cpu = cpus()
@@ -60,6 +60,6 @@ export async function machineFacts (options: { mode: Mode, logLevel: string, con
     Redis: `${redis.version} (appendonly ${redis.appendonly}, appendfsync ${redis.appendfsync}, save ${redis.save})`,
     'Load generator': `autocannon ${autocannonVersion}, in the bench process`,
     Processes: `${options.mode === 'built' ? 'built (dist/)' : 'from sources (tsx)'}, LOG_LEVEL=${options.logLevel}, ${options.connections} connections`,
-    Run: `${options.quick ? 'quick' : 'full'}, commit ${gitRevision()}`
+    Run: `${options.quick ? 'quick' : 'full'}${options.scale ? ', --scale' : ''}, commit ${gitRevision()}`
   }
 }

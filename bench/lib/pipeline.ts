@@ -28,6 +28,8 @@ export async function measurePipeline (options: {
   measured: RunSource
   headers?: (body: string) => Record<string, string>
   betweenPhases?: () => Promise<void>
+  /** Lengths of the warm-up and of the measured phase; default 3 s and 15 s (1 s and 3 s with `--quick`). */
+  phaseSeconds?: { warm: number, measured: number }
   /** The processes of the pipeline, whose CPU is counted. */
   processes: BenchProcess[]
 }): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Costs }> {
@@ -43,11 +45,12 @@ export async function measurePipeline (options: {
       return { path, body, ...(options.headers !== undefined && { headers: options.headers(body) }) }
     }
   })
-  const warm = await drive(options.warmPath, seconds(ctx.quick, 3, 1))
+  const phases = options.phaseSeconds ?? { warm: seconds(ctx.quick, 3, 1), measured: seconds(ctx.quick, 15, 3) }
+  const warm = await drive(options.warmPath, phases.warm)
   await waitForFinished(options.sql, options.warm, warm.requests, DRAIN_TIMEOUT_MS)
   await options.betweenPhases?.()
   const meter = await costMeter(options.sql, options.processes)
-  const measured = await drive(options.measuredPath, seconds(ctx.quick, 15, 3))
+  const measured = await drive(options.measuredPath, phases.measured)
   await waitForFinished(options.sql, options.measured, measured.requests, DRAIN_TIMEOUT_MS)
   const runs = await measureRuns(options.sql, options.measured)
   return { load: measured, runs, costs: await meter.stop(runs.runs - runs.unfinished) }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { closeSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -21,9 +21,18 @@ export interface BenchProcess {
   child: ChildProcess
   /** Resident set size now, in MB, read from /proc. */
   rssMb: () => number
+  /** CPU time used so far, user and system, in seconds, read from /proc. */
+  cpuSeconds: () => number
   /** The end of what the process printed, for error messages. */
   logTail: () => string
   stop: () => Promise<void>
+}
+
+let ticksPerSecond: number | undefined
+/** The unit of the CPU times in /proc/<pid>/stat (USER_HZ), asked once. */
+function clockTicks (): number {
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }))
+  return ticksPerSecond
 }
 
 /** `apps/api/src/server.ts` → `apps/api/dist/server.js` for built runs. */
@@ -71,6 +80,12 @@ export async function launch (options: { name: string, entry: string, env: Recor
     rssMb: () => {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8')
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024
+    },
+    cpuSeconds: () => {
+      // The fields after the command name (which may hold spaces or parentheses), from the 3rd: utime is the 14th, stime the 15th.
+      const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      return (Number(fields[11]) + Number(fields[12])) / clockTicks()
     },
     logTail,
     stop: async () => {

@@ -9,6 +9,8 @@ import { launch, type BenchProcess, type Mode } from './processes.ts'
 /** What every scenario gets from the runner. */
 export interface BenchContext {
   quick: boolean
+  /** F seeds 10,000,000 runs and reads at 50 connections, against tighter targets. */
+  scale: boolean
   mode: Mode
   /** LOG_LEVEL of the api and worker processes. */
   logLevel: string

@@ -29,6 +29,9 @@ export function codeChain (length: number): BenchNode[] {
   }))
 }
 
+/** Scenario A's workflow: one `set` node reading the webhook body. */
+export const oneSetNode = (): BenchNode[] => [{ id: 'n1', type: 'set', config: { values: { orderId: '{{triggerData.body.data.id}}' } } }]
+
 /** Creates an active workflow as the admin and returns its id. */
 export async function createWorkflow (stack: Stack, name: string, triggerType: 'MANUAL' | 'WEBHOOK', nodes: unknown[]): Promise<string> {
   return stack.client.createWorkflow(await stack.adminToken(), { name, triggerType, isActive: true, nodes })

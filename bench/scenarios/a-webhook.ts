@@ -8,7 +8,7 @@ import type { Costs } from '../lib/costs.ts'
 import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
 import type { RunSource, RunsMeasure } from '../lib/runs.ts'
 import { isolatedStores, startStack, type BenchContext } from '../lib/stack.ts'
-import { createWorkflow } from '../lib/workflows.ts'
+import { createWorkflow, oneSetNode } from '../lib/workflows.ts'
 
 /** The bare durable pipeline (bench/bare): its api and worker processes on stores of their own, measured like Switchboard. */
 async function barePipeline (ctx: BenchContext): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Costs }> {
@@ -39,9 +39,8 @@ async function barePipeline (ctx: BenchContext): Promise<{ load: LoadResult, run
 
 export async function webhookToSuccess (ctx: BenchContext): Promise<Omit<ScenarioResult, 'seconds'>> {
   const stack = await startStack(ctx, 'A')
-  const nodes = [{ id: 'n1', type: 'set', config: { values: { orderId: '{{triggerData.body.data.id}}' } } }]
-  const warmId = await createWorkflow(stack, 'bench A warm-up', 'WEBHOOK', nodes)
-  const measuredId = await createWorkflow(stack, 'bench A', 'WEBHOOK', nodes)
+  const warmId = await createWorkflow(stack, 'bench A warm-up', 'WEBHOOK', oneSetNode())
+  const measuredId = await createWorkflow(stack, 'bench A', 'WEBHOOK', oneSetNode())
   const ours = await measurePipeline({
     ctx,
     sql: stack.sql,
