@@ -189,11 +189,14 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     ), new_runs as (
       insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
-        coalesce(planned.trigger_data::jsonb, source.trigger_data, ${storableJson(shared)}::jsonb),
-        coalesce(decode(planned.raw_body, 'base64'), source.raw_body),
+        coalesce(planned.trigger_data::jsonb, (select trigger_data from runs source where source.id = planned.retried_from), ${storableJson(shared)}::jsonb),
+        coalesce(decode(planned.raw_body, 'base64'), (select raw_body from runs source where source.id = planned.retried_from)),
         coalesce(planned.workflow_version, (select version from workflows where workflows.id = planned.workflow_id)),
         planned.retried_from, coalesce(planned.test, false), planned.until_node_id, planned.current_node_id, coalesce(planned.result, '{}'::jsonb)
-      from planned left join runs source on source.id = planned.retried_from
+      -- The replayed run is read by subqueries, an index probe per replay and none for other runs,
+      -- whatever plan the prepared statement keeps: a join let a generic plan, made while runs was
+      -- small, scan the whole table on every start (docs/decisions.md, "Fewer writes per run").
+      from planned
       where planned.key is null or planned.run_id in (select run_id from claim)
       returning id, workflow_id, created_at
     ), counted as (
