@@ -232,10 +232,16 @@ export function createRunEngine (options: EngineOptions) {
     cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn
   })
 
+  // The events of the runs that end in one turn are dispatched together: one transaction, not one each.
+  const dispatches = new DataLoader<string, undefined>(async (eventIds) => {
+    await options.dispatchEvents([...eventIds])
+    return eventIds.map(() => undefined)
+  }, { cache: false, maxBatchSize: MAX_RUNS_PER_STATEMENT, batchScheduleFn: nextTurn })
+
   /** Events a step wrote (the outbox), dispatched now; when that fails, the reconciler dispatches them (they are stored with the step). */
   async function dispatchWritten (runId: string, eventIds: string[]): Promise<void> {
     try {
-      await options.dispatchEvents(eventIds)
+      await Promise.all(eventIds.map(async (eventId) => await dispatches.load(eventId)))
     } catch (err) {
       logger.warn({ err, runId, eventIds }, 'events not dispatched yet: the reconciler will')
     }

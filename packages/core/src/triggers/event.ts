@@ -67,10 +67,14 @@ export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logge
   const { created, deliveries, dispatched } = await deps.db.transaction(async (tx) => {
     const taken = await takeUndispatched(tx, which, DISPATCH_BATCH)
     const created: CreatedRun[] = []
+    // Events of one user and name reach the same workflows: looked up once per dispatch.
+    const listening = new Map<string, Awaited<ReturnType<typeof listeners>>>()
     for (const event of taken) {
       // Its workflows start with the message's KEYWORD runs (triggers/keyword.ts): the outbox has it for subscriptions.
       if (event.name === CHAT_MESSAGE_RECEIVED) continue
-      const targets = await listeners(tx, [event.userId], event.name, deps.eventFanoutMax + 1)
+      const key = JSON.stringify([event.userId, event.name])
+      const targets = listening.get(key) ?? await listeners(tx, [event.userId], event.name, deps.eventFanoutMax + 1)
+      listening.set(key, targets)
       if (targets.length > deps.eventFanoutMax) {
         deps.logger.warn({ eventId: event.id, event: event.name, eventFanoutMax: deps.eventFanoutMax }, 'event reached more workflows than EVENT_FANOUT_MAX: the newest were not started')
       }
