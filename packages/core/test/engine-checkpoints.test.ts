@@ -363,7 +363,7 @@ t.test('a run whose first outside effect comes after pure nodes is claimed by th
   t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SUCCESS')
   t.same(calls, ['/claimed-by-checkpoint'], 'the effect happened once')
   t.notOk(statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'")), 'no claim statement of its own')
-  t.equal(statements.length, 4, 'the read, the claim with the checkpoint before the call, the checkpoint after it, the end')
+  t.equal(statements.length, 3, 'the read, the claim with the checkpoint before the call, the end (only pure nodes after the call: its checkpoint is the end)')
   const row = await readRun(runId)
   t.equal(row.status, 'SUCCESS')
   t.equal(row.claim, 1)
@@ -382,6 +382,21 @@ t.test('a run whose first outside effect comes after pure nodes is claimed by th
     /^Run succeeded in \d+ms$/
   ])
   t.equal(lines.filter((line) => line === 'Run started').length, 1)
+})
+
+t.test('an outside effect followed by another is checkpointed after it, before the pure nodes between them', async (t) => {
+  calls.length = 0
+  const statements: string[] = []
+  const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
+  const runId = await run(await workflow([
+    { id: 'first', type: 'http_request', config: { url: `${sinkUrl}/first-effect` }, next: 'between' },
+    { id: 'between', type: 'set', config: { values: { a: 1 } }, next: 'second' },
+    { id: 'second', type: 'http_request', config: { url: `${sinkUrl}/second-effect` } }
+  ]))
+
+  t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SUCCESS')
+  t.same(calls, ['/first-effect', '/second-effect'])
+  t.equal(statements.length, 5, 'the read, the claim before the first call, the checkpoint after it, the checkpoint before the second, the end')
 })
 
 t.test('a run cancelled before its first outside effect is not called out for', async (t) => {

@@ -11,7 +11,7 @@ import { childRuns } from '../runs/children.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from '../runs/steps.ts'
 import { runWaits } from '../runs/waits.ts'
 import type { Quotas } from '../users/quotas.ts'
-import { nextNodeId, startNode, type WorkflowGraph } from '../workflows/graph.ts'
+import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from '../workflows/graph.ts'
 import { ClaimLostError, database, errorMessage, InfrastructureError, measurable, type Execution, type Pending, type StepRefusal } from './execution.ts'
 import { createHolds, type Hold } from './holds.ts'
 import { createJsonSizer } from './json-size.ts'
@@ -377,6 +377,17 @@ export function createRunEngine (options: EngineOptions) {
 
     if (nodeId === undefined) return await succeed()
 
+    const pureRest = new Map<string, boolean>()
+    /** Whether every node reachable from `from` is pure, within a checkpoint's bound of nodes. */
+    const pureToTheEnd = (from: string): boolean => {
+      let pure = pureRest.get(from)
+      if (pure === undefined) {
+        pure = reachableFrom(graph, from, NODE_LINK_FIELDS, checkpointMaxNodes)?.every((node) => isPure(node.type)) === true
+        pureRest.set(from, pure)
+      }
+      return pure
+    }
+
     // The job's lock was lost, or could not be renewed: the run is left for its next owner.
     const abandoned = (): boolean => signal?.aborted === true
     let yielded = performance.now()
@@ -429,8 +440,9 @@ export function createRunEngine (options: EngineOptions) {
       }
       nodeId = next
       const now = performance.now()
-      // After an outside effect, so that it is not repeated; in a pure chain, within bounds.
-      if (!isPure(node.type) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
+      // After an outside effect, so that it is not repeated, unless the rest of the run is pure (then
+      // it is written with the end, one round trip later as it would be); in a pure chain, within bounds.
+      if ((!isPure(node.type) && !pureToTheEnd(next)) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
         const advanced = await execution.writer.advance(execution, next)
         if (advanced !== 'written') return refused(advanced, execution)
         yielded = performance.now()

@@ -363,7 +363,7 @@ export function runStore (db: DbOrTx) {
         from runs
         join workflows on workflows.id = runs.workflow_id
         left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version
-        where runs.id in (select jsonb_array_elements_text(${jsonb(runIds)})) and runs.status = 'PENDING'
+        where runs.id = any(array(select jsonb_array_elements_text(${jsonb(runIds)}))) and runs.status = 'PENDING'
       `)
       return new Map(rows.map((row) => [row.id as string, runOf(row)]))
     },

@@ -69,6 +69,26 @@ export function outgoingLinks (node: WorkflowNode, edges: readonly WorkflowEdge[
   return links
 }
 
+/**
+ * The nodes reachable from `nodeId`, itself included, by every link; undefined when more than
+ * `max` are, or a link leads to no node.
+ */
+export function reachableFrom (graph: WorkflowGraph, nodeId: string, linkFields: LinkFieldsByType, max: number): WorkflowNode[] | undefined {
+  const byId = new Map(graph.nodes.map((node) => [node.id, node]))
+  const edges = workflowEdges(graph.edges)
+  const found = new Map<string, WorkflowNode>()
+  const toVisit = [nodeId]
+  while (toVisit.length > 0) {
+    const id = toVisit.pop()!
+    if (found.has(id)) continue
+    const node = byId.get(id)
+    if (node === undefined || found.size >= max) return undefined
+    found.set(id, node)
+    for (const link of outgoingLinks(node, edges, linkFields)) toVisit.push(link.target)
+  }
+  return [...found.values()]
+}
+
 /** Every node id some link points to. */
 function linkTargets (graph: WorkflowGraph, linkFields: LinkFieldsByType): Set<string> {
   const targets = new Set<string>()
