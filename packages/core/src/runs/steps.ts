@@ -173,14 +173,8 @@ type StepRow = { written: boolean, status: RunStatus | null, claim: number | nul
 /** The condition on a step's lines: written with the step, or (`keepLines`) whatever it finds. */
 const whenWritten = (keepLines: boolean): SQL | undefined => keepLines ? undefined : sql`exists (select 1 from step)`
 
-// The statuses a step's guard compares with are bound values, not literals: with a literal, a plan
-// prepared while few runs were unfinished may walk the unfinished runs' partial index (a whole
-// backlog) instead of looking the run up by key (docs/decisions.md, "Fewer writes per run").
-const PENDING = sql`${'PENDING'}::text`
-const RUNNING = sql`${'RUNNING'}::text`
-
 /** The guard of a step: the run is RUNNING under `claim`. */
-const heldBy = (claim: number): SQL => sql`status = ${RUNNING} and claim = ${claim}`
+const heldBy = (claim: number): SQL => sql`status = 'RUNNING' and claim = ${claim}`
 
 /**
  * Reads a step's answer: `written`, or why not from the run as the statement
@@ -369,7 +363,7 @@ export function runStore (db: DbOrTx) {
         from runs
         join workflows on workflows.id = runs.workflow_id
         left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version
-        where runs.id in (select jsonb_array_elements_text(${jsonb(runIds)})) and runs.status = ${PENDING}
+        where runs.id = any(array(select jsonb_array_elements_text(${jsonb(runIds)}))) and runs.status = 'PENDING'
       `)
       return new Map(rows.map((row) => [row.id as string, runOf(row)]))
     },
@@ -399,7 +393,7 @@ export function runStore (db: DbOrTx) {
             result = ${startedResult} || ended.outputs, current_node_id = null,
             started_at = now() - make_interval(secs => ended.elapsed_ms / 1000.0), completed_at = now(), duration_ms = ended.elapsed_ms
           from ended
-          where runs.id = ended.run_id and runs.status = ${PENDING} and runs.claim = ended.claim
+          where runs.id = ended.run_id and runs.status = 'PENDING' and runs.claim = ended.claim
           returning runs.id, runs.workflow_id, runs.user_id, runs.duration_ms, ended.n, ended.lines
         ), logged as (
           insert into run_logs (run_id, node_id, level, message, created_at)
@@ -432,7 +426,7 @@ export function runStore (db: DbOrTx) {
         with step as (
           update runs set status = 'RUNNING', claim = runs.claim + 1, claim_owner = ${ownerId ?? null}::text, started_at = ${startedAt.toISOString()}::timestamptz,
             result = ${startedResult} || ${jsonb(progress.outputs)}, current_node_id = ${progress.currentNodeId}
-          where id = ${runId} and status = ${PENDING} and claim = ${claim}
+          where id = ${runId} and status = 'PENDING' and claim = ${claim}
           returning claim
         ), logged as (
           ${logRows(runId, [startedLine(startedAt), ...lines], { when: sql`exists (select 1 from step)` })}
