@@ -55,9 +55,9 @@ async function checkFreeDisk (stack: Stack, size: Seed): Promise<void> {
  * ANALYZE, as autovacuum would leave the tables.
  */
 async function seed (stack: Stack, userId: string, size: Seed): Promise<void> {
-  const newest = new Date()
+  const newest = new Date().toISOString()
   /** Statements (text and parameters) in one transaction. */
-  const bulk = async (...statements: Array<[text: string, params: Array<string | number | Date>]>): Promise<void> => {
+  const bulk = async (...statements: Array<[text: string, params: Array<string | number>]>): Promise<void> => {
     await stack.sql.begin(async (sql) => {
       await sql`set local session_replication_role = replica`
       await sql`set local synchronous_commit = off`
