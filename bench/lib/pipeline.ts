@@ -3,8 +3,8 @@ import { costMeter, type Costs } from './costs.ts'
 import { load, type LoadResult } from './load.ts'
 import type { BenchProcess } from './processes.ts'
 import { measureRuns, nowMs, waitForFinished, type RunSource, type RunsMeasure } from './runs.ts'
-import type { BenchContext } from './stack.ts'
-import { seconds } from './workflows.ts'
+import type { BenchContext, Stack } from './stack.ts'
+import { createWorkflow, seconds } from './workflows.ts'
 
 const DRAIN_TIMEOUT_MS = 180_000
 
@@ -54,4 +54,30 @@ export async function measurePipeline (options: {
   await waitForFinished(options.sql, options.measured, measured.requests, DRAIN_TIMEOUT_MS)
   const runs = await measureRuns(options.sql, options.measured)
   return { load: measured, runs, costs: await meter.stop(runs.runs - runs.unfinished) }
+}
+
+/**
+ * `measurePipeline` over a stack's inbound webhooks: a warm-up workflow and a measured one, both of
+ * `nodes`, named `bench <label> warm-up` and `bench <label>`, with the api's and worker's CPU counted.
+ */
+export async function measureWebhookPipeline (
+  ctx: BenchContext,
+  stack: Stack,
+  label: string,
+  nodes: unknown[],
+  options: Pick<Parameters<typeof measurePipeline>[0], 'headers' | 'phaseSeconds'> = {}
+): Promise<Awaited<ReturnType<typeof measurePipeline>>> {
+  const warmId = await createWorkflow(stack, `bench ${label} warm-up`, 'WEBHOOK', nodes)
+  const measuredId = await createWorkflow(stack, `bench ${label}`, 'WEBHOOK', nodes)
+  return await measurePipeline({
+    ctx,
+    sql: stack.sql,
+    baseUrl: stack.baseUrl,
+    warmPath: `/api/automation/webhook/${warmId}`,
+    measuredPath: `/api/automation/webhook/${measuredId}`,
+    warm: { table: 'runs', workflowId: warmId },
+    measured: { table: 'runs', workflowId: measuredId },
+    ...options,
+    processes: [stack.api, stack.worker!]
+  })
 }

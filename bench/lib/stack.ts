@@ -1,3 +1,6 @@
+import { once } from 'node:events'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { createDatabase, type Database } from '@switchboard/core/db'
 import { testEnv, TEST_ADMIN } from '@switchboard/testing/config'
 import { createTestClient, httpTransport, type TestClient } from '@switchboard/testing/client'
@@ -90,4 +93,19 @@ export async function startStack (ctx: BenchContext, name: string, options: { wo
   let token: string | undefined
   if (options.worker !== false) await stack.startWorker()
   return stack
+}
+
+/**
+ * Serves `server` on a free loopback port until the scenario ends, with keep-alive longer than the
+ * load generator's, and returns its base URL (`http://127.0.0.1:<port>`).
+ */
+export async function serveOnLoopback (ctx: BenchContext, server: Server): Promise<string> {
+  server.keepAliveTimeout = 72_000
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  ctx.teardown(async () => {
+    server.closeAllConnections()
+    server.close()
+  })
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }

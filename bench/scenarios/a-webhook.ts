@@ -2,13 +2,13 @@ import { testEnv } from '@switchboard/testing/config'
 import { freePort } from '@switchboard/testing/processes'
 import { createBareTable } from '../bare/table.ts'
 import type { LoadResult } from '../lib/load.ts'
-import { measurePipeline } from '../lib/pipeline.ts'
+import { measurePipeline, measureWebhookPipeline } from '../lib/pipeline.ts'
 import { launch } from '../lib/processes.ts'
 import type { Costs } from '../lib/costs.ts'
 import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
 import type { RunSource, RunsMeasure } from '../lib/runs.ts'
 import { isolatedStores, startStack, type BenchContext } from '../lib/stack.ts'
-import { createWorkflow, oneSetNode } from '../lib/workflows.ts'
+import { oneSetNode } from '../lib/workflows.ts'
 
 /** The bare durable pipeline (bench/bare): its api and worker processes on stores of their own, measured like Switchboard. */
 async function barePipeline (ctx: BenchContext): Promise<{ load: LoadResult, runs: RunsMeasure, costs: Costs }> {
@@ -39,18 +39,7 @@ async function barePipeline (ctx: BenchContext): Promise<{ load: LoadResult, run
 
 export async function webhookToSuccess (ctx: BenchContext): Promise<Omit<ScenarioResult, 'seconds'>> {
   const stack = await startStack(ctx, 'A')
-  const warmId = await createWorkflow(stack, 'bench A warm-up', 'WEBHOOK', oneSetNode())
-  const measuredId = await createWorkflow(stack, 'bench A', 'WEBHOOK', oneSetNode())
-  const ours = await measurePipeline({
-    ctx,
-    sql: stack.sql,
-    baseUrl: stack.baseUrl,
-    warmPath: `/api/automation/webhook/${warmId}`,
-    measuredPath: `/api/automation/webhook/${measuredId}`,
-    warm: { table: 'runs', workflowId: warmId },
-    measured: { table: 'runs', workflowId: measuredId },
-    processes: [stack.api, stack.worker!]
-  })
+  const ours = await measureWebhookPipeline(ctx, stack, 'A', oneSetNode())
   // Out of the way of the bare pipeline, which is measured next on the same machine.
   await Promise.all([stack.api.stop(), stack.worker?.stop()])
   const bare = await barePipeline(ctx)

@@ -1,11 +1,8 @@
 import { createHmac } from 'node:crypto'
-import { once } from 'node:events'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { measurePipeline } from '../lib/pipeline.ts'
+import { measureWebhookPipeline } from '../lib/pipeline.ts'
 import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
-import { startStack, type BenchContext } from '../lib/stack.ts'
-import { createWorkflow } from '../lib/workflows.ts'
+import { serveOnLoopback, startStack, type BenchContext } from '../lib/stack.ts'
 
 const SECRET = 'bench-signing-secret'
 
@@ -15,14 +12,7 @@ async function startSink (ctx: BenchContext): Promise<string> {
     req.resume()
     req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }).end('{"accepted":true}') })
   })
-  server.keepAliveTimeout = 72_000
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  ctx.teardown(async () => {
-    server.closeAllConnections()
-    server.close()
-  })
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/orders`
+  return `${await serveOnLoopback(ctx, server)}/orders`
 }
 
 /** verify_signature → condition → set → http_request (to the sink) → set, started by signed inbound webhooks. */
@@ -41,18 +31,8 @@ export async function realisticWorkflow (ctx: BenchContext): Promise<Omit<Scenar
   const sinkUrl = await startSink(ctx)
   // The sink is on loopback, which the SSRF guard refuses unless private targets are allowed.
   const stack = await startStack(ctx, 'C', { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
-  const warmId = await createWorkflow(stack, 'bench C warm-up', 'WEBHOOK', realisticNodes(sinkUrl))
-  const measuredId = await createWorkflow(stack, 'bench C', 'WEBHOOK', realisticNodes(sinkUrl))
-  const { load, runs, costs } = await measurePipeline({
-    ctx,
-    sql: stack.sql,
-    baseUrl: stack.baseUrl,
-    warmPath: `/api/automation/webhook/${warmId}`,
-    measuredPath: `/api/automation/webhook/${measuredId}`,
-    warm: { table: 'runs', workflowId: warmId },
-    measured: { table: 'runs', workflowId: measuredId },
-    headers: (body) => ({ 'x-signature': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` }),
-    processes: [stack.api, stack.worker!]
+  const { load, runs, costs } = await measureWebhookPipeline(ctx, stack, 'C', realisticNodes(sinkUrl), {
+    headers: (body) => ({ 'x-signature': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` })
   })
   return {
     id: 'C',

@@ -1,12 +1,10 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { load, quantile, type LoadResult } from '../lib/load.ts'
 import { stampedBody } from '../lib/pipeline.ts'
 import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
 import { measureRuns, nowMs, waitForFinished } from '../lib/runs.ts'
-import { startStack, type BenchContext, type Stack } from '../lib/stack.ts'
+import { serveOnLoopback, startStack, type BenchContext, type Stack } from '../lib/stack.ts'
 import { createWorkflow, oneSetNode } from '../lib/workflows.ts'
 
 const DRAIN_TIMEOUT_MS = 180_000
@@ -48,14 +46,7 @@ async function startSubscriber (ctx: BenchContext, key: Buffer): Promise<{ url: 
       })
     })
   })
-  server.keepAliveTimeout = 72_000
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  ctx.teardown(async () => {
-    server.closeAllConnections()
-    server.close()
-  })
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/events`, received }
+  return { url: `${await serveOnLoopback(ctx, server)}/events`, received }
 }
 
 /** Fires `count` webhook runs of `workflowId` and waits for them to finish; the load's result. */

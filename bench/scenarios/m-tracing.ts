@@ -1,9 +1,9 @@
 import { startOtlpReceiver } from '@switchboard/testing/otlp-receiver'
-import { measurePipeline } from '../lib/pipeline.ts'
+import { measureWebhookPipeline } from '../lib/pipeline.ts'
 import { failureNote, metric, type ScenarioResult } from '../lib/report.ts'
 import type { RunsMeasure } from '../lib/runs.ts'
 import { startStack, type BenchContext, type Stack } from '../lib/stack.ts'
-import { createWorkflow, oneSetNode, seconds } from '../lib/workflows.ts'
+import { oneSetNode, seconds } from '../lib/workflows.ts'
 
 /** Rounds of each, off and on in turn, so that a drift of the machine over the scenario favours neither. */
 const ROUNDS = 2
@@ -33,18 +33,8 @@ export async function tracingCost (ctx: BenchContext): Promise<Omit<ScenarioResu
   for (let round = 1; round <= ROUNDS; round++) {
     for (const tracing of ['off', 'on'] as const) {
       const stack = stacks[tracing]
-      const warmId = await createWorkflow(stack, `bench M warm-up ${round}`, 'WEBHOOK', oneSetNode())
-      const measuredId = await createWorkflow(stack, `bench M ${round}`, 'WEBHOOK', oneSetNode())
-      const { load, runs } = await measurePipeline({
-        ctx,
-        sql: stack.sql,
-        baseUrl: stack.baseUrl,
-        warmPath: `/api/automation/webhook/${warmId}`,
-        measuredPath: `/api/automation/webhook/${measuredId}`,
-        warm: { table: 'runs', workflowId: warmId },
-        measured: { table: 'runs', workflowId: measuredId },
-        phaseSeconds: { warm: seconds(ctx.quick, 2, 1), measured: seconds(ctx.quick, 5, 2) },
-        processes: [stack.api, stack.worker!]
+      const { load, runs } = await measureWebhookPipeline(ctx, stack, `M ${tracing} ${round}`, oneSetNode(), {
+        phaseSeconds: { warm: seconds(ctx.quick, 2, 1), measured: seconds(ctx.quick, 5, 2) }
       })
       measures[tracing].push(runs)
       notes.push(
