@@ -440,8 +440,8 @@ export function createRunEngine (options: EngineOptions) {
       }
       nodeId = next
       const now = performance.now()
-      // After an outside effect, so that it is not repeated, unless the rest of the run is pure (then
-      // it is written with the end, one round trip later as it would be); in a pure chain, within bounds.
+      // After an outside effect, so that it is not repeated, unless only pure nodes can follow it: then
+      // the run's end is that checkpoint (docs/engine.md, Checkpoints). In a pure chain, within bounds.
       if ((!isPure(node.type) && !pureToTheEnd(next)) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
         const advanced = await execution.writer.advance(execution, next)
         if (advanced !== 'written') return refused(advanced, execution)
