@@ -75,6 +75,8 @@ t.test('build a condition and an http_request by drag and form only, pin data, r
   await page.getByLabel(/^body/).fill('{"amount": "{{triggerData.amount | nosuchfilter}}"}')
   await page.getByRole('button', { name: 'Save' }).click()
   t.match(await page.locator('#builder-error').textContent(), /^Node http_request: /)
+  // The canvas draws the outline a render after the message (React Flow takes its nodes in an effect).
+  await canvasNode('http_request').locator('.flow-node.flagged').waitFor({ timeout: 5000 }).catch(() => {})
   t.match(await canvasNode('http_request').locator('.flow-node').getAttribute('class'), /flagged/)
   await page.getByLabel(/^body/).fill('{"amount": "{{triggerData.amount}}"}')
   await shot('02-configured')
