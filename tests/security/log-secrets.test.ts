@@ -7,7 +7,7 @@ import { waitFor } from '@switchboard/testing/wait'
 // Database errors carry the statement's values (Drizzle's message and `params`, Postgres'
 // `detail`), and access logs carried query strings: webhook senders' Authorization headers,
 // payloads and verify tokens ended up in log lines.
-const stack = await startStack(t, { workers: 0, env: { LOG_LEVEL: 'info' } })
+const stack = await startStack(t, { env: { LOG_LEVEL: 'info' } })
 const token = await stack.adminToken()
 const database = createDatabase(stack.env.DATABASE_URL!, { max: 1 })
 t.teardown(async () => { await database.close() })
@@ -62,6 +62,25 @@ t.test('access logs keep the path, not the query string', async (t) => {
   }
   const output = stack.api.output()
   for (const secret of secrets) t.notMatch(output, secret, `${secret} is in no log line`)
+})
+
+t.test('an approval link refused or used is logged without its token, which stays usable only once', async (t) => {
+  const workflowId = await stack.client.createWorkflow(token, {
+    name: 'approve',
+    nodes: [{ id: 'ask', type: 'approval', config: { message: 'Refund?', timeoutMinutes: 60 } }]
+  })
+  const run = await stack.client.runReaching(token, await stack.client.fire(token, workflowId), ['WAITING'])
+  const resumePath: string = run.result.ask.resumePath
+  const secret = resumePath.split('/').pop()!
+  t.match(secret, /^rst_/)
+
+  const refused = await stack.client.call('POST', resumePath, { body: { decision: 'maybe' } })
+  t.equal(refused.status, 400, 'a bad decision is refused')
+  const approved = await stack.client.call('POST', resumePath, { body: { decision: 'approve' } })
+  t.equal(approved.status, 202, 'the link still approves')
+  const logged = await waitForLogLine('the access logs of the link', (line) => line.msg === 'request completed' && line.res?.statusCode === 202 && line.req?.url?.startsWith('/webhook/resume/') === true)
+  t.equal(logged.req.url, '/webhook/resume/[redacted]')
+  t.notMatch(stack.api.output(), secret, 'the token is in no log line')
 })
 
 t.test('the shared logger (api and worker) drops values from database errors of every kind', async (t) => {

@@ -3,8 +3,19 @@ import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 /** What machines poll (kubelet probes): answered, they are logged at debug. Scrapes go to the metrics listener, which logs none. */
 const PROBES = new Set(['/health/live', '/health/ready'])
 
-/** A request's path: the query string may carry secrets (build.ts, requestForLog). */
-export const pathOf = (request: FastifyRequest): string => request.url.split('?')[0] ?? request.url
+/** Path parameters that are secrets: the approval's one-time link, `/webhook/resume/:token`. */
+const SECRET_PARAMS = new Set([':token'])
+
+/**
+ * A request's path as logs and traces show it: without the query string, where secrets travel
+ * (build.ts, requestForLog), and with every secret path parameter as `[redacted]` (README, Logs).
+ */
+export const pathOf = (request: FastifyRequest): string => {
+  const path = request.url.split('?')[0] ?? request.url
+  const routeSegments = request.routeOptions?.url?.split('/') ?? []
+  if (!routeSegments.some((segment) => SECRET_PARAMS.has(segment))) return path
+  return path.split('/').map((segment, i) => SECRET_PARAMS.has(routeSegments[i] ?? '') ? '[redacted]' : segment).join('/')
+}
 
 /**
  * The api's request log: one line per request once it is answered, with the method, URL,
