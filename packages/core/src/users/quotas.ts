@@ -47,13 +47,15 @@ export type SavedQuota = keyof typeof SAVED
 /**
  * Inside the transaction that just saved something of `userId`: refuses (400, rolled back)
  * when the user now holds more of each of `names` than their quota allows. The user's row is
- * locked first, so two saves of one user take turns and cannot both pass the last place.
+ * locked first, so two saves of one user take turns and cannot both pass the last place. The
+ * lock is FOR NO KEY UPDATE: the insert's foreign key already holds FOR KEY SHARE on the row,
+ * which FOR UPDATE conflicts with, so two saves each waited for the other's (a deadlock, 500).
  * Called only by saves that add to a count, so a user already over a quota an admin lowered
  * can still edit, deactivate and delete.
  */
 export async function checkSavedQuotas (tx: DbOrTx, userId: string, defaults: Quotas, names: readonly SavedQuota[]): Promise<void> {
   if (names.length === 0) return
-  const [user] = await tx.execute<{ quotas: unknown }>(sql`select quotas from users where id = ${userId} for update`)
+  const [user] = await tx.execute<{ quotas: unknown }>(sql`select quotas from users where id = ${userId} for no key update`)
   const quotas = effectiveQuotas(defaults, user?.quotas)
   for (const name of names) {
     const [row] = await tx.execute<{ count: number }>(SAVED[name].count(userId))
