@@ -13,6 +13,7 @@ import errors from './plugins/errors.ts'
 import jsonBody from './plugins/json-body.ts'
 import metrics from './plugins/metrics.ts'
 import requestId from './plugins/request-id.ts'
+import requestTimeout from './plugins/request-timeout.ts'
 import routes from './routes/index.ts'
 import tracing from './plugins/tracing.ts'
 
@@ -26,6 +27,7 @@ export async function app (fastify: FastifyInstance, opts: AppOptions): Promise<
   if (tracingOn) await fastify.register(tracing)
   await fastify.register(context, { config: opts.config })
   await fastify.register(requestId)
+  await fastify.register(requestTimeout)
   await fastify.register(deadline)
   await fastify.register(errors)
   await fastify.register(jsonBody)

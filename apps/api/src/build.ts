@@ -5,6 +5,7 @@ import type { Config } from '@switchboard/core/config'
 import { loggerOptions } from '@switchboard/core/logger'
 import { app } from './app.ts'
 import { requestIdOf } from './plugins/request-id.ts'
+import { LONGEST_REQUEST_TIMEOUT_MS } from './plugins/request-timeout.ts'
 import { pathOf, RequestLog } from './request-log.ts'
 import { answerClientError, answerFrameworkError, formatValidationError } from './plugins/errors.ts'
 import { validatorCompiler } from './validator.ts'
@@ -43,8 +44,9 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
   const server = Fastify({
     logger: options.logger === false ? false : { ...apiLoggerOptions(options.config.logLevel), ...(options.logStream !== undefined && { stream: options.logStream }) },
     bodyLimit: BODY_LIMIT,
-    // Slow clients must not hold sockets forever (Fastify's production guidance).
-    requestTimeout: 30_000,
+    // Slow clients must not hold sockets forever (Fastify's production guidance): each route's own
+    // limit is plugins/request-timeout.ts', Node's the longest of them.
+    requestTimeout: LONGEST_REQUEST_TIMEOUT_MS,
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
     // X-Forwarded-For only from the proxies TRUST_PROXY names (default: loopback and private networks).

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorCodes } from 'fastify'
 import { importContacts } from '@switchboard/core/chat'
 import { DomainError } from '@switchboard/core/errors'
+import { LONGEST_REQUEST_TIMEOUT_MS } from '../../../../plugins/request-timeout.ts'
 import { errorResponses } from '../../../../schemas/common.ts'
 import { ContactsImportResult } from './schemas.ts'
 
@@ -47,6 +48,8 @@ const contactsImport: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/import', {
+    // 100,000 rows take a minute or more to write on a busy machine, read as they arrive.
+    config: { requestTimeoutMs: LONGEST_REQUEST_TIMEOUT_MS },
     schema: { tags: ['chat'], consumes: ['text/csv'], response: { 200: ContactsImportResult, ...errorResponses(400, 401, 404, 413, 415) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
