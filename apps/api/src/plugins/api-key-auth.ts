@@ -79,7 +79,7 @@ export function createKeyAuth (fastify: FastifyInstance, options: KeyAuthOptions
       const scope = request.routeOptions.config.scope
       if (scope === undefined || !key.scopes.includes(scope)) throw forbidden()
       request.user = { sub: key.userId, email: owner.email, role: owner.role, iat: 0, exp: 0, workflowIds: key.workflowIds }
-      request.apiKey = { id: key.id, workflowIds: key.workflowIds }
+      request.apiKey = { id: key.id, workflowIds: key.workflowIds, expiresAt: key.expiresAt }
       const use = lastUsed.get(key.id)
       lastUsed.set(key.id, { at: new Date(), first: use?.first ?? auditContextOf(request) })
     }

@@ -20,6 +20,7 @@ declare module '@fastify/jwt' {
     // Tokens issued before token versions existed carry none: they stand for version 0.
     user: Omit<TokenClaims, 'ver'> & {
       ver?: number
+      /** The JWT's; 0 for an API key, whose end is its own `expiresAt` (credentialEndsAt). */
       iat: number
       exp: number
       /** An API key's limit to these workflows (README, API keys); absent for a person's token. */
@@ -41,7 +42,7 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     /** The API key the request authenticated with (README, API keys); null for a person's token. */
-    apiKey: { id: string, workflowIds: readonly string[] | null } | null
+    apiKey: { id: string, workflowIds: readonly string[] | null, expiresAt: Date | null } | null
   }
   interface FastifyInstance {
     requireAdmin: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
@@ -59,6 +60,14 @@ export const TOKEN_LIFETIME_SECONDS = 24 * 3600
  */
 export const ROLE_CACHE_TTL_MS = 5000
 const ROLE_CACHE_MAX_ENTRIES = 10_000
+
+/**
+ * When the request's credential stops working, in ms since the epoch: its token's `exp`, or its
+ * API key's `expiresAt` (Infinity for a key without one). A revocation, a password change or the
+ * user's deletion ends it sooner (announced on USER_CHANGES_CHANNEL).
+ */
+export const credentialEndsAt = (request: FastifyRequest): number =>
+  request.apiKey === null ? request.user.exp * 1000 : request.apiKey.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY
 
 /**
  * Every /api route needs a valid HS256 token unless it is marked public, its user

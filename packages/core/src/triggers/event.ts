@@ -7,6 +7,7 @@ import type { Logger } from '../logger.ts'
 import { enqueueRuns, insertRuns, startRuns, type CreatedRun, type RunServiceDeps } from '../runs/start.ts'
 import { enqueueDeliveries } from '../subscriptions/delivery.ts'
 import { insertDeliveries } from '../subscriptions/repository.ts'
+import { workflowLimit, type Viewer } from '../users/viewer.ts'
 
 /** Who an emission reaches, and how far. */
 export interface EmitEventDeps extends RunServiceDeps {
@@ -14,8 +15,11 @@ export interface EmitEventDeps extends RunServiceDeps {
   eventFanoutMax: number
 }
 
-/** The users whose EVENT workflows listen: one owner, or everyone who can use a chat account. */
-type EmitEventInput = ({ userId: string } | { userIds: readonly string[] }) & {
+/**
+ * The users whose EVENT workflows listen: the viewer's own (within an API key's workflowIds,
+ * README API keys), or those of everyone who can use a chat account.
+ */
+type EmitEventInput = ({ viewer: Viewer } | { userIds: readonly string[] }) & {
   name: string
   payload: unknown
 }
@@ -23,13 +27,13 @@ type EmitEventInput = ({ userId: string } | { userIds: readonly string[] }) & {
 const tooManyListeners = (max: number): DomainError =>
   new DomainError('TOO_MANY_LISTENERS', `Too many workflows listen to this event (max ${max})`)
 
-/** The active EVENT workflows of `userIds` listening to `name`, oldest first, `limit` at most. */
-async function listeners (db: DbOrTx, userIds: readonly string[], name: string, limit: number) {
+/** The active EVENT workflows of `userIds` listening to `name` (those `viewer` may use), oldest first, `limit` at most. */
+async function listeners (db: DbOrTx, userIds: readonly string[], name: string, limit: number, viewer?: Viewer) {
   // The predicate matches the partial expression index workflows_event_name_idx.
   return await db.execute<{ id: string, userId: string }>(sql`
     select id, user_id as "userId" from workflows
     where trigger_type = 'EVENT' and is_active and (trigger_config->>'eventName') = ${name}
-      and user_id = any(${textArray(userIds)})
+      and user_id = any(${textArray(userIds)}) ${viewer === undefined ? sql`` : sql`and ${workflowLimit(viewer, sql`id`)}`}
     order by created_at, id
     limit ${limit}
   `)
@@ -41,9 +45,9 @@ async function listeners (db: DbOrTx, userIds: readonly string[], name: string, 
  * than `eventFanoutMax` start nothing: 400 `Too many workflows listen to this event`.
  */
 export async function emitEvent (deps: EmitEventDeps, input: EmitEventInput): Promise<string[]> {
-  const userIds = 'userId' in input ? [input.userId] : input.userIds
+  const [userIds, viewer] = 'viewer' in input ? [[input.viewer.id], input.viewer] : [input.userIds]
   if (userIds.length === 0) return []
-  const targets = await listeners(deps.db, userIds, input.name, deps.eventFanoutMax + 1)
+  const targets = await listeners(deps.db, userIds, input.name, deps.eventFanoutMax + 1, viewer)
   if (targets.length > deps.eventFanoutMax) throw tooManyListeners(deps.eventFanoutMax)
   const started = await startRuns(deps, {
     runs: targets.map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT' } })),

@@ -3,7 +3,7 @@ import { auditInsert, recordAudit, type AuditContext } from '../audit/log.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { users, type User, type UserRole } from '../db/schema/index.ts'
 import { textArray } from '../db/sql.ts'
-import { DomainError } from '../errors.ts'
+import { DomainError, forbidden } from '../errors.ts'
 import type { QuotaName } from './quotas.ts'
 import { hashPassword } from './password.ts'
 import type { TokenHolder } from './holder-cache.ts'
@@ -37,6 +37,17 @@ function quotasAfter (changes: NonNullable<UserChanges['quotas']>): SQL {
 }
 
 const lastAdmin = (action: 'demoted' | 'deleted'): DomainError => new DomainError('LAST_ADMIN', `The last admin cannot be ${action}`)
+
+/**
+ * Who manages users: an admin manages every account; a users:admin API key only members'
+ * (`membersOnly`, README API keys): it makes no admin, sets no role, and changes or deletes no
+ * admin's account, its owner's included, so that no key can make itself more than its scopes.
+ * Refused 403 `Forbidden`.
+ */
+export interface UserManager {
+  membersOnly: boolean
+}
+const EVERY_ACCOUNT: UserManager = { membersOnly: false }
 
 export function usersRepository (db: DbOrTx) {
   /**
@@ -72,7 +83,8 @@ export function usersRepository (db: DbOrTx) {
     },
 
     /** Returns null when the email is taken. `audit`: who creates the user, recorded with it ('user.created'). */
-    async create (input: { email: string, password: string, role: UserRole }, audit?: AuditContext): Promise<PublicUser | null> {
+    async create (input: { email: string, password: string, role: UserRole }, audit?: AuditContext, manager = EVERY_ACCOUNT): Promise<PublicUser | null> {
+      if (manager.membersOnly && input.role !== 'member') throw forbidden()
       const passwordHash = await hashPassword(input.password)
       return db.transaction(async (tx) => {
         const [user] = await tx.insert(users)
@@ -108,27 +120,31 @@ export function usersRepository (db: DbOrTx) {
      * An admin's change of role and password, in one transaction; null when the user does not
      * exist. Demoting the last admin is refused (409). `audit`: the admin, recorded in the same
      * transaction: 'user.role_changed' (when the role is another), 'user.password_reset',
-     * 'user.quotas_changed', one row each.
+     * 'user.quotas_changed', one row each. A manager of members only changes no role, and no admin.
      */
-    async update (id: string, changes: UserChanges, audit?: AuditContext): Promise<PublicUser | null> {
+    async update (id: string, changes: UserChanges, audit?: AuditContext, manager = EVERY_ACCOUNT): Promise<PublicUser | null> {
+      if (manager.membersOnly && changes.role !== undefined) throw forbidden()
       const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password)
       return db.transaction(async (tx) => {
         if (changes.role === 'member') await keepAnAdmin(tx, id, 'demoted')
-        // After keepAnAdmin, which locks the admins' rows first, as every change of a role does.
-        const [before] = audit === undefined ? [] : await tx.select({ role: users.role }).from(users).where(eq(users.id, id)).for('update')
-        const [user] = await tx.update(users)
+        // After keepAnAdmin, which locks the admins' rows first, as every change of a role does;
+        // locked, the role read is the one the change applies to (no promotion slips in between).
+        const [before] = await tx.select({ role: users.role }).from(users).where(eq(users.id, id)).for('update')
+        if (before === undefined) return null
+        if (manager.membersOnly && before.role !== 'member') throw forbidden()
+        // The row is locked: it is there to update.
+        const user = (await tx.update(users)
           .set({
             ...(changes.role !== undefined && { role: changes.role }),
             ...(passwordHash !== undefined && { passwordHash, tokenVersion: sql`${users.tokenVersion} + 1` }),
             ...(changes.quotas !== undefined && { quotas: quotasAfter(changes.quotas) })
           })
           .where(eq(users.id, id))
-          .returning(publicColumns)
-        if (user === undefined) return null
+          .returning(publicColumns))[0]!
         if (audit !== undefined) {
           const target = { targetType: 'user', targetId: id } as const
-          if (changes.role !== undefined && changes.role !== before?.role) {
-            await recordAudit(tx, audit, { action: 'user.role_changed', ...target, details: { email: user.email, from: before?.role, to: changes.role } })
+          if (changes.role !== undefined && changes.role !== before.role) {
+            await recordAudit(tx, audit, { action: 'user.role_changed', ...target, details: { email: user.email, from: before.role, to: changes.role } })
           }
           if (passwordHash !== undefined) await recordAudit(tx, audit, { action: 'user.password_reset', ...target, details: { email: user.email } })
           if (changes.quotas !== undefined) await recordAudit(tx, audit, { action: 'user.quotas_changed', ...target, details: { email: user.email, quotas: changes.quotas } })
@@ -142,10 +158,16 @@ export function usersRepository (db: DbOrTx) {
     /**
      * Deleting the last admin is refused (409). The announcement is delivered when, and only
      * if, the delete commits. `audit`: the admin, recorded by the delete's statement ('user.deleted').
+     * A manager of members only deletes no admin: the row is locked while its role is read.
      */
-    async delete (id: string, audit?: AuditContext): Promise<boolean> {
+    async delete (id: string, audit?: AuditContext, manager = EVERY_ACCOUNT): Promise<boolean> {
       return db.transaction(async (tx) => {
-        await keepAnAdmin(tx, id, 'deleted')
+        if (manager.membersOnly) {
+          const [target] = await tx.select({ role: users.role }).from(users).where(eq(users.id, id)).for('update')
+          if (target !== undefined && target.role !== 'member') throw forbidden()
+        } else {
+          await keepAnAdmin(tx, id, 'deleted')
+        }
         const audited = audit === undefined
           ? sql``
           : sql`, audited as (${auditInsert(audit, { action: 'user.deleted', targetType: 'user' }, { cte: sql`deleted`, targetId: sql`deleted.id`, details: sql`jsonb_build_object('email', deleted.email)` })})`

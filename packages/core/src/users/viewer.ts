@@ -20,10 +20,14 @@ export const viewerOf = (claims: { sub: string, role: UserRole, workflowIds?: re
 
 export const isAdmin = (viewer: Viewer): boolean => viewer.role === 'admin'
 
+/** Whether the viewer is limited to some workflows (an API key's workflowIds). */
+export const isLimitedToWorkflows = (viewer: Viewer): viewer is Viewer & { workflowIds: readonly string[] } =>
+  viewer.workflowIds !== undefined && viewer.workflowIds !== null
+
 /** The viewer's limit as a condition on a workflow id column (`true` when there is none). */
 export const workflowLimit = (viewer: Viewer, workflowId: SQLWrapper): SQL =>
-  viewer.workflowIds === undefined || viewer.workflowIds === null ? sql`true` : sql`${workflowId} = any(${textArray(viewer.workflowIds)})`
+  isLimitedToWorkflows(viewer) ? sql`${workflowId} = any(${textArray(viewer.workflowIds)})` : sql`true`
 
 /** Whether the viewer's limit (an API key's workflowIds) admits this workflow. */
 export const mayUseWorkflow = (viewer: Viewer, workflowId: string): boolean =>
-  viewer.workflowIds === undefined || viewer.workflowIds === null || viewer.workflowIds.includes(workflowId)
+  !isLimitedToWorkflows(viewer) || viewer.workflowIds.includes(workflowId)

@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from 'node:util'
 import { recordAudit, type AuditAction, type AuditContext } from '../audit/log.ts'
-import type { Viewer } from '../users/viewer.ts'
+import { isLimitedToWorkflows, mayUseWorkflow, type Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow, WorkflowNode, WorkflowVersion } from '../db/schema/index.ts'
 import type { NodeSaveTools } from '../engine/nodes/definition.ts'
-import { DomainError } from '../errors.ts'
+import { nodeDefinition } from '../engine/nodes/index.ts'
+import { DomainError, forbidden } from '../errors.ts'
 import { checkSavedQuotas, type Quotas, type SavedQuota } from '../users/quotas.ts'
 import { credentialsRepository } from '../credentials/repository.ts'
 import { checkCredentialOwnerOnly, checkWorkflowCredentials, recordWorkflowCredentials } from '../credentials/workflow-usage.ts'
@@ -19,7 +20,8 @@ import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts
 import { validateNodesAsync, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
-export const workflowNotFound = (): DomainError => new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found')
+/** `details`: where a definition names the workflow, when that is what was not found. */
+export const workflowNotFound = (details?: { nodeId: string, field: string }): DomainError => new DomainError('WORKFLOW_NOT_FOUND', 'Workflow not found', details)
 export const versionNotFound = (): DomainError => new DomainError('WORKFLOW_VERSION_NOT_FOUND', 'Workflow version not found')
 
 /**
@@ -59,6 +61,20 @@ function withoutPositions (field: string, value: unknown): unknown {
 const dedupe = (tags: string[] | undefined): string[] | undefined => tags === undefined ? undefined : [...new Set(tags)]
 
 /**
+ * A viewer limited to workflows (an API key's workflowIds, README API keys) saves only nodes that
+ * call workflows of its list, by their id: any other (another of the owner's, a missing one, a
+ * template, which could name any) is a workflow it cannot see, answered as one (404).
+ */
+function checkCalledWorkflows (viewer: Viewer, nodes: readonly WorkflowNode[]): void {
+  for (const node of nodes) {
+    const field = nodeDefinition(node.type)?.traits.callsWorkflow
+    if (field === undefined) continue
+    const called = node.config?.[field]
+    if (typeof called !== 'string' || !mayUseWorkflow(viewer, called)) throw workflowNotFound({ nodeId: node.id, field })
+  }
+}
+
+/**
  * What the audit log records of a change (README, Audit log): an activation or deactivation
  * when isActive turns, else an update when any field took another value; null for a change
  * that changed nothing, or only where the builder draws nodes.
@@ -92,6 +108,8 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
 
   /** `audit`: who creates it, recorded in its transaction as `action`. */
   async function create (viewer: Viewer, input: WorkflowInput, audit?: AuditContext, action: AuditAction = 'workflow.created'): Promise<WorkflowDetail> {
+    // A key limited to workflows could not see what it made: it makes none (README, API keys).
+    if (isLimitedToWorkflows(viewer)) throw forbidden()
     const nodes = input.nodes ?? []
     validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes, edges: input.edges }, limits)
     await validateNodesAsync(nodes, tools)
@@ -115,7 +133,11 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
   async function save (tx: DbOrTx, viewer: Viewer, current: Workflow, changes: WorkflowChanges, restoredFrom?: number): Promise<void> {
     const merged = { ...current, ...changes }
     // Stored definitions were checked when saved: only what this change touches is checked again.
-    if (changes.nodes !== undefined || changes.edges !== undefined) validateWorkflowGraph(merged.nodes, merged.edges, limits)
+    if (changes.nodes !== undefined || changes.edges !== undefined) {
+      validateWorkflowGraph(merged.nodes, merged.edges, limits)
+      // Rewired edges could reach a call that was never reached: the graph is checked whole.
+      checkCalledWorkflows(viewer, merged.nodes)
+    }
     if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
     if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)

@@ -99,6 +99,11 @@ export interface NodeTraits {
    * from it once they are done.
    */
   flow?: 'fork' | 'join'
+  /**
+   * The config field naming the workflow it runs as a child run (run_workflow, foreach): a key
+   * limited to workflows saves there only an id of its list (README, API keys).
+   */
+  callsWorkflow?: string
 }
 
 /** Traits most pure nodes share: no links, no credentials, no secrets, retries allowed. */

@@ -28,7 +28,7 @@ export const foreach = defineNode({
   },
   example: { workflowId: 'workflow-id', items: '{{triggerData.lines}}', concurrency: 5 },
   // Its children are started once per item (the insert skips those that exist), so it needs no checkpoint before it.
-  traits: { ...PURE_TRAITS, pure: false, retries: { allowed: false } },
+  traits: { ...PURE_TRAITS, pure: false, retries: { allowed: false }, callsWorkflow: 'workflowId' },
   async execute (context) {
     const { node, config, control, run, log } = context
     const items = config.items

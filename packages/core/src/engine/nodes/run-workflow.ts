@@ -22,7 +22,7 @@ export const runWorkflow = defineNode({
   },
   example: { workflowId: 'workflow-id', input: { orderId: '{{triggerData.orderId}}' } },
   // Its child is started once per run and node (the insert skips it when it exists), so it needs no checkpoint before it.
-  traits: { ...PURE_TRAITS, pure: false, retries: { allowed: false } },
+  traits: { ...PURE_TRAITS, pure: false, retries: { allowed: false }, callsWorkflow: 'workflowId' },
   async execute (context) {
     const { node, config, result, control, run, log } = context
     // The first time the node runs it starts its child; each time after (woken, or after a crash), it finds it.

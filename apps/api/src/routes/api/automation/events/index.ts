@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { viewerOf } from '@switchboard/core/users'
 import { errorResponses } from '../../../../schemas/common.ts'
 import { EmitEventBody, EventRuns } from './schemas.ts'
 import { keyScopes } from '../../key-scopes.ts'
 
-/** POST /api/automation/events (contract, Events): starts the caller's active EVENT workflows listening to `name`. */
+/** POST /api/automation/events (contract, Events): starts the caller's active EVENT workflows listening to `name` (an API key's: those of its workflowIds). */
 const events: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRoute', keyScopes('events:write', 'events:write'))
   fastify.post('', {
@@ -14,7 +15,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const runIds = await fastify.triggers.emitEvent({
-      userId: request.user.sub,
+      viewer: viewerOf(request.user),
       name: request.body.name,
       payload: request.body.payload ?? {}
     })

@@ -2,12 +2,13 @@ import { PassThrough } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Gauge } from 'prom-client'
 import type { ChatChange } from '@switchboard/core/chat'
+import { credentialEndsAt } from '../../../../plugins/auth.ts'
 import { errorResponses } from '../../../../schemas/common.ts'
 import { EventStream } from './schemas.ts'
 
 /** A comment this often keeps a quiet stream open through proxies and the server's own idle time-out (60 s). */
 const HEARTBEAT_MS = 20_000
-/** A stream ends after this, or when its token expires if sooner: the client reconnects, and its token and account are checked again. */
+/** A stream ends after this, or when its token or API key expires if sooner: the client reconnects, and its credential and account are checked again. */
 const MAX_AGE_MS = 10 * 60_000
 /** What a stream may hold unsent: a client that reads slower is dropped (it reconnects and reads everything again), never buffered for. */
 const MAX_UNSENT_BYTES = 64 * 1024
@@ -43,7 +44,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
       end: () => { stream.end() }
     })
     const heartbeat = setInterval(() => { write(': keep-alive\n\n') }, HEARTBEAT_MS)
-    const expiry = setTimeout(() => { stream.end() }, Math.min(MAX_AGE_MS, request.user.exp * 1000 - Date.now()))
+    const expiry = setTimeout(() => { stream.end() }, Math.min(MAX_AGE_MS, credentialEndsAt(request) - Date.now()))
     stream.on('close', () => {
       unsubscribe()
       clearInterval(heartbeat)
