@@ -207,7 +207,7 @@ export function createRunEngine (options: EngineOptions) {
   const maxAttempts = options.maxAttempts ?? 3
   const checkpointMaxNodes = options.checkpointMaxNodes ?? 100
   const httpRequestTraceparent = options.httpRequestTraceparent ?? true
-  const children = childRuns({ db: options.db, queues, logger })
+  const children = childRuns({ db: options.db, queues, logger, quotas: options.quotas })
   const nodeOutputMaxBytes = options.nodeOutputMaxBytes ?? 1024 * 1024
   const executeNode = createNodeExecution({
     nodes: options.nodes,

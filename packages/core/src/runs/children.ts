@@ -6,7 +6,9 @@ import type { RunStatus } from '../db/schema/runs.ts'
 import { RUN_CANCELLED_EVENT, someoneListens } from '../events/outbox.ts'
 import { createIds } from '../ids.ts'
 import type { Logger } from '../logger.ts'
-import { RUN_JOB, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { RUN_JOB, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
+import { paceStarts } from './start-pace.ts'
 import { enqueueRuns, type CreatedRun } from './start.ts'
 import { durationMsSince } from './steps.ts'
 
@@ -62,12 +64,26 @@ export interface ChildRunsOptions {
   db: DbOrTx
   queues: Queues
   logger: Pick<Logger, 'warn'>
+  /** Every owner's quotas unless an admin set others: children are paced by their parent owner's `runsPerMinute`. @defaultValue not paced */
+  quotas?: Quotas
 }
+
+/** The parent owner's quotas as set by an admin, read by the statement that starts the children. */
+const ownerQuotas = (parent: ChildParent): SQL => sql`(select quotas from users where id = ${parent.userId})`
 
 /** A child's output: its node outputs (its result without triggerData) once it succeeded, else null. */
 const childOutput = sql`case when status = 'SUCCESS' then result - 'triggerData' end`
 
-export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
+export function childRuns ({ db, queues, logger, quotas }: ChildRunsOptions) {
+  /** Queues the children just inserted, those beyond the parent owner's runsPerMinute delayed (start-pace.ts). */
+  async function enqueuePaced (parent: ChildParent, created: CreatedRun[], setQuotas: unknown): Promise<void> {
+    if (quotas !== undefined && created.length > 0) {
+      const delays = await paceStarts(queues[WORKFLOW_RUNS], logger, parent.userId, created.length, effectiveQuotas(quotas, setQuotas).runsPerMinute)
+      created = created.map((run, i) => ({ ...run, delayMs: delays[i] }))
+    }
+    await enqueueRuns({ queues, logger }, created)
+  }
+
   return {
     /**
      * Starts the children of `items` (their index and triggerData) of `parent`'s node on
@@ -77,7 +93,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
     async start (parent: ChildParent, workflowId: string, items: ReadonlyArray<{ index: number, triggerData: unknown }>): Promise<ChildStartRefusal | undefined> {
       const ids = await createIds(items.length)
       const rows = items.map(({ index, triggerData }, n) => ({ run_id: ids[n], item_index: index, trigger_data: storableJson(triggerData) }))
-      const [answer] = await db.execute<{ triggerType: string | null, created: Array<{ runId: string, userId: string, queue: QueueName }> | null }>(sql`
+      const [answer] = await db.execute<{ triggerType: string | null, created: Array<{ runId: string, userId: string, queue: QueueName }> | null, quotas: unknown }>(sql`
         with target as (
           select id, user_id, trigger_type, version from workflows
           where id = ${workflowId} and (user_id = ${parent.userId} or exists (select 1 from users where id = ${parent.userId} and role = 'admin'))
@@ -97,11 +113,12 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
           select workflow_id, min(id), count(*), max(created_at) from created group by workflow_id
         )
         select (select trigger_type from target) as "triggerType",
-          (select json_agg(json_build_object('runId', id, 'userId', user_id, 'queue', queue)) from created) as created
+          (select json_agg(json_build_object('runId', id, 'userId', user_id, 'queue', queue)) from created) as created,
+          ${ownerQuotas(parent)} as quotas
       `)
       if (answer?.triggerType === null || answer?.triggerType === undefined) return 'missing'
       if (answer.triggerType === 'CRON') return 'cron'
-      await enqueueRuns({ queues, logger }, answer.created ?? [])
+      await enqueuePaced(parent, answer.created ?? [], answer.quotas)
       return undefined
     },
 
@@ -113,7 +130,7 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
     async startBranches (parent: ChildParent, branches: ReadonlyArray<{ index: number, startNodeId: string }>, result: Readonly<Record<string, unknown>>): Promise<void> {
       const ids = await createIds(branches.length)
       const rows = branches.map(({ index, startNodeId }, n) => ({ run_id: ids[n], item_index: index, start_node_id: startNodeId }))
-      const created = await db.execute<CreatedRun & Record<string, unknown>>(sql`
+      const created = await db.execute<CreatedRun & { quotas: unknown } & Record<string, unknown>>(sql`
         with planned as (
           select * from jsonb_to_recordset(${jsonb(rows)}) as row (run_id text, item_index int, start_node_id text)
         ), created as (
@@ -127,9 +144,9 @@ export function childRuns ({ db, queues, logger }: ChildRunsOptions) {
           insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
           select workflow_id, min(id), count(*), max(created_at) from created group by workflow_id
         )
-        select id as "runId", user_id as "userId", queue from created
+        select id as "runId", user_id as "userId", queue, ${ownerQuotas(parent)} as quotas from created
       `)
-      await enqueueRuns({ queues, logger }, created)
+      await enqueuePaced(parent, created.map(({ quotas: _quotas, ...run }) => run), created[0]?.quotas)
     },
 
     /** The child of `parentRunId`'s node for item `index`. */

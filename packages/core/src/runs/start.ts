@@ -46,6 +46,8 @@ export interface CreatedRun {
   queue: QueueName
   requestId?: string
   traceparent?: string
+  /** How long its job waits before it may run (a child run beyond its owner's runsPerMinute: start-pace.ts). */
+  delayMs?: number
 }
 
 /** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
@@ -299,9 +301,9 @@ export async function enqueueRuns (deps: Pick<RunServiceDeps, 'queues' | 'logger
   for (const run of created) byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run])
   for (const [name, runs] of byQueue) {
     for (const [n, chunk] of chunksOf(runs).entries()) {
-      const jobs = chunk.map(({ runId, userId, requestId, traceparent }) => {
+      const jobs = chunk.map(({ runId, userId, requestId, traceparent, delayMs }) => {
         const data: RunJobData = { runId, userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
-        return { name: RUN_JOB, data, opts: { jobId: runJobId(runId) } }
+        return { name: RUN_JOB, data, opts: { jobId: runJobId(runId), ...(delayMs !== undefined && delayMs > 0 && { delay: delayMs }) } }
       })
       try {
         await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
