@@ -62,8 +62,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const queues = createQueues(redis, config.queuePrefix)
   for (const queue of Object.values(queues)) redisState.listen(queue, { queue: queue.name })
   const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
-  // Threads start with the first code node a run reaches.
-  const code = createCodeSandboxPool({ threads: config.codeSandbox.threads, limits: codeSandboxLimitsOf(config) })
+  // Threads start with the first code node a run reaches; each owner's code holds at most its share of them while others run code too.
+  const code = createCodeSandboxPool({ threads: config.codeSandbox.threads, limits: codeSandboxLimitsOf(config), share: config.workerUserShare })
   const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
   const chatService = createChatService({ db: database.db, config, client: chatClient, logger })
   const chat = createChatSender(chatService, conversationsRepository(database.db))

@@ -228,6 +228,37 @@ t.test('50 endless runs at once on 2 threads all end with the CPU error; a small
   checkResponsive(t, loop)
 })
 
+t.test('owners take turns: one owner\'s queue of endless code holds its share of the threads, and another owner\'s code runs at once', async (t) => {
+  const sandbox = createCodeSandboxPool({ threads: 2, limits: LIMITS, share: 0.5 })
+  t.teardown(async () => { await sandbox.close() })
+  const ended: string[] = []
+  const run = async (owner: string, code: string, name: string): Promise<CodeRunResult> => {
+    const result = await sandbox.run(code, null, { owner })
+    ended.push(name)
+    return result
+  }
+  // Both threads started; the quiet owner ran code lately.
+  await Promise.all([run('quiet', 'return 0', 'warm'), run('noisy', 'return 0', 'warm')])
+  const endless = Array.from({ length: 6 }, async (_, n) => await run('noisy', 'while (true) {}', `noisy ${n}`))
+  const started = performance.now()
+  t.same(await run('quiet', 'return 1', 'quiet'), { ok: true, output: 1, logs: [] })
+  const elapsed = performance.now() - started
+  t.same(ended.slice(2), ['quiet'], 'before any of the noisy owner\'s endless code ended: a thread was kept for the other owner')
+  t.ok(elapsed < LIMITS.cpuMs, `the quiet owner's code ran at once (${Math.round(elapsed)} ms)`)
+  await Promise.all(endless)
+  t.same(ended.slice(3), ['noisy 0', 'noisy 1', 'noisy 2', 'noisy 3', 'noisy 4', 'noisy 5'], 'the noisy owner\'s code in its order, one thread at a time')
+
+  // Alone (nobody else ran code lately), an owner takes every thread: two endless runs take the time of one.
+  const cpuMs = 500
+  const alone = createCodeSandboxPool({ threads: 2, limits: { ...LIMITS, cpuMs }, share: 0.5 })
+  t.teardown(async () => { await alone.close() })
+  await Promise.all([alone.run('return 0', null, { owner: 'solo' }), alone.run('return 0', null, { owner: 'solo' })])
+  const both = performance.now()
+  await Promise.all([alone.run('while (true) {}', null, { owner: 'solo' }), alone.run('while (true) {}', null, { owner: 'solo' })])
+  const together = performance.now() - both
+  t.ok(together < 1.8 * cpuMs, `both threads ran the lone owner's code at once (${Math.round(together)} ms for two runs of ${cpuMs} ms)`)
+})
+
 t.test('a thread that does not answer in time is ended by the watchdog and replaced', async (t) => {
   const sandbox = pool(t)
   await sandbox.run('return 0', null)

@@ -5,7 +5,8 @@ import { runs, users, workflows, type WorkflowNode } from '../src/db/schema/inde
 import { createRunEngine } from '../src/engine/engine.ts'
 import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
-import { createRunAdmission, noteOwners, othersActive } from '../src/runs/admission.ts'
+import { noteOwners, othersActive } from '../src/queues/fair-share.ts'
+import { createRunAdmission } from '../src/runs/admission.ts'
 import { effectiveQuotas, type Quotas } from '../src/users/quotas.ts'
 
 const { db, queues } = await createCoreTestContext(t)
@@ -39,19 +40,19 @@ t.test('fair share: beyond its share of the slots a user\'s job is held while ot
   let othersWait = true
   const woken: string[] = []
   const admission = createRunAdmission({ db, concurrency: 4, share: 0.5, quotas: defaults, othersActive: async () => othersWait, wake: async (jobId) => { woken.push(jobId) } })
-  const first = await admission.admit(owner!.id, 'job-1')
-  const second = await admission.admit(owner!.id, 'job-2')
+  const first = await admission.admit(owner!.id, 'job-1', 'run-1')
+  const second = await admission.admit(owner!.id, 'job-2', 'run-2')
   t.ok(first.admitted && second.admitted, 'up to its share (2 of 4 slots)')
-  const third = await admission.admit(owner!.id, 'job-3')
+  const third = await admission.admit(owner!.id, 'job-3', 'run-3')
   t.match(third, { admitted: false, retryInMs: Number }, 'held while others use the queue')
-  t.ok((await admission.admit(other.id, 'job-other')).admitted, 'another user is admitted meanwhile')
-  if (first.admitted) first.release()
+  t.ok((await admission.admit(other!.id, 'job-other', 'run-other')).admitted, 'another user is admitted meanwhile')
+  if (first.admitted) await first.release(false)
   t.same(woken, ['job-3'], 'a run of the user ending here wakes its held job')
   othersWait = false
   // The answer about others is trusted a moment.
   await new Promise((resolve) => setTimeout(resolve, 300))
-  t.ok((await admission.admit(owner!.id, 'job-3')).admitted)
-  t.ok((await admission.admit(owner!.id, 'job-4')).admitted, 'past its share when it is alone on the queue: no slot idles')
+  t.ok((await admission.admit(owner!.id, 'job-3', 'run-3')).admitted)
+  t.ok((await admission.admit(owner!.id, 'job-4', 'run-4')).admitted, 'past its share when it is alone on the queue: no slot idles')
 })
 
 t.test('in-flight quota: a user with runsInFlight set is held at that many RUNNING runs, across workers', async (t) => {
@@ -60,8 +61,34 @@ t.test('in-flight quota: a user with runsInFlight set is held at that many RUNNI
   await db.insert(runs).values({ workflowId: workflow!.id, userId: other!.id, queue: WORKFLOW_RUNS, workflowVersion: 1, status: 'RUNNING' })
   // Another worker's process: nothing of this user runs here.
   const admission = createRunAdmission({ db, concurrency: 50, share: 0.5, quotas: defaults, othersActive: async () => false, wake: async () => {} })
-  t.match(await admission.admit(other!.id, 'job-5'), { admitted: false })
-  t.ok((await admission.admit(owner!.id, 'job-6')).admitted, 'a user without one is not counted')
+  t.match(await admission.admit(other!.id, 'job-5', 'run-5'), { admitted: false })
+  t.ok((await admission.admit(owner!.id, 'job-6', 'run-6')).admitted, 'a user without one is not counted')
+})
+
+t.test('in-flight quota: runs admitted and not claimed yet count, and two workers admitting at once never pass it', async (t) => {
+  const [user] = await db.insert(users).values({ email: 'bursty@example.com', passwordHash: 'x', quotas: { runsInFlight: 2 } }).returning()
+  const [workflow] = await db.insert(workflows).values({ userId: user!.id, name: 'burst', triggerType: 'MANUAL', isActive: true, nodes: [] }).returning()
+  const pending = await db.insert(runs).values(Array.from({ length: 6 }, () => ({ workflowId: workflow!.id, userId: user!.id, queue: WORKFLOW_RUNS, workflowVersion: 1 }))).returning()
+  const worker = () => createRunAdmission({ db, concurrency: 50, share: 0.5, quotas: defaults, othersActive: async () => false, wake: async () => {} })
+  const workers = [worker(), worker()]
+  // Every job reaches a worker at once, none of them RUNNING yet.
+  const answers = await Promise.all(pending.map(async (run, n) => await workers[n % 2]!.admit(user!.id, `job-${run.id}`, run.id)))
+  const admitted = pending.filter((_run, n) => answers[n]!.admitted)
+  t.equal(admitted.length, 2, 'as many admitted as the quota, across both workers')
+
+  // One admitted run is claimed: it counts as RUNNING instead of by its admission.
+  await db.update(runs).set({ status: 'RUNNING', claim: 1 }).where(eq(runs.id, admitted[0]!.id))
+  const next = pending.find((run) => !admitted.includes(run))!
+  t.match(await workers[0]!.admit(user!.id, `job-${next.id}`, next.id), { admitted: false })
+  // The other is held for its workflow's slot: its reservation is given back.
+  const slotHeld = answers[pending.indexOf(admitted[1]!)]!
+  if (slotHeld.admitted) await slotHeld.release(true)
+  t.ok((await workers[1]!.admit(user!.id, `job-${next.id}`, next.id)).admitted, 'the reservation given back admits the next run')
+  // The RUNNING one ends: its place frees without a release.
+  await db.update(runs).set({ status: 'SUCCESS' }).where(eq(runs.id, admitted[0]!.id))
+  const last = pending.filter((run) => !admitted.includes(run) && run !== next)
+  t.same((await Promise.all(last.map(async (run) => await workers[0]!.admit(user!.id, `job-${run.id}`, run.id)))).map((answer) => answer.admitted).sort(), [false, false, true],
+    'one more once it ended')
 })
 
 t.test('others active: another user queued runs on the queue lately', async (t) => {

@@ -24,22 +24,29 @@ export interface DeliverySink {
   inFlight: () => number
   /** The most deliveries in flight at once so far. */
   maxInFlight: () => number
+  /** Answers every request `held` holds, and from now on answers those paths like any other. */
+  release: () => void
 }
 
 interface SinkOptions {
   /** How long to hold the answer to a request for `path` (default: answer at once). */
   delayMs?: (path: string) => number
+  /** Requests for these paths are not answered until `release` (a receiver that hangs). */
+  held?: (path: string) => boolean
 }
 
 /**
  * A local HTTP receiver for http_request nodes: records every request it gets and answers
- * 200 `{"ok":true}`, after `delayMs` when a test wants a slow receiver. Counting what it
+ * 200 `{"ok":true}`, after `delayMs` when a test wants a slow receiver, or only once released
+ * when it wants one that hangs (`held`). Counting what it
  * received per run and node is how fault tests see duplicated side effects.
  */
 export async function startDeliverySink (t: Teardown, options: SinkOptions = {}): Promise<DeliverySink> {
   const deliveries: Delivery[] = []
   let inFlight = 0
   let maxInFlight = 0
+  let holding = options.held !== undefined
+  const heldAnswers: Array<() => void> = []
   const server = createServer((req: IncomingMessage, res) => {
     const delivery: Delivery = {
       path: req.url ?? '',
@@ -58,13 +65,15 @@ export async function startDeliverySink (t: Teardown, options: SinkOptions = {})
     }
     res.on('close', finish)
     req.resume()
-    setTimeout(() => {
+    const answer = (): void => {
       if (res.destroyed) return
       delivery.answered = true
       delivery.answeredAt = Date.now()
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
       finish()
-    }, options.delayMs?.(delivery.path) ?? 0)
+    }
+    if (holding && options.held?.(delivery.path) === true) heldAnswers.push(answer)
+    else setTimeout(answer, options.delayMs?.(delivery.path) ?? 0)
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -76,6 +85,10 @@ export async function startDeliverySink (t: Teardown, options: SinkOptions = {})
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     deliveries,
     inFlight: () => inFlight,
-    maxInFlight: () => maxInFlight
+    maxInFlight: () => maxInFlight,
+    release: () => {
+      holding = false
+      for (const answer of heldAnswers.splice(0)) answer()
+    }
   }
 }

@@ -1,6 +1,6 @@
 import { DelayedError, UnrecoverableError } from 'bullmq'
-import { createRunAdmission, othersActive, type RunAdmission } from '@switchboard/core/runs'
-import type { QueueName } from '@switchboard/core/queues'
+import { createRunAdmission, type RunAdmission } from '@switchboard/core/runs'
+import { fairShareOn, type QueueName } from '@switchboard/core/queues'
 import type { ProcessorFactory } from '../context.ts'
 
 /**
@@ -17,14 +17,12 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
   const admissionOf = (name: 'workflow-runs' | 'agent-execution'): RunAdmission => {
     let admission = admissions.get(name)
     if (admission === undefined) {
-      const queue = queues[name]
       admission = createRunAdmission({
         db: database.db,
         concurrency: config.workerConcurrency,
         share: config.workerUserShare,
         quotas: config.quotas,
-        othersActive: async (userId) => await othersActive(queue, userId),
-        wake: async (jobId) => { await (await queue.getJob(jobId))?.promote() }
+        ...fairShareOn(queues[name])
       })
       admissions.set(name, admission)
     }
@@ -39,16 +37,17 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
     const traceparent = typeof job.data.traceparent === 'string' ? job.data.traceparent : undefined
     // A retry or a takeover goes on with a run that is RUNNING already: it was admitted.
     const admission = typeof job.data.userId === 'string' && job.attemptsMade === 0 && job.stalledCounter === 0
-      ? await admissionOf(job.queueName as 'workflow-runs' | 'agent-execution').admit(job.data.userId, job.id ?? runId)
+      ? await admissionOf(job.queueName as 'workflow-runs' | 'agent-execution').admit(job.data.userId, job.id ?? runId, runId)
       : undefined
     if (admission?.admitted === false) {
       await job.moveToDelayed(Date.now() + admission.retryInMs, token)
       throw new DelayedError()
     }
+    let outcome: Awaited<ReturnType<typeof engine.executeRun>> | undefined
     try {
       // A run waiting for a slot of its workflow: its job is delayed, and woken when a slot frees.
       const hold = async (until: number): Promise<void> => { await job.moveToDelayed(until, token) }
-      const outcome = await engine.executeRun(runId, signal, { requestId, traceparent, job, hold, wake: job.data.wake === true })
+      outcome = await engine.executeRun(runId, signal, { requestId, traceparent, job, hold, wake: job.data.wake === true })
       logger.debug({ runId, jobId: job.id, requestId, outcome }, 'run job done')
       if (outcome === 'HELD') throw new DelayedError()
       // The job's lock was lost or not renewed in time. Failing (not completing) the job: if this worker still
@@ -56,7 +55,7 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
       if (outcome === 'ABANDONED') throw new Error(`stopped executing the run: ${String(signal?.reason ?? 'the job lock was lost')}`)
       return { outcome }
     } finally {
-      admission?.release()
+      await admission?.release(outcome === 'HELD')
     }
   }
 }

@@ -68,7 +68,11 @@ export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }
 export interface AssistantTurnJobData { conversationId: string }
 export interface BroadcastJobData { broadcastId: string }
-export interface EventDeliveryJobData { deliveryId: string }
+export interface EventDeliveryJobData {
+  deliveryId: string
+  /** The subscription's owner: the worker holds the job while the owner's deliveries take their share of its slots (README, Quotas). */
+  userId?: string
+}
 
 /** The job that starts, resumes or takes over a run. */
 export const RUN_JOB = 'run'

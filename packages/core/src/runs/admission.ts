@@ -1,91 +1,35 @@
-import type { Queue } from 'bullmq'
 import { sql } from 'drizzle-orm'
-import type { DbOrTx } from '../db/client.ts'
-import { connectionOf } from '../queues/connections.ts'
+import type { Db } from '../db/client.ts'
+import { createFairShare, MAX_CACHED_USERS, type Admission, type FairShareOptions } from '../queues/fair-share.ts'
 import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
 
 /**
  * Which runs a worker takes on one of its run queues, so that one user cannot starve the others
- * (README, Quotas): fair scheduling and the in-flight quota. BullMQ's open-source edition has no
- * per-group limits, so the worker holds a job back (moves it to delayed) when it is not admitted,
- * and its slot goes to the next job.
- *
- * - Fair share: a user's runs may hold at most WORKER_USER_SHARE of this worker's slots on the
- *   queue while other users use the queue too (another user queued runs on it in the last
- *   OWNER_RECENT_MS: `noteOwners`), so that slots stay free for them when their runs come; a
- *   user alone on the queue may take every slot, so one user's backlog is not held back for
- *   nothing. Counted in this process, so it holds on every worker without a shared counter.
- * - In-flight quota (`runsInFlight`, when set): the user's RUNNING runs across all workers,
- *   counted in Postgres (runs_user_active_idx). Concurrent admissions may pass it by a few.
- *
- * A held job is woken when a run of the same user ends on this worker, or else comes back on its
- * own after a delay that grows with the user's held jobs here.
+ * (README, Quotas): the fair share of this worker's slots (queues/fair-share.ts) and the in-flight
+ * quota (`runsInFlight`, when set): the owner's runs RUNNING across all workers, plus the runs
+ * admitted and not claimed yet (`run_admissions`), counted and reserved under a lock of the owner,
+ * so that neither a burst of jobs on one worker nor admissions on several workers at once pass it.
  */
-export interface RunAdmissionOptions {
-  db: DbOrTx
-  /** The queue's slots in this worker (WORKER_CONCURRENCY). */
-  concurrency: number
-  /** WORKER_USER_SHARE. */
-  share: number
+export interface RunAdmissionOptions extends FairShareOptions {
+  db: Db
   /** The installation's quotas (USER_QUOTA_*). */
   quotas: Quotas
-  /** Whether users other than `userId` use the queue lately (`othersActive`). */
-  othersActive: (userId: string) => Promise<boolean>
-  /** Runs a held job now (promotes it); a job that is no longer delayed is left alone. */
-  wake: (jobId: string) => Promise<void>
 }
 
-export type Admission =
-  | { admitted: true, release: () => void }
-  | { admitted: false, retryInMs: number }
+export type RunAdmission = ReturnType<typeof createRunAdmission>
+
+/** Admitted: `release` once the run is done here, saying whether it was held for a slot of its workflow. */
+type RunAdmitted = { admitted: true, release: (heldForSlot: boolean) => Promise<void> } | Extract<Admission, { admitted: false }>
 
 /** How long a user's quotas are trusted once read: an admin's change applies within this. */
 const QUOTAS_TTL_MS = 5000
-/** Users whose quotas a worker remembers at most. */
-const MAX_CACHED_USERS = 10_000
-/** Held jobs per user a worker remembers to wake; beyond, they come back on their own. */
-const MAX_HELD_PER_USER = 1000
-/** A held job comes back after this, times the user's held jobs here (at most MAX_HOLD_MS). */
-const HOLD_STEP_MS = 250
-const MAX_HOLD_MS = 5000
-/** How long whether others use the queue is trusted once asked, per user. */
-const OTHERS_TTL_MS = 250
 
-/** How long a user who queued runs counts as using the queue, for the others' fair share. */
-const OWNER_RECENT_MS = 5 * 60_000
-
-/** The owners of the runs just queued on `queue`, for the fair share (a sorted set: owner → when). */
-export async function noteOwners (queue: Queue, userIds: Iterable<string>): Promise<void> {
-  const now = Date.now()
-  const members = [...new Set(userIds)].flatMap((userId) => [now, userId])
-  if (members.length > 0) await connectionOf(queue).zadd(queue.toKey('owners'), ...members)
-}
-
-/** Whether a user other than `userId` queued runs on `queue` lately. */
-export async function othersActive (queue: Queue, userId: string): Promise<boolean> {
-  const client = connectionOf(queue)
-  const key = queue.toKey('owners')
-  const since = Date.now() - OWNER_RECENT_MS
-  await client.zremrangebyscore(key, '-inf', `(${since}`)
-  const owners = await client.zrangebyscore(key, since, '+inf', 'LIMIT', 0, 2)
-  return owners.some((owner: string) => owner !== userId)
-}
+/** An admission row counts while its run has not been claimed since (README, Quotas). */
+const reserving = sql`r.id = a.run_id and r.claim = a.claim and r.status in ('PENDING', 'WAITING')`
 
 export function createRunAdmission (options: RunAdmissionOptions) {
-  const cap = Math.max(1, Math.floor(options.share * options.concurrency))
-  const active = new Map<string, number>()
-  const held = new Map<string, string[]>()
+  const fairShare = createFairShare(options)
   const cached = new Map<string, { quotas: Quotas, until: number }>()
-  const others = new Map<string, { active: boolean, until: number }>()
-
-  async function othersActive (userId: string): Promise<boolean> {
-    const hit = others.get(userId)
-    if (hit !== undefined && hit.until > Date.now()) return hit.active
-    const active = await options.othersActive(userId)
-    if (others.size >= MAX_CACHED_USERS) others.clear()
-    others.set(userId, { active, until: Date.now() + OTHERS_TTL_MS })
-    return active
-  }
 
   async function quotasOf (userId: string): Promise<Quotas> {
     const hit = cached.get(userId)
@@ -97,64 +41,56 @@ export function createRunAdmission (options: RunAdmissionOptions) {
     return quotas
   }
 
-  async function running (userId: string): Promise<number> {
-    const [row] = await options.db.execute<{ count: number }>(sql`select count(*)::int as count from runs where user_id = ${userId} and status = 'RUNNING'`)
-    return row?.count ?? 0
-  }
-
-  const adjust = (userId: string, by: number): void => {
-    const count = (active.get(userId) ?? 0) + by
-    if (count > 0) active.set(userId, count)
-    else active.delete(userId)
-  }
-
-  async function overLimits (userId: string, mine: number): Promise<boolean> {
-    if (mine > cap && await othersActive(userId)) return true
-    const { runsInFlight } = await quotasOf(userId)
-    return runsInFlight > 0 && await running(userId) >= runsInFlight
+  /**
+   * Whether `runId` fits in its owner's in-flight quota, reserving its place when it does. The
+   * count is a statement after the owner's lock: its snapshot sees every admission before it. A
+   * run that is gone is admitted (its execution finds nothing to do).
+   */
+  async function reserve (userId: string, runId: string, quota: number): Promise<boolean> {
+    return await options.db.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`runs-in-flight:${userId}`}, 0))`)
+      const [row] = await tx.execute<{ admitted: boolean }>(sql`
+        with cleaned as (
+          delete from run_admissions a using runs r
+          where a.user_id = ${userId} and a.run_id <> ${runId} and r.id = a.run_id and not (${reserving})
+        ), counted as (
+          select (select count(*) from runs where user_id = ${userId} and status = 'RUNNING' and id <> ${runId})
+            + (select count(*) from run_admissions a join runs r on ${reserving} where a.user_id = ${userId} and a.run_id <> ${runId}) as in_flight
+        ), reserved as (
+          insert into run_admissions (run_id, user_id, claim)
+          select r.id, ${userId}, r.claim from runs r, counted where r.id = ${runId} and counted.in_flight < ${quota}
+          on conflict (run_id) do update set claim = excluded.claim
+        )
+        select in_flight < ${quota} as admitted from counted`)
+      return row?.admitted === true
+    })
   }
 
   return {
     /**
-     * Whether the run job `jobId` of `userId` may execute now. Admitted: `release` when the run
-     * is done here. Held: the caller delays the job by `retryInMs`.
+     * Whether the run job `jobId` of `userId`'s run `runId` may execute now. Admitted: `release`
+     * when the run is done here, saying whether it was held for a slot of its workflow
+     * (maxConcurrentRuns), which gives its reservation back. Held: the caller delays the job by
+     * `retryInMs`.
      */
-    async admit (userId: string, jobId: string): Promise<Admission> {
-      // Counted before the checks, so that the user's jobs starting at the same time see each other.
-      adjust(userId, 1)
-      let over: boolean
-      try {
-        over = await overLimits(userId, active.get(userId)!)
-      } catch (err) {
-        adjust(userId, -1)
-        throw err
-      }
-      if (over) {
-        adjust(userId, -1)
-        const jobs = held.get(userId) ?? []
-        if (jobs.length < MAX_HELD_PER_USER) jobs.push(jobId)
-        held.set(userId, jobs)
-        return { admitted: false, retryInMs: Math.min(MAX_HOLD_MS, HOLD_STEP_MS * jobs.length) }
-      }
-      const waiting = held.get(userId)
-      if (waiting?.includes(jobId) === true) {
-        waiting.splice(waiting.indexOf(jobId), 1)
-        if (waiting.length === 0) held.delete(userId)
-      }
-      let released = false
+    async admit (userId: string, jobId: string, runId: string): Promise<RunAdmitted> {
+      let reserved = false
+      const admission = await fairShare.admit(userId, jobId, async () => {
+        const { runsInFlight } = await quotasOf(userId)
+        if (runsInFlight === 0) return true
+        reserved = await reserve(userId, runId, runsInFlight)
+        return reserved
+      })
+      if (!admission.admitted) return admission
       return {
         admitted: true,
-        release: () => {
-          if (released) return
-          released = true
-          adjust(userId, -1)
-          const next = held.get(userId)?.shift()
-          if (held.get(userId)?.length === 0) held.delete(userId)
-          if (next !== undefined) options.wake(next).catch(() => {})
+        release: async (heldForSlot) => {
+          // Not executing, yet PENDING under the same claim: its row would count until a slot frees. If the
+          // delete fails, the row counts until then, as if the run were executing.
+          if (reserved && heldForSlot) await options.db.execute(sql`delete from run_admissions where run_id = ${runId}`).catch(() => {})
+          admission.release()
         }
       }
     }
   }
 }
-
-export type RunAdmission = ReturnType<typeof createRunAdmission>

@@ -8,8 +8,9 @@ import { decryptSecret, type Keyring } from '../encryption.ts'
 import { BlockedAddressError } from '../engine/nodes/http-client.ts'
 import { createId } from '../ids.ts'
 import type { Logger } from '../logger.ts'
-import { EVENT_DELIVERY_JOB, type Queues } from '../queues/catalog.ts'
+import { EVENT_DELIVERY_JOB, type EventDeliveryJobData, type Queues } from '../queues/catalog.ts'
 import { ensureJobs } from '../queues/ensure-job.ts'
+import { noteOwners } from '../queues/fair-share.ts'
 import { nextRetryDelayMs } from './backoff.ts'
 import { deliveryBody, signedHeaders } from './signing.ts'
 
@@ -172,13 +173,18 @@ export function eventDeliverer ({ db, keyring, dispatcher, config, logger }: Del
 
 export type EventDeliverer = ReturnType<typeof eventDeliverer>
 
-/** Queues deliveries just committed (job id = delivery id: queued once). A failure is left to the reconciler (`deliveryRequeue`). */
-export async function enqueueDeliveries (queues: Queues, ids: readonly string[], logger: Pick<Logger, 'warn'>): Promise<void> {
-  if (ids.length === 0) return
+/**
+ * Queues deliveries just committed (job id = delivery id: queued once), and notes their owners for
+ * the fair share of the workers' delivery slots. A failure is left to the reconciler (`deliveryRequeue`).
+ */
+export async function enqueueDeliveries (queues: Queues, deliveries: readonly EventDeliveryJobData[], logger: Pick<Logger, 'warn'>): Promise<void> {
+  if (deliveries.length === 0) return
+  const queue = queues['event-deliveries']
   try {
-    await queues['event-deliveries'].addBulk(ids.map((deliveryId) => ({ name: EVENT_DELIVERY_JOB, data: { deliveryId }, opts: { jobId: deliveryId } })))
+    await queue.addBulk(deliveries.map((data) => ({ name: EVENT_DELIVERY_JOB, data, opts: { jobId: data.deliveryId } })))
+    await noteOwners(queue, deliveries.flatMap(({ userId }) => userId ?? []))
   } catch (err) {
-    logger.warn({ err, deliveries: ids.length }, 'event deliveries not queued: the reconciler will queue them')
+    logger.warn({ err, deliveries: deliveries.length }, 'event deliveries not queued: the reconciler will queue them')
   }
 }
 
@@ -192,10 +198,12 @@ const REQUEUE_BATCH = 1000
 export function deliveryRequeue ({ db, queues, graceMs }: { db: Db, queues: Queues, graceMs: number }): () => Promise<number> {
   return async function requeueDeliveries (): Promise<number> {
     // The predicate and order match the partial index event_deliveries_pending_idx.
-    const due = await db.execute<{ id: string }>(sql`
-      select id from event_deliveries
-      where status = 'pending' and next_attempt_at < now() - ${`${graceMs} milliseconds`}::interval
-      order by next_attempt_at limit ${REQUEUE_BATCH}`)
-    return await ensureJobs(queues['event-deliveries'], EVENT_DELIVERY_JOB, due.map(({ id }) => ({ jobId: id, data: { deliveryId: id } })))
+    const due = await db.execute<{ id: string, userId: string }>(sql`
+      select d.id, s.user_id as "userId" from (
+        select id, subscription_id from event_deliveries
+        where status = 'pending' and next_attempt_at < now() - ${`${graceMs} milliseconds`}::interval
+        order by next_attempt_at limit ${REQUEUE_BATCH}
+      ) d join event_subscriptions s on s.id = d.subscription_id`)
+    return await ensureJobs(queues['event-deliveries'], EVENT_DELIVERY_JOB, due.map(({ id, userId }) => ({ jobId: id, data: { deliveryId: id, userId } })))
   }
 }

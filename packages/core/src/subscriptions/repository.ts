@@ -10,8 +10,9 @@ import { blockedHostReason } from '../engine/nodes/http-client.ts'
 import { DomainError } from '../errors.ts'
 import { EVENT_CATALOGUE } from '../events/outbox.ts'
 import { createId } from '../ids.ts'
-import { EVENT_DELIVERY_JOB, type Queues } from '../queues/catalog.ts'
+import { EVENT_DELIVERY_JOB, type EventDeliveryJobData, type Queues } from '../queues/catalog.ts'
 import { ensureJob } from '../queues/ensure-job.ts'
+import { noteOwners } from '../queues/fair-share.ts'
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import { generateSecret, secretProblem } from './signing.ts'
 
@@ -233,21 +234,24 @@ export function subscriptionsRepository ({ db, keyring, queues, config, allowPri
      * (its retry window starts again); one still pending is refused (409).
      */
     async replay (viewer: Viewer, id: string): Promise<Delivery> {
-      const [row] = await db.execute<Delivery & { found: boolean } & Record<string, unknown>>(sql`
+      const [row] = await db.execute<Delivery & { found: boolean, ownerId: string } & Record<string, unknown>>(sql`
         with target as (
-          select d.id, d.status from event_deliveries d join event_subscriptions s on s.id = d.subscription_id
+          select d.id, d.status, s.user_id from event_deliveries d join event_subscriptions s on s.id = d.subscription_id
           where d.id = ${id} and ${ownedBy(viewer, sql`s.user_id`)}
         ), replayed as (
           update event_deliveries d set status = 'pending', attempts = 0, next_attempt_at = now(), completed_at = null
           from target where d.id = target.id and target.status <> 'pending'
           returning ${DELIVERY_COLUMNS}
         )
-        select exists (select 1 from target) as found, replayed.* from (select 1) one left join replayed on true`)
+        select exists (select 1 from target) as found, (select user_id from target) as "ownerId", replayed.* from (select 1) one left join replayed on true`)
       if (row?.found !== true) throw deliveryNotFound()
       if (row.id === null) throw new DomainError('DELIVERY_PENDING', 'Delivery is still pending')
+      const { found, ownerId, ...delivery } = row
       // Its job may be finished and kept a while (JOB_OPTIONS): replaced, not skipped as a duplicate.
-      await ensureJob(queues['event-deliveries'], EVENT_DELIVERY_JOB, { deliveryId: id }, id)
-      return deliveryOf(row)
+      const data: EventDeliveryJobData = { deliveryId: id, userId: ownerId }
+      await ensureJob(queues['event-deliveries'], EVENT_DELIVERY_JOB, data, id)
+      await noteOwners(queues['event-deliveries'], [ownerId])
+      return deliveryOf(delivery)
     }
   }
 }
@@ -258,16 +262,19 @@ export type SubscriptionsRepository = ReturnType<typeof subscriptionsRepository>
  * In the dispatch transaction of `eventIds` (triggers/event.ts): one delivery for each enabled
  * subscription of the event's owner listening to its name, with a copy of its payload. Its id is
  * derived from (subscription, event), and a dispatch repeated after a crash inserts nothing
- * twice. Returns the new deliveries' ids, to be queued after the commit.
+ * twice. Returns the new deliveries and their owners, to be queued after the commit.
  */
-export async function insertDeliveries (tx: DbOrTx, eventIds: readonly string[]): Promise<string[]> {
+export async function insertDeliveries (tx: DbOrTx, eventIds: readonly string[]): Promise<EventDeliveryJobData[]> {
   if (eventIds.length === 0) return []
-  const rows = await tx.execute<{ id: string }>(sql`
-    insert into event_deliveries (id, subscription_id, event_id, event_name, payload, next_attempt_at, created_at)
-    select 'd' || substr(md5(s.id || ':' || e.id), 1, 24), s.id, e.id, e.name, e.payload, now(), e.created_at
-    from events e join event_subscriptions s on s.user_id = e.user_id and s.enabled and e.name = any(s.events)
-    where e.id = any(${textArray(eventIds)})
-    on conflict do nothing
-    returning id`)
-  return rows.map(({ id }) => id)
+  const rows = await tx.execute<{ deliveryId: string, userId: string }>(sql`
+    with inserted as (
+      insert into event_deliveries (id, subscription_id, event_id, event_name, payload, next_attempt_at, created_at)
+      select 'd' || substr(md5(s.id || ':' || e.id), 1, 24), s.id, e.id, e.name, e.payload, now(), e.created_at
+      from events e join event_subscriptions s on s.user_id = e.user_id and s.enabled and e.name = any(s.events)
+      where e.id = any(${textArray(eventIds)})
+      on conflict do nothing
+      returning id, event_id
+    )
+    select inserted.id as "deliveryId", e.user_id as "userId" from inserted join events e on e.id = inserted.event_id`)
+  return rows.map(({ deliveryId, userId }) => ({ deliveryId, userId }))
 }

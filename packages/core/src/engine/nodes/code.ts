@@ -39,8 +39,8 @@ export const code = defineNode({
     const problem = await tools.code.check(config.code)
     return problem === null ? undefined : `code line ${problem.line}: ${problem.message}`
   },
-  async execute ({ config, result, log, deps, signal }) {
-    const outcome = await deps.code.run(requiredString(config, 'code'), result, { signal })
+  async execute ({ config, run, result, log, deps, signal }) {
+    const outcome = await deps.code.run(requiredString(config, 'code'), result, { signal, owner: run.userId })
     for (const line of outcome.logs) log(line.level, line.message)
     if (!outcome.ok) throw new NodeError(outcome.error)
     return { output: outcome.output }

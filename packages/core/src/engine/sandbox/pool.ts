@@ -1,12 +1,14 @@
 /**
  * Runs workflow authors' JavaScript off the caller's event loop: a pool of
  * worker threads (thread.ts), each running one job at a time in QuickJS.
- * Threads start at the first run and are reused; jobs wait in FIFO order
- * while every thread is busy.
+ * Threads start at the first run and are reused. While every thread is busy,
+ * jobs wait, each owner's in order, and the owners take turns (README, Code):
+ * one owner's queue of endless scripts does not stand in front of another's.
  */
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
+import { MAX_CACHED_USERS, OWNER_RECENT_MS, ownerCap } from '../../queues/fair-share.ts'
 import { codeSizeError, cpuTimeError, DEFAULT_CODE_SANDBOX_LIMITS, type CodeSandboxLimits } from './limits.ts'
 import type { ThreadData, ThreadJob, ThreadMessage, ThreadResult } from './thread.ts'
 
@@ -31,8 +33,9 @@ export interface CodeSandboxPool {
    * what it returns is the output. Every failure of the code is a result
    * with ok: false; the promise rejects only when `signal` aborts (with its
    * reason), the pool is closed, or JSON.stringify throws on `input`.
+   * `owner`: whose code it is, for the threads' fair share.
    */
-  run: (code: string, input: unknown, options?: { signal?: AbortSignal }) => Promise<CodeRunResult>
+  run: (code: string, input: unknown, options?: { signal?: AbortSignal, owner?: string }) => Promise<CodeRunResult>
   /**
    * The save-time check: compiles `code` wrapped exactly as `run` runs it, on a thread like a run,
    * without running any of it; null when it compiles. Code over codeMaxBytes is refused unread.
@@ -66,6 +69,8 @@ function startWorker (workerData: ThreadData): Worker {
 
 interface Job {
   id: number
+  /** Whose code it is ('' when nobody's: the save-time check). */
+  owner: string
   code: string
   inputJson: string
   compileOnly?: true
@@ -83,21 +88,71 @@ interface Thread {
   watchdog?: NodeJS.Timeout
 }
 
-export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SANDBOX_LIMITS }: { threads: number, limits?: CodeSandboxLimits }): CodeSandboxPool {
+/**
+ * `share`: WORKER_USER_SHARE, the threads one owner's code may hold while other owners ran code
+ * here lately (README, Quotas: Fair scheduling); 1 (the default) lets any owner take every thread.
+ */
+export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SANDBOX_LIMITS, share = 1 }: { threads: number, limits?: CodeSandboxLimits, share?: number }): CodeSandboxPool {
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`A code sandbox pool needs at least one thread, not ${size}`)
   const threads = new Set<Thread>()
-  const queue: Job[] = []
+  /** The jobs waiting for a thread, per owner, in order; the owners in the order of their turns. */
+  const waiting = new Map<string, Job[]>()
+  /** Threads each owner's jobs hold. */
+  const holding = new Map<string, number>()
+  /** When each owner last submitted code, for the others' fair share. */
+  const lastSeen = new Map<string, number>()
+  const cap = ownerCap(size, share)
   let nextId = 1
   let closed = false
 
-  function finish (job: Job, result: CodeRunResult): void {
+  /** The job no longer holds a thread (ended, aborted) or waits for one. */
+  function settle (job: Job): void {
     job.release()
+    const queued = waiting.get(job.owner) ?? []
+    if (queued.includes(job)) {
+      queued.splice(queued.indexOf(job), 1)
+      if (queued.length === 0) waiting.delete(job.owner)
+      return
+    }
+    const held = (holding.get(job.owner) ?? 0) - 1
+    if (held > 0) holding.set(job.owner, held)
+    else holding.delete(job.owner)
+  }
+
+  function finish (job: Job, result: CodeRunResult): void {
+    settle(job)
     job.resolve(result)
   }
 
   function fail (job: Job, reason: unknown): void {
-    job.release()
+    settle(job)
     job.reject(reason)
+  }
+
+  /** Whether another owner submitted code lately (waiting and running code included). */
+  function othersActive (owner: string): boolean {
+    const since = Date.now() - OWNER_RECENT_MS
+    for (const [other, at] of lastSeen) {
+      if (at < since) lastSeen.delete(other)
+      else if (other !== owner) return true
+    }
+    return false
+  }
+
+  /**
+   * The next job to get a thread: the first waiting owner in turn that holds fewer threads than its
+   * share, or any while no other owner ran code lately. That owner's turn goes to the back.
+   */
+  function nextJob (): Job | undefined {
+    for (const [owner, jobs] of waiting) {
+      if ((holding.get(owner) ?? 0) >= cap && othersActive(owner)) continue
+      const job = jobs.shift()!
+      waiting.delete(owner)
+      if (jobs.length > 0) waiting.set(owner, jobs)
+      holding.set(owner, (holding.get(owner) ?? 0) + 1)
+      return job
+    }
+    return undefined
   }
 
   /** Ends a thread that is stuck, failed or whose job was aborted; the next dispatch starts another. */
@@ -156,13 +211,12 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   }
 
   function dispatch (): void {
-    while (queue.length > 0) {
+    while (waiting.size > 0) {
       let thread = [...threads].find((candidate) => candidate.job === undefined)
-      if (thread === undefined) {
-        if (threads.size >= size) return
-        thread = startThread()
-      }
-      const job = queue.shift() as Job
+      if (thread === undefined && threads.size >= size) return
+      const job = nextJob()
+      if (job === undefined) return
+      thread ??= startThread()
       thread.job = job
       thread.worker.ref()
       if (thread.ready) send(thread, job)
@@ -170,8 +224,6 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   }
 
   function abort (job: Job, reason: unknown): void {
-    const queued = queue.indexOf(job)
-    if (queued !== -1) queue.splice(queued, 1)
     for (const thread of threads) {
       if (thread.job === job) retire(thread)
     }
@@ -180,19 +232,23 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   }
 
   /** Queues a job: `code` run on `inputJson`, or only compiled. */
-  async function submit (code: string, inputJson: string, { signal, compileOnly }: { signal?: AbortSignal, compileOnly?: true }): Promise<CodeRunResult> {
+  async function submit (code: string, inputJson: string, { signal, compileOnly, owner = '' }: { signal?: AbortSignal, compileOnly?: true, owner?: string }): Promise<CodeRunResult> {
     if (closed) throw new Error('The code sandbox pool is closed')
     signal?.throwIfAborted()
     const tooLarge = codeSizeError(code, limits)
     if (tooLarge !== undefined) return { ok: false, error: tooLarge, logs: [] }
     return await new Promise<CodeRunResult>((resolve, reject) => {
-      const job: Job = { id: nextId++, code, inputJson, ...(compileOnly === true && { compileOnly }), resolve, reject, release: () => {} }
+      const job: Job = { id: nextId++, owner, code, inputJson, ...(compileOnly === true && { compileOnly }), resolve, reject, release: () => {} }
       if (signal !== undefined) {
         const onAbort = (): void => { abort(job, signal.reason) }
         signal.addEventListener('abort', onAbort, { once: true })
         job.release = () => { signal.removeEventListener('abort', onAbort) }
       }
-      queue.push(job)
+      const queued = waiting.get(owner)
+      if (queued === undefined) waiting.set(owner, [job])
+      else queued.push(job)
+      if (lastSeen.size >= MAX_CACHED_USERS) lastSeen.clear()
+      lastSeen.set(owner, Date.now())
       dispatch()
     })
   }
@@ -208,7 +264,7 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
     close: async () => {
       closed = true
       const error = new Error('The code sandbox pool is closed')
-      for (const job of queue.splice(0)) fail(job, error)
+      for (const job of [...waiting.values()].flat()) fail(job, error)
       const ending = [...threads].map(async (thread) => {
         threads.delete(thread)
         clearTimeout(thread.watchdog)

@@ -141,8 +141,10 @@ function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult
   const runtime = quickJS.newRuntime()
   runtime.setMemoryLimit(limits.memoryBytes)
   runtime.setMaxStackSize(COMPILE_STACK_BYTES)
-  // QuickJS asks between operations whether to stop; `up` records that it was told to.
-  const time = { deadline: Date.now() + limits.cpuMs, up: false }
+  // QuickJS asks between operations whether to stop; `up` records that it was told to. The time
+  // starts with the author's code, after the prelude: a thread's first run also compiles QuickJS's
+  // WebAssembly, which on a busy machine took longer than a short CODE_CPU_MS.
+  const time = { deadline: Infinity, up: false }
   runtime.setInterruptHandler(() => {
     if (Date.now() <= time.deadline) return false
     time.up = true
@@ -215,6 +217,7 @@ function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult
     return { ok: true, outputJson }
   }
 
+  time.deadline = Date.now() + limits.cpuMs
   const outcome = evaluate()
   for (const handle of handles.reverse()) handle.dispose()
   context.dispose()
