@@ -55,7 +55,8 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
       if (outcome === 'ABANDONED') throw new Error(`stopped executing the run: ${String(signal?.reason ?? 'the job lock was lost')}`)
       return { outcome }
     } finally {
-      await admission?.release(outcome === 'HELD')
+      // Retried (a store error) or taken over (the lock was lost), the run goes on under this admission.
+      await admission?.release(outcome === undefined || outcome === 'ABANDONED')
     }
   }
 }

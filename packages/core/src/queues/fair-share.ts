@@ -55,7 +55,7 @@ export async function noteOwners (queue: Queue, userIds: Iterable<string>): Prom
 }
 
 /** Whether an owner other than `userId` queued jobs on `queue` lately. */
-export async function othersActive (queue: Queue, userId: string): Promise<boolean> {
+async function othersActive (queue: Queue, userId: string): Promise<boolean> {
   const client = connectionOf(queue)
   const key = queue.toKey('owners')
   const since = Date.now() - OWNER_RECENT_MS
@@ -134,5 +134,3 @@ export function createFairShare (options: FairShareOptions) {
     }
   }
 }
-
-export type FairShare = ReturnType<typeof createFairShare>

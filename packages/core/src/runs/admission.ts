@@ -18,8 +18,11 @@ export interface RunAdmissionOptions extends FairShareOptions {
 
 export type RunAdmission = ReturnType<typeof createRunAdmission>
 
-/** Admitted: `release` once the run is done here, saying whether it was held for a slot of its workflow. */
-type RunAdmitted = { admitted: true, release: (heldForSlot: boolean) => Promise<void> } | Extract<Admission, { admitted: false }>
+/**
+ * Admitted: `release` once the job is done with the run, saying whether the run may go on without
+ * another admission (the job is retried after a store error, or taken over after its lock was lost).
+ */
+type RunAdmitted = { admitted: true, release: (goesOn: boolean) => Promise<void> } | Extract<Admission, { admitted: false }>
 
 /** How long a user's quotas are trusted once read: an admin's change applies within this. */
 const QUOTAS_TTL_MS = 5000
@@ -69,9 +72,7 @@ export function createRunAdmission (options: RunAdmissionOptions) {
   return {
     /**
      * Whether the run job `jobId` of `userId`'s run `runId` may execute now. Admitted: `release`
-     * when the run is done here, saying whether it was held for a slot of its workflow
-     * (maxConcurrentRuns), which gives its reservation back. Held: the caller delays the job by
-     * `retryInMs`.
+     * when the job is done with it. Held: the caller delays the job by `retryInMs`.
      */
     async admit (userId: string, jobId: string, runId: string): Promise<RunAdmitted> {
       let reserved = false
@@ -84,10 +85,11 @@ export function createRunAdmission (options: RunAdmissionOptions) {
       if (!admission.admitted) return admission
       return {
         admitted: true,
-        release: async (heldForSlot) => {
-          // Not executing, yet PENDING under the same claim: its row would count until a slot frees. If the
-          // delete fails, the row counts until then, as if the run were executing.
-          if (reserved && heldForSlot) await options.db.execute(sql`delete from run_admissions where run_id = ${runId}`).catch(() => {})
+        release: async (goesOn) => {
+          // A run left PENDING or WAITING under the same claim (held for a slot of its workflow, a resume
+          // that found nothing to do) would count until it is next claimed. A row whose delete fails counts
+          // until then, as if the run were executing: the quota is never passed for it.
+          if (reserved && !goesOn) await options.db.execute(sql`delete from run_admissions where run_id = ${runId}`).catch(() => {})
           admission.release()
         }
       }
