@@ -2,6 +2,7 @@ import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
 import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
+import { runsAtOnce } from '@switchboard/testing/run-spans'
 import { waitFor } from '@switchboard/testing/wait'
 
 // One tenant's load must not slow another's work down, nor pass its own quota (README, Quotas:
@@ -111,15 +112,9 @@ t.test('runsInFlight holds under a burst: a foreach of 60 items at a concurrency
   const run = await stack.client.runReaching(member.token, parent, ['SUCCESS', 'FAILED'], { timeoutMs: 60_000 })
   t.equal(run.status, 'SUCCESS', run.error ?? '')
 
-  // Each child's run from its start to its end, as the database recorded them: the most at once.
-  const spans = await sql`select started_at as "startedAt", completed_at as "completedAt" from runs where workflow_id = ${item}`
-  const edges = spans.flatMap((span) => [{ at: +new Date(span.startedAt), by: 1 }, { at: +new Date(span.completedAt), by: -1 }])
-  edges.sort((a, b) => a.at - b.at || a.by - b.by)
-  let running = 0
-  let most = 0
-  for (const edge of edges) most = Math.max(most, running += edge.by)
+  const { runs, most } = await runsAtOnce(sql, item)
   t.comment(`children running at once: at most ${most} (database), ${calls.maxInFlight()} calls in flight (receiver)`)
-  t.equal(spans.length, ITEMS, 'every item ran: the held runs came later')
+  t.equal(runs, ITEMS, 'every item ran: the held runs came later')
   t.ok(most <= QUOTA, `at most ${QUOTA} of the member's runs ran at once (${most})`)
   t.ok(calls.maxInFlight() <= QUOTA, 'at most the quota of calls in flight at once')
 })
