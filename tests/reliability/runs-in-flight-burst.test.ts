@@ -9,7 +9,7 @@ import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
 import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
-import { runsAtOnce } from '@switchboard/testing/run-spans'
+import { runForeachBurst, runsAtOnce } from '@switchboard/testing/in-flight'
 
 t.setTimeout(120_000)
 
@@ -22,23 +22,11 @@ const database = createDatabase(stack.env.DATABASE_URL!, { max: 1 })
 t.teardown(database.close)
 
 t.test(`a foreach of ${ITEMS} items at a concurrency of 100 on two workers never has more than runsInFlight (${QUOTA}) of its children running`, async (t) => {
-  const member = await stack.client.newUser(adminToken)
-  const patched = await stack.call('PATCH', `/api/users/${member.id}`, { token: adminToken, body: { quotas: { runsInFlight: QUOTA } } })
-  t.equal(patched.status, 200)
-  const item = await stack.client.createWorkflow(member.token, {
-    name: 'item',
-    nodes: [{ id: 'call', type: 'http_request', config: { url: `${calls.url}/{{triggerData.index}}` } }]
-  })
-  const loop = await stack.client.createWorkflow(member.token, {
-    name: 'loop',
-    nodes: [{ id: 'each', type: 'foreach', config: { workflowId: item, items: '{{triggerData.items}}', concurrency: 100, collectOutputs: false } }]
-  })
   const started = Date.now()
-  const parent = await stack.client.fire(member.token, loop, { items: Array.from({ length: ITEMS }, (_, n) => n) })
-  const run = await stack.client.runReaching(member.token, parent, ['SUCCESS', 'FAILED'], { timeoutMs: 100_000, intervalMs: 250 })
+  const { run, itemWorkflowId } = await runForeachBurst(stack.client, adminToken, { quota: QUOTA, items: ITEMS, concurrency: 100, callUrl: calls.url })
   t.equal(run.status, 'SUCCESS', run.error ?? '')
 
-  const { runs, most } = await runsAtOnce(database.sql, item)
+  const { runs, most } = await runsAtOnce(database.sql, itemWorkflowId)
   t.comment(`${ITEMS} items in ${Date.now() - started} ms; children running at once: at most ${most} (database), ${calls.maxInFlight()} calls in flight (receiver)`)
   t.equal(runs, ITEMS, 'every item ran: the held runs came later')
   t.ok(most <= QUOTA, `at most ${QUOTA} ran at once (${most})`)

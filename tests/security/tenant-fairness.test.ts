@@ -2,7 +2,7 @@ import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
 import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
-import { runsAtOnce } from '@switchboard/testing/run-spans'
+import { runForeachBurst, runsAtOnce } from '@switchboard/testing/in-flight'
 import { waitFor } from '@switchboard/testing/wait'
 
 // One tenant's load must not slow another's work down, nor pass its own quota (README, Quotas:
@@ -97,22 +97,10 @@ t.test('runsInFlight holds under a burst: a foreach of 60 items at a concurrency
   const QUOTA = 3
   const ITEMS = 60
   const calls = await startDeliverySink(t, { delayMs: () => 100 })
-  const member = await stack.client.newUser(adminToken)
-  const patched = await stack.call('PATCH', `/api/users/${member.id}`, { token: adminToken, body: { quotas: { runsInFlight: QUOTA } } })
-  t.equal(patched.status, 200)
-  const item = await stack.client.createWorkflow(member.token, {
-    name: 'item',
-    nodes: [{ id: 'call', type: 'http_request', config: { url: `${calls.url}/{{triggerData.index}}` } }]
-  })
-  const loop = await stack.client.createWorkflow(member.token, {
-    name: 'loop',
-    nodes: [{ id: 'each', type: 'foreach', config: { workflowId: item, items: '{{triggerData.items}}', concurrency: ITEMS, collectOutputs: false } }]
-  })
-  const parent = await stack.client.fire(member.token, loop, { items: Array.from({ length: ITEMS }, (_, n) => n) })
-  const run = await stack.client.runReaching(member.token, parent, ['SUCCESS', 'FAILED'], { timeoutMs: 60_000 })
+  const { run, itemWorkflowId } = await runForeachBurst(stack.client, adminToken, { quota: QUOTA, items: ITEMS, concurrency: ITEMS, callUrl: calls.url })
   t.equal(run.status, 'SUCCESS', run.error ?? '')
 
-  const { runs, most } = await runsAtOnce(sql, item)
+  const { runs, most } = await runsAtOnce(sql, itemWorkflowId)
   t.comment(`children running at once: at most ${most} (database), ${calls.maxInFlight()} calls in flight (receiver)`)
   t.equal(runs, ITEMS, 'every item ran: the held runs came later')
   t.ok(most <= QUOTA, `at most ${QUOTA} of the member's runs ran at once (${most})`)
