@@ -244,7 +244,8 @@ t.test('owners take turns: one owner\'s queue of endless code holds its share of
   t.same(await run('quiet', 'return 1', 'quiet'), { ok: true, output: 1, logs: [] })
   const elapsed = performance.now() - started
   t.same(ended.slice(2), ['quiet'], 'before any of the noisy owner\'s endless code ended: a thread was kept for the other owner')
-  t.ok(elapsed < LIMITS.cpuMs, `the quiet owner's code ran at once (${Math.round(elapsed)} ms)`)
+  // The order above is the assertion; the bound is wide, so that a loaded machine does not decide it.
+  t.ok(elapsed < 1000, `the quiet owner's code ran within 1 s (${Math.round(elapsed)} ms)`)
   await Promise.all(endless)
   t.same(ended.slice(3), ['noisy 0', 'noisy 1', 'noisy 2', 'noisy 3', 'noisy 4', 'noisy 5'], 'the noisy owner\'s code in its order, one thread at a time')
 
