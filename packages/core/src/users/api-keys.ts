@@ -176,19 +176,19 @@ export function apiKeysRepository (db: DbOrTx) {
       const ids = [...lastUsed.keys()]
       const times = ids.map((id) => lastUsed.get(id)!.at.toISOString())
       await db.transaction(async (tx) => {
-        const rows = await tx.execute<{ id: string, first: boolean }>(sql`
-          with used as (
-            select * from unnest(${textArray(ids)}, ${textArray(times)}::timestamptz[]) as u(id, at)
-          ), before as (
-            select ${apiKeys.id} as id, ${apiKeys.lastUsedAt} is null as first from ${apiKeys}
-            where ${apiKeys.id} = any(${textArray(ids)}) for update
-          ), updated as (
-            update ${apiKeys} set last_used_at = greatest(${apiKeys.lastUsedAt}, used.at)
-            from used where ${apiKeys.id} = used.id
-            returning ${apiKeys.id} as id
-          )
-          select before.id, before.first from before join updated using (id)`)
-        for (const { id } of rows.filter((row) => row.first)) {
+        // Two statements: a CTE that locked the rows beside one that updated them let the plan
+        // update first, and the lock then skipped the rows this statement had updated, so a
+        // first use was sometimes not recorded. Locked here, a replica's concurrent flush waits
+        // and then finds the time set: each first use is recorded once.
+        const firstUses = await tx.execute<{ id: string }>(sql`
+          select ${apiKeys.id} as id from ${apiKeys}
+          where ${apiKeys.id} = any(${textArray(ids)}) and ${apiKeys.lastUsedAt} is null
+          order by ${apiKeys.id} for update`)
+        await tx.execute(sql`
+          update ${apiKeys} set last_used_at = greatest(${apiKeys.lastUsedAt}, used.at)
+          from unnest(${textArray(ids)}, ${textArray(times)}::timestamptz[]) as used(id, at)
+          where ${apiKeys.id} = used.id`)
+        for (const { id } of firstUses) {
           const use = lastUsed.get(id)!
           await recordAudit(tx, use.first, { action: 'api_key.first_used', targetType: 'api_key', targetId: id })
         }
