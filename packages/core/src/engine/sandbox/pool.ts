@@ -7,10 +7,11 @@
  */
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Worker } from 'node:worker_threads'
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import { MAX_CACHED_USERS, OWNER_RECENT_MS, ownerCap } from '../../queues/fair-share.ts'
+import { entriesOf, entryBytes, isEntries, type EntryReply, type InputEntries } from './input.ts'
 import { codeSizeError, cpuTimeError, DEFAULT_CODE_SANDBOX_LIMITS, type CodeSandboxLimits } from './limits.ts'
-import type { ThreadData, ThreadJob, ThreadMessage, ThreadResult } from './thread.ts'
+import type { ReadRequest, ThreadData, ThreadJob, ThreadMessage, ThreadResult } from './thread.ts'
 
 export interface CodeLogLine {
   level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR'
@@ -30,9 +31,14 @@ export interface CodeSyntaxError {
 export interface CodeSandboxPool {
   /**
    * Runs `code` as the body of an async function of `input` (plain JSON);
-   * what it returns is the output. Every failure of the code is a result
-   * with ok: false; the promise rejects only when `signal` aborts (with its
-   * reason), the pool is closed, or JSON.stringify throws on `input`.
+   * what it returns is the output. An object (a run's result) is given as
+   * a read-only view whose entries the code reads from this thread when it
+   * first touches them (input.ts): its entries must not change while the
+   * code runs, and each entry's JSON is kept with the object for later
+   * runs on it. Anything else is copied in whole. Every failure of the
+   * code is a result with ok: false; the promise rejects only when
+   * `signal` aborts (with its reason), the pool is closed, or
+   * JSON.stringify throws on an input that is not an object.
    * `owner`: whose code it is, for the threads' fair share.
    */
   run: (code: string, input: unknown, options?: { signal?: AbortSignal, owner?: string }) => Promise<CodeRunResult>
@@ -58,13 +64,14 @@ const EXTENSION = extname(fileURLToPath(import.meta.url))
 const THREAD_URL = new URL(`./thread${EXTENSION}`, import.meta.url)
 
 function startWorker (workerData: ThreadData): Worker {
-  if (EXTENSION !== '.ts') return new Worker(THREAD_URL, { workerData })
+  const transferList = [workerData.replies]
+  if (EXTENSION !== '.ts') return new Worker(THREAD_URL, { workerData, transferList })
   // Run from source, with tsx (the tap config in package.json): on Node 20
   // tsx registers its loader on the main thread only, although a worker
   // inherits `--import=tsx`, so the thread registers it before loading
   // thread.ts.
   const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(THREAD_URL.href)}) })`
-  return new Worker(bootstrap, { eval: true, workerData })
+  return new Worker(bootstrap, { eval: true, workerData, transferList })
 }
 
 interface Job {
@@ -72,7 +79,7 @@ interface Job {
   /** Whose code it is ('' when nobody's: the save-time check). */
   owner: string
   code: string
-  inputJson: string
+  input: { json: string } | { entries: InputEntries }
   compileOnly?: true
   resolve: (result: CodeRunResult) => void
   reject: (reason: unknown) => void
@@ -82,6 +89,10 @@ interface Job {
 
 interface Thread {
   worker: Worker
+  /** Where reads of the job's entries are answered (thread.ts, requestEntry). */
+  replies: MessagePort
+  /** Counts the answers: the thread sleeps on it until one comes. */
+  answered: Int32Array
   /** thread.ts has loaded QuickJS and takes jobs. */
   ready: boolean
   job?: Job
@@ -159,11 +170,13 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   function retire (thread: Thread): void {
     threads.delete(thread)
     clearTimeout(thread.watchdog)
+    thread.replies.close()
     thread.worker.terminate().catch(() => {})
   }
 
   function send (thread: Thread, job: Job): void {
-    const message: ThreadJob = { id: job.id, code: job.code, inputJson: job.inputJson, limits, ...(job.compileOnly === true && { compileOnly: true }) }
+    const input = 'json' in job.input ? job.input : { keys: job.input.entries.keys }
+    const message: ThreadJob = { id: job.id, code: job.code, input, limits, ...(job.compileOnly === true && { compileOnly: true }) }
     thread.worker.postMessage(message)
     thread.watchdog = setTimeout(() => {
       retire(thread)
@@ -172,11 +185,36 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
     }, limits.cpuMs + WATCHDOG_MARGIN_MS)
   }
 
+  /** The code of the thread's job read an entry of its input: the entry's bytes, shared (input.ts). */
+  function answer (thread: Thread, { id, index, seq }: ReadRequest): void {
+    const job = thread.job
+    // A thread whose job ended (aborted, timed out) is ended too: nobody waits for the answer.
+    if (job?.id !== id || 'json' in job.input) return
+    const { entries } = job.input
+    let reply: EntryReply
+    if (!Number.isInteger(index) || index < 0 || index >= entries.keys.length) {
+      reply = { seq, error: 'input has no such entry' }
+    } else {
+      try {
+        reply = { seq, bytes: entryBytes(entries, index) }
+      } catch (error) {
+        reply = { seq, error: `input.${entries.keys[index]} is not JSON: ${String(error)}` }
+      }
+    }
+    thread.replies.postMessage(reply)
+    Atomics.add(thread.answered, 0, 1)
+    Atomics.notify(thread.answered, 0)
+  }
+
   function receive (thread: Thread, message: ThreadMessage): void {
     if (!threads.has(thread)) return
     if (message.type === 'ready') {
       thread.ready = true
       if (thread.job !== undefined) send(thread, thread.job)
+      return
+    }
+    if (message.type === 'read') {
+      answer(thread, message)
       return
     }
     const job = thread.job
@@ -202,7 +240,9 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   }
 
   function startThread (): Thread {
-    const thread: Thread = { worker: startWorker({ memoryBytes: limits.memoryBytes }), ready: false }
+    const { port1: replies, port2 } = new MessageChannel()
+    const answered = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)
+    const thread: Thread = { worker: startWorker({ memoryBytes: limits.memoryBytes, replies: port2, answered }), replies, answered: new Int32Array(answered), ready: false }
     thread.worker.on('message', (message: ThreadMessage) => { receive(thread, message) })
     thread.worker.on('error', (error) => { lost(thread, `The code sandbox thread failed: ${error.message}`) })
     thread.worker.on('exit', (code) => { lost(thread, `The code sandbox thread exited with code ${code}`) })
@@ -231,14 +271,14 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
     dispatch()
   }
 
-  /** Queues a job: `code` run on `inputJson`, or only compiled. */
-  async function submit (code: string, inputJson: string, { signal, compileOnly, owner = '' }: { signal?: AbortSignal, compileOnly?: true, owner?: string }): Promise<CodeRunResult> {
+  /** Queues a job: `code` run on `input`, or only compiled. */
+  async function submit (code: string, input: Job['input'], { signal, compileOnly, owner = '' }: { signal?: AbortSignal, compileOnly?: true, owner?: string }): Promise<CodeRunResult> {
     if (closed) throw new Error('The code sandbox pool is closed')
     signal?.throwIfAborted()
     const tooLarge = codeSizeError(code, limits)
     if (tooLarge !== undefined) return { ok: false, error: tooLarge, logs: [] }
     return await new Promise<CodeRunResult>((resolve, reject) => {
-      const job: Job = { id: nextId++, owner, code, inputJson, ...(compileOnly === true && { compileOnly }), resolve, reject, release: () => {} }
+      const job: Job = { id: nextId++, owner, code, input, ...(compileOnly === true && { compileOnly }), resolve, reject, release: () => {} }
       if (signal !== undefined) {
         const onAbort = (): void => { abort(job, signal.reason) }
         signal.addEventListener('abort', onAbort, { once: true })
@@ -254,9 +294,9 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   }
 
   return {
-    run: async (code, input, options = {}) => await submit(code, JSON.stringify(input) ?? 'null', options),
+    run: async (code, input, options = {}) => await submit(code, isEntries(input) ? { entries: entriesOf(input) } : { json: JSON.stringify(input) ?? 'null' }, options),
     check: async (code) => {
-      const compiled = await submit(code, 'null', { compileOnly: true })
+      const compiled = await submit(code, { json: 'null' }, { compileOnly: true })
       if (compiled.ok) return null
       // The thread says where, as a run's error does: the check gives the line on its own.
       return { line: compiled.line ?? 1, message: compiled.error.replace(/ \(line \d+\)$/, '') }
@@ -268,6 +308,7 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
       const ending = [...threads].map(async (thread) => {
         threads.delete(thread)
         clearTimeout(thread.watchdog)
+        thread.replies.close()
         if (thread.job !== undefined) fail(thread.job, error)
         await thread.worker.terminate()
       })
