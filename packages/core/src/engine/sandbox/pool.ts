@@ -11,7 +11,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import { MAX_CACHED_USERS, OWNER_RECENT_MS, ownerCap } from '../../queues/fair-share.ts'
 import { entriesOf, entryBytes, isEntries, type EntryReply, type InputEntries } from './input.ts'
 import { codeSizeError, cpuTimeError, DEFAULT_CODE_SANDBOX_LIMITS, type CodeSandboxLimits } from './limits.ts'
-import type { ReadRequest, ThreadData, ThreadJob, ThreadMessage, ThreadResult } from './thread.ts'
+import type { ReadRequest, ThreadData, ThreadJob, ThreadMessage } from './thread.ts'
 
 export interface CodeLogLine {
   level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR'
@@ -227,7 +227,7 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
       // An idle thread does not keep the process alive.
       thread.worker.unref()
     }
-    finish(job, output(message.result))
+    finish(job, message.result)
     dispatch()
   }
 
@@ -315,10 +315,4 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
       await Promise.all(ending)
     }
   }
-}
-
-/** The thread's result with the output parsed: JSON text made inside the sandbox, within outputMaxBytes. */
-function output (result: ThreadResult): CodeRunResult {
-  if (!result.ok) return result
-  return { ok: true, output: JSON.parse(result.outputJson), logs: result.logs }
 }
