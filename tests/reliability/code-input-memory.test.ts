@@ -56,10 +56,10 @@ t.test(`${RUNS} runs of ${BIG_NODES} code nodes returning 1 MB strings and ${LAT
   const idleMiB = await statusMiB(pid, 'VmRSS')
   let sampledPeakMiB = idleMiB
   const probes: number[] = []
-  let done = false
+  const finished = new AbortController()
   // The worker's health listener, asked every 100 ms while the runs go, and its resident memory.
   const watching = (async () => {
-    while (!done) {
+    while (!finished.signal.aborted) {
       const started = performance.now()
       const res = await fetch(`http://127.0.0.1:${workerPort}/health/live`, { signal: AbortSignal.timeout(10_000) })
       await res.text()
@@ -76,7 +76,7 @@ t.test(`${RUNS} runs of ${BIG_NODES} code nodes returning 1 MB strings and ${LAT
     return rows.every((row) => ['SUCCESS', 'FAILED', 'CANCELLED'].includes(row.status)) ? rows.map((row) => row.status) : undefined
   }, { what: `${RUNS} runs to end`, timeoutMs: 240_000, intervalMs: 500 })
   const elapsedMs = Date.now() - started
-  done = true
+  finished.abort()
   await watching
   const peakMiB = await statusMiB(pid, 'VmHWM')
 

@@ -78,9 +78,9 @@ t.test('the scenario in small form: code nodes after 1 MB outputs read what they
   ]
   const workflowId = await client.createWorkflow(token, { name: 'large outputs', nodes })
   const probes: number[] = []
-  let done = false
+  const finished = new AbortController()
   const probing = (async () => {
-    while (!done) {
+    while (!finished.signal.aborted) {
       const started = performance.now()
       const res = await fetch(`http://127.0.0.1:${workerPort}/health/live`, { signal: AbortSignal.timeout(5000) })
       t.equal(res.status, 200)
@@ -90,7 +90,7 @@ t.test('the scenario in small form: code nodes after 1 MB outputs read what they
   })()
   const runIds = await Promise.all([0, 1, 0, 1].map(async (which) => await client.fire(token, workflowId, { which })))
   const runs = await Promise.all(runIds.map(async (runId) => await client.runReaching(token, runId, undefined, { timeoutMs: 60_000, intervalMs: 200 })))
-  done = true
+  finished.abort()
   await probing
   for (const [i, run] of runs.entries()) {
     t.equal(run.status, 'SUCCESS', run.error ?? '')
