@@ -45,12 +45,20 @@ const recipientsOf = async (id: string, query = ''): Promise<Recipient[]> => (aw
 const ended = async (id: string, timeoutMs = 30_000): Promise<Broadcast> =>
   waitFor(async () => { const b = await get(id); return ['done', 'cancelled'].includes(b.status) ? b : undefined }, { what: `broadcast ${id} to end`, timeoutMs })
 
-/** The most sends that reached the platform within any one second, among `phones`. */
-function busiestSecond (phones: ReadonlySet<string>): number {
-  const times = arrivals.filter((arrival) => phones.has(arrival.to)).map((arrival) => arrival.at).sort((a, b) => a - b)
+/** When the sends to `phones` reached the platform, in order. */
+const arrivalTimes = (phones: ReadonlySet<string>): number[] =>
+  arrivals.filter((arrival) => phones.has(arrival.to)).map((arrival) => arrival.at).sort((a, b) => a - b)
+
+/**
+ * The most sends that reached the platform within any window of `windowMs`, among `phones`.
+ * The fake platform stamps an arrival when this test's own event loop gets to it, so on a loaded
+ * machine sends admitted 1.2 s apart (README, Broadcasts) may be stamped closer than a second.
+ */
+function busiestWindow (phones: ReadonlySet<string>, windowMs = 1000): number {
+  const times = arrivalTimes(phones)
   let most = 0
   for (let start = 0, end = 0; end < times.length; end++) {
-    while (times[end]! - times[start]! >= 1000) start++
+    while (times[end]! - times[start]! >= windowMs) start++
     most = Math.max(most, end - start + 1)
   }
   return most
@@ -64,8 +72,12 @@ t.test('a broadcast sends every recipient once, never above its rate in any seco
   t.match(done, { status: 'done', repeated: 0, counts: { sent: 60, queued: 0, failed: 0, skipped: 0 } })
   const phones = new Set(recipients.map((r) => r.to))
   t.equal(arrivals.filter((arrival) => phones.has(arrival.to)).length, 60, 'each recipient sent once')
-  const busiest = busiestSecond(phones)
-  t.ok(busiest <= 20, `at most 20 sends reached the platform in any one second (${busiest})`)
+  // Admitted at most 20 in any 1.2 s: whatever the stamps' delay, the 41st send came at least 2.4 s
+  // after the first, and no more than 20 arrive within 0.6 s of one another.
+  const times = arrivalTimes(phones)
+  t.ok(times[40]! - times[0]! >= 2000, `the 41st send reached the platform ${times[40]! - times[0]!} ms after the first (at least 2 s)`)
+  const busiest = busiestWindow(phones, 600)
+  t.ok(busiest <= 20, `at most 20 sends reached the platform within 0.6 s (${busiest})`)
 
   const list = await recipientsOf(created.id)
   t.equal(list.length, 60)
@@ -207,7 +219,7 @@ t.test('audiences from contacts: by id, and a label of 100,000 contacts accepted
   t.equal((await stack.call('POST', `/api/chat/broadcasts/${huge.id}/pause`, { token })).status, 200)
   await new Promise((resolve) => setTimeout(resolve, 1500))
   const held = (await get(huge.id)).counts
-  t.ok(busiestSecond(phones) <= 50, `never above 50 a second (${busiestSecond(phones)})`)
+  t.ok(busiestWindow(phones) <= 50, `never above 50 a second (${busiestWindow(phones)})`)
   await new Promise((resolve) => setTimeout(resolve, 1000))
   t.equal((await get(huge.id)).counts.sent, held.sent, 'paused: nothing more is sent')
   const cancelled = await stack.call('POST', `/api/chat/broadcasts/${huge.id}/cancel`, { token })

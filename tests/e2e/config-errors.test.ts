@@ -6,14 +6,15 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { entryArgs } from '@switchboard/testing/entries'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const SETTINGS = ['JWT_SECRET', 'ENCRYPTION_KEY', 'ADMIN_PASSWORD', 'CHAT_APP_SECRET', 'DATABASE_URL', 'REDIS_URL', 'LOG_LEVEL', 'PORT', 'WORKER_CONCURRENCY']
 
-/** Runs an entry point from its sources with `env` on top of this process's environment less every setting above. */
+/** Runs an entry point (from its build when current: packages/testing/src/entries.ts) with `env` on top of this process's environment less every setting above. */
 async function runWith (entry: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null, stdout: string, stderr: string }> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SETTINGS.includes(name)))
-  const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', entry], {
+  const child = spawn(process.execPath, entryArgs(entry), {
     cwd: ROOT,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -5,13 +5,13 @@ import { createServer } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { createTestDatabase, uniqueQueuePrefix, type TestDatabase } from './database.ts'
+import { entryArgs } from './entries.ts'
 import { deleteQueuePrefix } from './redis.ts'
 import { testEnv, TEST_ADMIN } from './config.ts'
 import { createTestClient, httpTransport, type TestClient } from './client.ts'
 import type { Teardown } from './teardown.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-const NODE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
 
 /**
  * Ports handed to servers a test starts later come from below Linux's ephemeral range
@@ -55,13 +55,13 @@ export interface ManagedProcess {
   stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
-/** Compiling with tsx takes seconds, more when several processes start at once on a busy machine. */
+/** Loading takes seconds (more through tsx), more when several processes start at once on a busy machine. */
 const START_TIMEOUT_MS = 60_000
 
 type ReadyCheck = (output: string) => boolean | Promise<boolean>
 
 function launch (entry: string, env: Record<string, string>, isReady: ReadyCheck): Promise<ManagedProcess> {
-  const child = spawnTied(process.execPath, [...NODE_ARGS, entry], {
+  const child = spawnTied(process.execPath, entryArgs(entry), {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe']

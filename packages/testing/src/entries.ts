@@ -1,0 +1,52 @@
+import { readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const SOURCE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
+
+/** The latest change under `dir`: its files' and folders' times (a folder's changes when a file in it is added or removed). */
+function latestChange (dir: string): number {
+  let latest = statSync(dir).mtimeMs
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    latest = Math.max(latest, entry.isDirectory() ? latestChange(path) : statSync(path).mtimeMs)
+  }
+  return latest
+}
+
+/** The earliest time a file under `dir` was written, or undefined when there is none. */
+function earliestWrite (dir: string): number | undefined {
+  let earliest: number | undefined
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue
+    const written = statSync(join(entry.parentPath, entry.name)).mtimeMs
+    earliest = earliest === undefined ? written : Math.min(earliest, written)
+  }
+  return earliest
+}
+
+/** Whether `dir/dist` was built after every change to `dir/src` and to `dir/package.json`. */
+function builtSinceChanged (dir: string): boolean {
+  try {
+    const built = earliestWrite(join(ROOT, dir, 'dist'))
+    return built !== undefined && built > Math.max(latestChange(join(ROOT, dir, 'src')), statSync(join(ROOT, dir, 'package.json')).mtimeMs)
+  } catch {
+    return false
+  }
+}
+
+const current = new Map<string, boolean>()
+
+/**
+ * The node arguments that start an app's entry (`apps/api/src/server.ts`): its build
+ * (`apps/api/dist/server.js`) when it and packages/core's build are newer than every change to
+ * their sources, since a built process starts on a third of the CPU; else the sources through
+ * tsx, so that a test never runs code older than the checkout (docs/testing.md).
+ */
+export function entryArgs (entry: string): string[] {
+  const app = /^(apps\/[^/]+)\/src\//.exec(entry)?.[1]
+  if (app === undefined) return [...SOURCE_ARGS, entry]
+  if (!current.has(app)) current.set(app, builtSinceChanged(app) && builtSinceChanged('packages/core'))
+  return current.get(app)! ? [entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js')] : [...SOURCE_ARGS, entry]
+}
