@@ -248,6 +248,24 @@ t.test('50 endless runs at once on 2 threads all end with the CPU error; a small
   checkResponsive(t, loop)
 })
 
+t.test('in an owner\'s line, the code of the run that first ran code here goes first, so runs finish one after another', async (t) => {
+  const sandbox = pool(t, 1)
+  await sandbox.run('return 0', null)
+  const ended: string[] = []
+  const run = async (name: string, input: unknown, code = 'return 0'): Promise<void> => {
+    const result = await sandbox.run(code, input)
+    t.same(result, { ok: true, output: 0, logs: [] }, name)
+    ended.push(name)
+  }
+  // Two runs' results (the objects code reads as `input`): the first holds the thread for 100 ms.
+  const first = { triggerData: { n: 1 } }
+  const second = { triggerData: { n: 2 } }
+  const busy = run('first 1', first, 'const end = Date.now() + 100\nwhile (Date.now() < end) {}\nreturn 0')
+  const waiting = [run('second 1', second), run('not a run', null), run('first 2', first), run('second 2', second)]
+  await Promise.all([busy, ...waiting])
+  t.same(ended, ['first 1', 'first 2', 'second 1', 'second 2', 'not a run'], 'by the first job of each run, then in the order they came')
+})
+
 t.test('owners take turns: one owner\'s queue of endless code holds its share of the threads, and another owner\'s code runs at once', async (t) => {
   const sandbox = createCodeSandboxPool({ threads: 2, limits: LIMITS, share: 0.5 })
   t.teardown(async () => { await sandbox.close() })

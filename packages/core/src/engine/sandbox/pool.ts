@@ -2,8 +2,11 @@
  * Runs workflow authors' JavaScript off the caller's event loop: a pool of
  * worker threads (thread.ts), each running one job at a time in QuickJS.
  * Threads start at the first run and are reused. While every thread is busy,
- * jobs wait, each owner's in order, and the owners take turns (README, Code):
+ * jobs wait in their owner's line, and the owners take turns (README, Code):
  * one owner's queue of endless scripts does not stand in front of another's.
+ * In an owner's line, the jobs of the run that first ran code here go first
+ * (`rankOf`), so the threads finish the runs they started before they take
+ * up the next runs' code: few runs hold their results in memory at once.
  */
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -76,6 +79,8 @@ function startWorker (workerData: ThreadData): Worker {
 
 interface Job {
   id: number
+  /** Its place in its owner's line (`rankOf`): lower goes first, equal ones in the order they came. */
+  rank: number
   /** Whose code it is ('' when nobody's: the save-time check). */
   owner: string
   code: string
@@ -106,15 +111,43 @@ interface Thread {
 export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SANDBOX_LIMITS, share = 1 }: { threads: number, limits?: CodeSandboxLimits, share?: number }): CodeSandboxPool {
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`A code sandbox pool needs at least one thread, not ${size}`)
   const threads = new Set<Thread>()
-  /** The jobs waiting for a thread, per owner, in order; the owners in the order of their turns. */
+  /** The jobs waiting for a thread, per owner, by rank (`enqueue`); the owners in the order of their turns. */
   const waiting = new Map<string, Job[]>()
   /** Threads each owner's jobs hold. */
   const holding = new Map<string, number>()
   /** When each owner last submitted code, for the others' fair share. */
   const lastSeen = new Map<string, number>()
   const cap = ownerCap(size, share)
+  /** Each run's rank: the id of the first job given its result (the object the code reads as `input`). */
+  const runRanks = new WeakMap<object, number>()
   let nextId = 1
   let closed = false
+
+  /**
+   * A job's rank: the first job of its run's, for a job on a run's result, or its own id. With
+   * every job in submission order, 20 runs of 18 code nodes each went through their code in step,
+   * all 20 holding their results until the last ended (docs/decisions.md); run first to last, two
+   * threads keep about three in flight. The jobs of one run come one after another, so a run does
+   * not hold more of its owner's threads by going first.
+   */
+  function rankOf (id: number, input: Job['input']): number {
+    if ('json' in input) return id
+    const { source } = input.entries
+    const rank = runRanks.get(source) ?? id
+    runRanks.set(source, rank)
+    return rank
+  }
+
+  /** Places `job` in its owner's line, after the jobs of lower or equal rank. */
+  function enqueue (job: Job): void {
+    const queued = waiting.get(job.owner)
+    if (queued === undefined) {
+      waiting.set(job.owner, [job])
+      return
+    }
+    const after = queued.findIndex((other) => other.rank > job.rank)
+    queued.splice(after === -1 ? queued.length : after, 0, job)
+  }
 
   /** The job no longer holds a thread (ended, aborted) or waits for one. */
   function settle (job: Job): void {
@@ -278,15 +311,14 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
     const tooLarge = codeSizeError(code, limits)
     if (tooLarge !== undefined) return { ok: false, error: tooLarge, logs: [] }
     return await new Promise<CodeRunResult>((resolve, reject) => {
-      const job: Job = { id: nextId++, owner, code, input, ...(compileOnly === true && { compileOnly }), resolve, reject, release: () => {} }
+      const id = nextId++
+      const job: Job = { id, rank: rankOf(id, input), owner, code, input, ...(compileOnly === true && { compileOnly }), resolve, reject, release: () => {} }
       if (signal !== undefined) {
         const onAbort = (): void => { abort(job, signal.reason) }
         signal.addEventListener('abort', onAbort, { once: true })
         job.release = () => { signal.removeEventListener('abort', onAbort) }
       }
-      const queued = waiting.get(owner)
-      if (queued === undefined) waiting.set(owner, [job])
-      else queued.push(job)
+      enqueue(job)
       if (lastSeen.size >= MAX_CACHED_USERS) lastSeen.clear()
       lastSeen.set(owner, Date.now())
       dispatch()
