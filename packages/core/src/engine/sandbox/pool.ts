@@ -126,9 +126,9 @@ export function createCodeSandboxPool ({ threads: size, limits = DEFAULT_CODE_SA
   /**
    * A job's rank: the first job of its run's, for a job on a run's result, or its own id. With
    * every job in submission order, 20 runs of 18 code nodes each went through their code in step,
-   * all 20 holding their results until the last ended (docs/decisions.md); run first to last, two
-   * threads keep about three in flight. The jobs of one run come one after another, so a run does
-   * not hold more of its owner's threads by going first.
+   * all 20 holding their results until the last ended; ranked, they end one after another, and
+   * the worker's live heap grew by 34 MB instead of 116 MB (docs/decisions.md). The jobs of one
+   * run come one after another, so a run does not hold more of its owner's threads by going first.
    */
   function rankOf (id: number, input: Job['input']): number {
     if ('json' in input) return id
