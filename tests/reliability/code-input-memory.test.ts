@@ -6,8 +6,8 @@
  * the worker went from 153 MiB to 818–882 MiB in the issue, past the Kubernetes kit's 512 MiB
  * limit (here, run from source: 213 to 1522 MiB). Now the runs take their turns in order, and
  * what is left above idle is mostly garbage: the 1 MB strings each output leaves behind, which V8
- * collects only past about 4 times the live heap on a large machine (521–576 MiB from the build,
- * 365–369 MiB with the heap Node gives in a 512 MiB container; docs/decisions.md). So the bound
+ * on a large machine collects only once the heap is 3 to 4 times its live size (521–576 MiB from
+ * the build, 365–369 MiB with the heap Node gives in a 512 MiB container; docs/decisions.md). So the bound
  * is on the growth over the idle worker, whose size depends on how it is run (build or tsx).
  * tests/security/code-input.test.ts has the small version.
  */
