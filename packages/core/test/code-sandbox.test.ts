@@ -150,6 +150,26 @@ t.test('what one run does to the built-ins is not seen by the next run nor by th
   t.same(second, { ok: true, output: [null, null, 'function', 'undefined'], logs: [] })
 })
 
+t.test('an object input is a lazy, read-only view: only the entries the code reads are copied in, within the memory limit', async (t) => {
+  const sandbox = pool(t, 1, { ...LIMITS, memoryBytes: 4 * 1024 * 1024 })
+  const memoryError = { ok: false, error: 'Code used more than 4 MiB of memory (CODE_MEMORY_BYTES)', logs: [] }
+  // Twice the memory limit: copying the whole run in, as before, failed every node of it.
+  const run = { triggerData: { pick: 'small' }, small: { items: [1, 2, 3] }, medium: 'm'.repeat(1024 * 1024), huge: 'x'.repeat(8 * 1024 * 1024), skipped: undefined }
+  t.same(await sandbox.run('return [Object.keys(input), input[input.triggerData.pick].items.length, "huge" in input, input.small === input.small, input.medium.length]', run),
+    { ok: true, output: [['triggerData', 'small', 'medium', 'huge'], 3, true, true, 1024 * 1024], logs: [] }, 'keys, `in` and reads by a computed key, without reading the huge entry')
+  t.same(await sandbox.run('return input.huge.length', run), memoryError, 'an entry larger than the limit is refused as the memory it would take')
+  t.same(await sandbox.run('return JSON.stringify(input).length', run), memoryError, 'JSON.stringify reads every entry')
+  t.same(await sandbox.run('const kept = []\ntry { while (true) kept.push(new Uint8Array(1024 * 1024)) } catch {}\nreturn input.medium.length', run), memoryError, 'a read with the memory used up fails as out of memory, not in the host')
+  t.same(await sandbox.run('input.small.items.push(4)\nreturn [input.small.items, JSON.stringify({ ...input, medium: 0, huge: 0 })]', { ...run, huge: 0 }),
+    { ok: true, output: [[1, 2, 3, 4], '{"triggerData":{"pick":"small"},"small":{"items":[1,2,3,4]},"medium":0,"huge":0}'], logs: [] }, 'an entry read is the code\'s own copy')
+  t.same(run.small.items, [1, 2, 3], 'the host\'s run is untouched')
+  const writes = ['input.small = 1', 'input.added = 1', 'delete input.small', 'Object.defineProperty(input, "small", { value: 1 })', 'Object.setPrototypeOf(input, null)']
+  for (const write of writes) {
+    t.same(await sandbox.run(`"use strict"\n${write}`, run), { ok: false, error: 'TypeError: input is read-only: build the output in an object of your own (line 2)', line: 2, logs: [] }, write)
+  }
+  t.same(await sandbox.run('return [input, input.length]', [1, 2]), { ok: true, output: [[1, 2], 2], logs: [] }, 'an array is copied in whole, as before')
+})
+
 t.test('an output that is too large or not JSON is refused with a clear error', async (t) => {
   const sandbox = pool(t, 1, { ...LIMITS, outputMaxBytes: 1000 })
   const tooLarge = { ok: false, error: 'Output is larger than 1000 bytes (NODE_OUTPUT_MAX_BYTES)', logs: [] }
@@ -226,6 +246,24 @@ t.test('50 endless runs at once on 2 threads all end with the CPU error; a small
   const loop = stop()
   t.equal(results.filter((result) => failed(result) === CPU_ERROR).length, 50)
   checkResponsive(t, loop)
+})
+
+t.test('in an owner\'s line, the code of the run that first ran code here goes first, so runs finish one after another', async (t) => {
+  const sandbox = pool(t, 1)
+  await sandbox.run('return 0', null)
+  const ended: string[] = []
+  const run = async (name: string, input: unknown, code = 'return 0'): Promise<void> => {
+    const result = await sandbox.run(code, input)
+    t.same(result, { ok: true, output: 0, logs: [] }, name)
+    ended.push(name)
+  }
+  // Two runs' results (the objects code reads as `input`): the first holds the thread for 100 ms.
+  const first = { triggerData: { n: 1 } }
+  const second = { triggerData: { n: 2 } }
+  const busy = run('first 1', first, 'const end = Date.now() + 100\nwhile (Date.now() < end) {}\nreturn 0')
+  const waiting = [run('second 1', second), run('not a run', null), run('first 2', first), run('second 2', second)]
+  await Promise.all([busy, ...waiting])
+  t.same(ended, ['first 1', 'first 2', 'second 1', 'second 2', 'not a run'], 'by the first job of each run, then in the order they came')
 })
 
 t.test('owners take turns: one owner\'s queue of endless code holds its share of the threads, and another owner\'s code runs at once', async (t) => {

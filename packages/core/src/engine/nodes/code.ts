@@ -10,8 +10,10 @@ const CODE_MAX_BYTES_CEILING = 1024 * 1024
 /**
  * JavaScript written by the workflow author, run in a QuickJS sandbox on the worker's pool of
  * threads (README, Code): no process, file system, network, timers or other runs; bounded memory,
- * time and output. `input` is the run so far (`triggerData` and earlier nodes' outputs); what the
- * code returns is the node's output. It has no outside effect, so it runs between checkpoints
+ * time and output. `input` is the run so far (`triggerData` and earlier nodes' outputs), a lazy,
+ * read-only view whose entries are copied into the sandbox only when the code reads them
+ * (sandbox/input.ts): the pool keeps each entry's JSON with `result` for the run's later code
+ * nodes. What the code returns is the node's output. It has no outside effect, so it runs between checkpoints
  * like `set`: `Date.now` and `Math.random` may give other values when a takeover runs it again,
  * which is harmless because results are checkpointed before any effect uses them.
  */

@@ -4,11 +4,12 @@
  * Object.prototype, a global) is seen by the next; a fresh runtime and
  * context cost about 0.2 ms. QuickJS's bare context has no require, import,
  * process, timers, network or file system: the code reaches the host only
- * through the console installed below.
+ * through the console installed below and the reads of its `input` (input.ts).
  */
 import { constants, setPriority } from 'node:os'
-import { parentPort, workerData } from 'node:worker_threads'
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads'
 import { newQuickJSWASMModule, newVariant, RELEASE_SYNC, type CustomizeVariantOptions, type QuickJSHandle } from 'quickjs-emscripten'
+import type { EntryReply } from './input.ts'
 import { cpuTimeError, memoryError, outputSizeError, type CodeSandboxLimits } from './limits.ts'
 import type { CodeLogLine } from './pool.ts'
 import { CODE_FILENAME, COMPILE_STACK_BYTES, compileErrorMessage, lineInCode, wrapCode } from './wrap.ts'
@@ -16,8 +17,11 @@ import { CODE_FILENAME, COMPILE_STACK_BYTES, compileErrorMessage, lineInCode, wr
 export interface ThreadJob {
   id: number
   code: string
-  /** The input as JSON text: parsed inside the sandbox. */
-  inputJson: string
+  /**
+   * The input: JSON text parsed inside the sandbox, or the keys of the run's entries, which the
+   * code reads one at a time through the pool (`ReadRequest`).
+   */
+  input: { json: string } | { keys: string[] }
   limits: CodeSandboxLimits
   /** Compile the code without running any of it (the save-time check): ok, or why it does not compile. */
   compileOnly?: true
@@ -27,17 +31,24 @@ export interface ThreadJob {
 export interface ThreadData {
   /** The largest memoryBytes of the jobs it will send. */
   memoryBytes: number
+  /** Where the pool answers reads of entries (EntryReply), read synchronously while QuickJS waits. */
+  replies: MessagePort
+  /** An Int32 the pool adds 1 to after each answer, which the thread waits on. */
+  answered: SharedArrayBuffer
 }
 
+/** The code read entry `index` of its job's input: the pool answers on `replies`, with `seq`. */
+export interface ReadRequest { type: 'read', id: number, index: number, seq: number }
+
 export type ThreadResult =
-  | { ok: true, outputJson: string, logs: CodeLogLine[] }
+  | { ok: true, output: unknown, logs: CodeLogLine[] }
   | { ok: false, error: string, line?: number, logs: CodeLogLine[] }
 
 /** `broken`: the thread's QuickJS instance is unusable after this job, and the pool must end the thread. */
-export type ThreadMessage = { type: 'ready' } | { type: 'result', id: number, result: ThreadResult, broken?: true }
+export type ThreadMessage = { type: 'ready' } | ReadRequest | { type: 'result', id: number, result: ThreadResult, broken?: true }
 
 type Failure = Extract<ThreadResult, { ok: false }>
-type Outcome = { ok: true, outputJson: string } | Omit<Failure, 'logs'>
+type Outcome = { ok: true, output: unknown } | Omit<Failure, 'logs'>
 
 /**
  * QuickJS's stack limit while the code runs: about 1,300 nested calls. A
@@ -54,16 +65,32 @@ const RUN_STACK_BYTES = 256 * 1024
 const DESCRIBE_MS = 100
 const DESCRIBE_MEMORY_BYTES = 1024 * 1024
 
+/** What a write to `input` throws (README, Code). */
+const READ_ONLY = 'input is read-only: build the output in an object of your own'
+
 /**
  * Evaluated before the author's code, so it holds the real JSON functions
  * whatever the code later does to the globals. Its functions return JSON
  * text or strings only, which is all the host reads out of the sandbox
  * besides log lines.
+ *
+ * `view` is the run as the code's `input`: a frozen object with a getter per
+ * entry, which reads the entry's JSON text from the host (`read`) and parses
+ * it at its first use, so that keys, `in` and JSON.stringify work as on a
+ * plain object and only what the code touches is copied in. It is seen
+ * through a proxy whose every change (a set, a delete, a definition or a
+ * prototype that is not already so) throws the same TypeError. What an
+ * entry holds is the code's own copy.
  */
-const PRELUDE = String.raw`(function (emit, maxChars) {
+const PRELUDE = String.raw`(function (emit, maxChars, readOnly) {
   'use strict'
   const { parse, stringify } = JSON
+  const { defineProperty, freeze } = Object
+  const { apply, defineProperty: define, setPrototypeOf } = Reflect
+  const { repeat } = String.prototype
   const ErrorType = Error
+  const TypeErrorType = TypeError
+  const ProxyType = Proxy
   const cut = (text) => text.length > maxChars ? text.slice(0, maxChars) : text
   function show (value) {
     if (typeof value === 'string') return value
@@ -86,14 +113,44 @@ const PRELUDE = String.raw`(function (emit, maxChars) {
     writable: true,
     configurable: true
   })
+  function view (keysJson, read) {
+    const input = {}
+    const keys = parse(keysJson)
+    for (let index = 0; index < keys.length; index++) {
+      let value
+      let loaded = false
+      defineProperty(input, keys[index], {
+        get () {
+          if (!loaded) {
+            value = parse(read(index))
+            loaded = true
+          }
+          return value
+        },
+        enumerable: true
+      })
+    }
+    const refuse = () => { throw new TypeErrorType(readOnly) }
+    return new ProxyType(freeze(input), {
+      __proto__: null,
+      set: refuse,
+      deleteProperty: refuse,
+      defineProperty: (target, key, descriptor) => define(target, key, descriptor) || refuse(),
+      setPrototypeOf: (target, prototype) => setPrototypeOf(target, prototype) || refuse()
+    })
+  }
   return [
-    async (body, inputJson) => body(parse(inputJson)),
+    async (body, input) => body(input),
     (output) => stringify(output),
     (error) => {
       if (!(error instanceof ErrorType)) return stringify(['', cut(typeof error === 'string' ? stringify(error) : show(error)), 0])
       const at = /code\.js:(\d+)/.exec(String(error.stack))
       return stringify([cut(String(error.name)), cut(String(error.message)), at === null ? 0 : Number(at[1])])
-    }
+    },
+    parse,
+    view,
+    // Room for the text of an entry of this many bytes, taken from QuickJS's memory and given back.
+    (bytes) => apply(repeat, '\u0100', [bytes]).length
   ]
 })`
 
@@ -129,14 +186,14 @@ declare const WebAssembly: { Memory: new (descriptor: { initial: number, maximum
  */
 const WASM_PAGE_BYTES = 64 * 1024
 const WASM_INITIAL_BYTES = 16 * 1024 * 1024
-const { memoryBytes } = workerData as ThreadData
+const { memoryBytes, replies, answered } = workerData as ThreadData
 const wasmMemory = new WebAssembly.Memory({
   initial: WASM_INITIAL_BYTES / WASM_PAGE_BYTES,
   maximum: Math.ceil((memoryBytes + WASM_INITIAL_BYTES) / WASM_PAGE_BYTES)
 }) as CustomizeVariantOptions['wasmMemory']
 const quickJS = await newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory }))
 
-function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult {
+function run ({ id, code, input, limits, compileOnly }: ThreadJob): ThreadResult {
   const logs = logCollector(limits)
   const runtime = quickJS.newRuntime()
   runtime.setMemoryLimit(limits.memoryBytes)
@@ -167,9 +224,30 @@ function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult
     logs.add({ level: context.getString(level) as CodeLogLine['level'], message: context.getString(message) }, context.getNumber(length))
   }))
   const prelude = context.evalCode(PRELUDE, 'prelude.js', { type: 'global' })
-  const helpers = call(keep(context.unwrapResult(prelude)), emit, keep(context.newNumber(limits.logLineMaxChars)))
+  const helpers = call(keep(context.unwrapResult(prelude)), emit, keep(context.newNumber(limits.logLineMaxChars)), keep(context.newString(READ_ONLY)))
   if (helpers.error !== undefined) throw new Error('The code sandbox prelude failed')
-  const [runBody, toJson, describe] = [0, 1, 2].map((index) => item(helpers.value, index))
+  const [runBody, toJson, describe, parseJson, view, reserve] = [0, 1, 2, 3, 4, 5].map((index) => item(helpers.value, index))
+
+  /**
+   * Entry `index` of the input as JSON text in QuickJS, for the view's getter: read from the pool
+   * (input.ts), or the error the code's read throws. An entry larger than the memory limit is not
+   * copied; a smaller one first takes room from QuickJS's own allocator, which fails as out of
+   * memory within the limit, where the copy (a host allocation, which does not check) would not fit.
+   */
+  const read = keep(context.newFunction('read', (index) => {
+    const reply = requestEntry(id, context.getNumber(index), time.deadline)
+    if (reply === undefined) {
+      time.up = true
+      return { error: context.newError('interrupted') }
+    }
+    if ('error' in reply) return { error: context.newError({ name: 'TypeError', message: reply.error }) }
+    const bytes = reply.bytes.byteLength
+    if (bytes > limits.memoryBytes) return { error: context.newError({ name: 'InternalError', message: 'out of memory' }) }
+    const room = context.callFunction(reserve, context.undefined, keep(context.newNumber(bytes)))
+    if (room.error !== undefined) return { error: room.error }
+    room.value.dispose()
+    return context.newString(Buffer.from(reply.bytes).toString('utf8'))
+  }))
 
   /** The code's error as the author should read it; `phase` says what the error interrupted. */
   function failure (error: QuickJSHandle, phase: 'compile' | 'run' | 'output'): Omit<Failure, 'logs'> {
@@ -191,9 +269,13 @@ function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult
     const compiled = context.evalCode(wrapCode(code), CODE_FILENAME, { type: 'global', compileOnly })
     if (compiled.error !== undefined) return failure(keep(compiled.error), 'compile')
     const body = keep(compiled.value)
-    if (compileOnly === true) return { ok: true, outputJson: 'null' }
+    if (compileOnly === true) return { ok: true, output: null }
     runtime.setMaxStackSize(RUN_STACK_BYTES)
-    const started = call(runBody, body, keep(context.newString(inputJson)))
+    const given = 'json' in input
+      ? call(parseJson, keep(context.newString(input.json)))
+      : call(view, keep(context.newString(JSON.stringify(input.keys))), read)
+    if (given.error !== undefined) return failure(given.error, 'run')
+    const started = call(runBody, body, given.value)
     if (started.error !== undefined) return failure(started.error, 'run')
     // The body is async: its awaits run as jobs, until none is left or time is up.
     while (runtime.hasPendingJob() && !time.up) {
@@ -206,7 +288,7 @@ function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult
     if (state.type === 'rejected') return failure(keep(state.error), 'run')
     const output = keep(state.value)
     const type = context.typeof(output)
-    if (type === 'undefined') return { ok: true, outputJson: 'null' }
+    if (type === 'undefined') return { ok: true, output: null }
     // Serialized in the sandbox, and measured before it is copied out.
     const json = call(toJson, output)
     if (json.error !== undefined) return failure(json.error, 'output')
@@ -214,7 +296,9 @@ function run ({ code, inputJson, limits, compileOnly }: ThreadJob): ThreadResult
     if (context.getNumber(keep(context.getProp(json.value, 'length'))) > limits.outputMaxBytes) return { ok: false, error: outputSizeError(limits) }
     const outputJson = context.getString(json.value)
     if (Buffer.byteLength(outputJson) > limits.outputMaxBytes) return { ok: false, error: outputSizeError(limits) }
-    return { ok: true, outputJson }
+    // Parsed here, not on the caller's event loop: the pool hands the value on as the thread
+    // posts it, one copy on the caller's side instead of the text and its parse.
+    return { ok: true, output: JSON.parse(outputJson) as unknown }
   }
 
   time.deadline = Date.now() + limits.cpuMs
@@ -237,6 +321,30 @@ if (process.platform === 'linux') {
 const port = parentPort
 if (port === null) throw new Error('thread.ts runs as a worker thread of the code sandbox pool (pool.ts)')
 const post = (message: ThreadMessage): void => { port.postMessage(message) }
+
+const answers = new Int32Array(answered)
+let lastSeq = 0
+
+/**
+ * Asks the pool for entry `index` of job `id`'s input and waits for its answer until `deadline`:
+ * QuickJS runs synchronously, so the thread sleeps on `answered` while the pool's event loop
+ * answers on `replies`. An answer to an earlier request, whose wait ran out of time, is skipped.
+ */
+function requestEntry (id: number, index: number, deadline: number): EntryReply | undefined {
+  const seq = ++lastSeq
+  post({ type: 'read', id, index, seq })
+  for (;;) {
+    // Read before the queue, so that an answer arriving after the queue was looked at wakes the wait.
+    const seen = Atomics.load(answers, 0)
+    for (let received = receiveMessageOnPort(replies); received !== undefined; received = receiveMessageOnPort(replies)) {
+      const reply = received.message as EntryReply
+      if (reply.seq === seq) return reply
+    }
+    const left = deadline - Date.now()
+    if (left <= 0) return undefined
+    Atomics.wait(answers, 0, seen, left)
+  }
+}
 
 port.on('message', (job: ThreadJob) => {
   try {
