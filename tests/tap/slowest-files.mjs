@@ -26,7 +26,8 @@ export default class SlowestFiles extends Transform {
     const slowest = this.#files.sort((a, b) => b.ms - a.ms).slice(0, SHOWN)
     const width = Math.max(0, ...slowest.map(({ ms }) => (ms / 1000).toFixed(1).length))
     const lines = slowest.map(({ file, ms }) => `#   ${(ms / 1000).toFixed(1).padStart(width)} s  ${file}\n`)
-    callback(null, slowest.length === 0 ? '' : `# the ${slowest.length} slowest files:\n${lines.join('')}`)
+    const title = slowest.length === 1 ? 'the slowest file' : `the ${slowest.length} slowest files`
+    callback(null, slowest.length === 0 ? '' : `# ${title}:\n${lines.join('')}`)
   }
 
   #note (line) {

@@ -29,24 +29,27 @@ function earliestWrite (dir: string): number | undefined {
 /** Whether `dir/dist` was built after every change to `dir/src` and to `dir/package.json`. */
 function builtSinceChanged (dir: string): boolean {
   try {
-    const built = earliestWrite(join(ROOT, dir, 'dist'))
-    return built !== undefined && built > Math.max(latestChange(join(ROOT, dir, 'src')), statSync(join(ROOT, dir, 'package.json')).mtimeMs)
+    const built = earliestWrite(join(dir, 'dist'))
+    return built !== undefined && built > Math.max(latestChange(join(dir, 'src')), statSync(join(dir, 'package.json')).mtimeMs)
   } catch {
     return false
   }
 }
 
+/** Whether each app's build is current, by its folder: asked once per test process. */
 const current = new Map<string, boolean>()
 
 /**
  * The node arguments that start an app's entry (`apps/api/src/server.ts`): its build
  * (`apps/api/dist/server.js`) when it and packages/core's build are newer than every change to
  * their sources, since a built process starts on a third of the CPU; else the sources through
- * tsx, so that a test never runs code older than the checkout (docs/testing.md).
+ * tsx, so that a test never runs code older than the checkout (docs/testing.md). `root`: the
+ * checkout's by default (tests/unit/test-entries.test.ts gives trees of its own).
  */
-export function entryArgs (entry: string): string[] {
+export function entryArgs (entry: string, root = ROOT): string[] {
   const app = /^(apps\/[^/]+)\/src\//.exec(entry)?.[1]
   if (app === undefined) return [...SOURCE_ARGS, entry]
-  if (!current.has(app)) current.set(app, builtSinceChanged(app) && builtSinceChanged('packages/core'))
-  return current.get(app)! ? [entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js')] : [...SOURCE_ARGS, entry]
+  const dir = join(root, app)
+  if (!current.has(dir)) current.set(dir, builtSinceChanged(dir) && builtSinceChanged(join(root, 'packages/core')))
+  return current.get(dir)! ? [entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js')] : [...SOURCE_ARGS, entry]
 }
