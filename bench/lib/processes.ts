@@ -3,13 +3,13 @@ import { once } from 'node:events'
 import { closeSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { builtEntry, sourceEntryArgs } from '@switchboard/testing/entries'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 /** How a TypeScript entry of the repository is started: from its sources (tsx) or from `dist/` after `pnpm build`. */
 export type Mode = 'sources' | 'built'
 
-const SOURCE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
 const READY_WITHIN_MS = 60_000
 
 /** Every process started and not yet exited: none outlives the bench, however it ends. */
@@ -37,8 +37,7 @@ function clockTicks (): number {
 
 /** `apps/api/src/server.ts` → `apps/api/dist/server.js` for built runs. */
 function entryArgs (entry: string, mode: Mode): string[] {
-  if (mode === 'built' && entry.startsWith('apps/')) return [entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js')]
-  return [...SOURCE_ARGS, entry]
+  return mode === 'built' && entry.startsWith('apps/') ? [builtEntry(entry)] : sourceEntryArgs(entry)
 }
 
 async function answers (url: string): Promise<boolean> {

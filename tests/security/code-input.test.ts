@@ -1,5 +1,6 @@
 import t from 'tap'
 import { freePort, startStack } from '@switchboard/testing/processes'
+import { probeUntil } from '@switchboard/testing/probes'
 
 /**
  * A code node's `input` (README, Code) through the front door: a lazy, read-only view of the run,
@@ -77,21 +78,11 @@ t.test('the scenario in small form: code nodes after 1 MB outputs read what they
     codeNode('small', 'return input.count + input.head.length')
   ]
   const workflowId = await client.createWorkflow(token, { name: 'large outputs', nodes })
-  const probes: number[] = []
-  const finished = new AbortController()
-  const probing = (async () => {
-    while (!finished.signal.aborted) {
-      const started = performance.now()
-      const res = await fetch(`http://127.0.0.1:${workerPort}/health/live`, { signal: AbortSignal.timeout(5000) })
-      t.equal(res.status, 200)
-      probes.push(performance.now() - started)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  })()
   const runIds = await Promise.all([0, 1, 0, 1].map(async (which) => await client.fire(token, workflowId, { which })))
-  const runs = await Promise.all(runIds.map(async (runId) => await client.runReaching(token, runId, undefined, { timeoutMs: 60_000, intervalMs: 200 })))
-  finished.abort()
-  await probing
+  const ended = Promise.all(runIds.map(async (runId) => await client.runReaching(token, runId, undefined, { timeoutMs: 60_000, intervalMs: 200 })))
+  // Every probe is answered 200 within 5 s, or probeUntil throws.
+  const probes = await probeUntil(`http://127.0.0.1:${workerPort}/health/live`, ended, { timeoutMs: 5000 })
+  const runs = await ended
   for (const [i, run] of runs.entries()) {
     t.equal(run.status, 'SUCCESS', run.error ?? '')
     t.equal(run.result.count, 3, 'triggerData and the two outputs')

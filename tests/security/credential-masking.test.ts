@@ -4,6 +4,7 @@ import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
 import { encryptSecret, keyringOf } from '@switchboard/core/encryption'
 import { freePort, startStack } from '@switchboard/testing/processes'
+import { probeUntil } from '@switchboard/testing/probes'
 
 /**
  * The redactor against a member who chooses both the secrets and the text they are masked in
@@ -38,22 +39,9 @@ const FIELDS = LETTERS.map((_, i) => `f${i + 1}`)
 /** 10 KB of text made of the marker's letters: every replacement used to create more matches. */
 const TEXT = 'credential'.repeat(1024)
 
-/**
- * The slowest answer of the worker's /health/live, asked every 50 ms until `done` settles: how
- * long the worker's event loop was held (lock renewals, other tenants' runs wait as long).
- */
-async function slowestWorkerProbe (done: Promise<unknown>): Promise<number> {
-  const state = { finished: false }
-  done.then(() => { state.finished = true }, () => { state.finished = true })
-  let slowest = 0
-  while (!state.finished) {
-    const started = performance.now()
-    await (await fetch(`http://127.0.0.1:${workerPort}/health/live`, { signal: AbortSignal.timeout(60_000) })).text()
-    slowest = Math.max(slowest, performance.now() - started)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return slowest
-}
+/** The slowest answer of the worker's /health/live, asked every 50 ms until `done` settles. */
+const slowestWorkerProbe = async (done: Promise<unknown>): Promise<number> =>
+  Math.max(0, ...await probeUntil(`http://127.0.0.1:${workerPort}/health/live`, done, { timeoutMs: 60_000 }))
 
 t.test('a value shorter than 8 characters is refused at save, naming the field', async (t) => {
   const res = await stack.call('POST', '/api/automation/credentials', {

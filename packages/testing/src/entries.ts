@@ -3,14 +3,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-const SOURCE_ARGS = ['--conditions=@switchboard/source', '--import=tsx']
 
 /** The latest change under `dir`: its files' and folders' times (a folder's changes when a file in it is added or removed). */
 function latestChange (dir: string): number {
   let latest = statSync(dir).mtimeMs
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    latest = Math.max(latest, entry.isDirectory() ? latestChange(path) : statSync(path).mtimeMs)
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    latest = Math.max(latest, statSync(join(entry.parentPath, entry.name)).mtimeMs)
   }
   return latest
 }
@@ -48,8 +46,14 @@ const current = new Map<string, boolean>()
  */
 export function entryArgs (entry: string, root = ROOT): string[] {
   const app = /^(apps\/[^/]+)\/src\//.exec(entry)?.[1]
-  if (app === undefined) return [...SOURCE_ARGS, entry]
+  if (app === undefined) return sourceEntryArgs(entry)
   const dir = join(root, app)
   if (!current.has(dir)) current.set(dir, builtSinceChanged(dir) && builtSinceChanged(join(root, 'packages/core')))
-  return current.get(dir)! ? [entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js')] : [...SOURCE_ARGS, entry]
+  return current.get(dir)! ? [builtEntry(entry)] : sourceEntryArgs(entry)
 }
+
+/** The node arguments that run a TypeScript entry of the repository from its sources, through tsx. */
+export const sourceEntryArgs = (entry: string): string[] => ['--conditions=@switchboard/source', '--import=tsx', entry]
+
+/** An app's entry in its build: `apps/api/src/server.ts` → `apps/api/dist/server.js`. */
+export const builtEntry = (entry: string): string => entry.replace('/src/', '/dist/').replace(/\.ts$/, '.js')
