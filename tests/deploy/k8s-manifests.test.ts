@@ -291,7 +291,8 @@ t.test('the shipped overlays', async (t) => {
         }
         for (const container of appContainers) {
           t.same(container.envFrom, [{ configMapRef: { name: config.metadata.name } }, { secretRef: { name: secrets.metadata.name } }], `${container.name} reads both`)
-          t.same(container.env.map((variable: Manifest) => variable.name), ['REDIS_URL'], `${container.name}: REDIS_URL alone is formed in place`)
+          const inline = container.name === 'worker' ? ['REDIS_URL', 'NODE_OPTIONS'] : ['REDIS_URL']
+          t.same(container.env.map((variable: Manifest) => variable.name), inline, `${container.name}: ${inline.join(' and ')} alone set in place`)
         }
         for (const container of migrationContainers(objects)) {
           t.same(container.envFrom, [{ secretRef: { name: migration.metadata.name } }], `${container.name} reads the migration's Secret only`)
@@ -307,6 +308,9 @@ t.test('the shipped overlays', async (t) => {
         t.equal(settings.nodeEnv, overlay === 'dev' ? 'development' : 'production', 'the throwaway Secret is only used in development mode')
         const worker = deploymentContainer(objects, 'switchboard-worker')
         t.equal(worker.ports[0].containerPort, settings.workerHttpPort, 'the worker probes the port it listens on')
+        // The worker's heap is half its memory limit (README, Code): tests/reliability/code-input-memory.test.ts runs with it.
+        const heapMb = Number(/--max-old-space-size=(\d+)/.exec(env.NODE_OPTIONS ?? '')?.[1])
+        t.equal(heapMb * 2, Number(/^(\d+)Mi$/.exec(worker.resources.limits.memory)?.[1]), `the worker's heap (${heapMb} MB) is half its memory limit`)
         t.equal(one(objects, 'Deployment', 'switchboard-worker').spec.template.metadata.annotations['prometheus.io/port'], String(settings.workerHttpPort))
         const api = deploymentContainer(objects, 'switchboard-api')
         const apiSettings = loadConfig(containerEnv(objects, api))

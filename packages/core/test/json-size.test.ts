@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createJsonSizer, MAX_STORED_JSON_DEPTH, UnserializableValueError } from '../src/engine/json-size.ts'
+import { createJsonSizer, jsonStringBytes, MAX_STORED_JSON_DEPTH, UnserializableValueError } from '../src/engine/json-size.ts'
 
 /** `value` inside `levels` arrays. */
 function wrap (value: unknown, levels: number): unknown {
@@ -49,4 +49,15 @@ t.test('what JSON.stringify cannot serialize is reported, not thrown as a RangeE
   // The same object twice side by side is not circular.
   const shared = { x: 1 }
   t.equal(sizer.measure([shared, shared]), JSON.stringify([shared, shared]).length)
+})
+
+t.test('a string is counted as JSON.stringify writes it, escapes and surrogates included', async (t) => {
+  const ascii = String.fromCharCode(...Array.from({ length: 128 }, (_, code) => code))
+  const random = Array.from({ length: 200 }, (_, n) => String.fromCharCode(...Array.from({ length: 1 + (n % 17) }, (_, i) => (n * 7919 + i * 104729) % 0x10000)))
+  const strings = [
+    '', 'plain', ascii, 'é', 'ߟ', 'ࠀ', '日本', '😀', '\ud83d', '\ude00', '\ude00\ud83d', 'a\ud83d', '\ud83d\ud83d\ude00', '\u2028\u2029', '\u007f\u0080',
+    ...random
+  ]
+  strings.forEach((text, i) => { t.equal(jsonStringBytes(text), Buffer.byteLength(JSON.stringify(text)), `string ${i}`) })
+  t.ok(jsonStringBytes('"'.repeat(100), 50) > 50, 'past the budget: a number above it')
 })

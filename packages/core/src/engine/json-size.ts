@@ -30,11 +30,35 @@ interface Measured {
 const isSkipped = (value: unknown): boolean =>
   value === undefined || typeof value === 'function' || typeof value === 'symbol'
 
-/** `text` as a JSON string, in bytes; a lower bound when longer than `budget`, without escaping it. */
+/** A character JSON.stringify escapes or UTF-8 writes in more than one byte. */
+// eslint-disable-next-line no-control-regex -- control characters are what JSON escapes
+const NOT_ONE_BYTE = /[\u0000-\u001f"\\\u0080-\uffff]/
+/** The control characters JSON.stringify writes as two characters (\b \t \n \f \r); the others as \u00XX. */
+const SHORT_ESCAPES = new Set([0x08, 0x09, 0x0a, 0x0c, 0x0d])
+
+const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff
+
+/**
+ * `text` as a JSON string, in bytes; a lower bound when longer than `budget`. Counted without
+ * building the JSON text: a node's 1 MB string output is measured twice, and each copy was 1 MB
+ * of garbage (docs/decisions.md, code nodes' memory).
+ */
 export function jsonStringBytes (text: string, budget = Number.POSITIVE_INFINITY): number {
   // Every UTF-16 unit is at least one byte of JSON.
-  if (text.length + 2 > budget) return text.length + 2
-  return Buffer.byteLength(JSON.stringify(text))
+  if (text.length + 2 > budget || !NOT_ONE_BYTE.test(text)) return text.length + 2
+  let bytes = 2
+  for (let i = 0; i < text.length && bytes <= budget; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x20) bytes += SHORT_ESCAPES.has(code) ? 2 : 6
+    else if (code < 0x80) bytes += code === 0x22 || code === 0x5c ? 2 : 1
+    else if (code < 0x800) bytes += 2
+    else if (code >= 0xd800 && code <= 0xdbff && isLowSurrogate(text.charCodeAt(i + 1))) {
+      bytes += 4
+      i++
+    } else if (code >= 0xd800 && code <= 0xdfff) bytes += 6 // a lone surrogate, written as \uXXXX
+    else bytes += 3
+  }
+  return bytes
 }
 
 export interface JsonSizer {
