@@ -2,11 +2,11 @@
  * A process started with bad or missing settings says so in one JSON log line naming every one
  * of them, and exits with 78 (EX_CONFIG): one restart teaches an operator everything to fix.
  */
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { entryArgs } from '@switchboard/testing/entries'
+import { spawnTied } from '@switchboard/testing/processes'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const SETTINGS = ['JWT_SECRET', 'ENCRYPTION_KEY', 'ADMIN_PASSWORD', 'CHAT_APP_SECRET', 'DATABASE_URL', 'REDIS_URL', 'LOG_LEVEL', 'PORT', 'WORKER_CONCURRENCY']
@@ -14,15 +14,15 @@ const SETTINGS = ['JWT_SECRET', 'ENCRYPTION_KEY', 'ADMIN_PASSWORD', 'CHAT_APP_SE
 /** Runs an entry point (from its build when current: packages/testing/src/entries.ts) with `env` on top of this process's environment less every setting above. */
 async function runWith (entry: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null, stdout: string, stderr: string }> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SETTINGS.includes(name)))
-  const child = spawn(process.execPath, entryArgs(entry), {
+  const child = spawnTied(process.execPath, entryArgs(entry), {
     cwd: ROOT,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
   const [code] = await once(child, 'exit') as [number | null]
   return { code, stdout, stderr }
 }

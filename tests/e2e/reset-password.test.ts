@@ -6,12 +6,12 @@
  * announcement the routes use, and fails with one line and exit code 1 (78 for a bad configuration,
  * as every entry point).
  */
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { TEST_ADMIN } from '@switchboard/testing/config'
+import { spawnTied } from '@switchboard/testing/processes'
 import { buildTestApp } from '../../apps/api/test/helper.ts'
 import { ROLE_CACHE_TTL_MS } from '../../apps/api/src/plugins/auth.ts'
 
@@ -25,12 +25,12 @@ interface Outcome { code: number | null, stdout: string, stderr: string }
 
 /** The script's command line with `args`, `stdin` written to it (then closed), against the test's database. */
 async function resetPassword (args: string[], stdin = '', env: Record<string, string> = {}): Promise<Outcome> {
-  const child = spawn(command!, [...scriptArgs, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: config.databaseUrl, ...env }, stdio: 'pipe' })
+  const child = spawnTied(command!, [...scriptArgs, ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: config.databaseUrl, ...env }, stdio: 'pipe' })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  child.stdin.end(stdin)
+  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  child.stdin!.end(stdin)
   const [code] = await once(child, 'exit') as [number | null]
   return { code, stdout, stderr }
 }

@@ -8,7 +8,7 @@
  * folder), with nothing made reachable to others: as root, PostgreSQL runs as the user
  * postgres, which cannot enter that folder.
  */
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { createConnection } from 'node:net'
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { completeOneRun } from '@switchboard/testing/one-run'
-import { freePort } from '@switchboard/testing/processes'
+import { freePort, spawnTied } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 import type { Teardown } from '@switchboard/testing/teardown'
 
@@ -59,15 +59,15 @@ interface Launched { output: () => string, exited: Promise<[number | null, strin
 /** Starts `start` in a process group of its own, as a terminal does; teardown ends the group, whatever the test did. */
 function launch (t: Teardown, cwd: string, env: NodeJS.ProcessEnv): Launched {
   const { DATABASE_URL: _database, REDIS_URL: _redis, HOST: _host, ADMIN_PASSWORD: _password, ...inherited } = process.env
-  const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'infra/local/start.ts', '--source'], {
+  const child = spawnTied(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'infra/local/start.ts', '--source'], {
     cwd,
     env: { ...inherited, NODE_ENV: 'development', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true
   })
   let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const exited = once(child, 'exit') as Promise<[number | null, string | null]>
   t.teardown(() => {
     // The launcher's children are tied to it (setpriv): they stop when it dies.

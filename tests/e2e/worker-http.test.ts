@@ -2,13 +2,12 @@
  * The worker's own listener (WORKER_HTTP_PORT) for probes and scraping, and WORKER_QUEUES:
  * a worker process consumes only the queues it is given.
  */
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { entryArgs } from '@switchboard/testing/entries'
 import { testEnv } from '@switchboard/testing/config'
-import { freePort, startStack } from '@switchboard/testing/processes'
+import { freePort, spawnTied, startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -49,7 +48,7 @@ t.test('liveness answers while the worker is still connecting; readiness does no
   const port = await freePort()
   const unusedRedis = await freePort()
   const env = { ...testEnv(stack.env.DATABASE_URL!, 'sbtest-unused', { REDIS_URL: `redis://127.0.0.1:${unusedRedis}`, WORKER_HTTP_PORT: String(port), LOG_LEVEL: 'info' }) }
-  const child = spawn(process.execPath, entryArgs('apps/worker/src/main.ts'), { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'ignore' })
+  const child = spawnTied(process.execPath, entryArgs('apps/worker/src/main.ts'), { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'ignore' })
   const exited = once(child, 'exit')
   t.teardown(async () => {
     child.kill('SIGKILL')
@@ -69,13 +68,13 @@ t.test('liveness answers while the worker is still connecting; readiness does no
 })
 
 t.test('invalid WORKER_QUEUES stops the worker with the setting named', async (t) => {
-  const child = spawn(process.execPath, entryArgs('apps/worker/src/main.ts'), {
+  const child = spawnTied(process.execPath, entryArgs('apps/worker/src/main.ts'), {
     cwd: ROOT,
     env: { ...process.env, ...stack.env, WORKER_QUEUES: 'workflow-runs,emails' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const [code] = await once(child, 'exit')
   t.equal(code, 78, 'EX_CONFIG')
   t.match(JSON.parse(output), {

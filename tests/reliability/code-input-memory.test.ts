@@ -33,7 +33,7 @@ if (kitHeap === undefined) throw new Error('infra/k8s/base/worker.yaml sets no -
 
 const workerPort = await freePort()
 const stack = await startStack(t, {
-  env: { WORKER_HTTP_PORT: String(workerPort), LOG_LEVEL: 'warn', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${kitHeap}` }
+  env: { WORKER_HTTP_PORT: String(workerPort), LOG_LEVEL: 'warn', NODE_OPTIONS: kitHeap }
 })
 const token = await stack.adminToken()
 const database = createDatabase(stack.env.DATABASE_URL!, { max: 1 })

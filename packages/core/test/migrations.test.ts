@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { connect, createServer, type AddressInfo } from 'node:net'
@@ -6,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import t from 'tap'
 import { BASE_DATABASE_URL, createTestDatabase, dropDatabase } from '@switchboard/testing/database'
+import { spawnTied } from '@switchboard/testing/processes'
 import type { Teardown } from '@switchboard/testing/teardown'
 import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '../src/db/migrate.ts'
 import { lockViolations, readLock, readMigrations } from '../src/db/migration-lock.ts'
@@ -87,10 +87,10 @@ t.test('a missing database the user may not create is one clear error', async (t
 
 /** `db:migrate` (the image's migrate command) as a process of its own. */
 async function runMigrateCommand (env: NodeJS.ProcessEnv): Promise<{ code: number | null, output: string }> {
-  const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'packages/core/src/bin/migrate.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawnTied(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'packages/core/src/bin/migrate.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const [code] = await once(child, 'exit') as [number | null]
   return { code, output }
 }

@@ -7,7 +7,6 @@
  * with a certificate for `localhost` from a CA of the test's own, and refuses plain connections.
  * The client: the migrate command, a process of its own as in production.
  */
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
@@ -18,6 +17,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { makeCertificates } from '@switchboard/testing/certificates'
 import { BASE_DATABASE_URL, createTestDatabase } from '@switchboard/testing/database'
+import { spawnTied } from '@switchboard/testing/processes'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 /** The first message of a client that wants TLS: length 8, then the SSLRequest code. */
@@ -103,10 +103,10 @@ const urlFor = (host: string, sslmode?: string): string => {
 /** The migrate command's exit code, its output, and the message of its last log line. */
 async function migrate (url: string, extraCa?: string): Promise<{ code: number | null, output: string, message: string }> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATABASE_MIGRATION_URL: url, ...(extraCa !== undefined && { NODE_EXTRA_CA_CERTS: extraCa }) }
-  const child = spawn(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'packages/core/src/bin/migrate.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawnTied(process.execPath, ['--conditions=@switchboard/source', '--import=tsx', 'packages/core/src/bin/migrate.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const [code] = await once(child, 'exit') as [number | null]
   const last = output.trim().split('\n').at(-1) ?? ''
   return { code, output, message: last.startsWith('{') ? (JSON.parse(last) as { msg: string }).msg : last }

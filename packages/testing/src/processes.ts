@@ -37,14 +37,28 @@ export async function freePort (): Promise<number> {
 }
 
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path))
+const ENV = ['/usr/bin/env', '/bin/env'].find((path) => existsSync(path))
+
+/** `NODE_OPTIONS` without what tap adds to it (its process tracker's loader), or undefined when nothing is left. */
+function withoutTapOptions (nodeOptions: string | undefined): string | undefined {
+  const kept = (nodeOptions ?? '').match(/(?:[^\s"]+|"[^"]*")+/g)?.filter((option) => !option.includes('@tapjs/')) ?? []
+  return kept.length === 0 ? undefined : kept.join(' ')
+}
 
 /**
  * Spawns a process that dies with the test process however that ends (a time-out, an error
  * before its teardown ran): util-linux's setpriv has the kernel send it SIGKILL when its parent
  * exits. Without setpriv it is a plain spawn, and only teardown stops it.
+ *
+ * tap's process tracker, loaded in every test file, adds its module loader to the NODE_OPTIONS
+ * of every process the file spawns, whatever `options.env` says. It serves coverage, which the
+ * project turns off, and it doubled the CPU an api or a worker takes to start (docs/testing.md),
+ * so `env` sets the process's NODE_OPTIONS to those of `options.env` without tap's.
  */
 export function spawnTied (command: string, args: string[], options: SpawnOptions): ChildProcess {
-  return SETPRIV === undefined ? spawn(command, args, options) : spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...args], options)
+  const nodeOptions = withoutTapOptions((options.env ?? process.env).NODE_OPTIONS)
+  const clean = ENV === undefined ? [command, ...args] : [ENV, ...(nodeOptions === undefined ? ['-u', 'NODE_OPTIONS'] : [`NODE_OPTIONS=${nodeOptions}`]), command, ...args]
+  return SETPRIV === undefined ? spawn(clean[0]!, clean.slice(1), options) : spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', ...clean], options)
 }
 
 export interface ManagedProcess {
