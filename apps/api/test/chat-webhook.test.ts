@@ -55,10 +55,12 @@ t.test('non-ASCII payloads are verified over the raw bytes, escaped or not', asy
   const rawRes = await request({ method: 'POST', url: '/webhook/chat', payload: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature(raw, APP_SECRET) } })
   t.equal(rawRes.statusCode, 200)
 
+  // The worker may store the second delivery first, and a list reads the conversations before
+  // their messages: a read between the two commits shows both messages under the name still unset.
   const conversation = await waitFor(async () => {
     const c = await conversationOf('15551110002')
-    return c?.messages.length === 2 ? c : undefined
-  }, { what: 'both messages' })
+    return c?.messages.length === 2 && c.name !== null ? c : undefined
+  }, { what: 'both messages, and the name of the first' })
   t.equal(conversation.name, 'Zoë Ñúñez')
   t.same(conversation.messages.map((m) => m.content), [text, 'señal ✓'])
 })
