@@ -7,7 +7,7 @@ import { waitFor } from '@switchboard/testing/wait'
 // http_request held all 20 slots of the worker, and the admin's one-node run waited for them. The
 // admin's idle runs come first: a user who used the queue lately gets the slots the share keeps.
 const SLOTS = 20
-const sink = await startDeliverySink(t, { delayMs: (path) => path.startsWith('/slow/') ? 6000 : 0 })
+const sink = await startDeliverySink(t, { delayMs: (path) => path.startsWith('/slow/') ? 3000 : 0 })
 const stack = await startStack(t, { env: { WORKER_CONCURRENCY: String(SLOTS), HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const adminToken = await stack.adminToken()
 const member = await stack.client.newUser(adminToken)
