@@ -343,12 +343,3 @@ t.test('close ends the threads and rejects the jobs not finished', async (t) => 
   await queued
   await t.rejects(sandbox.run('return 1', null), /closed/)
 })
-
-t.test('measurement: the cost of one small run through the pool', async (t) => {
-  const sandbox = pool(t)
-  await sandbox.run('return 0', null)
-  const runs = 2000
-  const started = performance.now()
-  for (let n = 0; n < runs; n++) await sandbox.run('return input.n + 1', { n })
-  t.comment(`mean round trip of a small run: ${((performance.now() - started) / runs).toFixed(3)} ms over ${runs} runs`)
-})
