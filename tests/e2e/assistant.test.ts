@@ -154,7 +154,7 @@ t.test('a draft the platform refuses to send is pending again, and can be sent o
   platform.options.allowedRecipients = ['15550000000']
   const refused = await stack.call('POST', `/api/chat/conversations/${conversation.id}/drafts/${draft!.id}/approve`, { token, body: {} })
   platform.options.allowedRecipients = undefined
-  t.equal(refused.status, 500, 'the platform\'s refusal, answered as for a text send (spec section 7)')
+  t.equal(refused.status, 500, 'the platform\'s refusal, answered as for a text send')
   t.match(refused.body, { code: 'CHAT_PLATFORM_ERROR', details: { code: 131030 } })
   const [again] = await draftsOf(conversation.id)
   t.match(again, { id: draft!.id, status: 'pending_approval', content: 'We deliver on Mondays.', agentName: 'Assistant' })

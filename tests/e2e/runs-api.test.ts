@@ -225,7 +225,7 @@ t.test('cancel a PENDING run: the worker never starts it', async (t) => {
   t.same(Object.keys(run.result), [], 'no node ran')
 })
 
-t.test('queues: the four queues in spec order, then chat-broadcasts and event-deliveries, with counters', async (t) => {
+t.test('queues: workflow-runs, scheduled-tasks, agent-execution and assistant-main in that order, then chat-broadcasts and event-deliveries, with counters', async (t) => {
   const res = await stack.call('GET', '/api/automation/queues', { token })
   t.equal(res.status, 200)
   t.same(res.body.queues.map((queue: { name: string }) => queue.name), ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries'])

@@ -11,7 +11,7 @@ t.test('the real api and worker start; login gives a 24-hour token', async (t) =
   t.match(stack.workers[0]?.output(), /worker started/)
 })
 
-t.test('protected routes answer 401 with the contract body', async (t) => {
+t.test('protected routes answer 401 with the API\'s error body', async (t) => {
   const res = await stack.call('GET', '/api/automation/queues')
   t.equal(res.status, 401)
   t.same(res.body, { statusCode: 401, code: 'UNAUTHORIZED', error: 'Unauthorized', message: 'Unauthorized' })

@@ -73,9 +73,10 @@ const accepted = (answer: Answer): boolean =>
 /**
  * Fires and posts webhooks from four loops while `outage` lasts `outageMs`, then until the api
  * accepts runs again after `recover`. Every answer must come within the deadline: accepted, or
- * (`refused`: Postgres away) the error the contract names. Then, once anything held back could
- * have landed, the runs in Postgres must be those of the accepted requests, and of requests
- * answered with an error after their COMMIT was sent (the api logs them: their runs may exist).
+ * (`refused`: Postgres away) the error the API answers then (README, Runs). Then, once anything
+ * held back could have landed, the runs in Postgres must be those of the accepted requests, and
+ * of requests answered with an error after their COMMIT was sent (the api logs them: their runs
+ * may exist).
  */
 async function underTraffic (t: Test, outage: () => Promise<void> | void, recover: () => Promise<void> | void, expect: 'refused' | 'accepted', outageMs = 3000): Promise<void> {
   const answers: Answer[] = []
@@ -117,7 +118,7 @@ async function underTraffic (t: Test, outage: () => Promise<void> | void, recove
       t.same({ status: answer.status, body: answer.body }, {
         status: 500,
         body: { statusCode: 500, code: 'INTERNAL_SERVER_ERROR', error: 'Internal Server Error', message: 'Internal Server Error' }
-      }, `${answer.tag}: the spec's 500`)
+      }, `${answer.tag}: the webhook's 500`)
     }
   }
 

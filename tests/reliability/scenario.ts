@@ -14,7 +14,7 @@ import { startPostgresServer, startRedisServer, type PostgresServer, type StoreS
  */
 
 /**
- * Contract, Guarantees: every answer, during an outage too, within a few seconds: the 3 s request
+ * Every answer, during an outage too, within a few seconds (README, Guarantees): the 3 s request
  * deadline (REQUEST_DEADLINE_MS) with room for a loaded two-core machine.
  */
 const ANSWER_DEADLINE_MS = 8_000

@@ -6,7 +6,7 @@ import { buildChatTestApp } from '../../apps/api/test/chat-helper.ts'
 import { operationsOf } from './openapi.ts'
 
 /**
- * Who may touch what (contract section 3, Ownership): a member sees and changes
+ * Who may touch what (README, Ownership): a member sees and changes
  * only their own workflows, runs and chat accounts and the conversations of the
  * accounts they can use; someone else's id answers exactly like a missing one
  * (404); user management and the audit log are admin-only (403); an admin sees everything. The
@@ -236,7 +236,7 @@ t.test('queue counters are aggregate numbers, the same for every caller', async 
 })
 
 /**
- * The scope each route needs, by the contract's section 5 (Auth), written here from its words rather
+ * The scope each route needs, by the README's API keys section, written here from its words rather
  * than read from the code: a new route the rules below do not place fails this test until someone
  * decides what a key needs to call it.
  */
@@ -253,7 +253,7 @@ function expectedScope (method: string, path: string): string | null {
   if (path === '/api/automation/queues') return 'queues:read'
   if (path.startsWith('/api/automation/credentials')) return read ? 'credentials:read' : 'credentials:write'
   if (path.startsWith('/api/chat/')) return read ? 'chat:read' : 'chat:write'
-  throw new Error(`${method} ${path}: the contract's scopes do not place this route; add it to expectedScope`)
+  throw new Error(`${method} ${path}: the README's scopes do not place this route; add it to expectedScope`)
 }
 
 const ALL_SCOPES = ['workflows:read', 'workflows:write', 'runs:read', 'runs:write', 'events:write', 'queues:read', 'credentials:read',

@@ -1,7 +1,7 @@
 import fc, { type Arbitrary } from 'fast-check'
 import type { JsonSchema } from './openapi.ts'
 
-/** Nesting of generated values; deeper bodies are another test's subject (contract: bounded JSON depth). */
+/** Nesting of generated values; deeper bodies are another test's subject (README, Security: bounded JSON depth). */
 const MAX_DEPTH = 50
 
 /** Values that reach deeper than random text would, by field name: a real token, a real phone number id. */

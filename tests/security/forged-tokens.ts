@@ -9,7 +9,7 @@ function hmacToken (header: Record<string, unknown>, payload: Record<string, unk
 }
 
 /**
- * Authorization headers the API must refuse with 401 (contract section 3: a
+ * Authorization headers the API must refuse with 401 (README, Signing in: a
  * Bearer token, HS256 only, signed with JWT_SECRET, not expired), built from a
  * real member token so that each differs from an accepted one in one way.
  * Undefined sends no header.

@@ -14,8 +14,8 @@ import { operationsOf } from './openapi.ts'
 
 /**
  * Property: whatever arrives, in params, query, body, content type or headers,
- * the API answers below 500 (bar the chat platform's own refusals, which the
- * contract relays as 500/502), and every error carries the contract's body.
+ * the API answers below 500 (bar the chat platform's own refusals, which it
+ * relays as 500/502), and every error carries its error body (README, Conventions).
  * Seeded, so a failure reproduces; FUZZ_RUNS and FUZZ_SEED explore further.
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 40)
@@ -126,7 +126,7 @@ t.test('the fuzzed routes are every route of the OpenAPI document', async (t) =>
 })
 
 for (const operation of ordered) {
-  t.test(`${operation.method} ${operation.path}: never a 5xx, every error in the contract's shape`, async (t) => {
+  t.test(`${operation.method} ${operation.path}: never a 5xx, every error in the API's error shape`, async (t) => {
     const statuses = new Map<number, number>()
     // fc.assert throws the shrunk counterexample when the property fails.
     await fc.assert(fc.asyncProperty(hostileRequests(operation, context), async (req) => {

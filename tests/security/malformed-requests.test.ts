@@ -9,7 +9,7 @@ import { operationsOf } from './openapi.ts'
 /**
  * Requests the fuzzer cannot make (over the body limit, bytes Node's HTTP parser
  * refuses, undeclared methods) and the cases it found, pinned: each answer is a
- * 4xx with the contract's error body.
+ * 4xx with the API's error body.
  */
 const { app, request, adminToken } = await buildChatTestApp(t)
 const BODY_LIMIT = 1024 * 1024
@@ -65,7 +65,7 @@ t.test('a chunked body that grows past 1 MiB is cut off with 413', async (t) => 
   t.equal(errorBodyProblem(res.status, res.body), undefined, res.body)
 })
 
-t.test('bytes the HTTP parser refuses are answered in the contract shape', async (t) => {
+t.test('bytes the HTTP parser refuses are answered in the API\'s error shape', async (t) => {
   const request = (headers: string, line = 'GET /api/automation/queues HTTP/1.1'): string =>
     `${line}\r\nHost: x\r\nAuthorization: ${authorization}\r\n${headers}\r\n`
   const cases: Record<string, [string | Buffer, number]> = {
@@ -90,7 +90,7 @@ t.test('bytes the HTTP parser refuses are answered in the contract shape', async
   }
 })
 
-t.test('header bytes beyond ASCII (a lone surrogate\'s UTF-8, invalid UTF-8) reach the routes and are answered in the contract shape', async (t) => {
+t.test('header bytes beyond ASCII (a lone surrogate\'s UTF-8, invalid UTF-8) reach the routes and are answered in the API\'s error shape', async (t) => {
   const withBytes = (line: string, name: string, bytes: number[], extra = ''): Buffer => Buffer.concat([
     Buffer.from(`${line}\r\nHost: x\r\nConnection: close\r\n${extra}${name}: a`, 'latin1'), Buffer.from(bytes), Buffer.from('b\r\n\r\n', 'latin1')
   ])
@@ -106,7 +106,7 @@ t.test('header bytes beyond ASCII (a lone surrogate\'s UTF-8, invalid UTF-8) rea
   }
 })
 
-t.test('a path that is not valid percent-encoded UTF-8 is a 400 in the contract shape, over the wire too', async (t) => {
+t.test('a path that is not valid percent-encoded UTF-8 is a 400 in the API\'s error shape, over the wire too', async (t) => {
   for (const path of ['/api/automation/workflows/%zz', '/api/automation/runs/%ED%A0%80', '/api/chat/conversations/%C0%AF/read', '/api/automation/webhook/%']) {
     const res = await exchange(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nConnection: close\r\n\r\n`)
     t.equal(res.status, 400, path)
@@ -123,7 +123,7 @@ t.test('a path that is not valid percent-encoded UTF-8 is a 400 in the contract 
 const takenByParamRoute = (method: string, path: string): boolean => operations.some((op) =>
   op.method === method && op.path !== path && op.path.includes(':') && new RegExp(`^${op.path.replace(/:[^/]+/g, '[^/]+')}$`).test(path))
 
-t.test('undeclared methods answer 404 in the contract shape; under /api/ without a token, 401', async (t) => {
+t.test('undeclared methods answer 404 in the API\'s error shape; under /api/ without a token, 401', async (t) => {
   const declared = new Map<string, Set<string>>()
   for (const op of operations) declared.set(op.path, (declared.get(op.path) ?? new Set()).add(op.method))
   for (const [path, methods] of declared) {

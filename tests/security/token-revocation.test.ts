@@ -54,7 +54,7 @@ async function everyRouteKind (t: Test, replica: FastifyInstance, token: string)
   for (const [name, method, url, payload] of routes) {
     const res = await call(replica, method, url, token, payload)
     statuses[name] = res.statusCode
-    if (res.statusCode === 401) t.same(res.json(), unauthorizedBody, `${name} answers the contract's 401`)
+    if (res.statusCode === 401) t.same(res.json(), unauthorizedBody, `${name} answers the API's 401`)
   }
   return statuses
 }

@@ -5,7 +5,7 @@ import { operationsOf } from './openapi.ts'
 
 /**
  * Every non-public route refuses every token it should not trust with the same
- * 401 `Unauthorized` (contract section 3), before looking at anything else:
+ * 401 `Unauthorized` (README, Signing in), before looking at anything else:
  * the member's real token, altered in one way each, never gets through.
  */
 const { request, newMember, config } = await buildTestApp(t)

@@ -55,7 +55,7 @@ export async function buildServer (options: BuildOptions): Promise<FastifyInstan
     // 200 ignored), never 414: no request line Node accepts (16 KiB of headers) is longer.
     routerOptions: { maxParamLength: 16 * 1024 },
     schemaErrorFormatter: formatValidationError,
-    // Refusals that happen before routing answer with the contract's error body too.
+    // Refusals that happen before routing answer with the API's error body too.
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
     // X-Request-Id when it is a sane token, else a new one; logged as requestId, like the worker's run lines.

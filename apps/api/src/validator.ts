@@ -7,7 +7,7 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 
 const common: Options = {
   useDefaults: true,
-  // Unknown fields are dropped, never stored (contract section 3).
+  // Unknown fields are dropped, never stored (README, Conventions).
   removeAdditional: true,
   allErrors: false,
   // The error formatter reads a field's `errorMessage` from its schema.

@@ -116,7 +116,7 @@ t.test('public routes stay public', async (t) => {
   t.not((await request({ method: 'POST', url: '/api/auth/login', payload: {} })).statusCode, 401)
 })
 
-t.test('unknown routes answer 404 in the contract shape', async (t) => {
+t.test('unknown routes answer 404 in the API\'s error shape', async (t) => {
   const res = await request({ method: 'GET', url: '/nope' })
   t.equal(res.statusCode, 404)
   t.match(res.json(), { statusCode: 404, code: 'NOT_FOUND', error: String, message: String })

@@ -136,7 +136,7 @@ t.test('the 24-hour window refuses free text and accepts a template', async (t) 
   t.same(lastSend()?.body, { messaging_product: 'whatsapp', to: stale, type: 'template', template: { name: 'hello_world', language: { code: 'en_US' } } })
 })
 
-t.test('platform errors answer 500 with the spec message and the platform details', async (t) => {
+t.test('platform errors answer 500 with our message for the code and the platform details', async (t) => {
   const phone = await customerInWindow()
   const cases = [
     {

@@ -23,7 +23,7 @@ async function refusal (t: Test, options: { method: 'POST' | 'PATCH' | 'DELETE',
   const res = await request(options)
   t.equal(res.statusCode, status, `${options.method} ${options.url}: ${res.body}`)
   const body = res.json()
-  t.equal(body.error, body.message, 'the contract\'s error body')
+  t.equal(body.error, body.message, 'the API\'s error body')
   t.equal(body.statusCode, status)
   return body
 }

@@ -1,5 +1,5 @@
 /**
- * Passwords and roles (contract section 5, Passwords): any user changes their own password
+ * Passwords and roles (README, Security: Passwords): any user changes their own password
  * with `POST /api/auth/password`; admins set a user's role and password with
  * `PATCH /api/users/:id`. A new password ends every token issued before it; the installation
  * always keeps an admin.

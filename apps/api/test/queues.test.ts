@@ -6,7 +6,7 @@ import { buildTestApp } from './helper.ts'
 
 const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries']
 
-t.test('the four queues in spec order, then chat-broadcasts and event-deliveries, with their counters', async (t) => {
+t.test('workflow-runs, scheduled-tasks, agent-execution and assistant-main in that order, then chat-broadcasts and event-deliveries, with their counters', async (t) => {
   const testApp = await buildTestApp(t)
   const { request, adminToken, newMember } = testApp
   const workflowId = await testApp.client.createWorkflow(adminToken, { triggerType: 'MANUAL' })

@@ -74,7 +74,7 @@ t.test('stats: runs per minute of the last hour by status, one bucket per minute
   })
 })
 
-t.test('stats: the window is bounded and bad input is a 400 in the contract\'s shape', async (t) => {
+t.test('stats: the window is bounded and bad input is a 400 in the API\'s error shape', async (t) => {
   for (const [query, message] of [
     ['?minutes=0', 'minutes must be >= 1'],
     ['?minutes=1441', 'minutes must be <= 1440'],

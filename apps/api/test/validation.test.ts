@@ -28,7 +28,7 @@ t.test('query strings are coerced to their schema types', async (t) => {
   t.same(inactive.json(), [])
 })
 
-t.test('malformed JSON is a 400 in the contract shape', async (t) => {
+t.test('malformed JSON is a 400 in the API\'s error shape', async (t) => {
   const res = await request({ method: 'POST', url: '/api/automation/workflows', token, payload: '{"name":', headers: { 'content-type': 'application/json' } })
   t.equal(res.statusCode, 400)
   t.match(res.json(), { statusCode: 400, code: 'BAD_REQUEST', message: /not valid JSON/ })

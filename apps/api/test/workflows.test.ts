@@ -9,7 +9,7 @@ const sql = app.database.sql
 
 const URL = '/api/automation/workflows'
 
-// Spec 4.7's summary, and the limits per workflow.
+// The list's summary fields (README, Workflows), and the limits per workflow.
 const SUMMARY_FIELDS = ['id', 'name', 'description', 'triggerType', 'triggerConfig', 'isActive', 'runCount', 'successCount',
   'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt', 'maxConcurrentRuns', 'webhookRateLimit'].sort()
 
@@ -78,7 +78,7 @@ t.test('create answers 201 with the full workflow and the defaults', async (t) =
   t.same(full.nodes, [{ id: 'n1', type: 'http_request', config: { method: 'POST', url: 'https://example.com', body: { x: '{{triggerData.body.x}}' } } }])
 })
 
-t.test('create errors come in the contract order with its messages', async (t) => {
+t.test('create errors come in their documented order with their messages', async (t) => {
   const { token } = await newMember()
   const triggerTypes = 'triggerType must be one of EVENT, CRON, WEBHOOK, KEYWORD, MANUAL, AGENT'
   const domains = 'domain must be one of GENERAL, CHAT, PROJECTS, CLIENTS, AGENTS'
@@ -206,7 +206,7 @@ t.test('list: summaries, newest updatedAt first, each filter alone and combined'
 
   const all = await request({ method: 'GET', url: URL, token })
   t.same(all.json().map((w: Body) => w.name), ['general', 'project', 'agent', 'chatEvent', 'chatCron'], 'newest updatedAt first')
-  t.same(Object.keys(all.json()[0]).sort(), SUMMARY_FIELDS, 'the summary fields of spec 4.7')
+  t.same(Object.keys(all.json()[0]).sort(), SUMMARY_FIELDS, 'the summary fields')
 
   t.same(await names('?domain=CHAT'), ['chatEvent', 'chatCron'])
   t.same(await names('?triggerType=CRON'), ['chatCron'])

@@ -4,7 +4,7 @@ import type {
   Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
-/** An error answer of the api, in the contract's body `{statusCode, code, message}`. */
+/** An error answer of the api, in its error body `{statusCode, code, message}` (README, Conventions). */
 export class ApiError extends Error {
   constructor (readonly status: number, readonly code: string, message: string) {
     super(message)

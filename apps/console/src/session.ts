@@ -2,7 +2,7 @@ import type { User } from './types.ts'
 
 /**
  * The login's token, kept in localStorage for as long as it is valid (its `exp`, 24 hours
- * after login: spec section 5), so that a reload or a second tab stays signed in.
+ * after login: README, Signing in), so that a reload or a second tab stays signed in.
  */
 export interface Session {
   token: string

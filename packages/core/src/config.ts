@@ -7,7 +7,7 @@ import { QUEUE_NAMES, type QueueName } from './queues/catalog.ts'
 import { clusterUrl, isClusterUrl, parseClusterNodes, parseClusterUrl, RedisAddressError } from './queues/redis-url.ts'
 import { MAX_QUOTA, type Quotas } from './users/quotas.ts'
 
-/** Bounds on what a workflow author or caller controls (contract, "Limits and retention"). */
+/** Bounds on what a workflow author or caller controls (README, Configuration and Security). */
 export interface Limits {
   /** WORKFLOW_MAX_NODES: nodes in one workflow. */
   workflowMaxNodes: number

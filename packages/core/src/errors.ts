@@ -31,8 +31,8 @@ export type ErrorCode =
   | 'SUBSCRIPTION_NOT_FOUND' | 'DELIVERY_NOT_FOUND' | 'DELIVERY_PENDING'
 
 /**
- * A failure with a stable code. `message` is the client-facing text of the spec
- * or contract, word for word; `details` travels in the error body as is.
+ * A failure with a stable code. `message` is the client-facing text, kept word for word
+ * (clients and the README quote it); `details` travels in the error body as is.
  */
 export class DomainError extends Error {
   override name = 'DomainError'

@@ -14,7 +14,7 @@ const production = {
   CHAT_APP_SECRET: 'the-platform-app-secret'
 }
 
-t.test('defaults follow the contract table', async (t) => {
+t.test('defaults follow the README\'s configuration table', async (t) => {
   const config = loadConfig({ DATA_DIR: dataDir() })
   t.equal(config.port, 3000)
   t.equal(config.host, '0.0.0.0')

@@ -5,7 +5,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 
 /**
  * A stand-in for the chat platform (WhatsApp Business Cloud API) that speaks
- * its wire format (shared/CHAT_PLATFORM.md): sends (text, template, media,
+ * its wire format, as the platform documents it: sends (text, template, media,
  * interactive), the template list, media objects and their downloads, and
  * signed webhook deliveries towards our `/webhook/chat`. Tests and the demo
  * mode use it; production never does.

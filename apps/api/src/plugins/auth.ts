@@ -31,9 +31,9 @@ declare module '@fastify/jwt' {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Public routes skip the bearer token (spec section 5). */
+    /** Public routes skip the bearer token (README, Signing in). */
     public?: boolean
-    /** What an API key needs to call the route (contract section 5, Auth); a key without it is refused 403. */
+    /** What an API key needs to call the route (README, API keys); a key without it is refused 403. */
     scope?: ApiKeyScope
   }
   interface FastifySchema {

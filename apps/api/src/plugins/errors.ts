@@ -24,7 +24,7 @@ function fieldName (path: string): string {
 }
 
 /**
- * Validation errors read like the contract's messages: `name is required`,
+ * Validation errors read like the API's other messages (README, Workflows): `name is required`,
  * `domain must be one of GENERAL, ...`. A schema may carry `errorMessage` to
  * replace the generic text for any failure of that field.
  */
@@ -128,7 +128,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   TOO_MANY_RUNS: 429,
   // An event stream beyond its user's or its server's bound (README, The team inbox).
   TOO_MANY_EVENT_STREAMS: 429,
-  // The platform's refusal is relayed with its details (contract, Chat).
+  // The platform's refusal is relayed with its details (README, Chat).
   CHAT_PLATFORM_ERROR: 500,
   CHAT_PLATFORM_UNAVAILABLE: 502,
   // A media download's bounds (README, Chat: media): what the platform holds is too large, or did not come in time.
@@ -162,7 +162,7 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
 /**
  * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (a NUL or a
  * bare CR in a header, oversized headers, a broken request line) never becomes
- * a request. Fastify's default answer lacks `code`; this one is the contract's.
+ * a request. Fastify's default answer lacks `code`; this one is the API's (README, Conventions).
  */
 export function answerClientError (error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
@@ -177,7 +177,7 @@ export function answerClientError (error: Error & { code?: string }, socket: Soc
 async function errors (fastify: FastifyInstance): Promise<void> {
   fastify.setErrorHandler((caught: FastifyError | DomainError, request, reply) => {
     // Postgres or Redis down or too slow is not the server's bug: 503, and the caller retries
-    // (unless the route chose the status, as the inbound webhook's spec 500).
+    // (unless the route chose the status, as the inbound webhook's 500: README, Runs).
     const unavailable = !(caught instanceof DomainError) && caught.statusCode === undefined && isStoreUnavailable(caught)
     const error = requestFaultOf(caught) ?? (unavailable ? serviceUnavailable(caught) : caught)
     if (error instanceof DomainError) {

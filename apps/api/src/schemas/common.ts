@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
 import { PASSWORD_LENGTH } from '@switchboard/core/users'
 
-/** The contract's error body, for every error status of every route. */
+/** The error body (README, Conventions), for every error status of every route. */
 export const ErrorResponse = Type.Object({
   statusCode: Type.Integer(),
   code: Type.String(),
@@ -13,7 +13,7 @@ export const ErrorResponse = Type.Object({
 export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorResponse> =>
   Object.fromEntries(statuses.map((status) => [status, ErrorResponse]))
 
-/** No length or format rules: a malformed id is simply not found (contract: 404, not 400). */
+/** No length or format rules: a malformed id is simply not found (README, Conventions: 404, not 400). */
 export const IdParams = Type.Object({ id: Type.String() })
 
 /** Dates leave as ISO 8601 strings: the serializer formats the Date objects the repositories return. */
@@ -21,7 +21,7 @@ export const Timestamp = Type.Unsafe<Date | string>(Type.String({ format: 'date-
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
 
 /**
- * `limit` and `offset` of every list (contract: default 100, max 500). The offset's
+ * `limit` and `offset` of every list (README, Conventions: default 100, max 500). The offset's
  * bound keeps it exact in JavaScript and within Postgres' bigint.
  */
 export const Pagination = {

@@ -13,7 +13,7 @@ import { AI_MODES, type Agent, type AiMode, type AssistantTurn, type CannedReply
 const REFRESH_MS = 5000
 /** While the inbox's event stream is open, polling only backs it up. */
 const LIVE_REFRESH_MS = 60_000
-/** Free text is allowed within 24 hours of the customer's latest message (spec 4.4). */
+/** Free text is allowed within 24 hours of the customer's latest message (README, Chat). */
 const WINDOW_MS = 24 * 3600 * 1000
 
 interface AccountChoice { id: string, label: string }

@@ -8,7 +8,7 @@ import { paths } from '../paths.ts'
 import { chosenAccount, DEFAULT_ACCOUNT } from '../session.ts'
 import type { RunSummary, WorkflowSummary } from '../types.ts'
 
-/** The spec's dashboard polls the queue counters every 5 seconds (spec 4.12). */
+/** The queue counters are read every 5 seconds (README, Queues). */
 const QUEUES_EVERY_MS = 5000
 const STATS_EVERY_MS = 15_000
 const FAILED_SHOWN = 10

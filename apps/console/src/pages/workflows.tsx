@@ -21,7 +21,7 @@ function EmptyList ({ filtered, offset }: { filtered: boolean, offset: number })
   )
 }
 
-/** The workflow list with the spec's filters (4.7), kept in the address so that back and reload keep them. */
+/** The workflow list with the API's filters (README, Workflows), kept in the address so that back and reload keep them. */
 export function Workflows () {
   const { query, route } = useLocation()
   const offset = Number(query.offset ?? 0) || 0

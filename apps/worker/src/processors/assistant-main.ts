@@ -5,7 +5,7 @@ import { dispatchEvents, reactToInboundMessage } from '@switchboard/core/trigger
 import type { ProcessorFactory } from '../context.ts'
 
 /**
- * Inbound chat platform deliveries (contract, Queues): stored, then opt-out and opt-in keywords
+ * Inbound chat platform deliveries (README, Inbound messages): stored, then opt-out and opt-in keywords
  * answered (such a message ends there), then events and KEYWORD workflows started, then the
  * message's assistant turn created. And the assistant's turns, one job per
  * conversation: a turn waiting for a tool run is delayed, never held by a worker slot. At most

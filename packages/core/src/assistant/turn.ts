@@ -110,7 +110,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     return row === undefined ? null : { ...row, lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt) }
   }
 
-  /** Users whose AGENT workflows are the number's tools: its linkers; for the default account, admins (contract). */
+  /** Users whose AGENT workflows are the number's tools: its linkers; for the default account, admins (README, The assistant: Tools). */
   async function toolOwners (phoneNumberId: string): Promise<string[]> {
     const rows = phoneNumberId === config.chat.phoneNumberId
       ? await db.execute<{ id: string }>(sql`select id from users where role = 'admin'`)
@@ -352,7 +352,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
 
   return {
     /**
-     * After an inbound message was dispatched (contract, inbound message precedence): its turn,
+     * After an inbound message was dispatched (README, Inbound messages): its turn,
      * when the assistant answers it, and the conversation's job. Idempotent per message.
      */
     async onInboundMessage (message: { conversationId: string, messageId: string, keywordMatched: boolean }): Promise<void> {

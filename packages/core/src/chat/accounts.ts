@@ -31,7 +31,7 @@ const accountRequired = (): DomainError => new DomainError('CHAT_ACCOUNT_REQUIRE
 export const accountNotFound = (): DomainError => new DomainError('CHAT_ACCOUNT_NOT_FOUND', 'Chat account not found')
 
 /**
- * Which chat account a user sends and reads with (contract, Chat): their
+ * Which chat account a user sends and reads with (README, Chat): their
  * linked accounts, or, when they have none, the installation's default
  * account from the environment, shared like a team inbox.
  */

@@ -44,7 +44,7 @@ interface PlatformErrorBody {
   fbtrace_id?: string
 }
 
-/** The send result of spec 2.7, passed through to the caller unchanged. */
+/** The platform's send result, passed through to the caller unchanged (README, Chat). */
 export interface SendResult {
   messaging_product: string
   contacts?: Array<{ input: string, wa_id: string }>

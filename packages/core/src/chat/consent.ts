@@ -95,8 +95,8 @@ interface ConsentKeywordsOptions {
 }
 
 /**
- * Opt-out and opt-in keywords, the first thing an inbound message meets (contract, inbound message
- * precedence): a message that is one of its number's keywords sets the contact's `optedOut` (source
+ * Opt-out and opt-in keywords, the first thing an inbound message meets (README, Inbound
+ * messages): a message that is one of its number's keywords sets the contact's `optedOut` (source
  * `keyword`, at the message's time), is answered with the confirmation, and ends there: no event, no
  * KEYWORD workflow, no assistant turn. Called again for a retried delivery, it changes the contact to
  * the same and confirms once: the confirmation is claimed by an id derived from the message before it

@@ -20,7 +20,7 @@ export type MessageStatus = typeof MESSAGE_STATUSES[number]
 /** The name the assistant's drafts and sends carry in the inbox: its turns' and the ai_reply node's. */
 export const ASSISTANT_NAME = 'Assistant'
 
-/** Messages embedded in each listed conversation (contract: the latest 20, oldest first). */
+/** Messages embedded in each listed conversation (README, Chat: the latest 20, oldest first). */
 const LATEST_MESSAGES = 20
 type ConversationWithMessages = Conversation & { optedOut: boolean, messages: Message[] }
 

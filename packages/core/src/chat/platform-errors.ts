@@ -1,7 +1,7 @@
 import { DomainError } from '../errors.ts'
 import { ChatPlatformError, ChatPlatformUnavailableError } from './client.ts'
 
-/** Spec section 7: the message a client sees for each platform error code; others keep the platform's own. */
+/** The message a client sees for each of these platform error codes (README, Chat); others keep the platform's own. */
 const PLATFORM_ERROR_MESSAGES: Record<number, string> = {
   132001: 'Template name does not exist',
   132000: 'Number of parameters mismatch',
@@ -9,7 +9,7 @@ const PLATFORM_ERROR_MESSAGES: Record<number, string> = {
   131030: 'Recipient phone number not in allowed list'
 }
 
-/** What the platform said, relayed as the error body's `details` (contract, Chat). */
+/** What the platform said, relayed as the error body's `details` (README, Chat). */
 export const platformDetails = (err: ChatPlatformError): Record<string, unknown> => ({
   code: err.code,
   subcode: err.subcode ?? null,
@@ -18,7 +18,7 @@ export const platformDetails = (err: ChatPlatformError): Record<string, unknown>
 })
 
 /**
- * Platform failures become the contract's errors: the spec's message and the platform's details,
+ * Platform failures become the API's errors (README, Chat): our message and the platform's details,
  * or unreachable. The platform's error stays their cause (`isTransientChatFailure` reads it).
  */
 export function platformFailure (err: unknown): unknown {

@@ -26,8 +26,8 @@ interface SendTextRequest {
   /** Our message id or the platform's wamid of the quoted message. */
   replyToId?: string
   /**
-   * A person's reply (the API's sends): the conversation's assistant pauses until its aiMode is set again (contract,
-   * inbound message precedence), and a contact who opted out and wrote again may get it (README, Contacts and consent).
+   * A person's reply (the API's sends): the conversation's assistant pauses until its aiMode is set again (README,
+   * Inbound messages), and a contact who opted out and wrote again may get it (README, Contacts and consent).
    */
   pausesAssistant?: boolean
 }
@@ -73,7 +73,7 @@ interface ChatServiceOptions {
   logger: Pick<Logger, 'error'>
 }
 
-/** The spec says `buttons`; the platform's send format says `button`. */
+/** Our API's component type is `buttons` (README, Chat); the platform's send format says `button`. */
 const platformComponents = (components: unknown[] | undefined): unknown[] | undefined => components?.map((component) =>
   (component as { type?: unknown })?.type === 'buttons' ? { ...(component as object), type: 'button' } : component)
 

@@ -1,6 +1,6 @@
 import { DomainError } from '../errors.ts'
 
-/** The customer service window (spec 8): free-form messages only within 24 hours of the customer's last message. */
+/** The customer service window (README, Chat): free-form messages only within 24 hours of the customer's last message. */
 export const WINDOW_MS = 24 * 3600 * 1000
 
 /** Refuses a free-form message outside the window: only a template may reopen the conversation. */

@@ -193,7 +193,7 @@ function ownerOf (job: RunDelivery): ClaimOwner {
 }
 
 /**
- * Executes runs (contract, "Graph execution" and "Runs"; docs/engine.md). One call takes a run
+ * Executes runs (README, Graph execution and Runs; docs/engine.md). One call takes a run
  * from PENDING, WAITING or (after its worker died) RUNNING and executes nodes until the run ends,
  * suspends, or is cancelled. This file is the run loop; beside it, each concern is a system of
  * its own: the run writer (run-writer.ts: claimed, or claimed by the first write), one node's

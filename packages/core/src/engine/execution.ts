@@ -24,7 +24,7 @@ export interface Pending {
    * A node acted on the outside world since the checkpoint (its checkpoint before the effect was
    * written): the lines say what it did, so they are written even if the next step is refused (a
    * cancel). Pure nodes' lines go with their outputs: a refused step writes neither, so a cancelled
-   * run's log and result end at its last checkpoint (contract, Runs: no later node runs).
+   * run's log and result end at its last checkpoint (README, Runs: no later node runs).
    */
   acted: boolean
 }

@@ -1,5 +1,5 @@
 /**
- * `{{path}}` templates (contract, "Templates"): paths resolve against the run's
+ * `{{path}}` templates (README, Templates): paths resolve against the run's
  * `result`, so `{{triggerData.phone}}` and `{{n1.body.id}}` both work; filters
  * may follow the path (`{{triggerData.name | upper}}`, template-filters.ts).
  */

@@ -11,38 +11,38 @@ import { textArray } from '../db/sql.ts'
  * transaction that starts their runs.
  */
 
-/** The event a failed run emits to its owner's EVENT workflows (contract, Events): `{runId, workflowId, error}`. */
+/** The event a failed run emits to its owner's EVENT workflows (README, Event subscriptions): `{runId, workflowId, error}`. */
 export const RUN_FAILED_EVENT = 'workflow.run.failed'
 /**
- * The event a run waiting at an approval node emits to its owner's EVENT workflows (contract,
- * Events): `{runId, workflowId, nodeId, message, expiresAt, resumePath}`, so that a workflow
+ * The event a run waiting at an approval node emits to its owner's EVENT workflows (README,
+ * Event subscriptions): `{runId, workflowId, nodeId, message, expiresAt, resumePath}`, so that a workflow
  * can send the approver the link.
  */
 export const RUN_WAITING_EVENT = 'workflow.run.waiting'
 
 /**
  * The event an outbound message the platform failed emits to the users who can use its number
- * (contract, Events): `{messageId, conversationId, wamid, phone, phoneNumberId, error: {code, title, details}}`.
+ * (README, Event subscriptions): `{messageId, conversationId, wamid, phone, phoneNumberId, error: {code, title, details}}`.
  */
 export const CHAT_MESSAGE_FAILED = 'chat.message.failed'
 
-/** A run that ended SUCCESS (contract, Events): `{runId, workflowId, durationMs}`. */
+/** A run that ended SUCCESS (README, Event subscriptions): `{runId, workflowId, durationMs}`. */
 export const RUN_SUCCEEDED_EVENT = 'workflow.run.succeeded'
-/** A run cancelled, by a user or with its parent (contract, Events): `{runId, workflowId}`. */
+/** A run cancelled, by a user or with its parent (README, Event subscriptions): `{runId, workflowId}`. */
 export const RUN_CANCELLED_EVENT = 'workflow.run.cancelled'
 /**
- * A customer message stored, to the users who can use its number (contract, Events):
- * `{messageId, conversationId, phone, phoneNumberId, type, content}`. Also what
+ * A customer message stored, to the users who can use its number (README, Event subscriptions):
+ * `{phone, name, text, type, messageId, wamid, conversationId, phoneNumberId, interactive?, media?}`. Also what
  * `chat.message.received` EVENT workflows start with (triggers/keyword.ts).
  */
 export const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
 /**
  * A platform status moved an outbound message forward (`sent`, `delivered`, `read`), to the users
- * who can use its number (contract, Events): `{messageId, conversationId, wamid, phone, phoneNumberId, status}`.
+ * who can use its number (README, Event subscriptions): `{messageId, conversationId, wamid, phone, phoneNumberId, status}`.
  */
 export const CHAT_MESSAGE_STATUS = 'chat.message.status'
 
-/** The one catalogue of events (contract section 5, Events): what EVENT triggers and subscriptions name. */
+/** The one catalogue of events (README, Event subscriptions): what EVENT triggers and subscriptions name. */
 export const EVENT_CATALOGUE = [
   RUN_SUCCEEDED_EVENT, RUN_FAILED_EVENT, RUN_CANCELLED_EVENT, RUN_WAITING_EVENT,
   CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, CHAT_MESSAGE_FAILED

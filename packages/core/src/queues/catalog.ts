@@ -1,6 +1,6 @@
 import type { DefaultJobOptions, Processor, Queue } from 'bullmq'
 
-/** The four queues of spec 2.5, in the order the queues endpoint lists them, then the contract's own (section 5). */
+/** Every queue, in the order the queues endpoint lists them (README, Queues). */
 export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries'] as const
 export type QueueName = typeof QUEUE_NAMES[number]
 

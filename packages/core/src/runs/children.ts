@@ -24,7 +24,7 @@ import { durationMsSince } from './steps.ts'
 /** The parent of the children a node starts. */
 export interface ChildParent {
   runId: string
-  /** The parent's owner: the called workflow must be theirs, unless they are an admin (contract, Sub-workflows). */
+  /** The parent's owner: the called workflow must be theirs, unless they are an admin (README, Flow). */
   userId: string
   nodeId: string
   /** The parent's depth: its children are one deeper. */

@@ -86,7 +86,7 @@ interface ReconcileReport {
 }
 
 /**
- * Nothing accepted is lost (contract, Runs): Postgres is the record, and this
+ * Nothing accepted is lost (README, Guarantees): Postgres is the record, and this
  * puts Redis right when the two disagree. Every action is idempotent (job ids
  * derive from the run, status changes are guarded), so each worker process
  * runs one without coordination.

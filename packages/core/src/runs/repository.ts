@@ -6,7 +6,7 @@ import type { QueueName } from '../queues/catalog.ts'
 import { cancelDescendants, cancelledEvents } from './children.ts'
 import { durationMsSince } from './steps.ts'
 
-/** Spec 2.3, without the internals (owner, raw body, resume point, attempt). */
+/** A run as the API answers it (README, Runs), without the internals (owner, raw body, resume point, attempt). */
 const runColumns = {
   id: runs.id,
   workflowId: runs.workflowId,
@@ -26,7 +26,7 @@ const runColumns = {
 
 type RunSummary = Pick<Run, keyof typeof runColumns>
 
-/** Log ids leave as strings (spec 2.3); their order is the order of the bigint identity. */
+/** Log ids leave as strings (README, Conventions); their order is the order of the bigint identity. */
 type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
 
 type RunWithLogs = RunSummary & { childCount: number, logs: RunLogView[] }

@@ -5,9 +5,9 @@ import { withTimeout } from '../timeout.ts'
 
 /**
  * The pace of the runs parents start (README, Quotas): child runs count against their parent
- * owner's `runsPerMinute`, by clock minute. Those beyond a minute's room are not refused (contract,
- * section 5): they wait PENDING, their jobs delayed to the first minute with room. One script
- * takes the places of a whole batch, so that parallel fan-outs of one owner share the minutes.
+ * owner's `runsPerMinute`, by clock minute. Those beyond a minute's room are not refused: they
+ * wait PENDING, their jobs delayed to the first minute with room. One script takes the places
+ * of a whole batch, so that parallel fan-outs of one owner share the minutes.
  */
 const TAKE_PLACES = `
 local n = tonumber(ARGV[1])

@@ -50,10 +50,10 @@ export interface CreatedRun {
   delayMs?: number
 }
 
-/** AGENT runs have a queue of their own so that they never wait behind bulk automation (contract, Queues). */
+/** AGENT runs have a queue of their own so that they never wait behind bulk automation (README, Queues). */
 const runQueueFor = (triggerType: Workflow['triggerType']): QueueName => triggerType === 'AGENT' ? AGENT_EXECUTION : WORKFLOW_RUNS
 
-/** How long an idempotency key holds (contract: 24 hours); older keys are taken over, and purged by the worker's reconciler. */
+/** How long an idempotency key holds (README, Runs: 24 hours); older keys are taken over, and purged by the worker's reconciler. */
 export const IDEMPOTENCY_WINDOW = sql.raw('interval \'24 hours\'')
 
 /**

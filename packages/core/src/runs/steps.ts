@@ -466,7 +466,7 @@ export function runStore (db: DbOrTx) {
      * A checkpoint: nodes finished and the run goes on at `progress.currentNodeId`. A refused step
      * (the run was cancelled, or taken over) writes its `lines` only with `keepLines`: they tell of
      * a node that acted on the outside world, which happened; the lines of pure nodes that ran
-     * after a cancel are dropped (contract, Runs: no later node runs).
+     * after a cancel are dropped (README, Runs: no later node runs).
      */
     async advance (runId: string, claim: number, progress: Progress, lines: LogLine[], keepLines = false): Promise<StepOutcome> {
       const rows = await db.execute<StepRow>(sql`

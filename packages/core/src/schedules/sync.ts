@@ -46,7 +46,7 @@ export function nextRunAt (trigger: CronTrigger, after: Date): Date | null {
 
 /**
  * The schedule a workflow should have now, or null: only an active CRON
- * workflow with a valid expression is scheduled (spec 2.4; a CRON draft without one is not).
+ * workflow with a valid expression is scheduled (README, Triggers; a CRON draft without one is not).
  */
 export function plannedSchedule (workflow: ScheduleFields, now = new Date()): PlannedSchedule | null {
   if (!workflow.isActive) return null
@@ -114,7 +114,7 @@ export function createScheduleSync ({ db, queue }: ScheduleSyncOptions) {
       if (removed.length > 0 || anyScheduler) await unregister(workflowId)
       return 'unscheduled'
     }
-    // A changed expression or timezone is a new schedule: the old one is deleted (spec 3).
+    // A changed expression or timezone is a new schedule: the old one is deleted (README, Triggers).
     await tx.delete(workflowSchedules).where(and(
       eq(workflowSchedules.workflowId, workflowId),
       or(ne(workflowSchedules.cronExpression, planned.cronExpression), ne(workflowSchedules.timezone, planned.timezone))

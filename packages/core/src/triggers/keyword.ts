@@ -11,7 +11,7 @@ const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/
 const WORD = '[\\p{L}\\p{N}_]'
 
 /**
- * The first of `keywords` the text matches (contract, KEYWORD): case-insensitive,
+ * The first of `keywords` the text matches (README, Triggers): case-insensitive,
  * whole words; `contains` anywhere, `startsWith` at the beginning, `exact` the whole text.
  * A tap on a button or list row also matches a keyword equal to its whole id (`tapId`), whatever
  * `match` says: ids are what a workflow offered, titles what the customer read.

@@ -4,7 +4,7 @@ import { textArray } from '../db/sql.ts'
 
 /**
  * Who is asking, for every owner-scoped read and write: members see and change
- * their own workflows and runs, admins everyone's (contract section 3). A request made
+ * their own workflows and runs, admins everyone's (README, Ownership). A request made
  * with an API key limited to some workflows sees only those, and their runs (README, API keys).
  */
 export interface Viewer {

@@ -2,7 +2,7 @@ import type { WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import type { NodeLinkField } from '../engine/nodes/definition.ts'
 
 /**
- * Graph navigation (contract, "Graph execution"). Links are a node's `next`, the
+ * Graph navigation (README, Graph execution). Links are a node's `next`, the
  * link fields of its type (a condition's `then`, `else`, `cases`, `default`) and the
  * visual builder's edges `{source, target, sourceHandle}`.
  */
@@ -42,8 +42,8 @@ interface NodeLink {
 }
 
 /**
- * The links leaving a node, in the order the engine follows them (contract,
- * "Graph execution"): its type's link fields (a condition's branches), then `next`, then edges.
+ * The links leaving a node, in the order the engine follows them (README,
+ * Graph execution): its type's link fields (a condition's branches), then `next`, then edges.
  * Non-string targets are skipped here; `validateWorkflowGraph` refuses them.
  * Validation checks these links and the engine follows them: one definition.
  */

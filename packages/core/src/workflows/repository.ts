@@ -32,13 +32,13 @@ export interface RecentRun {
   createdAt: Date
 }
 
-/** GET one: the workflow with its latest runs (newest first) and its schedules (spec 4.8). */
+/** GET one: the workflow with its latest runs (newest first) and its schedules (README, Workflows). */
 export interface WorkflowDetail extends Workflow {
   runs: RecentRun[]
   schedules: WorkflowSchedule[]
 }
 
-/** The summary fields of spec 4.7. */
+/** The summary fields of the list (README, Workflows). */
 const summaryColumns = {
   id: workflows.id,
   name: workflows.name,
@@ -142,7 +142,7 @@ export function workflowsRepository (db: DbOrTx) {
       return workflow!
     },
 
-    /** Newest `updatedAt` first; each filter narrows the list (spec 4.7). */
+    /** Newest `updatedAt` first; each filter narrows the list (README, Workflows). */
     async list (viewer: Viewer, filters: WorkflowFilters): Promise<WorkflowSummary[]> {
       return db.select(summaryColumns).from(workflows)
         .where(and(

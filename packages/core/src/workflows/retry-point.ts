@@ -39,7 +39,7 @@ function branchNodes (graph: WorkflowGraph): Set<string> {
 const refused = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
 
 /**
- * Where a retry from `fromNodeId` starts (contract section 5, Test runs): at that node of
+ * Where a retry from `fromNodeId` starts (README, The workflow builder): at that node of
  * `graph`, with the outputs the first run's nodes before it produced (`result` minus that node
  * and every node reachable from it). Refused (400) for a node the graph lacks, a node inside a
  * parallel branch, and when an output kept holds a masked credential value: the retried nodes

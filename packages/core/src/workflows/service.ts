@@ -25,7 +25,7 @@ export const workflowNotFound = (details?: { nodeId: string, field: string }): D
 export const versionNotFound = (): DomainError => new DomainError('WORKFLOW_VERSION_NOT_FOUND', 'Workflow version not found')
 
 /**
- * The schedule side effects of CRON workflows (spec section 3). Both hooks run
+ * The schedule side effects of CRON workflows (README, Triggers). Both hooks run
  * inside the transaction that saved or deleted the workflow, so a failure
  * undoes the change; `onSaved` sees the workflow as stored.
  */
@@ -52,7 +52,7 @@ const countedAs = (workflow: Pick<Workflow, 'isActive' | 'triggerType'>): SavedQ
 /** The fields a version holds: changing any of them makes a new version. */
 const DEFINITION_FIELDS = ['triggerType', 'triggerConfig', 'nodes', 'edges'] as const
 
-/** A field as a version (and the audit log) compares it: nodes without their builder positions (contract section 5, Node layout). */
+/** A field as a version (and the audit log) compares it: nodes without their builder positions (README, The workflow builder: Positions). */
 function withoutPositions (field: string, value: unknown): unknown {
   if (field !== 'nodes' || !Array.isArray(value)) return value
   return (value as WorkflowNode[]).map(({ position: _position, ...node }) => node)

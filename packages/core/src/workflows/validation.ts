@@ -10,7 +10,7 @@ import { agentTriggerProblem } from '../assistant/tools.ts'
 import { checkNodeConfig } from './node-config.ts'
 import { joinOf, outgoingLinks } from './graph.ts'
 
-/** KEYWORD triggerConfig.match (contract, KEYWORD); `contains` when absent. */
+/** KEYWORD triggerConfig.match (README, Triggers); `contains` when absent. */
 const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
 
 const DEFAULT_TIMEZONE = 'UTC'
@@ -121,7 +121,7 @@ function findCycle (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge
 export type WorkflowLimits = Pick<Limits, 'workflowMaxNodes' | 'cronMinIntervalSeconds' | 'codeMaxBytes'>
 
 /**
- * Checks a workflow graph before it is stored (contract, Workflows): a bounded
+ * Checks a workflow graph before it is stored (README, Workflows): a bounded
  * number of nodes, known node types, unique ids, links that reach existing nodes,
  * no cycles. `wait` nodes suspend a run, they do not make loops legal. Throws a
  * 400 DomainError naming the node.
@@ -274,7 +274,7 @@ export async function validateNodesAsync (nodes: readonly WorkflowNode[], tools:
   }
 }
 
-/** Everything checked before a workflow is stored, in the contract's order: graph, then trigger. */
+/** Everything checked before a workflow is stored, in the order its errors come (README, Workflows): graph, then trigger. */
 export function validateWorkflow (workflow: {
   triggerType: TriggerType
   triggerConfig: Record<string, unknown>

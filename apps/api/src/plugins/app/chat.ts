@@ -37,7 +37,7 @@ declare module 'fastify' {
     chatAccountFor: (request: FastifyRequest) => Promise<UsableChatAccount>
     /**
      * The account a route's `:id` names (a linked account or `default`) for its settings: whoever can
-     * use it reads them; `change`: only admins change the installation's default account's (contract).
+     * use it reads them; `change`: only admins change the installation's default account's (README, Chat).
      */
     chatAccountSettingsOf: (request: FastifyRequest, id: string, access: 'read' | 'change') => Promise<UsableChatAccount>
   }

@@ -34,7 +34,7 @@ interface Runs {
   /**
    * Decides the approval a run waits for at a node (as `viewer`, or with the public `token`) and
    * wakes the run: 404 for a run the viewer cannot see or an unknown token, 409 when the run does
-   * not wait at that node now (contract, Sub-workflows).
+   * not wait at that node now (README, Flow).
    */
   resume: (decider: Parameters<ReturnType<typeof runWaits>['decide']>[0], decision: Decided['decision'], data: unknown, log: FastifyBaseLogger) => Promise<Decided>
   /** The approvals the viewer may decide, oldest first. */

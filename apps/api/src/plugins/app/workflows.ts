@@ -13,7 +13,7 @@ type Workflows = ReturnType<typeof createWorkflowService> & {
 
 function createWorkflows (fastify: FastifyInstance, code: CodeSandboxPool): Workflows {
   const repository = workflowsRepository(fastify.db)
-  // CRON schedule side effects (spec section 3) run inside the transaction that saves the workflow.
+  // CRON schedule side effects (README, Triggers) run inside the transaction that saves the workflow.
   const scheduleSync = createScheduleSync({ db: fastify.db, queue: fastify.queues['scheduled-tasks'] })
   return {
     ...createWorkflowService({ db: fastify.db, tools: { code }, scheduleSync, limits: fastify.config.limits, quotas: fastify.config.quotas }),

@@ -4,8 +4,8 @@ import type { ApiKeyScope } from '@switchboard/core/db'
 const READ_METHODS = new Set(['GET', 'HEAD'])
 
 /**
- * An `onRoute` hook for a route group: the API key scope each of its routes needs (contract
- * section 5, Auth), `read` for GET and HEAD, `write` for the rest, unless the route names its own
+ * An `onRoute` hook for a route group: the API key scope each of its routes needs (README,
+ * API keys), `read` for GET and HEAD, `write` for the rest, unless the route names its own
  * `config.scope`. A route left without one (a group that adds no hook) is closed to keys.
  * The scope is written on the route's OpenAPI operation as `x-api-key-scope`.
  */

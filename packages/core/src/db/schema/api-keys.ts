@@ -3,7 +3,7 @@ import { index, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { createdAt, id, nullableTimestamp } from './_columns.ts'
 import { users } from './users.ts'
 
-/** What a key may do (contract section 5, Auth): a closed set, checked on every route. */
+/** What a key may do (README, API keys): a closed set, checked on every route. */
 export const API_KEY_SCOPES = [
   'workflows:read', 'workflows:write', 'runs:read', 'runs:write', 'events:write', 'queues:read',
   'credentials:read', 'credentials:write', 'chat:read', 'chat:write', 'subscriptions:write',

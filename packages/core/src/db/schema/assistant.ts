@@ -13,7 +13,7 @@ import { users } from './users.ts'
 export const chatAssistants = pgTable('chat_assistants', {
   phoneNumberId: text('phone_number_id').primaryKey(),
   instructions: text('instructions').notNull().default(''),
-  // Answer even when a KEYWORD workflow matched the message (contract, inbound message precedence).
+  // Answer even when a KEYWORD workflow matched the message (README, Inbound messages).
   answerAlways: boolean('answer_always').notNull().default(false),
   model: text('model'),
   // A bearer credential whose token is the provider key for this number, instead of AI_API_KEY.

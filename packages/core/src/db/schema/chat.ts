@@ -7,7 +7,7 @@ export const CONVERSATION_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as co
 export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
 export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const
 export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
-/** An assistant's reply waiting for staff (contract, Message statuses); approved, it becomes `sent`. */
+/** An assistant's reply waiting for staff (README, Chat: message statuses); approved, it becomes `sent`. */
 export const DRAFT_STATUSES = ['pending_approval', 'rejected', 'stale'] as const
 
 /** Why the platform failed a message, as the API returns it: the platform's code, title and details. */

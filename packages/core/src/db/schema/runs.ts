@@ -54,7 +54,7 @@ export const runs = pgTable('runs', {
   startedAt: nullableTimestamp('started_at'),
   completedAt: nullableTimestamp('completed_at'),
   durationMs: integer('duration_ms'),
-  // A run started by POST /workflows/:id/test (contract section 5, Test runs): counted as a run, filtered by `?test=`.
+  // A run started by POST /workflows/:id/test (README, The workflow builder): counted as a run, filtered by `?test=`.
   test: boolean('test').notNull().default(false),
   // A test run's last node: the run ends SUCCESS once that node has run ("Run to here").
   untilNodeId: text('until_node_id')

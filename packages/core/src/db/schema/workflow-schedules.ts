@@ -11,7 +11,7 @@ export const workflowSchedules = pgTable('workflow_schedules', {
   lastRunAt: nullableTimestamp('last_run_at'),
   createdAt: createdAt()
 }, (t) => [
-  // The contract: an active CRON workflow has exactly one schedule.
+  // An active CRON workflow has exactly one schedule (README, Triggers).
   uniqueIndex('workflow_schedules_workflow_key').on(t.workflowId)
 ])
 

@@ -14,7 +14,7 @@ export interface WorkflowNode {
   type: string
   config?: Record<string, unknown>
   next?: string
-  /** Where the builder draws it (contract section 5, Node layout): a change of positions only makes no new version. */
+  /** Where the builder draws it (README, The workflow builder: Positions): a change of positions only makes no new version. */
   position?: { x: number, y: number }
 }
 
@@ -52,7 +52,7 @@ export const workflows = pgTable('workflows', {
   // Runs of the workflow executing at once; beyond it they wait PENDING (runs/slots.ts).
   maxConcurrentRuns: integer('max_concurrent_runs'),
   webhookRateLimit: jsonb('webhook_rate_limit').$type<WebhookRateLimit>(),
-  /** Sample triggerData a test run uses when given none (contract section 5, Test runs); never used by real triggers, never versioned. */
+  /** Sample triggerData a test run uses when given none (README, The workflow builder); never used by real triggers, never versioned. */
   pinnedData: jsonb('pinned_data').$type<unknown>(),
   ...timestamps()
 }, (t) => [

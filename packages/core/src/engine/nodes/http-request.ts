@@ -235,7 +235,7 @@ async function exchange (context: NodeContext, request: { url: URL, method: stri
 }
 
 /**
- * An outbound HTTP call (spec 6.3) through the worker's shared dispatcher,
+ * An outbound HTTP call through the worker's shared dispatcher,
  * which refuses private and metadata addresses, on every redirect too. Network errors, time-outs,
  * 5xx and 429 answers may pass: the engine retries them as the node's `retry`
  * (or its older `retries`) allows, waiting at least what a Retry-After header

@@ -6,8 +6,8 @@ import { awaitChildren, childFailure, startChildren } from './child-runs.ts'
 import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 
 /**
- * Calls another workflow of the owner (any trigger type but CRON, active or not: contract,
- * Sub-workflows) with `input` as its triggerData, as a child run. Waiting, the run is WAITING
+ * Calls another workflow of the owner (any trigger type but CRON, active or not: README,
+ * Flow) with `input` as its triggerData, as a child run. Waiting, the run is WAITING
  * (no worker held) until the child ends, and goes on with its node outputs, or fails with its
  * error; not waiting, it goes on at once with the child's run id.
  */

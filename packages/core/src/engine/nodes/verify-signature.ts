@@ -18,7 +18,7 @@ function decode (text: string, encoding: Encoding): Buffer | undefined {
 
 /**
  * An HMAC of the inbound webhook's exact bytes compared, in constant time, with
- * a request header (spec 5.6). Any mismatch fails the run with `Invalid signature`.
+ * a request header. Any mismatch fails the run with `Invalid signature`.
  * The secret is `secret`, or the hmac credential named by `credential`.
  */
 export const verifySignature = defineNode({

@@ -130,7 +130,7 @@ const auth: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   /**
-   * Any signed-in user's own password (contract section 5, Passwords). Every token issued
+   * Any signed-in user's own password (README, Security: Passwords). Every token issued
    * before it ends, the one of this request included; the answer carries a new one, as a
    * login's does, so that the client that made the change stays signed in.
    */

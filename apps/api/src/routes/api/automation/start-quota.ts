@@ -8,7 +8,7 @@ import { createCountedLimit } from './counted-limit.ts'
  * The start quota (README, Quotas): the runs `/fire` and the inbound webhook may start for one
  * owner per minute (`runsPerMinute`), counted together whichever way they come. Beyond, 429
  * `Too many runs started; retry later` with Retry-After, before anything is stored. Runs
- * started by cron, events and keywords are never refused for it (contract, section 5).
+ * started by cron, events and keywords are never refused for it.
  */
 export function createStartQuota (fastify: FastifyInstance) {
   const over = createCountedLimit(fastify)

@@ -13,7 +13,7 @@ const userNotFound = (): DomainError => new DomainError('USER_NOT_FOUND', 'User 
 /** An API key (users:admin) manages members only; a person's token, every account (README, API keys). */
 const managerOf = (request: FastifyRequest): UserManager => ({ membersOnly: request.apiKey !== null })
 
-/** Admin-only user management (contract section 4, Users; section 5, Passwords). */
+/** Admin-only user management (README, Signing in; Security: Passwords). */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRoute', keyScopes('users:admin', 'users:admin'))
   fastify.addHook('onRequest', fastify.requireAdmin)

@@ -35,7 +35,7 @@ function validSignature (raw: Buffer, header: string | string[] | undefined, app
 }
 
 /**
- * The chat platform's webhook (contract, Chat): the verification handshake,
+ * The chat platform's webhook (README, Inbound messages): the verification handshake,
  * and deliveries stored and queued on assistant-main so that the answer stays
  * fast however large a burst is. Public: the signature is the authentication.
  */

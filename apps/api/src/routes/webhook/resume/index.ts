@@ -10,7 +10,7 @@ const tokenShape = new RegExp(RESUME_TOKEN_PATTERN)
 /**
  * POST /webhook/resume/:token, public: the one-time link of an approval (the approval node's
  * output and its `workflow.run.waiting` event carry it). A wrong token answers 404 like a missing
- * one; a used or expired one 409, as the resume route does (contract, Sub-workflows).
+ * one; a used or expired one 409, as the resume route does (README, Flow).
  */
 const resume: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/:token', {

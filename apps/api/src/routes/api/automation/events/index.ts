@@ -4,7 +4,7 @@ import { errorResponses } from '../../../../schemas/common.ts'
 import { EmitEventBody, EventRuns } from './schemas.ts'
 import { keyScopes } from '../../key-scopes.ts'
 
-/** POST /api/automation/events (contract, Events): starts the caller's active EVENT workflows listening to `name` (an API key's: those of its workflowIds). */
+/** POST /api/automation/events (README, Triggers): starts the caller's active EVENT workflows listening to `name` (an API key's: those of its workflowIds). */
 const events: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRoute', keyScopes('events:write', 'events:write'))
   fastify.post('', {

@@ -8,7 +8,7 @@ import { keyScopes } from '../../key-scopes.ts'
 
 /**
  * Each queue gets this long to answer. The counters are read in parallel, so the whole
- * answer stays within the contract's 2 seconds even when Redis hangs.
+ * answer stays within its 2 seconds even when Redis hangs (README, Queues).
  */
 const QUEUE_COUNTS_BUDGET_MS = 1500
 
@@ -36,7 +36,7 @@ async function countJobs (queue: Queues[keyof Queues], log: FastifyBaseLogger): 
   }
 }
 
-/** GET /api/automation/queues (spec 4.12): one failing queue is reported with `error` and zero counters. */
+/** GET /api/automation/queues (README, Queues): one failing queue is reported with `error` and zero counters. */
 const queues: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRoute', keyScopes('queues:read', 'queues:read'))
   fastify.get('', {

@@ -28,7 +28,7 @@ type RunStatus = typeof RUN_STATUSES[number]
 
 const zeroCounts = (): Record<RunStatus, number> => Object.fromEntries(RUN_STATUSES.map((status) => [status, 0])) as Record<RunStatus, number>
 
-/** GET /api/automation/runs/:id (spec 4.11), the run list and cancel (contract, Runs). */
+/** GET /api/automation/runs/:id, the run list and cancel (README, Runs). */
 const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRoute', keyScopes('runs:read', 'runs:write'))
   const { runs } = fastify
@@ -78,7 +78,7 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return outcome
   })
 
-  // Decides the approval the run waits for at nodeId (contract, Sub-workflows); the run goes on in a worker.
+  // Decides the approval the run waits for at nodeId (README, Flow); the run goes on in a worker.
   fastify.post('/:id/resume', {
     schema: {
       tags: ['runs'],

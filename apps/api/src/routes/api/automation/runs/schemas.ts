@@ -30,7 +30,7 @@ export const RunSummary = Type.Object({
   test: Type.Boolean({ description: 'started by POST /workflows/:id/test' })
 })
 
-/** Spec 2.3. */
+/** A run as GET /runs/:id answers it (README, Runs). */
 export const Run = Type.Object({
   ...RunSummary.properties,
   childCount: Type.Integer({ description: 'runs its run_workflow and foreach nodes started (GET /runs?parentRunId=)' }),
@@ -42,7 +42,7 @@ export const APPROVAL_DECISIONS = ['approve', 'reject'] as const
 /** A decision's optional data, kept with it and given to the approval node's output (`data`). */
 const DecisionData = Type.Optional(Type.Unknown({ description: 'kept with the decision: the approval node’s output.data' }))
 
-/** POST /runs/:id/resume (contract, Sub-workflows). */
+/** POST /runs/:id/resume (README, Flow). */
 export const ResumeRunBody = Type.Object({
   nodeId: Type.String({ minLength: 1, maxLength: 200, description: 'the approval node the run waits at' }),
   decision: Type.Enum(APPROVAL_DECISIONS),
@@ -109,7 +109,7 @@ export const RunStats = Type.Object({
   buckets: Type.Array(Type.Object({ minute: Timestamp, counts: StatusCounts }))
 })
 
-/** `Idempotency-Key` (contract, Runs). Node joins a repeated header into one string; only the typing allows an array. */
+/** `Idempotency-Key` (README, Runs). Node joins a repeated header into one string; only the typing allows an array. */
 export function idempotencyKeyOf (headers: Record<string, string | string[] | undefined>): string | undefined {
   const key = headers['idempotency-key']
   return typeof key === 'string' ? key : undefined

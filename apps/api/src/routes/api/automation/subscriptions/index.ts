@@ -19,7 +19,7 @@ import {
 const subscriptionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { subscriptions } = fastify
   const tags = ['subscriptions']
-  // One scope for reads and writes (contract section 5, Auth): a delivery shows what was sent.
+  // One scope for reads and writes (README, API keys): a delivery shows what was sent.
   fastify.addHook('onRoute', keyScopes('subscriptions:write', 'subscriptions:write'))
   fastify.addHook('preHandler', checkIdParam('id', () => { throw subscriptionNotFound() }))
   fastify.addHook('preHandler', checkIdParam('deliveryId', () => { throw deliveryNotFound() }))

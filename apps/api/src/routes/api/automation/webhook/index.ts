@@ -30,13 +30,13 @@ function hasTooManyFields (text: string): boolean {
 }
 
 /**
- * The spec's answer when the run cannot be started (spec 7: 500 `Internal Server Error`, the
+ * The answer when the run cannot be started (README, Runs: 500 `Internal Server Error`, the
  * sender retries), also when Postgres or Redis is down: never the 503 other routes give.
  */
 const notStarted = (cause: unknown): Error => Object.assign(new Error('Webhook run not started: a store is unavailable'), { cause, statusCode: 500 })
 
 /**
- * POST /api/automation/webhook/:workflowId (spec 4.13), public. Always 200 so that
+ * POST /api/automation/webhook/:workflowId (README, Runs), public. Always 200 so that
  * workflow ids cannot be probed; 500 only when the run could not be started, so the
  * sender retries: within REQUEST_DEADLINE_MS, and then no run exists; 429 with
  * Retry-After beyond the workflow's own `webhookRateLimit`, which its owner chose.
@@ -47,7 +47,7 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
   const checkStartQuota = createStartQuota(fastify)
 
   /**
-   * The body as triggerData holds it. Spec 4.13: the answer is always 200, so what cannot be
+   * The body as triggerData holds it. The answer is always 200 (README, Runs), so what cannot be
    * parsed is kept as text rather than refused: broken JSON, JSON nested too deeply, JSON
    * carrying __proto__ (never parsed), a form with too many fields.
    */

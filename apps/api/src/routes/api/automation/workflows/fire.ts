@@ -8,7 +8,7 @@ import { idempotencyKeyOf, RunAccepted } from '../runs/schemas.ts'
 import { createStartQuota } from '../start-quota.ts'
 
 /**
- * POST /api/automation/workflows/:id/fire (spec 4.10): the whole body becomes triggerData; the run
+ * POST /api/automation/workflows/:id/fire (README, Runs): the whole body becomes triggerData; the run
  * executes in the background. Registered by the workflows group, whose hook checks the id.
  * Answered within REQUEST_DEADLINE_MS: 503 with Retry-After when Postgres or Redis cannot
  * store and queue the run in time, and then no run exists.

@@ -26,7 +26,7 @@ const isBlank = (value: unknown): boolean => value === null || (typeof value ===
 
 /**
  * AJV reports a missing triggerType before it looks at name's value, so a blank
- * name is refused here first: the contract checks name before triggerType.
+ * name is refused here first: the API checks name before triggerType (README, Workflows).
  */
 async function refuseBlankName (request: FastifyRequest): Promise<void> {
   const body = request.body as Record<string, unknown> | null | undefined
@@ -36,7 +36,7 @@ async function refuseBlankName (request: FastifyRequest): Promise<void> {
   }
 }
 
-/** Workflow definitions (spec 4.6–4.9 and DELETE), scoped to the caller; admins see all; their fire, bulk retry, versions, export and import. */
+/** Workflow definitions (README, Workflows), scoped to the caller; admins see all; their fire, bulk retry, versions, export and import. */
 const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.addHook('onRoute', keyScopes('workflows:read', 'workflows:write'))
   const { workflows } = fastify

@@ -67,7 +67,7 @@ const WebhookRateLimit = Type.Union([Type.Object({ max: Type.Integer(), windowSe
 
 /**
  * The writable fields. The property order is the order in which AJV reports
- * failures, which gives the contract's order of checks: name, triggerType, domain, the rest.
+ * failures, which gives the API's order of checks (README, Workflows): name, triggerType, domain, the rest.
  */
 const writable = {
   name: Name,

@@ -8,7 +8,7 @@ import { createStartQuota } from '../start-quota.ts'
 import { TestRunBody } from './schemas.ts'
 
 /**
- * POST /api/automation/workflows/:id/test (contract section 5, Test runs): a run of the workflow,
+ * POST /api/automation/workflows/:id/test (README, The workflow builder): a run of the workflow,
  * active or not, with the given triggerData or else its pinnedData, marked `test: true` and
  * ending after `untilNodeId` when given ("Run to here" in the builder). It counts as a run,
  * quotas included. Registered by the workflows group, whose hook checks the id.

@@ -10,7 +10,7 @@ import { ChatAccount, CreateChatAccountBody, ListChatAccountsQuery, UpdateChatAc
 const alreadyLinked = () => new DomainError('CHAT_ACCOUNT_EXISTS', 'Chat account already linked')
 
 /**
- * Linked chat accounts (contract, Chat). The access token is write-only: it is
+ * Linked chat accounts (README, Chat). The access token is write-only: it is
  * encrypted before it is stored and no response carries it.
  */
 const accounts: FastifyPluginAsyncTypebox = async (fastify) => {

@@ -7,7 +7,7 @@ const DAY_MS = 24 * 3600 * 1000
 /**
  * An account's assistant (README, The assistant): its instructions, model and key, and what it
  * used. `:id` is a linked account or `default`, the installation's shared inbox, whose settings
- * only admins change (contract). Whoever can use an account reads them.
+ * only admins change. Whoever can use an account reads them.
  */
 const assistant: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/:id/assistant', {

@@ -7,7 +7,7 @@ import { ApproveDraftBody, AssistantTurn, ChatMessage, Conversation, Conversatio
 const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
 
 /**
- * Spec 4.5 and the contract's conversation management. Every route acts on the
+ * The conversation list and each conversation's changes (README, Chat). Every route acts on the
  * conversations of the selected account only; another account's conversation is a 404.
  */
 const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -32,7 +32,7 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     // Labels are a set: each stored once, in the order given (like workflow tags).
     const changes = labels === undefined ? request.body : { ...request.body, labels: [...new Set(labels)] }
-    // Assigning a person pauses the assistant; setting aiMode (again) resumes it (contract, inbound message precedence).
+    // Assigning a person pauses the assistant; setting aiMode (again) resumes it (README, Inbound messages).
     const pause = aiMode !== undefined ? { assistantPaused: false } : typeof assignedAgentId === 'string' ? { assistantPaused: true } : {}
     const conversation = await repo.update(request.params.id, account.phoneNumberId, { ...changes, ...pause })
     if (conversation === null) throw conversationNotFound()

@@ -4,7 +4,7 @@ import { SendInteractiveBody, SendMediaBody, SendResult, SendTemplateBody, SendT
 
 const sendErrors = errorResponses(400, 401, 404, 500, 502)
 
-/** Spec 4.2 and 4.4, and media and interactive messages: sends through the selected account and returns the platform's answer. */
+/** Text and template messages (README, Chat), and media and interactive messages: sends through the selected account and returns the platform's answer. */
 const send: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/text', {
     schema: { tags: ['chat'], body: SendTextBody, response: { 200: SendResult, ...sendErrors } }

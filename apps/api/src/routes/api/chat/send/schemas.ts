@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
 import { INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, MEDIA_KINDS, MEDIA_LIMITS } from '@switchboard/core/chat'
 
-/** Spec 2.7: the platform's body, passed through unchanged (unknown fields included). */
+/** The platform's body, passed through unchanged, unknown fields included (README, Chat). */
 export const SendResult = Type.Object({
   messaging_product: Type.String(),
   contacts: Type.Optional(Type.Array(Type.Object({ input: Type.String(), wa_id: Type.String() }, { additionalProperties: true }))),

@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 
-/** A platform template record, as the platform describes it (spec 2.8 leaves the fields to the platform). */
+/** A platform template record, with the fields the platform gives it (README, Chat). */
 const Template = Type.Object({
   id: Type.String(),
   name: Type.String(),
