@@ -1,7 +1,8 @@
 import closeWithGrace from 'close-with-grace'
 import { configOrExit } from '@switchboard/core/config'
 import { createLogger } from '@switchboard/core/logger'
-import { registerStoreMetrics, startTracing, stopTracing } from '@switchboard/core/observability'
+import { NODE_TYPES } from '@switchboard/core/engine'
+import { registerStoreMetrics, startTracing, stopTracing, zeroNodeSeries } from '@switchboard/core/observability'
 import { startWorkerHttp, storesReadiness, type Readiness } from './http.ts'
 import { startWorker, type RunningWorker } from './worker.ts'
 
@@ -15,6 +16,7 @@ const readiness = async (): Promise<Readiness> => {
   if (state.worker === undefined) return { ready: false, checks: { worker: 'starting' } }
   return storesReadiness(state.worker.context)
 }
+zeroNodeSeries(NODE_TYPES)
 // First, so that liveness answers while the worker connects.
 const http = await startWorkerHttp({ host: config.host, port: config.workerHttpPort, logger, readiness })
 state.worker = await startWorker(config, logger)

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
-import { metricsText, registerStoreMetrics, startProbeListener, type ProbeListener } from '@switchboard/core/observability'
+import { NODE_TYPES } from '@switchboard/core/engine'
+import { metricsText, registerStoreMetrics, startProbeListener, zeroNodeSeries, type ProbeListener } from '@switchboard/core/observability'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,6 +24,7 @@ async function metrics (fastify: FastifyInstance): Promise<void> {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   fastify.decorate('metricsRegistry', registry)
+  zeroNodeSeries(NODE_TYPES)
   registerStoreMetrics(registry, { database: fastify.database, databasePoolMax: fastify.config.databasePoolMax, redis: { producer: fastify.redis }, queues: fastify.queues })
   const duration = new Histogram({
     name: 'http_request_duration_seconds',

@@ -1,5 +1,5 @@
 import { DrizzleQueryError } from 'drizzle-orm'
-import type { RunTrace } from '../observability/run-trace.ts'
+import type { RunTrace } from './run-trace.ts'
 import type { ClaimedRun, LogLine, Refusal } from '../runs/steps.ts'
 import type { WorkflowGraph } from '../workflows/graph.ts'
 import { UnserializableValueError, type JsonSizer } from './json-size.ts'

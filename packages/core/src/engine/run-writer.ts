@@ -1,5 +1,5 @@
 import type DataLoader from 'dataloader'
-import type { RunTrace } from '../observability/run-trace.ts'
+import type { RunTrace } from './run-trace.ts'
 import type { FailStep, InMemoryEnd, LogLine, runStore } from '../runs/steps.ts'
 import { checkpointed, database, ClaimLostError, type Execution, type RunWriter } from './execution.ts'
 import { jsonStringBytes } from './json-size.ts'

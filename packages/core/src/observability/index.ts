@@ -1,7 +1,6 @@
-/** Observability: the application's Prometheus series, the store gauges, the probe listener, how a run is traced, and OpenTelemetry traces. */
+/** Observability: the application's Prometheus series, the store gauges, the probe listener and OpenTelemetry traces. */
 export {
-  chatInboundDeliveries, eventDeliveryAttempts, metricsText, queueWait, registerStoreMetrics, runsCreated, runsFinished, webhookAnswers
+  chatInboundDeliveries, eventDeliveryAttempts, metricsText, queueWait, registerStoreMetrics, runsCreated, runsFinished, webhookAnswers, zeroNodeSeries
 } from './metrics.ts'
 export { sendJson, startProbeListener, type ProbeListener } from './listener.ts'
-export { traceRun } from './run-trace.ts'
 export { startTracing, stopTracing, tracingOn } from './tracing.ts'

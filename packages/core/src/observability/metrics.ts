@@ -3,7 +3,6 @@ import type { Database } from '../db/client.ts'
 import { ASSISTANT_TURN_OUTCOMES, DRAFT_DECISIONS } from '../db/schema/assistant.ts'
 import { FINISHED_RUN_STATUSES } from '../db/schema/runs.ts'
 import { DOMAINS, TRIGGER_TYPES } from '../db/schema/workflows.ts'
-import { NODE_TYPES } from '../engine/nodes/index.ts'
 import { QUEUE_NAMES, type QueueName, type Queues } from '../queues/catalog.ts'
 import type { RedisConnection } from '../queues/connections.ts'
 import { withTimeout } from '../timeout.ts'
@@ -158,9 +157,6 @@ function zeroKnownSeries (): void {
     runDuration.zero({ status })
   }
   for (const queue of QUEUE_NAMES) queueWait.zero({ queue })
-  for (const nodeType of NODE_TYPES) {
-    for (const outcome of ['success', 'failure', 'waiting']) nodeDuration.zero({ node_type: nodeType, outcome })
-  }
   chatSends.inc({ outcome: 'sent', error_code: 'none' }, 0)
   chatInboundDeliveries.inc(0)
   for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
@@ -176,6 +172,17 @@ function zeroKnownSeries (): void {
   for (const decision of DRAFT_DECISIONS) assistantDrafts.inc({ decision }, 0)
 }
 zeroKnownSeries()
+
+/**
+ * The node series from the first scrape, at zero, for each node type the process knows: the
+ * engine's catalogue is passed in by the process that serves the scrape, so this module imports
+ * nothing above it (docs/architecture.md, The arrows).
+ */
+export function zeroNodeSeries (nodeTypes: readonly string[]): void {
+  for (const nodeType of nodeTypes) {
+    for (const outcome of ['success', 'failure', 'waiting']) nodeDuration.zero({ node_type: nodeType, outcome })
+  }
+}
 
 /** Job states the depth gauge reports (BullMQ's names). */
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const

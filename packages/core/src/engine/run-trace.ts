@@ -3,9 +3,9 @@ import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import type { ClaimKind, LogLine } from '../runs/steps.ts'
-import { isNodeType } from '../engine/nodes/index.ts'
-import { nodeDuration, runDuration, runsFinished } from './metrics.ts'
-import { recordError, startSpan, traceparentOf } from './tracing.ts'
+import { isNodeType } from './nodes/index.ts'
+import { nodeDuration, runDuration, runsFinished } from '../observability/metrics.ts'
+import { recordError, startSpan, traceparentOf } from '../observability/tracing.ts'
 
 type Level = 'debug' | 'info' | 'warn' | 'error'
 
