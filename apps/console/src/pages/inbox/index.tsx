@@ -1,0 +1,183 @@
+import { useEffect, useState } from 'preact/hooks'
+import { useLocation } from 'preact-iso'
+import { api, ApiError, type ConversationFilter } from '../../api.ts'
+import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
+import { ago } from '../../format.ts'
+import { CannedReplies } from '../../components/canned-replies.tsx'
+import { useData } from '../../hooks.ts'
+import { useInboxEvents } from '../../live.ts'
+import { paths } from '../../paths.ts'
+import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT, loadSession } from '../../session.ts'
+import { type ChatAccount } from '../../types.ts'
+import { ConversationView, nameOf } from './conversation.tsx'
+import { LIVE_REFRESH_MS, REFRESH_MS } from './refresh.ts'
+
+interface AccountChoice { id: string, label: string }
+
+/**
+ * The accounts a user can read and send with: their linked accounts or, without any, the
+ * installation's default account; an admin may pick any account and the default one too.
+ */
+function choicesOf (accounts: ChatAccount[]): AccountChoice[] {
+  const session = loadSession()
+  const admin = session?.user.role === 'admin'
+  const own = accounts.filter((account) => account.userId === session?.user.id)
+  const linked = (admin ? accounts : own).map((account) => ({ id: account.id, label: `${account.name}${account.displayPhoneNumber === null ? '' : ` (${account.displayPhoneNumber})`}` }))
+  return own.length === 0 || admin ? [{ id: DEFAULT_ACCOUNT, label: 'Default account (installation)' }, ...linked] : linked
+}
+
+/**
+ * The installation's default account was asked for and there is none (CHAT_PHONE_NUMBER_ID and
+ * CHAT_ACCESS_TOKEN unset): nothing is broken, nothing is set up yet.
+ */
+const noAccountSetUp = (accountId: string | undefined, error: Error | undefined): boolean =>
+  accountId === DEFAULT_ACCOUNT && error instanceof ApiError && error.code === 'CHAT_ACCOUNT_NOT_FOUND'
+
+function NoChatAccount ({ others }: { others: boolean }) {
+  return (
+    <div class='card empty-state' id='no-chat-account'>
+      <h2>No chat account is set up</h2>
+      <p>
+        The inbox shows the conversations of a chat platform number once one is connected.
+        {others ? ' This installation has no default account: choose a linked account above, or set one up:' : ' To set one up:'}
+      </p>
+      <ul>
+        <li>link a number under <a href={paths.admin}>Admin → Chat accounts</a> with its phone number id and access token, or</li>
+        <li>have the operator set <code>CHAT_PHONE_NUMBER_ID</code> and <code>CHAT_ACCESS_TOKEN</code> (and <code>CHAT_BUSINESS_ACCOUNT_ID</code> for templates): the installation’s default account, shared by everyone who links none.</li>
+      </ul>
+    </div>
+  )
+}
+
+/**
+ * The label filter, applied on Enter or when left: what is being typed is the field's own, so that
+ * the list reloading meanwhile (live changes) does not put the applied label back.
+ */
+function LabelFilter ({ value, onChange }: { value: string, onChange: (label: string) => void }) {
+  const [typed, setTyped] = useState(value)
+  useEffect(() => { setTyped(value) }, [value])
+  return (
+    <label>Label
+      <input type='search' value={typed} maxLength={50} placeholder='Any' onInput={(e) => { setTyped(e.currentTarget.value) }} onChange={(e) => { onChange(e.currentTarget.value.trim()) }} />
+    </label>
+  )
+}
+
+function AccountSwitcher ({ choices, value, onChange }: { choices: AccountChoice[], value: string, onChange: (id: string) => void }) {
+  if (choices.length < 2) return null
+  return (
+    <label class='account-switcher'>Chat account
+      <select value={value} onChange={(e) => { onChange(e.currentTarget.value) }}>
+        {choices.map((choice) => <option key={choice.id} value={choice.id}>{choice.label}</option>)}
+      </select>
+    </label>
+  )
+}
+
+export function Inbox () {
+  const { query, route } = useLocation()
+  const accounts = useData(api.accounts, [])
+  const choices = accounts.data === undefined ? [] : choicesOf(accounts.data)
+  const stored = chosenAccount()
+  const accountId = choices.find((choice) => choice.id === (query.account ?? stored))?.id ?? choices[0]?.id
+  const filter: ConversationFilter = { filter: query.filter, sort: query.sort, assigned: query.assigned, label: query.label }
+  const live = useInboxEvents(accountId)
+  const refreshMs = live.connected ? LIVE_REFRESH_MS : REFRESH_MS
+  const conversations = useData(async () => accountId === undefined ? [] : api.conversations(accountId, filter),
+    [accountId, query.filter, query.sort, query.assigned, query.label, live.version], refreshMs)
+  const agents = useData(async () => accountId === undefined ? undefined : api.agents(accountId), [accountId])
+  const replies = useData(async () => accountId === undefined ? undefined : api.cannedReplies(accountId), [accountId])
+  const open = conversations.data?.find((conversation) => conversation.id === query.c)
+  // Whether the account's assistant has a model: without one it is off, whatever each conversation's mode.
+  const assistant = useData(async () => accountId === undefined ? undefined : api.assistantSettings(accountId), [accountId])
+  // Remembered for the next visit, and for the overview's count of drafts waiting.
+  useEffect(() => { if (accountId !== undefined) chooseAccount(accountId) }, [accountId])
+
+  const go = (changes: Record<string, string>): void => {
+    const next = new URLSearchParams({ ...query, ...changes })
+    for (const [key, value] of [...next.entries()]) if (value === '') next.delete(key)
+    route(`${paths.inbox}?${next.toString()}`, true)
+  }
+
+  const state = live.connected
+    ? <span class='badge ok' id='inbox-live' title='Changes appear as they happen'>Live</span>
+    : <span class='badge off' id='inbox-polling' title='The live stream is not connected: the inbox reloads every few seconds'>Reloading every {REFRESH_MS / 1000} s</span>
+  const title = <PageTitle actions={<>{state}<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} /></>}>Inbox</PageTitle>
+  if (noAccountSetUp(accountId, conversations.error)) return <section>{title}<NoChatAccount others={choices.length > 1} /></section>
+
+  return (
+    <section>
+      {title}
+      <ErrorNotice error={accounts.error ?? conversations.error ?? agents.error ?? replies.error} />
+      <div class={`inbox${open === undefined ? '' : ' has-open'}`}>
+        <div class='conversation-list'>
+          <form class='filters' aria-label='Filter conversations' onSubmit={(event) => { event.preventDefault() }}>
+            <label>Show
+              <select value={query.filter ?? ''} onChange={(e) => { go({ filter: e.currentTarget.value }) }}>
+                <option value=''>Not archived</option>
+                <option value='unread'>Unread</option>
+                <option value='active'>Active (last 24 hours)</option>
+                <option value='archived'>Archived</option>
+              </select>
+            </label>
+            <label>Sort
+              <select value={query.sort ?? ''} onChange={(e) => { go({ sort: e.currentTarget.value }) }}>
+                <option value=''>Newest</option>
+                <option value='unread'>Unread first</option>
+                <option value='oldest'>Oldest</option>
+              </select>
+            </label>
+            <label>Assigned
+              <select value={query.assigned ?? ''} onChange={(e) => { go({ assigned: e.currentTarget.value }) }}>
+                <option value=''>Anyone</option>
+                <option value='me'>Assigned to me</option>
+                <option value='none'>Unassigned</option>
+              </select>
+            </label>
+            <LabelFilter value={query.label ?? ''} onChange={(label) => { go({ label }) }} />
+          </form>
+          {conversations.data === undefined
+            ? <Loading what='conversations' />
+            : conversations.data.length === 0
+              ? <p class='muted'>No conversation here yet.</p>
+              : (
+                <ul class='conversations' aria-label='Conversations'>
+                  {conversations.data.map((conversation) => (
+                    <li key={conversation.id}>
+                      <a
+                        href={`${paths.inbox}?${new URLSearchParams({ ...query, c: conversation.id }).toString()}`}
+                        aria-current={conversation.id === query.c ? 'true' : undefined}
+                        data-conversation={conversation.phone}
+                      >
+                        <span class='contact'><strong>{conversation.name ?? `+${conversation.phone}`}</strong>{conversation.isPinned && <span class='muted'> · pinned</span>}</span>
+                        <span class='badges'>
+                          {conversation.pendingApprovalCount > 0 && <span class='drafts-badge' title='Drafts of the assistant waiting for approval'>{conversation.pendingApprovalCount} {conversation.pendingApprovalCount === 1 ? 'draft' : 'drafts'}</span>}
+                          {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}
+                        </span>
+                        <span class='last muted'>{conversation.lastMessage ?? ''}</span>
+                        {conversation.assignedAgentId !== null && <span class='assignee muted small'>Assigned to {nameOf(agents.data, conversation.assignedAgentId)}</span>}
+                        <span class='when muted small'>{ago(conversation.lastMessageAt)}</span>
+                      </a>
+                    </li>
+                  ))}
+                </ul>
+                )}
+          {accountId !== undefined && <CannedReplies accountId={accountId} replies={replies.data} onChanged={() => { replies.reload() }} />}
+        </div>
+        <div class='conversation-pane'>
+          {open !== undefined && accountId !== undefined
+            ? (
+              <>
+                <a class='back-link' href={`${paths.inbox}?${new URLSearchParams({ ...query, c: '' }).toString()}`}>← All conversations</a>
+                <ConversationView
+                  key={open.id} accountId={accountId} conversation={open} model={assistant.data?.effectiveModel} agents={agents.data} replies={replies.data ?? []}
+                  version={live.version} refreshMs={refreshMs} onChanged={() => { conversations.reload() }}
+                />
+              </>
+              )
+            : <p class='muted placeholder'>Choose a conversation to read it and answer.</p>}
+        </div>
+      </div>
+    </section>
+  )
+}

@@ -1,0 +1,135 @@
+import { useEffect, useState } from 'preact/hooks'
+import { api } from '../../api.ts'
+import { ErrorNotice, FailureReason, StatusTicks } from '../../components/ui.tsx'
+import { clock, dateTime } from '../../format.ts'
+import { useAction } from '../../hooks.ts'
+import { type ChatMessage, type MessageStatus } from '../../types.ts'
+
+/** What a draft the assistant wrote says beside it, by its status: staff decide the pending ones. */
+const DRAFT_LABELS: Record<string, string> = {
+  pending_approval: 'Draft by the assistant, waiting for approval: not sent yet',
+  rejected: 'Rejected draft: never sent',
+  stale: 'Stale draft: the customer wrote again before it was decided; never sent'
+}
+const isDraft = (message: ChatMessage): boolean => message.status !== null && Object.hasOwn(DRAFT_LABELS, message.status)
+
+/**
+ * A draft of the assistant in the thread: Approve sends it as written, Edit sends it as changed,
+ * Reject never sends it. Drafts decided or left stale stay in the thread, muted, with their status.
+ */
+function Draft ({ accountId, conversationId, message, onDecided }: { accountId: string, conversationId: string, message: ChatMessage, onDecided: () => void }) {
+  const [edited, setEdited] = useState<string | null>(null)
+  const pending = message.status === 'pending_approval'
+  const decide = useAction(async (decision: 'approve' | 'reject', text?: string) => {
+    try {
+      if (decision === 'approve') await api.approveDraft(accountId, conversationId, message.id, text)
+      else await api.rejectDraft(accountId, conversationId, message.id)
+      setEdited(null)
+    } finally {
+      // Decided here or not (409: decided elsewhere or stale), the thread shows where the draft is now.
+      onDecided()
+    }
+  })
+  const textId = `draft-text-${message.id}`
+  return (
+    <li class={`message outbound draft${pending ? '' : ' draft-closed'}`} data-direction='outbound' data-draft={message.status}>
+      <span class='draft-label small'>{DRAFT_LABELS[message.status ?? '']}</span>
+      {edited === null || !pending
+        ? <div class='bubble'>{message.content}</div>
+        : (
+          <form class='draft-edit' onSubmit={(event) => { event.preventDefault(); decide.run('approve', edited.trim()) }}>
+            <label for={textId}>Edit the draft</label>
+            <textarea id={textId} rows={3} maxLength={4096} required value={edited} onInput={(e) => { setEdited(e.currentTarget.value) }} />
+            <div class='row'>
+              <button type='submit' class='primary' disabled={decide.busy || edited.trim() === ''}>{decide.busy ? 'Sending…' : 'Send edited'}</button>
+              <button type='button' disabled={decide.busy} onClick={() => { setEdited(null) }}>Cancel</button>
+            </div>
+          </form>
+          )}
+      <div class='meta'>
+        <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
+      </div>
+      <ErrorNotice error={decide.error} />
+      {pending && edited === null && (
+        <div class='row draft-actions'>
+          <button type='button' class='primary' disabled={decide.busy} title='Sends the draft as written' onClick={() => { decide.run('approve') }}>Approve</button>
+          <button type='button' disabled={decide.busy} onClick={() => { setEdited(message.content) }}>Edit</button>
+          <button type='button' class='danger' disabled={decide.busy} title='The draft is never sent' onClick={() => { decide.run('reject') }}>Reject</button>
+        </div>
+      )}
+    </li>
+  )
+}
+
+/** Media the inbox shows inline; anything else is offered for download. */
+const INLINE_MEDIA = new Set(['image', 'sticker'])
+
+/**
+ * A media message: an image shown inline, any other media offered for download, with its caption.
+ * The bytes come through the api with the token, so they are fetched and shown by an object URL,
+ * released when the message leaves the screen.
+ */
+function Media ({ accountId, message }: { accountId: string, message: ChatMessage }) {
+  const inline = INLINE_MEDIA.has(message.type)
+  const [url, setUrl] = useState<string>()
+  const [failure, setFailure] = useState<Error>()
+  useEffect(() => {
+    if (!inline) return
+    let objectUrl: string | undefined
+    let gone = false
+    api.media(accountId, message.id).then((blob) => {
+      if (gone) return
+      objectUrl = URL.createObjectURL(blob)
+      setUrl(objectUrl)
+    }, (err: Error) => { if (!gone) setFailure(err) })
+    return () => {
+      gone = true
+      if (objectUrl !== undefined) URL.revokeObjectURL(objectUrl)
+    }
+  }, [accountId, message.id, inline])
+  const download = useAction(async () => {
+    const objectUrl = URL.createObjectURL(await api.media(accountId, message.id))
+    const link = document.createElement('a')
+    link.href = objectUrl
+    link.download = message.media?.filename ?? `${message.type}-${message.id}`
+    link.click()
+    // The browser reads the URL after this turn of the event loop: released a moment later.
+    setTimeout(() => { URL.revokeObjectURL(objectUrl) }, 1000)
+  })
+  const caption = message.media?.caption
+  return (
+    <>
+      {inline
+        ? url === undefined
+          ? <span class='media-placeholder muted small'>{failure === undefined ? `Loading the ${message.type}…` : `The ${message.type} cannot be shown: ${failure.message}`}</span>
+          : <img class='media-image' src={url} alt={caption ?? `The customer’s ${message.type}`} />
+        : (
+          <button type='button' class='link-button' disabled={download.busy} onClick={() => { download.run() }}>
+            Download {message.media?.filename ?? `the ${message.type}`}
+          </button>
+          )}
+      <ErrorNotice error={download.error} />
+      {caption !== undefined && <span class='media-caption'>{caption}</span>}
+    </>
+  )
+}
+
+export function Messages ({ accountId, conversationId, messages, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], onDecided: () => void }) {
+  return (
+    <ol class='messages' aria-label='Messages, oldest first'>
+      {messages.map((message) => isDraft(message)
+        ? <Draft key={message.id} accountId={accountId} conversationId={conversationId} message={message} onDecided={onDecided} />
+        : (
+          <li key={message.id} class={`message ${message.direction}`} data-direction={message.direction}>
+            <span class='visually-hidden'>{message.direction === 'inbound' ? 'Customer: ' : `Sent${message.agentName === null ? '' : ` by ${message.agentName}`}: `}</span>
+            <div class='bubble'>{message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}</div>
+            <div class='meta'>
+              <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
+              {message.direction === 'outbound' && <StatusTicks status={message.status as MessageStatus | null} />}
+            </div>
+            {message.status === 'failed' && message.error !== null && <FailureReason error={message.error} />}
+          </li>
+          ))}
+    </ol>
+  )
+}
