@@ -90,14 +90,32 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
     return row
   }
 
-  async function finish (broadcastId: string, position: number, changes: { status: 'sent' | 'failed' | 'skipped' | 'queued', wamid?: string | null, error?: ChatMessageError, waitMs?: number }): Promise<void> {
+  async function finish (broadcastId: string, position: number, changes: { status: 'sent' | 'failed' | 'skipped', wamid?: string | null, error?: ChatMessageError }): Promise<void> {
     await db.execute(sql`
       update chat_broadcast_recipients set status = ${changes.status}, lease_until = null,
         wamid = coalesce(${changes.wamid ?? null}, wamid),
         error = ${changes.error === undefined ? null : jsonb(changes.error)},
-        sent_at = case when ${changes.status} = 'sent' then now() else sent_at end,
-        not_before = case when ${changes.waitMs ?? null}::int is null then null else now() + make_interval(secs => ${(changes.waitMs ?? 0) / 1000}) end
+        sent_at = case when ${changes.status} = 'sent' then now() else sent_at end, not_before = null
       where broadcast_id = ${broadcastId} and position = ${position}`)
+  }
+
+  /**
+   * Gives a claimed recipient back unsent: queued again (after `retry.waitMs`, with its error, when
+   * the platform said "not now"; else as if never claimed), or skipped as "Cancelled" when its
+   * broadcast is. The broadcast's row is read under a share lock, so a cancel either waits for this
+   * statement or is seen by it: `cancel` skips the queued recipients after its status change, and
+   * no recipient of a cancelled broadcast is left queued.
+   */
+  async function giveBack (broadcastId: string, position: number, retry?: { error: ChatMessageError, waitMs: number }): Promise<void> {
+    await db.execute(sql`
+      with broadcast as (select status = 'cancelled' as cancelled from chat_broadcasts where id = ${broadcastId} for share)
+      update chat_broadcast_recipients r set lease_until = null,
+        status = case when broadcast.cancelled then 'skipped' else 'queued' end,
+        error = case when broadcast.cancelled then ${jsonb(CANCELLED)} else ${retry === undefined ? sql`r.error` : jsonb(retry.error)} end,
+        attempts = case when broadcast.cancelled or ${retry !== undefined} then r.attempts else r.attempts - 1 end,
+        not_before = case when broadcast.cancelled or ${retry === undefined} then r.not_before else now() + make_interval(secs => ${(retry?.waitMs ?? 0) / 1000}) end
+      from broadcast
+      where r.broadcast_id = ${broadcastId} and r.position = ${position} and r.status = 'sending'`)
   }
 
   /** The opt-out rule (README, Contacts and consent): an opted-out customer is skipped. */
@@ -128,13 +146,8 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
       }
       await sendRate.admit(broadcast.phoneNumberId, broadcast.ratePerSecond, `${broadcast.id}:${recipient.position}:${recipient.attempts}`, signal)
       // The wait for the rate may be long: a pause in the meantime gives the recipient back unsent, a cancel skips it.
-      const status = (await broadcastOf(broadcast.id))?.status
-      if (status !== 'sending') {
-        await db.execute(status === 'cancelled'
-          ? sql`update chat_broadcast_recipients set status = 'skipped', error = ${jsonb(CANCELLED)}, lease_until = null
-              where broadcast_id = ${broadcast.id} and position = ${recipient.position} and status = 'sending'`
-          : sql`update chat_broadcast_recipients set status = 'queued', attempts = attempts - 1, lease_until = null
-              where broadcast_id = ${broadcast.id} and position = ${recipient.position} and status = 'sending'`)
+      if ((await broadcastOf(broadcast.id))?.status !== 'sending') {
+        await giveBack(broadcast.id, recipient.position)
         return
       }
       statusReadAt = Date.now()
@@ -149,7 +162,7 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
       } catch (err) {
         const waitMs = backoffMs(err, recipient.attempts)
         if (waitMs !== undefined && recipient.attempts < MAX_ATTEMPTS) {
-          await finish(broadcast.id, recipient.position, { status: 'queued', error: errorOf(err), waitMs })
+          await giveBack(broadcast.id, recipient.position, { error: errorOf(err), waitMs })
         } else {
           await finish(broadcast.id, recipient.position, { status: 'failed', error: errorOf(err) })
         }
