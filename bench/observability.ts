@@ -13,7 +13,8 @@ import { createRunEngine, traceRun } from '@switchboard/core/engine'
 import { createLogger, type Logger } from '@switchboard/core/logger'
 import { queueWait, runsCreated } from '@switchboard/core/observability'
 import { createWorkerConnection, WORKFLOW_RUNS, type RunJobData } from '@switchboard/core/queues'
-import { startRuns, type LogLine } from '@switchboard/core/runs'
+import type { LogLine } from '@switchboard/core/engine'
+import { startRuns } from '@switchboard/core/runs'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 1000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)

@@ -2,7 +2,7 @@ import t from 'tap'
 import { startStack } from '@switchboard/testing/processes'
 
 /**
- * Child runs and approvals (docs/engine.md) through the front door: real api and worker
+ * Child runs and approvals (packages/core/src/engine/README.md) through the front door: real api and worker
  * processes. run_workflow waits for its child or not; foreach runs a workflow per item, a few at
  * a time, and collects their outputs in order; approval waits for a decision from the resume
  * route or the public link, or its timeout.

@@ -1,7 +1,7 @@
 /**
  * Fan-in: the children of one foreach ending together, a hundred at a time, thousands in all.
  * Each child's end touches only its own row and wakes the parent with a deduplicated job
- * (runs/children.ts), so the parent's row is written once per wake and nothing queues on it:
+ * (engine/children.ts), so the parent's row is written once per wake and nothing queues on it:
  * the loop finishes, with every result in item order, and lock waits stay at a handful.
  */
 import t from 'tap'

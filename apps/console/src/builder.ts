@@ -1,4 +1,4 @@
-import { outgoingLinks, type LinkFieldsByType } from '@switchboard/core/workflows/graph'
+import { outgoingLinks, type LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { layoutGraph } from './graph.ts'
 import type { WorkflowNode } from './types.ts'
 

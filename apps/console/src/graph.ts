@@ -1,4 +1,4 @@
-import { outgoingLinks, startNode, type LinkFieldsByType } from '@switchboard/core/workflows/graph'
+import { outgoingLinks, startNode, type LinkFieldsByType } from '@switchboard/core/engine/graph'
 import type { Run, RunLog, WorkflowNode } from './types.ts'
 
 /**

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
-import type { LinkFieldsByType } from '@switchboard/core/workflows/graph'
+import type { LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { api } from './api.ts'
 import type { NodeTypeInfo } from './types.ts'
 

@@ -164,7 +164,7 @@ export interface Config {
   databasePoolMax: number
   /** How long the stores may take before a request or a connection gives up (README, Configuration). */
   timeouts: Timeouts
-  /** The worker's reconciler (runs/reconciler.ts): how often it looks and how old work must be before it acts. */
+  /** The worker's reconciler (engine/reconciler.ts): how often it looks and how old work must be before it acts. */
   reconciler: {
     /** RECONCILER_INTERVAL_MS: between two passes (a pass also runs at once when Redis comes back). */
     intervalMs: number

@@ -15,7 +15,7 @@ import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { RUN_JOB, WORKFLOW_RUNS, type Queues, type RunJobData } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
-import { createReconciler } from '../src/runs/reconciler.ts'
+import { createReconciler } from '../src/engine/reconciler.ts'
 
 /** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
 const unusedCode = { run: async () => { throw new Error('unused') } }

@@ -8,7 +8,7 @@ import { createRunEngine } from '../src/engine/engine.ts'
 import type { CredentialResolver } from '../src/engine/types.ts'
 import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
-import { createReconciler } from '../src/runs/reconciler.ts'
+import { createReconciler } from '../src/engine/reconciler.ts'
 import { runsRepository } from '../src/runs/repository.ts'
 import { dispatchEvents, lostEventsDispatch } from '../src/triggers/event.ts'
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { WorkflowNode } from '../src/db/schema/workflows.ts'
 import { NODE_LINK_FIELDS } from '../src/engine/nodes/index.ts'
-import { nextNodeId, startNode } from '../src/workflows/graph.ts'
+import { nextNodeId, startNode } from '../src/engine/graph.ts'
 
 const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: {}, ...extra })
 

@@ -4,7 +4,7 @@ import { createTestDatabase } from '@switchboard/testing/database'
 import { createDatabase } from '../src/db/client.ts'
 import { users, workflows } from '../src/db/schema/index.ts'
 import { insertRuns, type RunTarget } from '../src/runs/start.ts'
-import { runStore } from '../src/runs/steps.ts'
+import { runStore } from '../src/engine/run-store.ts'
 
 // A process keeps its prepared statements' plans for as long as it lives. A plan made while `runs`
 // was small, then kept while it grew, scanned the whole table on every start (docs/decisions.md,

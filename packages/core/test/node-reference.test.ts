@@ -13,7 +13,7 @@ t.test('docs/nodes.md is the reference the definitions write (pnpm docs:nodes)',
 
 const stub = (id: string, next: string): WorkflowNode => ({ id, type: 'set', config: { values: {} }, next })
 
-/** A type's example as a workflow: alone, or, for a parallel or a merge, in the smallest graph that needs it (docs/engine.md, "Branches and joins"). */
+/** A type's example as a workflow: alone, or, for a parallel or a merge, in the smallest graph that needs it (packages/core/src/engine/README.md, "Branches and joins"). */
 function exampleGraph ({ type, example, traits }: ReturnType<typeof describeNodeTypes>[number]): WorkflowNode[] {
   const node: WorkflowNode = { id: 'example', type, config: example }
   if (traits.flow === 'fork') return [node, ...(example.branches as string[]).map((id) => stub(id, 'join')), { id: 'join', type: 'merge', config: {} }]

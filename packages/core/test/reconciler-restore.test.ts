@@ -11,7 +11,7 @@ import { chatDeliveries, runs, users, workflows } from '../src/db/schema/index.t
 import { createLogger } from '../src/logger.ts'
 import { ASSISTANT_MAIN, runJobId, SCHEDULED_TASKS, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
-import { createReconciler } from '../src/runs/reconciler.ts'
+import { createReconciler } from '../src/engine/reconciler.ts'
 import { createScheduleSync } from '../src/schedules/sync.ts'
 
 // What Redis may lose besides run jobs: the cron job schedulers and the jobs of stored chat deliveries.

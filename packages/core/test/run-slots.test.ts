@@ -12,14 +12,14 @@ import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { RUN_JOB, runJobId, WORKFLOW_RUNS, type RunJobData } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
-import { createReconciler } from '../src/runs/reconciler.ts'
-import { wakeWaitingRuns } from '../src/runs/slots.ts'
+import { createReconciler } from '../src/engine/reconciler.ts'
+import { wakeWaitingRuns } from '../src/engine/slots.ts'
 
 /** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
 const unusedCode = { run: async () => { throw new Error('unused') } }
 
 /**
- * maxConcurrentRuns (runs/slots.ts), driven through BullMQ workers in this process that do what
+ * maxConcurrentRuns (engine/slots.ts), driven through BullMQ workers in this process that do what
  * the worker's run processor does: runs beyond the limit wait PENDING with their jobs held,
  * start oldest first when a slot frees, and a WAITING run gives its slot back.
  */

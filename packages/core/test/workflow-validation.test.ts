@@ -9,7 +9,7 @@ import {
   validateTriggerConfig,
   validateWorkflowGraph
 } from '../src/workflows/validation.ts'
-import { outgoingLinks } from '../src/workflows/graph.ts'
+import { outgoingLinks } from '../src/engine/graph.ts'
 import { NODE_LINK_FIELDS } from '../src/engine/nodes/index.ts'
 
 const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: { values: {} }, ...extra })

@@ -1,7 +1,7 @@
 import { ClaimLostError, type Execution } from './execution.ts'
 
 /**
- * Cancellation (docs/engine.md, "Claims"): runs `execute` with a signal that aborts when the
+ * Cancellation (engine/README.md, "Claims"): runs `execute` with a signal that aborts when the
  * job's does (its lock was lost) or when the run stops being this execution's (a cancel, another
  * worker's takeover), checked only while the node is still busy after every `cancelPollMs`. The
  * abort's reason is a ClaimLostError: the node stops, and nothing after it is written.

@@ -7,11 +7,11 @@ import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from './run-trace.ts'
 import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
 import { isTakeoverJobId, type Queues } from '../queues/catalog.ts'
-import { childRuns } from '../runs/children.ts'
-import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from '../runs/steps.ts'
-import { runWaits } from '../runs/waits.ts'
+import { childRuns } from './children.ts'
+import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
+import { runWaits } from './waits.ts'
 import type { Quotas } from '../users/quotas.ts'
-import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from '../workflows/graph.ts'
+import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from './graph.ts'
 import { ClaimLostError, database, errorMessage, InfrastructureError, measurable, type Execution, type Pending, type StepRefusal } from './execution.ts'
 import { createHolds, type Hold } from './holds.ts'
 import { createJsonSizer } from './json-size.ts'
@@ -40,7 +40,7 @@ type StepsOutcome = RunOutcome | 'UNCLAIMED'
 
 /** Outcomes after which the run no longer holds a slot (ended, or waiting at a wait node). */
 const SLOT_FREED: ReadonlySet<StepsOutcome> = new Set(['SUCCESS', 'FAILED', 'WAITING', 'STOPPED'])
-/** Outcomes after which a child run wakes its parent (docs/engine.md, "Child runs"): it ended, or was cancelled. */
+/** Outcomes after which a child run wakes its parent (engine/README.md, "Child runs"): it ended, or was cancelled. */
 const CHILD_ENDED: ReadonlySet<StepsOutcome> = new Set(['SUCCESS', 'FAILED', 'STOPPED'])
 
 /** What `executeRun` is told about the execution beside the run's id. */
@@ -180,7 +180,7 @@ const isFirstDelivery = (job: RunDelivery): boolean => job.attemptsMade === 0 &&
 
 /**
  * The owner of a claim made by `job`, and the line it writes when it claims the run again after
- * a failed attempt; who takes over a RUNNING run is docs/engine.md's "Claims".
+ * a failed attempt; who takes over a RUNNING run is engine/README.md's "Claims".
  */
 function ownerOf (job: RunDelivery): ClaimOwner {
   const reason = job.failedReason ?? 'an unknown error'
@@ -193,13 +193,13 @@ function ownerOf (job: RunDelivery): ClaimOwner {
 }
 
 /**
- * Executes runs (README, Graph execution and Runs; docs/engine.md). One call takes a run
+ * Executes runs (README, Graph execution and Runs; engine/README.md). One call takes a run
  * from PENDING, WAITING or (after its worker died) RUNNING and executes nodes until the run ends,
  * suspends, or is cancelled. This file is the run loop; beside it, each concern is a system of
  * its own: the run writer (run-writer.ts: claimed, or claimed by the first write), one node's
  * attempts (node-execution.ts, attempts.ts, retry.ts), cancellation (cancellation.ts), waits and
  * resumes (suspension.ts), held jobs (holds.ts: slots, early wakes), child runs and approvals
- * (runs/children.ts, runs/waits.ts, through the nodes that use them).
+ * (children.ts, waits.ts, through the nodes that use them).
  */
 export function createRunEngine (options: EngineOptions) {
   const { logger, queues } = options
@@ -277,7 +277,7 @@ export function createRunEngine (options: EngineOptions) {
    * job is then retried and, as the same owner, claims the run again from the
    * node that was running without counting a takeover. A run of a workflow
    * whose maxConcurrentRuns are taken is not executed: HELD, its job held by
-   * `context.hold` until a slot frees (runs/slots.ts).
+   * `context.hold` until a slot frees (slots.ts).
    */
   async function executeRun (runId: string, signal?: AbortSignal, context: RunContext = {}): Promise<RunOutcome> {
     if (!tracingOn) return await executeOnce(runId, signal, context, undefined)
@@ -324,7 +324,7 @@ export function createRunEngine (options: EngineOptions) {
   /**
    * A PENDING run of a workflow without a maxConcurrentRuns, of at most `checkpointMaxNodes`
    * nodes, all pure or writing their own checkpoint before their outside effect, is executed
-   * before it is claimed, its first write claiming it (docs/engine.md, "The first-write path").
+   * before it is claimed, its first write claiming it (engine/README.md, "The first-write path").
    * Undefined when the run is not such a run, or was claimed or ended before that write: it is
    * then claimed and executed as usual, its pure nodes run again.
    */
@@ -338,7 +338,7 @@ export function createRunEngine (options: EngineOptions) {
     return outcome === 'UNCLAIMED' ? undefined : outcome
   }
 
-  /** Executes a run with `writer`; a child that ended wakes its parent (docs/engine.md, "Child runs"). */
+  /** Executes a run with `writer`; a child that ended wakes its parent (engine/README.md, "Child runs"). */
   async function executeClaimed (run: ClaimedRun, writer: Execution['writer'], signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<StepsOutcome> {
     const outcome = await executeSteps(run, writer, signal, requestId, owner, span)
     if (run.parent !== null && CHILD_ENDED.has(outcome)) await children.wakeParent(run.parent)
@@ -441,7 +441,7 @@ export function createRunEngine (options: EngineOptions) {
       nodeId = next
       const now = performance.now()
       // After an outside effect, so that it is not repeated, unless only pure nodes can follow it: then
-      // the run's end is that checkpoint (docs/engine.md, Checkpoints). In a pure chain, within bounds.
+      // the run's end is that checkpoint (engine/README.md, Checkpoints). In a pure chain, within bounds.
       if ((!isPure(node.type) && !pureToTheEnd(next)) || pending.nodes >= checkpointMaxNodes || now - pending.since - pending.waitedMs >= CHECKPOINT_MAX_MS) {
         const advanced = await execution.writer.advance(execution, next)
         if (advanced !== 'written') return refused(advanced, execution)

@@ -1,11 +1,11 @@
 import { DrizzleQueryError } from 'drizzle-orm'
 import type { RunTrace } from './run-trace.ts'
-import type { ClaimedRun, LogLine, Refusal } from '../runs/steps.ts'
-import type { WorkflowGraph } from '../workflows/graph.ts'
+import type { ClaimedRun, LogLine, Refusal } from './run-store.ts'
+import type { WorkflowGraph } from './graph.ts'
 import { UnserializableValueError, type JsonSizer } from './json-size.ts'
 
 /**
- * What the engine's systems share about one execution of a run (docs/engine.md): the run as its
+ * What the engine's systems share about one execution of a run (engine/README.md): the run as its
  * claim read it, what happened since the last checkpoint, the result so far, and the writer its
  * steps go through.
  */
@@ -114,7 +114,7 @@ export class ClaimLostError extends Error {
 }
 
 /**
- * How an execution writes its steps (docs/engine.md, "Checkpoints" and "The first-write path").
+ * How an execution writes its steps (engine/README.md, "Checkpoints" and "The first-write path").
  * Two writers: the claimed one (`claimedWriter`), every step fenced by the run's claim; and the
  * one of a run executed before it is claimed (`firstWriteWriter`), whose first write claims the
  * run and hands the execution to a claimed writer. Each step answers `written` or why it was

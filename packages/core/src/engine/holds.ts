@@ -1,7 +1,7 @@
 import type { Db } from '../db/client.ts'
 import type { Logger } from '../logger.ts'
 import type { Queues } from '../queues/catalog.ts'
-import { wakeWaitingRuns } from '../runs/slots.ts'
+import { wakeWaitingRuns } from './slots.ts'
 import { redis } from './execution.ts'
 
 /** Holds a job until `until` (ms since the epoch): BullMQ's `moveToDelayed`, then `DelayedError`. */
@@ -27,8 +27,8 @@ export interface HoldOptions {
 }
 
 /**
- * Jobs that cannot execute their run now and are held (docs/engine.md, "Claims"): a run waiting
- * for a slot of its workflow's maxConcurrentRuns (runs/slots.ts), and a wake that found its run
+ * Jobs that cannot execute their run now and are held (engine/README.md, "Claims"): a run waiting
+ * for a slot of its workflow's maxConcurrentRuns (slots.ts), and a wake that found its run
  * driven by another execution.
  */
 export function createHolds ({ db, queues, logger }: HoldOptions) {

@@ -1,6 +1,16 @@
-/** The engine: the run loop, templates and node types (one definition each, catalogued in nodes/index.ts). */
+/**
+ * The engine: the run loop and its systems (the run store, children, waits, slots, holds,
+ * suspension), the graph it walks, templates, node types (one definition each, catalogued in
+ * nodes/index.ts) and the reconciler that repairs what a crash left. engine/README.md says which
+ * file owns what.
+ */
 export { createRunEngine, type RunEngine } from './engine.ts'
+export { createReconciler } from './reconciler.ts'
 export { traceRun } from './run-trace.ts'
+export { wakeWaitingRuns } from './slots.ts'
+export { wakeRun } from './children.ts'
+export { RESUME_TOKEN_PATTERN, runWaits, type Decided, type PendingApproval } from './waits.ts'
+export type { LogLine } from './run-store.ts'
 export { blockedAddressReason, createHttpClient, resolveAllowedAddress, type LookupAll } from './nodes/http-client.ts'
 export { describeNodeTypes, NODE_TYPES, type NodeTypeDescription } from './nodes/index.ts'
 export { codeSandboxLimitsOf, createCodeSandboxPool, type CodeSandboxPool } from './sandbox/index.ts'

@@ -1,6 +1,6 @@
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import { joinOf, type WorkflowGraph } from '../workflows/graph.ts'
+import { joinOf, type WorkflowGraph } from './graph.ts'
 import { neverAborted, pause, pureAttempt, timedAttempt } from './attempts.ts'
 import { watchingClaim } from './cancellation.ts'
 import { errorMessage, type Execution } from './execution.ts'

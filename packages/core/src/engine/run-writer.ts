@@ -1,11 +1,11 @@
 import type DataLoader from 'dataloader'
 import type { RunTrace } from './run-trace.ts'
-import type { FailStep, InMemoryEnd, LogLine, runStore } from '../runs/steps.ts'
+import type { FailStep, InMemoryEnd, LogLine, runStore } from './run-store.ts'
 import { checkpointed, database, ClaimLostError, type Execution, type RunWriter } from './execution.ts'
 import { jsonStringBytes } from './json-size.ts'
 
 /**
- * The two run writers (`RunWriter`, execution.ts; docs/engine.md, "Checkpoints" and "The
+ * The two run writers (`RunWriter`, execution.ts; engine/README.md, "Checkpoints" and "The
  * first-write path"): the claimed one, and the one of a run executed before it is claimed.
  */
 

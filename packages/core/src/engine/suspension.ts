@@ -1,6 +1,6 @@
 import type { WorkflowNode } from '../db/schema/workflows.ts'
 import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
-import type { runStore } from '../runs/steps.ts'
+import type { runStore } from './run-store.ts'
 import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
 import { database, redis, type Execution, type StepOutcome } from './execution.ts'
 import { NodeError, type NodeResult } from './types.ts'
@@ -16,7 +16,7 @@ export interface SuspensionOptions {
 }
 
 /**
- * Waits and resumes (docs/engine.md, "Waits and resumes"): a node that returns `suspendUntil`
+ * Waits and resumes (engine/README.md, "Waits and resumes"): a node that returns `suspendUntil`
  * leaves its run WAITING at it, and a delayed job on the run's queue resumes it then; the node
  * runs again when it does.
  */

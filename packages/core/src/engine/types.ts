@@ -4,8 +4,8 @@ import type { CredentialType } from '../db/schema/credentials.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
 import type { CodeSandboxPool } from './sandbox/pool.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import type { ChildRuns } from '../runs/children.ts'
-import type { RunWaits } from '../runs/waits.ts'
+import type { ChildRuns } from './children.ts'
+import type { RunWaits } from './waits.ts'
 
 /** The part of a run a node may read. */
 export interface RunInfo {
@@ -22,7 +22,7 @@ export interface RunInfo {
 
 /**
  * What nodes that start runs or wait for a decision use (run_workflow, foreach, approval):
- * the run's children and approvals (docs/engine.md, "Child runs", "Waits and resumes").
+ * the run's children and approvals (engine/README.md, "Child runs", "Waits and resumes").
  */
 export interface RunControl {
   children: ChildRuns
@@ -136,7 +136,7 @@ export interface NodeContext {
   signal: AbortSignal
   deps: NodeDependencies
   control: RunControl
-  /** For a parallel node its merge, for a merge its parallel (docs/engine.md, "Branches and joins"). */
+  /** For a parallel node its merge, for a merge its parallel (engine/README.md, "Branches and joins"). */
   flow?: { join?: WorkflowNode, fork?: WorkflowNode }
   /** This attempt of the node, from 1 (its `retry`). */
   attempt: number

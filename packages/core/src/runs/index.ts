@@ -1,10 +1,5 @@
-/** Runs: every run statement (start, step, cancel, reads) and the reconciliation of runs and idempotency keys. */
-export { createReconciler } from './reconciler.ts'
+/** Runs: starting them (one, a group, paced), admission, reading and cancelling them; the engine (engine/) executes them. */
 export { runsRepository } from './repository.ts'
 export { createGroupStarter, GROUP_START_DEFAULTS, type GroupStarter, type RequestStart } from './group-start.ts'
 export { startRun, startRuns } from './start.ts'
-export { wakeWaitingRuns } from './slots.ts'
-export { wakeRun } from './children.ts'
-export { RESUME_TOKEN_PATTERN, runWaits, type Decided, type PendingApproval } from './waits.ts'
-export type { LogLine } from './steps.ts'
 export { createRunAdmission, type RunAdmission } from './admission.ts'

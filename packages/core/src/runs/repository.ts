@@ -3,8 +3,8 @@ import type { DbOrTx } from '../db/client.ts'
 import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
 import type { QueueName } from '../queues/catalog.ts'
-import { cancelDescendants, cancelledEvents } from './children.ts'
-import { durationMsSince } from './steps.ts'
+import { durationMsSince } from '../db/sql.ts'
+import { cancelDescendants, cancelledEvents } from './cancel.ts'
 
 /** A run as the API answers it (README, Runs), without the internals (owner, raw body, resume point, attempt). */
 const runColumns = {

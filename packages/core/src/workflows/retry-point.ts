@@ -2,7 +2,7 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import { CREDENTIAL_MARKER } from '../credentials/redaction.ts'
 import { DomainError } from '../errors.ts'
 import { flowOf, NODE_LINK_FIELDS } from '../engine/nodes/index.ts'
-import { joinOf, outgoingLinks, type WorkflowGraph } from './graph.ts'
+import { joinOf, outgoingLinks, type WorkflowGraph } from '../engine/graph.ts'
 
 /** The builder's edges as stored, for `outgoingLinks`. */
 const edgesOf = (graph: WorkflowGraph) => Array.isArray(graph.edges) ? graph.edges as Parameters<typeof outgoingLinks>[1] : []

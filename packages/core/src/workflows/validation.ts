@@ -8,7 +8,7 @@ import { templateProblem } from '../engine/template.ts'
 import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { agentTriggerProblem } from '../assistant/tools.ts'
 import { checkNodeConfig } from './node-config.ts'
-import { joinOf, outgoingLinks } from './graph.ts'
+import { joinOf, outgoingLinks } from '../engine/graph.ts'
 
 /** KEYWORD triggerConfig.match (README, Triggers); `contains` when absent. */
 const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const

@@ -4,7 +4,7 @@ import {
   Background, Controls, Handle, MarkerType, Position, ReactFlow, useReactFlow,
   type Connection, type Edge, type Node, type NodeChange, type NodeProps
 } from '@xyflow/react'
-import type { LinkFieldsByType } from '@switchboard/core/workflows/graph'
+import type { LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { drawnLinks, handlesOf, type Definition, type OutputHandle } from '../../builder.ts'
 import type { NodeState } from '../../graph.ts'
 import type { WorkflowNode } from '../../types.ts'

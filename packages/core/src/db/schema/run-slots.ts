@@ -5,7 +5,7 @@ const RUN_SLOT_STATES = ['waiting', 'holding'] as const
 type RunSlotState = typeof RUN_SLOT_STATES[number]
 
 /**
- * The runs of workflows with a `maxConcurrentRuns` that asked for a slot (runs/slots.ts):
+ * The runs of workflows with a `maxConcurrentRuns` that asked for a slot (engine/slots.ts):
  * `holding` one (valid while the run is RUNNING), or `waiting` for one (valid while the run is
  * still PENDING or WAITING under the claim it had when it asked). Rows no longer valid are
  * ignored by every read and deleted by the next admission to their workflow. Runs of

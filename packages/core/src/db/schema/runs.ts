@@ -29,7 +29,7 @@ export const runs = pgTable('runs', {
   // The run this one replays (POST /runs/:id/retry and the bulk retry). No foreign key: the link
   // stays a fact after retention deletes the first run, and deleting runs costs no lookup of replays.
   retriedFrom: text('retried_from'),
-  // A run started by a run_workflow or foreach node (docs/engine.md, "Child runs"): its parent, the
+  // A run started by a run_workflow or foreach node (engine/README.md, "Child runs"): its parent, the
   // node that started it and, for foreach, its item. No foreign key, as for retried_from: retention
   // deletes runs one by one, and a child outliving its parent's row stays a fact.
   parentRunId: text('parent_run_id'),
@@ -77,7 +77,7 @@ export const runs = pgTable('runs', {
 ])
 
 /**
- * A run waiting at an approval node (docs/engine.md, "Waits and resumes"): one row per node and
+ * A run waiting at an approval node (engine/README.md, "Waits and resumes"): one row per node and
  * run, its public resume token stored as a SHA-256 digest, decided once (by the resume route, the
  * public resume URL, or its timeout).
  */

@@ -49,7 +49,7 @@ export const workflows = pgTable('workflows', {
   // The current definition's number in workflow_versions.
   version: integer('version').notNull().default(1),
   // Settings, not definition (no new version when they change). Null: no limit.
-  // Runs of the workflow executing at once; beyond it they wait PENDING (runs/slots.ts).
+  // Runs of the workflow executing at once; beyond it they wait PENDING (engine/slots.ts).
   maxConcurrentRuns: integer('max_concurrent_runs'),
   webhookRateLimit: jsonb('webhook_rate_limit').$type<WebhookRateLimit>(),
   /** Sample triggerData a test run uses when given none (README, The workflow builder); never used by real triggers, never versioned. */

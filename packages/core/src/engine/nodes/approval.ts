@@ -10,7 +10,7 @@ const DEFAULT_TIMEOUT_MINUTES = 7 * 24 * 60
 const MAX_MESSAGE_LENGTH = 2000
 
 /**
- * Waits for a person or a partner system to approve or reject (docs/engine.md, "Waits and
+ * Waits for a person or a partner system to approve or reject (engine/README.md, "Waits and
  * resumes"): the run is WAITING (no worker held) until `POST /api/automation/runs/:id/resume`,
  * the one-time public `POST /webhook/resume/:token`, or the timeout. The first time the node runs
  * it opens the approval (a new token, and a `workflow.run.waiting` event whose payload holds the

@@ -1,8 +1,8 @@
-import type { ChildParent, ChildRun } from '../../runs/children.ts'
+import type { ChildParent, ChildRun } from '../children.ts'
 import { NodeError, type NodeContext, type NodeResult } from '../types.ts'
 
 /**
- * What run_workflow and foreach share (docs/engine.md, "Child runs"): starting children, the
+ * What run_workflow and foreach share (engine/README.md, "Child runs"): starting children, the
  * depth bound, and the suspension that waits for them. A child's end wakes the parent; the
  * parent also checks again on a timer, in case a wake was lost (a worker killed between a
  * child's end and its wake): at most once a minute per node.

@@ -94,7 +94,7 @@ export interface NodeTraits {
    */
   retries: { allowed: boolean, defaultTimeoutMs?: number, legacyRetries?: boolean }
   /**
-   * Parallel branches (docs/engine.md, "Branches and joins"): a `fork` starts the branches its
+   * Parallel branches (engine/README.md, "Branches and joins"): a `fork` starts the branches its
    * `list` link names, as child runs; a `join` is where they meet, and the fork's run goes on
    * from it once they are done.
    */

@@ -13,7 +13,7 @@ const DEFAULT_CONCURRENCY = 5
  * most `concurrency` at a time, and goes on once every child ended, with their node outputs in
  * item order. Each time a child ends the node is woken: it starts the next items and suspends
  * again, so a loop of 10,000 items holds no worker and the parent's row is written once per
- * wake, not per child (docs/engine.md, "Child runs").
+ * wake, not per child (engine/README.md, "Child runs").
  */
 export const foreach = defineNode({
   type: 'foreach',

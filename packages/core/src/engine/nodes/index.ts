@@ -69,10 +69,10 @@ export const isNodeType = (type: string): type is NodeType => BY_TYPE.has(type)
 /** The definition of `type`, or undefined for a type the engine does not know. */
 export const nodeDefinition = (type: string): NodeDefinition | undefined => BY_TYPE.get(type)
 
-/** Whether a node starts or joins parallel branches (its type's `flow` trait; docs/engine.md, "Branches and joins"). */
+/** Whether a node starts or joins parallel branches (its type's `flow` trait; engine/README.md, "Branches and joins"). */
 export const flowOf = (node: { type: string }): 'fork' | 'join' | undefined => BY_TYPE.get(node.type)?.traits.flow
 
-/** The links of each node type, for the graph functions (workflows/graph.ts), which the console bundles. */
+/** The links of each node type, for the graph functions (engine/graph.ts), which the console bundles. */
 export const NODE_LINK_FIELDS: Readonly<Record<string, readonly NodeLinkField[]>> =
   Object.fromEntries(DEFINITIONS.map((definition) => [definition.type, definition.traits.links]))
 

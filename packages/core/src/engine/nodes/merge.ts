@@ -8,7 +8,7 @@ const OUTPUTS = ['byBranch', 'append'] as const
 interface Branch { status: string, outputs: Record<string, unknown> }
 
 /**
- * Where the branches of a parallel node meet (docs/engine.md, "Branches and joins"): the run goes
+ * Where the branches of a parallel node meet (engine/README.md, "Branches and joins"): the run goes
  * on from here once they are done (`all`), or once the first succeeded (`any`). Its output is each
  * branch's node outputs keyed by the branch's first node (`byBranch`), or a list of them in branch
  * order (`append`).

@@ -9,7 +9,7 @@ const PARALLEL_MAX_BRANCHES = 10
 
 /**
  * Starts its branches at once, each a child run of the same workflow version from its first node
- * to the merge they meet at (docs/engine.md, "Branches and joins"): each checkpoints on its own,
+ * to the merge they meet at (engine/README.md, "Branches and joins"): each checkpoints on its own,
  * on any worker. The run waits (no worker held) and goes on at the merge once the branches are
  * done: all of them, or the first to succeed when the merge's mode is `any` (the others are
  * cancelled). The branches' node outputs join the run's result.

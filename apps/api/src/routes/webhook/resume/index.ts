@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { RESUME_TOKEN_PATTERN } from '@switchboard/core/runs'
+import { RESUME_TOKEN_PATTERN } from '@switchboard/core/engine'
 import { errorResponses } from '../../../schemas/common.ts'
 import { ResumeByTokenBody, RunResumed } from '../../api/automation/runs/schemas.ts'
 import { ResumeTokenParams } from './schemas.ts'

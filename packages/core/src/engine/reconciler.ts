@@ -6,7 +6,7 @@ import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { ensureJob, ensureJobs, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
 import { wakeRun } from './children.ts'
-import { IDEMPOTENCY_WINDOW } from './start.ts'
+import { IDEMPOTENCY_WINDOW } from '../runs/start.ts'
 import { waitsForSlot, wakeWaitingRuns, workflowsWithWaitingRuns } from './slots.ts'
 import { periodicPass } from '../periodic.ts'
 
@@ -202,7 +202,7 @@ export function createReconciler (options: ReconcilerOptions) {
       select runs.id, runs.attempt, runs.queue,
         (select array_agg(node->>'id') from jsonb_array_elements(coalesce(versions.nodes, workflows.nodes)) as node where node->>'type' = 'wait') as "waitNodeIds"
       from runs join workflows on workflows.id = runs.workflow_id
-      -- The wait nodes of the definition the run executes (steps.ts, claim).
+      -- The wait nodes of the definition the run executes (run-store.ts, claim).
       left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version
       where runs.status = 'RUNNING' and coalesce(runs.started_at, runs.created_at) < now() - ${runningAfter}
       order by runs.created_at limit ${batchSize}

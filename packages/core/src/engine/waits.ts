@@ -10,7 +10,7 @@ import type { QueueName } from '../queues/catalog.ts'
 import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 
 /**
- * Approvals (docs/engine.md, "Waits and resumes"): a run waiting at an approval node has one
+ * Approvals (engine/README.md, "Waits and resumes"): a run waiting at an approval node has one
  * row of `run_waits`, decided once, by whichever comes first of the resume route (owner, admin),
  * the public resume URL (its token) and the timeout. The decision is the update of that row,
  * guarded by its being undecided and unexpired and the run WAITING at its node, so a second

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { jsonb } from '../db/sql.ts'
+import { durationMsSince, jsonb } from '../db/sql.ts'
 import { storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
@@ -162,9 +162,6 @@ function logRows (runId: string, lines: LogLine[], { runLine, when }: { runLine?
     order by part, n`
 }
 
-/** `runs.duration_ms`: milliseconds from `since` to now, the one formula every run statement uses. */
-export const durationMsSince = (since: SQL): SQL => sql`(extract(epoch from (now() - ${since})) * 1000)::int`
-
 /** A run that ends here without ever starting (failed while PENDING) counts from its creation. */
 const durationMs = durationMsSince(sql`coalesce(started_at, created_at)`)
 
@@ -204,7 +201,7 @@ const succeeded = (ended: SQL): SQL => sql`
   returning id`
 
 /**
- * A child run's parent (docs/engine.md, "Child runs"): the queue of the jobs its end wakes, and
+ * A child run's parent (engine/README.md, "Child runs"): the queue of the jobs its end wakes, and
  * whether the child is a branch of it (a run of the same workflow version, started by its parallel node).
  * A run started by a trigger, nearly every one, skips the lookup.
  */
@@ -351,7 +348,7 @@ export function runStore (db: DbOrTx) {
 
     /**
      * The PENDING runs among `runIds` with their definitions, read in one statement without a
-     * lock or a write: for executions that claim their run with their first write (docs/engine.md, "The first-write path").
+     * lock or a write: for executions that claim their run with their first write (engine/README.md, "The first-write path").
      * A run that is not PENDING is not in the map.
      */
     async peekStarts (runIds: readonly string[]): Promise<Map<string, ClaimedRun>> {

@@ -139,7 +139,7 @@ export type FlowOf = (node: WorkflowNode) => 'fork' | 'join' | undefined
 
 /**
  * The join of a fork: the one join node its branches reach first, following every link, or why
- * there is none (docs/engine.md, "Branches and joins"). A branch may also end before it; a fork
+ * there is none (engine/README.md, "Branches and joins"). A branch may also end before it; a fork
  * inside a branch is refused.
  */
 export function joinOf (graph: WorkflowGraph, fork: WorkflowNode, linkFields: LinkFieldsByType, flowOf: FlowOf): { joinId: string } | { problem: string } {
