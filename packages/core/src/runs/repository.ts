@@ -29,7 +29,7 @@ type RunSummary = Pick<Run, keyof typeof runColumns>
 /** Log ids leave as strings (README, Conventions); their order is the order of the bigint identity. */
 type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
 
-type RunWithLogs = RunSummary & { childCount: number, logs: RunLogView[] }
+export type RunWithLogs = RunSummary & { childCount: number, logs: RunLogView[] }
 
 interface CancelledRun {
   run: RunWithLogs
@@ -41,7 +41,7 @@ interface CancelledRun {
   eventIds: string[]
 }
 
-interface ListRunsFilter {
+export interface ListRunsFilter {
   workflowId?: string
   /** The children of this run (run_workflow, foreach). */
   parentRunId?: string
@@ -57,7 +57,7 @@ interface ListRunsFilter {
 }
 
 /** How many runs created in one minute have one status now. */
-interface RunsInMinute {
+export interface RunsInMinute {
   minute: Date
   status: RunStatus
   count: number

@@ -20,12 +20,12 @@ export const BULK_RETRY_MAX_RUNS = 500
 
 const workflowNotActive = (): DomainError => new DomainError('WORKFLOW_NOT_ACTIVE', 'Workflow is not active')
 
-interface Replayed {
+export interface Replayed {
   runId: string
   retriedFrom: string
 }
 
-interface ReplayRunInput {
+export interface ReplayRunInput {
   runId: string
   viewer: Viewer
   version: ReplayVersion
@@ -73,7 +73,7 @@ async function replayTarget (db: DbOrTx, id: string, viewer: Viewer) {
   return target ?? null
 }
 
-interface ReplayRunsInput {
+export interface ReplayRunsInput {
   workflowId: string
   viewer: Viewer
   status: typeof BULK_RETRY_STATUSES[number]
