@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from '@switchboard/core/config'
-import { loggerOptions } from '@switchboard/core/logger'
+import { loggerOptions, type LoggerOptions } from '@switchboard/core/logger'
 import { app } from './app.ts'
 import { requestIdOf } from './plugins/request-id.ts'
 import { LONGEST_REQUEST_TIMEOUT_MS } from './plugins/request-timeout.ts'
@@ -34,7 +34,7 @@ function requestForLog (request: FastifyRequest): Record<string, unknown> {
   }
 }
 
-function apiLoggerOptions (level: string): ReturnType<typeof loggerOptions> {
+function apiLoggerOptions (level: string): LoggerOptions {
   const options = loggerOptions(level, 'api')
   return { ...options, serializers: { ...options.serializers, req: requestForLog } }
 }

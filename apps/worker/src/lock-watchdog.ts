@@ -83,3 +83,5 @@ export function createLockWatchdog (options: LockWatchdogOptions) {
     }
   }
 }
+
+export type LockWatchdog = ReturnType<typeof createLockWatchdog>

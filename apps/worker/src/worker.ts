@@ -15,7 +15,7 @@ import { createScheduleSync } from '@switchboard/core/schedules'
 import { deliveryRequeue, eventDeliverer } from '@switchboard/core/subscriptions'
 import { dispatchEvents, lostEventsDispatch } from '@switchboard/core/triggers'
 import type { WorkerContext } from './context.ts'
-import { createLockWatchdog } from './lock-watchdog.ts'
+import { createLockWatchdog, type LockWatchdog } from './lock-watchdog.ts'
 import { processors } from './processors/index.ts'
 
 /**
@@ -90,7 +90,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const connection = createWorkerConnection(config.redisUrl)
   redisState.watch(connection, 'worker')
   const workers: Worker[] = []
-  const watchdogs: Array<ReturnType<typeof createLockWatchdog>> = []
+  const watchdogs: LockWatchdog[] = []
   for (const name of config.workerQueues) {
     const watchdog = createLockWatchdog({ queue: name, lockDurationMs: LOCK_DURATION_MS, marginMs: LOCK_WATCHDOG_MARGIN_MS, checkEveryMs: LOCK_WATCHDOG_CHECK_MS, logger })
     watchdogs.push(watchdog)

@@ -1,7 +1,7 @@
 import { DrizzleQueryError } from 'drizzle-orm'
 import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from 'pino'
 
-export type { Logger }
+export type { Logger, LoggerOptions }
 
 /** Paths pino blanks out wherever they appear in a log line. */
 export const REDACT_PATHS = [

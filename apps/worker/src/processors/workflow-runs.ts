@@ -1,4 +1,5 @@
 import { DelayedError, UnrecoverableError } from 'bullmq'
+import type { RunOutcome } from '@switchboard/core/engine'
 import { createRunAdmission, type RunAdmission } from '@switchboard/core/runs'
 import { fairShareOn, type QueueName } from '@switchboard/core/queues'
 import type { ProcessorFactory } from '../context.ts'
@@ -43,7 +44,7 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
       await job.moveToDelayed(Date.now() + admission.retryInMs, token)
       throw new DelayedError()
     }
-    let outcome: Awaited<ReturnType<typeof engine.executeRun>> | undefined
+    let outcome: RunOutcome | undefined
     try {
       // A run waiting for a slot of its workflow: its job is delayed, and woken when a slot frees.
       const hold = async (until: number): Promise<void> => { await job.moveToDelayed(until, token) }

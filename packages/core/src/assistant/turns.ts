@@ -183,3 +183,5 @@ export interface AssistantUsage {
   latencyP50Ms: number | null
   latencyP95Ms: number | null
 }
+
+export type AssistantTurnsRepository = ReturnType<typeof assistantTurnsRepository>

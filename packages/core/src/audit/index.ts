@@ -2,15 +2,16 @@
 export {
   AUDIT_ACTIONS,
   AUDIT_TARGET_TYPES,
-  auditInsert,
-  auditRepository,
-  MAX_AUDIT_LABEL_LENGTH,
-  recordAudit,
   type AuditAction,
   type AuditContext,
   type AuditEvent,
   type AuditFilter,
+  auditInsert,
+  auditRepository,
+  type AuditRepository,
   type AuditRow,
-  type AuditTargetType
+  type AuditTargetType,
+  MAX_AUDIT_LABEL_LENGTH,
+  recordAudit
 } from './log.ts'
 export { AUDIT_ACTOR_TYPES, type AuditActorType } from '../db/schema/index.ts'

@@ -119,3 +119,5 @@ export function auditRepository (db: DbOrTx) {
     }
   }
 }
+
+export type AuditRepository = ReturnType<typeof auditRepository>

@@ -102,3 +102,5 @@ export function chatAccountsRepository (db: DbOrTx) {
     }
   }
 }
+
+export type ChatAccountsRepository = ReturnType<typeof chatAccountsRepository>

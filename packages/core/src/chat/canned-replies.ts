@@ -103,3 +103,5 @@ export function cannedRepliesRepository (db: DbOrTx) {
     }
   }
 }
+
+export type CannedRepliesRepository = ReturnType<typeof cannedRepliesRepository>

@@ -154,3 +154,5 @@ export function contactsRepository (db: DbOrTx) {
     }
   }
 }
+
+export type ContactsRepository = ReturnType<typeof contactsRepository>

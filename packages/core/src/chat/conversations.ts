@@ -443,3 +443,5 @@ export function conversationsRepository (db: DbOrTx) {
     }
   }
 }
+
+export type ConversationsRepository = ReturnType<typeof conversationsRepository>

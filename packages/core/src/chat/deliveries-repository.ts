@@ -32,3 +32,5 @@ export function chatDeliveriesRepository (db: DbOrTx) {
     }
   }
 }
+
+export type ChatDeliveriesRepository = ReturnType<typeof chatDeliveriesRepository>

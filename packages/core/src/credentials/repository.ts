@@ -133,3 +133,5 @@ export function credentialsRepository (db: DbOrTx) {
     }
   }
 }
+
+export type CredentialsRepository = ReturnType<typeof credentialsRepository>

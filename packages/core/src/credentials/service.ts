@@ -112,3 +112,5 @@ export function createCredentialService ({ db, keyring, quotas }: { db: Db, keyr
     }
   }
 }
+
+export type CredentialService = ReturnType<typeof createCredentialService>

@@ -22,7 +22,7 @@ import { createSuspension } from './suspension.ts'
 import { NodeError, type CredentialResolver, type NodeDependencies, type NodeResult } from './types.ts'
 
 /** How a call to `executeRun` left the run. */
-type RunOutcome =
+export type RunOutcome =
   | 'SUCCESS' | 'FAILED' | 'WAITING'
   /** Cancelled or ended elsewhere while a node ran: no later node ran. */
   | 'STOPPED'

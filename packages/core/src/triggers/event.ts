@@ -19,7 +19,7 @@ export interface EmitEventDeps extends RunServiceDeps {
  * The users whose EVENT workflows listen: the viewer's own (within an API key's workflowIds,
  * README API keys), or those of everyone who can use a chat account.
  */
-type EmitEventInput = ({ viewer: Viewer } | { userIds: readonly string[] }) & {
+export type EmitEventInput = ({ viewer: Viewer } | { userIds: readonly string[] }) & {
   name: string
   payload: unknown
 }

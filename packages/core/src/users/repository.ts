@@ -186,3 +186,5 @@ export function usersRepository (db: DbOrTx) {
     }
   }
 }
+
+export type UsersRepository = ReturnType<typeof usersRepository>

@@ -201,3 +201,5 @@ export function workflowsRepository (db: DbOrTx) {
     }
   }
 }
+
+export type WorkflowsRepository = ReturnType<typeof workflowsRepository>

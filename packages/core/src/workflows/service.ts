@@ -240,3 +240,5 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     }
   }
 }
+
+export type WorkflowService = ReturnType<typeof createWorkflowService>

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { auditRepository } from '@switchboard/core/audit'
+import { auditRepository, type AuditRepository } from '@switchboard/core/audit'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    audit: ReturnType<typeof auditRepository>
+    audit: AuditRepository
   }
 }
 

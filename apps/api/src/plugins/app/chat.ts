@@ -3,21 +3,22 @@ import fp from 'fastify-plugin'
 import {
   broadcastsService, cannedRepliesRepository, CHAT_CHANGES_CHANNEL, chatAccountsRepository, chatChangeFeed, chatDeliveriesRepository, consentSettings, contactsRepository,
   conversationsRepository, createChatClient, createChatService, DEFAULT_ACCOUNT_ID, mediaDownloads,
-  type BroadcastsService, type ChatChangeFeed, type ChatService, type ConsentSettingsStore, type MediaDownloads, type UsableChatAccount
+  type BroadcastsService, type CannedRepliesRepository, type ChatAccountsRepository, type ChatChangeFeed, type ChatDeliveriesRepository, type ChatService,
+  type ConsentSettingsStore, type ContactsRepository, type ConversationsRepository, type MediaDownloads, type UsableChatAccount
 } from '@switchboard/core/chat'
-import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type DraftsService } from '@switchboard/core/assistant'
+import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type AssistantTurnsRepository, type DraftsService } from '@switchboard/core/assistant'
 import { forbidden } from '@switchboard/core/errors'
 import { isAdmin, USER_CHANGES_CHANNEL, viewerOf } from '@switchboard/core/users'
 
 declare module 'fastify' {
   interface FastifyInstance {
     chat: ChatService
-    chatAccounts: ReturnType<typeof chatAccountsRepository>
-    conversations: ReturnType<typeof conversationsRepository>
+    chatAccounts: ChatAccountsRepository
+    conversations: ConversationsRepository
     /** Each number's contacts, and their consent. */
-    contacts: ReturnType<typeof contactsRepository>
+    contacts: ContactsRepository
     /** Each number's canned replies. */
-    cannedReplies: ReturnType<typeof cannedRepliesRepository>
+    cannedReplies: CannedRepliesRepository
     /** The inbox's changes this process hears, passed to its event streams (GET /api/chat/events). */
     chatChanges: ChatChangeFeed
     /** Each number's opt-out and opt-in keywords and confirmations. */
@@ -25,14 +26,14 @@ declare module 'fastify' {
     /** A message's media, streamed from the platform within CHAT_MEDIA_MAX_BYTES and CHAT_MEDIA_TIMEOUT_MS. */
     chatMedia: MediaDownloads
     /** Inbound webhook deliveries, stored before the worker processes them. */
-    chatDeliveries: ReturnType<typeof chatDeliveriesRepository>
+    chatDeliveries: ChatDeliveriesRepository
     /** Broadcasts: created and controlled here, sent by the worker. */
     broadcasts: BroadcastsService
     /** Staff decisions on the assistant's drafts. */
     drafts: DraftsService
     /** Each number's assistant settings and provider. */
     assistantSettings: AssistantSettingsStore
-    assistantTurns: ReturnType<typeof assistantTurnsRepository>
+    assistantTurns: AssistantTurnsRepository
     /** The chat account a request acts on: X-Account-Id, or the caller's only usable account. */
     chatAccountFor: (request: FastifyRequest) => Promise<UsableChatAccount>
     /**

@@ -1,11 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { createCredentialService, credentialsRepository } from '@switchboard/core/credentials'
+import { createCredentialService, credentialsRepository, type CredentialService, type CredentialsRepository } from '@switchboard/core/credentials'
 import { keyringOf } from '@switchboard/core/encryption'
 
-type CredentialsRepository = ReturnType<typeof credentialsRepository>
-
-type Credentials = ReturnType<typeof createCredentialService> & {
+type Credentials = CredentialService & {
   list: CredentialsRepository['list']
   find: CredentialsRepository['find']
 }

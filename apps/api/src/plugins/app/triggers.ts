@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { createTriggerTargets, emitEvent, type TriggerTargets } from '@switchboard/core/triggers'
+import { createTriggerTargets, emitEvent, type EmitEventInput, type TriggerTargets } from '@switchboard/core/triggers'
 
 interface Triggers {
   /** The workflow a fire or an inbound webhook starts a run from; a viewer scopes it to its owner. */
   findTarget: TriggerTargets['find']
-  emitEvent: (input: Parameters<typeof emitEvent>[1]) => ReturnType<typeof emitEvent>
+  /** Starts the event's listeners; the ids of the runs started. */
+  emitEvent: (input: EmitEventInput) => Promise<string[]>
 }
 
 function createTriggers (fastify: FastifyInstance): Triggers {

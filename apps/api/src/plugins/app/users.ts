@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { apiKeysRepository, usersRepository } from '@switchboard/core/users'
+import { apiKeysRepository, usersRepository, type ApiKeysRepository, type UsersRepository } from '@switchboard/core/users'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    users: ReturnType<typeof usersRepository>
-    apiKeys: ReturnType<typeof apiKeysRepository>
+    users: UsersRepository
+    apiKeys: ApiKeysRepository
   }
 }
 

@@ -2,11 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { codeSandboxLimitsOf, createCodeSandboxPool, type CodeSandboxPool } from '@switchboard/core/engine'
 import { createScheduleSync } from '@switchboard/core/schedules'
-import { createWorkflowService, workflowsRepository } from '@switchboard/core/workflows'
+import { createWorkflowService, workflowsRepository, type WorkflowService, type WorkflowsRepository } from '@switchboard/core/workflows'
 
-type WorkflowsRepository = ReturnType<typeof workflowsRepository>
-
-type Workflows = ReturnType<typeof createWorkflowService> & {
+type Workflows = WorkflowService & {
   list: WorkflowsRepository['list']
   findDetail: WorkflowsRepository['findDetail']
 }

@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { Type, type TInteger } from 'typebox'
 import { USER_ROLES } from '@switchboard/core/db'
 import { MAX_QUOTA, QUOTA_NAMES, type QuotaName } from '@switchboard/core/users'
 import { NewPassword, Timestamp } from '../../../schemas/common.ts'
@@ -14,7 +14,7 @@ const quotaDescriptions: Record<QuotaName, string> = {
 }
 
 /** The quotas a user has: their own settings over the installation's defaults (README, Quotas). */
-const Quotas = Type.Object(Object.fromEntries(QUOTA_NAMES.map((name) => [name, Type.Integer({ description: quotaDescriptions[name] })])) as Record<QuotaName, ReturnType<typeof Type.Integer>>)
+const Quotas = Type.Object(Object.fromEntries(QUOTA_NAMES.map((name) => [name, Type.Integer({ description: quotaDescriptions[name] })])) as Record<QuotaName, TInteger>)
 
 export const User = Type.Object({
   id: Type.String(),

@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { Type, type TInteger } from 'typebox'
 import { RUN_STATUSES, LOG_LEVELS } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
@@ -99,7 +99,7 @@ export const RunStatsQuery = Type.Object({
   workflowId: Type.Optional(Type.String({ maxLength: 64 }))
 })
 
-const StatusCounts = Type.Object(Object.fromEntries(RUN_STATUSES.map((status) => [status, Type.Integer()])) as Record<typeof RUN_STATUSES[number], ReturnType<typeof Type.Integer>>)
+const StatusCounts = Type.Object(Object.fromEntries(RUN_STATUSES.map((status) => [status, Type.Integer()])) as Record<typeof RUN_STATUSES[number], TInteger>)
 
 /** Runs created per minute over a window, by the status each has now: one bucket per minute, oldest first, empty minutes included. */
 export const RunStats = Type.Object({

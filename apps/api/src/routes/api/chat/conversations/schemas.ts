@@ -1,9 +1,9 @@
-import { Type } from 'typebox'
+import { Type, type TString } from 'typebox'
 import { CONVERSATION_FILTERS, CONVERSATION_SORTS } from '@switchboard/core/chat'
 import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
-const nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])
+const nullable = <T extends TString>(schema: T) => Type.Union([schema, Type.Null()])
 
 export const ChatMessage = Type.Object({
   id: Type.String(),
