@@ -1,6 +1,6 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
-import { assistantRunner, nodeModelProvider } from '@switchboard/core/assistant'
+import { assistantRunner, nodeModelProvider, wakeTurn } from '@switchboard/core/assistant'
 import { broadcastRequeue, chatDeliveryRequeue, consentKeywords, conversationsRepository, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
 import { createCredentialVault } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
@@ -79,7 +79,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     foreachMaxItems: config.limits.foreachMaxItems,
     nodes: { chat, http: http.dispatcher, code, ai: nodeModelProvider(config.ai) },
     credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
-    dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds })
+    dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds }),
+    wakeAssistantTurn: async (turnId) => { await wakeTurn({ db: database.db, queues }, turnId) }
   })
   const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService })
   const consent = consentKeywords({ db: database.db, chat: chatService, logger })

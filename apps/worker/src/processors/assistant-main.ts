@@ -44,14 +44,14 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
   })
 
   async function workTurns (job: Job, token: string | undefined): Promise<void> {
-    const { conversationId } = job.data as AssistantTurnJobData
+    const { conversationId, wake } = job.data as AssistantTurnJobData
     let delayMs: number | undefined
     if (turnsActive >= turnSlots) {
       delayMs = 250
     } else {
       turnsActive++
       try {
-        delayMs = (await assistant.work(conversationId))?.delayMs
+        delayMs = (await assistant.work(conversationId, { wake }))?.delayMs
       } finally {
         turnsActive--
       }

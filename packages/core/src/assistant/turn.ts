@@ -9,20 +9,18 @@ import { WINDOW_MS } from '../chat/window.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { assistantTurnSeconds, assistantTokens, assistantToolCalls, assistantTurns as assistantTurnsMetric } from '../observability/metrics.ts'
-import { ASSISTANT_TURN_JOB, type Queues } from '../queues/catalog.ts'
+import type { Queues } from '../queues/catalog.ts'
 import { startRuns } from '../runs/start.ts'
 import { ModelCallError, type ModelMessage } from './model.ts'
 import { assistantSettings } from './settings.ts'
 import { checkToolArguments, loadTools, modelToolsOf, type AssistantTool } from './tools.ts'
+import { enqueueTurns, recheckTurnAt } from './turn-jobs.ts'
 import { assistantTurnsRepository, logEntry, type ClaimedTurn } from './turns.ts'
 
 /** The platform's longest text message: a longer reply is cut there. */
 const MAX_REPLY_CHARS = 4096
 /** What a tool run's output may give back to the model, in characters of JSON. */
 const MAX_TOOL_RESULT_CHARS = 8 * 1024
-/** The first look at a tool run, then each look twice as late, up to the last. */
-const FIRST_POLL_MS = 50
-const LAST_POLL_MS = 2000
 /** Why a turn ends without a reply to a customer who opted out. */
 const OPTED_OUT = 'the customer opted out of messages (STOP): the assistant does not reply'
 
@@ -51,7 +49,6 @@ interface TurnState {
   pending: PendingToolRun[]
   /** Epoch ms: the turn fails past it (AI_TURN_TIMEOUT_MS). */
   deadline: number
-  pollMs: number
 }
 
 interface TurnContext {
@@ -81,8 +78,9 @@ export type TurnsWorked = { delayMs: number } | undefined
 /**
  * Assistant turns (README, The assistant): one per inbound customer message it answers, worked
  * one at a time per conversation in message order. A turn reads the conversation, asks the model,
- * runs the tools it calls as AGENT workflow runs (waiting for them holds no worker: the job is
- * delayed and looks again), and ends with a draft (HYBRID) or a sent reply (AUTO).
+ * runs the tools it calls as AGENT workflow runs (waiting for them holds no worker: each run's end
+ * wakes the turn, as a child run wakes its parent; a job at the turn's time limit gives up on the
+ * runs that never end), and ends with a draft (HYBRID) or a sent reply (AUTO).
  */
 export function assistantRunner (options: AssistantRunnerOptions) {
   const { db, config, logger, queues, chat } = options
@@ -149,8 +147,8 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     assistantTurnSeconds.observe({ outcome }, (Date.now() - turn.createdAt.getTime()) / 1000)
   }
 
-  /** Works one claimed turn until it ends or waits; `{ waitMs }` when it waits for tool runs. */
-  async function advance (turn: ClaimedTurn): Promise<{ waitMs: number } | undefined> {
+  /** Works one claimed turn until it ends or waits for its tool runs (`'waiting'`). */
+  async function advance (turn: ClaimedTurn): Promise<'waiting' | undefined> {
     const log: AssistantLogEntry[] = [...turn.log]
     const toolCalls: AssistantToolCall[] = [...turn.toolCalls]
     let tokensIn = turn.tokensIn
@@ -188,22 +186,24 @@ export function assistantRunner (options: AssistantRunnerOptions) {
         tools,
         toolCallsMade: 0,
         pending: [],
-        deadline: Date.now() + config.ai.turnTimeoutMs,
-        pollMs: FIRST_POLL_MS
+        deadline: Date.now() + config.ai.turnTimeoutMs
       }
       log.push(logEntry('started', { model, tools: tools.map((tool) => tool.name), messages: state.messages.length - 1 }))
     }
 
     for (;;) {
       if (state.pending.length > 0) {
-        const results = await toolResults(state.pending)
+        let results = await toolResults(state.pending)
         const finished = (run: PendingToolRun): boolean => ['SUCCESS', 'FAILED', 'CANCELLED'].includes(results.get(run.runId)?.status ?? '')
-        const timedOut = Date.now() > state.deadline
-        if (!timedOut && !state.pending.every(finished)) {
-          const waitMs = state.pollMs
-          state.pollMs = Math.min(state.pollMs * 2, LAST_POLL_MS)
+        const waits = (): boolean => Date.now() <= state!.deadline && !state!.pending.every(finished)
+        if (waits()) {
           if (!await turns.progress(turn, { ...progress, state }, 'waiting', leaseMs)) return undefined
-          return { waitMs }
+          // A run that ended before the turn was waiting woke a job that found it claimed: read the runs again.
+          results = await toolResults(state.pending)
+          if (waits()) {
+            await recheckTurnAt(queues, { id: turn.id, conversationId: turn.conversationId }, state.deadline + 100)
+            return 'waiting'
+          }
         }
         for (const run of state.pending) {
           const result = results.get(run.runId)
@@ -225,7 +225,6 @@ export function assistantRunner (options: AssistantRunnerOptions) {
         }
         log.push(logEntry('tool results', { runs: state.pending.map((run) => ({ name: run.name, runId: run.runId, status: results.get(run.runId)?.status ?? 'RUNNING' })) }))
         state.pending = []
-        state.pollMs = FIRST_POLL_MS
       }
       if (Date.now() > state.deadline) return end('failed', 'the turn ran past AI_TURN_TIMEOUT_MS', { error: 'the turn ran past its time limit' })
 
@@ -281,7 +280,8 @@ export function assistantRunner (options: AssistantRunnerOptions) {
                 conversation: { id: turn.conversationId, phone: conversation.phone, name: conversation.name },
                 messageId: turn.messageId
               },
-              idempotencyKey: `assistant:${turn.id}:${call.id}`
+              idempotencyKey: `assistant:${turn.id}:${call.id}`,
+              assistantTurnId: turn.id
             }))
           })
           starts.forEach(({ call, tool }, n) => {
@@ -359,14 +359,17 @@ export function assistantRunner (options: AssistantRunnerOptions) {
       if (await turns.create(message, config.ai.model)) await enqueueTurns(queues, message.conversationId)
     },
 
-    /** Works the conversation's turns in order until none is left, or one waits. */
-    async work (conversationId: string): Promise<TurnsWorked> {
+    /**
+     * Works the conversation's turns in order until none is left, or one waits for its tool runs.
+     * A turn claimed by a live worker is looked at again when its lease ends (its worker may die),
+     * unless this job is a `wake`: that worker reads the runs again once the turn waits.
+     */
+    async work (conversationId: string, { wake = false } = {}): Promise<TurnsWorked> {
       for (;;) {
         const claim = await turns.claim(conversationId, leaseMs)
         if (claim === null) return undefined
-        if ('retryAt' in claim) return { delayMs: Math.max(100, claim.retryAt.getTime() - Date.now() + 50) }
-        const waiting = await advance(claim.turn)
-        if (waiting !== undefined) return { delayMs: waiting.waitMs }
+        if ('retryAt' in claim) return wake ? undefined : { delayMs: Math.max(100, claim.retryAt.getTime() - Date.now() + 50) }
+        if (await advance(claim.turn) === 'waiting') return undefined
       }
     },
 
@@ -382,8 +385,3 @@ export function assistantRunner (options: AssistantRunnerOptions) {
 export type AssistantRunner = ReturnType<typeof assistantRunner>
 
 class ClaimLost extends Error {}
-
-/** The job that works a conversation's turns: one per conversation at a time (one more kept while it is active). */
-async function enqueueTurns (queues: Queues, conversationId: string): Promise<void> {
-  await queues['assistant-main'].add(ASSISTANT_TURN_JOB, { conversationId }, { deduplication: { id: `turns:${conversationId}`, keepLastIfActive: true } })
-}

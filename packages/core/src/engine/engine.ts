@@ -86,6 +86,12 @@ interface EngineOptions {
    */
   dispatchEvents: (eventIds: string[]) => Promise<unknown>
   /**
+   * Wakes the assistant turn a tool run belongs to once the run ended (the assistant's
+   * `wakeTurn`, passed in by the worker: the engine never imports the assistant). A lost wake
+   * leaves the turn to its own recheck at its time limit. @defaultValue none: no turn is woken
+   */
+  wakeAssistantTurn?: (turnId: string) => Promise<void>
+  /**
    * Takeovers of a RUNNING run whose worker stopped before the run is failed.
    * Retries of the same job after a database or Redis error are not takeovers:
    * the job's own attempts bound them (JOB_OPTIONS).
@@ -338,10 +344,18 @@ export function createRunEngine (options: EngineOptions) {
     return outcome === 'UNCLAIMED' ? undefined : outcome
   }
 
-  /** Executes a run with `writer`; a child that ended wakes its parent (engine/README.md, "Child runs"). */
+  /**
+   * Executes a run with `writer`; a child that ended wakes its parent (engine/README.md, "Child
+   * runs"), an assistant's tool run its turn.
+   */
   async function executeClaimed (run: ClaimedRun, writer: Execution['writer'], signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<StepsOutcome> {
     const outcome = await executeSteps(run, writer, signal, requestId, owner, span)
     if (run.parent !== null && CHILD_ENDED.has(outcome)) await children.wakeParent(run.parent)
+    if (run.assistantTurnId !== null && CHILD_ENDED.has(outcome) && options.wakeAssistantTurn !== undefined) {
+      await options.wakeAssistantTurn(run.assistantTurnId).catch((err: unknown) => {
+        logger.warn({ err, runId: run.id, turnId: run.assistantTurnId }, 'assistant turn of an ended tool run not woken: its recheck will')
+      })
+    }
     return outcome
   }
 

@@ -57,6 +57,8 @@ export interface ClaimedRun {
   parent: { runId: string, nodeId: string, queue: QueueName, branch: boolean } | null
   /** How many parents above it (SUBWORKFLOW_MAX_DEPTH bounds it). */
   depth: number
+  /** The assistant turn this run is a tool call of: its end wakes the turn. */
+  assistantTurnId: string | null
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
@@ -238,7 +240,7 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
         and (previous.kind in ('retry', 'takeover') or previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
       returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
         runs.current_node_id, runs.until_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind,
-        runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent
+        runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent, runs.assistant_turn_id
     ), logged as (
       insert into run_logs (run_id, level, message)
       select id, case kind when 'retry' then 'WARN' else 'INFO' end, case kind
@@ -301,6 +303,7 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
     maxConcurrentRuns: row.max_runs as number | null,
     parent: parentOfRow(row),
     depth: (row.depth as number | undefined) ?? 0,
+    assistantTurnId: (row.assistant_turn_id as string | null | undefined) ?? null,
     workflow: {
       nodes: (row.nodes as WorkflowNode[] | null) ?? [],
       edges: row.edges
@@ -356,7 +359,7 @@ export function runStore (db: DbOrTx) {
         select runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body,
           ${startedResult} as result, runs.current_node_id, runs.until_node_id, runs.attempt, runs.claim, now() as started_at,
           'start' as kind, workflows.max_concurrent_runs as max_runs, runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent,
-          ${definitionColumns}
+          runs.assistant_turn_id, ${definitionColumns}
         from runs
         join workflows on workflows.id = runs.workflow_id
         left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = runs.workflow_version

@@ -66,7 +66,8 @@ export interface RunJobData {
 }
 export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }
-export interface AssistantTurnJobData { conversationId: string }
+/** `wake`: a tool run of the turn ended; a wake that finds the turn claimed by a live worker ends (that worker reads the runs again). */
+export interface AssistantTurnJobData { conversationId: string, wake?: boolean }
 export interface BroadcastJobData { broadcastId: string }
 export interface EventDeliveryJobData {
   deliveryId: string

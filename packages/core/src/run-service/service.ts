@@ -1,3 +1,4 @@
+import { wakeTurn } from '../assistant/turn-jobs.ts'
 import { runWaits, type Decided, type Decider, type PendingApproval } from '../engine/waits.ts'
 import { wakeRun } from '../engine/children.ts'
 import { wakeWaitingRuns } from '../engine/slots.ts'
@@ -70,6 +71,11 @@ export function runService ({ db, queues, logger, eventFanoutMax }: RunServiceOp
       if (outcome.parent !== null) {
         const { runId: parentRunId, queue } = outcome.parent
         wakeRun(queues, queue, parentRunId).catch((err: unknown) => { log.warn({ err, runId: parentRunId }, 'parent of a cancelled run not woken: its recheck will') })
+      }
+      // A cancelled tool run: its assistant turn answers the model now, not at its time limit.
+      if (outcome.assistantTurnId !== null) {
+        const turnId = outcome.assistantTurnId
+        wakeTurn(deps, turnId).catch((err: unknown) => { log.warn({ err, runId: id, turnId }, 'assistant turn of a cancelled tool run not woken: its recheck will') })
       }
       // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
       // that is running (locked, so not removable) finds the run CANCELLED and stops by itself.

@@ -39,6 +39,8 @@ interface CancelledRun {
   parent: { runId: string, queue: QueueName } | null
   /** The `workflow.run.cancelled` events written (the run's and its descendants'), to dispatch. */
   eventIds: string[]
+  /** The assistant turn a cancelled tool run belongs to: woken, so that it sees the cancel. */
+  assistantTurnId: string | null
 }
 
 export interface ListRunsFilter {
@@ -123,18 +125,18 @@ export function runsRepository (db: DbOrTx) {
      */
     async cancel (id: string, viewer: Viewer): Promise<CancelledRun | 'finished' | null> {
       const owner = sql`${viewer.role === 'admin' ? sql`` : sql`and user_id = ${viewer.id}`} and ${workflowLimit(viewer, sql`workflow_id`)}`
-      const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null, parentRunId: string | null, parentQueue: QueueName | null, eventId: string | null }>(sql`
+      const [cancelled] = await db.execute<{ queue: QueueName, currentNodeId: string | null, parentRunId: string | null, parentQueue: QueueName | null, assistantTurnId: string | null, eventId: string | null }>(sql`
         with cancelled as (
           update runs set
             status = 'CANCELLED',
             completed_at = now(),
             duration_ms = ${durationMsSince(sql`started_at`)}
           where id = ${id} ${owner} and status in ('PENDING', 'RUNNING', 'WAITING')
-          returning id, queue, current_node_id, parent_run_id, workflow_id, user_id
+          returning id, queue, current_node_id, parent_run_id, workflow_id, user_id, assistant_turn_id
         ), logged as (
           insert into run_logs (run_id, level, message) select id, 'INFO', 'Run cancelled' from cancelled
         ), emitted as (${cancelledEvents(sql`cancelled`)})
-        select queue, current_node_id as "currentNodeId", parent_run_id as "parentRunId",
+        select queue, current_node_id as "currentNodeId", parent_run_id as "parentRunId", assistant_turn_id as "assistantTurnId",
           (select parent.queue from runs as parent where parent.id = cancelled.parent_run_id) as "parentQueue",
           (select id from emitted) as "eventId"
         from cancelled
@@ -147,7 +149,7 @@ export function runsRepository (db: DbOrTx) {
       const eventIds = [cancelled.eventId, ...descendants.map(({ eventId }) => eventId)].filter((eventId) => eventId !== null)
       const run = await get(id, viewer)
       const parent = cancelled.parentRunId === null || cancelled.parentQueue === null ? null : { runId: cancelled.parentRunId, queue: cancelled.parentQueue }
-      return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId, parent, eventIds }
+      return run === null ? null : { run, queue: cancelled.queue, currentNodeId: cancelled.currentNodeId, parent, eventIds, assistantTurnId: cancelled.assistantTurnId }
     }
   }
 }

@@ -109,6 +109,8 @@ export interface StartRunsInput {
     untilNodeId?: string
     /** A retry from a node: the run starts at `nodeId` with `result` (the outputs of the nodes before it). */
     startAt?: RunStartPoint
+    /** A tool call of this assistant turn (`runs.assistant_turn_id`): the run's end wakes the turn. */
+    assistantTurnId?: string
   }>
   /** The triggerData of every run that brings none, sent once per statement however many runs share it (an event's payload). */
   triggerData?: unknown
@@ -140,6 +142,7 @@ interface PlannedRun {
   test?: boolean
   untilNodeId?: string
   startAt?: RunStartPoint
+  assistantTurnId?: string
 }
 
 interface InsertedRun extends StartedRun {
@@ -159,7 +162,7 @@ interface InsertedRun extends StartedRun {
  * per statement).
  */
 async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt }) => ({
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
@@ -172,13 +175,14 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     test,
     until_node_id: untilNodeId,
     current_node_id: startAt?.nodeId,
-    result: startAt?.result
+    result: startAt?.result,
+    assistant_turn_id: assistantTurnId
   })))
   const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text,
-          test boolean, until_node_id text, current_node_id text, result jsonb)
+          test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text)
     ), claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
@@ -189,12 +193,13 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
           then idempotency_keys.created_at else excluded.created_at end
       returning workflow_id, key, run_id
     ), new_runs as (
-      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result, assistant_turn_id)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
         coalesce(planned.trigger_data::jsonb, (select trigger_data from runs source where source.id = planned.retried_from), ${storableJson(shared)}::jsonb),
         coalesce(decode(planned.raw_body, 'base64'), (select raw_body from runs source where source.id = planned.retried_from)),
         coalesce(planned.workflow_version, (select version from workflows where workflows.id = planned.workflow_id)),
-        planned.retried_from, coalesce(planned.test, false), planned.until_node_id, planned.current_node_id, coalesce(planned.result, '{}'::jsonb)
+        planned.retried_from, coalesce(planned.test, false), planned.until_node_id, planned.current_node_id, coalesce(planned.result, '{}'::jsonb),
+        planned.assistant_turn_id
       -- The replayed run is read by subqueries, an index probe per replay and none for other runs,
       -- whatever plan the prepared statement keeps: a join let a generic plan, made while runs was
       -- small, scan the whole table on every start (docs/decisions.md, "Fewer writes per run").
@@ -229,7 +234,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   // A (workflow, key) pair listed twice is one run: the later ones get the first one's answer.
   const firstOfPair = new Map<string, number>()
   const distinct: PlannedRun[] = []
-  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt }) => {
+  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId }) => {
     const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
     if (key !== undefined) {
       const pair = JSON.stringify([workflow.id, key])
@@ -237,7 +242,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       if (first !== undefined) return first
       firstOfPair.set(pair, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt })
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)

@@ -57,7 +57,10 @@ export const runs = pgTable('runs', {
   // A run started by POST /workflows/:id/test (README, The workflow builder): counted as a run, filtered by `?test=`.
   test: boolean('test').notNull().default(false),
   // A test run's last node: the run ends SUCCESS once that node has run ("Run to here").
-  untilNodeId: text('until_node_id')
+  untilNodeId: text('until_node_id'),
+  // The assistant turn this run is a tool call of (README, The assistant: Tools): its end wakes the
+  // turn. No foreign key, as for parent_run_id: a run outliving its turn's row stays a fact.
+  assistantTurnId: text('assistant_turn_id')
 }, (t) => [
   // Newest first, id breaking ties, as the run list and a workflow's latest runs read them: per workflow,
   // per owner, and for admins (every run). NULLS FIRST like `order by … desc`, or the index cannot serve it.

@@ -1,0 +1,1 @@
+ALTER TABLE "runs" ADD COLUMN "assistant_turn_id" text;
