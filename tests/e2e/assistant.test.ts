@@ -23,6 +23,8 @@ const stack = await startStack(t, {
     AI_TIMEOUT_MS: '1500',
     AI_MAX_RETRIES: '1',
     AI_MAX_TOOL_CALLS: '2',
+    // A turn waiting for a tool run that never ends gives up after this (the last tool test).
+    AI_TURN_TIMEOUT_MS: '8000',
     WORKER_HTTP_PORT: String(workerPort)
   }
 })
@@ -41,7 +43,7 @@ async function say (phone: string, text: string): Promise<string> {
 }
 
 interface Conversation { id: string, phone: string, pendingApprovalCount: number, assistantPaused: boolean, aiMode: string }
-interface Turn { id: string, status: string, outcome: string | null, error: string | null, toolCalls: Array<{ name: string, status: string, runId: string | null, workflowId: string | null, error?: string }>, draftMessageId: string | null, draftDecision: string | null, tokensIn: number, tokensOut: number }
+interface Turn { id: string, status: string, outcome: string | null, error: string | null, toolCalls: Array<{ name: string, status: string, runId: string | null, workflowId: string | null, error?: string }>, draftMessageId: string | null, draftDecision: string | null, tokensIn: number, tokensOut: number, attempts: number }
 interface Message { id: string, status: string | null, content: string, direction: string, agentName: string | null, wamid: string | null }
 
 async function conversationOf (phone: string): Promise<Conversation> {
@@ -255,6 +257,49 @@ t.test('AGENT workflows are the tools: a call runs the workflow with the convers
   t.match(run.triggerData, { arguments: { orderId: 'A-1234' }, conversation: { id: conversation.id, phone }, messageId: /./ })
   t.same(run.result.lookup, { order: 'A-1234', status: 'shipped', phone }, 'the tool knows the customer from the conversation, not from the model')
   t.equal((await draftsOf(conversation.id))[0]!.content, 'Your order is shipped.')
+})
+
+t.test('a tool run that waits wakes its turn when it ends, a cancelled one at once, one that never ends fails the turn at its time limit: the turn never polls', async (t) => {
+  const slowId = await client.createWorkflow(token, {
+    name: 'Slow lookup',
+    triggerType: 'AGENT',
+    triggerConfig: { description: 'Looks something up slowly', inputSchema: { type: 'object', properties: { seconds: { type: 'number' } }, required: ['seconds'] } },
+    nodes: [{ id: 'pause', type: 'wait', config: { seconds: '{{triggerData.arguments.seconds}}' }, next: 'answer' }, { id: 'answer', type: 'set', config: { values: { found: 'yes' } } }]
+  })
+  const phone = newCustomer()
+  provider.script({ toolCalls: [{ name: 'slow_lookup', arguments: { seconds: 2 } }] }, { reply: 'Found it.' })
+  await say(phone, 'Can you look that up slowly?')
+  const conversation = await conversationOf(phone)
+  const [turn] = await endedTurns(conversation.id)
+  t.equal(turn!.outcome, 'drafted', turn!.error ?? '')
+  t.match(turn!.toolCalls, [{ name: 'slow_lookup', workflowId: slowId, status: 'succeeded' }])
+  // Polled, a turn waiting 2 s for its tool would be claimed at every look; woken, it is claimed when it starts and when the run ends.
+  t.equal(turn!.attempts, 2, 'claimed twice: its start, and the wake of the tool run\'s end')
+
+  // A tool that would wait 10 minutes, cancelled: the turn answers the model now, far before AI_TURN_TIMEOUT_MS.
+  const other = newCustomer()
+  provider.script({ toolCalls: [{ name: 'slow_lookup', arguments: { seconds: 600 } }] }, { reply: 'Sorry, that took too long.' })
+  await say(other, 'And this one, very slowly?')
+  const otherConversation = await conversationOf(other)
+  const runId = await waitFor(async () => (await turnsOf(otherConversation.id))[0]?.toolCalls[0]?.runId ?? undefined, { what: 'the tool run' })
+  await waitFor(async () => (await stack.call('GET', `/api/automation/runs/${runId}`, { token })).body.status === 'WAITING' ? true : undefined, { what: 'the tool run to wait' })
+  t.equal((await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })).status, 200)
+  const [cancelledTurn] = await endedTurns(otherConversation.id)
+  t.equal(cancelledTurn!.outcome, 'drafted', cancelledTurn!.error ?? '')
+  t.match(cancelledTurn!.toolCalls, [{ name: 'slow_lookup', status: 'failed', error: 'CANCELLED' }])
+  const toolAnswer = requestsFor('And this one, very slowly?').at(-1)!.body.messages.find((message) => message.role === 'tool')
+  t.match(String(toolAnswer?.content), /^The tool failed: CANCELLED/, 'the model is told the run was cancelled')
+
+  // Nothing ends the run: the job at the turn's time limit ends the turn, the run given up.
+  const third = newCustomer()
+  provider.script({ toolCalls: [{ name: 'slow_lookup', arguments: { seconds: 600 } }] })
+  const asked = Date.now()
+  await say(third, 'And one that never ends?')
+  const [gaveUp] = await endedTurns((await conversationOf(third)).id, 1, 20_000)
+  t.ok(Date.now() - asked >= 8000, 'ended once AI_TURN_TIMEOUT_MS had passed')
+  t.match(gaveUp, { outcome: 'failed', error: 'the turn ran past its time limit', toolCalls: [{ name: 'slow_lookup', status: 'timed_out' }] })
+  t.equal(requestsFor('And one that never ends?').length, 1, 'the model is not asked again past the time limit')
+  await stack.call('DELETE', `/api/automation/workflows/${slowId}`, { token })
 })
 
 t.test('hostile model answers: tools it was not given, bad arguments, endless calls; nothing outside the owner\'s tools runs', async (t) => {

@@ -20,5 +20,5 @@ export async function wakeTurn ({ db, queues }: { db: DbOrTx, queues: Queues }, 
 
 /** The job that looks at a waiting turn at its time limit `at` (epoch ms): its tool runs are then given up. */
 export async function recheckTurnAt (queues: Queues, turn: { id: string, conversationId: string }, at: number): Promise<void> {
-  await queues['assistant-main'].add(ASSISTANT_TURN_JOB, { conversationId: turn.conversationId }, { jobId: `turn-deadline:${turn.id}`, delay: Math.max(0, at - Date.now()) })
+  await queues['assistant-main'].add(ASSISTANT_TURN_JOB, { conversationId: turn.conversationId }, { jobId: `turn:${turn.id}:deadline`, delay: Math.max(0, at - Date.now()) })
 }
