@@ -28,6 +28,20 @@ export interface TurnProgress {
   tokensOut?: number
 }
 
+/** The conversation of a turn as the turn finds it (`context`). */
+export interface TurnContext {
+  phoneNumberId: string
+  phone: string
+  name: string | null
+  aiMode: 'OFF' | 'HYBRID' | 'AUTO'
+  paused: boolean
+  /** The customer opted out (README, Contacts and consent): the assistant does not answer them. */
+  optedOut: boolean
+  lastIncomingAt: Date | null
+  /** A customer message newer than the one this turn answers: the turn is superseded. */
+  newer: boolean
+}
+
 /**
  * Every statement on `assistant_turns` but the draft decisions (drafts.ts): a turn is created
  * once per inbound message, claimed in message order per conversation, and written by its claim.
@@ -84,6 +98,25 @@ export function assistantTurnsRepository (db: DbOrTx) {
       if (row.id === null) return { retryAt: new Date(row.retry_at!) }
       const [turn] = await db.select().from(assistantTurns).where(eq(assistantTurns.id, row.id)).limit(1)
       return turn === undefined ? null : { turn: { ...turn, attempt: turn.attempts } }
+    },
+
+    /**
+     * The turn's conversation as it is now (null when it or its message is gone), in one statement
+     * (`executor`: the transaction that writes the draft). A message is newer than the turn's when
+     * the platform stamped it later, or, within the same second (its stamps are whole seconds),
+     * when its turn was created after this one.
+     */
+    async context (turnId: string, executor: DbOrTx = db): Promise<TurnContext | null> {
+      const [row] = await executor.execute<Omit<TurnContext, 'lastIncomingAt'> & { lastIncomingAt: string | null }>(sql`
+        select c.phone_number_id as "phoneNumberId", c.phone, c.name, c.ai_mode as "aiMode", c.assistant_paused as paused,
+          c.last_incoming_at as "lastIncomingAt",
+          exists (select 1 from chat_contacts k where k.phone_number_id = c.phone_number_id and k.phone = c.phone and k.opted_out) as "optedOut",
+          exists (select 1 from messages n where n.conversation_id = c.id and n.direction = 'inbound' and n.created_at > m.created_at)
+            or exists (select 1 from assistant_turns o join messages om on om.id = o.message_id
+              where o.conversation_id = c.id and om.created_at = m.created_at and (o.created_at, o.id) > (t.created_at, t.id)) as newer
+        from assistant_turns t join conversations c on c.id = t.conversation_id join messages m on m.id = t.message_id
+        where t.id = ${turnId}`)
+      return row === undefined ? null : { ...row, lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt) }
     },
 
     /** Writes what the turn did so far; false when its claim was lost. */

@@ -244,15 +244,17 @@ export function conversationsRepository (db: DbOrTx) {
     },
 
     /**
-     * The latest `limit` messages the customer wrote or was sent (drafts are not part of it), oldest
-     * first, the newest kept within `maxChars` in all (the newest alone is cut to it).
+     * The latest `limit` messages the customer wrote or was sent (drafts are not part of it), up to
+     * the message `upTo` when given, oldest first, the newest kept within `maxChars` in all (the
+     * newest alone is cut to it).
      */
-    async history (conversationId: string, bounds: { limit: number, maxChars: number }): Promise<Array<{ direction: 'inbound' | 'outbound', content: string }>> {
+    async history (conversationId: string, bounds: { limit: number, maxChars: number, upTo?: string }): Promise<Array<{ direction: 'inbound' | 'outbound', content: string }>> {
       if (bounds.limit <= 0) return []
       const rows = await db.execute<{ direction: 'inbound' | 'outbound', content: string }>(sql`
-        select direction, content from messages
-        where conversation_id = ${conversationId} and (direction = 'inbound' or status in ('sent', 'delivered', 'read'))
-        order by created_at desc, id desc limit ${bounds.limit}`)
+        select h.direction, h.content from messages h
+        where h.conversation_id = ${conversationId} and (h.direction = 'inbound' or h.status in ('sent', 'delivered', 'read'))
+          ${bounds.upTo === undefined ? sql`` : sql`and (h.created_at, h.id) <= (select m.created_at, m.id from messages m where m.id = ${bounds.upTo})`}
+        order by h.created_at desc, h.id desc limit ${bounds.limit}`)
       const kept: Array<{ direction: 'inbound' | 'outbound', content: string }> = []
       let chars = 0
       for (const row of rows) {

@@ -3,7 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
 import type { QueueName } from '../queues/catalog.ts'
-import { durationMsSince } from '../db/sql.ts'
+import { durationMsSince, textArray } from '../db/sql.ts'
 import { cancelDescendants, cancelledEvents } from './cancel.ts'
 
 /** A run as the API answers it (README, Runs), without the internals (owner, raw body, resume point, attempt). */
@@ -28,6 +28,13 @@ type RunSummary = Pick<Run, keyof typeof runColumns>
 
 /** Log ids leave as strings (README, Conventions); their order is the order of the bigint identity. */
 type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
+
+/** What a run came to: `output` for a success (its node outputs as JSON text), `error` for a failure. */
+export interface RunOutcomeView {
+  status: RunStatus
+  output: string | null
+  error: string | null
+}
 
 export type RunWithLogs = RunSummary & { childCount: number, logs: RunLogView[] }
 
@@ -97,6 +104,14 @@ export function runsRepository (db: DbOrTx) {
         .orderBy(desc(runs.createdAt), desc(runs.id))
         .limit(filter.limit)
         .offset(filter.offset)
+    },
+
+    /** The status of each of `runIds`, with a successful run's node outputs as JSON text (its triggerData left out) or the error of a failed one. */
+    async outcomes (runIds: readonly string[]): Promise<Map<string, RunOutcomeView>> {
+      const rows = await db.execute<RunOutcomeView & { id: string } & Record<string, unknown>>(sql`
+        select id, status, case when status = 'SUCCESS' then (result - 'triggerData')::text end as output, error
+        from runs where id = any(${textArray(runIds)})`)
+      return new Map(rows.map(({ id, ...outcome }) => [id, outcome]))
     },
 
     /**

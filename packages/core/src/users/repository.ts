@@ -77,6 +77,12 @@ export function usersRepository (db: DbOrTx) {
       return user ?? null
     },
 
+    /** Every admin's id (the default account's assistant tools are theirs: README, The assistant). */
+    async adminIds (): Promise<string[]> {
+      const rows = await db.select({ id: users.id }).from(users).where(eq(users.role, 'admin'))
+      return rows.map((row) => row.id)
+    },
+
     async list (page: { limit: number, offset: number }): Promise<PublicUser[]> {
       return db.select(publicColumns).from(users).orderBy(asc(users.createdAt), asc(users.id))
         .limit(page.limit).offset(page.offset)
