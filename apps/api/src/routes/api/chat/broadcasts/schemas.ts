@@ -1,6 +1,7 @@
 import { Type } from 'typebox'
-import { BROADCAST_COUNT_STATUSES, DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS } from '@switchboard/core/chat'
+import { DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS } from '@switchboard/core/chat'
 import { BROADCAST_STATUSES } from '@switchboard/core/db'
+import { BROADCAST_COUNT_STATUSES } from '@switchboard/core/db/values'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const Components = Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 20 })
