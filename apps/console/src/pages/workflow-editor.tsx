@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
+import { DOMAINS, TRIGGER_TYPES } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { ConfigForm } from '../components/config-form.tsx'
 import { GraphView } from '../components/graph-view.tsx'
@@ -8,7 +9,7 @@ import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { useAction, useNodeTypes } from '../hooks.ts'
 import { withNode } from '../nodes.ts'
 import { paths } from '../paths.ts'
-import { DOMAINS, TRIGGER_TYPES, type Domain, type NodeTypeInfo, type TriggerType, type Workflow, type WorkflowInput, type WorkflowNode } from '../types.ts'
+import type { Domain, NodeTypeInfo, TriggerType, Workflow, WorkflowInput, WorkflowNode } from '../types.ts'
 
 interface Draft {
   name: string

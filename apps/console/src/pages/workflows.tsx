@@ -1,10 +1,10 @@
 import { useLocation } from 'preact-iso'
+import { DOMAINS, TRIGGER_TYPES } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { ago } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { DOMAINS, TRIGGER_TYPES } from '../types.ts'
 
 const PAGE = 50
 
