@@ -1,8 +1,8 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
   Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
-  Conversation, ConversationChanged, ConversationChanges, CreatedKey, Credential, Credentials, DraftApproval, Login, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunRetried, RunStats,
-  RunSummary, Template, TemplateMessage, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
+  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, CreatedKey, Credential, Credentials, DraftApproval, Login, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats,
+  RunSummary, Template, TemplateMessage, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
 /** An error answer of the api, in its error body `{statusCode, code, message}` (README, Conventions). */
@@ -100,11 +100,6 @@ const query = (params: Record<string, string | number | boolean | undefined>): s
   const text = search.toString()
   return text === '' ? '' : `?${text}`
 }
-
-export interface WorkflowFilter { domain?: string, triggerType?: string, isActive?: string, tag?: string, limit?: number, offset?: number }
-export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, test?: string, since?: string, until?: string, limit?: number, offset?: number }
-/** `assigned`: `me`, `none` or a user's id. */
-export interface ConversationFilter { filter?: string, sort?: string, assigned?: string, label?: string }
 
 /**
  * GET /api/chat/events, read with fetch because an EventSource cannot send the token: `onOpen` once

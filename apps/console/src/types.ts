@@ -4,6 +4,7 @@
  * The imports are type-only, so nothing of the api reaches the browser bundle (docs/architecture.md, apps/console).
  */
 import type { Static, TSchema } from 'typebox'
+import type { ChatChange } from '@switchboard/core/chat'
 import type { MESSAGE_STATUSES } from '@switchboard/core/db'
 import type { CreateApiKeyBody, CreatedApiKey, ApiKey as ApiKeySchema } from '../../api/src/routes/api/auth/api-keys/schemas.ts'
 import type { ChangePasswordBody, LoginBody, LoginResponse } from '../../api/src/routes/api/auth/schemas.ts'
@@ -11,9 +12,9 @@ import type { PendingApproval as PendingApprovalSchema } from '../../api/src/rou
 import type { Credential as CredentialSchema } from '../../api/src/routes/api/automation/credentials/schemas.ts'
 import type { NodeTypes } from '../../api/src/routes/api/automation/node-types/schemas.ts'
 import type { QueueCounts } from '../../api/src/routes/api/automation/queues/schemas.ts'
-import type { ResumeRunBody, RetryRunBody, Run as RunSchema, RunAccepted as RunAcceptedSchema, RunLog as RunLogSchema, RunResumed, RunRetried as RunRetriedSchema, RunStats as RunStatsSchema, RunSummary as RunSummarySchema } from '../../api/src/routes/api/automation/runs/schemas.ts'
+import type { ListRunsQuery, ResumeRunBody, RetryRunBody, Run as RunSchema, RunAccepted as RunAcceptedSchema, RunLog as RunLogSchema, RunResumed, RunRetried as RunRetriedSchema, RunStats as RunStatsSchema, RunSummary as RunSummarySchema } from '../../api/src/routes/api/automation/runs/schemas.ts'
 import type {
-  CreateWorkflowBody, RecentRun as RecentRunSchema, TestRunBody, UpdateWorkflowBody, WorkflowDetail, WorkflowNode as WorkflowNodeSchema,
+  CreateWorkflowBody, ListWorkflowsQuery, RecentRun as RecentRunSchema, TestRunBody, UpdateWorkflowBody, WorkflowDetail, WorkflowNode as WorkflowNodeSchema,
   WorkflowSummary as WorkflowSummarySchema, WorkflowVersion as WorkflowVersionSchema, WorkflowVersionSummary as WorkflowVersionSummarySchema
 } from '../../api/src/routes/api/automation/workflows/schemas.ts'
 import type { ChatAccount as ChatAccountSchema, CreateChatAccountBody, UpdateChatAccountBody } from '../../api/src/routes/api/chat/accounts/schemas.ts'
@@ -21,7 +22,7 @@ import type { Agent as AgentSchema } from '../../api/src/routes/api/chat/agents/
 import type { AssistantSettingsView } from '../../api/src/routes/api/chat/assistant/schemas.ts'
 import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecipientSchema, CreateBroadcastBody } from '../../api/src/routes/api/chat/broadcasts/schemas.ts'
 import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
-import type { ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationWithMessages, UpdateConversationBody } from '../../api/src/routes/api/chat/conversations/schemas.ts'
+import type { ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationsQuery, ConversationWithMessages, UpdateConversationBody } from '../../api/src/routes/api/chat/conversations/schemas.ts'
 import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
 import type { Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
 import type { CreateUserBody, UpdateUserBody, User as UserSchema } from '../../api/src/routes/api/users/schemas.ts'
@@ -36,6 +37,8 @@ type Parsed<T> = T extends Date
 type Answer<Schema extends TSchema> = Parsed<Static<Schema>>
 /** What a route accepts with the schema. */
 type Body<Schema extends TSchema> = Static<Schema>
+/** A list's query as the console's addresses hold it: the parameters the route's schema names, with the text or number the address gives. */
+type Query<Schema extends TSchema> = { [Key in keyof Static<Schema>]?: string | number }
 
 export type TriggerType = WorkflowSummary['triggerType']
 export type Domain = WorkflowSummary['domain']
@@ -94,6 +97,7 @@ export type Workflow = Answer<typeof WorkflowDetail>
 export type WorkflowInput = Body<typeof CreateWorkflowBody>
 export type WorkflowChanges = Body<typeof UpdateWorkflowBody>
 export type TestRunInput = Body<typeof TestRunBody>
+export type WorkflowFilter = Query<typeof ListWorkflowsQuery>
 
 /** A version as the history lists it: who saved it and when. */
 export type WorkflowVersionSummary = Answer<typeof WorkflowVersionSummarySchema>
@@ -105,6 +109,7 @@ export type RunSummary = Answer<typeof RunSummarySchema>
 export type RunLog = Answer<typeof RunLogSchema>
 export type Run = Answer<typeof RunSchema>
 export type RunAccepted = Answer<typeof RunAcceptedSchema>
+export type RunFilter = Query<typeof ListRunsQuery>
 export type RunRetried = Answer<typeof RunRetriedSchema>
 export type RetryInput = Body<typeof RetryRunBody>
 export type ApprovalInput = Body<typeof ResumeRunBody>
@@ -132,6 +137,8 @@ export type Conversation = Answer<typeof ConversationWithMessages>
 /** A conversation as PATCH and POST …/read answer it: without messages. */
 export type ConversationChanged = Answer<typeof ConversationSchema>
 export type ConversationChanges = Body<typeof UpdateConversationBody>
+/** `assigned`: `me`, `none` or a user's id. */
+export type ConversationFilter = Query<typeof ConversationsQuery>
 export type DraftApproval = Body<typeof ApproveDraftBody>
 /** Whether the assistant answers a conversation: not at all, with drafts staff approve, or at once. */
 export type AiMode = Conversation['aiMode']
@@ -144,10 +151,10 @@ export type CannedReply = Answer<typeof CannedReplySchema>
 export type CannedReplyInput = Body<typeof NewCannedReplyBody>
 
 /**
- * An event of the inbox's stream: what changed, by id (`resync`: read everything again). The api
- * describes the stream in words only (apps/api/src/routes/api/chat/events/schemas.ts), so this is the console's reading.
+ * An event of the inbox's stream: what changed, by id (`resync`: read everything again, no ids). Its
+ * schema is words only (apps/api/src/routes/api/chat/events/schemas.ts): the ids are core's ChatChange's, as the route frames them.
  */
-export interface ChatEvent { name: string, data: { conversationId?: string, messageId?: string } }
+export interface ChatEvent { name: string, data: Partial<Pick<ChatChange, 'conversationId' | 'messageId'>> }
 
 /** What the assistant did for one customer message (GET /api/chat/conversations/:id/turns). */
 export type AssistantTurn = Answer<typeof AssistantTurnSchema>
