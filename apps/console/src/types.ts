@@ -1,8 +1,9 @@
 /**
  * What the public API answers and accepts, derived from the routes' TypeBox schemas
  * (apps/api/src/routes/**\/schemas.ts): a schema changed there fails the console's typecheck.
- * The imports are type-only, so nothing of the api reaches the browser bundle (docs/architecture.md, apps/console).
+ * The api's imports are type-only, so nothing of the api reaches the browser bundle (docs/architecture.md, apps/console).
  */
+import { TRIGGER_TYPES } from '@switchboard/core/db/values'
 import type { Static, TSchema } from 'typebox'
 import type { ChatChange } from '@switchboard/core/chat'
 import type { MESSAGE_STATUSES } from '@switchboard/core/db'
@@ -41,6 +42,9 @@ type Body<Schema extends TSchema> = Static<Schema>
 type Query<Schema extends TSchema> = { [Key in keyof Static<Schema>]?: string | number }
 
 export type TriggerType = WorkflowSummary['triggerType']
+/** Where the pickers list each trigger type: manual first, the one a new workflow starts with. */
+const PICKER_RANK: Record<TriggerType, number> = { MANUAL: 0, WEBHOOK: 1, CRON: 2, EVENT: 3, KEYWORD: 4, AGENT: 5 }
+export const TRIGGER_TYPE_CHOICES = [...TRIGGER_TYPES].sort((one, other) => PICKER_RANK[one] - PICKER_RANK[other])
 export type Domain = WorkflowSummary['domain']
 export type RunStatus = RunSummary['status']
 

@@ -4,8 +4,8 @@
  * so does the console's bundle (`@switchboard/core/db/values`), which must not carry drizzle.
  */
 
-/** In the order the console's pickers list them. */
-export const TRIGGER_TYPES = ['MANUAL', 'WEBHOOK', 'CRON', 'EVENT', 'KEYWORD', 'AGENT'] as const
+/** In this order in the api's refusals (`triggerType must be one of …`). */
+export const TRIGGER_TYPES = ['EVENT', 'CRON', 'WEBHOOK', 'KEYWORD', 'MANUAL', 'AGENT'] as const
 export const DOMAINS = ['GENERAL', 'CHAT', 'PROJECTS', 'CLIENTS', 'AGENTS'] as const
 
 export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
