@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
   Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
-  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, CreatedKey, Credential, Credentials, DraftApproval, Login, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats,
+  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats,
   RunSummary, Template, TemplateMessage, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
@@ -134,7 +134,7 @@ const bodyComponent = (parameters: string[]): BodyComponent => ({ type: 'body', 
 
 export const api = {
   login: async (email: string, password: string) =>
-    call<Login>('POST', '/api/auth/login', { body: { email, password } satisfies Credentials, anonymous: true }),
+    call<Login>('POST', '/api/auth/login', { body: { email, password } satisfies LoginInput, anonymous: true }),
   /** Ends every earlier token, this one included: the answer carries the next. */
   changePassword: async (currentPassword: string, newPassword: string) =>
     call<Login>('POST', '/api/auth/password', { body: { currentPassword, newPassword } satisfies PasswordChange }),

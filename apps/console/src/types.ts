@@ -50,10 +50,11 @@ export type RunStatus = RunSummary['status']
 
 /** A user as GET /api/users lists them. */
 export type User = Answer<typeof UserSchema>
-/** The signed-in user, as the login answers it. */
+/** What the login and a password change answer: the token, and the signed-in user. */
 export type Login = Answer<typeof LoginResponse>
+/** The signed-in user: no createdAt or quotas, unlike a user of GET /api/users. */
 export type SessionUser = Login['user']
-export type Credentials = Body<typeof LoginBody>
+export type LoginInput = Body<typeof LoginBody>
 export type PasswordChange = Body<typeof ChangePasswordBody>
 export type NewUser = Body<typeof CreateUserBody>
 export type UserChanges = Body<typeof UpdateUserBody>
