@@ -98,7 +98,7 @@ export interface JsonSchema {
 export type WorkflowSummary = Answer<typeof WorkflowSummarySchema>
 export type RecentRun = Answer<typeof RecentRunSchema>
 export type Workflow = Answer<typeof WorkflowDetail>
-/** The writable fields of a workflow: all that POST requires, any of them for PATCH. */
+/** The writable fields of a workflow as POST takes them; PATCH takes any of them (WorkflowChanges). */
 export type WorkflowInput = Body<typeof CreateWorkflowBody>
 export type WorkflowChanges = Body<typeof UpdateWorkflowBody>
 export type TestRunInput = Body<typeof TestRunBody>
