@@ -134,6 +134,8 @@ export type ChatAccountChanges = Body<typeof UpdateChatAccountBody>
 export type ChatMessage = Answer<typeof ChatMessageSchema>
 /** An outbound message's status as the platform reported it (a draft's status is one of DRAFT_STATUSES instead). */
 export type MessageStatus = typeof MESSAGE_STATUSES[number]
+/** A draft's status: waiting for staff, rejected by them, or left behind by a newer customer message. */
+export type DraftStatus = Exclude<NonNullable<ChatMessage['status']>, MessageStatus>
 /** Why the platform failed a message or a broadcast skipped a recipient (`Cancelled`, `Opted out`: no code). */
 export type MessageError = NonNullable<ChatMessage['error']>
 
