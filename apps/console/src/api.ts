@@ -1,7 +1,8 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, AiMode, ApiKey, ApprovalDecision, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatEvent, ChatMessage, Conversation, NodeTypeInfo, PendingApproval, QueueCounters,
-  Readiness, Run, RunStats, RunSummary, Template, User, Workflow, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
+  Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
+  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats,
+  RunSummary, Template, TemplateMessage, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
 /** An error answer of the api, in its error body `{statusCode, code, message}` (README, Conventions). */
@@ -100,11 +101,6 @@ const query = (params: Record<string, string | number | boolean | undefined>): s
   return text === '' ? '' : `?${text}`
 }
 
-export interface WorkflowFilter { domain?: string, triggerType?: string, isActive?: string, tag?: string, limit?: number, offset?: number }
-export interface RunFilter { workflowId?: string, parentRunId?: string, status?: string, test?: string, since?: string, until?: string, limit?: number, offset?: number }
-/** `assigned`: `me`, `none` or a user's id. */
-export interface ConversationFilter { filter?: string, sort?: string, assigned?: string, label?: string }
-
 /**
  * GET /api/chat/events, read with fetch because an EventSource cannot send the token: `onOpen` once
  * it is open, then `onEvent` for each event until the stream ends (resolves) or breaks (rejects).
@@ -128,12 +124,20 @@ async function chatEvents (accountId: string, signal: AbortSignal, onOpen: () =>
   }
 }
 
+/**
+ * A template's body with its parameters: the api checks a component's `type` and passes the
+ * platform's own fields through (apps/api/src/routes/api/chat/send/schemas.ts).
+ */
+type BodyComponent = NonNullable<TemplateMessage['components']>[number] & { parameters: Array<{ type: 'text', text: string }> }
+
+const bodyComponent = (parameters: string[]): BodyComponent => ({ type: 'body', parameters: parameters.map((text) => ({ type: 'text', text })) })
+
 export const api = {
   login: async (email: string, password: string) =>
-    call<{ token: string, user: User }>('POST', '/api/auth/login', { body: { email, password }, anonymous: true }),
+    call<Login>('POST', '/api/auth/login', { body: { email, password } satisfies LoginInput, anonymous: true }),
   /** Ends every earlier token, this one included: the answer carries the next. */
   changePassword: async (currentPassword: string, newPassword: string) =>
-    call<{ token: string, user: User }>('POST', '/api/auth/password', { body: { currentPassword, newPassword } }),
+    call<Login>('POST', '/api/auth/password', { body: { currentPassword, newPassword } satisfies PasswordChange }),
 
   /** Public; its `details` say whether the assistant is on. */
   readiness: async () => call<Readiness>('GET', '/health/ready', { anonymous: true }),
@@ -144,36 +148,36 @@ export const api = {
   workflows: async (filter: WorkflowFilter = {}) => call<WorkflowSummary[]>('GET', `/api/automation/workflows${query({ ...filter })}`),
   workflow: async (id: string) => call<Workflow>('GET', `/api/automation/workflows/${encodeURIComponent(id)}`),
   createWorkflow: async (input: WorkflowInput) => call<Workflow>('POST', '/api/automation/workflows', { body: input }),
-  updateWorkflow: async (id: string, changes: Partial<WorkflowInput>) => call<Workflow>('PATCH', `/api/automation/workflows/${encodeURIComponent(id)}`, { body: changes }),
+  updateWorkflow: async (id: string, changes: WorkflowChanges) => call<Workflow>('PATCH', `/api/automation/workflows/${encodeURIComponent(id)}`, { body: changes }),
   deleteWorkflow: async (id: string) => call<undefined>('DELETE', `/api/automation/workflows/${encodeURIComponent(id)}`),
-  fire: async (id: string, triggerData: unknown) => call<{ runId: string }>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/fire`, { body: triggerData }),
+  fire: async (id: string, triggerData: unknown) => call<RunAccepted>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/fire`, { body: triggerData }),
   /** A test run of the saved workflow, active or not, with its pinned data unless `triggerData` is given; it ends after `untilNodeId`. */
-  testWorkflow: async (id: string, input: { triggerData?: unknown, untilNodeId?: string }) =>
-    call<{ runId: string }>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/test`, { body: input }),
+  testWorkflow: async (id: string, input: TestRunInput) =>
+    call<RunAccepted>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/test`, { body: input }),
   versions: async (id: string) => call<WorkflowVersionSummary[]>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions${query({ limit: 500 })}`),
   version: async (id: string, n: number) => call<WorkflowVersion>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}`),
   restoreVersion: async (id: string, n: number) => call<Workflow>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}/restore`),
-  credentials: async () => call<Array<{ id: string, name: string, type: string }>>('GET', `/api/automation/credentials${query({ limit: 500 })}`),
+  credentials: async () => call<Credential[]>('GET', `/api/automation/credentials${query({ limit: 500 })}`),
 
   runs: async (filter: RunFilter = {}) => call<RunSummary[]>('GET', `/api/automation/runs${query({ ...filter })}`),
   run: async (id: string) => call<Run>('GET', `/api/automation/runs/${encodeURIComponent(id)}`),
   cancelRun: async (id: string) => call<Run>('POST', `/api/automation/runs/${encodeURIComponent(id)}/cancel`),
   /** A new run of the finished run's workflow (as it is now), starting at `fromNodeId` with the outputs of the nodes before it. */
   retryRunFrom: async (id: string, fromNodeId: string) =>
-    call<{ runId: string, retriedFrom: string }>('POST', `/api/automation/runs/${encodeURIComponent(id)}/retry`, { body: { fromNodeId } }),
+    call<RunRetried>('POST', `/api/automation/runs/${encodeURIComponent(id)}/retry`, { body: { version: 'current', fromNodeId } satisfies RetryInput }),
   /** Decides the approval the run waits for at `nodeId`; 409 when it waits there no more (decided, timed out, ended). */
   resumeRun: async (id: string, nodeId: string, decision: ApprovalDecision) =>
-    call<{ runId: string, nodeId: string, decision: ApprovalDecision }>('POST', `/api/automation/runs/${encodeURIComponent(id)}/resume`, { body: { nodeId, decision } }),
+    call<ApprovalDecided>('POST', `/api/automation/runs/${encodeURIComponent(id)}/resume`, { body: { nodeId, decision } satisfies ApprovalInput }),
   /** The approvals the viewer may decide (admins: everyone's), oldest first. */
   approvals: async (limit: number, offset = 0) => call<PendingApproval[]>('GET', `/api/automation/approvals${query({ limit, offset })}`),
 
   accounts: async () => call<ChatAccount[]>('GET', '/api/chat/accounts'),
-  linkAccount: async (input: { name: string, phoneNumberId: string, accessToken: string, businessAccountId?: string, displayPhoneNumber?: string, isDefault?: boolean }) =>
+  linkAccount: async (input: NewChatAccount) =>
     call<ChatAccount>('POST', '/api/chat/accounts', { body: input }),
   /** Re-checks the number against its stored token at the platform: the api verifies whenever phoneNumberId is sent. */
   verifyAccount: async (account: ChatAccount) =>
-    call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(account.id)}`, { body: { phoneNumberId: account.phoneNumberId } }),
-  updateAccount: async (id: string, changes: { isDefault?: boolean }) => call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(id)}`, { body: changes }),
+    call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(account.id)}`, { body: { phoneNumberId: account.phoneNumberId } satisfies ChatAccountChanges }),
+  updateAccount: async (id: string, changes: ChatAccountChanges) => call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(id)}`, { body: changes }),
   /** `id` may be `default`, the installation's account. */
   assistantSettings: async (id: string) => call<AssistantSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`),
   deleteAccount: async (id: string) => call<undefined>('DELETE', `/api/chat/accounts/${encodeURIComponent(id)}`),
@@ -185,11 +189,11 @@ export const api = {
   /** The bytes of a message's media, through the api from the chat platform. */
   media: async (accountId: string | undefined, messageId: string) => bytes(`/api/chat/messages/${encodeURIComponent(messageId)}/media`, { accountId }),
   markRead: async (accountId: string | undefined, conversationId: string) =>
-    call<Conversation>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/read`, { accountId }),
+    call<ConversationChanged>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/read`, { accountId }),
   /** Setting aiMode (even to the mode it has) resumes an assistant a staff reply paused. */
   /** Assigning someone (`assignedAgentId`) pauses the assistant like a staff reply; null unassigns. */
-  updateConversation: async (accountId: string | undefined, conversationId: string, changes: { isArchived?: boolean, isPinned?: boolean, aiMode?: AiMode, assignedAgentId?: string | null }) =>
-    call<Conversation>('PATCH', `/api/chat/conversations/${encodeURIComponent(conversationId)}`, { accountId, body: changes }),
+  updateConversation: async (accountId: string | undefined, conversationId: string, changes: ConversationChanges) =>
+    call<ConversationChanged>('PATCH', `/api/chat/conversations/${encodeURIComponent(conversationId)}`, { accountId, body: changes }),
   /** Who the account's conversations may be assigned to. */
   agents: async (accountId: string | undefined) => call<Agent[]>('GET', `/api/chat/agents${query({ limit: 500 })}`, { accountId }),
   chatEvents,
@@ -201,14 +205,14 @@ export const api = {
   deleteCannedReply: async (accountId: string | undefined, id: string) => call<undefined>('DELETE', `/api/chat/canned-replies/${encodeURIComponent(id)}`, { accountId }),
   /** Sends the assistant's draft, as edited when `text` is given; 409 when it is no longer pending (decided, stale). */
   approveDraft: async (accountId: string | undefined, conversationId: string, messageId: string, text?: string) =>
-    call<ChatMessage>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/drafts/${encodeURIComponent(messageId)}/approve`, { accountId, body: text === undefined ? {} : { text } }),
+    call<ChatMessage>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/drafts/${encodeURIComponent(messageId)}/approve`, { accountId, body: (text === undefined ? {} : { text }) satisfies DraftApproval }),
   rejectDraft: async (accountId: string | undefined, conversationId: string, messageId: string) =>
     call<ChatMessage>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/drafts/${encodeURIComponent(messageId)}/reject`, { accountId }),
   /** The assistant's recent turns for the conversation, newest first. */
   turns: async (accountId: string | undefined, conversationId: string, limit: number) =>
     call<AssistantTurn[]>('GET', `/api/chat/conversations/${encodeURIComponent(conversationId)}/turns${query({ limit })}`, { accountId }),
   sendText: async (accountId: string | undefined, to: string, text: string, agentName: string) =>
-    call<unknown>('POST', '/api/chat/send/text', { accountId, body: { to, text, agentName } }),
+    call<unknown>('POST', '/api/chat/send/text', { accountId, body: { to, text, agentName } satisfies TextMessage }),
   sendTemplate: async (accountId: string | undefined, input: { to: string, templateName: string, lang: string, parameters: string[], body: string, agentName: string }) =>
     call<unknown>('POST', '/api/chat/send/template', {
       accountId,
@@ -218,8 +222,8 @@ export const api = {
         lang: input.lang,
         agentName: input.agentName,
         templateContent: { body: input.body },
-        ...(input.parameters.length > 0 && { components: [{ type: 'body', parameters: input.parameters.map((text) => ({ type: 'text', text })) }] })
-      }
+        ...(input.parameters.length > 0 && { components: [bodyComponent(input.parameters)] })
+      } satisfies TemplateMessage
     }),
   templates: async (accountId: string | undefined) => call<Template[]>('GET', '/api/chat/templates', { accountId }),
 
@@ -234,11 +238,11 @@ export const api = {
   changeBroadcast: async (id: string, action: 'pause' | 'resume' | 'cancel') => call<Broadcast>('POST', `/api/chat/broadcasts/${encodeURIComponent(id)}/${action}`),
 
   users: async () => call<User[]>('GET', '/api/users'),
-  createUser: async (input: { email: string, password: string, role: string }) => call<User>('POST', '/api/users', { body: input }),
-  updateUser: async (id: string, changes: { role?: string, password?: string }) => call<User>('PATCH', `/api/users/${encodeURIComponent(id)}`, { body: changes }),
+  createUser: async (input: NewUser) => call<User>('POST', '/api/users', { body: input }),
+  updateUser: async (id: string, changes: UserChanges) => call<User>('PATCH', `/api/users/${encodeURIComponent(id)}`, { body: changes }),
   deleteUser: async (id: string) => call<undefined>('DELETE', `/api/users/${encodeURIComponent(id)}`),
   apiKeys: async () => call<ApiKey[]>('GET', '/api/auth/api-keys'),
-  createApiKey: async (input: { name: string, scopes: string[], workflowIds?: string[], expiresAt?: string }) =>
-    call<ApiKey & { key: string }>('POST', '/api/auth/api-keys', { body: input }),
+  createApiKey: async (input: NewApiKey) =>
+    call<CreatedKey>('POST', '/api/auth/api-keys', { body: input }),
   revokeApiKey: async (id: string) => call<undefined>('DELETE', `/api/auth/api-keys/${encodeURIComponent(id)}`)
 }

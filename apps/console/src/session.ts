@@ -1,4 +1,4 @@
-import type { User } from './types.ts'
+import type { SessionUser } from './types.ts'
 
 /**
  * The login's token, kept in localStorage for as long as it is valid (its `exp`, 24 hours
@@ -6,7 +6,7 @@ import type { User } from './types.ts'
  */
 export interface Session {
   token: string
-  user: User
+  user: SessionUser
   /** Milliseconds since the epoch. */
   expiresAt: number
 }
@@ -35,7 +35,7 @@ export function loadSession (): Session | null {
   return null
 }
 
-export function saveSession (token: string, user: User): Session {
+export function saveSession (token: string, user: SessionUser): Session {
   const session = { token, user, expiresAt: expiryOf(token) }
   localStorage.setItem(KEY, JSON.stringify(session))
   return session

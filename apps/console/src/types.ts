@@ -1,41 +1,78 @@
-/** What the public API answers, as the console reads it (apps/api route schemas). */
+/**
+ * What the public API answers and accepts, derived from the routes' TypeBox schemas
+ * (apps/api/src/routes/**\/schemas.ts): a schema changed there fails the console's typecheck.
+ * The api's imports are type-only, so nothing of the api reaches the browser bundle (docs/architecture.md, apps/console).
+ */
+import { TRIGGER_TYPES } from '@switchboard/core/db/values'
+import type { Static, TSchema } from 'typebox'
+import type { ChatChange } from '@switchboard/core/chat'
+import type { MESSAGE_STATUSES } from '@switchboard/core/db'
+import type { CreateApiKeyBody, CreatedApiKey, ApiKey as ApiKeySchema } from '../../api/src/routes/api/auth/api-keys/schemas.ts'
+import type { ChangePasswordBody, LoginBody, LoginResponse } from '../../api/src/routes/api/auth/schemas.ts'
+import type { PendingApproval as PendingApprovalSchema } from '../../api/src/routes/api/automation/approvals/schemas.ts'
+import type { Credential as CredentialSchema } from '../../api/src/routes/api/automation/credentials/schemas.ts'
+import type { NodeTypes } from '../../api/src/routes/api/automation/node-types/schemas.ts'
+import type { QueueCounts } from '../../api/src/routes/api/automation/queues/schemas.ts'
+import type { ListRunsQuery, ResumeRunBody, RetryRunBody, Run as RunSchema, RunAccepted as RunAcceptedSchema, RunLog as RunLogSchema, RunResumed, RunRetried as RunRetriedSchema, RunStats as RunStatsSchema, RunSummary as RunSummarySchema } from '../../api/src/routes/api/automation/runs/schemas.ts'
+import type {
+  CreateWorkflowBody, ListWorkflowsQuery, RecentRun as RecentRunSchema, TestRunBody, UpdateWorkflowBody, WorkflowDetail, WorkflowNode as WorkflowNodeSchema,
+  WorkflowSummary as WorkflowSummarySchema, WorkflowVersion as WorkflowVersionSchema, WorkflowVersionSummary as WorkflowVersionSummarySchema
+} from '../../api/src/routes/api/automation/workflows/schemas.ts'
+import type { ChatAccount as ChatAccountSchema, CreateChatAccountBody, UpdateChatAccountBody } from '../../api/src/routes/api/chat/accounts/schemas.ts'
+import type { Agent as AgentSchema } from '../../api/src/routes/api/chat/agents/schemas.ts'
+import type { AssistantSettingsView } from '../../api/src/routes/api/chat/assistant/schemas.ts'
+import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecipientSchema, CreateBroadcastBody } from '../../api/src/routes/api/chat/broadcasts/schemas.ts'
+import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
+import type { ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationsQuery, ConversationWithMessages, UpdateConversationBody } from '../../api/src/routes/api/chat/conversations/schemas.ts'
+import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
+import type { Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
+import type { CreateUserBody, UpdateUserBody, User as UserSchema } from '../../api/src/routes/api/users/schemas.ts'
+import type { Check } from '../../api/src/routes/health/schemas.ts'
 
-export const TRIGGER_TYPES = ['MANUAL', 'WEBHOOK', 'CRON', 'EVENT', 'KEYWORD', 'AGENT'] as const
-export type TriggerType = typeof TRIGGER_TYPES[number]
-export const DOMAINS = ['GENERAL', 'CHAT', 'PROJECTS', 'CLIENTS', 'AGENTS'] as const
-export type Domain = typeof DOMAINS[number]
-export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
-export type RunStatus = typeof RUN_STATUSES[number]
-export const UNFINISHED: readonly RunStatus[] = ['PENDING', 'RUNNING', 'WAITING']
+/** A value as `JSON.parse` gives it back: the api's dates (Timestamp, apps/api/src/schemas/common.ts) arrive as ISO strings. */
+type Parsed<T> = T extends Date
+  ? string
+  : T extends Array<infer Item> ? Array<Parsed<Item>> : T extends object ? { [Key in keyof T]: Parsed<T[Key]> } : T
 
-export interface User { id: string, email: string, role: string, createdAt?: string }
+/** What a route answers with the schema. */
+type Answer<Schema extends TSchema> = Parsed<Static<Schema>>
+/** What a route accepts with the schema. */
+type Body<Schema extends TSchema> = Static<Schema>
+/** A list's query as the console's addresses hold it: the parameters the route's schema names, with the text or number the address gives. */
+type Query<Schema extends TSchema> = { [Key in keyof Static<Schema>]?: string | number }
+
+export type TriggerType = WorkflowSummary['triggerType']
+/** Where the pickers list each trigger type: manual first, the one a new workflow starts with. */
+const PICKER_RANK: Record<TriggerType, number> = { MANUAL: 0, WEBHOOK: 1, CRON: 2, EVENT: 3, KEYWORD: 4, AGENT: 5 }
+export const TRIGGER_TYPE_CHOICES = [...TRIGGER_TYPES].sort((one, other) => PICKER_RANK[one] - PICKER_RANK[other])
+export type Domain = WorkflowSummary['domain']
+export type RunStatus = RunSummary['status']
+
+/** A user as GET /api/users lists them. */
+export type User = Answer<typeof UserSchema>
+/** What the login and a password change answer: the token, and the signed-in user. */
+export type Login = Answer<typeof LoginResponse>
+/** The signed-in user: no createdAt or quotas, unlike a user of GET /api/users. */
+export type SessionUser = Login['user']
+export type LoginInput = Body<typeof LoginBody>
+export type PasswordChange = Body<typeof ChangePasswordBody>
+export type NewUser = Body<typeof CreateUserBody>
+export type UserChanges = Body<typeof UpdateUserBody>
+export type UserRole = NonNullable<NewUser['role']>
 
 /** A key as GET /api/auth/api-keys lists it: never its secret (README, API keys). */
-export interface ApiKey {
-  id: string
-  userId: string
-  name: string
-  hint: string
-  scopes: string[]
-  workflowIds: string[] | null
-  expiresAt: string | null
-  lastUsedAt: string | null
-  revokedAt: string | null
-  createdAt: string
-}
+export type ApiKey = Answer<typeof ApiKeySchema>
+export type NewApiKey = Body<typeof CreateApiKeyBody>
+export type ApiKeyScope = NewApiKey['scopes'][number]
+/** A key just created: its secret, shown this once. */
+export type CreatedKey = Answer<typeof CreatedApiKey>
 
-export interface WorkflowNode { id: string, type: string, config?: Record<string, unknown>, next?: string, position?: { x: number, y: number } }
+export type WorkflowNode = Answer<typeof WorkflowNodeSchema>
 
-/** A node type as GET /api/automation/node-types describes it (docs/nodes.md). */
-export interface NodeTypeInfo {
-  type: string
-  /** Where the palette lists it; the api lists types by category, in the palette's order. */
-  category: string
-  description: string
-  configSchema: JsonSchema
-  example: Record<string, unknown>
-  traits: { pure: boolean, links: Array<{ field: string, kind: 'node' | 'map' | 'list' }> }
-}
+/** The api's description of a node type; its config schema is any JSON Schema object. */
+type NodeTypeAnswer = Answer<typeof NodeTypes>['nodeTypes'][number]
+/** A node type as GET /api/automation/node-types describes it (docs/nodes.md), its config schema read as `JsonSchema`. */
+export type NodeTypeInfo = Omit<NodeTypeAnswer, 'configSchema' | 'example'> & { configSchema: JsonSchema, example: Record<string, unknown> }
 
 /** The part of JSON Schema the console reads of a node type's config schema. */
 export interface JsonSchema {
@@ -58,244 +95,97 @@ export interface JsonSchema {
   pattern?: string
 }
 
-export interface WorkflowSummary {
-  id: string
-  name: string
-  description: string | null
-  triggerType: TriggerType
-  triggerConfig: Record<string, unknown>
-  isActive: boolean
-  runCount: number
-  successCount: number
-  failureCount: number
-  lastRunAt: string | null
-  domain: Domain
-  tags: string[]
-  updatedAt: string
-}
-
-export interface RecentRun { id: string, status: RunStatus, durationMs: number | null, startedAt: string | null, completedAt: string | null, createdAt: string }
-
-export interface Schedule { id: string, cronExpression: string, timezone: string, nextRunAt: string | null, lastRunAt: string | null }
-
-export interface Workflow extends WorkflowSummary {
-  nodes: WorkflowNode[]
-  edges: unknown
-  version: number
-  /** Sample triggerData for test runs; never used by real triggers. */
-  pinnedData: unknown
-  createdAt: string
-  runs: RecentRun[]
-  schedules: Schedule[]
-}
-
-/** The writable fields of a workflow (POST and PATCH). */
-export interface WorkflowInput {
-  name: string
-  description: string | null
-  triggerType: TriggerType
-  triggerConfig: Record<string, unknown>
-  domain: Domain
-  tags: string[]
-  isActive: boolean
-  nodes: WorkflowNode[]
-  edges: unknown
-  pinnedData?: unknown
-}
+export type WorkflowSummary = Answer<typeof WorkflowSummarySchema>
+export type RecentRun = Answer<typeof RecentRunSchema>
+export type Workflow = Answer<typeof WorkflowDetail>
+/** The writable fields of a workflow as POST takes them; PATCH takes any of them (WorkflowChanges). */
+export type WorkflowInput = Body<typeof CreateWorkflowBody>
+export type WorkflowChanges = Body<typeof UpdateWorkflowBody>
+export type TestRunInput = Body<typeof TestRunBody>
+export type WorkflowFilter = Query<typeof ListWorkflowsQuery>
 
 /** A version as the history lists it: who saved it and when. */
-export interface WorkflowVersionSummary { version: number, triggerType: TriggerType, createdBy: string | null, restoredFrom: number | null, createdAt: string }
+export type WorkflowVersionSummary = Answer<typeof WorkflowVersionSummarySchema>
+export type WorkflowVersion = Answer<typeof WorkflowVersionSchema>
 
-export interface WorkflowVersion extends WorkflowVersionSummary { workflowId: string, triggerConfig: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown }
+export type Credential = Answer<typeof CredentialSchema>
 
-export interface RunSummary {
-  id: string
-  workflowId: string
-  /** The run whose run_workflow or foreach node started this one; null for a run a trigger started. */
-  parentRunId: string | null
-  status: RunStatus
-  triggerData: unknown
-  result: Record<string, unknown>
-  error: string | null
-  createdAt: string
-  startedAt: string | null
-  completedAt: string | null
-  durationMs: number | null
-  /** Started by a test (the builder's "Run to here"). */
-  test: boolean
-}
-
-export interface RunLog { id: string, nodeId: string | null, level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR', message: string, createdAt: string }
-
-export interface Run extends RunSummary {
-  /** The runs its run_workflow and foreach nodes started (GET /api/automation/runs?parentRunId=). */
-  childCount: number
-  logs: RunLog[]
-}
+export type RunSummary = Answer<typeof RunSummarySchema>
+export type RunLog = Answer<typeof RunLogSchema>
+export type Run = Answer<typeof RunSchema>
+export type RunAccepted = Answer<typeof RunAcceptedSchema>
+export type RunFilter = Query<typeof ListRunsQuery>
+export type RunRetried = Answer<typeof RunRetriedSchema>
+export type RetryInput = Body<typeof RetryRunBody>
+export type ApprovalInput = Body<typeof ResumeRunBody>
+export type ApprovalDecided = Answer<typeof RunResumed>
+export type ApprovalDecision = ApprovalDecided['decision']
 
 /** A run waiting at an approval node for the viewer's decision (GET /api/automation/approvals). */
-export interface PendingApproval {
-  runId: string
-  workflowId: string
-  nodeId: string
-  message: string | null
-  expiresAt: string
-  createdAt: string
-}
+export type PendingApproval = Answer<typeof PendingApprovalSchema>
 
-export type ApprovalDecision = 'approve' | 'reject'
+export type QueueCounters = Answer<typeof QueueCounts>['queues'][number]
+export type RunStats = Answer<typeof RunStatsSchema>
 
-export interface QueueCounters { name: string, error?: string, waiting: number, active: number, completed: number, failed: number, delayed: number }
+export type ChatAccount = Answer<typeof ChatAccountSchema>
+export type NewChatAccount = Body<typeof CreateChatAccountBody>
+export type ChatAccountChanges = Body<typeof UpdateChatAccountBody>
 
-export interface RunStats { since: string, until: string, bucketSeconds: number, buckets: Array<{ minute: string, counts: Record<RunStatus, number> }> }
-
-export interface ChatAccount {
-  id: string
-  userId: string
-  name: string
-  phoneNumberId: string
-  businessAccountId: string | null
-  displayPhoneNumber: string | null
-  isDefault: boolean
-  createdAt: string
-}
-
-export type MessageStatus = 'sent' | 'delivered' | 'read' | 'failed'
-/** The assistant's drafts: waiting for staff, rejected by them, or left behind by a newer customer message. */
-export type DraftStatus = 'pending_approval' | 'rejected' | 'stale'
-
-export interface ChatMessage {
-  id: string
-  direction: 'inbound' | 'outbound'
-  type: string
-  content: string
-  /** A media message's: the platform's media id (its bytes through the api) or the link it was sent from. */
-  media: { id?: string, link?: string, mimeType?: string, caption?: string, filename?: string } | null
-  status: MessageStatus | DraftStatus | null
-  /** A failed message's reason: the platform's first error (131026 undeliverable…); null otherwise. */
-  error: MessageError | null
-  agentName: string | null
-  createdAt: string
-}
-
+export type ChatMessage = Answer<typeof ChatMessageSchema>
+/** An outbound message's status as the platform reported it (a draft's status is one of DRAFT_STATUSES instead). */
+export type MessageStatus = typeof MESSAGE_STATUSES[number]
+/** A draft's status: waiting for staff, rejected by them, or left behind by a newer customer message. */
+export type DraftStatus = Exclude<NonNullable<ChatMessage['status']>, MessageStatus>
 /** Why the platform failed a message or a broadcast skipped a recipient (`Cancelled`, `Opted out`: no code). */
-export interface MessageError { code: number | null, title: string, details: string | null }
+export type MessageError = NonNullable<ChatMessage['error']>
 
+/** A conversation as the list and GET one answer it: with its latest messages. */
+export type Conversation = Answer<typeof ConversationWithMessages>
+/** A conversation as PATCH and POST …/read answer it: without messages. */
+export type ConversationChanged = Answer<typeof ConversationSchema>
+export type ConversationChanges = Body<typeof UpdateConversationBody>
+/** `assigned`: `me`, `none` or a user's id. */
+export type ConversationFilter = Query<typeof ConversationsQuery>
+export type DraftApproval = Body<typeof ApproveDraftBody>
 /** Whether the assistant answers a conversation: not at all, with drafts staff approve, or at once. */
-export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
-export type AiMode = typeof AI_MODES[number]
-
-export interface Conversation {
-  id: string
-  phone: string
-  name: string | null
-  lastMessage: string | null
-  lastMessageAt: string | null
-  unreadCount: number
-  isPinned: boolean
-  isArchived: boolean
-  priority: string
-  labels: string[]
-  lastIncomingAt: string | null
-  aiMode: AiMode
-  /** The assistant's drafts waiting for staff. */
-  pendingApprovalCount: number
-  /** A staff reply or an assignment paused the assistant; setting aiMode resumes it. */
-  assistantPaused: boolean
-  /** The customer opted out (STOP): only a person's reply after they write again may be sent. */
-  optedOut: boolean
-  /** Who the conversation is assigned to (a user's id), null when nobody. */
-  assignedAgentId: string | null
-  messages: ChatMessage[]
-}
+export type AiMode = Conversation['aiMode']
 
 /** Someone a conversation of the account may be assigned to. */
-export interface Agent { id: string, email: string }
+export type Agent = Answer<typeof AgentSchema>
 
 /** A reply staff insert in the reply box by typing `/` and its shortcut. */
-export interface CannedReply { id: string, shortcut: string, title: string, text: string, createdAt: string, updatedAt: string }
-export type CannedReplyInput = Pick<CannedReply, 'shortcut' | 'title' | 'text'>
+export type CannedReply = Answer<typeof CannedReplySchema>
+export type CannedReplyInput = Body<typeof NewCannedReplyBody>
 
-/** An event of the inbox's stream: what changed, by id (`resync`: read everything again). */
-export interface ChatEvent { name: string, data: { conversationId?: string, messageId?: string } }
-
-/** A workflow the assistant ran as a tool during a turn (`runId` null when the call was refused). */
-export interface ToolCall { id: string, name: string, workflowId: string | null, runId: string | null, status: string, error?: string }
+/**
+ * An event of the inbox's stream: what changed, by id (`resync`: read everything again, no ids). Its
+ * schema is words only (apps/api/src/routes/api/chat/events/schemas.ts): the ids are core's ChatChange's, as the route frames them.
+ */
+export interface ChatEvent { name: string, data: Partial<Pick<ChatChange, 'conversationId' | 'messageId'>> }
 
 /** What the assistant did for one customer message (GET /api/chat/conversations/:id/turns). */
-export interface AssistantTurn {
-  id: string
-  messageId: string
-  status: 'queued' | 'running' | 'waiting' | 'done' | 'failed'
-  outcome: 'drafted' | 'sent' | 'superseded' | 'skipped' | 'failed' | null
-  attempts: number
-  model: string | null
-  tokensIn: number
-  tokensOut: number
-  toolCalls: ToolCall[]
-  log: Array<{ at: string, event: string, detail?: Record<string, unknown> }>
-  error: string | null
-  draftMessageId: string | null
-  draftDecision: 'approved' | 'edited' | 'rejected' | 'stale' | null
-  createdAt: string
-  finishedAt: string | null
-}
+export type AssistantTurn = Answer<typeof AssistantTurnSchema>
 
 /** An account's assistant (GET /api/chat/accounts/:id/assistant); `effectiveModel` null: off for want of a model. */
-export interface AssistantSettings { instructions: string, answerAlways: boolean, model: string | null, effectiveModel: string | null }
+export type AssistantSettings = Answer<typeof AssistantSettingsView>
 
 /** GET /health/ready: `details` says what is on and off, for people (`assistant`: `on: model …` or `off: …`). */
-export interface Readiness { status: string, checks?: Record<string, string>, details?: Record<string, string> }
+export type Readiness = Answer<typeof Check>
 
-export interface Template {
-  id: string
-  name: string
-  language: string
-  status: string
-  category?: string
-  components?: Array<{ type: string, text?: string }>
-}
+export type TextMessage = Body<typeof SendTextBody>
+export type TemplateMessage = Body<typeof SendTemplateBody>
 
+/**
+ * A template as the api passes it through from the platform: the fields its schema names, and the
+ * platform's own the console reads (apps/api/src/routes/api/chat/templates/schemas.ts lets them through).
+ */
+export type Template = Answer<typeof Templates>[number] & { category?: string, components?: Array<{ type: string, text?: string }> }
+
+export type Broadcast = Answer<typeof BroadcastSchema>
 /** A broadcast's state: waiting for its send time, sending, paused, or ended (README, Broadcasts). */
-export type BroadcastStatus = 'scheduled' | 'sending' | 'paused' | 'cancelled' | 'done'
+export type BroadcastStatus = Broadcast['status']
+export type BroadcastRecipient = Answer<typeof BroadcastRecipientSchema>
 /** A recipient's: its send's, then its message's once sent. */
-export const RECIPIENT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
-export type RecipientStatus = typeof RECIPIENT_STATUSES[number]
-
-export interface Broadcast {
-  id: string
-  accountId: string
-  templateName: string
-  lang: string
-  ratePerSecond: number
-  sendAt: string
-  status: BroadcastStatus
-  total: number
-  /** Sends started again after a worker stopped during them: each may have reached its customer twice. */
-  repeated: number
-  counts: Record<RecipientStatus, number>
-  createdAt: string
-  updatedAt: string
-  finishedAt: string | null
-}
-
-export interface BroadcastRecipient {
-  position: number
-  phone: string
-  status: RecipientStatus
-  attempts: number
-  wamid: string | null
-  error: MessageError | null
-  sentAt: string | null
-}
-
+export type RecipientStatus = BroadcastRecipient['status']
 /** POST /api/chat/broadcasts: one template, exactly one audience. */
-export interface BroadcastInput {
-  templateName: string
-  lang: string
-  ratePerSecond: number
-  sendAt?: string
-  recipients?: Array<{ to: string, components?: unknown[] }>
-  label?: string
-  components?: unknown[]
-}
+export type BroadcastInput = Body<typeof CreateBroadcastBody>

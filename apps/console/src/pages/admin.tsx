@@ -5,14 +5,14 @@ import { dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { loadSession } from '../session.ts'
 import { paths } from '../paths.ts'
-import type { ApiKey, ChatAccount, User } from '../types.ts'
+import type { ApiKey, ApiKeyScope, ChatAccount, User, UserRole } from '../types.ts'
 
 /** One user: their role and a new password, set by an admin; an admin's own row links to their Account page. */
 function UserRow ({ user, self, onChanged }: { user: User, self: boolean, onChanged: () => void }) {
   const [settingPassword, setSettingPassword] = useState(false)
   const [password, setPassword] = useState('')
   const [saved, setSaved] = useState('')
-  const changeRole = useAction(async (role: string) => {
+  const changeRole = useAction(async (role: UserRole) => {
     setSaved('')
     await api.updateUser(user.id, { role })
     setSaved(`Now ${role === 'admin' ? 'an admin' : 'a member'}`)
@@ -37,7 +37,7 @@ function UserRow ({ user, self, onChanged }: { user: User, self: boolean, onChan
         {self
           ? user.role
           : (
-            <select aria-label={`Role of ${user.email}`} value={user.role} disabled={changeRole.busy} onChange={(e) => { changeRole.run(e.currentTarget.value) }}>
+            <select aria-label={`Role of ${user.email}`} value={user.role} disabled={changeRole.busy} onChange={(e) => { changeRole.run(e.currentTarget.value as UserRole) }}>
               <option value='member'>member</option>
               <option value='admin'>admin</option>
             </select>
@@ -70,7 +70,7 @@ function Users () {
   const users = useData(api.users, [])
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
-  const [role, setRole] = useState('member')
+  const [role, setRole] = useState<UserRole>('member')
   const create = useAction(async () => {
     await api.createUser({ email: email.trim(), password, role })
     setEmail('')
@@ -104,7 +104,7 @@ function Users () {
         <label for='user-password'>Password (at least 8 characters)</label>
         <input id='user-password' type='password' autocomplete='new-password' required minLength={8} maxLength={1024} value={password} onInput={(e) => { setPassword(e.currentTarget.value) }} />
         <label for='user-role'>Role</label>
-        <select id='user-role' value={role} onChange={(e) => { setRole(e.currentTarget.value) }}>
+        <select id='user-role' value={role} onChange={(e) => { setRole(e.currentTarget.value as UserRole) }}>
           <option value='member'>member: their own workflows, runs and chat accounts</option>
           <option value='admin'>admin: everything, and users</option>
         </select>
@@ -205,14 +205,14 @@ function Accounts () {
 }
 
 /** The scopes a key may hold (README, API keys); the last two only an admin's. */
-const SCOPES: Array<[string, string]> = [
+const SCOPES: Array<[ApiKeyScope, string]> = [
   ['workflows:read', 'read workflows'], ['workflows:write', 'change workflows'], ['runs:read', 'read runs'],
   ['runs:write', 'fire, cancel, retry and resume runs'], ['events:write', 'send events'], ['queues:read', 'read queue counters'],
   ['credentials:read', 'list credentials (names and types)'], ['credentials:write', 'change credentials'], ['chat:read', 'read chat'],
   ['chat:write', 'send, drafts, broadcasts, contacts'], ['subscriptions:write', 'manage event subscriptions'],
   ['audit:read', 'read the audit log (admins)'], ['users:admin', 'manage users (admins)']
 ]
-const ADMIN_SCOPES = new Set(['audit:read', 'users:admin'])
+const ADMIN_SCOPES = new Set<ApiKeyScope>(['audit:read', 'users:admin'])
 
 function keyState (key: ApiKey): string {
   if (key.revokedAt !== null) return `revoked ${dateTime(key.revokedAt)}`
@@ -246,7 +246,7 @@ function ApiKeys () {
   const keys = useData(api.apiKeys, [])
   const admin = loadSession()?.user.role === 'admin'
   const [name, setName] = useState('')
-  const [scopes, setScopes] = useState<string[]>([])
+  const [scopes, setScopes] = useState<ApiKeyScope[]>([])
   const [workflowIds, setWorkflowIds] = useState('')
   const [expiresOn, setExpiresOn] = useState('')
   const [secret, setSecret] = useState<{ name: string, key: string } | undefined>(undefined)
@@ -265,7 +265,7 @@ function ApiKeys () {
     setExpiresOn('')
     keys.reload()
   })
-  const toggle = (scope: string, on: boolean) => { setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope)) }
+  const toggle = (scope: ApiKeyScope, on: boolean) => { setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope)) }
   return (
     <section class='card' aria-labelledby='api-keys-title'>
       <h2 id='api-keys-title'>API keys</h2>

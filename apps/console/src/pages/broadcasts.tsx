@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
+import { BROADCAST_COUNT_STATUSES as RECIPIENT_STATUSES } from '@switchboard/core/db/values'
 import { api, ApiError } from '../api.ts'
 import { accountChoices, accountLabel, type AccountChoice } from '../chat-accounts.ts'
 import { ErrorNotice, FailureReason, Loading, PageTitle, Pager } from '../components/ui.tsx'
@@ -7,7 +8,7 @@ import { ago, dateTime } from '../format.ts'
 import { useAction, useData, usePageVisible } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import { chosenAccount } from '../session.ts'
-import { RECIPIENT_STATUSES, type Broadcast, type BroadcastInput, type BroadcastStatus, type RecipientStatus, type Template } from '../types.ts'
+import type { Broadcast, BroadcastInput, BroadcastStatus, RecipientStatus, Template } from '../types.ts'
 
 const PAGE = 50
 /** A broadcast is read again this often while it is scheduled or sending and the page is visible. */

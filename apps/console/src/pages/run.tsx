@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
+import { isFinished } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { GraphView } from '../components/graph-view.tsx'
 import { RunsTable } from '../components/runs-table.tsx'
@@ -8,7 +9,7 @@ import { ago, clock, dateTime, duration } from '../format.ts'
 import { pathOf, statesOf, type NodeState } from '../graph.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { UNFINISHED, type ApprovalDecision, type PendingApproval, type Run, type RunLog, type Workflow } from '../types.ts'
+import type { ApprovalDecision, PendingApproval, Run, RunLog, Workflow } from '../types.ts'
 
 /** How often an unfinished run is read again; a finished one is not. */
 const LIVE_MS = 1000
@@ -101,7 +102,7 @@ function ApprovalPanel ({ approval, deciding, onDecide }: { approval: PendingApp
 
 function ChildRuns ({ run }: { run: Run }) {
   const children = useData(async () => api.runs({ parentRunId: run.id, limit: CHILDREN_SHOWN }), [run.id, run.childCount],
-    UNFINISHED.includes(run.status) ? CHILDREN_EVERY_MS : null)
+    !isFinished(run.status) ? CHILDREN_EVERY_MS : null)
   return (
     <section class='card wide' aria-labelledby='children-title'>
       <h2 id='children-title'>Child runs ({run.childCount})</h2>
@@ -121,7 +122,7 @@ export function RunPage () {
   const loaded = useData(async () => api.run(id), [id], finishedId === id ? null : LIVE_MS)
   const run = loaded.data?.id === id ? loaded.data : undefined
   useEffect(() => {
-    if (run !== undefined && !UNFINISHED.includes(run.status)) setFinishedId(run.id)
+    if (run !== undefined && isFinished(run.status)) setFinishedId(run.id)
   }, [run?.id, run?.status])
   const workflowId = run?.workflowId
   const workflow = useData(async () => workflowId === undefined ? undefined : api.workflow(workflowId), [workflowId])
@@ -152,7 +153,7 @@ export function RunPage () {
   if (run === undefined) {
     return loaded.error === undefined ? <Loading what='the run' /> : <><PageTitle>Run</PageTitle><ErrorNotice error={loaded.error} /></>
   }
-  const unfinished = UNFINISHED.includes(run.status)
+  const unfinished = !isFinished(run.status)
   const path = pathOf(run.logs)
   const states = statesOf(run, path)
   const runLogs = run.logs.filter((log) => log.nodeId === null)

@@ -1,10 +1,10 @@
 import { useLocation } from 'preact-iso'
+import { RUN_STATUSES } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { RunsTable } from '../components/runs-table.tsx'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { RUN_STATUSES } from '../types.ts'
 
 const PAGE = 50
 const REFRESH_MS = 5000

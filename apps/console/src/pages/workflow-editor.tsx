@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
+import { DOMAINS } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { ConfigForm } from '../components/config-form.tsx'
 import { GraphView } from '../components/graph-view.tsx'
@@ -8,7 +9,7 @@ import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { useAction, useNodeTypes } from '../hooks.ts'
 import { withNode } from '../nodes.ts'
 import { paths } from '../paths.ts'
-import { DOMAINS, TRIGGER_TYPES, type Domain, type NodeTypeInfo, type TriggerType, type Workflow, type WorkflowInput, type WorkflowNode } from '../types.ts'
+import { TRIGGER_TYPE_CHOICES, type Domain, type NodeTypeInfo, type TriggerType, type Workflow, type WorkflowInput, type WorkflowNode } from '../types.ts'
 
 interface Draft {
   name: string
@@ -214,7 +215,7 @@ export function WorkflowEditor () {
             <legend>Trigger</legend>
             <label for='wf-trigger'>Trigger type</label>
             <select id='wf-trigger' value={draft.triggerType} onChange={(e) => { set('triggerType', e.currentTarget.value as TriggerType) }}>
-              {TRIGGER_TYPES.map((type) => <option key={type}>{type}</option>)}
+              {TRIGGER_TYPE_CHOICES.map((type) => <option key={type}>{type}</option>)}
             </select>
             {draft.triggerType === 'CRON' && (
               <>

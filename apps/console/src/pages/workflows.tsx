@@ -1,10 +1,11 @@
 import { useLocation } from 'preact-iso'
+import { DOMAINS } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { ago } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { DOMAINS, TRIGGER_TYPES } from '../types.ts'
+import { TRIGGER_TYPE_CHOICES } from '../types.ts'
 
 const PAGE = 50
 
@@ -63,7 +64,7 @@ export function Workflows () {
         <label>Trigger
           <select value={filter.triggerType ?? ''} onChange={(e) => { setFilter('triggerType', e.currentTarget.value) }}>
             <option value=''>Any</option>
-            {TRIGGER_TYPES.map((type) => <option key={type} value={type}>{type}</option>)}
+            {TRIGGER_TYPE_CHOICES.map((type) => <option key={type} value={type}>{type}</option>)}
           </select>
         </label>
         <label>State

@@ -2,6 +2,7 @@ import { and, desc, eq, sql } from 'drizzle-orm'
 import { createId } from '../ids.ts'
 import { recordAudit, type AuditContext } from '../audit/log.ts'
 import type { DbOrTx } from '../db/client.ts'
+import { BROADCAST_COUNT_STATUSES } from '../db/values.ts'
 import { jsonb, textArray } from '../db/sql.ts'
 import { chatBroadcasts, type BroadcastStatus, type ChatBroadcast, type ChatMessageError } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
@@ -18,8 +19,6 @@ export const MAX_BROADCAST_RATE = 1000
 /** The platform's standard throughput is 80 messages a second per number; the default stays under it. */
 export const DEFAULT_BROADCAST_RATE = 20
 
-/** What a recipient shows: its send's status, then its message's (delivered, read, failed) once sent. */
-export const BROADCAST_COUNT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
 type CountStatus = typeof BROADCAST_COUNT_STATUSES[number]
 
 /** Who a broadcast goes to: recipients listed in the request, or the account's contacts by label or by id. */

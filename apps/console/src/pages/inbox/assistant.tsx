@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks'
+import { AI_MODES } from '@switchboard/core/db/values'
 import { api } from '../../api.ts'
 import { ErrorNotice, Loading } from '../../components/ui.tsx'
 import { clock, dateTime } from '../../format.ts'
 import { useAction, useData } from '../../hooks.ts'
 import { paths } from '../../paths.ts'
-import { AI_MODES, type AiMode, type AssistantTurn, type Conversation } from '../../types.ts'
+import type { AiMode, AssistantTurn, Conversation } from '../../types.ts'
 import { REFRESH_MS } from './refresh.ts'
 
 const MODE_HELP: Record<AiMode, string> = {

@@ -3,21 +3,22 @@ import { api } from '../../api.ts'
 import { ErrorNotice, FailureReason, StatusTicks } from '../../components/ui.tsx'
 import { clock, dateTime } from '../../format.ts'
 import { useAction } from '../../hooks.ts'
-import { type ChatMessage, type MessageStatus } from '../../types.ts'
+import type { ChatMessage, DraftStatus, MessageStatus } from '../../types.ts'
 
 /** What a draft the assistant wrote says beside it, by its status: staff decide the pending ones. */
-const DRAFT_LABELS: Record<string, string> = {
+const DRAFT_LABELS: Record<DraftStatus, string> = {
   pending_approval: 'Draft by the assistant, waiting for approval: not sent yet',
   rejected: 'Rejected draft: never sent',
   stale: 'Stale draft: the customer wrote again before it was decided; never sent'
 }
-const isDraft = (message: ChatMessage): boolean => message.status !== null && Object.hasOwn(DRAFT_LABELS, message.status)
+type DraftMessage = ChatMessage & { status: DraftStatus }
+const isDraft = (message: ChatMessage): message is DraftMessage => message.status !== null && Object.hasOwn(DRAFT_LABELS, message.status)
 
 /**
  * A draft of the assistant in the thread: Approve sends it as written, Edit sends it as changed,
  * Reject never sends it. Drafts decided or left stale stay in the thread, muted, with their status.
  */
-function Draft ({ accountId, conversationId, message, onDecided }: { accountId: string, conversationId: string, message: ChatMessage, onDecided: () => void }) {
+function Draft ({ accountId, conversationId, message, onDecided }: { accountId: string, conversationId: string, message: DraftMessage, onDecided: () => void }) {
   const [edited, setEdited] = useState<string | null>(null)
   const pending = message.status === 'pending_approval'
   const decide = useAction(async (decision: 'approve' | 'reject', text?: string) => {
@@ -33,7 +34,7 @@ function Draft ({ accountId, conversationId, message, onDecided }: { accountId: 
   const textId = `draft-text-${message.id}`
   return (
     <li class={`message outbound draft${pending ? '' : ' draft-closed'}`} data-direction='outbound' data-draft={message.status}>
-      <span class='draft-label small'>{DRAFT_LABELS[message.status ?? '']}</span>
+      <span class='draft-label small'>{DRAFT_LABELS[message.status]}</span>
       {edited === null || !pending
         ? <div class='bubble'>{message.content}</div>
         : (

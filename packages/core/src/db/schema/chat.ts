@@ -1,10 +1,11 @@
 import { sql } from 'drizzle-orm'
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { createdAt, id, nullableTimestamp, timestamps } from './_columns.ts'
+import { AI_MODES } from '../values.ts'
 import { users } from './users.ts'
 
 export const CONVERSATION_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const
-export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
+export { AI_MODES }
 export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const
 export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
 /** An assistant's reply waiting for staff (README, Chat: message statuses); approved, it becomes `sent`. */

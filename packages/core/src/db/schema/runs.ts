@@ -1,15 +1,13 @@
 import { sql } from 'drizzle-orm'
 import { bigint, boolean, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { QueueName } from '../../queues/catalog.ts'
+import { FINISHED_RUN_STATUSES, isFinished, RUN_STATUSES } from '../values.ts'
 import { createdAt, id, nullableTimestamp } from './_columns.ts'
 import { users } from './users.ts'
 import { workflows } from './workflows.ts'
 
-export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
+export { FINISHED_RUN_STATUSES, isFinished, RUN_STATUSES }
 export type RunStatus = typeof RUN_STATUSES[number]
-/** The statuses a run ends in. */
-export const FINISHED_RUN_STATUSES = ['SUCCESS', 'FAILED', 'CANCELLED'] as const satisfies readonly RunStatus[]
-export const isFinished = (status: RunStatus): boolean => (FINISHED_RUN_STATUSES as readonly RunStatus[]).includes(status)
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const
 export type LogLevel = typeof LOG_LEVELS[number]
 

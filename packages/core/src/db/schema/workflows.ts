@@ -1,12 +1,11 @@
 import { sql } from 'drizzle-orm'
 import { boolean, index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core'
 import { id, nullableTimestamp, timestamps } from './_columns.ts'
+import { DOMAINS, TRIGGER_TYPES } from '../values.ts'
 import { users } from './users.ts'
 
-export const TRIGGER_TYPES = ['EVENT', 'CRON', 'WEBHOOK', 'KEYWORD', 'MANUAL', 'AGENT'] as const
+export { DOMAINS, TRIGGER_TYPES }
 export type TriggerType = typeof TRIGGER_TYPES[number]
-
-export const DOMAINS = ['GENERAL', 'CHAT', 'PROJECTS', 'CLIENTS', 'AGENTS'] as const
 export type Domain = typeof DOMAINS[number]
 
 export interface WorkflowNode {

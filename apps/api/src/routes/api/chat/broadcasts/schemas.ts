@@ -1,6 +1,7 @@
-import { Type } from 'typebox'
-import { BROADCAST_COUNT_STATUSES, DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS } from '@switchboard/core/chat'
+import { Type, type TInteger } from 'typebox'
+import { DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS } from '@switchboard/core/chat'
 import { BROADCAST_STATUSES } from '@switchboard/core/db'
+import { BROADCAST_COUNT_STATUSES } from '@switchboard/core/db/values'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const Components = Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 20 })
@@ -28,7 +29,7 @@ export const CreateBroadcastBody = Type.Object({
   sendAt: Type.Optional(Type.String({ format: 'date-time', errorMessage: 'sendAt must be a date-time (ISO 8601)' }))
 }, { additionalProperties: false })
 
-const Counts = Type.Object(Object.fromEntries(BROADCAST_COUNT_STATUSES.map((status) => [status, Type.Integer()])))
+const Counts = Type.Object(Object.fromEntries(BROADCAST_COUNT_STATUSES.map((status) => [status, Type.Integer()])) as Record<typeof BROADCAST_COUNT_STATUSES[number], TInteger>)
 
 export const Broadcast = Type.Object({
   id: Type.String(),

@@ -42,7 +42,7 @@ const conversationFields = {
   priority: Type.String(),
   labels: Type.Array(Type.String()),
   assignedAgentId: nullable(Type.String()),
-  aiMode: Type.String(),
+  aiMode: Type.Enum(AI_MODES),
   pendingApprovalCount: Type.Integer(),
   /** A staff reply or an assignment paused the assistant; setting aiMode resumes it. */
   assistantPaused: Type.Boolean(),

@@ -1,0 +1,20 @@
+/**
+ * The values of enumerated columns, and of the API fields made of them, with no code around
+ * them: the schema modules (drizzle, node) and the api's route schemas read them from here, and
+ * so does the console's bundle (`@switchboard/core/db/values`), which must not carry drizzle.
+ */
+
+/** In this order in the api's refusals (`triggerType must be one of …`). */
+export const TRIGGER_TYPES = ['EVENT', 'CRON', 'WEBHOOK', 'KEYWORD', 'MANUAL', 'AGENT'] as const
+export const DOMAINS = ['GENERAL', 'CHAT', 'PROJECTS', 'CLIENTS', 'AGENTS'] as const
+
+export const RUN_STATUSES = ['PENDING', 'RUNNING', 'WAITING', 'SUCCESS', 'FAILED', 'CANCELLED'] as const
+/** The statuses a run ends in. */
+export const FINISHED_RUN_STATUSES = ['SUCCESS', 'FAILED', 'CANCELLED'] as const satisfies ReadonlyArray<typeof RUN_STATUSES[number]>
+export const isFinished = (status: typeof RUN_STATUSES[number]): boolean => (FINISHED_RUN_STATUSES as readonly string[]).includes(status)
+
+/** Whether the assistant answers a conversation: not at all, with drafts staff approve, or at once. */
+export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
+
+/** What a broadcast's recipient shows: its send's status, then its message's (delivered, read, failed) once sent. */
+export const BROADCAST_COUNT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
