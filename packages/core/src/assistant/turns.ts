@@ -104,7 +104,9 @@ export function assistantTurnsRepository (db: DbOrTx) {
      * The turn's conversation as it is now (null when it or its message is gone), in one statement
      * (`executor`: the transaction that writes the draft). A message is newer than the turn's when
      * the platform stamped it later, or, within the same second (its stamps are whole seconds),
-     * when its turn was created after this one.
+     * when its turn was created after this one, or when it is not dispatched yet: a delivery's
+     * messages are stored and dispatched one after the other, so such a message came after this
+     * turn's, and its turn (created by its dispatch) answers both.
      */
     async context (turnId: string, executor: DbOrTx = db): Promise<TurnContext | null> {
       const [row] = await executor.execute<Omit<TurnContext, 'lastIncomingAt'> & { lastIncomingAt: string | null }>(sql`
@@ -113,7 +115,9 @@ export function assistantTurnsRepository (db: DbOrTx) {
           exists (select 1 from chat_contacts k where k.phone_number_id = c.phone_number_id and k.phone = c.phone and k.opted_out) as "optedOut",
           exists (select 1 from messages n where n.conversation_id = c.id and n.direction = 'inbound' and n.created_at > m.created_at)
             or exists (select 1 from assistant_turns o join messages om on om.id = o.message_id
-              where o.conversation_id = c.id and om.created_at = m.created_at and (o.created_at, o.id) > (t.created_at, t.id)) as newer
+              where o.conversation_id = c.id and om.created_at = m.created_at and (o.created_at, o.id) > (t.created_at, t.id))
+            or exists (select 1 from messages u where u.conversation_id = c.id and u.direction = 'inbound' and u.created_at = m.created_at
+              and u.id <> m.id and u.dispatched_at is null) as newer
         from assistant_turns t join conversations c on c.id = t.conversation_id join messages m on m.id = t.message_id
         where t.id = ${turnId}`)
       return row === undefined ? null : { ...row, lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt) }
