@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
 import type { Teardown } from './teardown.ts'
 
-/** One request an http_request node made to the sink. */
+/** One request the sink received: an http_request node's call, a subscription's delivery. */
 export interface Delivery {
   method: string
   /** The path, e.g. `/slow/hit/17`: tests put the node and the run's identity there with templates. */
