@@ -6,29 +6,19 @@
  * opened on the canvas and retried from its node; undo, copy and paste; versions compared and
  * restored; a workflow made through the API round-trips; a 200-node workflow's figures.
  */
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
 import type { Locator } from 'playwright-core'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 import { openConsole, signIn } from './browser.ts'
 
 let sinkStatus = 200
-const received: unknown[] = []
-const sink = createServer((req, res) => {
-  const chunks: Buffer[] = []
-  req.on('data', (chunk: Buffer) => chunks.push(chunk))
-  req.on('end', () => {
-    received.push(JSON.parse(Buffer.concat(chunks).toString() || 'null'))
-    res.writeHead(sinkStatus, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ accepted: sinkStatus === 200 }))
-  })
+const sink = await startDeliverySink(t, {
+  answer: () => ({ status: sinkStatus, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ accepted: sinkStatus === 200 }) })
 })
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/orders`
-t.teardown(() => { sink.close() })
+const lastReceived = (): unknown => JSON.parse(sink.deliveries.at(-1)?.body || 'null')
+const sinkUrl = `${sink.url}/orders`
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const { baseUrl, client, call } = stack
@@ -100,7 +90,7 @@ t.test('build a condition and an http_request by drag and form only, pin data, r
   await page.getByText(/^Run \S+: SUCCESS \(test\)/).waitFor()
   await page.getByLabel('Output of http_request').waitFor()
   t.match(await page.getByLabel('Output of http_request').textContent(), '"accepted": true')
-  t.same(received.at(-1), { amount: 150 }, 'the pinned data reached the service')
+  t.same(lastReceived(), { amount: 150 }, 'the pinned data reached the service')
   t.notMatch(await canvasNode('set').locator('.flow-node').getAttribute('class'), /state-/, 'the else branch did not run')
   t.match(await canvasNode('http_request').locator('.flow-node').getAttribute('class'), /state-done/)
   await shot('03-run-to-here')
@@ -126,7 +116,7 @@ t.test('the saved workflow fires through the API; its failed run opens on the ca
   const retried = (await call('GET', `/api/automation/runs?workflowId=${workflowId}&limit=1`, { token })).body[0]
   t.equal(retried.retriedFrom, failed.id)
   t.equal(retried.status, 'SUCCESS')
-  t.same(received.at(-1), { amount: 300 })
+  t.same(lastReceived(), { amount: 300 })
   await shot('05-retried')
 
   await page.getByRole('button', { name: 'Copy this run\'s data as pinned data' }).click()

@@ -5,10 +5,9 @@
  * text), not in either process's log (at debug, so every node line is there).
  */
 import { createHmac } from 'node:crypto'
-import { once } from 'node:events'
-import { createServer, type IncomingMessage } from 'node:http'
 import postgres from 'postgres'
 import t from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 
 /** Each value carries characters that JSON and URLs write differently, so every echoed form is searched for. */
@@ -26,33 +25,23 @@ const BASIC = Buffer.from(`${SECRETS.username}:${SECRETS.password}`).toString('b
 const searched = [...Object.values(SECRETS).flatMap((value) => [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value)]), BASIC]
 
 /** A loopback service that checks what the nodes send and echoes the whole request back, as many real APIs do. */
-const received: Array<{ url: string, headers: IncomingMessage['headers'], body: string }> = []
-const sink = createServer((req, res) => {
-  let body = ''
-  req.on('data', (chunk) => { body += chunk })
-  req.on('end', () => {
-    received.push({ url: req.url ?? '', headers: req.headers, body })
+const sink = await startDeliverySink(t, {
+  answer: ({ path: url, headers, body }) => {
     const checks: Record<string, boolean> = {
-      '/bearer': req.headers.authorization === `Bearer ${SECRETS.token}` && req.headers['x-vendor-key'] === SECRETS.apiKey,
-      '/basic': req.headers.authorization === `Basic ${BASIC}`,
-      '/header': req.headers['x-api-key'] === SECRETS.header,
-      '/signed': req.headers['x-signature-256'] === `sha256=${createHmac('sha256', SECRETS.signing).update(body).digest('hex')}`,
+      '/bearer': headers.authorization === `Bearer ${SECRETS.token}` && headers['x-vendor-key'] === SECRETS.apiKey,
+      '/basic': headers.authorization === `Basic ${BASIC}`,
+      '/header': headers['x-api-key'] === SECRETS.header,
+      '/signed': headers['x-signature-256'] === `sha256=${createHmac('sha256', SECRETS.signing).update(body).digest('hex')}`,
       '/text': true
     }
-    const path = (req.url ?? '').split('?')[0]!
-    if (checks[path] !== true) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ refused: path }))
-      return
-    }
-    const echo = { url: req.url, headers: req.headers, body }
-    if (path === '/text') res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.url}\n${JSON.stringify(req.headers)}\n${body}`)
-    else res.writeHead(200, { 'content-type': 'application/json', 'x-echo-authorization': String(req.headers.authorization) }).end(JSON.stringify(echo))
-  })
+    const path = url.split('?')[0]!
+    if (checks[path] !== true) return { status: 401, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refused: path }) }
+    const echo = { url, headers, body }
+    if (path === '/text') return { headers: { 'content-type': 'text/plain' }, body: `${url}\n${JSON.stringify(headers)}\n${body}` }
+    return { headers: { 'content-type': 'application/json', 'x-echo-authorization': String(headers.authorization) }, body: JSON.stringify(echo) }
+  }
 })
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const received = sink.deliveries
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'debug' } })
 const token = await stack.adminToken()
@@ -93,17 +82,17 @@ t.test('nodes authenticate with credentials; what they output, log and fail with
         type: 'http_request',
         config: {
           method: 'POST',
-          url: `${sinkUrl}/bearer`,
+          url: `${sink.url}/bearer`,
           credential: 'crm',
           headers: { 'x-vendor-key': '{{credentials.vendor.apiKey}}' },
           query: { key: '{{credentials.vendor.apiKey}}' },
           body: { echo: '{{credentials.vendor.apiKey}}', order: '{{triggerData.order}}' }
         }
       },
-      { id: 'basic', type: 'http_request', config: { url: `${sinkUrl}/basic`, credential: credentials.svc.id } },
-      { id: 'header', type: 'http_request', config: { url: `${sinkUrl}/header`, credential: 'keyed' } },
-      { id: 'signed', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/signed`, credential: 'signing', body: { order: '{{triggerData.order}}' } } },
-      { id: 'text', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/text?k={{credentials.vendor.apiKey}}`, credential: 'crm', body: '{{credentials.vendor.apiKey}}' } },
+      { id: 'basic', type: 'http_request', config: { url: `${sink.url}/basic`, credential: credentials.svc.id } },
+      { id: 'header', type: 'http_request', config: { url: `${sink.url}/header`, credential: 'keyed' } },
+      { id: 'signed', type: 'http_request', config: { method: 'POST', url: `${sink.url}/signed`, credential: 'signing', body: { order: '{{triggerData.order}}' } } },
+      { id: 'text', type: 'http_request', config: { method: 'POST', url: `${sink.url}/text?k={{credentials.vendor.apiKey}}`, credential: 'crm', body: '{{credentials.vendor.apiKey}}' } },
       { id: 'after', type: 'set', config: { values: { saw: '{{bearer.body.headers.x-vendor-key}}', status: '{{header.status}}' } } }
     ]
   })
@@ -111,7 +100,7 @@ t.test('nodes authenticate with credentials; what they output, log and fail with
   const run = await stack.client.runReaching(member.token, runId)
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   for (const path of ['/bearer', '/basic', '/header', '/signed', '/text']) {
-    t.ok(received.some((request) => request.url.split('?')[0] === path), `${path} reached and accepted the credential`)
+    t.ok(received.some((request) => request.path.split('?')[0] === path), `${path} reached and accepted the credential`)
   }
   t.match(run.result.bearer, { status: 200, body: { headers: { authorization: 'Bearer [credential]', 'x-vendor-key': '[credential]' }, body: JSON.stringify({ echo: '[credential]', order: 'A-1' }) } })
   t.equal(run.result.bearer.headers['x-echo-authorization'], 'Bearer [credential]')

@@ -1,23 +1,11 @@
 import { createHmac } from 'node:crypto'
-import { once } from 'node:events'
-import { createServer, type IncomingMessage } from 'node:http'
 import t from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 
 /** The local sink http_request nodes post to. */
-const received: Array<{ url: string, headers: IncomingMessage['headers'], body: string }> = []
-const sink = createServer((req, res) => {
-  let body = ''
-  req.on('data', (chunk) => { body += chunk })
-  req.on('end', () => {
-    received.push({ url: req.url ?? '', headers: req.headers, body })
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ticket: 'T-42' }))
-  })
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const sink = await startDeliverySink(t, { answer: () => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ticket: 'T-42' }) }) })
+const received = sink.deliveries
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const token = await stack.adminToken()
@@ -27,7 +15,7 @@ t.test('fire → SUCCESS: templates from triggerData and earlier nodes reach the
   const workflowId = await client.createWorkflow(token, {
     nodes: [
       { id: 'vars', type: 'set', config: { values: { subject: 'Order {{triggerData.order.id}}' } }, next: 'post' },
-      { id: 'post', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/tickets`, body: { subject: '{{vars.subject}}', qty: '{{triggerData.order.qty}}' } }, next: 'check' },
+      { id: 'post', type: 'http_request', config: { method: 'POST', url: `${sink.url}/tickets`, body: { subject: '{{vars.subject}}', qty: '{{triggerData.order.qty}}' } }, next: 'check' },
       { id: 'check', type: 'condition', config: { field: 'post.body.ticket', operator: 'startsWith', value: 'T-', then: 'done', else: 'odd' } },
       { id: 'done', type: 'set', config: { values: { ticket: '{{post.body.ticket}}' } } },
       { id: 'odd', type: 'set', config: { values: { ticket: 'none' } } }
@@ -37,7 +25,7 @@ t.test('fire → SUCCESS: templates from triggerData and earlier nodes reach the
   const run = await client.runReaching(token, runId, ['SUCCESS', 'FAILED'])
 
   t.equal(run.status, 'SUCCESS', run.error ?? '')
-  const request = received.find((item) => item.url === '/tickets')
+  const request = received.find((item) => item.path === '/tickets')
   t.same(JSON.parse(request?.body ?? 'null'), { subject: 'Order A7', qty: 3 })
   t.same(run.result.triggerData, { order: { id: 'A7', qty: 3 } })
   t.same(run.result.done, { ticket: 'T-42' })

@@ -6,8 +6,6 @@
  */
 import { createCipheriv, randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import { promisify } from 'node:util'
 import { createId } from '@paralleldrive/cuid2'
 import postgres from 'postgres'
@@ -16,6 +14,7 @@ import { createCredentialService } from '@switchboard/core/credentials'
 import { createDatabase } from '@switchboard/core/db'
 import { decryptSecret, encryptSecret, keyringOf } from '@switchboard/core/encryption'
 import { createWorkflowService } from '@switchboard/core/workflows'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { createTestDatabase } from '@switchboard/testing/database'
 import { startStack } from '@switchboard/testing/processes'
 
@@ -35,15 +34,7 @@ function legacyEncrypt (key: Buffer, plaintext: string): string {
   return ['v1', ...[iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString('base64url'))].join('.')
 }
 
-const authorizations: string[] = []
-const sink = createServer((req, res) => {
-  authorizations.push(String(req.headers.authorization))
-  res.writeHead(req.headers.authorization === `Bearer ${TOKEN}` ? 200 : 401).end()
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const sink = await startDeliverySink(t, { answer: ({ headers }) => ({ status: headers.authorization === `Bearer ${TOKEN}` ? 200 : 401, body: '' }) })
 
 const database = await createTestDatabase()
 const sql = postgres(database.url, { max: 1, onnotice: () => {} })
@@ -69,7 +60,7 @@ const viewer = { id: owner!.id as string, role: 'admin' as const }
 await createCredentialService({ db: oldDatabase.db, keyring: keyringOf({ encryptionKey: OLD_KEY, encryptionKeysPrevious: [] }) })
   .create(viewer, { name: 'crm', type: 'bearer', data: { token: TOKEN } })
 const { id: workflowId } = await createWorkflowService({ db: oldDatabase.db, tools: { code: { check: async () => { throw new Error('no code nodes here') } } } })
-  .create(viewer, { name: 'calls the crm', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'call', type: 'http_request', config: { url: sinkUrl, credential: 'crm' } }] })
+  .create(viewer, { name: 'calls the crm', triggerType: 'MANUAL', isActive: true, nodes: [{ id: 'call', type: 'http_request', config: { url: sink.url, credential: 'crm' } }] })
 await sql`insert into chat_accounts (id, user_id, name, phone_number_id, access_token_encrypted) values (${createId()}, ${viewer.id}, 'legacy', '100200300', ${legacyEncrypt(OLD_KEY, CHAT_TOKEN)})`
 await sql`insert into event_subscriptions (id, user_id, url, events, secret_encrypted)
   values (${createId()}, ${viewer.id}, 'https://hooks.example.com/', '{workflow.run.failed}', ${encryptSecret(keyringOf({ encryptionKey: OLD_KEY, encryptionKeysPrevious: [] }), SUBSCRIPTION_SECRET)})`
@@ -105,5 +96,5 @@ t.test('processes that know only the new key run the workflow with the rotated c
   const token = await after.adminToken()
   const ran = await after.client.runReaching(token, await after.client.fire(token, workflowId, {}))
   t.equal(ran.status, 'SUCCESS', ran.error ?? '')
-  t.equal(authorizations.at(-1), `Bearer ${TOKEN}`)
+  t.equal(sink.deliveries.at(-1)?.headers.authorization, `Bearer ${TOKEN}`)
 })

@@ -3,33 +3,16 @@
  * `retry` and `timeoutMs` checked when the workflow is saved, failures that may pass retried
  * with a WARN line per retry and one idempotency key, the others not.
  */
-import { once } from 'node:events'
-import { createServer, type ServerResponse } from 'node:http'
 import t from 'tap'
+import { startDeliverySink, type Delivery, type SinkAnswer } from '@switchboard/testing/delivery-sink'
 import { FAKE_ACCESS_TOKEN, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 
 /** The loopback sink http_request nodes call: each path answers as its script says, call after call. */
-interface Call { path: string, key: string | undefined, at: number }
-const calls: Call[] = []
-const scripts = new Map<string, Array<(res: ServerResponse) => void>>()
-const sink = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => {
-    const path = req.url ?? ''
-    const key = req.headers['idempotency-key']
-    calls.push({ path, key: typeof key === 'string' ? key : undefined, at: Date.now() })
-    const next = scripts.get(path)?.shift()
-    if (next !== undefined) next(res)
-    else res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
-  })
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
-const callsTo = (path: string): Call[] => calls.filter((call) => call.path === path)
-const status = (code: number, headers: Record<string, string> = {}) => (res: ServerResponse): void => { res.writeHead(code, headers).end() }
+const scripts = new Map<string, SinkAnswer[]>()
+const sink = await startDeliverySink(t, { answer: ({ path }) => scripts.get(path)?.shift() ?? {} })
+const callsTo = (path: string): Delivery[] => sink.deliveries.filter((call) => call.path === path)
+const status = (code: number, headers: Record<string, string> = {}): SinkAnswer => ({ status: code, headers })
 
 const PHONE_NUMBER_ID = '106540352242922'
 const fake = await startFakeChatPlatform({ messagesPerSecond: 1 })
@@ -52,35 +35,35 @@ const warnings = (run: { logs: Array<{ level: string, message: string }> }): str
 t.test('a node failing with 503 twice succeeds on its third attempt: a WARN line per retry, every attempt logged before it is sent, one Idempotency-Key', async (t) => {
   scripts.set('/flaky', [status(503), status(503)])
   const run = await client.runWorkflow(token, {
-    nodes: [{ id: 'deliver', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/flaky`, body: { a: 1 }, retry: { attempts: 3, backoffMs: 200, backoffFactor: 2 } } }]
+    nodes: [{ id: 'deliver', type: 'http_request', config: { method: 'POST', url: `${sink.url}/flaky`, body: { a: 1 }, retry: { attempts: 3, backoffMs: 200, backoffFactor: 2 } } }]
   })
   t.equal(run.status, 'SUCCESS', run.error ?? '')
-  t.same(callsTo('/flaky').map((c) => c.key), Array(3).fill(`${run.id}:deliver`))
+  t.same(callsTo('/flaky').map((c) => c.idempotencyKey), Array(3).fill(`${run.id}:deliver`))
   t.same(warnings(run), [
-    `POST ${sinkUrl}/flaky answered 503; retrying in 200ms (1 of 2)`,
-    `POST ${sinkUrl}/flaky answered 503; retrying in 400ms (2 of 2)`
+    `POST ${sink.url}/flaky answered 503; retrying in 200ms (1 of 2)`,
+    `POST ${sink.url}/flaky answered 503; retrying in 400ms (2 of 2)`
   ])
-  t.same(run.logs.filter((line) => line.message.startsWith('Calling')).map((line) => line.message), [1, 2, 3].map((n) => `Calling POST ${sinkUrl}/flaky (attempt ${n})`))
+  t.same(run.logs.filter((line) => line.message.startsWith('Calling')).map((line) => line.message), [1, 2, 3].map((n) => `Calling POST ${sink.url}/flaky (attempt ${n})`))
   const [first, second, third] = callsTo('/flaky')
-  t.ok(second!.at - first!.at >= 200 && third!.at - second!.at >= 400, 'the backoff was waited for')
+  t.ok(second!.receivedAt - first!.receivedAt >= 200 && third!.receivedAt - second!.receivedAt >= 400, 'the backoff was waited for')
   t.match(run.result.deliver, { status: 200, body: { ok: true } })
 })
 
 t.test('a 429 is retried after its Retry-After rather than the node\'s shorter backoff', async (t) => {
   scripts.set('/limited', [status(429, { 'retry-after': '2' })])
   const run = await client.runWorkflow(token, {
-    nodes: [{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/limited`, retry: { attempts: 2, backoffMs: 10 } } }]
+    nodes: [{ id: 'call', type: 'http_request', config: { url: `${sink.url}/limited`, retry: { attempts: 2, backoffMs: 10 } } }]
   })
   t.equal(run.status, 'SUCCESS', run.error ?? '')
-  t.same(warnings(run), [`GET ${sinkUrl}/limited answered 429 (Retry-After 2s); retrying in 2000ms (1 of 1)`])
+  t.same(warnings(run), [`GET ${sink.url}/limited answered 429 (Retry-After 2s); retrying in 2000ms (1 of 1)`])
   const [first, second] = callsTo('/limited')
-  t.ok(second!.at - first!.at >= 2000, `the second call came ${second!.at - first!.at}ms after the first`)
+  t.ok(second!.receivedAt - first!.receivedAt >= 2000, `the second call came ${second!.receivedAt - first!.receivedAt}ms after the first`)
 })
 
 t.test('a 4xx answer is final: one call, no retry', async (t) => {
   scripts.set('/refused', [status(404)])
   const run = await client.runWorkflow(token, {
-    nodes: [{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/refused`, retry: { attempts: 5, backoffMs: 10 } } }]
+    nodes: [{ id: 'call', type: 'http_request', config: { url: `${sink.url}/refused`, retry: { attempts: 5, backoffMs: 10 } } }]
   })
   t.equal(run.status, 'FAILED')
   t.equal(run.error, 'Request failed with status 404')

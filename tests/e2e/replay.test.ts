@@ -4,27 +4,15 @@
  * bulk retry of a time range, bounded, each run replayed once.
  */
 import { createHmac } from 'node:crypto'
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import type { RunBody } from '@switchboard/testing/client'
 
 /** The loopback sink: /fail answers 404, anything else 200 with what it received. */
-const received: Array<{ path: string, body: string }> = []
-const sink = createServer((req, res) => {
-  let body = ''
-  req.on('data', (chunk) => { body += chunk })
-  req.on('end', () => {
-    received.push({ path: req.url ?? '', body })
-    if (req.url === '/fail') res.writeHead(404).end()
-    else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ got: body }))
-  })
+const sink = await startDeliverySink(t, {
+  answer: ({ path, body }) => path === '/fail' ? { status: 404 } : { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ got: body }) }
 })
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const token = await stack.adminToken()
@@ -43,12 +31,12 @@ async function retried (runId: string, body?: unknown): Promise<RunBody> {
 const callNode = (url: string) => ({ id: 'call', type: 'http_request', config: { method: 'POST', url, body: { order: '{{triggerData.order}}' } } })
 
 t.test('a FAILED run replayed on the current version after an edit, and on its own: same triggerData, linked by retriedFrom', async (t) => {
-  const workflowId = await client.createWorkflow(token, { nodes: [callNode(`${sinkUrl}/fail`)] })
+  const workflowId = await client.createWorkflow(token, { nodes: [callNode(`${sink.url}/fail`)] })
   const first = await client.runReaching(token, await client.fire(token, workflowId, { order: 42 }))
   t.equal(first.status, 'FAILED')
   t.equal(first.retriedFrom, null, 'a run that is not a replay says so')
 
-  const fixed = await call('PATCH', `/api/automation/workflows/${workflowId}`, { token, body: { nodes: [callNode(`${sinkUrl}/orders`)] } })
+  const fixed = await call('PATCH', `/api/automation/workflows/${workflowId}`, { token, body: { nodes: [callNode(`${sink.url}/orders`)] } })
   t.equal(fixed.body.version, 2)
 
   const answer = await retry(first.id)
@@ -83,7 +71,7 @@ t.test('a webhook run verified with verify_signature is replayed with its raw bo
     { id: 'verify', type: 'verify_signature', config: { secret, header: 'x-signature', prefix: 'sha256=' }, next: 'call' },
     { ...callNode(url), config: { method: 'POST', url, body: { order: '{{triggerData.body.order}}' } } }
   ]
-  const workflowId = await client.createWorkflow(token, { triggerType: 'WEBHOOK', nodes: nodes(`${sinkUrl}/fail`) })
+  const workflowId = await client.createWorkflow(token, { triggerType: 'WEBHOOK', nodes: nodes(`${sink.url}/fail`) })
   // Spacing a re-serialisation would change: the HMAC is over the exact bytes.
   const body = '{ "order":7 ,  "note": "spaced" }'
   const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
@@ -93,7 +81,7 @@ t.test('a webhook run verified with verify_signature is replayed with its raw bo
   t.equal(first.status, 'FAILED')
   t.equal(first.error, 'Request failed with status 404', 'the signature passed, the call failed')
 
-  await call('PATCH', `/api/automation/workflows/${workflowId}`, { token, body: { nodes: nodes(`${sinkUrl}/hooks`) } })
+  await call('PATCH', `/api/automation/workflows/${workflowId}`, { token, body: { nodes: nodes(`${sink.url}/hooks`) } })
   const replay = await retried(first.id)
   t.equal(replay.status, 'SUCCESS', replay.error ?? '')
   t.same(replay.result.verify, { valid: true })
@@ -123,7 +111,7 @@ t.test('what cannot be replayed: another member\'s run (404), an unfinished run 
 })
 
 t.test('Idempotency-Key: the same key for the same run gives the first replay back', async (t) => {
-  const workflowId = await client.createWorkflow(token, { nodes: [callNode(`${sinkUrl}/fail`)] })
+  const workflowId = await client.createWorkflow(token, { nodes: [callNode(`${sink.url}/fail`)] })
   const first = await client.runReaching(token, await client.fire(token, workflowId, { order: 1 }))
   const headers = { 'idempotency-key': 'replay-once' }
   const [a, b] = [await retry(first.id, undefined, token, headers), await retry(first.id, undefined, token, headers)]

@@ -1,25 +1,13 @@
 import { createHmac } from 'node:crypto'
-import { once } from 'node:events'
-import { createServer, type ServerResponse } from 'node:http'
 import t from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 import { TERMINAL_RUN_STATUSES } from '@switchboard/testing/client'
 
 /** A sink that holds every request until the test releases it: keeps a run RUNNING on purpose. */
-const held: ServerResponse[] = []
-const slowSink = createServer((req, res) => {
-  req.resume()
-  held.push(res)
-  slowSink.emit('held')
-})
-slowSink.listen(0, '127.0.0.1')
-await once(slowSink, 'listening')
-const slowUrl = `http://127.0.0.1:${(slowSink.address() as { port: number }).port}/slow`
-t.teardown(() => {
-  for (const res of held) res.destroy()
-  slowSink.close()
-})
+const slowSink = await startDeliverySink(t, { held: () => true })
+const slowUrl = `${slowSink.url}/slow`
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const token = await stack.adminToken()
@@ -167,15 +155,14 @@ t.test('cancel a RUNNING run: the node in flight is abandoned, no later node run
       { id: 'after', type: 'set', config: { values: { ran: 'yes' } } }
     ]
   })
-  const inFlight = once(slowSink, 'held')
   const { runId } = (await stack.call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: {} })).body
-  await inFlight
+  await waitFor(async () => slowSink.inFlight() === 1 ? true : undefined, { what: 'the call to be held' })
   t.equal((await client.getRun(token, runId)).status, 'RUNNING')
 
   const cancelled = await stack.call('POST', `/api/automation/runs/${runId}/cancel`, { token })
   t.equal(cancelled.status, 200)
   t.equal(cancelled.body.status, 'CANCELLED')
-  for (const res of held.splice(0)) res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+  slowSink.release()
   await workflowRunsIdle()
 
   const run = await client.getRun(token, runId)

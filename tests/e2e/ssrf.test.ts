@@ -1,15 +1,10 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import type { RunBody } from '@switchboard/testing/client'
 
-let hits = 0
-const sink = createServer((_req, res) => { hits++; res.end('should not be reached') })
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const port = (sink.address() as { port: number }).port
+const sink = await startDeliverySink(t)
+const port = new URL(sink.url).port
 
 // HTTP_REQUEST_ALLOW_PRIVATE is left at its default, false.
 const stack = await startStack(t)
@@ -26,7 +21,7 @@ t.test('http_request to loopback, by address or by name, is refused before conne
   const byName = await runOf(`http://localhost:${port}/hook`)
   t.equal(byName.status, 'FAILED')
   t.equal(byName.error, `Blocked request to private address ${hint}`, 'without what the name resolved to')
-  t.equal(hits, 0)
+  t.equal(sink.deliveries.length, 0)
 })
 
 t.test('cloud metadata addresses are refused', async (t) => {

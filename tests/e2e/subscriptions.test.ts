@@ -1,9 +1,8 @@
-import { once } from 'node:events'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import t from 'tap'
 import { Webhook } from 'standardwebhooks'
+import { startDeliverySink, type SinkAnswer } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -17,34 +16,24 @@ const verifier = new Webhook(SECRET)
 const received: Received[] = []
 let forged = 0
 /** How each path answers: 200 after verifying the signature, or a hostile answer. */
-const behaviours: Record<string, (res: ServerResponse) => void | Promise<void>> = {
-  '/ok': (res) => { res.end('thanks') },
-  '/fail': (res) => { res.statusCode = 500; res.end('x'.repeat(5000)) },
-  '/slow': async (res) => { await sleep(3000); res.end('too late') },
-  '/redirect': (res) => { res.statusCode = 302; res.setHeader('location', `http://127.0.0.1:${port}/ok`); res.end() }
+const behaviours: Record<string, () => SinkAnswer | Promise<SinkAnswer>> = {
+  '/ok': () => ({ body: 'thanks' }),
+  '/fail': () => ({ status: 500, body: 'x'.repeat(5000) }),
+  '/slow': async () => { await sleep(3000); return { body: 'too late' } },
+  '/redirect': () => ({ status: 302, headers: { location: `${subscriber.url}/ok` } })
 }
-const subscriber = createServer((req: IncomingMessage, res: ServerResponse) => {
-  const chunks: Buffer[] = []
-  req.on('data', (chunk: Buffer) => chunks.push(chunk))
-  req.on('end', () => {
-    const raw = Buffer.concat(chunks).toString('utf8')
-    const path = req.url ?? '/'
+const subscriber = await startDeliverySink(t, {
+  answer: async ({ path, headers, body }) => {
     try {
-      verifier.verify(raw, req.headers as Record<string, string>)
+      verifier.verify(body, headers as Record<string, string>)
     } catch {
       forged++
-      res.statusCode = 401
-      res.end()
-      return
+      return { status: 401 }
     }
-    received.push({ id: String(req.headers['webhook-id']), path, body: JSON.parse(raw) })
-    Promise.resolve((behaviours[path] ?? behaviours['/ok']!)(res)).catch(() => { res.destroy() })
-  })
+    received.push({ id: String(headers['webhook-id']), path, body: JSON.parse(body) })
+    return await (behaviours[path] ?? behaviours['/ok']!)()
+  }
 })
-subscriber.listen(0, '127.0.0.1')
-await once(subscriber, 'listening')
-const port = (subscriber.address() as { port: number }).port
-t.teardown(() => { subscriber.closeAllConnections(); subscriber.close() })
 
 // Short bounds (README, Event subscriptions): retries after 100 then 200 ms, for at most 600 ms of waits,
 // so a failing delivery makes 4 attempts; two failed deliveries in a row disable a subscription.
@@ -61,7 +50,7 @@ const stack = await startStack(t, {
   }
 })
 const token = await stack.adminToken()
-const url = (path: string): string => `http://127.0.0.1:${port}${path}`
+const url = (path: string): string => `${subscriber.url}${path}`
 
 /** A user of their own with a subscription of `path` to workflow.run.failed. */
 async function subscribed (path: string) {

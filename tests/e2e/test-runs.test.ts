@@ -1,22 +1,11 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 
 /** A loopback service whose answer the test sets; it echoes the request's headers and counts calls per path. */
 let status = 200
-const calls = new Map<string, number>()
-const sink = createServer((req, res) => {
-  req.resume()
-  const path = req.url ?? '/'
-  calls.set(path, (calls.get(path) ?? 0) + 1)
-  res.writeHead(status, { 'content-type': 'application/json' })
-  res.end(JSON.stringify({ path, headers: req.headers }))
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
-t.teardown(() => { sink.close() })
+const sink = await startDeliverySink(t, { answer: ({ path, headers }) => ({ status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path, headers }) }) })
+const callsTo = (path: string): number => sink.deliveries.filter((call) => call.path === path).length
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const token = await stack.adminToken()
@@ -92,14 +81,14 @@ t.test('retry from a node reuses the outputs before it and runs the rest once', 
   const id = await client.createWorkflow(token, {
     nodes: [
       { id: 'prep', type: 'set', config: { values: { order: '{{triggerData.order}}' } }, next: 'call' },
-      { id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/call`, body: { order: '{{prep.order}}' } }, next: 'after' },
+      { id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/call`, body: { order: '{{prep.order}}' } }, next: 'after' },
       { id: 'after', type: 'set', config: { values: { done: true } } }
     ]
   })
   status = 500
   const failed = await client.runReaching(token, await client.fire(token, id, { order: 42 }))
   t.equal(failed.status, 'FAILED')
-  const callsBefore = calls.get('/call') ?? 0
+  const callsBefore = callsTo('/call')
   status = 200
   const retried = await call('POST', `/api/automation/runs/${failed.id}/retry`, { token, body: { fromNodeId: 'call' } })
   t.equal(retried.status, 202)
@@ -109,7 +98,7 @@ t.test('retry from a node reuses the outputs before it and runs the rest once', 
   t.same(run.result.prep, { order: 42 }, 'prep\'s output, from the first run')
   t.same(run.result.after, { done: true })
   t.notOk(run.logs.some((line) => line.message.startsWith('Node prep')), 'prep did not run again')
-  t.equal((calls.get('/call') ?? 0) - callsBefore, 1, 'the call ran once')
+  t.equal(callsTo('/call') - callsBefore, 1, 'the call ran once')
 
   const unknown = await call('POST', `/api/automation/runs/${failed.id}/retry`, { token, body: { fromNodeId: 'nope' } })
   t.equal(unknown.status, 400)
@@ -121,8 +110,8 @@ t.test('retry from a node is refused when an output before it holds a masked cre
   t.equal(credential.status, 201)
   const id = await client.createWorkflow(token, {
     nodes: [
-      { id: 'auth', type: 'http_request', config: { url: `${sinkUrl}/echo`, credential: 'partner-token' }, next: 'broken' },
-      { id: 'broken', type: 'http_request', config: { url: `${sinkUrl}/broken` } }
+      { id: 'auth', type: 'http_request', config: { url: `${sink.url}/echo`, credential: 'partner-token' }, next: 'broken' },
+      { id: 'broken', type: 'http_request', config: { url: `${sink.url}/broken` } }
     ]
   })
   status = 200

@@ -10,8 +10,6 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer, type ServerResponse } from 'node:http'
-import { once } from 'node:events'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,6 +17,7 @@ import { promisify } from 'node:util'
 import postgres from 'postgres'
 import t from 'tap'
 import { closeQueues, createProducerConnection, createQueues, WORKFLOW_RUNS } from '@switchboard/core/queues'
+import { startDeliverySink, type SinkAnswer } from '@switchboard/testing/delivery-sink'
 import { BASE_DATABASE_URL, createTestDatabase, dropDatabase, REDIS_URL } from '@switchboard/testing/database'
 import { startStack } from '@switchboard/testing/processes'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
@@ -41,26 +40,10 @@ async function ops (script: string, args: string[], env: Record<string, string>)
   }
 }
 
-// The partner an http_request node calls: it holds the first request (the run stays RUNNING)
-// until released, then answers at once.
-const held: ServerResponse[] = []
+// The partner an http_request node calls: while `holding` it never answers (the run stays
+// RUNNING), then it answers at once.
 let holding = true
-let calls = 0
-const partner = createServer((request, response) => {
-  calls += 1
-  if (holding) {
-    held.push(response)
-    return
-  }
-  response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
-})
-partner.listen(0, '127.0.0.1')
-await once(partner, 'listening')
-t.teardown(() => {
-  for (const response of held) response.destroy()
-  partner.close()
-})
-const partnerUrl = `http://127.0.0.1:${(partner.address() as { port: number }).port}`
+const partner = await startDeliverySink(t, { answer: async () => holding ? await new Promise<SinkAnswer>(() => {}) : {} })
 
 const dir = await mkdtemp(join(tmpdir(), 'switchboard-backup-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -86,10 +69,10 @@ t.test('dump while running, drop, restore into an empty database: every unfinish
   const waiting = [await client.fire(token, waitingFlow), await client.fire(token, waitingFlow)]
   for (const runId of waiting) await client.runReaching(token, runId, ['WAITING'])
 
-  const callingFlow = await client.createWorkflow(token, { name: 'calls a partner', nodes: [{ id: 'call', type: 'http_request', config: { method: 'GET', url: `${partnerUrl}/hold`, timeoutMs: 120_000 } }] })
+  const callingFlow = await client.createWorkflow(token, { name: 'calls a partner', nodes: [{ id: 'call', type: 'http_request', config: { method: 'GET', url: `${partner.url}/hold`, timeoutMs: 120_000 } }] })
   const running = await client.fire(token, callingFlow)
   await client.runReaching(token, running, ['RUNNING'])
-  await waitFor(async () => calls === 1 ? true : undefined, { what: 'the partner to be called', timeoutMs: 10_000 })
+  await waitFor(async () => partner.deliveries.length === 1 ? true : undefined, { what: 'the partner to be called', timeoutMs: 10_000 })
 
   // New runs wait behind a paused queue: PENDING at the backup.
   const connection = createProducerConnection(REDIS_URL)
@@ -138,6 +121,6 @@ t.test('dump while running, drop, restore into an empty database: every unfinish
   t.comment(`backup.sh ${backupMs} ms, restore.sh ${restoreMs} ms; every unfinished run done ${Date.now() - startedAt} ms after the new processes started (the RUNNING one is taken over a minute after it started)`)
   t.equal(done.length, 5, 'the two PENDING, the two WAITING and the RUNNING run succeeded')
   for (const run of done.filter((run) => waiting.includes(run.id))) t.match(run.result, { after: { resumed: true } }, `${run.id} resumed after its wait`)
-  t.equal(calls, 2, 'the RUNNING run was taken over and called its partner again')
+  t.equal(partner.deliveries.length, 2, 'the RUNNING run was taken over and called its partner again')
   t.same(await after.client.getRun(restoredToken, finished.id), finished, 'the finished run is as it was')
 })

@@ -4,10 +4,9 @@
  * at the end): every queue, the cron schedulers, delayed resumes, queue counters and the login
  * limiter work, and each queue's keys sit in the slot of its hash tag.
  */
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
 import { QUEUE_NAMES } from '@switchboard/core/queues'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { deliver, FAKE_ACCESS_TOKEN, messagesDelivery, newWamid, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { startRedisCluster } from '@switchboard/testing/redis-cluster'
@@ -133,22 +132,15 @@ t.test('a broadcast is sent on the cluster, its rate limit a key of its own', as
 })
 
 t.test('an event subscription is delivered on the cluster', async (t) => {
-  const received: string[] = []
-  const receiver = createServer((req, res) => {
-    req.resume()
-    received.push(String(req.headers['webhook-id']))
-    res.end('ok')
-  })
-  receiver.listen(0, '127.0.0.1')
-  await once(receiver, 'listening')
-  t.teardown(() => { receiver.close() })
-  const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/events`
+  const receiver = await startDeliverySink(t, { answer: () => ({ body: 'ok' }) })
+  const received = receiver.deliveries
+  const url = `${receiver.url}/events`
   const subscribed = await stack.call('POST', '/api/automation/subscriptions', { token, body: { url, events: ['workflow.run.succeeded'] } })
   t.equal(subscribed.status, 201, JSON.stringify(subscribed.body))
   const workflowId = await client.createWorkflow(token, { name: 'subscribed on the cluster' })
   await client.runReaching(token, await client.fire(token, workflowId))
   await waitFor(async () => received.length > 0 ? true : undefined, { what: 'the event to be delivered' })
-  t.match(received[0], /.+/, 'a delivery with its webhook-id')
+  t.match(received[0]?.headers['webhook-id'], /.+/, 'a delivery with its webhook-id')
 })
 
 t.test('queue counters come from the cluster, and each queue lives in the slot of its hash tag', async (t) => {

@@ -1,8 +1,8 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import t from 'tap'
 import { Webhook } from 'standardwebhooks'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -15,30 +15,20 @@ const verifier = new Webhook(SECRET)
 const arrivals = new Map<string, string[]>()
 let forged = 0
 // A subscriber that takes its time: deliveries are in flight when the worker is killed.
-const subscriber = createServer((req, res) => {
-  const chunks: Buffer[] = []
-  req.on('data', (chunk: Buffer) => chunks.push(chunk))
-  req.on('end', () => {
-    const raw = Buffer.concat(chunks).toString('utf8')
+const subscriber = await startDeliverySink(t, {
+  answer: async ({ headers, body: raw }) => {
     let body: { data: { runId: string } }
     try {
-      body = verifier.verify(raw, req.headers as Record<string, string>) as typeof body
+      body = verifier.verify(raw, headers as Record<string, string>) as typeof body
     } catch {
       forged++
-      res.statusCode = 401
-      res.end()
-      return
+      return { status: 401 }
     }
-    setTimeout(() => {
-      arrivals.set(body.data.runId, [...arrivals.get(body.data.runId) ?? [], String(req.headers['webhook-id'])])
-      res.end('ok')
-    }, 300)
-  })
+    await sleep(300)
+    arrivals.set(body.data.runId, [...arrivals.get(body.data.runId) ?? [], String(headers['webhook-id'])])
+    return { body: 'ok' }
+  }
 })
-subscriber.listen(0, '127.0.0.1')
-await once(subscriber, 'listening')
-t.teardown(() => { subscriber.closeAllConnections(); subscriber.close() })
-const port = (subscriber.address() as { port: number }).port
 
 const stack = await startStack(t, {
   env: {
@@ -55,7 +45,7 @@ t.teardown(async () => { await sql.end() })
 
 t.test('a worker SIGKILLed while delivering: another delivers every event, a repeat under the same webhook-id', async (t) => {
   const user = await stack.client.newUser(token)
-  const created = await stack.call('POST', '/api/automation/subscriptions', { token: user.token, body: { url: `http://127.0.0.1:${port}/hook`, events: ['workflow.run.failed'], secret: SECRET } })
+  const created = await stack.call('POST', '/api/automation/subscriptions', { token: user.token, body: { url: `${subscriber.url}/hook`, events: ['workflow.run.failed'], secret: SECRET } })
   t.equal(created.status, 201)
   // Undispatched in the outbox, as a crash after the changes' commits would leave them.
   await sql`

@@ -1,21 +1,11 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
+import { startDeliverySink, type SinkAnswer } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
 // The first call hangs (the worker is killed while waiting for it); later calls answer at once.
-const calls: string[] = []
-const idempotencyKeys: unknown[] = []
-const sink = createServer((req, res) => {
-  calls.push(req.url ?? '')
-  idempotencyKeys.push(req.headers['idempotency-key'])
-  if (calls.length > 1) res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.closeAllConnections(); sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const sink = await startDeliverySink(t, { answer: async () => sink.deliveries.length > 1 ? {} : await new Promise<SinkAnswer>(() => {}) })
+const calls = (): string[] => sink.deliveries.map((delivery) => delivery.path)
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const token = await stack.adminToken()
@@ -29,7 +19,7 @@ t.test('a worker SIGKILLed mid-run: a restarted worker takes the run over and br
       isActive: true,
       nodes: [
         { id: 'before', type: 'set', config: { values: { step: 1 } }, next: 'slow' },
-        { id: 'slow', type: 'http_request', config: { url: `${sinkUrl}/slow`, timeoutMs: 60000 }, next: 'after' },
+        { id: 'slow', type: 'http_request', config: { url: `${sink.url}/slow`, timeoutMs: 60000 }, next: 'after' },
         { id: 'after', type: 'set', config: { values: { step: 3 } } }
       ]
     }
@@ -39,7 +29,7 @@ t.test('a worker SIGKILLed mid-run: a restarted worker takes the run over and br
   t.equal(fired.status, 202)
   const runId = fired.body.runId as string
 
-  await waitFor(async () => calls.length > 0 ? true : undefined, { what: 'the slow call to start' })
+  await waitFor(async () => calls().length > 0 ? true : undefined, { what: 'the slow call to start' })
   const running = await stack.call('GET', `/api/automation/runs/${runId}`, { token })
   t.equal(running.body.status, 'RUNNING')
 
@@ -52,9 +42,9 @@ t.test('a worker SIGKILLed mid-run: a restarted worker takes the run over and br
   t.equal(run.status, 'SUCCESS', run.error ?? '')
   t.same(run.result.after, { step: 3 })
   t.match(run.result.slow, { status: 200, body: { ok: true } })
-  t.same(calls, ['/slow', '/slow'], 'the interrupted node ran again; the completed one did not')
-  t.same(idempotencyKeys, [`${runId}:slow`, `${runId}:slow`], 'both deliveries carry the node\'s Idempotency-Key')
-  t.equal(run.logs.filter((line: { message: string }) => line.message === `Calling GET ${sinkUrl}/slow (attempt 1)`).length, 2, 'both deliveries are in the run\'s log')
+  t.same(calls(), ['/slow', '/slow'], 'the interrupted node ran again; the completed one did not')
+  t.same(sink.deliveries.map((delivery) => delivery.idempotencyKey), [`${runId}:slow`, `${runId}:slow`], 'both deliveries carry the node\'s Idempotency-Key')
+  t.equal(run.logs.filter((line: { message: string }) => line.message === `Calling GET ${sink.url}/slow (attempt 1)`).length, 2, 'both deliveries are in the run\'s log')
   t.ok(run.logs.some((line: { message: string }) => line.message === 'Run taken over after its worker stopped (attempt 1)'))
   t.equal(run.logs.filter((line: { message: string }) => line.message === 'Node before (set) started').length, 1)
 })

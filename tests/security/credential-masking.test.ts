@@ -1,8 +1,7 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
 import { encryptSecret, keyringOf } from '@switchboard/core/encryption'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { freePort, startStack } from '@switchboard/testing/processes'
 import { probeUntil } from '@switchboard/testing/probes'
 
@@ -15,16 +14,7 @@ import { probeUntil } from '@switchboard/testing/probes'
  */
 
 // A service that echoes the request body back, as many APIs do.
-const sink = createServer((req, res) => {
-  let body = ''
-  req.setEncoding('utf8')
-  req.on('data', (chunk: string) => { body += chunk })
-  req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echo: body })) })
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const sink = await startDeliverySink(t, { answer: ({ body }) => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ echo: body }) }) })
 
 const workerPort = await freePort()
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true', WORKER_HTTP_PORT: String(workerPort) } })
@@ -71,7 +61,7 @@ t.test('one-letter values stored before the minimum still work, and cannot ampli
     nodes: [{
       id: 'call',
       type: 'http_request',
-      config: { method: 'POST', url: `${sinkUrl}/echo`, body: `${FIELDS.map((field) => `{{credentials.legacy.${field}}}`).join('')} ${TEXT}` }
+      config: { method: 'POST', url: `${sink.url}/echo`, body: `${FIELDS.map((field) => `{{credentials.legacy.${field}}}`).join('')} ${TEXT}` }
     }]
   })
   const runId = await stack.client.fire(member.token, workflowId)
@@ -90,7 +80,7 @@ t.test('a value equal to a short stored value is masked where it is the whole va
   const keyring = keyringOf({ encryptionKey: Buffer.from(stack.env.ENCRYPTION_KEY!, 'base64'), encryptionKeysPrevious: [] })
   await database.sql`update credentials set data_encrypted = ${encryptSecret(keyring, JSON.stringify({ pin: '4711' }))} where id = ${created.body.id}`
   const run = await stack.client.runWorkflow(member.token, {
-    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/echo`, body: '{{credentials.pin.pin}}' } }]
+    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/echo`, body: '{{credentials.pin.pin}}' } }]
   })
   t.equal(run.status, 'SUCCESS')
   t.same(run.result.call.body, { echo: '[credential]' })
@@ -102,7 +92,7 @@ t.test('values long enough to be masked, spelling the marker, in 800 KB of its l
   t.equal(created.status, 201)
   const text = 'credential'.repeat(80_000)
   const workflowId = await stack.client.createWorkflow(member.token, {
-    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/echo`, body: `{{credentials.marker.a}}${text}` } }]
+    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/echo`, body: `{{credentials.marker.a}}${text}` } }]
   })
   const runId = await stack.client.fire(member.token, workflowId)
   const finished = stack.client.runReaching(member.token, runId, undefined, { timeoutMs: 60_000 })
@@ -122,7 +112,7 @@ t.test('a node whose credentials together are too long to mask fails, naming the
     t.equal(res.status, 201)
   }
   const run = await stack.client.runWorkflow(member.token, {
-    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/echo`, body: { one: '{{credentials.big1.a}}', two: '{{credentials.big2.a}}' } } }]
+    nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/echo`, body: { one: '{{credentials.big1.a}}', two: '{{credentials.big2.a}}' } } }]
   })
   t.equal(run.status, 'FAILED')
   t.equal(run.error, 'The credentials of node call are too long to mask: 671514 characters in the forms runs mask, at most 524288')

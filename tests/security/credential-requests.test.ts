@@ -1,7 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { once } from 'node:events'
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import t from 'tap'
+import { startDeliverySink, type Delivery, type DeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import type { RunBody } from '@switchboard/testing/client'
 
@@ -13,32 +12,30 @@ import type { RunBody } from '@switchboard/testing/client'
  * (undici strips only authorization, cookie and proxy-authorization).
  */
 
-interface Received { origin: string, method: string, url: string, headers: IncomingHttpHeaders, body: string }
-const received: Received[] = []
-
 /** A service that echoes every request back, with redirects: /to-other → the other service, /to-same → here. */
-async function echoService (name: string, redirectTo: () => string): Promise<{ server: Server, url: string, port: number }> {
-  const server = createServer((req, res) => {
-    let body = ''
-    req.setEncoding('utf8')
-    req.on('data', (chunk: string) => { body += chunk })
-    req.on('end', () => {
-      received.push({ origin: name, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body })
-      const path = (req.url ?? '').split('?')[0]!
-      if (path === '/to-other') res.writeHead(302, { location: `${redirectTo()}/landed` }).end()
-      else if (path === '/to-other-307') res.writeHead(307, { location: `${redirectTo()}/landed` }).end()
-      else if (path === '/to-same') res.writeHead(302, { location: '/landed-here' }).end()
-      else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url, headers: req.headers, body }))
-    })
+async function echoService (redirectTo: () => string): Promise<DeliverySink> {
+  return await startDeliverySink(t, {
+    answer: ({ path: url, headers, body }) => {
+      const path = url.split('?')[0]!
+      if (path === '/to-other') return { status: 302, headers: { location: `${redirectTo()}/landed` } }
+      if (path === '/to-other-307') return { status: 307, headers: { location: `${redirectTo()}/landed` } }
+      if (path === '/to-same') return { status: 302, headers: { location: '/landed-here' } }
+      return { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url, headers, body }) }
+    }
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => { server.close() })
-  const port = (server.address() as { port: number }).port
-  return { server, url: `http://127.0.0.1:${port}`, port }
 }
-const other = await echoService('other', () => '')
-const service = await echoService('service', () => other.url)
+const other = await echoService(() => '')
+const service = await echoService(() => other.url)
+const servicePort = new URL(service.url).port
+/** What either service received, with which one received it. */
+const received = (): Array<Delivery & { origin: string }> => [
+  ...service.deliveries.map((delivery) => ({ ...delivery, origin: 'service' })),
+  ...other.deliveries.map((delivery) => ({ ...delivery, origin: 'other' }))
+]
+const forgetReceived = (): void => {
+  service.deliveries.length = 0
+  other.deliveries.length = 0
+}
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'debug' } })
 const member = await stack.client.newUser(await stack.adminToken())
@@ -115,27 +112,27 @@ t.test('a value in path, query, host, headers and body is masked in every encodi
       }
     }]),
     await run([{ id: 'url', type: 'http_request', config: { url: `${service.url}/echo/{{credentials.g.value}}?inurl={{credentials.g.value}}` } }]),
-    await run([{ id: 'host', type: 'http_request', config: { url: `http://{{credentials.g.host}}:${service.port}/echo/host`, headers: { 'x-host': '{{credentials.g.host}}' } } }]),
+    await run([{ id: 'host', type: 'http_request', config: { url: `http://{{credentials.g.host}}:${servicePort}/echo/host`, headers: { 'x-host': '{{credentials.g.host}}' } } }]),
     await run([{ id: 'broken', type: 'http_request', config: { url: 'http://[{{credentials.g.value}}]/' } }])
   ]
   const [form, url, host, broken] = runs
 
   // The values were sent: the services saw them as each encoder writes them.
-  const formRequest = received.find((request) => request.url.startsWith('/echo/') && request.method === 'POST')!
+  const formRequest = received().find((request) => request.path.startsWith('/echo/') && request.method === 'POST')!
   const sent = new URL(`http://h/echo/${VALUE}?inurl=${VALUE}`)
   sent.searchParams.append('q', VALUE)
-  t.equal(formRequest.url, `${sent.pathname}${sent.search}`, 'the path as the URL serializer writes it, the query re-serialized as a form')
+  t.equal(formRequest.path, `${sent.pathname}${sent.search}`, 'the path as the URL serializer writes it, the query re-serialized as a form')
   t.equal(formRequest.headers['x-token'], HEADER_VALUE)
   t.equal(formRequest.headers.authorization, `Basic ${Buffer.from(`${BASIC.username}:${BASIC.password}`).toString('base64')}`)
   t.same(JSON.parse(formRequest.body), { v: VALUE })
-  t.equal(received.find((request) => request.url === '/echo/host')?.headers.host, `localhost:${service.port}`, 'the host, lowercased')
+  t.equal(received().find((request) => request.path === '/echo/host')?.headers.host, `localhost:${servicePort}`, 'the host, lowercased')
 
   t.same([form!.status, url!.status, host!.status, broken!.status], ['SUCCESS', 'SUCCESS', 'SUCCESS', 'FAILED'])
   const messages = form!.logs.map((line) => line.message)
   t.ok(messages.includes(`Calling POST ${service.url}/echo/{{credentials.g.value}} (attempt 1)`), 'the log shows the address as written')
   t.ok(messages.includes(`POST ${service.url}/echo/{{credentials.g.value}} answered 200`))
   t.equal(broken!.error, 'url is not a valid URL: http://[[credential]]/')
-  t.equal(host!.result.host.body.headers.host, `[credential]:${service.port}`)
+  t.equal(host!.result.host.body.headers.host, `[credential]:${servicePort}`)
 
   const stored = runs.flatMap(strings)
   for (const form of SEARCHED) t.notOk(stored.some((text) => text.includes(form)), `no run holds ${JSON.stringify(form)}`)
@@ -144,13 +141,13 @@ t.test('a value in path, query, host, headers and body is masked in every encodi
 })
 
 t.test('a redirect to another origin drops every header that carries a credential or a signature', async (t) => {
-  received.length = 0
+  forgetReceived()
   const headers = { accept: 'application/json', 'x-token': '{{credentials.g.header}}', authorization: 'Bearer literal-token-value', cookie: 'session=literal-cookie' }
   const keyed = await run([{ id: 'keyed', type: 'http_request', config: { url: `${service.url}/to-other`, credential: 'keyed', headers } }])
   const signed = await run([{ id: 'signed', type: 'http_request', config: { method: 'POST', url: `${service.url}/to-other-307`, credential: 'signing', body: { order: 1 } } }])
   t.same([keyed.status, signed.status], ['SUCCESS', 'SUCCESS'])
 
-  const landed = received.filter((request) => request.origin === 'other')
+  const landed = received().filter((request) => request.origin === 'other')
   t.equal(landed.length, 2, 'both redirects were followed')
   const [get, post] = landed
   for (const name of ['x-api-key', 'x-token', 'authorization', 'cookie']) t.notOk(name in get!.headers, `${name} stayed behind`)
@@ -159,15 +156,15 @@ t.test('a redirect to another origin drops every header that carries a credentia
   t.notOk('x-signature-256' in post!.headers, 'the signature stayed behind')
   t.same([post!.method, post!.body], ['POST', '{"order":1}'], 'a 307 keeps its method and body')
 
-  const first = received.find((request) => request.url === '/to-other-307')!
+  const first = received().find((request) => request.path === '/to-other-307')!
   t.equal(first.headers['x-signature-256'], `sha256=${createHmac('sha256', HMAC_SECRET).update('{"order":1}').digest('hex')}`, 'the first origin had it')
 })
 
 t.test('a redirect within the origin keeps the credential', async (t) => {
-  received.length = 0
+  forgetReceived()
   const same = await run([{ id: 'same', type: 'http_request', config: { url: `${service.url}/to-same`, credential: 'keyed' } }])
   t.equal(same.status, 'SUCCESS')
-  const landed = received.find((request) => request.url === '/landed-here')
+  const landed = received().find((request) => request.path === '/landed-here')
   t.equal(landed?.headers['x-api-key'], HEADER_KEY)
   t.equal(same.result.same.body.headers['x-api-key'], '[credential]', 'and masks it in the echo')
 })

@@ -1,7 +1,6 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
 import { createDatabase } from '@switchboard/core/db'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 
 /**
@@ -13,16 +12,8 @@ import { startStack } from '@switchboard/testing/processes'
  */
 
 /** The paths the sink was asked for: the member's node asks for /crm, the admin's attempts for /admin. */
-const received: string[] = []
-const sink = createServer((req, res) => {
-  received.push(req.url ?? '')
-  req.resume()
-  res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-t.teardown(() => { sink.close() })
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const sink = await startDeliverySink(t, { answer: () => ({ headers: { 'content-type': 'application/json' }, body: '{}' }) })
+const received = (): string[] => sink.deliveries.map((delivery) => delivery.path)
 
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
 const admin = await stack.adminToken()
@@ -36,7 +27,7 @@ const created = await call('POST', '/api/automation/credentials', { token: membe
 if (created.status !== 201) throw new Error(`credential: ${JSON.stringify(created.body)}`)
 
 /** The member's own workflow: one node that sends the token where the member chose. */
-const callNode = { id: 'call', type: 'http_request', config: { url: `${sinkUrl}/crm`, credential: 'mtok' } }
+const callNode = { id: 'call', type: 'http_request', config: { url: `${sink.url}/crm`, credential: 'mtok' } }
 const memberWorkflow = await client.createWorkflow(member.token, { nodes: [callNode] })
 
 /** 64 conditions, each telling whether one character of the token is one of a set: the attack as tried. */
@@ -49,8 +40,8 @@ const probes = Array.from({ length: 64 }, (_, i) => ({
 t.test('an admin cannot add or change what a member\'s workflow does with the member\'s credentials', async (t) => {
   const attempts: Array<[string, unknown[]]> = [
     ['64 conditions reading the token', [callNode, ...probes]],
-    ['an http_request sending it to the admin\'s sink', [callNode, { id: 'leak', type: 'http_request', config: { url: `${sinkUrl}/admin`, credential: 'mtok' } }]],
-    ['the member\'s node pointed elsewhere', [{ ...callNode, config: { ...callNode.config, url: `${sinkUrl}/admin` } }]],
+    ['an http_request sending it to the admin\'s sink', [callNode, { id: 'leak', type: 'http_request', config: { url: `${sink.url}/admin`, credential: 'mtok' } }]],
+    ['the member\'s node pointed elsewhere', [{ ...callNode, config: { ...callNode.config, url: `${sink.url}/admin` } }]],
     ['a node added before the member\'s node', [{ id: 'before', type: 'set', config: { values: { host: 'elsewhere' } } }, callNode]]
   ]
   for (const [what, nodes] of attempts) {
@@ -79,7 +70,7 @@ t.test('the owner uses credentials only in the fields that send or sign with the
     [probes[0], 'Node c0: credentials cannot be used in field: condition nodes use none'],
     [{ id: 'copy', type: 'set', config: { values: { token: '{{credentials.mtok.token}}' } } }, 'Node copy: credentials cannot be used in values: set nodes use none'],
     [{ id: 'send', type: 'send_chat', config: { phone: '15550001111', text: 'key {{credentials.mtok.token}}' } }, 'Node send: credentials cannot be used in text: send_chat nodes use none'],
-    [{ id: 'call', type: 'http_request', config: { url: sinkUrl, failOnStatus: '{{credentials.mtok.token}}' } }, 'Node call: credentials cannot be used in failOnStatus: http_request nodes use them only in credential, url, headers, query, body']
+    [{ id: 'call', type: 'http_request', config: { url: sink.url, failOnStatus: '{{credentials.mtok.token}}' } }, 'Node call: credentials cannot be used in failOnStatus: http_request nodes use them only in credential, url, headers, query, body']
   ]
   for (const [node, message] of refused) {
     const res = await call('POST', '/api/automation/workflows', { token: member.token, body: { name: 'refused', triggerType: 'MANUAL', nodes: [node] } })
@@ -87,7 +78,7 @@ t.test('the owner uses credentials only in the fields that send or sign with the
     t.same(res.body, { statusCode: 400, code: 'INVALID_CREDENTIAL_REFERENCE', error: message, message })
   }
   const allowed = [
-    { id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/x?t={{credentials.mtok.token}}`, headers: { authorization: 'Bearer {{credentials.mtok.token}}' }, query: { t: '{{credentials.mtok.token}}' }, body: { t: '{{credentials.mtok.token}}' } } },
+    { id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/x?t={{credentials.mtok.token}}`, headers: { authorization: 'Bearer {{credentials.mtok.token}}' }, query: { t: '{{credentials.mtok.token}}' }, body: { t: '{{credentials.mtok.token}}' } } },
     { id: 'verify', type: 'verify_signature', config: { header: 'x-signature', secret: '{{credentials.mtok.token}}' } }
   ]
   for (const node of allowed) {
@@ -122,8 +113,8 @@ t.test('a workflow stored with a reference no longer allowed keeps running until
 })
 
 t.test('nothing the admin wrote ever ran', async (t) => {
-  t.ok(received.includes('/crm'), 'the member\'s node called the member\'s service')
-  t.notOk(received.some((path) => path.startsWith('/admin')), 'no request reached the admin\'s sink')
+  t.ok(received().includes('/crm'), 'the member\'s node called the member\'s service')
+  t.notOk(received().some((path) => path.startsWith('/admin')), 'no request reached the admin\'s sink')
   const [{ n }] = await database.sql`select count(*)::int as n from runs where workflow_id = ${memberWorkflow} and result::text like ${`%${TOKEN.slice(5)}%`}`
   t.equal(n, 0, 'no stored result holds any of the token')
 })

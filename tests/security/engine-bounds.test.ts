@@ -1,6 +1,5 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t, { type Test } from 'tap'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import type { RunBody } from '@switchboard/testing/client'
 
@@ -13,16 +12,8 @@ import type { RunBody } from '@switchboard/testing/client'
  */
 
 // An answer Node parses but cannot serialize again (JSON.stringify overflows the stack).
-let deepRequests = 0
 const deepJson = '['.repeat(100_000) + ']'.repeat(100_000)
-const server = createServer((_req, res) => {
-  deepRequests++
-  res.writeHead(200, { 'content-type': 'application/json' }).end(deepJson)
-})
-server.listen(0, '127.0.0.1')
-await once(server, 'listening')
-t.teardown(() => { server.close() })
-const serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+const server = await startDeliverySink(t, { answer: () => ({ headers: { 'content-type': 'application/json' }, body: deepJson }) })
 
 // Twice the default node output bound, so the error shows the worker reads its setting.
 const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true', NODE_OUTPUT_MAX_BYTES: '2097152' } })
@@ -57,7 +48,7 @@ const hostile = {
     type: 'set',
     config: { values: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`copy${i}`, '{{triggerData}}'])) }
   }]), { blob: 'x'.repeat(1_000_000) }),
-  deep: await fire(await createWorkflow([{ id: 'call', type: 'http_request', config: { url: `${serverUrl}/deep` } }]), {})
+  deep: await fire(await createWorkflow([{ id: 'call', type: 'http_request', config: { url: `${server.url}/deep` } }]), {})
 }
 
 t.test('while the hostile runs are processed, simple runs on the same worker complete promptly', async (t) => {
@@ -92,7 +83,7 @@ t.test('a set node copying a 1 MB payload 2,000 times fails once with NODE_OUTPU
 
 t.test('an http_request answered with JSON nested 100,000 deep fails its node once; the job is not retried', async (t) => {
   failedOnce(t, await finished(hostile.deep), 'call', 'Response body nesting is too deep: more than 100 levels')
-  t.equal(deepRequests, 1)
+  t.equal(server.deliveries.length, 1)
   // A job that threw would be waiting for its retry (delayed) or have failed for good.
   const queues = await stack.call('GET', '/api/automation/queues', { token })
   t.match(queues.body.queues.find((queue: { name: string }) => queue.name === 'workflow-runs'), { delayed: 0, failed: 0 })

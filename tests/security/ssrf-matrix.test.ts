@@ -1,10 +1,8 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
 import { blockedAddressReason, resolveAllowedAddress, type LookupAll } from '@switchboard/core/engine'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack, type Stack } from '@switchboard/testing/processes'
 import type { RunBody } from '@switchboard/testing/client'
-import type { Teardown } from '@switchboard/testing/teardown'
 
 /*
  * Network rule: nothing here leaves the machine even if the guard were broken.
@@ -138,47 +136,37 @@ t.test('names: every address they resolve to is checked, and a refusal never tel
   }
 })
 
-async function loopbackServer (t: Teardown, handler: Parameters<typeof createServer>[1]): Promise<{ port: number, hits: () => number }> {
-  let hits = 0
-  const server = createServer((req, res) => { hits++; handler!(req, res) })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => { server.close() })
-  return { port: (server.address() as { port: number }).port, hits: () => hits }
-}
-
 const runOf = async (stack: Stack, token: string, url: string): Promise<RunBody> =>
   stack.client.runWorkflow(token, { name: 'ssrf', nodes: [{ id: 'call', type: 'http_request', config: { url } }] }, {}, { statuses: ['SUCCESS', 'FAILED'] })
 
 t.test('end to end, HTTP_REQUEST_ALLOW_PRIVATE=false: loopback in every spelling is refused before connecting', async (t) => {
-  const sink = await loopbackServer(t, (_req, res) => { res.end('should not be reached') })
+  const sink = await startDeliverySink(t)
   const stack = await startStack(t)
   const token = await stack.adminToken()
   const refused: Array<[url: string, error: string]> = [
-    [`http://127.0.0.1:${sink.port}/`, 'Blocked request to private address 127.0.0.1'],
-    [`http://2130706433:${sink.port}/`, 'Blocked request to private address 127.0.0.1'],
-    [`http://0x7f.1:${sink.port}/`, 'Blocked request to private address 127.0.0.1'],
-    [`http://[::ffff:127.0.0.1]:${sink.port}/`, 'Blocked request to private address 127.0.0.1'],
+    [`http://127.0.0.1:${new URL(sink.url).port}/`, 'Blocked request to private address 127.0.0.1'],
+    [`http://2130706433:${new URL(sink.url).port}/`, 'Blocked request to private address 127.0.0.1'],
+    [`http://0x7f.1:${new URL(sink.url).port}/`, 'Blocked request to private address 127.0.0.1'],
+    [`http://[::ffff:127.0.0.1]:${new URL(sink.url).port}/`, 'Blocked request to private address 127.0.0.1'],
     // A name: the error does not say what it resolved to.
-    [`http://localhost:${sink.port}/`, 'Blocked request to private address']
+    [`http://localhost:${new URL(sink.url).port}/`, 'Blocked request to private address']
   ]
   for (const [url, error] of refused) t.match(await runOf(stack, token, url), { status: 'FAILED', error }, url)
-  t.equal(sink.hits(), 0, 'the sink was never reached')
+  t.equal(sink.deliveries.length, 0, 'the sink was never reached')
 })
 
 t.test('end to end, HTTP_REQUEST_ALLOW_PRIVATE=true: a redirect from an allowed loopback server to the metadata address is refused', async (t) => {
   // Safety first: the redirect below is sent only if the guard refuses its target.
   if (blockedAddressReason('169.254.169.254', true) === undefined) throw new Error('the guard lets 169.254.169.254 through: not sending the redirect')
-  const upstream = await loopbackServer(t, (req, res) => {
-    if (req.url === '/to-metadata') res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/iam/security-credentials/' }).end()
-    else res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
+  const upstream = await startDeliverySink(t, {
+    answer: ({ path }) => path === '/to-metadata' ? { status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data/iam/security-credentials/' } } : {}
   })
   const stack = await startStack(t, { env: { HTTP_REQUEST_ALLOW_PRIVATE: 'true' } })
   const token = await stack.adminToken()
 
-  const allowed = await runOf(stack, token, `http://127.0.0.1:${upstream.port}/hello`)
+  const allowed = await runOf(stack, token, `${upstream.url}/hello`)
   t.equal(allowed.status, 'SUCCESS', 'loopback is reachable when private addresses are allowed')
-  const redirected = await runOf(stack, token, `http://127.0.0.1:${upstream.port}/to-metadata`)
+  const redirected = await runOf(stack, token, `${upstream.url}/to-metadata`)
   t.match(redirected, { status: 'FAILED', error: 'Blocked request to cloud metadata address 169.254.169.254' })
-  t.equal(upstream.hits(), 2, 'the first hop was served, and nothing else')
+  t.equal(upstream.deliveries.length, 2, 'the first hop was served, and nothing else')
 })

@@ -1,20 +1,17 @@
 import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
-import { assistantRunner, nodeModelProvider, wakeTurn } from '@switchboard/core/assistant'
-import { broadcastRequeue, chatDeliveryRequeue, consentKeywords, conversationsRepository, createChatClient, createChatSender, createChatService } from '@switchboard/core/chat'
-import { createCredentialVault } from '@switchboard/core/credentials'
+import { broadcastRequeue, chatDeliveryRequeue } from '@switchboard/core/chat'
 import { createDatabase } from '@switchboard/core/db'
-import { keyringOf } from '@switchboard/core/encryption'
-import { codeSandboxLimitsOf, createCodeSandboxPool, createHttpClient, createReconciler, createRunEngine } from '@switchboard/core/engine'
+import { createReconciler } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
 import { ASSISTANT_MAIN, closeQueues, EVENT_DELIVERIES, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
 import { createCounterFolding } from '@switchboard/core/workflows'
 import { createScheduleSync } from '@switchboard/core/schedules'
-import { deliveryRequeue, eventDeliverer } from '@switchboard/core/subscriptions'
-import { dispatchEvents, lostEventsDispatch } from '@switchboard/core/triggers'
-import type { WorkerContext } from './context.ts'
+import { deliveryRequeue } from '@switchboard/core/subscriptions'
+import { lostEventsDispatch } from '@switchboard/core/triggers'
+import { createWorkerContext, type WorkerContext } from './context.ts'
 import { createLockWatchdog, type LockWatchdog } from './lock-watchdog.ts'
 import { processors } from './processors/index.ts'
 
@@ -60,33 +57,9 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   redisState.watch(redis, 'producer')
   const queues = createQueues(redis, config.queuePrefix)
   for (const queue of Object.values(queues)) redisState.listen(queue, { queue: queue.name })
-  const http = createHttpClient({ allowPrivate: config.httpRequestAllowPrivate })
-  // Threads start with the first code node a run reaches; each owner's code holds at most its share of them while others run code too.
-  const code = createCodeSandboxPool({ threads: config.codeSandbox.threads, limits: codeSandboxLimitsOf(config), share: config.workerUserShare })
-  const chatClient = createChatClient({ apiUrl: config.chat.apiUrl })
-  const chatService = createChatService({ db: database.db, config, client: chatClient, logger })
-  const chat = createChatSender(chatService, conversationsRepository(database.db))
+  const { context, close: closeContext } = createWorkerContext({ config, logger, database, queues, redis })
+  const { engine, assistant } = context
   const events = { db: database.db, queues, logger, eventFanoutMax: config.limits.eventFanoutMax }
-  const engine = createRunEngine({
-    db: database.db,
-    queues,
-    logger,
-    nodeOutputMaxBytes: config.nodeOutputMaxBytes,
-    runResultMaxBytes: config.runResultMaxBytes,
-    quotas: config.quotas,
-    httpRequestTraceparent: config.tracing.httpRequestTraceparent,
-    subworkflowMaxDepth: config.limits.subworkflowMaxDepth,
-    foreachMaxItems: config.limits.foreachMaxItems,
-    nodes: { chat, http: http.dispatcher, code, ai: nodeModelProvider(config.ai) },
-    credentials: createCredentialVault({ db: database.db, keyring: keyringOf(config) }),
-    dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds }),
-    wakeAssistantTurn: async (turnId) => { await wakeTurn({ db: database.db, queues }, turnId) }
-  })
-  const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService })
-  const consent = consentKeywords({ db: database.db, chat: chatService, logger })
-  const keyring = keyringOf(config)
-  const deliverer = eventDeliverer({ db: database.db, keyring, dispatcher: http.dispatcher, config: config.eventSubscriptions, logger })
-  const context: WorkerContext = { config, logger, database, queues, redis, engine, assistant, consent, chat: chatService, deliverer }
 
   const connection = createWorkerConnection(config.redisUrl)
   redisState.watch(connection, 'worker')
@@ -154,7 +127,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
       for (const watchdog of watchdogs) watchdog.close()
-      await Promise.all([http.close(), chatClient.close(), code.close()])
+      await closeContext()
       // Connections closing now are not an outage.
       redisState.close()
       await closeQueues(queues)

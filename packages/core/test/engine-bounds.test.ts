@@ -1,50 +1,27 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import { asc, eq } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { MAX_RESPONSE_JSON_DEPTH } from '../src/engine/nodes/http-request.ts'
-import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
-
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
 
 const { db, queues } = await createCoreTestContext(t)
 
 /** Answers `/deep` with JSON nested `levels` deep, `/big` with a JSON string of `size` characters. */
-const requests: string[] = []
-const sink = createServer((req, res) => {
-  requests.push(req.url ?? '')
-  const url = new URL(req.url ?? '/', 'http://sink')
-  const levels = Number(url.searchParams.get('levels'))
-  const body = url.pathname === '/deep'
-    ? '['.repeat(levels) + ']'.repeat(levels)
-    : JSON.stringify('x'.repeat(Number(url.searchParams.get('size'))))
-  res.writeHead(200, { 'content-type': 'application/json' }).end(body)
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
-const http = createHttpClient({ allowPrivate: true })
-t.teardown(async () => {
-  sink.close()
-  await http.close()
+const sink = await startDeliverySink(t, {
+  answer: ({ path }) => {
+    const url = new URL(path, 'http://sink')
+    const levels = Number(url.searchParams.get('levels'))
+    const body = url.pathname === '/deep'
+      ? '['.repeat(levels) + ']'.repeat(levels)
+      : JSON.stringify('x'.repeat(Number(url.searchParams.get('size'))))
+    return { headers: { 'content-type': 'application/json' }, body }
+  }
 })
 
-const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
-const engine = createRunEngine({
-  db,
-  queues,
-  logger: createLogger('silent', 'engine-bounds-test'),
-  nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode, ai: null },
-  dispatchEvents: async () => {},
-  nodeOutputMaxBytes: 64 * 1024,
-  runResultMaxBytes: 160 * 1024
-})
+const engine = createTestEngine(t, { db, queues, nodeOutputMaxBytes: 64 * 1024, runResultMaxBytes: 160 * 1024 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 
@@ -68,7 +45,7 @@ t.test('a set node referencing a large value thousands of times fails once, quic
 })
 
 t.test('an output over NODE_OUTPUT_MAX_BYTES fails its node', async (t) => {
-  const runId = await runOf([{ id: 'fetch', type: 'http_request', config: { url: `${sinkUrl}/big?size=${70 * 1024}` } }])
+  const runId = await runOf([{ id: 'fetch', type: 'http_request', config: { url: `${sink.url}/big?size=${70 * 1024}` } }])
   t.equal(await engine.executeRun(runId), 'FAILED')
   t.equal((await readRun(runId)).error, 'Node output exceeds 65536 bytes')
 })
@@ -87,14 +64,14 @@ t.test('a result over RUN_RESULT_MAX_BYTES fails the node whose output would pas
 })
 
 t.test('JSON nested too deeply to store fails the node once instead of throwing from the engine', async (t) => {
-  requests.length = 0
-  const deep = await runOf([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/deep?levels=100000` } }])
+  sink.deliveries.length = 0
+  const deep = await runOf([{ id: 'call', type: 'http_request', config: { url: `${sink.url}/deep?levels=100000` } }])
   t.equal(await engine.executeRun(deep), 'FAILED')
   t.equal((await readRun(deep)).error, `Response body nesting is too deep: more than ${MAX_RESPONSE_JSON_DEPTH} levels`)
-  t.equal(requests.length, 1)
+  t.equal(sink.deliveries.length, 1)
   t.match((await readLogs(deep)).map((line) => line.message), ['Run started', 'Node call (http_request) started', /^Calling GET .*\/deep \(attempt 1\)$/, /^Node call failed after \d+ms: Response body nesting is too deep/, /^Run failed: /])
 
-  const allowed = await runOf([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/deep?levels=${MAX_RESPONSE_JSON_DEPTH}` } }])
+  const allowed = await runOf([{ id: 'call', type: 'http_request', config: { url: `${sink.url}/deep?levels=${MAX_RESPONSE_JSON_DEPTH}` } }])
   t.equal(await engine.executeRun(allowed), 'SUCCESS')
 })
 

@@ -1,20 +1,14 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import { asc, eq, sql, type SQL } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { waitFor } from '@switchboard/testing/wait'
 import type { Db } from '../src/db/client.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
 import type { NodeDependencies } from '../src/engine/types.ts'
-import { createHttpClient } from '../src/engine/nodes/http-client.ts'
-import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
-
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
 
 /**
  * Pure nodes run in memory between checkpoints (issue 13): a long pure chain
@@ -23,26 +17,10 @@ const unusedCode = { run: async () => { throw new Error('unused') } }
  */
 
 const { db, queues } = await createCoreTestContext(t)
-const logger = createLogger('silent', 'engine-checkpoints-test')
 
-/** The local http sink: counts calls per path. */
-const calls: string[] = []
-const sink = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => {
-    calls.push(req.url ?? '')
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
-  })
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
-const http = createHttpClient({ allowPrivate: true })
-t.teardown(async () => {
-  sink.closeAllConnections()
-  sink.close()
-  await http.close()
-})
+/** The local http sink: the paths it was called at, in order. */
+const sink = await startDeliverySink(t)
+const calls = (): string[] => sink.deliveries.map((delivery) => delivery.path)
 
 const dialect = new PgDialect()
 /** The database as the engine sees it: `onStatement` sees each statement first and may hold it (a promise that never settles). */
@@ -58,14 +36,12 @@ function watchedDb (onStatement: (statement: string) => Promise<void> | undefine
   })
 }
 
-const engineWith = (options: { db?: Db, checkpointMaxNodes?: number, code?: NodeDependencies['code'] } = {}) => createRunEngine({
+const engineWith = (options: { db?: Db, checkpointMaxNodes?: number, code?: NodeDependencies['code'] } = {}) => createTestEngine(t, {
   db: options.db ?? db,
   queues,
-  logger,
-  nodes: { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async sendMedia () { throw new Error('unused') }, async sendInteractive () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: http.dispatcher, code: options.code ?? unusedCode, ai: null },
-  dispatchEvents: async () => {},
+  nodes: { code: options.code },
   cancelPollMs: 60_000,
-  ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
+  checkpointMaxNodes: options.checkpointMaxNodes
 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
@@ -116,14 +92,14 @@ t.test('a 400-node condition chain takes a statement per checkpoint, not per nod
 })
 
 t.test('a run whose worker dies between checkpoints is taken over from the last one: pure nodes run again, each outside effect once', async (t) => {
-  calls.length = 0
+  sink.deliveries.length = 0
   const nodes: WorkflowNode[] = [
     { id: 'before', type: 'set', config: { values: { step: 'before' } }, next: 'first' },
-    { id: 'first', type: 'http_request', config: { url: `${sinkUrl}/first` }, next: 'p1' },
+    { id: 'first', type: 'http_request', config: { url: `${sink.url}/first` }, next: 'p1' },
     { id: 'p1', type: 'set', config: { values: { step: 'p1' } }, next: 'p2' },
     { id: 'p2', type: 'condition', config: { field: 'p1.step', operator: 'equals', value: 'p1', then: 'p3' } },
     { id: 'p3', type: 'set', config: { values: { step: '{{p1.step}}-p3' } }, next: 'second' },
-    { id: 'second', type: 'http_request', config: { url: `${sinkUrl}/second` }, next: 'after' },
+    { id: 'second', type: 'http_request', config: { url: `${sink.url}/second` }, next: 'after' },
     { id: 'after', type: 'set', config: { values: { step: 'after' } } }
   ]
   const runId = await run(await workflow(nodes))
@@ -148,10 +124,10 @@ t.test('a run whose worker dies between checkpoints is taken over from the last 
   t.equal(stored.status, 'RUNNING')
   t.equal(stored.currentNodeId, 'p1', 'the last checkpoint: after the first effect')
   t.notOk('p3' in (stored.result as object), 'pure nodes since the checkpoint were not written')
-  t.same(calls, ['/first'])
+  t.same(calls(), ['/first'])
 
   t.equal(await engineWith().executeRun(runId), 'SUCCESS', 'taken over by another worker')
-  t.same(calls, ['/first', '/second'], 'each outside effect delivered once')
+  t.same(calls(), ['/first', '/second'], 'each outside effect delivered once')
   const row = await readRun(runId)
   t.same((row.result as Record<string, unknown>).p3, { step: 'p1-p3' })
   t.same((row.result as Record<string, unknown>).after, { step: 'after' })
@@ -160,16 +136,16 @@ t.test('a run whose worker dies between checkpoints is taken over from the last 
     'Run started',
     ...nodeLines('before', 'set'),
     /^Node first \(http_request\) started$/,
-    `Calling GET ${sinkUrl}/first (attempt 1)`,
-    `GET ${sinkUrl}/first answered 200`,
+    `Calling GET ${sink.url}/first (attempt 1)`,
+    `GET ${sink.url}/first answered 200`,
     /^Node first completed in \d+ms$/,
     'Run taken over after its worker stopped (attempt 1)',
     ...nodeLines('p1', 'set'),
     ...nodeLines('p2', 'condition', 'p3'),
     ...nodeLines('p3', 'set'),
     /^Node second \(http_request\) started$/,
-    `Calling GET ${sinkUrl}/second (attempt 1)`,
-    `GET ${sinkUrl}/second answered 200`,
+    `Calling GET ${sink.url}/second (attempt 1)`,
+    `GET ${sink.url}/second answered 200`,
     /^Node second completed in \d+ms$/,
     ...nodeLines('after', 'set'),
     /^Run succeeded in \d+ms$/
@@ -351,17 +327,17 @@ t.test('runs of pure nodes started together share their read and their end: two 
 })
 
 t.test('a run whose first outside effect comes after pure nodes is claimed by the checkpoint before that effect', async (t) => {
-  calls.length = 0
+  sink.deliveries.length = 0
   const statements: string[] = []
   const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
   const runId = await run(await workflow([
     { id: 'first', type: 'set', config: { values: { path: 'claimed-by-checkpoint' } }, next: 'call' },
-    { id: 'call', type: 'http_request', config: { url: `${sinkUrl}/{{first.path}}` }, next: 'last' },
+    { id: 'call', type: 'http_request', config: { url: `${sink.url}/{{first.path}}` }, next: 'last' },
     { id: 'last', type: 'set', config: { values: { done: true } } }
   ]))
 
   t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SUCCESS')
-  t.same(calls, ['/claimed-by-checkpoint'], 'the effect happened once')
+  t.same(calls(), ['/claimed-by-checkpoint'], 'the effect happened once')
   t.notOk(statements.some((statement) => statement.includes("case status when 'PENDING' then 'start'")), 'no claim statement of its own')
   t.equal(statements.length, 3, 'the read, the claim with the checkpoint before the call, the end (only pure nodes after the call: its checkpoint is the end)')
   const row = await readRun(runId)
@@ -385,31 +361,31 @@ t.test('a run whose first outside effect comes after pure nodes is claimed by th
 })
 
 t.test('an outside effect followed by another is checkpointed after it, before the pure nodes between them', async (t) => {
-  calls.length = 0
+  sink.deliveries.length = 0
   const statements: string[] = []
   const engine = engineWith({ db: watchedDb((statement) => { statements.push(statement); return undefined }) })
   const runId = await run(await workflow([
-    { id: 'first', type: 'http_request', config: { url: `${sinkUrl}/first-effect` }, next: 'between' },
+    { id: 'first', type: 'http_request', config: { url: `${sink.url}/first-effect` }, next: 'between' },
     { id: 'between', type: 'set', config: { values: { a: 1 } }, next: 'second' },
-    { id: 'second', type: 'http_request', config: { url: `${sinkUrl}/second-effect` } }
+    { id: 'second', type: 'http_request', config: { url: `${sink.url}/second-effect` } }
   ]))
 
   t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SUCCESS')
-  t.same(calls, ['/first-effect', '/second-effect'])
+  t.same(calls(), ['/first-effect', '/second-effect'])
   t.equal(statements.length, 5, 'the read, the claim before the first call, the checkpoint after it, the checkpoint before the second, the end')
 })
 
 t.test('a run cancelled before its first outside effect is not called out for', async (t) => {
-  calls.length = 0
+  sink.deliveries.length = 0
   const runId = await run(await workflow([
     { id: 'first', type: 'set', config: { values: { a: 1 } }, next: 'call' },
-    { id: 'call', type: 'http_request', config: { url: `${sinkUrl}/never` } }
+    { id: 'call', type: 'http_request', config: { url: `${sink.url}/never` } }
   ]))
   const { engine, cancelled } = engineCancellingBefore(runId, "update runs set status = 'RUNNING', claim = runs.claim + 1")
 
   t.equal(await engine.executeRun(runId, undefined, { job: startJob }), 'SKIPPED')
   t.ok(cancelled(), 'the cancel came between the read and the claim')
-  t.same(calls, [], 'no call made')
+  t.same(calls(), [], 'no call made')
   t.equal((await readRun(runId)).status, 'CANCELLED')
   t.same(await messages(runId), [])
 })

@@ -1,24 +1,21 @@
 import { once } from 'node:events'
-import { createServer, type ServerResponse } from 'node:http'
 import { Queue, Worker } from 'bullmq'
 import { asc, eq, type SQL } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
+import { startDeliverySink, type Delivery, type SinkAnswer } from '@switchboard/testing/delivery-sink'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { waitFor } from '@switchboard/testing/wait'
 import type { ChatSender } from '../src/chat/sender.ts'
 import type { Db } from '../src/db/client.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine, type RunDelivery } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/nodes/http-client.ts'
+import type { RunDelivery } from '../src/engine/engine.ts'
 import { createLogger } from '../src/logger.ts'
 import { RUN_JOB, WORKFLOW_RUNS, type Queues, type RunJobData } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
 import { createReconciler } from '../src/engine/reconciler.ts'
-
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
 
 /**
  * Claims and fencing (issue 12): a retried job is not a takeover, a superseded
@@ -29,35 +26,15 @@ const { db, redis, queues, queuePrefix } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-claims-test')
 
 /** The local http sink: records every call; `answer` decides what each gets (held calls are answered at teardown). */
-interface Call { path: string, key: string | undefined, at: number }
-const calls: Call[] = []
-const held: ServerResponse[] = []
-const ok = (res: ServerResponse): void => { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}') }
-let answer: (call: Call, res: ServerResponse) => void = (_call, res) => { ok(res) }
-const sink = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => {
-    const key = req.headers['idempotency-key']
-    const call = { path: req.url ?? '', key: typeof key === 'string' ? key : undefined, at: Date.now() }
-    calls.push(call)
-    answer(call, res)
-  })
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
-const hold = (res: ServerResponse): void => { held.push(res) }
-const releaseHeld = (): void => { for (const res of held.splice(0)) ok(res) }
-const callsTo = (path: string): Call[] => calls.filter((call) => call.path === path)
+let answer: (call: Delivery) => SinkAnswer | Promise<SinkAnswer> = () => ({})
+const sink = await startDeliverySink(t, { answer: async (call) => await answer(call) })
+const held: Array<() => void> = []
+const hold = async (): Promise<SinkAnswer> => await new Promise((resolve) => { held.push(() => { resolve({}) }) })
+const releaseHeld = (): void => { for (const release of held.splice(0)) release() }
+const callsTo = (path: string): Delivery[] => sink.deliveries.filter((call) => call.path === path)
 
 const sentTexts: string[] = []
-const http = createHttpClient({ allowPrivate: true })
-t.teardown(async () => {
-  releaseHeld()
-  sink.closeAllConnections()
-  sink.close()
-  await http.close()
-})
+t.teardown(releaseHeld)
 
 /** Writes `connection terminated unexpectedly` instead of running the statements `fails` picks (by their SQL text). */
 const dialect = new PgDialect()
@@ -83,14 +60,12 @@ function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number,
     async recentMessages () { throw new Error('unused') },
     async draftText () { throw new Error('unused') }
   }
-  return createRunEngine({
+  return createTestEngine(t, {
     db: options.db ?? db,
     queues: options.queues ?? queues,
-    logger,
-    nodes: { chat, http: http.dispatcher, code: unusedCode, ai: null },
-    dispatchEvents: async () => {},
+    nodes: { chat },
     cancelPollMs: options.cancelPollMs ?? 60_000,
-    ...(options.checkpointMaxNodes !== undefined && { checkpointMaxNodes: options.checkpointMaxNodes })
+    checkpointMaxNodes: options.checkpointMaxNodes
   })
 }
 
@@ -241,10 +216,10 @@ t.test('infrastructure retries are bounded: the job\'s attempts, then takeovers 
 })
 
 t.test('a start job added again under the same id (Redis lost its data) leaves the run its first delivery drives', async (t) => {
-  calls.length = 0
-  answer = (call, res) => { if (call.path === '/slow') hold(res); else ok(res) }
+  sink.deliveries.length = 0
+  answer = (call) => call.path === '/slow' ? hold() : {}
   const engine = engineWith()
-  const runId = await run(await workflow([{ id: 'hit', type: 'http_request', config: { url: `${sinkUrl}/slow`, timeoutMs: 30_000 } }]))
+  const runId = await run(await workflow([{ id: 'hit', type: 'http_request', config: { url: `${sink.url}/slow`, timeoutMs: 30_000 } }]))
 
   const first = engine.executeRun(runId, undefined, { job: delivery(runId, { timestamp: 1 }) })
   await waitFor(async () => callsTo('/slow').length === 1 ? true : undefined, { what: 'the first delivery\'s call' })
@@ -260,24 +235,24 @@ t.test('a start job added again under the same id (Redis lost its data) leaves t
 })
 
 t.test('two claims on one run: the stale one\'s step is refused and it stops', async (t) => {
-  calls.length = 0
+  sink.deliveries.length = 0
   // The first call to /first is held (the stale execution's); /after is held until the end.
-  answer = (call, res) => { if ((call.path === '/first' && callsTo('/first').length === 1) || call.path === '/after') hold(res); else ok(res) }
+  answer = (call) => (call.path === '/first' && callsTo('/first').length === 1) || call.path === '/after' ? hold() : {}
   const engine = engineWith()
   const runId = await run(await workflow([
-    { id: 'first', type: 'http_request', config: { url: `${sinkUrl}/first`, timeoutMs: 30_000 }, next: 'after' },
-    { id: 'after', type: 'http_request', config: { url: `${sinkUrl}/after`, timeoutMs: 30_000 } }
+    { id: 'first', type: 'http_request', config: { url: `${sink.url}/first`, timeoutMs: 30_000 }, next: 'after' },
+    { id: 'after', type: 'http_request', config: { url: `${sink.url}/after`, timeoutMs: 30_000 } }
   ]))
 
   const stale = engine.executeRun(runId, undefined, { job: delivery('job-1') })
   await waitFor(async () => callsTo('/first').length === 1 ? true : undefined, { what: 'the stale call' })
-  t.same(await messages(runId), ['Run started', 'Node first (http_request) started', `Calling GET ${sinkUrl}/first (attempt 1)`], 'the attempt is in the log while it is in flight')
+  t.same(await messages(runId), ['Run started', 'Node first (http_request) started', `Calling GET ${sink.url}/first (attempt 1)`], 'the attempt is in the log while it is in flight')
 
   // Its job stalled: the job comes back and claims the run as a new owner.
   const current = engine.executeRun(runId, undefined, { job: delivery('job-1', { stalledCounter: 1 }) })
   await waitFor(async () => callsTo('/after').length === 1 ? true : undefined, { what: 'the current execution to reach /after' })
   const [staleCall] = held.splice(0, 1)
-  ok(staleCall!)
+  staleCall!()
   t.equal(await within(stale, 5000), 'SUPERSEDED', 'the stale execution stopped at its next step')
   t.equal(callsTo('/after').length, 1, 'and did not go on to the next node')
   let row = await readRun(runId)
@@ -289,25 +264,24 @@ t.test('two claims on one run: the stale one\'s step is refused and it stops', a
   row = await readRun(runId)
   t.equal(row.status, 'SUCCESS')
   t.equal(callsTo('/first').length, 2, 'the interrupted node ran again under the new claim')
-  t.same(callsTo('/first').map((call) => call.key), [`${runId}:first`, `${runId}:first`], 'both deliveries carry the node\'s Idempotency-Key')
-  t.equal(callsTo('/after')[0]!.key, `${runId}:after`)
+  t.same(callsTo('/first').map((call) => call.idempotencyKey), [`${runId}:first`, `${runId}:first`], 'both deliveries carry the node\'s Idempotency-Key')
+  t.equal(callsTo('/after')[0]!.idempotencyKey, `${runId}:after`)
   const lines = await messages(runId)
-  t.equal(lines.filter((line) => line === `Calling GET ${sinkUrl}/first (attempt 1)`).length, 2, 'every delivery is in the log')
-  t.equal(lines.filter((line) => line === `GET ${sinkUrl}/first answered 200`).length, 2, 'the stale execution\'s lines are kept: its call happened')
+  t.equal(lines.filter((line) => line === `Calling GET ${sink.url}/first (attempt 1)`).length, 2, 'every delivery is in the log')
+  t.equal(lines.filter((line) => line === `GET ${sink.url}/first answered 200`).length, 2, 'the stale execution\'s lines are kept: its call happened')
 })
 
 t.test('a superseded execution never starts another outside effect', async (t) => {
-  calls.length = 0
+  sink.deliveries.length = 0
   // /flaky fails the first call (the stale execution retries it after 500 ms); /after is held.
-  answer = (call, res) => {
-    if (call.path === '/flaky' && callsTo('/flaky').length === 1) res.writeHead(503).end()
-    else if (call.path === '/after') hold(res)
-    else ok(res)
+  answer = (call) => {
+    if (call.path === '/flaky' && callsTo('/flaky').length === 1) return { status: 503 }
+    return call.path === '/after' ? hold() : {}
   }
   const engine = engineWith()
   const runId = await run(await workflow([
-    { id: 'flaky', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/flaky`, retries: 3 }, next: 'after' },
-    { id: 'after', type: 'http_request', config: { url: `${sinkUrl}/after`, timeoutMs: 30_000 } }
+    { id: 'flaky', type: 'http_request', config: { method: 'POST', url: `${sink.url}/flaky`, retries: 3 }, next: 'after' },
+    { id: 'after', type: 'http_request', config: { url: `${sink.url}/after`, timeoutMs: 30_000 } }
   ]))
   const stale = engine.executeRun(runId, undefined, { job: delivery('job-1') })
   await waitFor(async () => callsTo('/flaky').length === 1 ? true : undefined, { what: 'the first attempt' })
@@ -315,21 +289,21 @@ t.test('a superseded execution never starts another outside effect', async (t) =
 
   t.equal(await within(stale, 5000), 'SUPERSEDED', 'its retry was refused before it was sent')
   t.equal(callsTo('/flaky').length, 2, 'the stale first attempt and the current execution\'s; no stale retry')
-  t.same(callsTo('/flaky').map((call) => call.key), [`${runId}:flaky`, `${runId}:flaky`])
+  t.same(callsTo('/flaky').map((call) => call.idempotencyKey), [`${runId}:flaky`, `${runId}:flaky`])
   releaseHeld()
   t.equal(await current, 'SUCCESS')
   const lines = await messages(runId)
-  t.notOk(lines.includes(`Calling POST ${sinkUrl}/flaky (attempt 2)`))
-  t.equal(lines.filter((line) => line === `Calling POST ${sinkUrl}/flaky (attempt 1)`).length, 2)
+  t.notOk(lines.includes(`Calling POST ${sink.url}/flaky (attempt 2)`))
+  t.equal(lines.filter((line) => line === `Calling POST ${sink.url}/flaky (attempt 1)`).length, 2)
 })
 
 t.test('a node in flight is aborted when another worker claims the run', async (t) => {
-  calls.length = 0
-  answer = (call, res) => { if (call.path === '/slow' && callsTo('/slow').length === 1) hold(res); else if (call.path === '/after') hold(res); else ok(res) }
+  sink.deliveries.length = 0
+  answer = (call) => (call.path === '/slow' && callsTo('/slow').length === 1) || call.path === '/after' ? hold() : {}
   const engine = engineWith({ cancelPollMs: 50 })
   const runId = await run(await workflow([
-    { id: 'slow', type: 'http_request', config: { url: `${sinkUrl}/slow`, timeoutMs: 30_000 }, next: 'after' },
-    { id: 'after', type: 'http_request', config: { url: `${sinkUrl}/after`, timeoutMs: 30_000 } }
+    { id: 'slow', type: 'http_request', config: { url: `${sink.url}/slow`, timeoutMs: 30_000 }, next: 'after' },
+    { id: 'after', type: 'http_request', config: { url: `${sink.url}/after`, timeoutMs: 30_000 } }
   ]))
   const stale = engine.executeRun(runId, undefined, { job: delivery('job-1') })
   await waitFor(async () => callsTo('/slow').length === 1 ? true : undefined, { what: 'the stale call' })
@@ -344,22 +318,22 @@ t.test('a node in flight is aborted when another worker claims the run', async (
 })
 
 t.test('Idempotency-Key: the same on every retry of the node; an author\'s own header is kept; idempotencyKey false sends none', async (t) => {
-  calls.length = 0
-  answer = (call, res) => { if (call.path === '/flaky' && callsTo('/flaky').length === 1) res.writeHead(503).end(); else ok(res) }
+  sink.deliveries.length = 0
+  answer = (call) => call.path === '/flaky' && callsTo('/flaky').length === 1 ? { status: 503 } : {}
   const engine = engineWith()
   const runId = await run(await workflow([
-    { id: 'flaky', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/flaky`, retries: 1 }, next: 'own' },
-    { id: 'own', type: 'http_request', config: { url: `${sinkUrl}/own`, headers: { 'Idempotency-Key': 'order-{{triggerData.order}}' } }, next: 'off' },
-    { id: 'off', type: 'http_request', config: { url: `${sinkUrl}/off`, idempotencyKey: false }, next: 'odd id/é' },
-    { id: 'odd id/é', type: 'http_request', config: { url: `${sinkUrl}/odd` } }
+    { id: 'flaky', type: 'http_request', config: { method: 'POST', url: `${sink.url}/flaky`, retries: 1 }, next: 'own' },
+    { id: 'own', type: 'http_request', config: { url: `${sink.url}/own`, headers: { 'Idempotency-Key': 'order-{{triggerData.order}}' } }, next: 'off' },
+    { id: 'off', type: 'http_request', config: { url: `${sink.url}/off`, idempotencyKey: false }, next: 'odd id/é' },
+    { id: 'odd id/é', type: 'http_request', config: { url: `${sink.url}/odd` } }
   ]), { triggerData: { order: 7 } })
   t.equal(await engine.executeRun(runId), 'SUCCESS')
-  t.same(callsTo('/flaky').map((call) => call.key), [`${runId}:flaky`, `${runId}:flaky`])
-  t.equal(callsTo('/own')[0]!.key, 'order-7')
-  t.equal(callsTo('/off')[0]!.key, undefined)
-  t.equal(callsTo('/odd')[0]!.key, `${runId}:odd%20id%2F%C3%A9`, 'a node id is percent-encoded in the header')
+  t.same(callsTo('/flaky').map((call) => call.idempotencyKey), [`${runId}:flaky`, `${runId}:flaky`])
+  t.equal(callsTo('/own')[0]!.idempotencyKey, 'order-7')
+  t.equal(callsTo('/off')[0]!.idempotencyKey, undefined)
+  t.equal(callsTo('/odd')[0]!.idempotencyKey, `${runId}:odd%20id%2F%C3%A9`, 'a node id is percent-encoded in the header')
   const lines = await messages(runId)
-  t.ok(lines.includes(`Calling POST ${sinkUrl}/flaky (attempt 1)`) && lines.includes(`Calling POST ${sinkUrl}/flaky (attempt 2)`), 'each attempt is logged')
+  t.ok(lines.includes(`Calling POST ${sink.url}/flaky (attempt 1)`) && lines.includes(`Calling POST ${sink.url}/flaky (attempt 2)`), 'each attempt is logged')
 })
 
 t.test('a chat send is in the run\'s log before the platform is called', async (t) => {
@@ -391,15 +365,15 @@ t.test('a chat send is in the run\'s log before the platform is called', async (
 })
 
 t.test('a run cancelled while a node waits to retry: the retry is not sent', async (t) => {
-  calls.length = 0
+  sink.deliveries.length = 0
   let runId = ''
   // The first call cancels the run (as the api would), then fails with a 503 the node would retry.
-  answer = (call, res) => {
-    if (callsTo('/cancelled').length > 1) { ok(res); return }
-    db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId)).then(() => { res.writeHead(503).end() }, () => { res.writeHead(500).end() })
+  answer = async () => {
+    if (callsTo('/cancelled').length > 1) return {}
+    return await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId)).then(() => ({ status: 503 }), () => ({ status: 500 }))
   }
   const engine = engineWith()
-  runId = await run(await workflow([{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/cancelled`, retries: 2 } }]))
+  runId = await run(await workflow([{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/cancelled`, retries: 2 } }]))
   t.equal(await engine.executeRun(runId), 'STOPPED')
   t.equal(callsTo('/cancelled').length, 1)
   t.equal((await readRun(runId)).status, 'CANCELLED')

@@ -2,9 +2,9 @@ import { asc, eq, sql, type SQL } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { createTestEngine } from '@switchboard/testing/engine'
 import type { Db } from '../src/db/client.ts'
 import { events, runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
 import type { CredentialResolver } from '../src/engine/types.ts'
 import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
@@ -20,7 +20,6 @@ import { dispatchEvents, lostEventsDispatch } from '../src/triggers/event.ts'
 
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-outbox-test')
-const unusedNodes = { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async sendMedia () { throw new Error('unused') }, async sendInteractive () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: undefined as never, code: undefined as never, ai: null }
 const eventDeps = { db, queues, logger, eventFanoutMax: 100 }
 
 const dialect = new PgDialect()
@@ -56,7 +55,7 @@ const setChain = (count: number, values: Record<string, unknown> = { n: '{{trigg
 t.test('workflow.run.failed is written with the failure: a dispatch that never happened is done by the reconciler, once', async (t) => {
   const listener = await workflow([{ id: 'noop', type: 'set', config: { values: {} } }], { triggerType: 'EVENT', triggerConfig: { eventName: 'workflow.run.failed' } })
   // The dispatch right after the failure is lost (a crash, a store away): before, so was the event.
-  const engine = createRunEngine({ db, queues, logger, nodes: unusedNodes, dispatchEvents: async () => { throw new Error('Connection is closed.') } })
+  const engine = createTestEngine(t, { db, queues, dispatchEvents: async () => { throw new Error('Connection is closed.') } })
   const failing = await workflow([{ id: 'boom', type: 'nope' }])
   const runId = await run(failing)
   t.equal(await engine.executeRun(runId), 'FAILED')
@@ -76,7 +75,7 @@ t.test('workflow.run.failed is written with the failure: a dispatch that never h
 
 t.test('in-memory ends that share a statement stay within 8 MiB, however large each run is', async (t) => {
   const measured = measuredDb()
-  const engine = createRunEngine({ db: measured.db, queues, logger, nodes: unusedNodes, dispatchEvents: async () => {} })
+  const engine = createTestEngine(t, { db: measured.db, queues })
   // Each run's one node outputs 0.6 MB (its trigger's text, as is: quick, so the 20 runs end in one turn): before, one 12 MB statement.
   const workflowId = await workflow(setChain(1, { big: '{{triggerData.big}}' }))
   const runIds = await Promise.all(Array.from({ length: 20 }, async () => await run(workflowId, { big: 'x'.repeat(600_000) })))
@@ -95,7 +94,7 @@ t.test('a run cancelled during a pure chain writes no node line after its cancel
       return { redact: (value) => value }
     }
   }
-  const engine = createRunEngine({ db, queues, logger, nodes: unusedNodes, dispatchEvents: async () => {}, credentials: cancelAt, checkpointMaxNodes: 100 })
+  const engine = createTestEngine(t, { db, queues, credentials: cancelAt, checkpointMaxNodes: 100 })
   t.equal(await engine.executeRun(runId), 'STOPPED', 'the checkpoint after the cancel is refused')
   const lines = (await db.select().from(runLogs).where(eq(runLogs.runId, runId)).orderBy(asc(runLogs.id))).map((line) => line.message)
   const cancelled = lines.indexOf('Run cancelled')
@@ -112,7 +111,7 @@ t.test('50 concurrent 100-node chains run each node once: yielding to each other
       return { redact: (value) => value }
     }
   }
-  const engine = createRunEngine({ db, queues, logger, nodes: unusedNodes, dispatchEvents: async () => {}, credentials: counting })
+  const engine = createTestEngine(t, { db, queues, credentials: counting })
   const workflowId = await workflow(setChain(100))
   const runIds = await Promise.all(Array.from({ length: 50 }, async () => await run(workflowId)))
   const began = performance.now()

@@ -1,20 +1,14 @@
-import { once } from 'node:events'
-import { createServer, type ServerResponse } from 'node:http'
 import { asc, eq } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { startDeliverySink, type Delivery, type SinkAnswer } from '@switchboard/testing/delivery-sink'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { waitFor } from '@switchboard/testing/wait'
 import { ChatPlatformError, ChatPlatformUnavailableError } from '../src/chat/client.ts'
 import { platformFailure } from '../src/chat/platform-errors.ts'
 import type { ChatSender } from '../src/chat/sender.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/nodes/http-client.ts'
-import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
-
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
 
 /**
  * Retries and time-outs of any node (issue 15, item 3), in the engine: what is retried, how
@@ -22,34 +16,12 @@ const unusedCode = { run: async () => { throw new Error('unused') } }
  */
 
 const { db, queues } = await createCoreTestContext(t)
-const logger = createLogger('silent', 'engine-retries-test')
 
-interface Call { path: string, key: string | undefined, at: number }
-const calls: Call[] = []
-const held: ServerResponse[] = []
-let answer: (call: Call, res: ServerResponse) => void = (_call, res) => { res.end('{}') }
-const sink = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => {
-    const key = req.headers['idempotency-key']
-    const call = { path: req.url ?? '', key: typeof key === 'string' ? key : undefined, at: Date.now() }
-    calls.push(call)
-    answer(call, res)
-  })
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
-const callsTo = (path: string): Call[] => calls.filter((call) => call.path === path)
-const ok = (res: ServerResponse): void => { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}') }
-
-const http = createHttpClient({ allowPrivate: true })
-t.teardown(async () => {
-  for (const res of held.splice(0)) res.end()
-  sink.closeAllConnections()
-  sink.close()
-  await http.close()
-})
+/** The local http sink: `answer` decides what each call gets; a hanging call is cut at teardown. */
+let answer: (call: Delivery) => SinkAnswer | Promise<SinkAnswer> = () => ({ body: '{}' })
+const sink = await startDeliverySink(t, { answer: async (call) => await answer(call) })
+const callsTo = (path: string): Delivery[] => sink.deliveries.filter((call) => call.path === path)
+const hang = async (): Promise<SinkAnswer> => await new Promise(() => {})
 
 const noChat: ChatSender = {
   async sendText () { throw new Error('unused') },
@@ -59,7 +31,7 @@ const noChat: ChatSender = {
   async recentMessages () { throw new Error('unused') },
   async draftText () { throw new Error('unused') }
 }
-const engineWith = (chat: ChatSender = noChat) => createRunEngine({ db, queues, logger, nodes: { chat, http: http.dispatcher, code: unusedCode, ai: null }, dispatchEvents: async () => {}, cancelPollMs: 50 })
+const engineWith = (chat: ChatSender = noChat) => createTestEngine(t, { db, queues, nodes: { chat }, cancelPollMs: 50 })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 
@@ -73,23 +45,23 @@ const readRun = async (id: string) => (await db.select().from(runs).where(eq(run
 const lines = async (id: string) => (await db.select().from(runLogs).where(eq(runLogs.runId, id)).orderBy(asc(runLogs.id))).map(({ level, message }) => `${level} ${message}`)
 
 t.test('retry.attempts counts the first: a node failing twice with 503 succeeds on its third attempt, each attempt logged and keyed alike', async (t) => {
-  calls.length = 0
-  answer = (call, res) => { if (callsTo('/flaky').length <= 2) res.writeHead(503).end(); else ok(res) }
-  const runId = await run([{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/flaky`, retry: { attempts: 3, backoffMs: 20, backoffFactor: 3 } } }])
+  sink.deliveries.length = 0
+  answer = () => callsTo('/flaky').length <= 2 ? { status: 503 } : {}
+  const runId = await run([{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/flaky`, retry: { attempts: 3, backoffMs: 20, backoffFactor: 3 } } }])
   t.equal(await engineWith().executeRun(runId), 'SUCCESS')
-  t.same(callsTo('/flaky').map((call) => call.key), Array(3).fill(`${runId}:call`))
+  t.same(callsTo('/flaky').map((call) => call.idempotencyKey), Array(3).fill(`${runId}:call`))
   const logged = await lines(runId)
   t.same(logged.filter((line) => line.startsWith('WARN')), [
-    `WARN POST ${sinkUrl}/flaky answered 503; retrying in 20ms (1 of 2)`,
-    `WARN POST ${sinkUrl}/flaky answered 503; retrying in 60ms (2 of 2)`
+    `WARN POST ${sink.url}/flaky answered 503; retrying in 20ms (1 of 2)`,
+    `WARN POST ${sink.url}/flaky answered 503; retrying in 60ms (2 of 2)`
   ], 'backoffMs, then times backoffFactor')
-  t.same(logged.filter((line) => line.includes('Calling')), [1, 2, 3].map((n) => `INFO Calling POST ${sinkUrl}/flaky (attempt ${n})`))
+  t.same(logged.filter((line) => line.includes('Calling')), [1, 2, 3].map((n) => `INFO Calling POST ${sink.url}/flaky (attempt ${n})`))
 })
 
 t.test('a Retry-After longer than the longest retry delay is not waited for: the node fails with the 429 at once', async (t) => {
-  calls.length = 0
-  answer = (_call, res) => { res.writeHead(429, { 'retry-after': '3600' }).end() }
-  const runId = await run([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/busy`, retry: { attempts: 5, backoffMs: 10 } } }])
+  sink.deliveries.length = 0
+  answer = () => ({ status: 429, headers: { 'retry-after': '3600' } })
+  const runId = await run([{ id: 'call', type: 'http_request', config: { url: `${sink.url}/busy`, retry: { attempts: 5, backoffMs: 10 } } }])
   const started = Date.now()
   t.equal(await engineWith().executeRun(runId), 'FAILED')
   t.ok(Date.now() - started < 5000)
@@ -99,19 +71,19 @@ t.test('a Retry-After longer than the longest retry delay is not waited for: the
 })
 
 t.test('timeoutMs bounds each attempt of a node with an outside effect; a timed-out attempt is retried', async (t) => {
-  calls.length = 0
-  answer = (call, res) => { if (callsTo('/slow').length === 1) held.push(res); else ok(res) }
-  const runId = await run([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/slow`, timeoutMs: 200, retry: { attempts: 2, backoffMs: 0 } } }])
+  sink.deliveries.length = 0
+  answer = () => callsTo('/slow').length === 1 ? hang() : {}
+  const runId = await run([{ id: 'call', type: 'http_request', config: { url: `${sink.url}/slow`, timeoutMs: 200, retry: { attempts: 2, backoffMs: 0 } } }])
   t.equal(await engineWith().executeRun(runId), 'SUCCESS')
   t.equal(callsTo('/slow').length, 2)
   t.ok((await lines(runId)).includes('WARN Timed out after 200ms; retrying in 0ms (1 of 1)'))
 })
 
 t.test('the job\'s signal (the lock watchdog) ends a wait between attempts at once; a cancel ends it too', async (t) => {
-  calls.length = 0
-  answer = (_call, res) => { res.writeHead(503).end() }
+  sink.deliveries.length = 0
+  answer = () => ({ status: 503 })
   const engine = engineWith()
-  const abandonedId = await run([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/down`, retry: { attempts: 2, backoffMs: 60_000 } } }])
+  const abandonedId = await run([{ id: 'call', type: 'http_request', config: { url: `${sink.url}/down`, retry: { attempts: 2, backoffMs: 60_000 } } }])
   const controller = new AbortController()
   const execution = engine.executeRun(abandonedId, controller.signal)
   await waitFor(async () => callsTo('/down').length === 1 ? true : undefined, { what: 'the first attempt' })
@@ -122,7 +94,7 @@ t.test('the job\'s signal (the lock watchdog) ends a wait between attempts at on
   t.ok(Date.now() - aborted < 2000, 'not after the 60 s backoff')
   t.equal(callsTo('/down').length, 1)
 
-  const cancelledId = await run([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/down`, retry: { attempts: 2, backoffMs: 60_000 } } }])
+  const cancelledId = await run([{ id: 'call', type: 'http_request', config: { url: `${sink.url}/down`, retry: { attempts: 2, backoffMs: 60_000 } } }])
   const cancelled = engine.executeRun(cancelledId)
   await waitFor(async () => callsTo('/down').length === 2 ? true : undefined, { what: 'the first attempt' })
   await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, cancelledId))
@@ -187,13 +159,13 @@ t.test('chat sends: the platform\'s passing failures are retried with one idempo
 })
 
 t.test('http_request\'s older retries keep their backoff; a stored node with retry and retries follows retry', async (t) => {
-  calls.length = 0
-  answer = (call, res) => { if (callsTo(call.path).length === 1) res.writeHead(502).end(); else ok(res) }
+  sink.deliveries.length = 0
+  answer = (call) => callsTo(call.path).length === 1 ? { status: 502 } : {}
   const runId = await run([
-    { id: 'legacy', type: 'http_request', config: { url: `${sinkUrl}/legacy`, retries: 2 }, next: 'both' },
-    { id: 'both', type: 'http_request', config: { url: `${sinkUrl}/both`, retries: 5, retry: { attempts: 2, backoffMs: 30 } } }
+    { id: 'legacy', type: 'http_request', config: { url: `${sink.url}/legacy`, retries: 2 }, next: 'both' },
+    { id: 'both', type: 'http_request', config: { url: `${sink.url}/both`, retries: 5, retry: { attempts: 2, backoffMs: 30 } } }
   ])
   t.equal(await engineWith().executeRun(runId), 'SUCCESS')
   const warnings = (await lines(runId)).filter((line) => line.startsWith('WARN'))
-  t.same(warnings, [`WARN GET ${sinkUrl}/legacy answered 502; retrying in 500ms (1 of 2)`, `WARN GET ${sinkUrl}/both answered 502; retrying in 30ms (1 of 1)`])
+  t.same(warnings, [`WARN GET ${sink.url}/legacy answered 502; retrying in 500ms (1 of 2)`, `WARN GET ${sink.url}/both answered 502; retrying in 30ms (1 of 1)`])
 })

@@ -1,44 +1,36 @@
 import { createHmac } from 'node:crypto'
-import { once } from 'node:events'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { asc, eq } from 'drizzle-orm'
 import t from 'tap'
+import type { Dispatcher } from 'undici'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
+import { createTestEngine } from '@switchboard/testing/engine'
 import type { ChatSender, SendTemplateInput, SendTextInput } from '../src/chat/sender.ts'
 import { runLogs, runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
 import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { resumeJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 import { dispatchEvents } from '../src/triggers/event.ts'
 import { foldCounterDeltas } from '../src/workflows/counters.ts'
 
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
-
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'engine-test')
 
 /** The local http sink: records every request; the path picks the answer. */
-interface Received { method: string, url: string, headers: IncomingMessage['headers'], body: string }
-const received: Received[] = []
 let flaky = 0
-const sink = createServer((req: IncomingMessage, res: ServerResponse) => {
-  let body = ''
-  req.on('data', (chunk) => { body += chunk })
-  req.on('end', () => {
-    received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body })
-    if (req.url?.startsWith('/slow')) { setTimeout(() => { res.end('late') }, 5000).unref(); return }
-    if (req.url?.startsWith('/missing')) { res.writeHead(404).end('no such thing'); return }
-    if (req.url?.startsWith('/flaky') && flaky++ === 0) { res.writeHead(503).end(); return }
-    if (req.url?.startsWith('/binary')) { res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0x89, 0x50, 0x00, 0x4e])); return }
-    if (req.url?.startsWith('/escapes')) { res.writeHead(200, { 'content-type': 'application/json' }).end('{"nul":"a\\u0000b","lone":"\\ud800","pair":"\\ud83d\\ude00","literal":"\\\\u0000"}'); return }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'remote-1', echo: body === '' ? null : JSON.parse(body) }))
-  })
+const json = { 'content-type': 'application/json' }
+const sink = await startDeliverySink(t, {
+  delayMs: (path) => path.startsWith('/slow') ? 5000 : 0,
+  answer: ({ path, body }) => {
+    if (path.startsWith('/slow')) return { body: 'late' }
+    if (path.startsWith('/missing')) return { status: 404, body: 'no such thing' }
+    if (path.startsWith('/flaky') && flaky++ === 0) return { status: 503 }
+    if (path.startsWith('/binary')) return { headers: { 'content-type': 'image/png' }, body: Buffer.from([0x89, 0x50, 0x00, 0x4e]) }
+    if (path.startsWith('/escapes')) return { headers: json, body: '{"nul":"a\\u0000b","lone":"\\ud800","pair":"\\ud83d\\ude00","literal":"\\\\u0000"}' }
+    return { headers: json, body: JSON.stringify({ id: 'remote-1', echo: body === '' ? null : JSON.parse(body) }) }
+  }
 })
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+const received = sink.deliveries
 
 const sent: Array<SendTextInput | SendTemplateInput> = []
 const chat: ChatSender = {
@@ -50,23 +42,17 @@ const chat: ChatSender = {
   async draftText () { throw new Error('unused') }
 }
 
-const privateHttp = createHttpClient({ allowPrivate: true })
 const publicHttp = createHttpClient({ allowPrivate: false })
-const engineWith = (http = privateHttp.dispatcher) => createRunEngine({
+const engineWith = (http?: Dispatcher) => createTestEngine(t, {
   db,
   queues,
-  logger,
-  nodes: { chat, http, code: unusedCode, ai: null },
+  nodes: { chat, http },
   dispatchEvents: async (eventIds) => await dispatchEvents({ db, queues, logger, eventFanoutMax: 100 }, { ids: eventIds }),
   cancelPollMs: 50
 })
 const engine = engineWith()
 
-t.teardown(async () => {
-  sink.close()
-  await privateHttp.close()
-  await publicHttp.close()
-})
+t.teardown(async () => { await publicHttp.close() })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 
@@ -92,7 +78,7 @@ t.test('a run executes every node, renders templates from triggerData and earlie
   received.length = 0
   const workflowId = await workflow([
     { id: 'vars', type: 'set', config: { values: { greeting: 'Hello {{triggerData.name}}', count: '{{triggerData.count}}' } } },
-    { id: 'post', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/orders`, headers: { 'x-run': '{{vars.greeting}}' }, body: { count: '{{vars.count}}', name: '{{triggerData.name}}' } } },
+    { id: 'post', type: 'http_request', config: { method: 'POST', url: `${sink.url}/orders`, headers: { 'x-run': '{{vars.greeting}}' }, body: { count: '{{vars.count}}', name: '{{triggerData.name}}' } } },
     { id: 'notify', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Order {{post.body.id}} for {{triggerData.name}}' } }
   ])
   const runId = await run(workflowId, { name: 'Ada', count: 2, phone: '15550001111' })
@@ -124,8 +110,8 @@ t.test('a run executes every node, renders templates from triggerData and earlie
     ['vars', 'INFO', 'Node vars (set) started'],
     ['vars', 'INFO', 'Node vars completed in Nms'],
     ['post', 'INFO', 'Node post (http_request) started'],
-    ['post', 'INFO', `Calling POST ${sinkUrl}/orders (attempt 1)`],
-    ['post', 'INFO', `POST ${sinkUrl}/orders answered 200`],
+    ['post', 'INFO', `Calling POST ${sink.url}/orders (attempt 1)`],
+    ['post', 'INFO', `POST ${sink.url}/orders answered 200`],
     ['post', 'INFO', 'Node post completed in Nms'],
     ['notify', 'INFO', 'Node notify (send_chat) started'],
     ['notify', 'INFO', 'Sending chat message to 15550001111 (attempt 1)'],
@@ -184,7 +170,7 @@ t.test('builder edges with handles route a condition', async (t) => {
 t.test('a failing node fails the run with its error, counts it and emits workflow.run.failed', async (t) => {
   const listener = await workflow([{ id: 'noop', type: 'set', config: { values: {} } }], { triggerType: 'EVENT', triggerConfig: { eventName: 'workflow.run.failed' } })
   const workflowId = await workflow([
-    { id: 'get', type: 'http_request', config: { url: `${sinkUrl}/missing` } },
+    { id: 'get', type: 'http_request', config: { url: `${sink.url}/missing` } },
     { id: 'after', type: 'set', config: { values: { reached: true } } }
   ])
   const runId = await run(workflowId)
@@ -214,8 +200,8 @@ t.test('a failing node fails the run with its error, counts it and emits workflo
 t.test('http_request retries a 5xx, and failOnStatus false records the error status', async (t) => {
   flaky = 0
   const workflowId = await workflow([
-    { id: 'flaky', type: 'http_request', config: { url: `${sinkUrl}/flaky`, retries: 2 } },
-    { id: 'lenient', type: 'http_request', config: { url: `${sinkUrl}/missing?token=secret`, failOnStatus: false } }
+    { id: 'flaky', type: 'http_request', config: { url: `${sink.url}/flaky`, retries: 2 } },
+    { id: 'lenient', type: 'http_request', config: { url: `${sink.url}/missing?token=secret`, failOnStatus: false } }
   ])
   const runId = await run(workflowId)
   t.equal(await engine.executeRun(runId), 'SUCCESS')
@@ -229,7 +215,7 @@ t.test('http_request retries a 5xx, and failOnStatus false records the error sta
 
 t.test('http_request refuses private addresses unless they are allowed', async (t) => {
   received.length = 0
-  const workflowId = await workflow([{ id: 'call', type: 'http_request', config: { url: `${sinkUrl}/orders` } }])
+  const workflowId = await workflow([{ id: 'call', type: 'http_request', config: { url: `${sink.url}/orders` } }])
   const runId = await run(workflowId)
   t.equal(await engineWith(publicHttp.dispatcher).executeRun(runId), 'FAILED')
   t.equal((await readRun(runId)).error, 'Blocked request to private address 127.0.0.1 (HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)',
@@ -298,12 +284,12 @@ t.test('a wait suspends the run with a delayed resume job; the resumed run compl
 
 t.test('a cancel while a node runs aborts it and no later node runs; the terminal status stays', async (t) => {
   const workflowId = await workflow([
-    { id: 'slow', type: 'http_request', config: { url: `${sinkUrl}/slow`, timeoutMs: 20000 } },
+    { id: 'slow', type: 'http_request', config: { url: `${sink.url}/slow`, timeoutMs: 20000 } },
     { id: 'after', type: 'set', config: { values: { reached: true } } }
   ])
   const runId = await run(workflowId)
   const execution = engine.executeRun(runId)
-  for (let i = 0; i < 200 && !received.some((request) => request.url === '/slow'); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  for (let i = 0; i < 200 && !received.some((request) => request.path === '/slow'); i++) await new Promise((resolve) => setTimeout(resolve, 10))
   await db.update(runs).set({ status: 'CANCELLED', completedAt: new Date() }).where(eq(runs.id, runId))
   t.equal(await execution, 'STOPPED')
   const row = await readRun(runId)
@@ -316,14 +302,14 @@ t.test('a cancel while a node runs aborts it and no later node runs; the termina
 t.test('a RUNNING run whose worker died is taken over from its current node, a bounded number of times', async (t) => {
   received.length = 0
   const workflowId = await workflow([
-    { id: 'first', type: 'http_request', config: { url: `${sinkUrl}/first` } },
-    { id: 'second', type: 'http_request', config: { url: `${sinkUrl}/second` } }
+    { id: 'first', type: 'http_request', config: { url: `${sink.url}/first` } },
+    { id: 'second', type: 'http_request', config: { url: `${sink.url}/second` } }
   ])
   const runId = await run(workflowId, {}, {
     status: 'RUNNING', startedAt: new Date(), currentNodeId: 'second', result: { triggerData: {}, first: { status: 200 } }
   })
   t.equal(await engine.executeRun(runId), 'SUCCESS')
-  t.same(received.map((request) => request.url), ['/second'], 'the completed node is not run again')
+  t.same(received.map((request) => request.path), ['/second'], 'the completed node is not run again')
   const row = await readRun(runId)
   t.equal(row.attempt, 1)
   t.match((await readLogs(runId))[0], { message: 'Run taken over after its worker stopped (attempt 1)' })
@@ -351,8 +337,8 @@ t.test('send_chat_template passes its config to the chat sender', async (t) => {
 
 t.test('answers with U+0000 or unpaired surrogates are stored with replacement characters; an error quoting them fails the run', async (t) => {
   const workflowId = await workflow([
-    { id: 'image', type: 'http_request', config: { url: `${sinkUrl}/binary` } },
-    { id: 'escapes', type: 'http_request', config: { url: `${sinkUrl}/escapes` } },
+    { id: 'image', type: 'http_request', config: { url: `${sink.url}/binary` } },
+    { id: 'escapes', type: 'http_request', config: { url: `${sink.url}/escapes` } },
     { id: 'later', type: 'wait', config: { until: 'x{{image.body}}' } }
   ])
   const runId = await run(workflowId, {})

@@ -1,7 +1,6 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import t from 'tap'
 import { request } from 'undici'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { blockedAddressReason, createHttpClient } from '../src/engine/nodes/http-client.ts'
 
 t.test('only global unicast addresses pass without HTTP_REQUEST_ALLOW_PRIVATE', async (t) => {
@@ -20,16 +19,10 @@ t.test('cloud metadata addresses are refused even when private addresses are all
 })
 
 t.test('every connection is checked before it is made (the http_request node makes one per redirect hop)', async (t) => {
-  const server = createServer((_req, res) => { res.end('ok') })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const sink = await startDeliverySink(t, { answer: () => ({ headers: {}, body: 'ok' }) })
   const client = createHttpClient({ allowPrivate: true })
-  t.teardown(async () => {
-    await client.close()
-    server.close()
-  })
-  const ok = await request(`${base}/`, { dispatcher: client.dispatcher })
+  t.teardown(client.close)
+  const ok = await request(`${sink.url}/`, { dispatcher: client.dispatcher })
   t.equal(await ok.body.text(), 'ok')
   await t.rejects(request('http://169.254.169.254/latest/meta-data/', { dispatcher: client.dispatcher }), { name: 'BlockedAddressError', message: 'Blocked request to cloud metadata address 169.254.169.254' })
   await t.rejects(request('http://metadata.google.internal/', { dispatcher: client.dispatcher }), { message: 'Blocked request to cloud metadata host metadata.google.internal' })

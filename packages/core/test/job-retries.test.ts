@@ -3,26 +3,17 @@ import { Worker, type Job } from 'bullmq'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { waitFor } from '@switchboard/testing/wait'
 import { runLogs, runs, users, workflows } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/nodes/http-client.ts'
-import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS, type RunJobData } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
 import { startRun } from '../src/runs/start.ts'
 import { foldCounterDeltas } from '../src/workflows/counters.ts'
 import type { Teardown } from '@switchboard/testing/teardown'
 
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
-
 const { db, queues } = await createCoreTestContext(t)
-const logger = createLogger('silent', 'job-retries-test')
-const http = createHttpClient({ allowPrivate: false })
-const unusedChat = { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }
-const engine = createRunEngine({ db, queues, logger, nodes: { http: http.dispatcher, chat: unusedChat, code: unusedCode, ai: null }, dispatchEvents: async () => {} })
-t.teardown(async () => { await http.close() })
+const engine = createTestEngine(t, { db, queues })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 const [workflow] = await db.insert(workflows).values({

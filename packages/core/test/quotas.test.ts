@@ -1,18 +1,15 @@
 import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { runs, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
-import { createLogger } from '../src/logger.ts'
 import { WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 import { fairShareOn, noteOwners } from '../src/queues/fair-share.ts'
 import { createRunAdmission } from '../src/runs/admission.ts'
 import { effectiveQuotas, type Quotas } from '../src/users/quotas.ts'
 
 const { db, queues } = await createCoreTestContext(t)
-const logger = createLogger('silent', 'quotas-test')
 const defaults: Quotas = { runsPerMinute: 1000, runsInFlight: 0, waitingRuns: 2, workflows: 10, credentials: 10, cronWorkflows: 10, eventListeners: 10 }
-const unusedNodes = { chat: { async sendText () { throw new Error('unused') }, async sendTemplate () { throw new Error('unused') }, async sendMedia () { throw new Error('unused') }, async sendInteractive () { throw new Error('unused') }, async recentMessages () { throw new Error('unused') }, async draftText () { throw new Error('unused') } }, http: undefined as never, code: undefined as never, ai: null }
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 const [other] = await db.insert(users).values({ email: 'other@example.com', passwordHash: 'x' }).returning()
@@ -23,7 +20,7 @@ t.test('effective quotas: a user\'s own settings over the defaults, anything els
 })
 
 t.test('a wait node beyond the owner\'s waiting runs fails its run, and the runs before it wait', async (t) => {
-  const engine = createRunEngine({ db, queues, logger, nodes: unusedNodes, dispatchEvents: async () => {}, quotas: defaults })
+  const engine = createTestEngine(t, { db, queues, quotas: defaults })
   const nodes: WorkflowNode[] = [{ id: 'pause', type: 'wait', config: { hours: 1 } }]
   const [workflow] = await db.insert(workflows).values({ userId: owner!.id, name: 'waits', triggerType: 'MANUAL', isActive: true, nodes }).returning()
   const run = async (): Promise<string> => (await db.insert(runs).values({ workflowId: workflow!.id, userId: owner!.id, queue: WORKFLOW_RUNS, workflowVersion: 1, triggerData: {} }).returning())[0]!.id

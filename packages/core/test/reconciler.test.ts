@@ -3,33 +3,20 @@ import { Worker } from 'bullmq'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { events, idempotencyKeys, runs, runWaits, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createReconciler } from '../src/engine/reconciler.ts'
 import { createLogger } from '../src/logger.ts'
 import { AGENT_EXECUTION, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
 import { startRun } from '../src/runs/start.ts'
 
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
-
 const { db, queues } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'reconciler-test')
-const http = createHttpClient({ allowPrivate: false })
 const dispatched: string[] = []
-const engine = createRunEngine({
-  db,
-  queues,
-  logger,
-  nodes: { http: http.dispatcher, chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }, code: unusedCode, ai: null },
-  dispatchEvents: async (eventIds) => { dispatched.push(...eventIds) }
-})
+const engine = createTestEngine(t, { db, queues, dispatchEvents: async (eventIds) => { dispatched.push(...eventIds) } })
 // No grace: every unfinished run is examined at once.
 const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, runningAfterMs: 0 })
-
-t.teardown(async () => { await http.close() })
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 const nodes: WorkflowNode[] = [{ id: 'pause', type: 'wait', config: { seconds: 5 } }]

@@ -1,22 +1,17 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import { DelayedError, Worker } from 'bullmq'
 import { asc, eq, inArray } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
 import { REDIS_URL } from '@switchboard/testing/database'
+import { startDeliverySink, type Delivery } from '@switchboard/testing/delivery-sink'
+import { createTestEngine } from '@switchboard/testing/engine'
 import { waitFor } from '@switchboard/testing/wait'
 import { runs, runSlots, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
-import { createRunEngine } from '../src/engine/engine.ts'
-import { createHttpClient } from '../src/engine/nodes/http-client.ts'
 import { createLogger } from '../src/logger.ts'
 import { RUN_JOB, runJobId, WORKFLOW_RUNS, type RunJobData } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
 import { createReconciler } from '../src/engine/reconciler.ts'
 import { wakeWaitingRuns } from '../src/engine/slots.ts'
-
-/** Code nodes are the code-node tests' (code-sandbox.test.ts, tests/e2e/code-node.test.ts). */
-const unusedCode = { run: async () => { throw new Error('unused') } }
 
 /**
  * maxConcurrentRuns (engine/slots.ts), driven through BullMQ workers in this process that do what
@@ -27,34 +22,14 @@ const unusedCode = { run: async () => { throw new Error('unused') } }
 const { db, queues, queuePrefix } = await createCoreTestContext(t)
 const logger = createLogger('silent', 'run-slots-test')
 
-/** A slow receiver: every call is answered after `holdMs`; records when each came and how many were in flight at most. */
-interface Call { path: string, at: number, answeredAt?: number }
-const calls: Call[] = []
-let inFlight = 0
-let maxInFlight = 0
+/** A slow receiver: every call is answered after `holdMs` (by the path's first segment, its tag). */
 const holdMs = new Map<string, number>()
-const sink = createServer((req, res) => {
-  req.resume()
-  const call: Call = { path: req.url ?? '', at: Date.now() }
-  calls.push(call)
-  maxInFlight = Math.max(maxInFlight, ++inFlight)
-  setTimeout(() => {
-    inFlight--
-    call.answeredAt = Date.now()
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
-  }, holdMs.get(call.path.split('/')[1]!) ?? 300)
-})
-sink.listen(0, '127.0.0.1')
-await once(sink, 'listening')
-const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
-const http = createHttpClient({ allowPrivate: true })
-t.teardown(async () => {
-  sink.closeAllConnections()
-  sink.close()
-  await http.close()
-})
+const sink = await startDeliverySink(t, { delayMs: (path) => holdMs.get(path.split('/')[1]!) ?? 300 })
+/** The most calls in flight at once among those the sink holds (each test empties it first). */
+const maxInFlight = (): number => Math.max(0, ...sink.deliveries.map((call) =>
+  sink.deliveries.filter((other) => other.receivedAt <= call.receivedAt && (other.answeredAt ?? Infinity) > call.receivedAt).length))
 
-const engine = createRunEngine({ db, queues, logger, nodes: { chat: { sendText: async () => { throw new Error('unused') }, sendTemplate: async () => { throw new Error('unused') }, sendMedia: async () => { throw new Error('unused') }, sendInteractive: async () => { throw new Error('unused') }, recentMessages: async () => { throw new Error('unused') }, draftText: async () => { throw new Error('unused') } }, http: http.dispatcher, code: unusedCode, ai: null }, dispatchEvents: async () => {} })
+const engine = createTestEngine(t, { db, queues })
 
 /** Two workers of five jobs each, processing as apps/worker's run processor does. */
 const connections = [createWorkerConnection(REDIS_URL), createWorkerConnection(REDIS_URL)]
@@ -76,7 +51,7 @@ async function workflow (maxConcurrentRuns: number | null, nodes: WorkflowNode[]
 }
 
 /** One slow call to the sink, `/<tag>/<n>`. */
-const slowCall = (tag: string): WorkflowNode[] => [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/${tag}/{{triggerData.n}}` } }]
+const slowCall = (tag: string): WorkflowNode[] => [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/${tag}/{{triggerData.n}}` } }]
 
 /** A PENDING run created now (each a little after the one before, so creation order is defined). */
 async function pendingRun (workflowId: string, n: number): Promise<string> {
@@ -92,10 +67,10 @@ const statuses = async (runIds: string[]) => {
   return runIds.map((id) => rows.find((row) => row.id === id)!.status)
 }
 const allEnded = (runIds: string[]) => async () => (await statuses(runIds)).every((status) => status === 'SUCCESS' || status === 'FAILED') ? true : undefined
-const callsTo = (tag: string): Call[] => calls.filter((call) => call.path.startsWith(`/${tag}/`))
+const callsTo = (tag: string): Delivery[] => sink.deliveries.filter((call) => call.path.startsWith(`/${tag}/`))
 
 t.test('at most maxConcurrentRuns execute at once across two workers; the runs beyond wait PENDING and start oldest first, whatever order their jobs came in', async (t) => {
-  maxInFlight = 0
+  sink.deliveries.length = 0
   // Calls long enough that the first two still hold their slots while the eight others are held, on a loaded machine too.
   holdMs.set('order', 1000)
   const workflowId = await workflow(2, slowCall('order'))
@@ -117,7 +92,7 @@ t.test('at most maxConcurrentRuns execute at once across two workers; the runs b
 
   await waitFor(allEnded(runIds), { timeoutMs: 30_000, what: 'every run to end' })
   t.same(await statuses(runIds), Array(10).fill('SUCCESS'))
-  t.ok(maxInFlight <= 2, `at most 2 calls at once (saw ${maxInFlight})`)
+  t.ok(maxInFlight() <= 2, `at most 2 calls at once (saw ${maxInFlight()})`)
   const called = callsTo('order').map((call) => Number(call.path.split('/')[2]))
   t.same(called.slice(0, 2).sort(), [1, 2], 'the first two took the slots')
   // Two held runs woken together (both slots freed at once) race to the sink, so each may be one place off; a run
@@ -129,13 +104,13 @@ t.test('at most maxConcurrentRuns execute at once across two workers; the runs b
 
   // Latency from a slot freed (a call answered) to the next run's call, for the held runs.
   const order = callsTo('order')
-  const latencies = order.slice(2).map((call, i) => call.at - order[i]!.answeredAt!).filter((ms) => ms >= 0)
+  const latencies = order.slice(2).map((call, i) => call.receivedAt - order[i]!.answeredAt!).filter((ms) => ms >= 0)
   t.comment(`slot freed → next held run's call: median ${latencies.sort((a, b) => a - b)[Math.floor(latencies.length / 2)]} ms, max ${Math.max(...latencies)} ms`)
   t.ok(Math.max(...latencies) < 2000, 'woken by the run that freed the slot, not by the held job\'s own recheck (5 min)')
 })
 
 t.test('a run WAITING at a wait node gives its slot back and takes one again when it resumes', async (t) => {
-  maxInFlight = 0
+  sink.deliveries.length = 0
   holdMs.set('long', 1500)
   const waitsFirst = await workflow(1, [])
   // One workflow, limit 1: the first run waits 1 s, then calls; the second calls for 1.5 s meanwhile.
@@ -143,8 +118,8 @@ t.test('a run WAITING at a wait node gives its slot back and takes one again whe
     nodes: [
       { id: 'branch', type: 'condition', config: { field: 'triggerData.n', operator: 'equals', value: 1, then: 'pause', else: 'long' } },
       { id: 'pause', type: 'wait', config: { seconds: 1 }, next: 'short' },
-      { id: 'short', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/short/{{triggerData.n}}` } },
-      { id: 'long', type: 'http_request', config: { method: 'POST', url: `${sinkUrl}/long/{{triggerData.n}}` } }
+      { id: 'short', type: 'http_request', config: { method: 'POST', url: `${sink.url}/short/{{triggerData.n}}` } },
+      { id: 'long', type: 'http_request', config: { method: 'POST', url: `${sink.url}/long/{{triggerData.n}}` } }
     ]
   }).where(eq(workflows.id, waitsFirst))
   const first = await pendingRun(waitsFirst, 1)
@@ -157,9 +132,9 @@ t.test('a run WAITING at a wait node gives its slot back and takes one again whe
   t.same(await statuses([first, second]), ['SUCCESS', 'SUCCESS'])
   const long = callsTo('long')[0]!
   const short = callsTo('short')[0]!
-  t.ok(long.at < short.at, 'the second run started while the first waited')
-  t.ok(short.at >= long.answeredAt!, 'the first resumed only once the second ended (its resume waited for the slot)')
-  t.equal(maxInFlight, 1)
+  t.ok(long.receivedAt < short.receivedAt, 'the second run started while the first waited')
+  t.ok(short.receivedAt >= long.answeredAt!, 'the first resumed only once the second ended (its resume waited for the slot)')
+  t.equal(maxInFlight(), 1)
 })
 
 t.test('a wake that was lost (the worker died right after its run ended) is given by the reconciler; a limit removed lets every waiting run go', async (t) => {

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { mkdtempSync } from 'node:fs'
-import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { createCoreTestContext } from '@switchboard/testing/context'
+import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { newWamid } from '@switchboard/testing/fake-chat-platform'
 import { conversationsRepository } from '../src/chat/conversations.ts'
 import { loadConfig } from '../src/config.ts'
@@ -70,23 +69,19 @@ t.test('chat.message.status: each forward status, for the users someone listens 
 })
 
 t.test('a delivery goes through the guard of http_request: a name resolving to loopback is refused at connect, nothing sent', async (t) => {
-  let hits = 0
-  const server = createServer((_req, res) => { hits++; res.end('reached') })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => { server.close() })
+  const sink = await startDeliverySink(t)
   const keyring = keyringOf({ encryptionKey: randomBytes(32), encryptionKeysPrevious: [] })
   const http = createHttpClient({ allowPrivate: false })
   t.teardown(http.close)
   const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'subscriptions-')), EVENT_DELIVERY_RETRY_WINDOW_MS: '0' }).eventSubscriptions
   const [guarded] = await db.insert(eventSubscriptions).values({
-    userId: deaf!.id, url: `http://localhost:${(server.address() as { port: number }).port}/hook`, events: ['workflow.run.failed'], secretEncrypted: encryptSecret(keyring, `whsec_${Buffer.alloc(32, 5).toString('base64')}`)
+    userId: deaf!.id, url: `http://localhost:${new URL(sink.url).port}/hook`, events: ['workflow.run.failed'], secretEncrypted: encryptSecret(keyring, `whsec_${Buffer.alloc(32, 5).toString('base64')}`)
   }).returning()
   const [delivery] = await db.insert(eventDeliveries).values({ id: 'dguarded', subscriptionId: guarded!.id, eventId: 'e1', eventName: 'workflow.run.failed', payload: {}, nextAttemptAt: new Date() }).returning()
   const deliverer = eventDeliverer({ db, keyring, dispatcher: http.dispatcher, config, logger })
   t.same(await deliverer.deliver(delivery!.id), { outcome: 'failed' }, 'a window of 0: one attempt, then failed')
   const [attempt] = await db.select().from(eventDeliveryAttempts)
   t.match(attempt, { deliveryId: 'dguarded', statusCode: null, error: 'Blocked request to private address' })
-  t.equal(hits, 0, 'nothing reached the loopback server')
+  t.equal(sink.deliveries.length, 0, 'nothing reached the loopback server')
   t.same(await deliverer.deliver(delivery!.id), { outcome: 'skipped' }, 'a finished delivery is not sent again by its job')
 })

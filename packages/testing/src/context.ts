@@ -5,6 +5,8 @@ import { deleteQueuePrefix } from './redis.ts'
 import type { Teardown } from './teardown.ts'
 
 export interface CoreTestContext {
+  /** The file's database, for a config (testConfig) of code that takes one. */
+  databaseUrl: string
   database: Database
   db: Db
   redis: RedisConnection
@@ -29,5 +31,5 @@ export async function createCoreTestContext (t: Teardown): Promise<CoreTestConte
     await database.close()
     await testDatabase.drop()
   })
-  return { database, db: database.db, redis, queues, queuePrefix }
+  return { databaseUrl: testDatabase.url, database, db: database.db, redis, queues, queuePrefix }
 }

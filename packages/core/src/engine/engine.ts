@@ -74,7 +74,7 @@ export interface RunDelivery {
   failedReason?: string
 }
 
-interface EngineOptions {
+export interface RunEngineOptions {
   db: Db
   /** Where resume jobs go. */
   queues: Queues
@@ -207,7 +207,7 @@ function ownerOf (job: RunDelivery): ClaimOwner {
  * resumes (suspension.ts), held jobs (holds.ts: slots, early wakes), child runs and approvals
  * (children.ts, waits.ts, through the nodes that use them).
  */
-export function createRunEngine (options: EngineOptions) {
+export function createRunEngine (options: RunEngineOptions) {
   const { logger, queues } = options
   const store = runStore(options.db)
   const maxAttempts = options.maxAttempts ?? 3

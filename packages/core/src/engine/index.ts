@@ -4,7 +4,8 @@
  * nodes/index.ts) and the reconciler that repairs what a crash left. engine/README.md says which
  * file owns what.
  */
-export { createRunEngine, type RunEngine, type RunOutcome } from './engine.ts'
+export { createRunEngine, type RunEngine, type RunEngineOptions, type RunOutcome } from './engine.ts'
+export type { NodeDependencies } from './types.ts'
 export { createReconciler } from './reconciler.ts'
 export { traceRun } from './run-trace.ts'
 export { wakeWaitingRuns } from './slots.ts'
