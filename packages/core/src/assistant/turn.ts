@@ -88,6 +88,8 @@ export function assistantRunner (options: AssistantRunnerOptions) {
   const turns = assistantTurnsRepository(db)
   const conversations = conversationsRepository(db)
   const runs = runsRepository(db)
+  const users = usersRepository(db)
+  const chatAccounts = chatAccountsRepository(db)
   // Long enough for one model call with its retries (the client waits at most 8 s between two) and
   // the writes around it; a turn whose worker died is taken over after it.
   const leaseMs = config.ai.timeoutMs * (config.ai.maxRetries + 1) + config.ai.maxRetries * 8000 + 5000
@@ -133,8 +135,8 @@ export function assistantRunner (options: AssistantRunnerOptions) {
   /** Users whose AGENT workflows are the number's tools: its linkers; for the default account, admins (README, The assistant: Tools). */
   async function toolOwners (phoneNumberId: string): Promise<string[]> {
     return phoneNumberId === config.chat.phoneNumberId
-      ? await usersRepository(db).adminIds()
-      : await chatAccountsRepository(db).ownerIdsOf(phoneNumberId)
+      ? await users.adminIds()
+      : await chatAccounts.ownerIdsOf(phoneNumberId)
   }
 
   /** The turn's state: as a previous job left it, or, at its first claim, its tools and the conversation up to its message. */

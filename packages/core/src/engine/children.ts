@@ -9,6 +9,7 @@ import { RUN_JOB, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } 
 import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
 import { paceStarts } from '../runs/start-pace.ts'
 import { cancelDescendants } from '../runs/cancel.ts'
+import { succeededOutput } from '../runs/repository.ts'
 import { enqueueRuns, type CreatedRun } from '../runs/start.ts'
 
 /**
@@ -69,9 +70,6 @@ export interface ChildRunsOptions {
 
 /** The parent owner's quotas as set by an admin, read by the statement that starts the children. */
 const ownerQuotas = (parent: ChildParent): SQL => sql`(select quotas from users where id = ${parent.userId})`
-
-/** A child's output: its node outputs (its result without triggerData) once it succeeded, else null. */
-const childOutput = sql`case when status = 'SUCCESS' then result - 'triggerData' end`
 
 export function childRuns ({ db, queues, logger, quotas }: ChildRunsOptions) {
   /** Queues the children just inserted, those beyond the parent owner's runsPerMinute delayed (start-pace.ts). */
@@ -151,7 +149,7 @@ export function childRuns ({ db, queues, logger, quotas }: ChildRunsOptions) {
     /** The child of `parentRunId`'s node for item `index`. */
     async child (parentRunId: string, nodeId: string, index: number): Promise<ChildRun | undefined> {
       const [row] = await db.execute<ChildRun & Record<string, unknown>>(sql`
-        select id as "runId", item_index as index, status, error, ${childOutput} as output
+        select id as "runId", item_index as index, status, error, ${succeededOutput} as output
         from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId} and item_index = ${index}
       `)
       return row === undefined ? undefined : { ...row, output: row.output ?? undefined }
@@ -182,7 +180,7 @@ export function childRuns ({ db, queues, logger, quotas }: ChildRunsOptions) {
           select id, item_index as index, status, error, output,
             coalesce(sum(octet_length(output::text)) over (order by item_index), 0) <= ${outputsMaxBytes ?? 0} as within
           from (
-            select id, item_index, status, error, ${outputsMaxBytes === undefined ? sql`null::jsonb` : childOutput} as output
+            select id, item_index, status, error, ${outputsMaxBytes === undefined ? sql`null::jsonb` : succeededOutput} as output
             from runs where parent_run_id = ${parentRunId} and parent_node_id = ${nodeId}
           ) as child
         ) as measured

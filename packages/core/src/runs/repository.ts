@@ -29,6 +29,9 @@ type RunSummary = Pick<Run, keyof typeof runColumns>
 /** Log ids leave as strings (README, Conventions); their order is the order of the bigint identity. */
 type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }
 
+/** A run's node outputs (its result without triggerData) once it succeeded, else null: what a parent's node and an assistant turn are given. */
+export const succeededOutput = sql`case when status = 'SUCCESS' then result - 'triggerData' end`
+
 /** What a run came to: `output` for a success (its node outputs as JSON text), `error` for a failure. */
 export interface RunOutcomeView {
   status: RunStatus
@@ -109,7 +112,7 @@ export function runsRepository (db: DbOrTx) {
     /** The status of each of `runIds`, with a successful run's node outputs as JSON text (its triggerData left out) or the error of a failed one. */
     async outcomes (runIds: readonly string[]): Promise<Map<string, RunOutcomeView>> {
       const rows = await db.execute<RunOutcomeView & { id: string } & Record<string, unknown>>(sql`
-        select id, status, case when status = 'SUCCESS' then (result - 'triggerData')::text end as output, error
+        select id, status, (${succeededOutput})::text as output, error
         from runs where id = any(${textArray(runIds)})`)
       return new Map(rows.map(({ id, ...outcome }) => [id, outcome]))
     },
