@@ -15,6 +15,8 @@ export const chatAssistants = pgTable('chat_assistants', {
   instructions: text('instructions').notNull().default(''),
   // Answer even when a KEYWORD workflow matched the message (README, Inbound messages).
   answerAlways: boolean('answer_always').notNull().default(false),
+  // A turn starts once the conversation has been quiet this long (README, The assistant: bursts).
+  debounceMs: integer('debounce_ms').notNull().default(1500),
   model: text('model'),
   // A bearer credential whose token is the provider key for this number, instead of AI_API_KEY.
   apiKeyCredentialId: text('api_key_credential_id').references(() => credentials.id, { onDelete: 'set null' }),

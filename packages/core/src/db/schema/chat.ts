@@ -41,6 +41,8 @@ export const chatAccounts = pgTable('chat_accounts', {
   // AES-256-GCM with ENCRYPTION_KEY; never returned by the API.
   accessTokenEncrypted: text('access_token_encrypted').notNull(),
   isDefault: boolean('is_default').notNull().default(false),
+  // A number with no platform (README, Sandbox numbers): sends are stored as delivered, customers are played.
+  isSandbox: boolean('is_sandbox').notNull().default(false),
   ...timestamps()
 }, (t) => [
   uniqueIndex('chat_accounts_user_phone_key').on(t.userId, t.phoneNumberId),
@@ -119,6 +121,24 @@ export const chatDeliveries = pgTable('chat_deliveries', {
   createdAt: createdAt()
 })
 
+/**
+ * A private note of staff on a conversation (README, Notes): never sent to the customer. `authorId`
+ * null: written by a workflow (`runId`, a handoff node). `mentions`: the users named `@email` in it.
+ */
+export const conversationNotes = pgTable('conversation_notes', {
+  id: id(),
+  conversationId: text('conversation_id').notNull().references(() => conversations.id, { onDelete: 'cascade' }),
+  authorId: text('author_id').references(() => users.id, { onDelete: 'set null' }),
+  runId: text('run_id'),
+  text: text('text').notNull(),
+  mentions: text('mentions').array().notNull().default(sql`'{}'::text[]`),
+  createdAt: createdAt()
+}, (t) => [
+  index('conversation_notes_conversation_idx').on(t.conversationId, t.createdAt, t.id),
+  index('conversation_notes_mentions_idx').using('gin', t.mentions)
+])
+
+export type ConversationNote = typeof conversationNotes.$inferSelect
 export type ChatAccount = typeof chatAccounts.$inferSelect
 export type Conversation = typeof conversations.$inferSelect
 export type Message = typeof messages.$inferSelect
