@@ -84,7 +84,7 @@ t.test('CSV rows: what a row sets, or why it is skipped', async (t) => {
 t.test('a keyword\'s delivery retried: the contact changes once and the confirmation is sent once', async (t) => {
   const { db } = await createCoreTestContext(t)
   const PHONE_NUMBER_ID = '106540352242922'
-  const account = { id: 'default', name: 'Default', phoneNumberId: PHONE_NUMBER_ID, businessAccountId: null, accessToken: 'token' }
+  const account = { id: 'default', name: 'Default', phoneNumberId: PHONE_NUMBER_ID, businessAccountId: null, accessToken: 'token', isSandbox: false }
   let failure: Error | undefined
   const sent: string[] = []
   const consent = consentKeywords({
@@ -100,7 +100,7 @@ t.test('a keyword\'s delivery retried: the contact changes once and the confirma
           throw err
         }
         sent.push(`${phone}: ${text}`)
-        return newWamid()
+        return { wamid: newWamid(), status: 'sent' as const }
       }
     }
   })

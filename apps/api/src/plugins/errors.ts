@@ -83,6 +83,8 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   CHAT_ACCOUNT_MISSING: 400,
   CHAT_ACCOUNT_REJECTED: 400,
   CHAT_ACCOUNT_NO_BUSINESS_ID: 400,
+  CHAT_ACCOUNT_SANDBOX: 400,
+  CHAT_ACCOUNT_NOT_SANDBOX: 400,
   INVALID_PHONE: 400,
   OUTSIDE_WINDOW: 400,
   // A send to a contact who opted out (README, Contacts and consent): the request, not the service, is at fault.

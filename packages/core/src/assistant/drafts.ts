@@ -82,9 +82,9 @@ export function draftsService ({ db, chat }: { db: DbOrTx, chat: ChatService }) 
       const edited = content !== undefined && content !== original.content
       const sent = await decide(conversationId, messageId, { status: 'sent', decision: edited ? 'edited' : 'approved', content, by })
       if (sent === null) throw await refusal(conversationId, messageId)
-      let wamid: string | null
+      let delivered: Awaited<ReturnType<typeof chat.deliverText>>
       try {
-        wamid = await chat.deliverText(account, conversation.phone, sent.content)
+        delivered = await chat.deliverText(account, conversation.phone, sent.content)
       } catch (err) {
         await db.execute(sql`
           with restored as (
@@ -97,7 +97,7 @@ export function draftsService ({ db, chat }: { db: DbOrTx, chat: ChatService }) 
           update conversations set pending_approval_count = pending_approval_count + 1 where id = ${conversationId} and exists (select 1 from restored)`)
         throw err
       }
-      const [stored] = await db.update(messages).set({ wamid }).where(eq(messages.id, messageId)).returning()
+      const [stored] = await db.update(messages).set(delivered).where(eq(messages.id, messageId)).returning()
       return stored ?? sent
     },
 

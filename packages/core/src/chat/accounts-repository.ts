@@ -3,7 +3,7 @@ import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { chatAccounts, users, type ChatAccount } from '../db/schema/index.ts'
 
-type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt'>
+type PublicChatAccount = Omit<ChatAccount, 'accessTokenEncrypted' | 'updatedAt' | 'isSandbox'> & { sandbox: boolean }
 
 export interface NewChatAccount {
   name: string
@@ -12,9 +12,10 @@ export interface NewChatAccount {
   displayPhoneNumber?: string | null
   accessTokenEncrypted: string
   isDefault?: boolean
+  isSandbox?: boolean
 }
 
-export type ChatAccountChanges = Partial<NewChatAccount>
+export type ChatAccountChanges = Partial<Omit<NewChatAccount, 'isSandbox'>>
 
 const publicColumns = {
   id: chatAccounts.id,
@@ -24,6 +25,7 @@ const publicColumns = {
   businessAccountId: chatAccounts.businessAccountId,
   displayPhoneNumber: chatAccounts.displayPhoneNumber,
   isDefault: chatAccounts.isDefault,
+  sandbox: chatAccounts.isSandbox,
   createdAt: chatAccounts.createdAt
 }
 

@@ -17,6 +17,8 @@ export interface UsableChatAccount {
   phoneNumberId: string
   businessAccountId: string | null
   accessToken: string
+  /** A number with no platform (README, Sandbox numbers): its sends are stored as delivered, never sent. */
+  isSandbox: boolean
 }
 
 export interface SelectOptions {
@@ -41,24 +43,34 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
   const keyring = keyringOf(config)
   const { phoneNumberId, accessToken, businessAccountId } = config.chat
   const environmentAccount: UsableChatAccount | null = phoneNumberId !== undefined && accessToken !== undefined
-    ? { id: DEFAULT_ACCOUNT_ID, name: 'Default account', phoneNumberId, businessAccountId: businessAccountId ?? null, accessToken }
+    ? { id: DEFAULT_ACCOUNT_ID, name: 'Default account', phoneNumberId, businessAccountId: businessAccountId ?? null, accessToken, isSandbox: false }
     : null
+
+  /**
+   * Of `users u`: the user linked no account of the platform, so the default account is theirs. A sandbox
+   * number does not count (README, Sandbox numbers): creating one changes nothing for the inbox they use.
+   */
+  const linksNone = sql`not exists (select 1 from chat_accounts a where a.user_id = u.id and not a.is_sandbox)`
 
   /** Of `users u`: the user can select an account of the number. */
   const canUseNumber = (numberId: string): SQL => sql`(u.role = 'admin'
     or exists (select 1 from chat_accounts a where a.user_id = u.id and a.phone_number_id = ${numberId})
-    or (${numberId === environmentAccount?.phoneNumberId} and not exists (select 1 from chat_accounts a where a.user_id = u.id)))`
+    or (${numberId === environmentAccount?.phoneNumberId} and ${linksNone}))`
 
   const usable = (account: ChatAccount): UsableChatAccount => ({
     id: account.id,
     name: account.name,
     phoneNumberId: account.phoneNumberId,
     businessAccountId: account.businessAccountId,
-    accessToken: decryptSecret(keyring, account.accessTokenEncrypted)
+    accessToken: decryptSecret(keyring, account.accessTokenEncrypted),
+    isSandbox: account.isSandbox
   })
 
   return {
-    /** `requestedId` is the X-Account-Id header (or a node's accountId). */
+    /**
+     * `requestedId` is the X-Account-Id header (or a node's accountId). Only it names a sandbox number: the
+     * implicit choices (the only account, the default one, the environment's) never count one (README, Sandbox numbers).
+     */
     async select (user: Viewer, requestedId?: string, selectOptions: SelectOptions = {}): Promise<UsableChatAccount> {
       const admin = isAdmin(user)
       if (requestedId !== undefined && requestedId !== DEFAULT_ACCOUNT_ID) {
@@ -66,8 +78,9 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
         if (account === null) throw accountNotFound()
         return usable(account)
       }
-      const own = await repo.listOwnWithSecrets(user.id)
-      if (own === null) throw unauthorized()
+      const linked = await repo.listOwnWithSecrets(user.id)
+      if (linked === null) throw unauthorized()
+      const own = linked.filter((account) => !account.isSandbox)
       if (requestedId === DEFAULT_ACCOUNT_ID) {
         if (environmentAccount === null || (own.length > 0 && !admin)) throw accountNotFound()
         return environmentAccount
@@ -101,10 +114,15 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
       return row === undefined ? null : usable(row)
     },
 
-    /** Whether deliveries for this platform number belong to this installation. */
-    async isKnownNumber (numberId: string): Promise<boolean> {
-      if (numberId === environmentAccount?.phoneNumberId) return true
-      return (await repo.ownerIdsOf(numberId)).length > 0
+    /**
+     * Whether deliveries for this platform number belong to this installation: a sandbox number's come
+     * only from its sandbox (`sandbox`), never through the platform's webhook, and the sandbox reaches no other.
+     */
+    async isKnownNumber (numberId: string, sandbox: boolean): Promise<boolean> {
+      if (!sandbox && numberId === environmentAccount?.phoneNumberId) return true
+      const [row] = await db.select({ id: chatAccounts.id }).from(chatAccounts)
+        .where(and(eq(chatAccounts.phoneNumberId, numberId), eq(chatAccounts.isSandbox, sandbox))).limit(1)
+      return row !== undefined
     },
 
     /**
@@ -131,7 +149,7 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
         select distinct user_id as id from chat_accounts where phone_number_id = ${numberId}
         union
         select u.id from users u
-        where ${shared} and not exists (select 1 from chat_accounts a where a.user_id = u.id)`)
+        where ${shared} and ${linksNone}`)
       return rows.map((row) => row.id)
     }
   }

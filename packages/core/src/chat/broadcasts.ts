@@ -166,6 +166,7 @@ export function broadcastsService ({ db, queues }: { db: DbOrTx, queues: Queues 
   return {
     /** `audit`: who creates it, recorded in its transaction ('broadcast.created'). */
     async create (viewer: Viewer, account: UsableChatAccount, input: BroadcastInput, audit?: AuditContext): Promise<BroadcastView> {
+      if (account.isSandbox) throw new DomainError('CHAT_ACCOUNT_SANDBOX', 'Broadcasts cannot be sent from a sandbox number: its customers are played')
       const id = createId()
       const sendAt = input.sendAt ?? new Date()
       await db.transaction(async (tx) => {

@@ -123,8 +123,8 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
     const account = await chat.accounts.forNumber(message.phoneNumberId)
     try {
       if (account === null) throw new Error('no account can send from this number any more')
-      const wamid = await chat.deliverText(account, message.phone, text, undefined, 'consent')
-      await db.execute(sql`update messages set wamid = ${wamid} where id = ${id}`)
+      const { wamid, status } = await chat.deliverText(account, message.phone, text, undefined, 'consent')
+      await db.execute(sql`update messages set wamid = ${wamid}, status = ${status} where id = ${id}`)
     } catch (err) {
       await db.execute(sql`delete from messages where id = ${id} and wamid is null`)
       // The platform may take it later: the delivery is retried. A refusal is final: the change stands unconfirmed.

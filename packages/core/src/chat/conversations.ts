@@ -67,6 +67,8 @@ interface OutboundMessageRecord {
   agentName?: string | null
   replyToId?: string | null
   pausesAssistant?: boolean
+  /** `delivered`: a sandbox number's, delivered as it is stored (README, Sandbox numbers). */
+  status?: 'sent' | 'delivered'
 }
 
 interface InboundMessageRecord {
@@ -308,7 +310,7 @@ export function conversationsRepository (db: DbOrTx) {
         insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
         select ${createId()}, conversation.id, ${record.wamid}, 'outbound', ${record.type}, ${record.content},
           ${record.templateContent == null ? null : storableJson(record.templateContent)}::jsonb,
-          ${record.media === undefined ? null : storableJson(record.media)}::jsonb, 'sent',
+          ${record.media === undefined ? null : storableJson(record.media)}::jsonb, ${record.status ?? 'sent'},
           ${record.agentId ?? null}, ${record.agentName ?? null}, ${record.replyToId ?? null}, ${now}, ${now}
         from conversation
         returning id, conversation_id, ${notifyChange('message.created', sql`${record.phoneNumberId}`, sql`conversation_id`, sql`id`)}`)

@@ -5,8 +5,9 @@ import { chatDeliveries } from '../db/schema/index.ts'
 /** Platform webhook deliveries between the webhook's answer and the worker's processing. */
 export function chatDeliveriesRepository (db: DbOrTx) {
   return {
-    async create (payload: unknown): Promise<string> {
-      const [row] = await db.insert(chatDeliveries).values({ payload }).returning({ id: chatDeliveries.id })
+    /** `id`: a sandbox delivery's (sandbox.ts); the platform webhook's get a generated one. */
+    async create (payload: unknown, id?: string): Promise<string> {
+      const [row] = await db.insert(chatDeliveries).values({ payload, ...(id !== undefined && { id }) }).returning({ id: chatDeliveries.id })
       return row.id
     },
 

@@ -10,6 +10,7 @@ import { conversationsRepository, type MessageStatus } from './conversations.ts'
 import { chatAccountResolver } from './accounts.ts'
 import { interactiveReplyOf, type InteractiveReply } from './interactive.ts'
 import { inboundMediaOf } from './media.ts'
+import { isSandboxDelivery } from './sandbox.ts'
 
 /** A newly stored customer message, for what reacts to it (events, KEYWORD workflows). */
 export interface InboundChatMessage {
@@ -104,7 +105,8 @@ const timeOf = (timestamp: string | undefined): Date => {
 /**
  * Processes one platform delivery: messages stored once each (by wamid) on
  * their conversation, statuses applied forward only. Deliveries for a platform
- * number this installation does not serve are ignored.
+ * number this installation does not serve are ignored, and so are the platform webhook's
+ * for a sandbox number (README, Sandbox numbers).
  */
 export function chatDeliveryProcessor (options: InboundOptions) {
   const { db, logger, onMessage, dispatchEvents } = options
@@ -112,9 +114,10 @@ export function chatDeliveryProcessor (options: InboundOptions) {
   const conversations = conversationsRepository(db)
   const accounts = chatAccountResolver(options)
 
-  async function processChange (value: ChangeValue, summary: DeliverySummary): Promise<void> {
+  /** `sandbox`: the delivery was played through a sandbox number, not received by the platform's webhook. */
+  async function processChange (value: ChangeValue, summary: DeliverySummary, sandbox: boolean): Promise<void> {
     const phoneNumberId = value.metadata?.phone_number_id
-    if (typeof phoneNumberId !== 'string' || !await accounts.isKnownNumber(phoneNumberId)) {
+    if (typeof phoneNumberId !== 'string' || !await accounts.isKnownNumber(phoneNumberId, sandbox)) {
       summary.ignored++
       logger.warn({ phoneNumberId }, 'chat delivery for an unknown platform number ignored')
       return
@@ -176,10 +179,11 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     const payload = await deliveries.get(deliveryId)
     if (payload === null) return null
     const summary: DeliverySummary = { messages: 0, duplicates: 0, statuses: 0, ignored: 0 }
+    const sandbox = isSandboxDelivery(deliveryId)
     const entries = isRecord(payload) && Array.isArray(payload.entry) ? payload.entry : []
     for (const entry of entries) {
       for (const change of isRecord(entry) && Array.isArray(entry.changes) ? entry.changes : []) {
-        if (isRecord(change) && change.field === 'messages' && isRecord(change.value)) await processChange(change.value, summary)
+        if (isRecord(change) && change.field === 'messages' && isRecord(change.value)) await processChange(change.value, summary, sandbox)
       }
     }
     await deliveries.delete(deliveryId)

@@ -1,6 +1,6 @@
 /** Chat: the platform client, accounts, contacts and consent, conversations and messages, canned replies and live changes, the window rule, inbound deliveries and sending. */
 export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
-export { type ChatAccountChanges, type ChatAccountsRepository, chatAccountsRepository } from './accounts-repository.ts'
+export { type ChatAccountChanges, type ChatAccountsRepository, chatAccountsRepository, type NewChatAccount } from './accounts-repository.ts'
 export { CANNED_REPLY_BOUNDS, CANNED_REPLY_SHORTCUT, cannedRepliesRepository, type CannedRepliesRepository } from './canned-replies.ts'
 export { CHAT_CHANGES_CHANNEL, chatChangeFeed, type ChatChange, type ChatChangeFeed } from './changes.ts'
 export { createChatClient, MEDIA_KINDS, MEDIA_LIMITS } from './client.ts'
@@ -12,6 +12,7 @@ export { type ChatDeliveriesRepository, chatDeliveriesRepository } from './deliv
 export { chatDeliveryProcessor, chatDeliveryRequeue } from './inbound.ts'
 export { INTERACTIVE_LIMITS, INTERACTIVE_TYPES } from './interactive.ts'
 export { mediaDownloads, type MediaDownloads } from './media.ts'
+export { newSandboxAccount, sandboxDelivery, sandboxDeliveryId, type SandboxInbound } from './sandbox.ts'
 export { createChatSender } from './sender.ts'
 export { createChatService, type ChatService } from './sending.ts'
 export { broadcastSender } from './broadcast-sender.ts'

@@ -125,6 +125,8 @@ export function mediaDownloads (options: MediaDownloadsOptions) {
     if (message === null) throw new DomainError('MESSAGE_NOT_FOUND', 'Message not found')
     const media = message.media
     if (media?.id === undefined) throw new DomainError('MEDIA_NOT_FOUND', 'Message has no media')
+    // A played customer's media is a description only (README, Sandbox numbers): the platform has no bytes of it.
+    if (account.isSandbox) throw new DomainError('MEDIA_NOT_FOUND', 'A sandbox number\'s media has no content to download')
     const signal = AbortSignal.timeout(timeoutMs)
     const failure = (err: unknown): unknown => signal.aborted
       ? new DomainError('CHAT_MEDIA_TIMEOUT', `Chat platform media did not arrive within CHAT_MEDIA_TIMEOUT_MS (${timeoutMs} ms)`)

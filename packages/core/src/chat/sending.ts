@@ -9,6 +9,7 @@ import { checkInteractive } from './interactive.ts'
 import { checkMediaSend } from './media.ts'
 import { normalizePhone } from './phone.ts'
 import { platformDetails, platformFailure } from './platform-errors.ts'
+import { sandboxWamid } from './sandbox.ts'
 import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import {
@@ -77,6 +78,10 @@ interface ChatServiceOptions {
 const platformComponents = (components: unknown[] | undefined): unknown[] | undefined => components?.map((component) =>
   (component as { type?: unknown })?.type === 'buttons' ? { ...(component as object), type: 'button' } : component)
 
+/** Where a send leaves its message: a sandbox number's is delivered at once, the platform says so of a real one's later. */
+type SentStatus = 'sent' | 'delivered'
+const sentStatusOf = (account: UsableChatAccount): SentStatus => account.isSandbox ? 'delivered' : 'sent'
+
 /** A person's send through the API, or the service's own (workflows, the assistant). */
 const originOf = (request: { pausesAssistant?: boolean }): SendOrigin => request.pausesAssistant === true ? 'staff' : 'automation'
 
@@ -93,10 +98,12 @@ export function createChatService (options: ChatServiceOptions) {
 
   /**
    * Every send reaches the platform here, after the opt-out rule (`assertMayMessage`) for who sends it;
-   * `consent` is a keyword's own confirmation, sent whatever the contact chose.
+   * `consent` is a keyword's own confirmation, sent whatever the contact chose. A sandbox number's
+   * never does (README, Sandbox numbers): it answers as the platform would, with a wamid of its own.
    */
   async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2], options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<SendResult> {
     if (origin !== 'consent') assertMayMessage(await contacts.consentOf(account.phoneNumberId, message.to), origin, message.type === 'template')
+    if (account.isSandbox) return { messaging_product: 'whatsapp', contacts: [{ input: message.to, wa_id: message.to }], messages: [{ id: sandboxWamid() }] }
     try {
       const sent = await client.sendMessage(account.phoneNumberId, account.accessToken, message, options)
       chatSends.inc({ outcome: 'sent', error_code: 'none' })
@@ -107,10 +114,12 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
+  type StoredRecord = Omit<Parameters<typeof conversations.recordOutbound>[0], 'phoneNumberId' | 'status'>
+
   /** The platform accepted the message: failing to store it must not make the caller send it twice. */
-  async function store (record: Parameters<typeof conversations.recordOutbound>[0]): Promise<void> {
+  async function store (account: UsableChatAccount, record: StoredRecord): Promise<void> {
     try {
-      await conversations.recordOutbound(record)
+      await conversations.recordOutbound({ ...record, phoneNumberId: account.phoneNumberId, status: sentStatusOf(account) })
     } catch (err) {
       logger.error({ err, wamid: record.wamid }, 'sent chat message could not be stored')
     }
@@ -118,11 +127,11 @@ export function createChatService (options: ChatServiceOptions) {
 
   /**
    * A text to the platform, nothing stored: for a message already stored (an approved draft, a keyword's
-   * confirmation). The caller checked the window.
+   * confirmation), which the caller gives the wamid and the status. The caller checked the window.
    */
-  async function deliverText (account: UsableChatAccount, phone: string, text: string, options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<string | null> {
+  async function deliverText (account: UsableChatAccount, phone: string, text: string, options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<{ wamid: string | null, status: SentStatus }> {
     const result = await callPlatform(account, textMessage(phone, text), options, origin)
-    return result.messages?.[0]?.id ?? null
+    return { wamid: result.messages?.[0]?.id ?? null, status: sentStatusOf(account) }
   }
 
   /** `options`: a workflow's send (its idempotency key, its signal); never part of an API request's body. */
@@ -133,8 +142,7 @@ export function createChatService (options: ChatServiceOptions) {
     assertInsideWindow(context.lastIncomingAt)
     const replyToWamid = replyToId === undefined ? undefined : (context.replyToWamid ?? replyToId)
     const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid), options, originOf(request))
-    await store({
-      phoneNumberId: account.phoneNumberId,
+    await store(account, {
       phone,
       wamid: result.messages?.[0]?.id ?? null,
       type: 'text',
@@ -152,8 +160,7 @@ export function createChatService (options: ChatServiceOptions) {
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
     const result = await callPlatform(account, templateMessage(phone, request.templateName, lang, platformComponents(request.components)), options, originOf(request))
     const body = request.templateContent?.body
-    await store({
-      phoneNumberId: account.phoneNumberId,
+    await store(account, {
       phone,
       wamid: result.messages?.[0]?.id ?? null,
       type: 'template',
@@ -168,10 +175,10 @@ export function createChatService (options: ChatServiceOptions) {
 
   /** The free-form messages beyond text: refused over the platform's rules first, then outside the window, like text. */
   async function sendFreeForm (account: UsableChatAccount, phone: string, message: Parameters<ChatClient['sendMessage']>[2], options: SendOptions | undefined,
-    record: Omit<Parameters<typeof conversations.recordOutbound>[0], 'phoneNumberId' | 'phone' | 'wamid'>): Promise<SendResult> {
+    record: Omit<StoredRecord, 'phone' | 'wamid'>): Promise<SendResult> {
     assertInsideWindow((await conversations.sendContext(account.phoneNumberId, phone)).lastIncomingAt)
     const result = await callPlatform(account, message, options, originOf(record))
-    await store({ ...record, phoneNumberId: account.phoneNumberId, phone, wamid: result.messages?.[0]?.id ?? null })
+    await store(account, { ...record, phone, wamid: result.messages?.[0]?.id ?? null })
     return result
   }
 

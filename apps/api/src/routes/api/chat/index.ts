@@ -9,6 +9,7 @@ import contacts from './contacts/index.ts'
 import conversations from './conversations/index.ts'
 import events from './events/index.ts'
 import messages from './messages/index.ts'
+import sandbox from './sandbox/index.ts'
 import send from './send/index.ts'
 import templates from './templates/index.ts'
 import { keyScopes } from '../key-scopes.ts'
@@ -26,6 +27,7 @@ export default async function chat (fastify: FastifyInstance): Promise<void> {
   await fastify.register(conversations, { prefix: '/conversations' })
   await fastify.register(events, { prefix: '/events' })
   await fastify.register(messages, { prefix: '/messages' })
+  await fastify.register(sandbox, { prefix: '/accounts' })
   await fastify.register(send, { prefix: '/send' })
   await fastify.register(templates, { prefix: '/templates' })
 }

@@ -3,9 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { storableText } from '@switchboard/core/db'
 import { DomainError } from '@switchboard/core/errors'
 import { chatInboundDeliveries } from '@switchboard/core/observability'
-import { ASSISTANT_MAIN, CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '@switchboard/core/queues'
 import { isNestedTooDeeply, nestingTooDeep } from '../../../plugins/json-body.ts'
 import { errorResponses } from '../../../schemas/common.ts'
+import { acceptDelivery } from './accept.ts'
 import { Challenge, Received, VerifyQuery } from './schemas.ts'
 
 const sameText = (a: string, b: string): boolean => {
@@ -40,7 +40,6 @@ function validSignature (raw: Buffer, header: string | string[] | undefined, app
  * fast however large a burst is. Public: the signature is the authentication.
  */
 const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
-  const deliveries = fastify.chatDeliveries
   const { appSecret, verifyToken } = fastify.config.chat
 
   // The signature covers the bytes as sent (the platform escapes non-ASCII as \uXXXX), so the
@@ -80,18 +79,7 @@ const webhookChat: FastifyPluginAsyncTypebox = async (fastify) => {
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw new DomainError('INVALID_BODY', 'Body must be a JSON object')
     }
-    // Within the request's deadline, or 503 and the platform retries. A row stored after that
-    // answer is processed too: messages are stored once by wamid, so the retry changes nothing.
-    const deliveryId = await request.deadline.race(deliveries.create(payload), 'store the chat delivery')
-    try {
-      await request.deadline.race(
-        fastify.queues[ASSISTANT_MAIN].add(CHAT_DELIVERY_JOB, { deliveryId } satisfies ChatDeliveryJobData, { jobId: deliveryId }),
-        'queue the chat delivery'
-      )
-    } catch (err) {
-      // Stored is received: the worker's reconciler queues a stored delivery that has no job.
-      request.log.warn({ err, deliveryId }, 'chat delivery stored but not queued: the reconciler will queue it')
-    }
+    await acceptDelivery(fastify, request, payload)
     chatInboundDeliveries.inc()
     return { status: 'received' as const }
   })

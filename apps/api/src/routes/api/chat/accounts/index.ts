@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
+import { Type, type Static } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { accountNotFound, type ChatAccountChanges } from '@switchboard/core/chat'
+import { accountNotFound, newSandboxAccount, type ChatAccountChanges, type NewChatAccount } from '@switchboard/core/chat'
 import { decryptSecret, encryptSecret, keyringOf } from '@switchboard/core/encryption'
 import { viewerOf } from '@switchboard/core/users'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
@@ -9,9 +9,19 @@ import { ChatAccount, CreateChatAccountBody, ListChatAccountsQuery, UpdateChatAc
 
 const alreadyLinked = () => new DomainError('CHAT_ACCOUNT_EXISTS', 'Chat account already linked')
 
+/** What only a platform number has (README, Sandbox numbers). */
+const PLATFORM_FIELDS = ['phoneNumberId', 'accessToken', 'businessAccountId'] as const
+
+/** A sandbox number has no platform fields, and is never the default account: implicit choices never count it. */
+function refuseForSandbox (body: { [field in typeof PLATFORM_FIELDS[number]]?: unknown } & { isDefault?: boolean }): void {
+  const field = PLATFORM_FIELDS.find((name) => body[name] !== undefined)
+  if (field !== undefined) throw new DomainError('CHAT_ACCOUNT_SANDBOX', `A sandbox number has no ${field}: it has no chat platform behind it`)
+  if (body.isDefault === true) throw new DomainError('CHAT_ACCOUNT_SANDBOX', 'A sandbox number cannot be the default account')
+}
+
 /**
- * Linked chat accounts (README, Chat). The access token is write-only: it is
- * encrypted before it is stored and no response carries it.
+ * Linked chat accounts (README, Chat), and sandbox numbers (`sandbox: true`, README, Sandbox
+ * numbers). The access token is write-only: it is encrypted before it is stored and no response carries it.
  */
 const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   const repo = fastify.chatAccounts
@@ -21,12 +31,23 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['chat'], querystring: ListChatAccountsQuery, response: { 200: Type.Array(ChatAccount), ...errorResponses(400, 401) } }
   }, async (request) => repo.list(viewerOf(request.user), request.query))
 
+  /** A sandbox number's row, or a platform number's once the platform confirms the token may use it. */
+  async function newAccountOf (body: Static<typeof CreateChatAccountBody>): Promise<NewChatAccount> {
+    const { accessToken, phoneNumberId, sandbox = false, ...rest } = body
+    if (sandbox) {
+      refuseForSandbox(body)
+      return { ...newSandboxAccount(keyring, rest.name), ...(rest.displayPhoneNumber != null && { displayPhoneNumber: rest.displayPhoneNumber }) }
+    }
+    if (phoneNumberId === undefined) throw new DomainError('VALIDATION_ERROR', 'phoneNumberId is required')
+    if (accessToken === undefined) throw new DomainError('VALIDATION_ERROR', 'accessToken is required')
+    await fastify.chat.verifyNumber(phoneNumberId, accessToken)
+    return { ...rest, phoneNumberId, accessTokenEncrypted: encryptSecret(keyring, accessToken) }
+  }
+
   fastify.post('', {
     schema: { tags: ['chat'], body: CreateChatAccountBody, response: { 201: ChatAccount, ...errorResponses(400, 401, 409, 500, 502) } }
   }, async (request, reply) => {
-    const { accessToken, ...rest } = request.body
-    await fastify.chat.verifyNumber(rest.phoneNumberId, accessToken)
-    const account = await repo.create(request.user.sub, { ...rest, accessTokenEncrypted: encryptSecret(keyring, accessToken) })
+    const account = await repo.create(request.user.sub, await newAccountOf(request.body))
     if (account === null) throw alreadyLinked()
     return reply.code(201).send(account)
   })
@@ -36,11 +57,14 @@ const accounts: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const { accessToken, ...rest } = request.body
     const viewer = viewerOf(request.user)
-    if (accessToken !== undefined || rest.phoneNumberId !== undefined) {
-      // The number and token the account will have must still belong together.
+    if (PLATFORM_FIELDS.some((field) => request.body[field] !== undefined) || rest.isDefault === true) {
       const current = await repo.findWithSecret(request.params.id, viewer)
       if (current === null) throw accountNotFound()
-      await fastify.chat.verifyNumber(rest.phoneNumberId ?? current.phoneNumberId, accessToken ?? decryptSecret(keyring, current.accessTokenEncrypted))
+      if (current.isSandbox) refuseForSandbox(request.body)
+      // The number and token the account will have must still belong together.
+      if (accessToken !== undefined || rest.phoneNumberId !== undefined) {
+        await fastify.chat.verifyNumber(rest.phoneNumberId ?? current.phoneNumberId, accessToken ?? decryptSecret(keyring, current.accessTokenEncrypted))
+      }
     }
     const changes: ChatAccountChanges = { ...rest, ...(accessToken !== undefined && { accessTokenEncrypted: encryptSecret(keyring, accessToken) }) }
     try {

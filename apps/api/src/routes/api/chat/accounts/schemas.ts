@@ -9,6 +9,8 @@ export const ChatAccount = Type.Object({
   businessAccountId: Type.Union([Type.String(), Type.Null()]),
   displayPhoneNumber: Type.Union([Type.String(), Type.Null()]),
   isDefault: Type.Boolean(),
+  /** A sandbox number (README, Sandbox numbers): no platform behind it. */
+  sandbox: Type.Boolean(),
   createdAt: Timestamp
 })
 
@@ -21,10 +23,12 @@ const fields = {
   isDefault: Type.Boolean()
 }
 
+/** `phoneNumberId` and `accessToken` are required of a platform number (the route says so), and not for a sandbox one. */
 export const CreateChatAccountBody = Type.Object({
   name: fields.name,
-  phoneNumberId: fields.phoneNumberId,
-  accessToken: fields.accessToken,
+  sandbox: Type.Optional(Type.Boolean()),
+  phoneNumberId: Type.Optional(fields.phoneNumberId),
+  accessToken: Type.Optional(fields.accessToken),
   businessAccountId: Type.Optional(fields.businessAccountId),
   displayPhoneNumber: Type.Optional(fields.displayPhoneNumber),
   isDefault: Type.Optional(fields.isDefault)
