@@ -208,3 +208,91 @@ t.test('linking proves the token may use the number: nobody reads another busine
   const ownerInbox = await request({ method: 'GET', url: '/api/chat/conversations', token: owner.token })
   t.same(ownerInbox.json().map((c: { phone: string }) => c.phone), ['15550006100'])
 })
+
+t.test('sandbox numbers: made with a name only, listed as sandbox, their sends stored delivered with no platform call', async (t) => {
+  const member = await chat.newMember()
+  const created = await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload: { name: 'Try-out', sandbox: true } })
+  t.equal(created.statusCode, 201, created.body)
+  const sandbox = created.json()
+  t.match(sandbox, { name: 'Try-out', sandbox: true, isDefault: false, businessAccountId: null, phoneNumberId: /^sandbox-/, displayPhoneNumber: /^\+1 555 01\d\d$/ })
+  const second = await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload: { name: 'Another', sandbox: true } })
+  t.not(second.json().phoneNumberId, sandbox.phoneNumberId, 'each has a number of its own')
+  const real = await chat.linkAccount(member.token, '200000000000071')
+  const list = (await request({ method: 'GET', url: '/api/chat/accounts', token: member.token })).json()
+  t.same(list.map((a: { id: string, sandbox: boolean }) => [a.id, a.sandbox]), [[sandbox.id, true], [second.json().id, true], [real, false]])
+
+  const before = fake.requests.length
+  const sent = await sendTemplate(member.token, { 'x-account-id': sandbox.id })
+  t.equal(sent.statusCode, 200, sent.body)
+  t.match(sent.json(), { messaging_product: 'whatsapp', contacts: [{ input: '16505550100', wa_id: '16505550100' }], messages: [{ id: /^wamid\.sandbox-/ }] })
+  t.equal(fake.requests.length, before, 'the platform was not called')
+  const [stored] = await app.database.sql<Array<{ status: string, phoneNumberId: string }>>`
+    select m.status, c.phone_number_id as "phoneNumberId" from messages m join conversations c on c.id = m.conversation_id where m.wamid = ${sent.json().messages[0].id}`
+  t.same(stored, { status: 'delivered', phoneNumberId: sandbox.phoneNumberId }, 'stored on the sandbox number\'s conversation, delivered')
+
+  const text = await request({ method: 'POST', url: '/api/chat/send/text', token: member.token, headers: { 'x-account-id': sandbox.id }, payload: { to: '16505550100', text: 'hi' } })
+  t.equal(text.statusCode, 400, 'the 24-hour rule holds as for any number')
+  t.equal(text.json().message, 'Outside the 24-hour window: send a template')
+})
+
+t.test('sandbox numbers never count when an account is chosen implicitly', async (t) => {
+  const defaultUser = await chat.newMember()
+  await request({ method: 'POST', url: '/api/chat/accounts', token: defaultUser.token, payload: { name: 'Sandbox', sandbox: true } })
+  t.equal((await sendTemplate(defaultUser.token)).statusCode, 200, 'a sandbox only: the default account stays theirs')
+  t.equal(lastSendPath(), `/v21.0/${DEFAULT_PHONE_NUMBER_ID}/messages`)
+  t.equal((await request({ method: 'GET', url: '/api/chat/conversations', token: defaultUser.token, headers: { 'x-account-id': 'default' } })).statusCode, 200, 'and the shared inbox')
+
+  const linker = await chat.newMember()
+  await chat.linkAccount(linker.token, '200000000000081')
+  const sandbox = (await request({ method: 'POST', url: '/api/chat/accounts', token: linker.token, payload: { name: 'Sandbox', sandbox: true } })).json()
+  t.equal((await sendTemplate(linker.token)).statusCode, 200, 'one real number and a sandbox: the real one, no header needed')
+  t.equal(lastSendPath(), '/v21.0/200000000000081/messages')
+
+  const marked = await request({ method: 'PATCH', url: `/api/chat/accounts/${sandbox.id}`, token: linker.token, payload: { isDefault: true } })
+  t.equal(marked.statusCode, 400)
+  t.equal(marked.json().message, 'A sandbox number cannot be the default account')
+  const moved = await request({ method: 'PATCH', url: `/api/chat/accounts/${sandbox.id}`, token: linker.token, payload: { phoneNumberId: '200000000000082' } })
+  t.equal(moved.statusCode, 400)
+  t.equal(moved.json().message, 'A sandbox number has no phoneNumberId: it has no chat platform behind it')
+  t.equal((await request({ method: 'PATCH', url: `/api/chat/accounts/${sandbox.id}`, token: linker.token, payload: { name: 'Renamed' } })).json().name, 'Renamed')
+})
+
+t.test('sandbox numbers: broadcasts refuse them; the inbound route is their users\' only, for sandbox numbers, one message at a time', async (t) => {
+  const member = await chat.newMember()
+  const sandbox = (await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload: { name: 'Sandbox', sandbox: true } })).json()
+  const broadcast = await request({ method: 'POST', url: '/api/chat/broadcasts', token: member.token, headers: { 'x-account-id': sandbox.id }, payload: { templateName: 'hello_world', recipients: [{ to: '16505550100' }] } })
+  t.equal(broadcast.statusCode, 400)
+  t.match(broadcast.json(), { code: 'CHAT_ACCOUNT_SANDBOX', message: 'Broadcasts cannot be sent from a sandbox number: its customers are played' })
+
+  const inbound = (id: string, token: string, payload: Record<string, unknown>) => request({ method: 'POST', url: `/api/chat/accounts/${id}/sandbox/inbound`, token, payload })
+  const other = await chat.newMember()
+  const foreign = await inbound(sandbox.id, other.token, { from: '15550001111', text: 'hi' })
+  t.equal(foreign.statusCode, 404)
+  t.equal(foreign.json().message, 'Chat account not found')
+  const real = await chat.linkAccount(other.token, '200000000000091')
+  const notSandbox = await inbound(real, other.token, { from: '15550001111', text: 'hi' })
+  t.equal(notSandbox.statusCode, 400)
+  t.match(notSandbox.json(), { code: 'CHAT_ACCOUNT_NOT_SANDBOX', message: 'Chat account is not a sandbox number: its customers write through the chat platform' })
+  t.equal((await inbound('default', member.token, { from: '15550001111', text: 'hi' })).statusCode, 400, 'nor is the default account')
+
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ from: '15550001111' }, 'Give exactly one of text, interactive and media'],
+    [{ from: '15550001111', text: 'hi', media: { kind: 'image' } }, 'Give exactly one of text, interactive and media'],
+    [{ text: 'hi' }, 'from is required'],
+    [{ from: '+1 555', text: 'hi' }, 'from must be a phone number in international format, digits only'],
+    [{ from: '15550001111', text: 'x'.repeat(4097) }, 'text must be 1 to 4096 characters'],
+    [{ from: '15550001111', interactive: { type: 'button_reply', id: 'yes', title: 'x'.repeat(25) } }, 'interactive.title must be 1 to 24 characters'],
+    [{ from: '15550001111', media: { kind: 'image', caption: 'x'.repeat(1025) } }, 'media.caption must be 1 to 1024 characters']
+  ]
+  for (const [payload, message] of cases) {
+    const res = await inbound(sandbox.id, member.token, payload)
+    t.equal(res.statusCode, 400, message)
+    t.equal(res.json().message, message)
+  }
+  const [pending] = await app.database.sql<Array<{ n: number }>>`select count(*)::int as n from chat_deliveries where id like 'sandbox-%'`
+  t.equal(pending.n, 0, 'nothing refused was stored')
+
+  const sandboxFields = await request({ method: 'POST', url: '/api/chat/accounts', token: member.token, payload: { name: 'x', sandbox: true, accessToken: 'abc' } })
+  t.equal(sandboxFields.statusCode, 400)
+  t.equal(sandboxFields.json().message, 'A sandbox number has no accessToken: it has no chat platform behind it')
+})

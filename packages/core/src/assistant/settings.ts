@@ -10,6 +10,9 @@ import { createModelClient, type ModelClient } from './model.ts'
 /** Bounds of an account's assistant settings (README, The assistant). */
 export const MAX_INSTRUCTIONS_CHARS = 8000
 export const MAX_MODEL_NAME_CHARS = 200
+/** How long a conversation stays quiet before a turn answers its burst of messages (README, The assistant: bursts). */
+export const DEFAULT_DEBOUNCE_MS = 1500
+export const MAX_DEBOUNCE_MS = 30_000
 
 export interface AssistantSettings {
   instructions: string
@@ -18,6 +21,8 @@ export interface AssistantSettings {
   model: string | null
   /** A bearer credential of the one who set it, whose token replaces AI_API_KEY; null: AI_API_KEY. */
   apiKeyCredentialId: string | null
+  /** A turn starts once the conversation has been quiet this long, and at most 3 times this long after the burst's first message. */
+  debounceMs: number
 }
 
 export interface AssistantSettingsView extends AssistantSettings {
@@ -26,11 +31,11 @@ export interface AssistantSettingsView extends AssistantSettings {
   updatedAt: Date | null
 }
 
-const DEFAULTS: AssistantSettings = { instructions: '', answerAlways: false, model: null, apiKeyCredentialId: null }
+const DEFAULTS: AssistantSettings = { instructions: '', answerAlways: false, model: null, apiKeyCredentialId: null, debounceMs: DEFAULT_DEBOUNCE_MS }
 
 const settingsOf = (row: ChatAssistant | undefined): AssistantSettings => row === undefined
   ? DEFAULTS
-  : { instructions: row.instructions, answerAlways: row.answerAlways, model: row.model, apiKeyCredentialId: row.apiKeyCredentialId }
+  : { instructions: row.instructions, answerAlways: row.answerAlways, model: row.model, apiKeyCredentialId: row.apiKeyCredentialId, debounceMs: row.debounceMs }
 
 /** A provider ready to call for one platform number: the client and the model it asks for. */
 export interface NumberProvider {

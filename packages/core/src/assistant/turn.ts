@@ -349,19 +349,22 @@ export function assistantRunner (options: AssistantRunnerOptions) {
      * when the assistant answers it, and the conversation's job. Idempotent per message.
      */
     async onInboundMessage (message: { conversationId: string, messageId: string, keywordMatched: boolean }): Promise<void> {
-      if (await turns.create(message, config.ai.model)) await enqueueTurns(queues, message.conversationId)
+      const created = await turns.create(message, config.ai.model)
+      // Delayed by the number's debounce: the turn would not start before (`claim`).
+      if (created !== null) await enqueueTurns(queues, message.conversationId, { delayMs: created.debounceMs })
     },
 
     /**
      * Works the conversation's turns in order until none is left, or one waits for its tool runs.
      * A turn claimed by a live worker is looked at again when its lease ends (its worker may die),
-     * unless this job is a `wake`: that worker reads the runs again once the turn waits.
+     * unless this job is a `wake`: that worker reads the runs again once the turn waits. A turn whose
+     * burst of messages may still grow is looked at again when it may have ended, whatever the job.
      */
     async work (conversationId: string, { wake = false } = {}): Promise<TurnsWorked> {
       for (;;) {
         const claim = await turns.claim(conversationId, leaseMs)
         if (claim === null) return undefined
-        if ('retryAt' in claim) return wake ? undefined : { delayMs: Math.max(100, claim.retryAt.getTime() - Date.now() + 50) }
+        if ('retryAt' in claim) return wake && !claim.debounced ? undefined : { delayMs: Math.max(100, claim.retryAt.getTime() - Date.now() + 50) }
         if (await advance(claim.turn) === 'waiting') return undefined
       }
     },

@@ -3,6 +3,7 @@ import { and, desc, eq, sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
 import { assistantTurns, type AssistantLogEntry, type AssistantToolCall, type AssistantTurn, type AssistantTurnOutcome } from '../db/schema/index.ts'
+import { DEFAULT_DEBOUNCE_MS } from './settings.ts'
 
 /** Lines one turn's log keeps; later lines replace the last (a turn is bounded, its log too). */
 const MAX_LOG_LINES = 50
@@ -15,8 +16,11 @@ export type ClaimedTurn = AssistantTurn & { attempt: number }
 
 export type TurnClaim =
   | { turn: ClaimedTurn }
-  /** The conversation's oldest unfinished turn is held by a live claim (another worker, or one that died): look again then. */
-  | { retryAt: Date }
+  /**
+   * The conversation's oldest unfinished turn is held by a live claim (another worker, or one that died), or
+   * (`debounced`) is not started yet and its burst of messages may still grow: look again then.
+   */
+  | { retryAt: Date, debounced: boolean }
   | null
 
 export interface TurnProgress {
@@ -53,10 +57,11 @@ export function assistantTurnsRepository (db: DbOrTx) {
     /**
      * The turn of an inbound message, when the assistant answers it: the conversation's aiMode is
      * not OFF and it is not paused, a model is configured, and no KEYWORD workflow matched unless
-     * the number's assistant answers always. Returns whether the conversation has a turn to work.
+     * the number's assistant answers always. Returns null when the conversation has no turn to work, else
+     * the number's debounceMs: how long its turn waits for the customer to go quiet (`claim`).
      */
-    async create (message: { conversationId: string, messageId: string, keywordMatched: boolean }, defaultModel: string | undefined): Promise<boolean> {
-      const [row] = await db.execute<{ created: boolean }>(sql`
+    async create (message: { conversationId: string, messageId: string, keywordMatched: boolean }, defaultModel: string | undefined): Promise<{ debounceMs: number } | null> {
+      const [row] = await db.execute<{ created: boolean, debounceMs: number }>(sql`
         with candidate as (
           select c.id from conversations c left join chat_assistants s on s.phone_number_id = c.phone_number_id
           where c.id = ${message.conversationId} and c.ai_mode <> 'OFF' and not c.assistant_paused
@@ -69,33 +74,52 @@ export function assistantTurnsRepository (db: DbOrTx) {
           returning id
         )
         select exists (select 1 from created)
-          or exists (select 1 from assistant_turns where message_id = ${message.messageId} and status in ('queued', 'running', 'waiting')) as created`)
-      return row?.created === true
+          or exists (select 1 from assistant_turns where message_id = ${message.messageId} and status in ('queued', 'running', 'waiting')) as created,
+          coalesce((select s.debounce_ms from conversations c join chat_assistants s on s.phone_number_id = c.phone_number_id
+            where c.id = ${message.conversationId}), ${DEFAULT_DEBOUNCE_MS})::int as "debounceMs"`)
+      return row?.created === true ? { debounceMs: row.debounceMs } : null
     },
 
     /**
      * The conversation's oldest unfinished turn, claimed for `leaseMs` when no live claim holds
      * it. Turns are worked strictly in message order: a later one waits for the earlier to end.
+     * A turn not started yet waits for its burst of messages to end (README, The assistant: bursts):
+     * the burst is the turns since the last one that ended other than superseded, and it has ended
+     * once its newest turn is `debounceMs` old, or its first `3 × debounceMs` old. The burst's earlier
+     * turns are then superseded at once, and its newest asks the model for all of them.
      */
     async claim (conversationId: string, leaseMs: number): Promise<TurnClaim> {
-      const rows = await db.execute<AssistantTurn & { attempt: number, retry_at: string | null }>(sql`
+      const rows = await db.execute<AssistantTurn & { attempt: number, retry_at: string | null, debounced: boolean | null }>(sql`
         with oldest as (
           select id, status, lease_until from assistant_turns
           where conversation_id = ${conversationId} and status in ('queued', 'running', 'waiting')
           order by created_at, id limit 1
+        ), answered as (
+          select created_at from assistant_turns
+          where conversation_id = ${conversationId} and status in ('done', 'failed') and outcome <> 'superseded'
+          order by created_at desc, id desc limit 1
+        ), burst as (
+          select min(created_at) as first_at, max(created_at) as last_at from assistant_turns
+          where conversation_id = ${conversationId} and created_at > coalesce((select created_at from answered), '-infinity')
+        ), due as (
+          select least(burst.last_at + make_interval(secs => debounce.ms / 1000.0), burst.first_at + make_interval(secs => 3 * debounce.ms / 1000.0)) as at
+          from burst, (select coalesce((select s.debounce_ms from conversations c join chat_assistants s on s.phone_number_id = c.phone_number_id
+            where c.id = ${conversationId}), ${DEFAULT_DEBOUNCE_MS}) as ms) debounce
         ), claimed as (
           update assistant_turns t set status = 'running', attempts = t.attempts + 1,
             lease_until = now() + make_interval(secs => ${leaseMs / 1000})
-          from oldest
+          from oldest, due
           where t.id = oldest.id and (t.status <> 'running' or t.lease_until < now())
+            and (t.status <> 'queued' or due.at <= now())
           returning t.*
         )
-        select claimed.id, null as retry_at from claimed
+        select claimed.id, null as retry_at, null as debounced from claimed
         union all
-        select null, oldest.lease_until::text from oldest where not exists (select 1 from claimed)`)
+        select null, (case when oldest.status = 'queued' then due.at else oldest.lease_until end)::text, oldest.status = 'queued'
+        from oldest, due where not exists (select 1 from claimed)`)
       const [row] = rows
       if (row === undefined) return null
-      if (row.id === null) return { retryAt: new Date(row.retry_at!) }
+      if (row.id === null) return { retryAt: new Date(row.retry_at!), debounced: row.debounced === true }
       const [turn] = await db.select().from(assistantTurns).where(eq(assistantTurns.id, row.id)).limit(1)
       return turn === undefined ? null : { turn: { ...turn, attempt: turn.attempts } }
     },

@@ -1,12 +1,13 @@
 import { Type } from 'typebox'
-import { MAX_INSTRUCTIONS_CHARS, MAX_MODEL_NAME_CHARS } from '@switchboard/core/assistant'
+import { MAX_DEBOUNCE_MS, MAX_INSTRUCTIONS_CHARS, MAX_MODEL_NAME_CHARS } from '@switchboard/core/assistant'
 import { NullableTimestamp } from '../../../../schemas/common.ts'
 
 export const AssistantSettingsBody = Type.Object({
   instructions: Type.String({ maxLength: MAX_INSTRUCTIONS_CHARS, errorMessage: `instructions must be at most ${MAX_INSTRUCTIONS_CHARS} characters` }),
   answerAlways: Type.Optional(Type.Boolean()),
   model: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: MAX_MODEL_NAME_CHARS, errorMessage: `model must be 1 to ${MAX_MODEL_NAME_CHARS} characters` }), Type.Null()])),
-  apiKeyCredentialId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()]))
+  apiKeyCredentialId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+  debounceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_DEBOUNCE_MS, errorMessage: `debounceMs must be an integer from 0 to ${MAX_DEBOUNCE_MS}` }))
 }, { additionalProperties: false })
 
 export const AssistantSettingsView = Type.Object({
@@ -14,6 +15,7 @@ export const AssistantSettingsView = Type.Object({
   answerAlways: Type.Boolean(),
   model: Type.Union([Type.String(), Type.Null()]),
   apiKeyCredentialId: Type.Union([Type.String(), Type.Null()]),
+  debounceMs: Type.Integer(),
   /** The model turns use; null: the assistant is off for this number. */
   effectiveModel: Type.Union([Type.String(), Type.Null()]),
   updatedAt: NullableTimestamp
