@@ -195,3 +195,60 @@ t.test('a send_chat node replies through the platform and its result holds wamid
   const conversation = await conversationOf('15551110008')
   t.match(conversation?.messages.at(-1), { content: 'Hi Early Bird, we open at 9.', wamid: run.result.reply.wamid, status: 'sent' })
 })
+
+t.test('a sandbox number: a played customer goes the webhook\'s way, and what the number sends is delivered without the platform', async (t) => {
+  const tester = await chat.newMember()
+  const sandbox = (await request({ method: 'POST', url: '/api/chat/accounts', token: tester.token, payload: { name: 'Sandbox', sandbox: true } })).json()
+  const headers = { 'x-account-id': sandbox.id }
+  const workflowId = await chat.client.createWorkflow(tester.token, {
+    name: 'sandbox reply',
+    triggerType: 'KEYWORD',
+    triggerConfig: { keywords: ['quote'] },
+    nodes: [{ id: 'reply', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Hi {{triggerData.name}}, 10 EUR.', accountId: '{{triggerData.accountId}}' } }]
+  })
+  const platformCalls = fake.requests.length
+  const play = async (payload: Record<string, unknown>) => request({ method: 'POST', url: `/api/chat/accounts/${sandbox.id}/sandbox/inbound`, token: tester.token, payload })
+  const played = await play({ from: '15551110020', name: 'Tess', text: 'a quote please' })
+  t.equal(played.statusCode, 202, played.body)
+  t.match(played.json(), { wamid: /^wamid\.sandbox-/ })
+
+  const run = await chat.client.latestRunReaching(tester.token, workflowId, ['SUCCESS', 'FAILED'])
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.match(run.triggerData, { phone: '15551110020', name: 'Tess', text: 'a quote please', accountId: sandbox.id, keyword: 'quote' })
+  const inbox = async () => (await request({ method: 'GET', url: '/api/chat/conversations', token: tester.token, headers })).json() as ConversationBody[]
+  const [conversation] = await waitFor(async () => { const list = await inbox(); return list[0]?.messages.length === 2 ? list : undefined }, { what: 'the reply stored' })
+  t.match(conversation, { phone: '15551110020', name: 'Tess' })
+  t.match(conversation!.messages, [{ content: 'a quote please', wamid: played.json().wamid }, { content: 'Hi Tess, 10 EUR.', wamid: run.result.reply.wamid, status: 'delivered' }])
+
+  const sends = [
+    ['text', { to: '15551110020', text: 'Anything else?' }],
+    ['media', { to: '15551110020', kind: 'image', link: 'https://example.com/bike.jpg', caption: 'Our bike' }],
+    ['interactive', { to: '15551110020', type: 'button', body: 'Pick one', buttons: [{ id: 'red', title: 'Red' }, { id: 'blue', title: 'Blue' }] }]
+  ] as const
+  for (const [kind, payload] of sends) {
+    const res = await request({ method: 'POST', url: `/api/chat/send/${kind}`, token: tester.token, headers, payload })
+    t.equal(res.statusCode, 200, `${kind}: ${res.body}`)
+  }
+  t.same((await inbox())[0]!.messages.slice(2).map((m) => [m.content, m.status]), [['Anything else?', 'delivered'], ['Our bike', 'delivered'], ['Pick one', 'delivered']])
+
+  const tap = await play({ from: '15551110020', interactive: { type: 'button_reply', id: 'red', title: 'Red' } })
+  const document = await play({ from: '15551110020', media: { kind: 'document', mimeType: 'application/pdf', filename: 'order.pdf' } })
+  t.same([tap.statusCode, document.statusCode], [202, 202])
+  // Inbound messages carry the platform's whole-second stamps: found by wamid, not by place.
+  const last = await waitFor(async () => {
+    const messages = (await inbox())[0]!.messages
+    const played = [tap, document].map((res) => messages.find((m) => m.wamid === res.json().wamid))
+    return played.every((m) => m !== undefined) ? played : undefined
+  }, { what: 'the tap and the document' })
+  t.same(last.map((m) => m!.content), ['Red', '[document]'])
+  const media = await request({ method: 'GET', url: `/api/chat/messages/${last[1]!.id}/media`, token: tester.token, headers })
+  t.equal(media.statusCode, 404)
+  t.equal(media.json().message, 'A sandbox number\'s media has no content to download')
+  t.equal(fake.requests.length, platformCalls, 'the platform was never called')
+
+  // The platform's webhook never reaches a sandbox number, whatever a delivery names.
+  await chat.deliver(messagesDelivery(sandbox.phoneNumberId, [{ from: '15551110020', name: 'Forger', text: 'a forged quote' }]))
+  t.equal(await pendingDeliveries(), 0)
+  t.equal((await inbox())[0]!.messages.length, 7, 'the forged message was ignored')
+  t.equal((await chat.client.runsOf(tester.token, workflowId)).length, 1, 'and started nothing')
+})
