@@ -72,9 +72,10 @@ const setAiMode = async (conversationId: string, aiMode: string): Promise<void> 
 const requestsFor = (phoneText: string): RecordedModelRequest[] =>
   provider.requests.filter((request) => JSON.stringify(request.body.messages).includes(phoneText))
 
+// debounceMs 0: a turn per message starts at once, as before bursts were waited for (their own test below).
 const settings = await stack.call('PUT', '/api/chat/accounts/default/assistant', {
   token,
-  body: { instructions: 'We sell bicycles. Never promise a delivery date.' }
+  body: { instructions: 'We sell bicycles. Never promise a delivery date.', debounceMs: 0 }
 })
 t.equal(settings.status, 200, 'admins set the shared inbox\'s instructions')
 
@@ -218,13 +219,13 @@ t.test('a matched KEYWORD workflow answers instead of the assistant, unless the 
   const conversation = await conversationOf(phone)
   t.equal((await turnsOf(conversation.id)).length, 0, 'no turn for a message a KEYWORD workflow took')
 
-  const always = await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: 'We sell bicycles.', answerAlways: true } })
+  const always = await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: 'We sell bicycles.', answerAlways: true, debounceMs: 0 } })
   t.equal(always.status, 200)
   t.equal(always.body.answerAlways, true)
   await say(phone, 'And your hours on Sunday?')
   const turns = await endedTurns(conversation.id)
   t.equal(turns[0]!.outcome, 'drafted')
-  await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: 'We sell bicycles. Never promise a delivery date.' } })
+  await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: 'We sell bicycles. Never promise a delivery date.', debounceMs: 0 } })
   await stack.call('DELETE', `/api/automation/workflows/${keywordId}`, { token })
 })
 
@@ -410,6 +411,28 @@ t.test('a burst of 200 messages to one conversation: turns one at a time, one dr
   t.match(drafts[0]!.content, /burst 199/, 'the draft answers the latest message')
 })
 
+t.test('debounceMs: messages that come within it are one burst, and the model is asked once for all of them', async (t) => {
+  const put = async (debounceMs: number) => stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: 'We sell bicycles.', debounceMs } })
+  t.equal((await put(1500)).body.debounceMs, 1500)
+  const phone = newCustomer()
+  provider.script({ reply: 'Happy to help with your order.' })
+  const burst = ['hi, burst here', 'I need help', 'with my order']
+  for (const [n, text] of burst.entries()) {
+    await say(phone, text)
+    // Long enough for a turn started at once to ask the model (it answers in milliseconds), well within the debounce.
+    if (n < burst.length - 1) await new Promise((resolve) => setTimeout(resolve, 500))
+  }
+  const conversation = await conversationOf(phone)
+  const turns = await endedTurns(conversation.id, 3)
+  t.same(turns.map((turn) => turn.outcome), ['drafted', 'superseded', 'superseded'], 'newest first: the last message\'s turn answers')
+  const asked = requestsFor('hi, burst here')
+  t.equal(asked.length, 1, 'the model was asked once')
+  t.same(asked[0]!.body.messages.slice(1).map((message) => message.content), burst, 'with the whole burst')
+  const drafts = await draftsOf(conversation.id)
+  t.same(drafts.map((draft) => draft.content), ['Happy to help with your order.'])
+  t.equal((await put(0)).status, 200)
+})
+
 t.test('usage per account and the assistant\'s series', async (t) => {
   const { body: usage, status } = await stack.call('GET', '/api/chat/accounts/default/usage', { token })
   t.equal(status, 200)
@@ -439,6 +462,14 @@ t.test('settings: the shared inbox is the admins\'; members read it, and a key m
   t.equal(tooLong.status, 400)
   const notMine = await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: '', apiKeyCredentialId: 'nope' } })
   t.equal(notMine.status, 404)
+  for (const debounceMs of [-1, 30_001, 1.5, '1500']) {
+    const refused = await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: '', debounceMs } })
+    t.equal(refused.status, 400, `debounceMs ${debounceMs}`)
+    t.equal(refused.body.message, 'debounceMs must be an integer from 0 to 30000')
+  }
+  t.equal((await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: '', debounceMs: 30_000 } })).body.debounceMs, 30_000)
+  t.equal((await stack.call('GET', '/api/chat/accounts/default/assistant', { token: member.token })).body.debounceMs, 30_000, 'GET returns it')
+  t.equal((await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: '' } })).body.debounceMs, 1500, 'a full update: absent is the default')
   const badSchema = await stack.call('POST', '/api/automation/workflows', {
     token,
     body: { name: 'bad tool', triggerType: 'AGENT', triggerConfig: { description: 'x', inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: '(a+)+$' } } } }, nodes: [] }
