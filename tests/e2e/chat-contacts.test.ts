@@ -28,6 +28,8 @@ const stack = await startStack(t, {
 })
 const token = await stack.adminToken()
 const { client } = stack
+// A turn per message at once, as these tests time their messages against the turns (README, The assistant: debounceMs).
+await stack.call('PUT', '/api/chat/accounts/default/assistant', { token, body: { instructions: '', debounceMs: 0 } })
 
 let customers = 0
 const newCustomer = (): string => `1555200${String(++customers).padStart(4, '0')}`
