@@ -246,9 +246,14 @@ t.test('a sandbox number: a played customer goes the webhook\'s way, and what th
   t.equal(media.json().message, 'A sandbox number\'s media has no content to download')
   t.equal(fake.requests.length, platformCalls, 'the platform was never called')
 
+  const unstorable = await play({ from: '15551110020', text: 'a\u0000b\ud800' })
+  t.equal(unstorable.statusCode, 202, 'what Postgres cannot hold is no reason to refuse a played customer')
+  const kept = await waitFor(async () => (await inbox())[0]!.messages.find((m) => m.wamid === unstorable.json().wamid), { what: 'the unstorable text' })
+  t.equal(kept.content, 'a\ufffdb\ufffd', 'it becomes U+FFFD, as in the webhook\'s deliveries')
+
   // The platform's webhook never reaches a sandbox number, whatever a delivery names.
   await chat.deliver(messagesDelivery(sandbox.phoneNumberId, [{ from: '15551110020', name: 'Forger', text: 'a forged quote' }]))
   t.equal(await pendingDeliveries(), 0)
-  t.equal((await inbox())[0]!.messages.length, 7, 'the forged message was ignored')
+  t.equal((await inbox())[0]!.messages.length, 8, 'the forged message was ignored')
   t.equal((await chat.client.runsOf(tester.token, workflowId)).length, 1, 'and started nothing')
 })

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto'
 import { createId } from '@paralleldrive/cuid2'
+import { storableJson } from '../db/storable.ts'
 import { encryptSecret, type Keyring } from '../encryption.ts'
 import type { NewChatAccount } from './accounts-repository.ts'
 import type { MediaKind } from './client.ts'
@@ -69,6 +70,7 @@ function platformMessage (inbound: SandboxInbound): Record<string, unknown> {
 /**
  * The platform's webhook delivery of one customer message to the sandbox number `phoneNumberId`, and the
  * message's wamid. The platform's metadata also names the number as displayed; nothing of ours reads it.
+ * What Postgres cannot hold (NUL, unpaired surrogates) becomes U+FFFD, as in the webhook's deliveries.
  */
 export function sandboxDelivery (phoneNumberId: string, inbound: SandboxInbound): { payload: Record<string, unknown>, wamid: string } {
   const wamid = sandboxWamid()
@@ -87,5 +89,5 @@ export function sandboxDelivery (phoneNumberId: string, inbound: SandboxInbound)
       }]
     }]
   }
-  return { payload, wamid }
+  return { payload: JSON.parse(storableJson(payload)) as Record<string, unknown>, wamid }
 }
