@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
   Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
-  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats,
+  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
@@ -177,6 +177,11 @@ export const api = {
   /** Re-checks the number against its stored token at the platform: the api verifies whenever phoneNumberId is sent. */
   verifyAccount: async (account: ChatAccount) =>
     call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(account.id)}`, { body: { phoneNumberId: account.phoneNumberId } satisfies ChatAccountChanges }),
+  /** A number with no platform behind it (README, Sandbox numbers). */
+  createSandbox: async (name: string) => call<ChatAccount>('POST', '/api/chat/accounts', { body: { name, sandbox: true } satisfies NewChatAccount }),
+  /** Plays a customer writing to the sandbox number `accountId`: processed as the platform's webhook's deliveries are. */
+  playInbound: async (accountId: string, input: SandboxInbound) =>
+    call<SandboxPlayed>('POST', `/api/chat/accounts/${encodeURIComponent(accountId)}/sandbox/inbound`, { body: input }),
   updateAccount: async (id: string, changes: ChatAccountChanges) => call<ChatAccount>('PATCH', `/api/chat/accounts/${encodeURIComponent(id)}`, { body: changes }),
   /** `id` may be `default`, the installation's account. */
   assistantSettings: async (id: string) => call<AssistantSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`),

@@ -23,6 +23,7 @@ import type { Agent as AgentSchema } from '../../api/src/routes/api/chat/agents/
 import type { AssistantSettingsView } from '../../api/src/routes/api/chat/assistant/schemas.ts'
 import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecipientSchema, CreateBroadcastBody } from '../../api/src/routes/api/chat/broadcasts/schemas.ts'
 import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
+import type { SandboxInboundAccepted, SandboxInboundBody } from '../../api/src/routes/api/chat/sandbox/schemas.ts'
 import type { ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationsQuery, ConversationWithMessages, UpdateConversationBody } from '../../api/src/routes/api/chat/conversations/schemas.ts'
 import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
 import type { Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
@@ -130,6 +131,9 @@ export type RunStats = Answer<typeof RunStatsSchema>
 export type ChatAccount = Answer<typeof ChatAccountSchema>
 export type NewChatAccount = Body<typeof CreateChatAccountBody>
 export type ChatAccountChanges = Body<typeof UpdateChatAccountBody>
+/** A customer's message played on a sandbox number (README, Sandbox numbers), and its answer. */
+export type SandboxInbound = Body<typeof SandboxInboundBody>
+export type SandboxPlayed = Answer<typeof SandboxInboundAccepted>
 
 export type ChatMessage = Answer<typeof ChatMessageSchema>
 /** An outbound message's status as the platform reported it (a draft's status is one of DRAFT_STATUSES instead). */

@@ -133,13 +133,13 @@ function AccountRow ({ account, onChanged }: { account: ChatAccount, onChanged: 
   const error = verify.error ?? makeDefault.error ?? remove.error
   return (
     <tr data-account={account.phoneNumberId}>
-      <th scope='row'>{account.name}{account.isDefault && <span class='badge ok'>default</span>}</th>
+      <th scope='row'>{account.name}{account.isDefault && <span class='badge ok'>default</span>}{account.sandbox && <span class='badge'>sandbox</span>}</th>
       <td class='mono'>{account.phoneNumberId}</td>
       <td>{account.displayPhoneNumber ?? '—'}</td>
       <td>
         <div class='row'>
-          <button type='button' disabled={verify.busy} onClick={() => { verify.run() }} aria-label={`Verify ${account.name}`}>{verify.busy ? 'Verifying…' : 'Verify'}</button>
-          {!account.isDefault && <button type='button' disabled={makeDefault.busy} onClick={() => { makeDefault.run() }} aria-label={`Make ${account.name} the default for workflows`}>Make default</button>}
+          {!account.sandbox && <button type='button' disabled={verify.busy} onClick={() => { verify.run() }} aria-label={`Verify ${account.name}`}>{verify.busy ? 'Verifying…' : 'Verify'}</button>}
+          {!account.isDefault && !account.sandbox && <button type='button' disabled={makeDefault.busy} onClick={() => { makeDefault.run() }} aria-label={`Make ${account.name} the default for workflows`}>Make default</button>}
           <button type='button' class='danger' disabled={remove.busy} aria-label={`Delete ${account.name}`} onClick={() => { if (confirm(`Unlink ${account.name}?`)) remove.run() }}>Delete</button>
         </div>
         <div role='status' class='small'>{verified}</div>
@@ -164,12 +164,17 @@ function Accounts () {
     setForm({ name: '', phoneNumberId: '', businessAccountId: '', displayPhoneNumber: '', accessToken: '', isDefault: false })
     accounts.reload()
   })
+  const [sandboxName, setSandboxName] = useState('Sandbox')
+  const createSandbox = useAction(async () => {
+    await api.createSandbox(sandboxName.trim())
+    accounts.reload()
+  })
   const field = (key: 'name' | 'phoneNumberId' | 'businessAccountId' | 'displayPhoneNumber' | 'accessToken') =>
     (e: { currentTarget: HTMLInputElement }) => { setForm({ ...form, [key]: e.currentTarget.value }) }
   return (
     <section class='card' aria-labelledby='accounts-title'>
       <h2 id='accounts-title'>Chat accounts</h2>
-      <p class='muted'>Linked chat platform numbers. Without any, the installation’s default account is used.</p>
+      <p class='muted'>Linked chat platform numbers. Without any, the installation’s default account is used. Sandbox numbers have no platform behind them: used only where they are named, never by default.</p>
       <ErrorNotice error={accounts.error} />
       {accounts.data === undefined
         ? <Loading what='chat accounts' />
@@ -199,6 +204,14 @@ function Accounts () {
         <label class='check'><input type='checkbox' checked={form.isDefault} onChange={(e) => { setForm({ ...form, isDefault: e.currentTarget.checked }) }} /> Default for my workflows</label>
         <ErrorNotice error={link.error} />
         <button type='submit' class='primary' disabled={link.busy}>{link.busy ? 'Linking…' : 'Link account'}</button>
+      </form>
+      <form class='inline-form' onSubmit={(event) => { event.preventDefault(); createSandbox.run() }}>
+        <h3>Create sandbox number</h3>
+        <p class='muted'>A number to try workflows and the assistant on: you type as the customer (the builder's “Try it in chat”), and what it sends is delivered at once, without the platform.</p>
+        <label for='sandbox-name'>Name</label>
+        <input id='sandbox-name' required maxLength={200} value={sandboxName} onInput={(e) => { setSandboxName(e.currentTarget.value) }} />
+        <ErrorNotice error={createSandbox.error} />
+        <button type='submit' disabled={createSandbox.busy}>{createSandbox.busy ? 'Creating…' : 'Create sandbox number'}</button>
       </form>
     </section>
   )

@@ -15,6 +15,7 @@ import { paths } from '../../paths.ts'
 import type { Run, Workflow, WorkflowNode } from '../../types.ts'
 import { Canvas } from './canvas.tsx'
 import { Inspector, NodeRun, newNodeId } from './inspector.tsx'
+import { TryInChat, triedInChat } from './try-chat.tsx'
 import { Versions } from './versions.tsx'
 
 const TERMINAL = new Set(['SUCCESS', 'FAILED', 'CANCELLED'])
@@ -311,6 +312,7 @@ export function Builder () {
               {' '}<a href={paths.builder(id)}>Close run</a>
             </p>
           )}
+          {triedInChat(workflow) && <TryInChat workflow={workflow} nodes={definition.nodes} nodeTypes={nodeTypes.data} />}
           <Versions workflowId={id} current={workflow.version} onRestored={() => { later(load()) }} />
         </aside>
       </div>
