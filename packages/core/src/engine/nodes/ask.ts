@@ -28,7 +28,10 @@ const TEMPLATE = Type.Object({
 /** The customer the node asks: the node's phone, else the trigger's (KEYWORD, chat events, assistant tools). */
 function customerOf (config: Record<string, unknown>, triggerData: unknown): { phone: string, accountId?: string } {
   const trigger = typeof triggerData === 'object' && triggerData !== null ? triggerData as Record<string, unknown> : {}
-  const phone = optionalString(config, 'phone') ?? (typeof trigger.phone === 'string' ? trigger.phone : undefined)
+  // An assistant tool's run carries the customer as its conversation (README, The assistant: Tools).
+  const conversation = typeof trigger.conversation === 'object' && trigger.conversation !== null ? trigger.conversation as Record<string, unknown> : {}
+  const triggerPhone = typeof trigger.phone === 'string' ? trigger.phone : typeof conversation.phone === 'string' ? conversation.phone : undefined
+  const phone = optionalString(config, 'phone') ?? triggerPhone
   if (phone === undefined || phone === '') throw new NodeError('phone is required: the trigger carries no customer (a KEYWORD or chat event trigger does)')
   const accountId = optionalString(config, 'accountId') ?? (typeof trigger.accountId === 'string' ? trigger.accountId : undefined)
   return { phone, ...(accountId !== undefined && { accountId }) }
