@@ -84,9 +84,10 @@ export function assistantTurnsRepository (db: DbOrTx) {
      * The conversation's oldest unfinished turn, claimed for `leaseMs` when no live claim holds
      * it. Turns are worked strictly in message order: a later one waits for the earlier to end.
      * A turn not started yet waits for its burst of messages to end (README, The assistant: bursts):
-     * the burst is the turns since the last one that ended other than superseded, and it has ended
-     * once its newest turn is `debounceMs` old, or its first `3 × debounceMs` old. The burst's earlier
-     * turns are then superseded at once, and its newest asks the model for all of them.
+     * the burst is the latest turns each created within `debounceMs` of the one before, and it has
+     * ended once its newest is `debounceMs` old, or its first `3 × debounceMs` old. The burst's earlier
+     * turns are then superseded at once, and its newest asks the model for all of them. Only the turns
+     * of the last `4 × debounceMs` are read: a burst that began before them is past its 3 × bound.
      */
     async claim (conversationId: string, leaseMs: number): Promise<TurnClaim> {
       const rows = await db.execute<AssistantTurn & { attempt: number, retry_at: string | null, debounced: boolean | null }>(sql`
@@ -94,17 +95,19 @@ export function assistantTurnsRepository (db: DbOrTx) {
           select id, status, lease_until from assistant_turns
           where conversation_id = ${conversationId} and status in ('queued', 'running', 'waiting')
           order by created_at, id limit 1
-        ), answered as (
-          select created_at from assistant_turns
-          where conversation_id = ${conversationId} and status in ('done', 'failed') and outcome <> 'superseded'
-          order by created_at desc, id desc limit 1
+        ), debounce as (
+          select make_interval(secs => coalesce((select s.debounce_ms from conversations c join chat_assistants s on s.phone_number_id = c.phone_number_id
+            where c.id = ${conversationId}), ${DEFAULT_DEBOUNCE_MS}) / 1000.0) as d
+        ), recent as (
+          select t.created_at, lag(t.created_at) over (order by t.created_at, t.id) as previous
+          from assistant_turns t, debounce
+          where t.conversation_id = ${conversationId}
+            and t.created_at >= (select max(created_at) from assistant_turns where conversation_id = ${conversationId}) - 4 * debounce.d
         ), burst as (
-          select min(created_at) as first_at, max(created_at) as last_at from assistant_turns
-          where conversation_id = ${conversationId} and created_at > coalesce((select created_at from answered), '-infinity')
+          select max(created_at) filter (where previous is null or created_at - previous >= debounce.d) as first_at, max(created_at) as last_at
+          from recent, debounce group by debounce.d
         ), due as (
-          select least(burst.last_at + make_interval(secs => debounce.ms / 1000.0), burst.first_at + make_interval(secs => 3 * debounce.ms / 1000.0)) as at
-          from burst, (select coalesce((select s.debounce_ms from conversations c join chat_assistants s on s.phone_number_id = c.phone_number_id
-            where c.id = ${conversationId}), ${DEFAULT_DEBOUNCE_MS}) as ms) debounce
+          select least(burst.last_at + debounce.d, burst.first_at + 3 * debounce.d) as at from burst, debounce
         ), claimed as (
           update assistant_turns t set status = 'running', attempts = t.attempts + 1,
             lease_until = now() + make_interval(secs => ${leaseMs / 1000})

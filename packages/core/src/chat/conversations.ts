@@ -247,16 +247,17 @@ export function conversationsRepository (db: DbOrTx) {
 
     /**
      * The latest `limit` messages the customer wrote or was sent (drafts are not part of it), up to
-     * the message `upTo` when given, oldest first, the newest kept within `maxChars` in all (the
-     * newest alone is cut to it).
+     * the second of the message `upTo` when given, oldest first, the newest kept within `maxChars` in
+     * all (the newest alone is cut to it). The platform stamps whole seconds: messages of one second
+     * are in the order they were dispatched (a burst of them is answered at once, README, The assistant).
      */
     async history (conversationId: string, bounds: { limit: number, maxChars: number, upTo?: string }): Promise<Array<{ direction: 'inbound' | 'outbound', content: string }>> {
       if (bounds.limit <= 0) return []
       const rows = await db.execute<{ direction: 'inbound' | 'outbound', content: string }>(sql`
         select h.direction, h.content from messages h
         where h.conversation_id = ${conversationId} and (h.direction = 'inbound' or h.status in ('sent', 'delivered', 'read'))
-          ${bounds.upTo === undefined ? sql`` : sql`and (h.created_at, h.id) <= (select m.created_at, m.id from messages m where m.id = ${bounds.upTo})`}
-        order by h.created_at desc, h.id desc limit ${bounds.limit}`)
+          ${bounds.upTo === undefined ? sql`` : sql`and h.created_at <= (select m.created_at from messages m where m.id = ${bounds.upTo})`}
+        order by h.created_at desc, h.dispatched_at desc nulls first, h.id desc limit ${bounds.limit}`)
       const kept: Array<{ direction: 'inbound' | 'outbound', content: string }> = []
       let chars = 0
       for (const row of rows) {
