@@ -256,4 +256,9 @@ t.test('a sandbox number: a played customer goes the webhook\'s way, and what th
   t.equal(await pendingDeliveries(), 0)
   t.equal((await inbox())[0]!.messages.length, 8, 'the forged message was ignored')
   t.equal((await chat.client.runsOf(tester.token, workflowId)).length, 1, 'and started nothing')
+
+  t.equal((await play({ from: '15551110020', text: 'STOP' })).statusCode, 202)
+  const confirmation = await waitFor(async () => (await inbox())[0]!.messages.find((m) => m.content.startsWith('You have been unsubscribed')), { what: 'the opt-out confirmation' })
+  t.equal(confirmation.status, 'delivered', 'a consent keyword answers on a sandbox number too, delivered')
+  t.equal(fake.requests.length, platformCalls, 'without the platform')
 })
