@@ -39,7 +39,8 @@ const chat: ChatSender = {
   async sendMedia () { throw new Error('unused') },
   async sendInteractive () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
-  async draftText () { throw new Error('unused') }
+  async draftText () { throw new Error('unused') },
+  async handoff () { throw new Error('unused') }
 }
 
 const publicHttp = createHttpClient({ allowPrivate: false })

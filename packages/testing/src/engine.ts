@@ -11,7 +11,8 @@ const unusedChat: NodeDependencies['chat'] = {
   sendMedia: unused,
   sendInteractive: unused,
   recentMessages: unused,
-  draftText: unused
+  draftText: unused,
+  handoff: unused
 }
 
 /** What a test gives the engine: the database and queues, and whichever other options it cares about. */

@@ -11,6 +11,7 @@ import { dedupe } from './dedupe.ts'
 import type { NodeCategory, NodeDefinition, NodeLinkField } from './definition.ts'
 import { filter } from './filter.ts'
 import { foreach } from './foreach.ts'
+import { handoff } from './handoff.ts'
 import { httpRequest } from './http-request.ts'
 import { merge } from './merge.ts'
 import { parallel } from './parallel.ts'
@@ -36,6 +37,7 @@ const DEFINITIONS = [
   sendChatTemplate,
   sendChatMedia,
   sendChatInteractive,
+  handoff,
   httpRequest,
   verifySignature,
   condition,
