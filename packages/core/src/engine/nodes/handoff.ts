@@ -2,7 +2,7 @@ import { Type } from 'typebox'
 import { NOTE_BOUNDS } from '../../chat/notes.ts'
 import { CONVERSATION_PRIORITIES } from '../../db/schema/chat.ts'
 import { NodeError } from '../types.ts'
-import { CHAT_FIELDS, CHAT_TRAITS } from './chat-send.ts'
+import { CHAT_TRAITS } from './chat-send.ts'
 import { optionalChoice, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
@@ -30,8 +30,8 @@ export const handoff = defineNode({
   category: 'Chat',
   description: 'Hands a chat customer’s conversation to a person: assigns it (pausing the assistant), adds labels, sets its priority and leaves a private note.',
   config: {
-    phone: CHAT_FIELDS.phone,
-    accountId: CHAT_FIELDS.accountId,
+    phone: templated(Type.String({ minLength: 1, maxLength: 64, description: 'The customer’s number, whose conversation is handed over (usually {{triggerData.phone}}).' })),
+    accountId: Type.Optional(templated(Type.String({ description: 'The chat account of the conversation; the owner’s default account when absent.' }))),
     assignTo: templated(Type.String({ minLength: 1, maxLength: 200, description: 'A user who can use the account (their id), or least_busy: of those, the one with the fewest open conversations assigned, ties broken by email.' })),
     labels: Type.Optional(templated(Type.Array(Type.String({ minLength: 1, maxLength: LABELS.chars }), { maxItems: LABELS.items, description: 'Labels added to the conversation’s own.' }))),
     priority: Type.Optional(oneOfAnyCase(CONVERSATION_PRIORITIES, { description: 'The conversation’s priority; unchanged when absent.' })),
