@@ -148,13 +148,13 @@ t.test('notes: written and listed oldest first, apart from messages, with their 
   const messages = await request({ method: 'GET', url: `/api/chat/conversations/${id}/messages`, token: member.token, headers })
   t.same(messages.json().map((message: { content: string }) => message.content), ['read already'], 'a note is no message')
   t.equal(chat.fake.sends().length, 0, 'nothing is sent to the platform')
-  await waitFor(() => heard.length >= 2 ? true : undefined, { what: 'the note.created notifications' })
+  await waitFor(async () => heard.length >= 2 ? true : undefined, { what: 'the note.created notifications' })
   t.match(JSON.parse(heard[0]), { kind: 'note.created', phoneNumberId: NUMBER, conversationId: id, noteId: first.json().id })
 })
 
 t.test('notes: bounds, and another account\'s conversation answers 404', async (t) => {
   const url = `/api/chat/conversations/${byPhone.get('15550000003')!.id}/notes`
-  const invalid: Array<[unknown, string]> = [
+  const invalid: Array<[Record<string, unknown>, string]> = [
     [{ text: '' }, 'text must be 1 to 4000 characters'],
     [{ text: '   ' }, 'text must be 1 to 4000 characters'],
     [{ text: 'x'.repeat(4001) }, 'text must be 1 to 4000 characters'],
