@@ -199,7 +199,7 @@ export function conversationsRepository (db: DbOrTx) {
           filterCondition(query.filter, new Date()),
           query.assignedTo === undefined ? undefined : query.assignedTo === null ? isNull(conversations.assignedAgentId) : eq(conversations.assignedAgentId, query.assignedTo),
           query.label === undefined ? undefined : sql`${conversations.labels} @> array[${query.label}]::text[]`,
-          // By the notes' GIN index on mentions: the conversations of the user's mentions, however many notes the number holds.
+          // `@>` on mentions: what the notes' GIN index serves.
           query.mentioning === undefined ? undefined : sql`${conversations.id} in (select n.conversation_id from conversation_notes n where n.mentions @> array[${query.mentioning}]::text[])`
         ))
         .orderBy(...sortOrder(query.sort))
