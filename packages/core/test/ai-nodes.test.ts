@@ -25,6 +25,7 @@ const unusedChat: ChatSender = {
   async sendTemplate () { throw new Error('unused') },
   async sendMedia () { throw new Error('unused') },
   async sendInteractive () { throw new Error('unused') },
+  async conversation () { return null },
   async recentMessages () { return { conversationId: null, messages: [] } },
   async draftText () { throw new Error('unused') },
   async handoff () { throw new Error('unused') }

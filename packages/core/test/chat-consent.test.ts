@@ -116,9 +116,9 @@ t.test('a keyword\'s delivery retried: the contact changes once and the confirma
 
   const stop = await inbound('15550000001', 'stop')
   t.equal((await contact('15550000001')).optedOut, false, 'the inbound message made the contact')
-  t.equal(await consent.answer(await inbound('15550000001', 'hello')), false, 'an ordinary message is not answered')
-  t.equal(await consent.answer(stop), true)
-  t.equal(await consent.answer(stop), true, 'the same message again (a retried delivery)')
+  t.equal(await consent.answer(await inbound('15550000001', 'hello')), null, 'an ordinary message is not answered')
+  t.equal(await consent.answer(stop), 'optOut')
+  t.equal(await consent.answer(stop), 'optOut', 'the same message again (a retried delivery)')
   t.same(sent, [`15550000001: ${DEFAULT_CONSENT_SETTINGS.optOutConfirmation}`], 'confirmed once')
   t.match(await contact('15550000001'), { optedOut: true, consentSource: 'keyword', consentChangedAt: receivedAt })
   t.match(await confirmations(stop.conversationId), [{ content: DEFAULT_CONSENT_SETTINGS.optOutConfirmation, agentName: 'Consent', replyToId: stop.messageId, wamid: /^wamid\./ }])
@@ -127,13 +127,13 @@ t.test('a keyword\'s delivery retried: the contact changes once and the confirma
   failure = platformFailure(new ChatPlatformUnavailableError('unreachable')) as Error
   await t.rejects(consent.answer(start), { code: 'CHAT_PLATFORM_UNAVAILABLE' }, 'the platform may take it later: the delivery is retried')
   t.equal((await confirmations(start.conversationId)).length, 0, 'the claim is given back')
-  t.equal(await consent.answer(start), true)
+  t.equal(await consent.answer(start), 'optIn')
   t.same(sent.at(-1), `15550000002: ${DEFAULT_CONSENT_SETTINGS.optInConfirmation}`)
 
   const refused = await inbound('15550000003', 'unsubscribe')
   failure = platformFailure(new ChatPlatformError(400, { code: 131030, message: 'Recipient phone number not in allowed list' })) as Error
   t.ok(failure instanceof DomainError)
-  t.equal(await consent.answer(refused), true, 'a refusal is final: the change stands, unconfirmed')
+  t.equal(await consent.answer(refused), 'optOut', 'a refusal is final: the change stands, unconfirmed')
   t.equal((await contact('15550000003')).optedOut, true)
   t.equal((await confirmations(refused.conversationId)).length, 0)
 })

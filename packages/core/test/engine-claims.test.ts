@@ -57,6 +57,7 @@ function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number,
     async sendTemplate () { throw new Error('unused') },
     async sendMedia () { throw new Error('unused') },
     async sendInteractive () { throw new Error('unused') },
+    async conversation () { throw new Error('unused') },
     async recentMessages () { throw new Error('unused') },
     async draftText () { throw new Error('unused') },
     async handoff () { throw new Error('unused') }
@@ -352,6 +353,7 @@ t.test('a chat send is in the run\'s log before the platform is called', async (
       },
       async sendMedia () { throw new Error('unused') },
       async sendInteractive () { throw new Error('unused') },
+      async conversation () { throw new Error('unused') },
       async recentMessages () { throw new Error('unused') },
       async draftText () { throw new Error('unused') },
       async handoff () { throw new Error('unused') }

@@ -28,6 +28,7 @@ const noChat: ChatSender = {
   async sendTemplate () { throw new Error('unused') },
   async sendMedia () { throw new Error('unused') },
   async sendInteractive () { throw new Error('unused') },
+  async conversation () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
   async draftText () { throw new Error('unused') },
   async handoff () { throw new Error('unused') }
@@ -141,6 +142,7 @@ t.test('chat sends: the platform\'s passing failures are retried with one idempo
     },
     sendMedia: noChat.sendMedia,
     sendInteractive: noChat.sendInteractive,
+    conversation: noChat.conversation,
     recentMessages: noChat.recentMessages,
     draftText: noChat.draftText,
     handoff: noChat.handoff

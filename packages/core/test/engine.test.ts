@@ -38,6 +38,7 @@ const chat: ChatSender = {
   async sendTemplate (input) { sent.push(input); return { wamid: `wamid.tpl${sent.length}`, to: input.to } },
   async sendMedia () { throw new Error('unused') },
   async sendInteractive () { throw new Error('unused') },
+  async conversation () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
   async draftText () { throw new Error('unused') },
   async handoff () { throw new Error('unused') }

@@ -10,6 +10,7 @@ const unusedChat: NodeDependencies['chat'] = {
   sendTemplate: unused,
   sendMedia: unused,
   sendInteractive: unused,
+  conversation: unused,
   recentMessages: unused,
   draftText: unused,
   handoff: unused

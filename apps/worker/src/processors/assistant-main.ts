@@ -1,13 +1,15 @@
 import { DelayedError, type Job } from 'bullmq'
-import { chatDeliveryProcessor } from '@switchboard/core/chat'
+import { chatAsks, chatDeliveryProcessor } from '@switchboard/core/chat'
+import { wakeRun } from '@switchboard/core/engine'
 import { ASSISTANT_TURN_JOB, type AssistantTurnJobData, type ChatDeliveryJobData } from '@switchboard/core/queues'
 import { dispatchEvents, reactToInboundMessage } from '@switchboard/core/triggers'
 import type { ProcessorFactory } from '../context.ts'
 
 /**
- * Inbound chat platform deliveries (README, Inbound messages): stored, then opt-out and opt-in keywords
- * answered (such a message ends there), then events and KEYWORD workflows started, then the
- * message's assistant turn created. And the assistant's turns, one job per
+ * Inbound chat platform deliveries (README, Inbound messages): stored, then given to whoever gets
+ * it, in the order of the README's table "Who gets an inbound message": opt-out and opt-in keywords
+ * (an opt-out also ends the conversation's `ask`), a run waiting at an `ask` of the conversation,
+ * then KEYWORD and `chat.message.received` workflows, then the assistant. And the assistant's turns, one job per
  * conversation: a turn waiting for a tool run is delayed, never held by a worker slot. At most
  * half the queue's slots work turns at once (a slow model holds its slot for AI_TIMEOUT_MS), so
  * deliveries always have the other half.
@@ -18,6 +20,7 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
   const turnSlots = Math.max(1, Math.floor(config.workerConcurrency / 2))
   let turnsActive = 0
   const events = { db, queues, logger, eventFanoutMax: config.limits.eventFanoutMax }
+  const asks = chatAsks(db)
   const processDelivery = chatDeliveryProcessor({
     db,
     config,
@@ -31,7 +34,25 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
       }
     },
     onMessage: async (message) => {
-      if (await consent.answer(message)) return
+      const consentKeyword = await consent.answer(message)
+      if (consentKeyword !== null) {
+        const exited = consentKeyword === 'optOut' ? await asks.exit(message.conversationId) : null
+        if (exited !== null) await wakeRun(queues, exited.queue, exited.runId)
+        return
+      }
+      const asked = await asks.take(message.conversationId, {
+        messageId: message.messageId,
+        wamid: message.wamid,
+        type: message.type,
+        text: message.text,
+        ...(message.interactive !== undefined && { interactive: message.interactive }),
+        ...(message.media !== undefined && { media: message.media })
+      })
+      if (asked.taken) {
+        if (asked.wake !== null) await wakeRun(queues, asked.wake.queue, asked.wake.runId)
+        logger.debug({ conversationId: message.conversationId, answered: asked.answered }, 'inbound chat message taken by an ask')
+        return
+      }
       const { skipped, keywordMatched, ...started } = await reactToInboundMessage(events, message)
       if (started.eventRunIds.length > 0 || started.keywordRunIds.length > 0) {
         logger.info({ conversationId: message.conversationId, ...started }, 'inbound chat message started runs')

@@ -24,6 +24,7 @@ const publicColumns = {
   businessAccountId: chatAccounts.businessAccountId,
   displayPhoneNumber: chatAccounts.displayPhoneNumber,
   isDefault: chatAccounts.isDefault,
+  isSandbox: chatAccounts.isSandbox,
   createdAt: chatAccounts.createdAt
 }
 

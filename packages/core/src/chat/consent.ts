@@ -135,13 +135,14 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
 
   return {
     /**
-     * Whether the message was a consent keyword, now applied and confirmed: nothing else may react to it.
-     * A tap counts by its text or its id (a template's quick reply button `Stop promotions` with payload STOP).
+     * The consent keyword the message was, now applied and confirmed (nothing else may react to
+     * it), or null. A tap counts by its text or its id (a template's quick reply button `Stop
+     * promotions` with payload STOP).
      */
-    async answer (message: InboundChatMessage): Promise<boolean> {
+    async answer (message: InboundChatMessage): Promise<'optOut' | 'optIn' | null> {
       const current = await settings.view(message.phoneNumberId)
       const keyword = consentKeywordOf(message.text, current) ?? (message.interactive === undefined ? null : consentKeywordOf(message.interactive.id, current))
-      if (keyword === null) return false
+      if (keyword === null) return null
       const optedOut = keyword === 'optOut'
       await db.execute(sql`
         insert into chat_contacts (id, phone_number_id, phone, name, opted_out, consent_changed_at, consent_source)
@@ -151,7 +152,7 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
           set opted_out = excluded.opted_out, consent_changed_at = excluded.consent_changed_at, consent_source = 'keyword', updated_at = now()`)
       logger.info({ conversationId: message.conversationId, optedOut }, 'consent keyword applied')
       await confirm(message, optedOut ? current.optOutConfirmation : current.optInConfirmation)
-      return true
+      return keyword
     }
   }
 }

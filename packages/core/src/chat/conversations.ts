@@ -285,13 +285,13 @@ export function conversationsRepository (db: DbOrTx) {
       return row ?? { lastIncomingAt: null, replyToWamid: null }
     },
 
-    /** The conversation of `phone` on a platform number, with the id of the customer's latest message; null when there is none. */
-    async findByPhone (phoneNumberId: string, phone: string): Promise<{ id: string, lastInboundId: string | null } | null> {
-      const [row] = await db.execute<{ id: string, lastInboundId: string | null }>(sql`
-        select c.id, (select m.id from messages m where m.conversation_id = c.id and m.direction = 'inbound'
+    /** The conversation of `phone` on a platform number, with the id and time of the customer's latest message; null when there is none. */
+    async findByPhone (phoneNumberId: string, phone: string): Promise<{ id: string, lastInboundId: string | null, lastIncomingAt: Date | null } | null> {
+      const [row] = await db.execute<{ id: string, lastInboundId: string | null, lastIncomingAt: string | null }>(sql`
+        select c.id, c.last_incoming_at as "lastIncomingAt", (select m.id from messages m where m.conversation_id = c.id and m.direction = 'inbound'
           order by m.created_at desc, m.id desc limit 1) as "lastInboundId"
         from conversations c where c.phone_number_id = ${phoneNumberId} and c.phone = ${phone}`)
-      return row ?? null
+      return row === undefined ? null : { ...row, lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt) }
     },
 
     /**

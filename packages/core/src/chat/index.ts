@@ -1,4 +1,5 @@
 /** Chat: the platform client, accounts, contacts and consent, conversations and messages, canned replies and live changes, the window rule, inbound deliveries and sending. */
+export { chatAsks, type ChatAsks } from './asks.ts'
 export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
 export { type ChatAccountChanges, type ChatAccountsRepository, chatAccountsRepository } from './accounts-repository.ts'
 export { CANNED_REPLY_BOUNDS, CANNED_REPLY_SHORTCUT, cannedRepliesRepository, type CannedRepliesRepository } from './canned-replies.ts'

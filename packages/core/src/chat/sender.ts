@@ -99,6 +99,8 @@ export interface ChatSender {
   sendTemplate: (input: SendTemplateInput, options?: SendOptions) => Promise<ChatSendResult>
   sendMedia: (input: SendMediaInput, options?: SendOptions) => Promise<ChatSendResult>
   sendInteractive: (input: SendInteractiveInput, options?: SendOptions) => Promise<ChatSendResult>
+  /** The conversation with the number on the account, with when the customer last wrote; null before any message. */
+  conversation: (input: ConversationInput) => Promise<{ id: string, lastIncomingAt: Date | null } | null>
   /** The latest `limit` messages of the conversation (no drafts), within `maxChars` in all. */
   recentMessages: (input: ConversationInput & { limit: number, maxChars: number }) => Promise<ChatHistory>
   /**
@@ -152,6 +154,10 @@ export function createChatSender (
     async sendInteractive (input, options) {
       const result = await service.sendInteractive(await accountOf(input.userId, input.accountId), { to: input.to, interactive: input.interactive }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+    },
+    async conversation (input) {
+      const conversation = await conversationOf(input)
+      return conversation === null ? null : { id: conversation.id, lastIncomingAt: conversation.lastIncomingAt }
     },
     async recentMessages (input) {
       const conversation = await conversationOf(input)

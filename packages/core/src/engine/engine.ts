@@ -7,9 +7,10 @@ import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from './run-trace.ts'
 import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
 import { isTakeoverJobId, type Queues } from '../queues/catalog.ts'
-import { childRuns } from './children.ts'
+import { childRuns, wakeRun } from './children.ts'
 import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
 import { runWaits } from './waits.ts'
+import { chatAsks } from '../chat/asks.ts'
 import type { Quotas } from '../users/quotas.ts'
 import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from './graph.ts'
 import { ClaimLostError, database, errorMessage, InfrastructureError, measurable, type Execution, type Pending, type StepRefusal } from './execution.ts'
@@ -220,6 +221,8 @@ export function createRunEngine (options: RunEngineOptions) {
     control: {
       children,
       waits: runWaits(options.db),
+      asks: chatAsks(options.db),
+      wake: async ({ runId, queue }) => { await wakeRun(queues, queue, runId) },
       limits: { subworkflowMaxDepth: options.subworkflowMaxDepth ?? 10, foreachMaxItems: options.foreachMaxItems ?? 10_000, nodeOutputMaxBytes }
     },
     credentials: options.credentials ?? withoutCredentials,

@@ -146,14 +146,22 @@ export function createReconciler (options: ReconcilerOptions) {
 
   async function resumeWaiting (): Promise<number> {
     const rows = await db.execute<{ id: string, nodeId: string | null, queue: QueueName, decided: boolean }>(sql`
-      select runs.id, runs.current_node_id as "nodeId", runs.queue, decided.run_id is not null as decided
+      select runs.id, runs.current_node_id as "nodeId", runs.queue, decided.decided is not null as decided
       from runs
       cross join lateral (select runs.result->runs.current_node_id->>'until' as until) as wait
-      -- An approval decided whose wake was lost (Redis away when it was taken): resumed now, not at its timeout.
-      left join run_waits as decided on decided.run_id = runs.id and decided.node_id = runs.current_node_id
-        and decided.decided_at < now() - ${grace}
+      -- An approval decided, or an ask answered, ended or taken over, whose wake was lost (Redis away,
+      -- a worker killed right after): resumed now, not at its timeout.
+      left join lateral (
+        select true as decided from run_waits
+        where run_waits.run_id = runs.id and run_waits.node_id = runs.current_node_id and run_waits.decided_at < now() - ${grace}
+        union all
+        select true from chat_asks
+        where chat_asks.run_id = runs.id and chat_asks.node_id = runs.current_node_id
+          and chat_asks.status in ('answered', 'exited', 'superseded') and chat_asks.updated_at < now() - ${grace}
+        limit 1
+      ) as decided on true
       where runs.status = 'WAITING' and not ${waitsForSlot}
-        and (decided.run_id is not null or case when wait.until ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' then wait.until::timestamptz < now() - ${grace}
+        and (decided.decided or case when wait.until ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' then wait.until::timestamptz < now() - ${grace}
           else runs.created_at < now() - ${grace} end)
       order by runs.created_at limit ${batchSize}
     `)

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici'
+import type { AskWake, ChatAsks } from '../chat/asks.ts'
 import type { ChatSender } from '../chat/sender.ts'
 import type { CredentialType } from '../db/schema/credentials.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
@@ -21,12 +22,15 @@ export interface RunInfo {
 }
 
 /**
- * What nodes that start runs or wait for a decision use (run_workflow, foreach, approval):
- * the run's children and approvals (engine/README.md, "Child runs", "Waits and resumes").
+ * What nodes that start runs or wait use (run_workflow, foreach, approval, ask): the run's
+ * children, approvals and asks (engine/README.md, "Child runs", "Waits and resumes").
  */
 export interface RunControl {
   children: ChildRuns
   waits: Pick<RunWaits, 'get' | 'open' | 'expire'>
+  asks: Omit<ChatAsks, 'take' | 'exit'>
+  /** Wakes another waiting run (an ask it lost to a newer one). */
+  wake: (run: AskWake) => Promise<void>
   limits: {
     /** SUBWORKFLOW_MAX_DEPTH: levels of children below a run started by a trigger. */
     subworkflowMaxDepth: number

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { createdAt, nullableTimestamp } from './_columns.ts'
-import { conversations } from './chat.ts'
+import { conversations, type ChatMessageMedia } from './chat.ts'
 import { runs } from './runs.ts'
 
 /**
@@ -19,8 +19,9 @@ export interface AskAnswer {
   wamid: string
   type: string
   text: string
-  interactive?: { kind: string, id: string, title: string }
-  media?: Record<string, unknown>
+  /** A tap on a button or list row: its kind, id and title. */
+  interactive?: { type: string, id: string, title: string }
+  media?: ChatMessageMedia
 }
 
 /**

@@ -37,8 +37,8 @@ export const MATCH_SUBJECT_MAX_LENGTH = 65_536
 const compiledPatterns = new Map<string, RE2JS>()
 const COMPILED_PATTERNS_MAX = 64
 
-/** Compiles a `matches` pattern; a NodeError says why one is refused. */
-function compileMatchPattern (pattern: string): RE2JS {
+/** Compiles a `matches` pattern (and an ask's `pattern`); a NodeError says why one is refused. */
+export function compileMatchPattern (pattern: string): RE2JS {
   const cached = compiledPatterns.get(pattern)
   if (cached !== undefined) return cached
   if (pattern.length > MATCH_PATTERN_MAX_LENGTH) {

@@ -3,6 +3,7 @@ import { aggregate } from './aggregate.ts'
 import { aiGenerate } from './ai-generate.ts'
 import { aiReply } from './ai-reply.ts'
 import { approval } from './approval.ts'
+import { ask } from './ask.ts'
 import { code } from './code.ts'
 import { condition } from './condition.ts'
 import { cryptoNode } from './crypto.ts'
@@ -37,6 +38,7 @@ const DEFINITIONS = [
   sendChatTemplate,
   sendChatMedia,
   sendChatInteractive,
+  ask,
   handoff,
   httpRequest,
   verifySignature,

@@ -6,7 +6,7 @@ import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
 const text = (max: number, description: string) => Type.String({ minLength: 1, maxLength: max, description })
 
-const BUTTON = Type.Object({
+export const BUTTON = Type.Object({
   id: text(LIMITS.buttonId, 'What a tap sends back: triggerData.interactive.id, and a KEYWORD equal to it matches.'),
   title: text(LIMITS.buttonTitle, 'The button’s label.')
 })
@@ -17,7 +17,7 @@ const ROW = Type.Object({
   description: Type.Optional(text(LIMITS.rowDescription, 'A line under the label.'))
 })
 
-const LIST = Type.Object({
+export const LIST = Type.Object({
   button: text(LIMITS.listButton, 'The label of the button that opens the list.'),
   sections: Type.Array(Type.Object({
     title: Type.Optional(text(LIMITS.sectionTitle, 'Required when there are several sections.')),
