@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { mentionedEmails } from '@switchboard/core/chat'
 import { DomainError } from '@switchboard/core/errors'
@@ -11,7 +12,7 @@ import { ConversationNote, NoteBody, NotesQuery } from './schemas.ts'
  * account's conversation is a 404 as on its other routes.
  */
 const notes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const conversationOf = async (request: Parameters<typeof fastify.chatAccountFor>[0], id: string) => {
+  const conversationOf = async (request: FastifyRequest, id: string) => {
     const account = await fastify.chatAccountFor(request)
     const conversation = await fastify.conversations.get(id, account.phoneNumberId)
     if (conversation === null) throw new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
