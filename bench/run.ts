@@ -27,6 +27,7 @@ import { assistantTurns } from './scenarios/j-assistant.ts'
 import { broadcasts } from './scenarios/k-broadcasts.ts'
 import { eventDeliveries } from './scenarios/l-event-deliveries.ts'
 import { tracingCost } from './scenarios/m-tracing.ts'
+import { askAnswers } from './scenarios/n-ask.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -41,7 +42,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'J', title: 'assistant turns', run: assistantTurns },
   { id: 'K', title: 'broadcast', run: broadcasts },
   { id: 'L', title: 'event deliveries', run: eventDeliveries },
-  { id: 'M', title: 'what tracing adds', run: tracingCost }
+  { id: 'M', title: 'what tracing adds', run: tracingCost },
+  { id: 'N', title: '1,000 conversations answering an ask', run: askAnswers }
 ]
 
 function usage (message: string): never {
