@@ -60,7 +60,7 @@ interface ConversationChanges {
 
 type ConversationPriority = typeof CONVERSATION_PRIORITIES[number]
 
-/** A handoff node's change of a conversation (README, Handoff). */
+/** A handoff node's change of a conversation (README, Conversations: Handoff). */
 interface HandoffChange {
   assignedAgentId: string
   /** Added to the conversation's own. */

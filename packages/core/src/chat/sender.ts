@@ -47,7 +47,7 @@ export interface DraftResult {
   conversationId: string
 }
 
-/** A conversation handed to a person (README, Handoff). */
+/** A conversation handed to a person (README, Conversations: Handoff). */
 export interface HandoffInput extends ConversationInput {
   /** A user who can use the account, or `least_busy`. */
   assignTo: string

@@ -20,7 +20,7 @@ function labelsOf (config: Record<string, unknown>): string[] {
 }
 
 /**
- * Hands the customer's conversation to a person (README, Handoff): assigned, as the
+ * Hands the customer's conversation to a person (README, Conversations: Handoff): assigned, as the
  * API's assignment does (which pauses the assistant), labelled, prioritised, with a private note
  * of the workflow. The note's id comes from the node's idempotency key: a node run again after a
  * crash stores it once, and the rest of the change is the same again.
