@@ -83,7 +83,13 @@ const orderBot = await client.createWorkflow(token, {
       next: 'route'
     },
     { id: 'route', type: 'condition', config: { field: '{{person.value}}', cases: { human: 'handover', done: 'thanks' } } },
-    { id: 'handover', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'A person will answer you shortly.' } },
+    {
+      id: 'handover',
+      type: 'handoff',
+      config: { phone: '{{triggerData.phone}}', assignTo: 'least_busy', labels: ['orders'], priority: 'high', note: 'Asked about order {{number.value}}' },
+      next: 'told'
+    },
+    { id: 'told', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'A person will answer you shortly.' } },
     { id: 'thanks', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Thank you!' } },
     { id: 'giveUp', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Please call us.' } },
     { id: 'bye', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Bye.' } }
@@ -97,7 +103,7 @@ t.test('the order-status bot: asks, checks, asks again, looks the order up and o
   t.same(await waitForSent(customer, 1), ['What is your order number?'])
   await waiting(run.id)
 
-  await say(customer, 'it is abc')
+  await say(customer, 'my order is abc')
   t.same((await waitForSent(customer, 3)).slice(1), ['An order number has digits only.', 'What is your order number?'], 'an answer that is no order number is answered and asked again')
   await say(customer, ' 48213 ')
   t.same((await waitForSent(customer, 5)).slice(3), ['Order 48213: shipped on Monday', 'Anything else?'])
@@ -109,8 +115,13 @@ t.test('the order-status bot: asks, checks, asks again, looks the order up and o
   t.equal(sentTo(customer).at(-1), 'A person will answer you shortly.')
   t.match(done.result.number, { answer: '48213', value: '48213', attempts: 2, messageId: /\w+/ })
   t.match(done.result.person, { value: 'human', interactive: { type: 'button_reply', id: 'human', title: 'Talk to a person' } })
+  const { body: list } = await stack.call('GET', '/api/chat/conversations', { token })
+  const conversation = list.find((c: { phone: string }) => c.phone === customer)
+  t.match(conversation, { assignedAgentId: done.result.handover.assignedTo, labels: ['orders'], priority: 'high', assistantPaused: true }, 'handed over to a person')
+  const { body: notes } = await stack.call('GET', `/api/chat/conversations/${conversation.id}/notes`, { token })
+  t.match(notes, [{ text: 'Asked about order 48213', runId: run.id, authorId: null }], 'with a note for them')
   t.same(await messagesSeenByWorkflows(), ['I have a question about my order'], 'the answers started no chat.message.received workflow')
-  t.equal((await client.runsOf(token, orderBot)).length, 1, 'and no KEYWORD workflow (the first answer says "order" nowhere, the tap neither, but none was even matched)')
+  t.equal((await client.runsOf(token, orderBot)).length, 1, 'and no KEYWORD workflow, though the first answer says "order"')
 })
 
 t.test('attempts used up, an exit keyword: the invalid and exited links', async (t) => {

@@ -109,7 +109,9 @@ t.test('B cannot read or change A\'s workflows, runs, accounts or conversations:
   const conversationProbes: Record<string, Probe> = {
     'PATCH conversation': { method: 'PATCH', url: (id) => `/api/chat/conversations/${id}`, payload: { isPinned: true } },
     'read conversation': { method: 'POST', url: (id) => `/api/chat/conversations/${id}/read` },
-    'messages of conversation': { method: 'GET', url: (id) => `/api/chat/conversations/${id}/messages` }
+    'messages of conversation': { method: 'GET', url: (id) => `/api/chat/conversations/${id}/messages` },
+    'notes of conversation': { method: 'GET', url: (id) => `/api/chat/conversations/${id}/notes` },
+    'note on conversation': { method: 'POST', url: (id) => `/api/chat/conversations/${id}/notes`, payload: { text: 'taken over' } }
   }
   for (const [what, probe] of Object.entries(conversationProbes)) {
     await likeMissing(t, `${what} (B's own account)`, probe, aConversation!.id)

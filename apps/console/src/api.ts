@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
   Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
-  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
+  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
@@ -199,6 +199,12 @@ export const api = {
   /** Assigning someone (`assignedAgentId`) pauses the assistant like a staff reply; null unassigns. */
   updateConversation: async (accountId: string | undefined, conversationId: string, changes: ConversationChanges) =>
     call<ConversationChanged>('PATCH', `/api/chat/conversations/${encodeURIComponent(conversationId)}`, { accountId, body: changes }),
+  /** The conversation's private notes, oldest first. */
+  notes: async (accountId: string | undefined, conversationId: string) =>
+    call<ConversationNote[]>('GET', `/api/chat/conversations/${encodeURIComponent(conversationId)}/notes${query({ limit: 500 })}`, { accountId }),
+  /** A private note: never sent to the customer; `@email` mentions someone who can use the account. */
+  addNote: async (accountId: string | undefined, conversationId: string, text: string) =>
+    call<ConversationNote>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/notes`, { accountId, body: { text } satisfies NoteInput }),
   /** Who the account's conversations may be assigned to. */
   agents: async (accountId: string | undefined) => call<Agent[]>('GET', `/api/chat/agents${query({ limit: 500 })}`, { accountId }),
   chatEvents,

@@ -24,7 +24,10 @@ import type { AssistantSettingsView } from '../../api/src/routes/api/chat/assist
 import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecipientSchema, CreateBroadcastBody } from '../../api/src/routes/api/chat/broadcasts/schemas.ts'
 import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
 import type { SandboxInboundAccepted, SandboxInboundBody } from '../../api/src/routes/api/chat/sandbox/schemas.ts'
-import type { ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationsQuery, ConversationWithMessages, UpdateConversationBody } from '../../api/src/routes/api/chat/conversations/schemas.ts'
+import type {
+  ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationNote as ConversationNoteSchema, ConversationsQuery,
+  ConversationWithMessages, NoteBody, UpdateConversationBody
+} from '../../api/src/routes/api/chat/conversations/schemas.ts'
 import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
 import type { Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
 import type { CreateUserBody, UpdateUserBody, User as UserSchema } from '../../api/src/routes/api/users/schemas.ts'
@@ -148,8 +151,11 @@ export type Conversation = Answer<typeof ConversationWithMessages>
 /** A conversation as PATCH and POST …/read answer it: without messages. */
 export type ConversationChanged = Answer<typeof ConversationSchema>
 export type ConversationChanges = Body<typeof UpdateConversationBody>
-/** `assigned`: `me`, `none` or a user's id. */
+/** `assigned`: `me`, `none` or a user's id; `mentions`: `me`. */
 export type ConversationFilter = Query<typeof ConversationsQuery>
+/** A private note of staff or a workflow on a conversation, shown in its thread; never sent. */
+export type ConversationNote = Answer<typeof ConversationNoteSchema>
+export type NoteInput = Body<typeof NoteBody>
 export type DraftApproval = Body<typeof ApproveDraftBody>
 /** Whether the assistant answers a conversation: not at all, with drafts staff approve, or at once. */
 export type AiMode = Conversation['aiMode']
@@ -165,7 +171,7 @@ export type CannedReplyInput = Body<typeof NewCannedReplyBody>
  * An event of the inbox's stream: what changed, by id (`resync`: read everything again, no ids). Its
  * schema is words only (apps/api/src/routes/api/chat/events/schemas.ts): the ids are core's ChatChange's, as the route frames them.
  */
-export interface ChatEvent { name: string, data: Partial<Pick<ChatChange, 'conversationId' | 'messageId'>> }
+export interface ChatEvent { name: string, data: Partial<Pick<ChatChange, 'conversationId' | 'messageId' | 'noteId'>> }
 
 /** What the assistant did for one customer message (GET /api/chat/conversations/:id/turns). */
 export type AssistantTurn = Answer<typeof AssistantTurnSchema>

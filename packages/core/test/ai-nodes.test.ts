@@ -27,7 +27,8 @@ const unusedChat: ChatSender = {
   async sendInteractive () { throw new Error('unused') },
   async conversation () { return null },
   async recentMessages () { return { conversationId: null, messages: [] } },
-  async draftText () { throw new Error('unused') }
+  async draftText () { throw new Error('unused') },
+  async handoff () { throw new Error('unused') }
 }
 
 function context (config: Record<string, unknown>, ai: NodeModelProvider | null, chat: ChatSender = unusedChat): NodeContext {

@@ -19,9 +19,11 @@ t.test('a change reaches the streams of its number only, as ids', async (t) => {
   for (const s of [a, b, other]) feed.subscribe(s.subscriber)
   feed.publish(payload({ kind: 'message.created', phoneNumberId: '111', conversationId: 'c1', messageId: 'm1' }))
   feed.publish(payload({ kind: 'conversation.updated', phoneNumberId: '111', conversationId: 'c1', messageId: null }))
+  feed.publish(payload({ kind: 'note.created', phoneNumberId: '111', conversationId: 'c1', noteId: 'n1' }))
   const expected = [
     { kind: 'message.created', phoneNumberId: '111', conversationId: 'c1', messageId: 'm1' },
-    { kind: 'conversation.updated', phoneNumberId: '111', conversationId: 'c1' }
+    { kind: 'conversation.updated', phoneNumberId: '111', conversationId: 'c1' },
+    { kind: 'note.created', phoneNumberId: '111', conversationId: 'c1', noteId: 'n1' }
   ]
   t.same(a.received, expected)
   t.same(b.received, expected)

@@ -30,7 +30,8 @@ const noChat: ChatSender = {
   async sendInteractive () { throw new Error('unused') },
   async conversation () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
-  async draftText () { throw new Error('unused') }
+  async draftText () { throw new Error('unused') },
+  async handoff () { throw new Error('unused') }
 }
 const engineWith = (chat: ChatSender = noChat) => createTestEngine(t, { db, queues, nodes: { chat }, cancelPollMs: 50 })
 
@@ -143,7 +144,8 @@ t.test('chat sends: the platform\'s passing failures are retried with one idempo
     sendInteractive: noChat.sendInteractive,
     conversation: noChat.conversation,
     recentMessages: noChat.recentMessages,
-    draftText: noChat.draftText
+    draftText: noChat.draftText,
+    handoff: noChat.handoff
   }
   const engine = engineWith(chat)
   const textRun = await run([{ id: 'say hi', type: 'send_chat', config: { phone: '15550001111', text: 'hi', retry: { attempts: 3, backoffMs: 10 } } }])

@@ -40,7 +40,8 @@ const chat: ChatSender = {
   async sendInteractive () { throw new Error('unused') },
   async conversation () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
-  async draftText () { throw new Error('unused') }
+  async draftText () { throw new Error('unused') },
+  async handoff () { throw new Error('unused') }
 }
 
 const publicHttp = createHttpClient({ allowPrivate: false })

@@ -12,7 +12,8 @@ const unusedChat: NodeDependencies['chat'] = {
   sendInteractive: unused,
   conversation: unused,
   recentMessages: unused,
-  draftText: unused
+  draftText: unused,
+  handoff: unused
 }
 
 /** What a test gives the engine: the database and queues, and whichever other options it cares about. */

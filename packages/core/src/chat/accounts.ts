@@ -4,6 +4,7 @@ import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
 import { chatAccounts, type ChatAccount } from '../db/schema/index.ts'
 import { DomainError, unauthorized } from '../errors.ts'
+import { textArray } from '../db/sql.ts'
 import { chatAccountsRepository } from './accounts-repository.ts'
 import { decryptSecret, keyringOf } from '../encryption.ts'
 
@@ -140,6 +141,28 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
     async isAgent (numberId: string, userId: string): Promise<boolean> {
       const [row] = await db.execute<{ id: string }>(sql`select u.id from users u where u.id = ${userId} and ${canUseNumber(numberId)}`)
       return row !== undefined
+    },
+
+    /** The ids of the number's `agents` among `emails` (lower case): a note's mentions; any other email stays text. */
+    async agentIdsByEmail (numberId: string, emails: readonly string[]): Promise<string[]> {
+      if (emails.length === 0) return []
+      const rows = await db.execute<{ id: string }>(sql`
+        select u.id from users u where u.email = any(${textArray(emails)}) and ${canUseNumber(numberId)} order by u.email`)
+      return rows.map((row) => row.id)
+    },
+
+    /**
+     * Of the number's `agents`, the one with the fewest open (not archived) conversations of the number
+     * assigned to them, ties broken by email (a handoff's `least_busy`). `conversationId` itself is not
+     * counted, so that a handoff run again picks the same person.
+     */
+    async leastBusyAgent (numberId: string, conversationId: string): Promise<string | null> {
+      const [row] = await db.execute<{ id: string }>(sql`
+        select u.id from users u where ${canUseNumber(numberId)}
+        order by (select count(*) from conversations c where c.phone_number_id = ${numberId} and c.assigned_agent_id = u.id
+          and not c.is_archived and c.id <> ${conversationId}), u.email, u.id
+        limit 1`)
+      return row?.id ?? null
     },
 
     /** Every user who can use the account that received a message: its linkers, plus, for the default account, everyone without one. */

@@ -9,7 +9,7 @@ import { DomainError } from '../errors.ts'
  */
 export const CHAT_CHANGES_CHANNEL = 'switchboard_chat_changes'
 
-const CHAT_CHANGE_KINDS = ['conversation.updated', 'message.created', 'message.updated'] as const
+const CHAT_CHANGE_KINDS = ['conversation.updated', 'message.created', 'message.updated', 'note.created'] as const
 type ChatChangeKind = typeof CHAT_CHANGE_KINDS[number]
 
 /** What changed, ids only: a reader asks the API for the rest, within what it may see. */
@@ -17,17 +17,24 @@ export interface ChatChange {
   kind: ChatChangeKind
   phoneNumberId: string
   conversationId: string
-  /** The message created or updated; absent for `conversation.updated`. */
+  /** The message created or updated; absent for `conversation.updated` and `note.created`. */
   messageId?: string
+  /** The note created (`note.created`). */
+  noteId?: string
 }
 
 /**
  * The `pg_notify(…)` call a statement makes for each change it writes (a select list item, so one
  * per row of a `from` of changed rows). Its arguments are SQL expressions of the statement.
  */
-export const notifyChange = (kind: ChatChangeKind, phoneNumberId: SQL, conversationId: SQL, messageId?: SQL): SQL => sql`pg_notify(${CHAT_CHANGES_CHANNEL},
+export const notifyChange = (kind: Exclude<ChatChangeKind, 'note.created'>, phoneNumberId: SQL, conversationId: SQL, messageId?: SQL): SQL => sql`pg_notify(${CHAT_CHANGES_CHANNEL},
   json_build_object('kind', ${kind}::text, 'phoneNumberId', (${phoneNumberId})::text, 'conversationId', (${conversationId})::text,
     'messageId', (${messageId ?? sql`null`})::text)::text)`
+
+/** `notifyChange` of a note written on a conversation (README, The team inbox: notes). */
+export const notifyNote = (phoneNumberId: SQL, conversationId: SQL, noteId: SQL): SQL => sql`pg_notify(${CHAT_CHANGES_CHANNEL},
+  json_build_object('kind', 'note.created', 'phoneNumberId', (${phoneNumberId})::text, 'conversationId', (${conversationId})::text,
+    'noteId', (${noteId})::text)::text)`
 
 const isId = (value: unknown): value is string => typeof value === 'string' && value !== '' && value.length <= 200
 
@@ -40,9 +47,9 @@ function changeOf (payload: string): ChatChange | null {
     return null
   }
   if (typeof parsed !== 'object' || parsed === null) return null
-  const { kind, phoneNumberId, conversationId, messageId } = parsed as Record<string, unknown>
+  const { kind, phoneNumberId, conversationId, messageId, noteId } = parsed as Record<string, unknown>
   if (!(CHAT_CHANGE_KINDS as readonly unknown[]).includes(kind) || !isId(phoneNumberId) || !isId(conversationId)) return null
-  return { kind: kind as ChatChangeKind, phoneNumberId, conversationId, ...(isId(messageId) && { messageId }) }
+  return { kind: kind as ChatChangeKind, phoneNumberId, conversationId, ...(isId(messageId) && { messageId }), ...(isId(noteId) && { noteId }) }
 }
 
 /** One event stream of a user on a number: the api's `GET /api/chat/events`. */

@@ -3,9 +3,11 @@ import { createId } from '@paralleldrive/cuid2'
 import { and, asc, desc, eq, getTableColumns, gt, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
+import { DomainError } from '../errors.ts'
 import { jsonb, textArray } from '../db/sql.ts'
 import { CHAT_MESSAGE_FAILED, CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, someoneListens } from '../events/outbox.ts'
 import { notifyChange } from './changes.ts'
+import { notesRepository } from './notes.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
@@ -40,6 +42,8 @@ interface ConversationsQuery {
   assignedTo?: string | null
   /** Conversations carrying this label. */
   label?: string
+  /** Conversations with a note mentioning this user (`mentions=me`). */
+  mentioning?: string
   limit: number
   offset: number
 }
@@ -47,12 +51,35 @@ interface ConversationsQuery {
 interface ConversationChanges {
   isPinned?: boolean
   isArchived?: boolean
-  priority?: typeof CONVERSATION_PRIORITIES[number]
+  priority?: ConversationPriority
   labels?: string[]
   assignedAgentId?: string | null
   aiMode?: typeof AI_MODES[number]
   assistantPaused?: boolean
 }
+
+type ConversationPriority = typeof CONVERSATION_PRIORITIES[number]
+
+/** A handoff node's change of a conversation (README, Conversations: Handoff). */
+interface HandoffChange {
+  assignedAgentId: string
+  /** Added to the conversation's own. */
+  labels: readonly string[]
+  priority?: ConversationPriority
+  /** The workflow's note: its id from the node's idempotency key, so that it is stored once. */
+  note?: { id: string, runId: string, text: string, mentions: readonly string[] }
+}
+
+/** The most labels a conversation carries (the API's PATCH bound). */
+const MAX_LABELS = 50
+
+/**
+ * What a change does to the assistant (README, The assistant): assigning a person pauses it for the
+ * conversation, as a staff reply does; setting aiMode (again) resumes it. The API's PATCH and the
+ * handoff node both assign through it.
+ */
+export const withAssistantPause = <T extends ConversationChanges>(changes: T): T =>
+  changes.aiMode !== undefined ? { ...changes, assistantPaused: false } : typeof changes.assignedAgentId === 'string' ? { ...changes, assistantPaused: true } : changes
 
 interface OutboundMessageRecord {
   phoneNumberId: string
@@ -173,7 +200,9 @@ export function conversationsRepository (db: DbOrTx) {
           eq(conversations.phoneNumberId, phoneNumberId),
           filterCondition(query.filter, new Date()),
           query.assignedTo === undefined ? undefined : query.assignedTo === null ? isNull(conversations.assignedAgentId) : eq(conversations.assignedAgentId, query.assignedTo),
-          query.label === undefined ? undefined : sql`${conversations.labels} @> array[${query.label}]::text[]`
+          query.label === undefined ? undefined : sql`${conversations.labels} @> array[${query.label}]::text[]`,
+          // `@>` on mentions: what the notes' GIN index serves.
+          query.mentioning === undefined ? undefined : sql`${conversations.id} in (select n.conversation_id from conversation_notes n where n.mentions @> array[${query.mentioning}]::text[])`
         ))
         .orderBy(...sortOrder(query.sort))
         .limit(query.limit)
@@ -195,6 +224,28 @@ export function conversationsRepository (db: DbOrTx) {
       if (row === undefined) return null
       const { announced, ...conversation } = row
       return conversation
+    },
+
+    /**
+     * A handoff, in one transaction: the conversation assigned (pausing the assistant, withAssistantPause),
+     * `labels` added to its own, `priority` set, and the workflow's note stored once. Run again, it
+     * changes nothing more. Null when the conversation is not the number's.
+     */
+    async handoff (id: string, phoneNumberId: string, change: HandoffChange): Promise<{ conversation: Conversation, noteId: string | null } | null> {
+      return db.transaction(async (tx) => {
+        const [current] = await tx.select({ labels: conversations.labels }).from(conversations)
+          .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).for('update')
+        if (current === undefined) return null
+        const labels = [...new Set([...current.labels, ...change.labels])]
+        if (labels.length > MAX_LABELS) throw new DomainError('VALIDATION_ERROR', `labels: the conversation would carry ${labels.length} labels, at most ${MAX_LABELS}`)
+        const conversation = await conversationsRepository(tx).update(id, phoneNumberId, withAssistantPause({
+          assignedAgentId: change.assignedAgentId,
+          labels,
+          ...(change.priority !== undefined && { priority: change.priority })
+        }))
+        const noteId = change.note === undefined ? null : await notesRepository(tx).insert({ ...change.note, conversationId: id, authorId: null })
+        return { conversation: conversation!, noteId }
+      })
     },
 
     /** A page of history strictly older than `before` (a message id), oldest first. */

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto'
 import { DomainError } from '../errors.ts'
 import type { SendOptions, SendResult } from './client.ts'
 import type { conversationsRepository } from './conversations.ts'
+import type { CONVERSATION_PRIORITIES } from '../db/schema/index.ts'
+import { mentionedEmails, noteIdOf } from './notes.ts'
 import { normalizePhone } from './phone.ts'
 import type { ChatService } from './sending.ts'
 
@@ -45,6 +47,27 @@ export interface DraftResult {
   conversationId: string
 }
 
+/** A conversation handed to a person (README, Conversations: Handoff). */
+export interface HandoffInput extends ConversationInput {
+  /** A user who can use the account, or `least_busy`. */
+  assignTo: string
+  labels?: string[]
+  priority?: typeof CONVERSATION_PRIORITIES[number]
+  /** A private note, written by the workflow: mentions (`@email`) as staff's notes have them. */
+  note?: string
+  /** The run writing the note. */
+  runId: string
+}
+
+export interface HandoffResult {
+  conversationId: string
+  assignedTo: string
+  labels: string[]
+  priority: string
+  /** Null without a note. */
+  noteId: string | null
+}
+
 /** `media`: kind, link or mediaId, caption, filename, as a node's config holds them (checked by the chat service). */
 export interface SendMediaInput {
   userId: string
@@ -85,10 +108,18 @@ export interface ChatSender {
    * assistant); nothing is sent. The same idempotency key stores one draft, however often it is called.
    */
   draftText: (input: ConversationInput & { text: string }, options?: Pick<SendOptions, 'idempotencyKey'>) => Promise<DraftResult>
+  /**
+   * Assigns the conversation (pausing the assistant), adds labels, sets its priority and stores the
+   * workflow's note, as the API's assignment does; the same idempotency key stores one note.
+   */
+  handoff: (input: HandoffInput, options: Required<Pick<SendOptions, 'idempotencyKey'>>) => Promise<HandoffResult>
 }
 
 /** A draft's message id from its node's idempotency key: a cuid-shaped digest, the same on every attempt. */
 const draftIdOf = (idempotencyKey: string): string => `d${createHash('sha256').update(`draft:${idempotencyKey}`).digest('hex').slice(0, 23)}`
+
+const noConversationToHand = (phone: string): DomainError =>
+  new DomainError('CONVERSATION_NOT_FOUND', `No conversation with ${phone} on this account: a handoff hands over a customer who wrote`)
 
 /** A send's wamid, or '' when the platform returned none. */
 const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
@@ -100,7 +131,7 @@ const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
  */
 export function createChatSender (
   service: Pick<ChatService, 'accounts' | 'sendText' | 'sendTemplate' | 'sendMedia' | 'sendInteractive'>,
-  conversations: Pick<ReturnType<typeof conversationsRepository>, 'findByPhone' | 'history' | 'recordDraft'>
+  conversations: Pick<ReturnType<typeof conversationsRepository>, 'findByPhone' | 'history' | 'recordDraft' | 'handoff'>
 ): ChatSender {
   const accountOf = async (userId: string, accountId: string | undefined) =>
     await service.accounts.select({ id: userId, role: 'member' }, accountId, { forWorkflow: true })
@@ -149,6 +180,33 @@ export function createChatSender (
         replyToId: conversation.lastInboundId
       })
       return { draftId: draft.id, conversationId: conversation.id }
+    },
+    async handoff (input, options) {
+      const { phoneNumberId } = await accountOf(input.userId, input.accountId)
+      const phone = normalizePhone(input.phone)
+      const conversation = await conversations.findByPhone(phoneNumberId, phone)
+      if (conversation === null) throw noConversationToHand(phone)
+      const assignee = input.assignTo === 'least_busy'
+        ? await service.accounts.leastBusyAgent(phoneNumberId, conversation.id)
+        : await service.accounts.isAgent(phoneNumberId, input.assignTo) ? input.assignTo : null
+      if (assignee === null) {
+        throw new DomainError('VALIDATION_ERROR', input.assignTo === 'least_busy'
+          ? 'assignTo least_busy: nobody can use this account'
+          : `assignTo must be a user who can use this account: ${input.assignTo} is not`)
+      }
+      const note = input.note === undefined
+        ? undefined
+        : {
+            id: noteIdOf(options.idempotencyKey),
+            runId: input.runId,
+            text: input.note,
+            mentions: await service.accounts.agentIdsByEmail(phoneNumberId, mentionedEmails(input.note))
+          }
+      const handed = await conversations.handoff(conversation.id, phoneNumberId, { assignedAgentId: assignee, labels: input.labels ?? [], priority: input.priority, note })
+      // Found by its number a moment ago: only a delete in between loses it.
+      if (handed === null) throw noConversationToHand(phone)
+      const { labels, priority } = handed.conversation
+      return { conversationId: conversation.id, assignedTo: assignee, labels, priority, noteId: handed.noteId }
     }
   }
 }

@@ -2,9 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
   broadcastsService, cannedRepliesRepository, CHAT_CHANGES_CHANNEL, chatAccountsRepository, chatChangeFeed, chatDeliveriesRepository, consentSettings, contactsRepository,
-  conversationsRepository, createChatClient, createChatService, DEFAULT_ACCOUNT_ID, mediaDownloads,
+  conversationsRepository, createChatClient, createChatService, DEFAULT_ACCOUNT_ID, mediaDownloads, notesRepository,
   type BroadcastsService, type CannedRepliesRepository, type ChatAccountsRepository, type ChatChangeFeed, type ChatDeliveriesRepository, type ChatService,
-  type ConsentSettingsStore, type ContactsRepository, type ConversationsRepository, type MediaDownloads, type UsableChatAccount
+  type ConsentSettingsStore, type ContactsRepository, type ConversationsRepository, type MediaDownloads, type NotesRepository, type UsableChatAccount
 } from '@switchboard/core/chat'
 import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type AssistantTurnsRepository, type DraftsService } from '@switchboard/core/assistant'
 import { forbidden } from '@switchboard/core/errors'
@@ -15,6 +15,8 @@ declare module 'fastify' {
     chat: ChatService
     chatAccounts: ChatAccountsRepository
     conversations: ConversationsRepository
+    /** Conversations' private notes. */
+    conversationNotes: NotesRepository
     /** Each number's contacts, and their consent. */
     contacts: ContactsRepository
     /** Each number's canned replies. */
@@ -57,6 +59,7 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('chat', service)
   fastify.decorate('chatAccounts', chatAccountsRepository(fastify.db))
   fastify.decorate('conversations', conversationsRepository(fastify.db))
+  fastify.decorate('conversationNotes', notesRepository(fastify.db))
   fastify.decorate('contacts', contactsRepository(fastify.db))
   fastify.decorate('cannedReplies', cannedRepliesRepository(fastify.db))
   fastify.decorate('consentSettings', consentSettings(fastify.db))

@@ -4,7 +4,7 @@ import { ErrorNotice, Loading } from '../../components/ui.tsx'
 import { useAction, useData } from '../../hooks.ts'
 import { loadSession } from '../../session.ts'
 import { type Agent, type CannedReply, type ChatMessage, type Conversation } from '../../types.ts'
-import { inWindow, TemplateReply, TextReply } from './replies.tsx'
+import { inWindow, NoteReply, TemplateReply, TextReply } from './replies.tsx'
 import { Messages } from './messages.tsx'
 import { AssistantActivity, AssistantMode } from './assistant.tsx'
 
@@ -52,6 +52,9 @@ export function ConversationView ({ accountId, conversation, model, agents, repl
   const [older, setOlder] = useState<ChatMessage[]>([])
   const [exhausted, setExhausted] = useState(false)
   const latest = useData(async () => api.messages(accountId, conversation.id), [accountId, conversation.id, version], refreshMs)
+  const notes = useData(async () => api.notes(accountId, conversation.id), [accountId, conversation.id, version], refreshMs)
+  // Chatwoot's composer: a reply to the customer, or a note for the team.
+  const [composer, setComposer] = useState<'reply' | 'note'>('reply')
   useEffect(() => { setOlder([]); setExhausted(false) }, [conversation.id])
   useEffect(() => {
     if (conversation.unreadCount > 0) api.markRead(accountId, conversation.id).then(onChanged, () => {})
@@ -82,14 +85,20 @@ export function ConversationView ({ accountId, conversation, model, agents, repl
         <button type='button' disabled={archive.busy} onClick={() => { archive.run() }}>{conversation.isArchived ? 'Unarchive' : 'Archive'}</button>
       </header>
       <AssistantMode accountId={accountId} conversation={conversation} model={model} onChanged={onChanged} />
-      <ErrorNotice error={latest.error ?? loadOlder.error ?? archive.error} />
+      <ErrorNotice error={latest.error ?? notes.error ?? loadOlder.error ?? archive.error} />
       {latest.data !== undefined && latest.data.length >= 50 && !exhausted && (
         <button type='button' class='link-button' disabled={loadOlder.busy} onClick={() => { loadOlder.run() }}>Load older messages</button>
       )}
-      {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} onDecided={sent} />}
-      {inWindow(conversation)
-        ? <TextReply accountId={accountId} conversation={conversation} replies={replies} onSent={sent} />
-        : <TemplateReply accountId={accountId} conversation={conversation} onSent={sent} />}
+      {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} notes={notes.data ?? []} onDecided={sent} />}
+      <div class='view-toggle composer-toggle' role='group' aria-label='Write'>
+        <button type='button' aria-pressed={composer === 'reply'} onClick={() => { setComposer('reply') }}>Reply</button>
+        <button type='button' aria-pressed={composer === 'note'} title='A private note for the team: never sent to the customer' onClick={() => { setComposer('note') }}>Note</button>
+      </div>
+      {composer === 'note'
+        ? <NoteReply accountId={accountId} conversationId={conversation.id} onAdded={() => { notes.reload() }} />
+        : inWindow(conversation)
+          ? <TextReply accountId={accountId} conversation={conversation} replies={replies} onSent={sent} />
+          : <TemplateReply accountId={accountId} conversation={conversation} onSent={sent} />}
       <AssistantActivity accountId={accountId} conversationId={conversation.id} />
     </section>
   )

@@ -80,11 +80,11 @@ export function Inbox () {
   const choices = accounts.data === undefined ? [] : choicesOf(accounts.data)
   const stored = chosenAccount()
   const accountId = choices.find((choice) => choice.id === (query.account ?? stored))?.id ?? choices[0]?.id
-  const filter: ConversationFilter = { filter: query.filter, sort: query.sort, assigned: query.assigned, label: query.label }
+  const filter: ConversationFilter = { filter: query.filter, sort: query.sort, assigned: query.assigned, label: query.label, mentions: query.mentions }
   const live = useInboxEvents(accountId)
   const refreshMs = live.connected ? LIVE_REFRESH_MS : REFRESH_MS
   const conversations = useData(async () => accountId === undefined ? [] : api.conversations(accountId, filter),
-    [accountId, query.filter, query.sort, query.assigned, query.label, live.version], refreshMs)
+    [accountId, query.filter, query.sort, query.assigned, query.label, query.mentions, live.version], refreshMs)
   const agents = useData(async () => accountId === undefined ? undefined : api.agents(accountId), [accountId])
   const replies = useData(async () => accountId === undefined ? undefined : api.cannedReplies(accountId), [accountId])
   const open = conversations.data?.find((conversation) => conversation.id === query.c)
@@ -132,6 +132,12 @@ export function Inbox () {
                 <option value=''>Anyone</option>
                 <option value='me'>Assigned to me</option>
                 <option value='none'>Unassigned</option>
+              </select>
+            </label>
+            <label>Notes
+              <select value={query.mentions ?? ''} onChange={(e) => { go({ mentions: e.currentTarget.value }) }}>
+                <option value=''>Any</option>
+                <option value='me'>Mentioning me</option>
               </select>
             </label>
             <LabelFilter value={query.label ?? ''} onChange={(label) => { go({ label }) }} />

@@ -3,7 +3,7 @@ import { api } from '../../api.ts'
 import { ErrorNotice, FailureReason, StatusTicks } from '../../components/ui.tsx'
 import { clock, dateTime } from '../../format.ts'
 import { useAction } from '../../hooks.ts'
-import type { ChatMessage, DraftStatus, MessageStatus } from '../../types.ts'
+import type { ChatMessage, ConversationNote, DraftStatus, MessageStatus } from '../../types.ts'
 
 /** What a draft the assistant wrote says beside it, by its status: staff decide the pending ones. */
 const DRAFT_LABELS: Record<DraftStatus, string> = {
@@ -115,22 +115,54 @@ function Media ({ accountId, message }: { accountId: string, message: ChatMessag
   )
 }
 
-export function Messages ({ accountId, conversationId, messages, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], onDecided: () => void }) {
+/** A private note in the thread (README, The team inbox: notes): staff's or a workflow's, never sent to the customer. */
+function Note ({ note }: { note: ConversationNote }) {
+  const author = note.authorName ?? (note.runId === null ? 'a deleted user' : 'a workflow')
   return (
-    <ol class='messages' aria-label='Messages, oldest first'>
-      {messages.map((message) => isDraft(message)
-        ? <Draft key={message.id} accountId={accountId} conversationId={conversationId} message={message} onDecided={onDecided} />
-        : (
-          <li key={message.id} class={`message ${message.direction}`} data-direction={message.direction}>
-            <span class='visually-hidden'>{message.direction === 'inbound' ? 'Customer: ' : `Sent${message.agentName === null ? '' : ` by ${message.agentName}`}: `}</span>
-            <div class='bubble'>{message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}</div>
-            <div class='meta'>
-              <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
-              {message.direction === 'outbound' && <StatusTicks status={message.status as MessageStatus | null} />}
-            </div>
-            {message.status === 'failed' && message.error !== null && <FailureReason error={message.error} />}
-          </li>
-          ))}
+    <li class='message note' data-note={note.id}>
+      <span class='note-label small'>Note by {author}, only staff see it</span>
+      <div class='bubble'>{note.text}</div>
+      <div class='meta'>
+        <time dateTime={note.createdAt} title={dateTime(note.createdAt)}>{clock(note.createdAt)}</time>
+      </div>
+    </li>
+  )
+}
+
+/** Messages and notes in one thread, oldest first; of the same time, the message first. */
+function thread (messages: ChatMessage[], notes: ConversationNote[]): Array<{ message: ChatMessage } | { note: ConversationNote }> {
+  const entries: Array<{ message: ChatMessage } | { note: ConversationNote }> = []
+  let next = 0
+  for (const message of messages) {
+    for (; next < notes.length && notes[next].createdAt < message.createdAt; next++) entries.push({ note: notes[next] })
+    entries.push({ message })
+  }
+  for (; next < notes.length; next++) entries.push({ note: notes[next] })
+  return entries
+}
+
+export function Messages ({ accountId, conversationId, messages, notes, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], notes: ConversationNote[], onDecided: () => void }) {
+  return (
+    <ol class='messages' aria-label='Messages and notes, oldest first'>
+      {thread(messages, notes).map((entry) => 'note' in entry
+        ? <Note key={entry.note.id} note={entry.note} />
+        : isDraft(entry.message)
+          ? <Draft key={entry.message.id} accountId={accountId} conversationId={conversationId} message={entry.message} onDecided={onDecided} />
+          : <Message key={entry.message.id} accountId={accountId} message={entry.message} />)}
     </ol>
+  )
+}
+
+function Message ({ accountId, message }: { accountId: string, message: ChatMessage }) {
+  return (
+    <li class={`message ${message.direction}`} data-direction={message.direction}>
+      <span class='visually-hidden'>{message.direction === 'inbound' ? 'Customer: ' : `Sent${message.agentName === null ? '' : ` by ${message.agentName}`}: `}</span>
+      <div class='bubble'>{message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}</div>
+      <div class='meta'>
+        <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
+        {message.direction === 'outbound' && <StatusTicks status={message.status as MessageStatus | null} />}
+      </div>
+      {message.status === 'failed' && message.error !== null && <FailureReason error={message.error} />}
+    </li>
   )
 }

@@ -74,3 +74,21 @@ export function TextReply ({ accountId, conversation, replies, onSent }: { accou
     </form>
   )
 }
+
+/** A private note (README, The team inbox: notes): only staff see it, in the thread; `@email` mentions someone who can use the account. */
+export function NoteReply ({ accountId, conversationId, onAdded }: { accountId: string, conversationId: string, onAdded: () => void }) {
+  const [text, setText] = useState('')
+  const add = useAction(async () => {
+    await api.addNote(accountId, conversationId, text.trim())
+    setText('')
+    onAdded()
+  })
+  return (
+    <form class='reply note-reply' onSubmit={(event) => { event.preventDefault(); add.run() }}>
+      <label for='note-text'>Note <span class='muted'>(only staff see it, never sent to the customer; <code>@email</code> mentions someone who can use this account)</span></label>
+      <textarea id='note-text' rows={3} maxLength={4000} value={text} onInput={(e) => { setText(e.currentTarget.value) }} />
+      <ErrorNotice error={add.error} />
+      <button type='submit' class='primary' disabled={add.busy || text.trim() === ''}>{add.busy ? 'Adding…' : 'Add note'}</button>
+    </form>
+  )
+}

@@ -12,6 +12,7 @@ import { dedupe } from './dedupe.ts'
 import type { NodeCategory, NodeDefinition, NodeLinkField } from './definition.ts'
 import { filter } from './filter.ts'
 import { foreach } from './foreach.ts'
+import { handoff } from './handoff.ts'
 import { httpRequest } from './http-request.ts'
 import { merge } from './merge.ts'
 import { parallel } from './parallel.ts'
@@ -38,6 +39,7 @@ const DEFINITIONS = [
   sendChatMedia,
   sendChatInteractive,
   ask,
+  handoff,
   httpRequest,
   verifySignature,
   condition,

@@ -1,40 +1,42 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { withAssistantPause } from '@switchboard/core/chat'
 import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
+import notes from './notes.ts'
 import { ApproveDraftBody, AssistantTurn, ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, DraftParams, MessagesQuery, TurnsQuery, UpdateConversationBody } from './schemas.ts'
 
 const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
 
 /**
- * The conversation list and each conversation's changes (README, Chat). Every route acts on the
+ * The conversation list and each conversation's changes (README, Chat), and its notes. Every route acts on the
  * conversations of the selected account only; another account's conversation is a 404.
  */
 const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
   const repo = fastify.conversations
+  await fastify.register(notes)
 
   fastify.get('', {
     schema: { tags: ['chat'], querystring: ConversationsQuery, response: { 200: Type.Array(ConversationWithMessages), ...errorResponses(400, 401, 404) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
-    const { assigned, ...query } = request.query
+    const { assigned, mentions, ...query } = request.query
     const assignedTo = assigned === undefined ? {} : { assignedTo: assigned === 'me' ? request.user.sub : assigned === 'none' ? null : assigned }
-    return repo.list(account.phoneNumberId, { ...query, ...assignedTo })
+    const mentioning = mentions === undefined ? {} : { mentioning: request.user.sub }
+    return repo.list(account.phoneNumberId, { ...query, ...assignedTo, ...mentioning })
   })
 
   fastify.patch('/:id', {
     schema: { tags: ['chat'], params: IdParams, body: UpdateConversationBody, response: { 200: Conversation, ...errorResponses(400, 401, 404) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
-    const { labels, aiMode, assignedAgentId } = request.body
+    const { labels, assignedAgentId } = request.body
     if (typeof assignedAgentId === 'string' && !await fastify.chat.accounts.isAgent(account.phoneNumberId, assignedAgentId)) {
       throw new DomainError('VALIDATION_ERROR', 'assignedAgentId must be a user who can use this account')
     }
     // Labels are a set: each stored once, in the order given (like workflow tags).
     const changes = labels === undefined ? request.body : { ...request.body, labels: [...new Set(labels)] }
-    // Assigning a person pauses the assistant; setting aiMode (again) resumes it (README, Inbound messages).
-    const pause = aiMode !== undefined ? { assistantPaused: false } : typeof assignedAgentId === 'string' ? { assistantPaused: true } : {}
-    const conversation = await repo.update(request.params.id, account.phoneNumberId, { ...changes, ...pause })
+    const conversation = await repo.update(request.params.id, account.phoneNumberId, withAssistantPause(changes))
     if (conversation === null) throw conversationNotFound()
     return conversation
   })

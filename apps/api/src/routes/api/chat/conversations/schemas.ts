@@ -1,5 +1,5 @@
 import { Type, type TString } from 'typebox'
-import { CONVERSATION_FILTERS, CONVERSATION_SORTS } from '@switchboard/core/chat'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS, NOTE_BOUNDS } from '@switchboard/core/chat'
 import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
@@ -68,6 +68,8 @@ export const ConversationsQuery = Type.Object({
   assigned: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   /** Conversations carrying this label. */
   label: Type.Optional(Type.String({ minLength: 1, maxLength: LABEL_CHARS })),
+  /** `me`: conversations with a note mentioning the caller. */
+  mentions: Type.Optional(Type.Enum(['me'])),
   ...Pagination
 })
 
@@ -124,3 +126,28 @@ export const AssistantTurn = Type.Object({
   createdAt: Timestamp,
   finishedAt: NullableTimestamp
 })
+
+/** A private note on a conversation (README, The team inbox: notes); `authorId` null: a workflow wrote it (`runId`). */
+export const ConversationNote = Type.Object({
+  id: Type.String(),
+  conversationId: Type.String(),
+  text: Type.String(),
+  authorId: nullable(Type.String()),
+  /** The author's email. */
+  authorName: nullable(Type.String()),
+  runId: nullable(Type.String()),
+  /** The users mentioned as `@email` who can use the account, by id. */
+  mentions: Type.Array(Type.String()),
+  createdAt: Timestamp
+})
+
+export const NoteBody = Type.Object({
+  text: Type.String({
+    minLength: 1,
+    maxLength: NOTE_BOUNDS.textChars,
+    pattern: '\\S',
+    errorMessage: `text must be 1 to ${NOTE_BOUNDS.textChars} characters`
+  })
+}, { additionalProperties: false })
+
+export const NotesQuery = Type.Object({ ...Pagination })

@@ -15,7 +15,11 @@ const MAX_UNSENT_BYTES = 64 * 1024
 
 const frame = (change: ChatChange | null): string => change === null
   ? 'event: resync\ndata: {}\n\n'
-  : `event: ${change.kind}\ndata: ${JSON.stringify({ conversationId: change.conversationId, ...(change.messageId !== undefined && { messageId: change.messageId }) })}\n\n`
+  : `event: ${change.kind}\ndata: ${JSON.stringify({
+    conversationId: change.conversationId,
+    ...(change.messageId !== undefined && { messageId: change.messageId }),
+    ...(change.noteId !== undefined && { noteId: change.noteId })
+  })}\n\n`
 
 /**
  * The selected account's inbox, live (README, The team inbox): ids of what changed, whoever changed
