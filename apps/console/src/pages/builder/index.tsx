@@ -312,7 +312,7 @@ export function Builder () {
               {' '}<a href={paths.builder(id)}>Close run</a>
             </p>
           )}
-          {triedInChat(workflow) && <TryInChat workflow={workflow} nodes={definition.nodes} nodeTypes={nodeTypes.data} />}
+          {triedInChat(workflow) && <TryInChat workflow={workflow} nodes={definition.nodes} nodeTypes={nodeTypes.data} onRun={(started) => { location.route(`${paths.builder(id)}?run=${encodeURIComponent(started)}`, true) }} />}
           <Versions workflowId={id} current={workflow.version} onRestored={() => { later(load()) }} />
         </aside>
       </div>

@@ -7,6 +7,11 @@ import type { ChatMessage, DraftStatus, MessageStatus, NodeTypeInfo, Workflow, W
 /** How often the pane reads the conversation, once the user wrote in it, while the page is visible. */
 const POLL_MS = 1000
 const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
+/** The chat nodes that act on the trigger's number without an accountId (README, Conversations). */
+const ON_TRIGGER_NUMBER = new Set(['ask', 'handoff'])
+/** How long the pane looks for the run a message started, to show it on the canvas: 10 looks 300 ms apart. */
+const RUN_LOOKS = 10
+const RUN_LOOK_MS = 300
 /** The assistant's drafts are never sent: the thread names them instead of ticking them. */
 const DRAFTS: Record<DraftStatus, string> = { pending_approval: 'draft, waiting for approval', rejected: 'draft, rejected', stale: 'draft, stale' }
 
@@ -26,7 +31,7 @@ export const triedInChat = (workflow: Pick<Workflow, 'triggerType' | 'triggerCon
  * numbers, and reads the conversation as the workflow answers it, delivered without the platform.
  * Chat nodes answer the sandbox number only when their `accountId` names it (`{{triggerData.accountId}}`).
  */
-export function TryInChat ({ workflow, nodes, nodeTypes }: { workflow: Workflow, nodes: WorkflowNode[], nodeTypes: NodeTypeInfo[] }) {
+export function TryInChat ({ workflow, nodes, nodeTypes, onRun }: { workflow: Workflow, nodes: WorkflowNode[], nodeTypes: NodeTypeInfo[], onRun: (runId: string) => void }) {
   const accounts = useData(api.accounts, [])
   const sandboxes = (accounts.data ?? []).filter((account) => account.sandbox)
   const [chosen, setChosen] = useState<string>()
@@ -44,15 +49,23 @@ export function TryInChat ({ workflow, nodes, nodeTypes }: { workflow: Workflow,
     setChosen((await api.createSandbox('Sandbox')).id)
     accounts.reload()
   })
+  const newestRun = async (): Promise<string | undefined> => (await api.runs({ workflowId: workflow.id, limit: 1 }))[0]?.id
   const send = useAction(async () => {
     if (accountId === undefined) return
+    const before = await newestRun()
     await api.playInbound(accountId, { from: phone, name, text })
     setText('')
     setWrote(true)
     conversation.reload()
+    // A message that starts the workflow is followed on the canvas; one an ask takes goes on in the run shown.
+    for (let look = 0; look < RUN_LOOKS; look++) {
+      await new Promise((resolve) => setTimeout(resolve, RUN_LOOK_MS))
+      const newest = await newestRun()
+      if (newest !== undefined && newest !== before) { onRun(newest); return }
+    }
   })
   const chatTypes = new Set(nodeTypes.filter((type) => type.category === 'Chat').map((type) => type.type))
-  const unnamed = nodes.filter((node) => chatTypes.has(node.type) && typeof node.config?.accountId !== 'string').map((node) => node.id)
+  const unnamed = nodes.filter((node) => chatTypes.has(node.type) && !ON_TRIGGER_NUMBER.has(node.type) && typeof node.config?.accountId !== 'string').map((node) => node.id)
 
   return (
     <section aria-labelledby='try-chat-title' id='try-chat'>

@@ -4,7 +4,7 @@ import type { Ask } from '../../chat/asks.ts'
 import { INTERACTIVE_LIMITS as LIMITS } from '../../chat/interactive.ts'
 import { WINDOW_MS } from '../../chat/window.ts'
 import { NodeError, type NodeResult } from '../types.ts'
-import { sendRetryably } from './chat-send.ts'
+import { CUSTOMER_FIELDS, customerOf, sendRetryably } from './chat-send.ts'
 import { compileMatchPattern } from './condition.ts'
 import { optionalNumber, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
@@ -24,18 +24,6 @@ const TEMPLATE = Type.Object({
   lang: Type.Optional(Type.String({ minLength: 1, maxLength: 16, description: 'Its language code; en_US when absent.' })),
   components: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 100, description: 'Its parameters, as send_chat_template takes them.' }))
 }, { description: 'Sent instead of the question when the customer has not written for 24 hours (the platform allows only a template then).' })
-
-/** The customer the node asks: the node's phone, else the trigger's (KEYWORD, chat events, assistant tools). */
-function customerOf (config: Record<string, unknown>, triggerData: unknown): { phone: string, accountId?: string } {
-  const trigger = typeof triggerData === 'object' && triggerData !== null ? triggerData as Record<string, unknown> : {}
-  // An assistant tool's run carries the customer as its conversation (README, The assistant: Tools).
-  const conversation = typeof trigger.conversation === 'object' && trigger.conversation !== null ? trigger.conversation as Record<string, unknown> : {}
-  const triggerPhone = typeof trigger.phone === 'string' ? trigger.phone : typeof conversation.phone === 'string' ? conversation.phone : undefined
-  const phone = optionalString(config, 'phone') ?? triggerPhone
-  if (phone === undefined || phone === '') throw new NodeError('phone is required: the trigger carries no customer (a KEYWORD or chat event trigger does)')
-  const accountId = optionalString(config, 'accountId') ?? (typeof trigger.accountId === 'string' ? trigger.accountId : undefined)
-  return { phone, ...(accountId !== undefined && { accountId }) }
-}
 
 /** The ids and titles the question offers, for `expect: choice`. */
 function choicesOf (config: Record<string, unknown>): AskChoice[] {
@@ -86,7 +74,7 @@ export const ask = defineNode({
   category: 'Chat',
   description: 'Asks the customer a question (text, buttons, a list; a template outside the 24-hour window) and waits for the answer, checked as `expect` says; asks again when it is not valid.',
   config: {
-    phone: Type.Optional(templated(Type.String({ minLength: 1, maxLength: 64, description: 'The customer’s number, in international form; absent: the trigger’s customer (KEYWORD, chat events, assistant tools).' }))),
+    phone: CUSTOMER_FIELDS.phone,
     text: templated(Type.String({ minLength: 1, maxLength: LIMITS.body, description: 'The question (the body above buttons or a list).' })),
     header: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.header, description: 'With buttons or a list: a title above the question.' }))),
     footer: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.footer, description: 'With buttons or a list: a line under it.' }))),
@@ -102,7 +90,7 @@ export const ask = defineNode({
     invalid: Type.Optional(Type.String({ description: 'The node after `maxAttempts` answers that were not valid; absent: the run ends.' })),
     timedOut: Type.Optional(Type.String({ description: 'The node after no answer in time, or a newer ask of the conversation; absent: the run ends.' })),
     exited: Type.Optional(Type.String({ description: 'The node after an exit keyword or the customer opting out; absent: the run ends.' })),
-    accountId: Type.Optional(templated(Type.String({ description: 'The chat account to send from; absent: the trigger’s account, else the owner’s default account.' })))
+    accountId: CUSTOMER_FIELDS.accountId
   },
   example: { text: 'What is your order number?', expect: 'pattern', pattern: '[0-9]{4,10}', invalidReply: 'An order number has digits only.', exitKeywords: ['menu', 'never mind'] },
   traits: {

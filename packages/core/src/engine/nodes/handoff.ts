@@ -2,7 +2,7 @@ import { Type } from 'typebox'
 import { NOTE_BOUNDS } from '../../chat/notes.ts'
 import { CONVERSATION_PRIORITIES } from '../../db/schema/chat.ts'
 import { NodeError } from '../types.ts'
-import { CHAT_TRAITS } from './chat-send.ts'
+import { CHAT_TRAITS, CUSTOMER_FIELDS, customerOf } from './chat-send.ts'
 import { optionalChoice, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
@@ -30,14 +30,14 @@ export const handoff = defineNode({
   category: 'Chat',
   description: 'Hands a chat customer’s conversation to a person: assigns it (pausing the assistant), adds labels, sets its priority and leaves a private note.',
   config: {
-    phone: templated(Type.String({ minLength: 1, maxLength: 64, description: 'The customer’s number, whose conversation is handed over (usually {{triggerData.phone}}).' })),
-    accountId: Type.Optional(templated(Type.String({ description: 'The chat account of the conversation; the owner’s default account when absent.' }))),
+    phone: CUSTOMER_FIELDS.phone,
+    accountId: CUSTOMER_FIELDS.accountId,
     assignTo: templated(Type.String({ minLength: 1, maxLength: 200, description: 'A user who can use the account (their id), or least_busy: of those, the one with the fewest open conversations assigned, ties broken by email.' })),
     labels: Type.Optional(templated(Type.Array(Type.String({ minLength: 1, maxLength: LABELS.chars }), { maxItems: LABELS.items, description: 'Labels added to the conversation’s own.' }))),
     priority: Type.Optional(oneOfAnyCase(CONVERSATION_PRIORITIES, { description: 'The conversation’s priority; unchanged when absent.' })),
     note: Type.Optional(templated(Type.String({ maxLength: NOTE_BOUNDS.textChars, description: `A private note on the conversation, never sent to the customer; @email mentions a user (at most ${NOTE_BOUNDS.textChars} characters once rendered).` })))
   },
-  example: { phone: '{{triggerData.phone}}', assignTo: 'least_busy', labels: ['sales'], priority: 'high', note: 'Asked for a quote: {{triggerData.text}}' },
+  example: { assignTo: 'least_busy', labels: ['sales'], priority: 'high', note: 'Asked for a quote: {{triggerData.text}}' },
   // It changes the conversation the inbox shows: the chat nodes' traits.
   traits: CHAT_TRAITS,
   async execute ({ config, run, deps, beforeEffect, log, attempt, idempotencyKey }) {
@@ -47,8 +47,7 @@ export const handoff = defineNode({
     }
     const input = {
       userId: run.userId,
-      accountId: optionalString(config, 'accountId'),
-      phone: requiredString(config, 'phone'),
+      ...customerOf(config, run.triggerData),
       assignTo: requiredString(config, 'assignTo'),
       labels: labelsOf(config),
       priority: optionalChoice(config, 'priority', CONVERSATION_PRIORITIES),
