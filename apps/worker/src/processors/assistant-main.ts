@@ -40,14 +40,7 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
         if (exited !== null) await wakeRun(queues, exited.queue, exited.runId)
         return
       }
-      const asked = await asks.take(message.conversationId, {
-        messageId: message.messageId,
-        wamid: message.wamid,
-        type: message.type,
-        text: message.text,
-        ...(message.interactive !== undefined && { interactive: message.interactive }),
-        ...(message.media !== undefined && { media: message.media })
-      })
+      const asked = await asks.take(message)
       if (asked.taken) {
         if (asked.wake !== null) await wakeRun(queues, asked.wake.queue, asked.wake.runId)
         logger.debug({ conversationId: message.conversationId, answered: asked.answered }, 'inbound chat message taken by an ask')

@@ -3,6 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { jsonb } from '../db/sql.ts'
 import type { AskAnswer, AskStatus } from '../db/schema/asks.ts'
 import type { QueueName } from '../queues/catalog.ts'
+import type { InboundChatMessage } from './inbound.ts'
 
 /**
  * The waits of `ask` nodes for their customer's next message (README, Conversations). One row per
@@ -98,12 +99,21 @@ export function chatAsks (db: DbOrTx) {
     },
 
     /**
-     * An inbound message of the conversation: the open ask of a live run takes it. Waiting, it
+     * An inbound message: the open ask of a live run on its conversation takes it. Waiting, it
      * becomes the ask's answer and its run is to be woken; already answered (the run has not read
      * that answer yet), it is only stored. The same message again (a repeated webhook, a retried
      * delivery) is taken again and wakes the run again, which reads its answer once.
      */
-    async take (conversationId: string, answer: AskAnswer): Promise<AskTake> {
+    async take (message: InboundChatMessage): Promise<AskTake> {
+      const { conversationId } = message
+      const answer: AskAnswer = {
+        messageId: message.messageId,
+        wamid: message.wamid,
+        type: message.type,
+        text: message.text,
+        ...(message.interactive !== undefined && { interactive: message.interactive }),
+        ...(message.media !== undefined && { media: message.media })
+      }
       const [row] = await db.execute<{ answered: boolean, runId: string, queue: QueueName, ownAnswer: boolean }>(sql`
         with open as (
           select chat_asks.run_id, chat_asks.node_id, chat_asks.status, chat_asks.answer->>'messageId' as "answerId", runs.queue
