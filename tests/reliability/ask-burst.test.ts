@@ -69,3 +69,35 @@ t.test('1,000 asks answered in a burst, twice, while a worker is killed: each ru
   const [{ inbound }] = await sql<Array<{ inbound: number }>>`select count(*)::int as inbound from messages where direction = 'inbound'`
   t.equal(inbound, 2 * CONVERSATIONS, 'each message stored once')
 })
+
+t.test('1,000 messages in a burst to one conversation with a waiting ask: one answer taken, every message stored', async (t) => {
+  const customer = '15554999999'
+  await stack.client.createWorkflow(token, {
+    name: 'one question',
+    triggerType: 'KEYWORD',
+    triggerConfig: { keywords: ['question'] },
+    nodes: [
+      { id: 'answer', type: 'ask', config: { text: 'Your question?' }, next: 'noted' },
+      { id: 'noted', type: 'set', config: { values: { text: '{{answer.value}}' } } }
+    ]
+  })
+  const asked = await deliver(`${stack.baseUrl}/webhook/chat`, messagesDelivery(PHONE_NUMBER_ID, [{ from: customer, text: 'a question' }]), APP_SECRET)
+  t.equal(asked.status, 200)
+  const [run] = await waitFor(async () => {
+    const rows = await sql<Array<{ id: string }>>`select run_id as id from chat_asks join conversations c on c.id = chat_asks.conversation_id where c.phone = ${customer} and asked = 1`
+    return rows.length === 1 ? rows : undefined
+  }, { what: 'the run waiting at its ask', timeoutMs: 30_000 })
+  const burst = messagesDelivery(PHONE_NUMBER_ID, Array.from({ length: 1000 }, (_, i) => ({ from: customer, text: `part ${i}`, wamid: `wamid.one.burst.${i}` })))
+  t.equal((await deliver(`${stack.baseUrl}/webhook/chat`, burst, APP_SECRET)).status, 200)
+  await waitFor(async () => {
+    const [{ stored }] = await sql<Array<{ stored: number }>>`select count(*)::int as stored from messages m join conversations c on c.id = m.conversation_id where c.phone = ${customer} and m.direction = 'inbound'`
+    return stored === 1001 ? true : undefined
+  }, { what: 'every message of the burst stored', timeoutMs: 120_000 })
+  const [ended] = await waitFor(async () => {
+    const rows = await sql<Array<{ status: string, text: unknown }>>`select status, result->'noted'->'text' as text from runs where id = ${run!.id} and status in ('SUCCESS', 'FAILED')`
+    return rows.length === 1 ? rows : undefined
+  }, { what: 'the run ended' })
+  t.same(ended, { status: 'SUCCESS', text: 'part 0' }, 'the first message of the burst was the answer, taken once')
+  const [{ attempts }] = await sql<Array<{ attempts: number }>>`select attempts from chat_asks where run_id = ${run!.id}`
+  t.equal(attempts, 1)
+})
