@@ -208,7 +208,7 @@ function Accounts () {
       <form class='inline-form' onSubmit={(event) => { event.preventDefault(); createSandbox.run() }}>
         <h3>Create sandbox number</h3>
         <p class='muted'>A number to try workflows and the assistant on: you type as the customer (the builder's “Try it in chat”), and what it sends is delivered at once, without the platform.</p>
-        <label for='sandbox-name'>Name</label>
+        <label for='sandbox-name'>Sandbox number name</label>
         <input id='sandbox-name' required maxLength={200} value={sandboxName} onInput={(e) => { setSandboxName(e.currentTarget.value) }} />
         <ErrorNotice error={createSandbox.error} />
         <button type='submit' disabled={createSandbox.busy}>{createSandbox.busy ? 'Creating…' : 'Create sandbox number'}</button>
