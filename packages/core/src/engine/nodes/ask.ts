@@ -110,6 +110,20 @@ export const ask = defineNode({
     const maxAttempts = optionalNumber(config, 'maxAttempts', 1, MAX_ATTEMPTS) ?? DEFAULT_ATTEMPTS
     const timeoutMs = (optionalNumber(config, 'timeoutMinutes', MIN_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES) ?? DEFAULT_TIMEOUT_MINUTES) * MINUTE_MS
 
+    /** The customer's conversation as this execution first read it. */
+    let conversationRead: ReturnType<typeof deps.chat.conversation> | undefined
+    const conversationAtStart = async () => await (conversationRead ??= deps.chat.conversation(customer))
+
+    /**
+     * Whether the question must be the template: the customer has not written for 24 hours. A question
+     * asked again follows their answer, so only the first one can be outside the window.
+     */
+    async function outsideWindow (attempt: number): Promise<boolean> {
+      if (attempt > 0) return false
+      const lastIncomingAt = (await conversationAtStart())?.lastIncomingAt
+      return lastIncomingAt == null || Date.now() - lastIncomingAt.getTime() >= WINDOW_MS
+    }
+
     /** The question of `attempt` (0 the first), after the invalid reply for the one before it. */
     async function sendQuestion (attempt: number): Promise<void> {
       const key = `${context.idempotencyKey}:${attempt}`
@@ -118,13 +132,12 @@ export const ask = defineNode({
         await context.beforeEffect(`Answer ${attempt} not valid: replying to ${customer.phone}`)
         await sendRetryably(async () => await deps.chat.sendText({ ...customer, to: customer.phone, text: invalidReply }, { idempotencyKey: `${key}:invalid`, signal: context.signal }))
       }
-      const conversation = await deps.chat.conversation(customer)
-      const windowOpen = conversation?.lastIncomingAt != null && Date.now() - conversation.lastIncomingAt.getTime() < WINDOW_MS
       const template = config.template as { name: string, lang?: string, components?: unknown[] } | undefined
+      const asTemplate = template !== undefined && await outsideWindow(attempt)
       await context.beforeEffect(`Asking ${customer.phone} (attempt ${attempt + 1} of ${maxAttempts})`)
       const options = { idempotencyKey: key, signal: context.signal }
       await sendRetryably(async () => {
-        if (!windowOpen && template !== undefined) {
+        if (asTemplate) {
           return await deps.chat.sendTemplate({ ...customer, to: customer.phone, templateName: template.name, lang: template.lang ?? 'en_US', components: template.components }, options)
         }
         if (config.buttons === undefined && config.list === undefined) return await deps.chat.sendText({ ...customer, to: customer.phone, text: requiredString(config, 'text') }, options)
@@ -203,7 +216,7 @@ export const ask = defineNode({
     if (found === undefined) {
       // A customer who never wrote has no conversation until the question (a template) is sent:
       // otherwise the ask opens first, so that no answer can come before it.
-      const existing = await deps.chat.conversation(customer)
+      const existing = await conversationAtStart()
       const askedFirst = existing === null
       if (askedFirst) await sendQuestion(0)
       const conversation = existing ?? await deps.chat.conversation(customer)
