@@ -245,6 +245,26 @@ t.test('a newer ask of the conversation takes over; an unanswered ask times out'
   await waitFor(async () => (await messagesSeenByWorkflows()).length > seen ? true : undefined, { what: 'a message after the timeout to reach the workflows' })
 })
 
+t.test('a customer who never wrote is asked with the template, and their answer is taken', async (t) => {
+  const outreach = await client.createWorkflow(token, {
+    name: 'outreach',
+    nodes: [
+      { id: 'confirm', type: 'ask', config: { text: 'Shall we deliver tomorrow?', template: { name: 'hello_world', lang: 'en_US' }, buttons: [{ id: 'yes', title: 'Yes' }, { id: 'no', title: 'No' }], expect: 'choice' } },
+      { id: 'again', type: 'ask', config: { text: 'Which time suits you?', template: { name: 'hello_world' }, expect: 'text' } }
+    ]
+  })
+  const customer = '15550001010'
+  const runId = await client.fire(token, outreach, { phone: customer })
+  await waiting(runId)
+  const first = fake.sends().filter((send) => (send.body as { to?: string }).to === customer)
+  t.match(first, [{ body: { type: 'template', template: { name: 'hello_world' } } }], 'outside the window: the template, the one message the platform allows')
+  await say(customer, 'yes')
+  await waitForSent(customer, 1)
+  await waiting(runId)
+  t.match(fake.sends().filter((send) => (send.body as { to?: string }).to === customer).at(-1)?.body, { type: 'text', text: { body: 'Which time suits you?' } }, 'the customer wrote: inside the window, the question itself')
+  t.match((await client.getRun(token, runId)).result.confirm, { value: 'yes', attempts: 1 })
+})
+
 t.test('100 conversations waiting at an ask, answered in a burst: each resumed once', async (t) => {
   const survey = await client.createWorkflow(token, {
     name: 'hundred',
