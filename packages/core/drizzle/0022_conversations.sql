@@ -30,5 +30,4 @@ ALTER TABLE "chat_asks" ADD CONSTRAINT "chat_asks_run_id_runs_id_fk" FOREIGN KEY
 ALTER TABLE "chat_asks" ADD CONSTRAINT "chat_asks_conversation_id_conversations_id_fk" FOREIGN KEY ("conversation_id") REFERENCES "public"."conversations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "conversation_notes_conversation_idx" ON "conversation_notes" USING btree ("conversation_id","created_at","id");--> statement-breakpoint
 CREATE INDEX "conversation_notes_mentions_idx" ON "conversation_notes" USING gin ("mentions");--> statement-breakpoint
-CREATE UNIQUE INDEX "chat_asks_open_key" ON "chat_asks" USING btree ("conversation_id") WHERE "chat_asks"."status" in ('waiting', 'answered');--> statement-breakpoint
-CREATE INDEX "chat_asks_open_expiry_idx" ON "chat_asks" USING btree ("expires_at") WHERE "chat_asks"."status" in ('waiting', 'answered');
+CREATE UNIQUE INDEX "chat_asks_open_key" ON "chat_asks" USING btree ("conversation_id") WHERE "chat_asks"."status" in ('waiting', 'answered');

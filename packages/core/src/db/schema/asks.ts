@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { createdAt, nullableTimestamp } from './_columns.ts'
 import { conversations, type ChatMessageMedia } from './chat.ts'
 import { runs } from './runs.ts'
@@ -44,9 +44,7 @@ export const chatAsks = pgTable('chat_asks', {
   updatedAt: nullableTimestamp('updated_at').notNull().defaultNow()
 }, (t) => [
   primaryKey({ columns: [t.runId, t.nodeId] }),
-  uniqueIndex('chat_asks_open_key').on(t.conversationId).where(sql`${t.status} in ('waiting', 'answered')`),
-  // The reconciler's look for open asks past their time.
-  index('chat_asks_open_expiry_idx').on(t.expiresAt).where(sql`${t.status} in ('waiting', 'answered')`)
+  uniqueIndex('chat_asks_open_key').on(t.conversationId).where(sql`${t.status} in ('waiting', 'answered')`)
 ])
 
 export type ChatAsk = typeof chatAsks.$inferSelect
