@@ -16,6 +16,7 @@ import {
   type WorkflowDetail,
   type WorkflowInput
 } from './repository.ts'
+import { renameNode } from './rename-node.ts'
 import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
 import { validateNodesAsync, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
@@ -176,6 +177,29 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
         const change = auditedChange(current, { ...changes, tags: dedupe(changes.tags) })
         if (audit !== undefined && change !== null) {
           await recordAudit(tx, audit, { action: change.action, targetType: 'workflow', targetId: id, details: { name: changes.name ?? current.name, fields: change.fields } })
+        }
+      })
+      return detail(viewer, id)
+    },
+
+    /**
+     * Renames node `from` to `to` with every reference to it (rename-node.ts), saved as an update
+     * is: checked, a new version, the audit log's `workflow.updated`. Mentions inside code are not
+     * rewritten: the rename is refused (409, listing them) unless `force`. The code itself is
+     * unchanged, so it is not compiled again.
+     */
+    async renameNode (viewer: Viewer, id: string, rename: { from: string, to: string, force?: boolean }, audit?: AuditContext): Promise<WorkflowDetail> {
+      await db.transaction(async (tx) => {
+        const current = await locked(tx, viewer, id)
+        const renamed = renameNode(current, rename.from, rename.to, (type) => nodeDefinition(type)?.traits)
+        if (renamed.unrewritable.length > 0 && rename.force !== true) {
+          throw new DomainError('NODE_REFERENCES_UNREWRITABLE', `References to ${rename.from} inside code cannot be rewritten: change the code, or rename with force`, { references: renamed.unrewritable })
+        }
+        const changes = { nodes: renamed.nodes, edges: renamed.edges }
+        await save(tx, viewer, current, changes)
+        const change = auditedChange(current, changes)
+        if (audit !== undefined && change !== null) {
+          await recordAudit(tx, audit, { action: change.action, targetType: 'workflow', targetId: id, details: { name: current.name, fields: change.fields, renamedNode: { from: rename.from, to: rename.to } } })
         }
       })
       return detail(viewer, id)

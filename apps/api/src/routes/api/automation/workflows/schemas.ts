@@ -168,6 +168,13 @@ export const TestRunBody = Type.Object({
   untilNodeId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'the run ends SUCCESS once this node has run' }))
 }, { additionalProperties: false })
 
+/** POST /workflows/:id/rename-node: `to` follows the rules of any node id. */
+export const RenameNodeBody = Type.Object({
+  from: Type.String({ minLength: 1, maxLength: 100, description: 'the id of the node to rename' }),
+  to: WorkflowNode.properties.id,
+  force: Type.Optional(Type.Boolean({ default: false, description: 'rename even though code refers to the node: the code is left as it is' }))
+}, { additionalProperties: false })
+
 export const ListVersionsQuery = Type.Object({ ...Pagination }, { additionalProperties: false })
 
 /** `:n` is a version number; anything else is a version that does not exist (404, like a malformed id). */
