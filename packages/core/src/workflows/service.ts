@@ -17,6 +17,7 @@ import {
   type WorkflowInput
 } from './repository.ts'
 import { renameNode } from './rename-node.ts'
+import { captureTestRequest, type TestCapture, type WebhookTriggerData } from './test-capture.ts'
 import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
 import { validateNodesAsync, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
@@ -204,6 +205,28 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
       })
       return detail(viewer, id)
     },
+
+    /** Listens for the workflow's next inbound webhook (test-capture.ts); 400 for a workflow of another trigger. */
+    async armTestCapture (viewer: Viewer, id: string): Promise<TestCapture> {
+      const repository = workflowsRepository(db)
+      const armed = await repository.armTestCapture(viewer, id)
+      if (armed !== null) return armed
+      const workflow = await repository.findById(viewer, id)
+      if (workflow === null) throw workflowNotFound()
+      throw new DomainError('VALIDATION_ERROR', `Only a WEBHOOK workflow listens for a test request; this one's trigger is ${workflow.triggerType}`)
+    },
+
+    /** Where the workflow's test capture stands, with what it captured once it has. */
+    async testCapture (viewer: Viewer, id: string): Promise<TestCapture & { pinnedData?: unknown }> {
+      const found = await workflowsRepository(db).findTestCapture(viewer, id)
+      if (found === null) throw workflowNotFound()
+      const { pinnedData, ...capture } = found
+      return capture.state === 'captured' ? { ...capture, pinnedData } : capture
+    },
+
+    /** The public webhook's capture of a request, when the workflow listens (test-capture.ts). */
+    captureTestRequest: async (workflowId: string, triggerData: WebhookTriggerData): Promise<boolean> =>
+      captureTestRequest(db, workflowId, triggerData),
 
     /**
      * Makes version `version` current again, as a new version: checked like a change, since

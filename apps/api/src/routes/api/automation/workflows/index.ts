@@ -10,6 +10,7 @@ import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
 import renameNode from './rename-node.ts'
 import retry from './retry.ts'
+import testCapture from './test-capture.ts'
 import testRun from './test-run.ts'
 import transfer from './transfer.ts'
 import versions from './versions.ts'
@@ -47,6 +48,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(renameNode)
   await fastify.register(retry)
   await fastify.register(testRun)
+  await fastify.register(testCapture)
   await fastify.register(versions)
   await fastify.register(transfer)
 
