@@ -10,7 +10,7 @@ import { workflows } from '../db/schema/index.ts'
  */
 
 /** How long an armed capture listens. */
-export const TEST_CAPTURE_WINDOW_MS = 2 * 60_000
+const TEST_CAPTURE_WINDOW_MS = 2 * 60_000
 
 /** `idle`: never armed; `armed`: listening; `captured`: took a request; `expired`: the window passed without one. */
 export type TestCaptureState = 'idle' | 'armed' | 'captured' | 'expired'
