@@ -23,9 +23,12 @@ t.test('an armed active workflow captures the next webhook as pinned data shaped
   const member = await newMember()
   const id = await client.createWorkflow(member.token, { triggerType: 'WEBHOOK', isActive: true })
   t.match((await capture(member.token, id, 'GET')).json(), { state: 'idle', until: null, capturedAt: null })
+  const updatedAt = async () => (await request({ method: 'GET', url: `${URL}/${id}`, token: member.token })).json().updatedAt
+  const beforeArming = await updatedAt()
 
   const armed = await capture(member.token, id, 'POST')
   t.equal(armed.statusCode, 200, armed.body)
+  t.equal(await updatedAt(), beforeArming, 'arming changes nothing of the workflow: its place in the list stays')
   const { state, until } = armed.json()
   t.equal(state, 'armed')
   const window = new Date(until).getTime() - Date.now()
@@ -79,7 +82,8 @@ t.test('an inactive workflow captures too, starting no run, and answers as the s
 
 t.test('the window expires; arming again opens a new one; other triggers and owners are refused', async (t) => {
   const member = await newMember()
-  const id = await client.createWorkflow(member.token, { triggerType: 'WEBHOOK', isActive: true, pinnedData: { kept: true } })
+  const id = await client.createWorkflow(member.token, { triggerType: 'WEBHOOK', isActive: true })
+  t.equal((await request({ method: 'PATCH', url: `${URL}/${id}`, token: member.token, payload: { pinnedData: { kept: true } } })).statusCode, 200)
   await capture(member.token, id, 'POST')
   await sql`update workflows set test_capture_until = now() - interval '1 second' where id = ${id}`
   t.equal((await capture(member.token, id, 'GET')).json().state, 'expired')
