@@ -72,6 +72,9 @@ t.test('B cannot read or change A\'s workflows, runs, accounts or conversations:
     'version of workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/versions/1` },
     'restore workflow version': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/versions/1/restore` },
     'export workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/export` },
+    'rename a node of workflow': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/rename-node`, payload: { from: 'a', to: 'b' } },
+    'listen for a test request of workflow': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/test-capture` },
+    'test capture of workflow': { method: 'GET', url: (id) => `/api/automation/workflows/${id}/test-capture` },
     'bulk retry of workflow': { method: 'POST', url: (id) => `/api/automation/workflows/${id}/runs/retry`, payload: { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' } }
   }
   for (const [what, probe] of Object.entries(workflowProbes)) await likeMissing(t, what, probe, aWorkflow)

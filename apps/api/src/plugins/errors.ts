@@ -116,6 +116,8 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   SUBSCRIPTION_NOT_FOUND: 404,
   DELIVERY_NOT_FOUND: 404,
   DELIVERY_PENDING: 409,
+  // A rename that would leave references inside code pointing at the old id, until confirmed with `force`.
+  NODE_REFERENCES_UNREWRITABLE: 409,
   RUN_FINISHED: 409,
   RUN_NOT_FINISHED: 409,
   RUN_NOT_WAITING: 409,

@@ -1,6 +1,7 @@
 import type { CredentialType } from '../db/schema/credentials.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
-import { parsePath, templatePaths } from '../engine/template.ts'
+import { templatePaths } from '../engine/template.ts'
+import { parsePath } from '../engine/template-syntax.ts'
 import { nodeDefinition } from '../engine/nodes/index.ts'
 import { DomainError } from '../errors.ts'
 

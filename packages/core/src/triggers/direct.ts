@@ -12,6 +12,8 @@ interface TriggerTarget {
   isActive: boolean
   /** The inbound webhook's rate limit, read by the same lookup so that a workflow without one costs nothing more. */
   webhookRateLimit: WebhookRateLimit | null
+  /** Until when the inbound webhook's next request becomes the workflow's pinnedData (workflows/test-capture.ts), read by the same lookup. */
+  testCaptureUntil: Date | null
   /** The quotas an admin set for the owner (users/quotas.ts: the start quota reads them). */
   ownerQuotas: unknown
 }
@@ -38,6 +40,7 @@ export function createTriggerTargets (db: DbOrTx): TriggerTargets {
       triggerType: workflows.triggerType,
       isActive: workflows.isActive,
       webhookRateLimit: workflows.webhookRateLimit,
+      testCaptureUntil: workflows.testCaptureUntil,
       ownerQuotas: users.quotas
     }).from(workflows).innerJoin(users, eq(users.id, workflows.userId)).where(inArray(workflows.id, [...ids]))
     const byId = new Map(rows.map((row) => [row.id, row]))

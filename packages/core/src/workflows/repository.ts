@@ -1,5 +1,6 @@
 import { and, arrayContains, desc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm'
 import { exactCounters } from './counters.ts'
+import { armTestCaptureValues, testCaptureColumns, type TestCapture } from './test-capture.ts'
 import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
 import {
@@ -185,6 +186,19 @@ export function workflowsRepository (db: DbOrTx) {
       const [workflow] = await db.update(workflows).set({ ...editableFields(changes), ...(version !== undefined && { version }) })
         .where(byId(viewer, id)).returning(workflowColumns)
       return workflow ?? null
+    },
+
+    /** Its test capture (test-capture.ts) with the pinned data, or null when the viewer cannot see it. */
+    async findTestCapture (viewer: Viewer, id: string): Promise<(TestCapture & { pinnedData: unknown }) | null> {
+      const [found] = await db.select({ ...testCaptureColumns, pinnedData: workflows.pinnedData }).from(workflows).where(byId(viewer, id)).limit(1)
+      return found ?? null
+    },
+
+    /** Arms its test capture if it is a WEBHOOK workflow the viewer can see; null otherwise. */
+    async armTestCapture (viewer: Viewer, id: string): Promise<TestCapture | null> {
+      const [armed] = await db.update(workflows).set(armTestCaptureValues())
+        .where(and(byId(viewer, id), eq(workflows.triggerType, 'WEBHOOK'))).returning(testCaptureColumns)
+      return armed ?? null
     },
 
     /**

@@ -16,6 +16,8 @@ import {
   type WorkflowDetail,
   type WorkflowInput
 } from './repository.ts'
+import { renameNode } from './rename-node.ts'
+import { captureTestRequest, type TestCapture, type WebhookTriggerData } from './test-capture.ts'
 import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
 import { validateNodesAsync, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
@@ -180,6 +182,51 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
       })
       return detail(viewer, id)
     },
+
+    /**
+     * Renames node `from` to `to` with every reference to it (rename-node.ts), saved as an update
+     * is: checked, a new version, the audit log's `workflow.updated`. Mentions inside code are not
+     * rewritten: the rename is refused (409, listing them) unless `force`. The code itself is
+     * unchanged, so it is not compiled again.
+     */
+    async renameNode (viewer: Viewer, id: string, rename: { from: string, to: string, force?: boolean }, audit?: AuditContext): Promise<WorkflowDetail> {
+      await db.transaction(async (tx) => {
+        const current = await locked(tx, viewer, id)
+        const renamed = renameNode(current, rename.from, rename.to, (type) => nodeDefinition(type)?.traits)
+        if (renamed.unrewritable.length > 0 && rename.force !== true) {
+          throw new DomainError('NODE_REFERENCES_UNREWRITABLE', `References to ${rename.from} inside code cannot be rewritten: change the code, or rename with force`, { references: renamed.unrewritable })
+        }
+        const changes = { nodes: renamed.nodes, edges: renamed.edges }
+        await save(tx, viewer, current, changes)
+        const change = auditedChange(current, changes)
+        if (audit !== undefined && change !== null) {
+          await recordAudit(tx, audit, { action: change.action, targetType: 'workflow', targetId: id, details: { name: current.name, fields: change.fields, renamedNode: { from: rename.from, to: rename.to } } })
+        }
+      })
+      return detail(viewer, id)
+    },
+
+    /** Listens for the workflow's next inbound webhook (test-capture.ts); 400 for a workflow of another trigger. */
+    async armTestCapture (viewer: Viewer, id: string): Promise<TestCapture> {
+      const repository = workflowsRepository(db)
+      const armed = await repository.armTestCapture(viewer, id)
+      if (armed !== null) return armed
+      const workflow = await repository.findById(viewer, id)
+      if (workflow === null) throw workflowNotFound()
+      throw new DomainError('VALIDATION_ERROR', `Only a WEBHOOK workflow listens for a test request; this one's trigger is ${workflow.triggerType}`)
+    },
+
+    /** Where the workflow's test capture stands, with what it captured once it has. */
+    async testCapture (viewer: Viewer, id: string): Promise<TestCapture & { pinnedData?: unknown }> {
+      const found = await workflowsRepository(db).findTestCapture(viewer, id)
+      if (found === null) throw workflowNotFound()
+      const { pinnedData, ...capture } = found
+      return capture.state === 'captured' ? { ...capture, pinnedData } : capture
+    },
+
+    /** The public webhook's capture of a request, when the workflow listens (test-capture.ts). */
+    captureTestRequest: async (workflowId: string, triggerData: WebhookTriggerData): Promise<boolean> =>
+      captureTestRequest(db, workflowId, triggerData),
 
     /**
      * Makes version `version` current again, as a new version: checked like a change, since

@@ -53,6 +53,13 @@ export const workflows = pgTable('workflows', {
   webhookRateLimit: jsonb('webhook_rate_limit').$type<WebhookRateLimit>(),
   /** Sample triggerData a test run uses when given none (README, The workflow builder); never used by real triggers, never versioned. */
   pinnedData: jsonb('pinned_data').$type<unknown>(),
+  /**
+   * "Listen for a test request" (workflows/test-capture.ts): the first inbound webhook before this
+   * time becomes pinnedData. Read by the webhook's own lookup, so a workflow not listening costs it nothing.
+   */
+  testCaptureUntil: nullableTimestamp('test_capture_until'),
+  /** When the listening took its request; null while listening, or when it took none. */
+  testCapturedAt: nullableTimestamp('test_captured_at'),
   ...timestamps()
 }, (t) => [
   // The list's order, newest updatedAt first with id breaking ties, per owner and for admins;

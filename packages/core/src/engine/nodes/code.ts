@@ -30,7 +30,7 @@ export const code = defineNode({
   },
   example: { code: 'const items = input.triggerData.items ?? []\nreturn { count: items.length, total: items.reduce((sum, item) => sum + item.price, 0) }' },
   // The code is the author's program, never a template: `{{` may be JavaScript.
-  traits: { ...PURE_TRAITS, templateFields: [] },
+  traits: { ...PURE_TRAITS, templateFields: [], codeFields: ['code'] },
   validate (config, limits) {
     const tooLarge = typeof config.code === 'string' ? codeSizeError(config.code, limits) : undefined
     if (tooLarge !== undefined) throw new NodeError(`code line 1: ${tooLarge}`)

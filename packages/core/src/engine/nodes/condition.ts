@@ -145,7 +145,8 @@ export const condition = defineNode({
   example: { field: 'triggerData.amount', operator: 'gt', value: 100 },
   traits: {
     ...PURE_TRAITS,
-    links: [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }, { field: 'cases', kind: 'map' }, { field: 'default', kind: 'node' }]
+    links: [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }, { field: 'cases', kind: 'map' }, { field: 'default', kind: 'node' }],
+    resultPaths: ['field']
   },
   validate (config) {
     checkLiteralMatchPattern(config.operator, config.value)

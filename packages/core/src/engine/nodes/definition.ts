@@ -100,6 +100,13 @@ export interface NodeTraits {
    */
   flow?: 'fork' | 'join'
   /**
+   * Config fields that name a value of the run by its path (`n1.status`) unless written as a
+   * template, a condition's `field`: renaming a node rewrites them (workflows/rename-node.ts).
+   */
+  resultPaths?: readonly string[]
+  /** Config fields holding source code: renaming a node lists the mentions of its id there, never rewrites them. */
+  codeFields?: readonly string[]
+  /**
    * The config field naming the workflow it runs as a child run (run_workflow, foreach): a key
    * limited to workflows saves there only an id of its list (README, API keys).
    */

@@ -147,6 +147,8 @@ export interface NodeTypeDescription {
     templateFields: 'every' | string[]
     links: Array<{ field: string, kind: 'node' | 'map' | 'list' }>
     flow?: 'fork' | 'join'
+    resultPaths?: string[]
+    codeFields?: string[]
     credentials: 'never' | { fields: string[], types: string[] }
     secretFields: Array<{ field: string, kind: string, keeps?: string[] }>
     retries: { allowed: boolean, defaultTimeoutMs?: number, legacyRetries?: boolean }
@@ -171,7 +173,9 @@ function describeNodeType (definition: NodeDefinition): NodeTypeDescription {
         ? { field: secret.field, kind: secret.kind, keeps: [...secret.keeps].sort() }
         : { field: secret.field, kind: secret.kind }),
       retries: { ...traits.retries },
-      ...(traits.flow !== undefined && { flow: traits.flow })
+      ...(traits.flow !== undefined && { flow: traits.flow }),
+      ...(traits.resultPaths !== undefined && { resultPaths: [...traits.resultPaths] }),
+      ...(traits.codeFields !== undefined && { codeFields: [...traits.codeFields] })
     }
   }
 }

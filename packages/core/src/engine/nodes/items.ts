@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
-import { getPath, parsePath } from '../template.ts'
+import { getPath } from '../template.ts'
+import { parsePath } from '../template-syntax.ts'
 import { NodeError } from '../types.ts'
 import { templated } from './definition.ts'
 

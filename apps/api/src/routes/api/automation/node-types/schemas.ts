@@ -20,7 +20,9 @@ const NodeTraits = Type.Object({
     defaultTimeoutMs: Type.Optional(Type.Number()),
     legacyRetries: Type.Optional(Type.Boolean())
   }, { description: 'Whether retry and timeoutMs apply, and the default time limit.' }),
-  flow: Type.Optional(Type.Union([Type.Literal('fork'), Type.Literal('join')], { description: 'fork: starts parallel branches (its list link); join: where they meet.' }))
+  flow: Type.Optional(Type.Union([Type.Literal('fork'), Type.Literal('join')], { description: 'fork: starts parallel branches (its list link); join: where they meet.' })),
+  resultPaths: Type.Optional(Type.Array(Type.String(), { description: 'Config fields that name a value of the run by its path unless written as a template: a node rename rewrites them.' })),
+  codeFields: Type.Optional(Type.Array(Type.String(), { description: 'Config fields holding source code: a node rename lists the mentions of its id there instead of rewriting them.' }))
 })
 
 export const NodeTypes = Type.Object({

@@ -85,9 +85,22 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async (request, reply) => {
     const { deadline } = request
+    const triggerDataOf = async () => {
+      const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
+      const body = rawBody === undefined ? null : await bodyOf(request, rawBody)
+      return { rawBody, triggerData: { body, headers: { ...request.headers }, query: { ...(request.query as object) } } }
+    }
     try {
       const workflow = await deadline.race(fastify.triggers.findTarget(request.params.workflowId), 'find the workflow')
-      if (workflow === null || !workflow.isActive || workflow.triggerType !== 'WEBHOOK') {
+      if (workflow === null || workflow.triggerType !== 'WEBHOOK') {
+        webhookAnswers.inc({ status: 'ignored' })
+        return { status: 'ignored' as const }
+      }
+      // A workflow listening for a test request (README, The workflow builder): read by the lookup above, so free otherwise.
+      const capturing = workflow.testCaptureUntil !== null && workflow.testCaptureUntil.getTime() > Date.now()
+      if (!workflow.isActive) {
+        // Captured, though an inactive workflow starts no run and answers as one that does not exist (README, Runs).
+        if (capturing) await deadline.race(fastify.workflows.captureTestRequest(workflow.id, (await triggerDataOf()).triggerData), 'capture the test request')
         webhookAnswers.inc({ status: 'ignored' })
         return { status: 'ignored' as const }
       }
@@ -106,15 +119,19 @@ const webhook: FastifyPluginAsyncTypebox = async (fastify) => {
         webhookAnswers.inc({ status: 'rate_limited' })
         throw err
       }
-      const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined
-      const body = rawBody === undefined ? null : await bodyOf(request, rawBody)
+      const { rawBody, triggerData } = await triggerDataOf()
       const { runId } = await fastify.runs.start({
         workflow,
-        triggerData: { body, headers: { ...request.headers }, query: { ...(request.query as object) } },
+        triggerData,
         rawBody,
         idempotencyKey: idempotencyKeyOf(request.headers),
         requestId: request.id
       }, deadline)
+      // After the run is committed: a capture that fails must not answer 500, or the sender's retry would start the run again.
+      if (capturing) {
+        await deadline.race(fastify.workflows.captureTestRequest(workflow.id, triggerData), 'capture the test request')
+          .catch((err: unknown) => { request.log.warn({ err, workflowId: workflow.id }, 'test request not captured') })
+      }
       webhookAnswers.inc({ status: 'received' })
       return { status: 'received' as const, runId }
     } catch (err) {

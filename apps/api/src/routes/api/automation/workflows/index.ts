@@ -8,7 +8,9 @@ import { auditContextOf } from '../../../../audit-context.ts'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { checkIdParam } from '../../../../schemas/ids.ts'
 import fire from './fire.ts'
+import renameNode from './rename-node.ts'
 import retry from './retry.ts'
+import testCapture from './test-capture.ts'
 import testRun from './test-run.ts'
 import transfer from './transfer.ts'
 import versions from './versions.ts'
@@ -43,8 +45,10 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const tags = ['workflows']
   fastify.addHook('preHandler', checkIdParam('id', () => { throw workflowNotFound() }))
   await fastify.register(fire)
+  await fastify.register(renameNode)
   await fastify.register(retry)
   await fastify.register(testRun)
+  await fastify.register(testCapture)
   await fastify.register(versions)
   await fastify.register(transfer)
 

@@ -168,6 +168,23 @@ export const TestRunBody = Type.Object({
   untilNodeId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'the run ends SUCCESS once this node has run' }))
 }, { additionalProperties: false })
 
+/** POST /workflows/:id/rename-node: `to` follows the rules of any node id. */
+export const RenameNodeBody = Type.Object({
+  from: Type.String({ minLength: 1, maxLength: 100, description: 'the id of the node to rename' }),
+  to: WorkflowNode.properties.id,
+  force: Type.Optional(Type.Boolean({ default: false, description: 'rename even though code refers to the node: the code is left as it is' }))
+}, { additionalProperties: false })
+
+/** POST and GET /workflows/:id/test-capture: where "listen for a test request" stands. */
+export const TestCaptureAnswer = Type.Object({
+  state: Type.Union([Type.Literal('idle'), Type.Literal('armed'), Type.Literal('captured'), Type.Literal('expired')], {
+    description: 'idle: never armed; armed: the next inbound webhook becomes pinnedData; captured: one did; expired: none came in time'
+  }),
+  until: Type.Union([Timestamp, Type.Null()], { description: 'when the listening ends (once captured: when the request came)' }),
+  capturedAt: Type.Union([Timestamp, Type.Null()]),
+  pinnedData: Type.Optional(Type.Unknown({ description: 'once captured: the pinned data it made, {body, headers, query} as a run’s triggerData, without authorization and cookie' }))
+})
+
 export const ListVersionsQuery = Type.Object({ ...Pagination }, { additionalProperties: false })
 
 /** `:n` is a version number; anything else is a version that does not exist (404, like a malformed id). */
