@@ -25,7 +25,7 @@ function earliestWrite (dir: string): number | undefined {
 }
 
 /** Whether `dir/dist` was built after every change to `dir/src` and to `dir/package.json`. */
-function builtSinceChanged (dir: string): boolean {
+export function builtSinceChanged (dir: string): boolean {
   try {
     const built = earliestWrite(join(dir, 'dist'))
     return built !== undefined && built > Math.max(latestChange(join(dir, 'src')), statSync(join(dir, 'package.json')).mtimeMs)

@@ -1,0 +1,110 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import { builtSinceChanged } from '@switchboard/testing/entries'
+
+/**
+ * `pnpm tap:compiled [tap's arguments]`: tap over the test files as plain JavaScript, for `pnpm test`
+ * and the reliability tier (docs/testing.md, "Test files without loader hooks"). Without files, every
+ * file runs, the ones that run alone (tap's `serial`) after the others, so that the two at a time
+ * wait for each other once instead of before each of them.
+ *
+ * `node_modules/.cache/tap-build` mirrors the checkout:
+ * - each test file (`tests/`, `apps/*\/test`, `packages/*\/test`), and the console's sources, which
+ *   have no build of their own to import, transpiled to `.js` beside a link to its source;
+ * - the `src` of each workspace with a build, a tree of links to its sources and to its build's
+ *   JavaScript (`src/x.ts` → `dist/x.ts`'s `x.js`), so that `../src/x.js` and the package's own
+ *   exports load the same module, from the build;
+ * - everything else linked as it is, so paths a test finds from `import.meta.url` (docs, infra,
+ *   migrations, the builds) lead where they lead in the checkout;
+ * - the checkout's `package.json`, its tap settings for the `.js` names and without tsx.
+ * tap runs in there, and no test process loads a module through a loader hook.
+ */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const OUT = join(ROOT, 'node_modules/.cache/tap-build')
+/** The workspaces whose `src` runs from their `dist` (each has `tsconfig.build.json`). */
+const BUILT = ['packages/core', 'packages/testing', 'apps/api', 'apps/worker']
+const TRANSPILE: ts.CompilerOptions = {
+  module: ts.ModuleKind.ESNext,
+  target: ts.ScriptTarget.ES2023,
+  verbatimModuleSyntax: true,
+  rewriteRelativeImportExtensions: true,
+  jsx: ts.JsxEmit.ReactJSX
+}
+
+const stale = BUILT.filter((dir) => !builtSinceChanged(join(ROOT, dir)))
+if (stale.length > 0) {
+  console.error(`the build of ${stale.join(', ')} is older than its sources: run \`pnpm build\` first (the compiled tests import the builds)`)
+  process.exit(1)
+}
+
+/** `real`'s files linked at `at`, each TypeScript one also transpiled beside its link. */
+function compileTree (real: string, at: string): void {
+  mkdirSync(at, { recursive: true })
+  for (const entry of readdirSync(real, { withFileTypes: true })) {
+    const from = join(real, entry.name)
+    const to = join(at, entry.name)
+    if (entry.isDirectory() && entry.name !== 'node_modules') {
+      compileTree(from, to)
+      continue
+    }
+    symlinkSync(from, to)
+    if (/(?<!\.d)\.tsx?$/.test(entry.name)) {
+      const { outputText } = ts.transpileModule(readFileSync(from, 'utf8'), { fileName: from, compilerOptions: TRANSPILE })
+      writeFileSync(to.replace(/\.tsx?$/, '.js'), outputText)
+    }
+  }
+}
+
+/** `src`'s files linked at `at`, each TypeScript one with its build's JavaScript linked beside it. */
+function sourceTree (src: string, dist: string, at: string): void {
+  mkdirSync(at, { recursive: true })
+  for (const entry of readdirSync(src, { withFileTypes: true })) {
+    const from = join(src, entry.name)
+    const to = join(at, entry.name)
+    if (entry.isDirectory()) {
+      sourceTree(from, join(dist, entry.name), to)
+      continue
+    }
+    symlinkSync(from, to)
+    const built = join(dist, entry.name.replace(/\.ts$/, '.js'))
+    if (entry.name.endsWith('.ts') && existsSync(built)) symlinkSync(built, to.replace(/\.ts$/, '.js'))
+  }
+}
+
+rmSync(OUT, { recursive: true, force: true })
+mkdirSync(OUT, { recursive: true })
+for (const name of readdirSync(ROOT)) {
+  if (!['apps', 'packages', 'tests', 'package.json', '.git'].includes(name)) symlinkSync(join(ROOT, name), join(OUT, name))
+}
+for (const group of ['apps', 'packages']) {
+  for (const workspace of readdirSync(join(ROOT, group))) {
+    const dir = join(group, workspace)
+    mkdirSync(join(OUT, dir), { recursive: true })
+    for (const name of readdirSync(join(ROOT, dir))) {
+      const [from, to] = [join(ROOT, dir, name), join(OUT, dir, name)]
+      if (name === 'src' && BUILT.includes(dir)) sourceTree(from, join(ROOT, dir, 'dist'), to)
+      else if (name === 'test' || name === 'src') compileTree(from, to)
+      else symlinkSync(from, to)
+    }
+  }
+}
+compileTree(join(ROOT, 'tests'), join(OUT, 'tests'))
+
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { tap: Record<string, unknown> & { include: string[], exclude: string[], serial: string[] } }
+const javascript = (paths: string[]): string[] => paths.map((path) => path.replace(/\.ts$/, '.js'))
+const { 'node-arg': _tsx, ...settings } = manifest.tap
+const [include, exclude, serial] = [javascript(settings.include), javascript(settings.exclude), javascript(settings.serial)]
+writeFileSync(join(OUT, 'package.json'), JSON.stringify({ ...manifest, tap: { ...settings, include, exclude, serial } }, null, 2))
+
+/** tap in the mirror with `args`: its exit code. */
+const tap = (args: string[]): number => spawnSync(join(ROOT, 'node_modules/.bin/tap'), args, { cwd: OUT, stdio: 'inherit' }).status ?? 1
+const args = process.argv.slice(2)
+if (args.length > 0) process.exit(tap(args))
+/** A `serial` entry, a file or a folder, as a glob. */
+const glob = (path: string): string => /\.js$|\*/.test(path) ? path : `${path}/**`
+const shared = tap([...exclude, ...serial].map((path) => `--exclude=${glob(path)}`))
+const alone = tap(serial)
+process.exit(shared !== 0 ? shared : alone)
