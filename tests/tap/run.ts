@@ -105,6 +105,11 @@ const args = process.argv.slice(2)
 if (args.length > 0) process.exit(tap(args))
 /** A `serial` entry, a file or a folder, as a glob. */
 const glob = (path: string): string => /\.js$|\*/.test(path) ? path : `${path}/**`
+/** Whether `path` is one of `exclude`'s files or under one of its folders (the reliability tier is also serial). */
+const excluded = (path: string): boolean => exclude.some((pattern) => {
+  const folder = pattern.replace(/\/\*\*$/, '')
+  return path === folder || path.startsWith(`${folder}/`)
+})
 const shared = tap([...exclude, ...serial].map((path) => `--exclude=${glob(path)}`))
-const alone = tap(serial)
+const alone = tap(serial.filter((path) => !excluded(path)))
 process.exit(shared !== 0 ? shared : alone)
