@@ -4,7 +4,8 @@
  * real api and worker processes: a workflow with a condition and an http_request built by drag and
  * form only, pinned data, "Run to here", save, a fire through the API that fails, the failed run
  * opened on the canvas and retried from its node; undo, copy and paste; versions compared and
- * restored; a workflow made through the API round-trips; a 200-node workflow's figures.
+ * restored; a workflow made through the API round-trips; a rename that templates and code follow (or ask);
+ * a 200-node workflow's figures.
  */
 import t from 'tap'
 import type { Locator } from 'playwright-core'
@@ -184,6 +185,51 @@ t.test('a workflow made through the API opens laid out and re-saves unchanged bu
   t.ok(saved.nodes.every((node) => node.position !== undefined))
   const run = await client.runReaching(token, await client.fire(token, id, { n: 5 }))
   t.same(run.result.big, { size: 'big' })
+})
+
+t.test('a rename rewrites the templates that read the node; a mention in code is listed and confirmed first', async (t) => {
+  const nodes = [
+    { id: 'code', type: 'code', config: { code: 'return { total: input.triggerData.n * 2 }' }, next: 'reply' },
+    { id: 'reply', type: 'set', config: { values: { text: 'Your total is {{code.total}}' } }, next: 'audit' },
+    { id: 'audit', type: 'code', config: { code: 'return { said: input.reply.text }' } }
+  ]
+  const id = await client.createWorkflow(token, { name: 'renamed in the builder', nodes })
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  const nodeId = page.getByLabel('Id', { exact: true })
+  const renameButton = page.getByRole('button', { name: 'Rename', exact: true })
+  const question = page.getByRole('alertdialog')
+
+  await canvasNode('code').click()
+  await nodeId.fill('compute_total')
+  await renameButton.click()
+  await canvasNode('compute_total').waitFor()
+  t.equal(await question.count(), 0, 'no code mentions it: renamed without a question')
+  await canvasNode('reply').click()
+  t.match(await page.getByLabel(/^values/).inputValue(), '"text": "Your total is {{compute_total.total}}"', 'the template reads the new id')
+
+  await nodeId.fill('answer')
+  await renameButton.click()
+  await page.getByRole('alertdialog', { name: 'Code mentions reply and is not rewritten: rename it to answer anyway?' }).waitFor()
+  t.same(await question.getByRole('listitem').allTextContents(), ['node audit, field code'], 'the code that mentions it, by node and field')
+  await shot('08-rename-confirm')
+  await question.getByRole('button', { name: 'Cancel' }).click()
+  await question.waitFor({ state: 'detached' })
+  t.equal(await canvasNode('reply').count(), 1, 'cancelled: nothing renamed')
+  t.equal(await canvasNode('answer').count(), 0)
+
+  await renameButton.click()
+  await question.getByRole('button', { name: 'Rename anyway' }).click()
+  await canvasNode('answer').waitFor()
+  await page.getByRole('button', { name: 'Save' }).click()
+  await page.getByText('Saved: version 2').waitFor()
+  const saved = (await stored(id)).nodes.map(({ position: _position, ...node }) => node)
+  t.same(saved, [
+    { id: 'compute_total', type: 'code', config: { code: 'return { total: input.triggerData.n * 2 }' }, next: 'answer' },
+    { id: 'answer', type: 'set', config: { values: { text: 'Your total is {{compute_total.total}}' } }, next: 'audit' },
+    { id: 'audit', type: 'code', config: { code: 'return { said: input.reply.text }' } }
+  ], 'links and templates follow; the code is left as it was')
+  const run = await client.runReaching(token, await client.fire(token, id, { n: 250 }))
+  t.same(run.result.answer, { text: 'Your total is 500' })
 })
 
 t.test('200 nodes: first render and drag figures; tablet width', async (t) => {

@@ -1,6 +1,7 @@
 import t from 'tap'
+import { renameNode } from '@switchboard/core/workflows/rename-node'
 import {
-  compareNodes, connect, disconnect, drawnLinks, pasteNodes, removeNodes, renameNode, templatePaths, withPositions, type Definition
+  compareNodes, connect, disconnect, drawnLinks, pasteNodes, removeNodes, renameTraitsOf, templatePaths, withPositions, type Definition
 } from '../../apps/console/src/builder.ts'
 
 // The link fields GET /api/automation/node-types lists for these types.
@@ -64,9 +65,25 @@ t.test('removing, pasting and renaming keep the links consistent', async (t) => 
   const checkCopy = pasteNodes(definition, [definition.nodes[0]!], { x: 0, y: 0 }, linkFields)
   t.notOk('then' in checkCopy.definition.nodes.at(-1)!.config!, 'a link to a node not copied is dropped')
 
-  const renamed = renameNode(definition, 'a', 'enrich', linkFields)
+  // The builder renames through core's renameNode (packages/core/test/rename-node.test.ts has every kind of reference),
+  // given the traits GET /api/automation/node-types lists.
+  const traitsOf = renameTraitsOf([
+    ...Object.entries(linkFields).map(([type, links]) => ({ type, traits: { links } })),
+    { type: 'code', traits: { links: [], codeFields: ['code'] } }
+  ])
+  const referring: Definition = {
+    ...definition,
+    nodes: [
+      ...definition.nodes.map((node) => node.id === 'b' ? { ...node, config: { values: { total: '{{a.total}}' } } } : node),
+      { id: 'sum', type: 'code', config: { code: 'return input.a.total' } }
+    ]
+  }
+  const renamed = renameNode(referring, 'a', 'enrich', traitsOf)
   t.equal(renamed.nodes[0]!.config!.then, 'enrich')
   t.equal(renamed.nodes[2]!.id, 'enrich')
+  t.same(renamed.nodes[3]!.config, { values: { total: '{{enrich.total}}' } }, 'a template follows')
+  t.same(renamed.unrewritable, [{ nodeId: 'sum', field: 'code' }], 'code is listed, for the builder to ask')
+  t.equal(renamed.nodes[4]!.config!.code, 'return input.a.total')
 })
 
 t.test('versions compare without positions; template paths are bounded', async (t) => {

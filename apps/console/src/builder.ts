@@ -1,4 +1,5 @@
 import { outgoingLinks, type LinkFieldsByType } from '@switchboard/core/engine/graph'
+import type { RenameTraits } from '@switchboard/core/workflows/rename-node'
 import { layoutGraph } from './graph.ts'
 import type { WorkflowNode } from './types.ts'
 
@@ -256,18 +257,11 @@ export function templatePaths (sample: Record<string, unknown>, maxPaths = 200):
   return paths
 }
 
-/** The definition with node `from` called `to`, every link to it following (400-free: `to` must be free). */
-export function renameNode (definition: Definition, from: string, to: string, linkFields: LinkFieldsByType): Definition {
-  const rename = (target: unknown): unknown => target === from ? to : target
-  const nodes = definition.nodes.map((node) => {
-    const config = configLinksRenamed(node, rename, linkFields)
-    const renamed: WorkflowNode = { ...node, id: node.id === from ? to : node.id, config }
-    if (node.next !== undefined) renamed.next = rename(node.next) as string
-    if (node.config === undefined && Object.keys(config).length === 0) delete renamed.config
-    return renamed
-  })
-  const edges = Array.isArray(definition.edges)
-    ? edgesOf(definition.edges).map((edge) => ({ ...edge, source: rename(edge.source) as string, target: rename(edge.target) as string }))
-    : definition.edges
-  return { nodes, edges }
+/**
+ * Each node type's traits as core's `renameNode` reads them, from `GET /api/automation/node-types`:
+ * the builder renames with the function the api's rename route uses, so both rewrite the same references.
+ */
+export function renameTraitsOf (nodeTypes: ReadonlyArray<{ type: string, traits: RenameTraits }>): (type: string) => RenameTraits | undefined {
+  const byType = new Map(nodeTypes.map((nodeType) => [nodeType.type, nodeType.traits]))
+  return (type) => byType.get(type)
 }

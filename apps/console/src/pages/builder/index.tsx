@@ -2,11 +2,12 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
 import { ReactFlowProvider } from '@xyflow/react'
 import '@xyflow/react/dist/style.css'
+import { renameNode, type NodeReference } from '@switchboard/core/workflows/rename-node'
 import { api, ApiError } from '../../api.ts'
 import { NodePalette } from '../../components/node-palette.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import {
-  autoLayout, connect, disconnect, pasteNodes, pushHistory, removeNodes, renameNode, templatePaths, withPositions,
+  autoLayout, connect, disconnect, pasteNodes, pushHistory, removeNodes, renameTraitsOf, templatePaths, withPositions,
   type Definition, type History
 } from '../../builder.ts'
 import { pathOf, statesOf } from '../../graph.ts'
@@ -37,6 +38,7 @@ export function Builder () {
   const runId = location.query.run
   const nodeTypes = useNodeTypes()
   const linkFields = useMemo(() => linkFieldsOf(nodeTypes.data), [nodeTypes.data])
+  const renameTraits = useMemo(() => renameTraitsOf(nodeTypes.data ?? []), [nodeTypes.data])
   const credentials = useData(api.credentials, [])
   const [workflow, setWorkflow] = useState<Workflow>()
   const [loadError, setLoadError] = useState<Error>()
@@ -115,6 +117,22 @@ export function Builder () {
     const { definition: next, pasted } = pasteNodes(definition, clipboard, { x: 40, y: 40 }, linkFields)
     change(next)
     setSelected(pasted)
+  }
+  /**
+   * Renames node `from` in the unsaved definition on the canvas, with every reference core's renameNode rewrites
+   * (README, The workflow builder). While code mentions it, nothing changes unless `force`: the mentions come back to be confirmed.
+   */
+  const rename = (from: string, to: string, force: boolean): NodeReference[] => {
+    try {
+      const renamed = renameNode(current.current, from, to, renameTraits)
+      if (!force && renamed.unrewritable.length > 0) return renamed.unrewritable
+      change({ nodes: renamed.nodes, edges: renamed.edges })
+      setSelected([to])
+      setStatus(`Renamed ${from} to ${to}`)
+    } catch (err) {
+      setError(err as Error)
+    }
+    return []
   }
   const addNode = (type: string, position?: { x: number, y: number }): void => {
     const nodeType = nodeTypes.data?.find((candidate) => candidate.type === type)
@@ -284,7 +302,7 @@ export function Builder () {
                   key={only.id} node={only} nodeType={nodeTypes.data.find((candidate) => candidate.type === only.type)} takenIds={taken}
                   suggestionsFor={suggestionsFor}
                   onConfig={(config) => { change({ ...definition, nodes: definition.nodes.map((node) => node.id === only.id ? { ...node, config } : node) }) }}
-                  onRename={(to) => { change(renameNode(definition, only.id, to, linkFields)); setSelected([to]) }}
+                  onRename={(to, force) => rename(only.id, to, force)}
                   onRemove={() => { change(removeNodes(definition, [only.id], linkFields)); setSelected([]) }}
                   onErrors={setFormErrors}
                 />

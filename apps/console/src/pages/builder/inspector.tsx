@@ -1,4 +1,5 @@
-import { useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
+import type { NodeReference } from '@switchboard/core/workflows/rename-node'
 import { ConfigForm } from '../../components/config-form.tsx'
 import { freeId } from '../../builder.ts'
 import type { NodeState } from '../../graph.ts'
@@ -14,25 +15,54 @@ interface InspectorProps {
   /** Values a field may take from elsewhere: credential names, template paths. */
   suggestionsFor: (field: string, templated: boolean) => string[]
   onConfig: (config: Record<string, unknown>) => void
-  onRename: (to: string) => void
+  /**
+   * Renames the node and every reference to it, unless code mentions it and `force` is false: then nothing
+   * changes and the mentions come back, for the user to confirm.
+   */
+  onRename: (to: string, force: boolean) => NodeReference[]
   onRemove: () => void
   onErrors: (count: number) => void
 }
 
-/** The selected node: its id, its config as a form from its type's schema (with suggestions), and its removal. */
+/**
+ * The selected node: its id (a rename that would leave mentions in code asks first, listing them), its config
+ * as a form from its type's schema (with suggestions), and its removal.
+ */
 export function Inspector ({ node, nodeType, takenIds, suggestionsFor, onConfig, onRename, onRemove, onErrors }: InspectorProps) {
   const [id, setId] = useState(node.id)
+  /** The mentions in code a rename to `id` would leave, while the user decides. */
+  const [unrewritable, setUnrewritable] = useState<NodeReference[]>()
+  const cancel = useRef<HTMLButtonElement>(null)
+  // The question takes the focus, on its safe answer, so that the keyboard and screen readers meet it first.
+  useEffect(() => { if (unrewritable !== undefined) cancel.current?.focus() }, [unrewritable])
   const renameError = id === node.id ? undefined : !/^[A-Za-z0-9_-]{1,100}$/.test(id) ? 'Letters, digits, _ and - only (1 to 100)' : takenIds.has(id) ? `${id} is taken` : undefined
+  const submit = (): void => {
+    if (renameError !== undefined || id === node.id) return
+    const mentions = onRename(id, false)
+    if (mentions.length > 0) setUnrewritable(mentions)
+  }
   return (
     <section class='inspector' aria-labelledby='inspector-title'>
       <h3 id='inspector-title'>Node <code>{node.id}</code></h3>
-      <form class='row' onSubmit={(event) => { event.preventDefault(); if (renameError === undefined && id !== node.id) onRename(id) }}>
+      <form class='row' onSubmit={(event) => { event.preventDefault(); submit() }}>
         <label for='node-id'>Id</label>
-        <input id='node-id' value={id} aria-invalid={renameError === undefined ? undefined : true} aria-describedby={renameError === undefined ? undefined : 'node-id-error'} onInput={(e) => { setId(e.currentTarget.value) }} />
-        <button type='submit' disabled={renameError !== undefined || id === node.id}>Rename</button>
+        <input id='node-id' value={id} aria-invalid={renameError === undefined ? undefined : true} aria-describedby={renameError === undefined ? undefined : 'node-id-error'} onInput={(e) => { setId(e.currentTarget.value); setUnrewritable(undefined) }} />
+        <button type='submit' disabled={renameError !== undefined || id === node.id || unrewritable !== undefined}>Rename</button>
         <button type='button' class='danger' onClick={onRemove} aria-label={`Remove node ${node.id}`}>Remove</button>
       </form>
       {renameError !== undefined && <p class='field-error' id='node-id-error' role='alert'>{renameError}</p>}
+      {unrewritable !== undefined && (
+        <div class='notice rename-confirm' role='alertdialog' aria-labelledby='rename-confirm-title' aria-describedby='rename-confirm-list'>
+          <p id='rename-confirm-title'>Code mentions <code>{node.id}</code> and is not rewritten: rename it to <code>{id}</code> anyway?</p>
+          <ul id='rename-confirm-list'>
+            {unrewritable.map((mention) => <li key={`${mention.nodeId}:${mention.field}`}>node <code>{mention.nodeId}</code>, field <code>{mention.field}</code></li>)}
+          </ul>
+          <div class='row'>
+            <button type='button' class='danger' onClick={() => { onRename(id, true) }}>Rename anyway</button>
+            <button type='button' ref={cancel} onClick={() => { setUnrewritable(undefined) }}>Cancel</button>
+          </div>
+        </div>
+      )}
       {typeof node.config?.workflowId === 'string' && !node.config.workflowId.includes('{{') && (
         // run_workflow and foreach call another workflow: it opens in the builder too.
         <p><a href={paths.builder(node.config.workflowId)}>Open the workflow it calls in the builder</a></p>
