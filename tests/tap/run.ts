@@ -19,7 +19,7 @@ import { builtSinceChanged } from '@switchboard/testing/entries'
  *   exports load the same module, from the build;
  * - everything else linked as it is, so paths a test finds from `import.meta.url` (docs, infra,
  *   migrations, the builds) lead where they lead in the checkout;
- * - the checkout's `package.json`, its tap settings for the `.js` names and without tsx.
+ * - the checkout's `package.json`, its tap settings for the `.js` names, without tsx.
  * tap runs in there, and no test process loads a module through a loader hook.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -97,7 +97,12 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 const javascript = (paths: string[]): string[] => paths.map((path) => path.replace(/\.ts$/, '.js'))
 const { 'node-arg': _tsx, ...settings } = manifest.tap
 const [include, exclude, serial] = [javascript(settings.include), javascript(settings.exclude), javascript(settings.serial)]
-writeFileSync(join(OUT, 'package.json'), JSON.stringify({ ...manifest, tap: { ...settings, include, exclude, serial } }, null, 2))
+/**
+ * A test process allocates much and lives seconds: a young generation of 32 MiB instead of V8's
+ * 16 collects it less often (about 5 % less CPU over ten api and end-to-end files, docs/testing.md).
+ */
+const nodeArgs = ['--max-semi-space-size=32']
+writeFileSync(join(OUT, 'package.json'), JSON.stringify({ ...manifest, tap: { ...settings, include, exclude, serial, 'node-arg': nodeArgs } }, null, 2))
 
 /** tap in the mirror with `args`: its exit code. */
 const tap = (args: string[]): number => spawnSync(join(ROOT, 'node_modules/.bin/tap'), args, { cwd: OUT, stdio: 'inherit' }).status ?? 1

@@ -17,13 +17,21 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
  * Ports handed to servers a test starts later come from below Linux's ephemeral range
  * (32768 and up): a port the kernel chose with bind(0) and released may be taken again, before
  * the server binds it, as the local port of any outgoing connection of the parallel test files.
+ * Each of tap's job slots (`TAP_JOB_ID`, distinct among the files running at once) draws from a
+ * part of its own, and a file never gets one port twice: a port is free when it is handed out,
+ * not when its server starts, and two files (or two servers of one file) drew the same one.
  */
 const TEST_PORTS = { from: 20_000, to: 32_000 }
+const JOB_SLOTS = 4
+const SLOT_PORTS = (TEST_PORTS.to - TEST_PORTS.from) / JOB_SLOTS
+const SLOT_FROM = TEST_PORTS.from + (Number(process.env.TAP_JOB_ID ?? 0) % JOB_SLOTS) * SLOT_PORTS
+const handedOut = new Set<number>()
 
-/** A port nothing listens on now, for a server the caller starts. */
+/** A port nothing listens on now and not handed out before, for a server the caller starts. */
 export async function freePort (): Promise<number> {
   for (;;) {
-    const port = TEST_PORTS.from + Math.floor(Math.random() * (TEST_PORTS.to - TEST_PORTS.from))
+    const port = SLOT_FROM + Math.floor(Math.random() * SLOT_PORTS)
+    if (handedOut.has(port)) continue
     const server = createServer()
     const bound = await new Promise<boolean>((resolve) => {
       server.once('error', () => { resolve(false) })
@@ -32,6 +40,7 @@ export async function freePort (): Promise<number> {
     if (!bound) continue
     server.close()
     await once(server, 'close')
+    handedOut.add(port)
     return port
   }
 }
