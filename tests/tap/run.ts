@@ -8,15 +8,15 @@ import { builtSinceChanged } from '@switchboard/testing/entries'
 /**
  * `pnpm tap:compiled [tap's arguments]`: tap over the test files as plain JavaScript, for `pnpm test`
  * and the reliability tier (docs/testing.md, "Test files without loader hooks"). Without files, every
- * file runs, the ones that run alone (tap's `serial`) after the others, so that the two at a time
- * wait for each other once instead of before each of them.
+ * file runs, the ones that run alone (tap's `serial`) after the others, so that tap's pool of files
+ * running at once drains once instead of before each of them.
  *
  * `node_modules/.cache/tap-build` mirrors the checkout:
  * - each test file (`tests/`, `apps/*\/test`, `packages/*\/test`), and the console's sources, which
  *   have no build of their own to import, transpiled to `.js` beside a link to its source;
  * - the `src` of each workspace with a build, a tree of links to its sources and to its build's
- *   JavaScript (`src/x.ts` → `dist/x.ts`'s `x.js`), so that `../src/x.js` and the package's own
- *   exports load the same module, from the build;
+ *   JavaScript (`src/x.js` → `dist/x.js`), so that `../src/x.js` and the package's exports load
+ *   one and the same module, from the build;
  * - everything else linked as it is, so paths a test finds from `import.meta.url` (docs, infra,
  *   migrations, the builds) lead where they lead in the checkout;
  * - the checkout's `package.json`, its tap settings for the `.js` names, without tsx.
