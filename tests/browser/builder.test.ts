@@ -204,6 +204,7 @@ t.test('a rename rewrites the templates that read the node; a mention in code is
   await renameButton.click()
   await canvasNode('compute_total').waitFor()
   t.equal(await question.count(), 0, 'no code mentions it: renamed without a question')
+  t.equal(await page.locator('#builder-status').textContent(), 'Renamed code to compute_total, and 1 reference to it', 'the rename says what it rewrote')
   await canvasNode('reply').click()
   t.match(await page.getByLabel(/^values/).inputValue(), '"text": "Your total is {{compute_total.total}}"', 'the template reads the new id')
 

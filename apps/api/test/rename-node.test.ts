@@ -41,7 +41,24 @@ t.test('a rename rewrites links, templates and the condition’s field, as a new
 
   const [audit] = await sql<Array<{ action: string, details: Record<string, unknown> }>>`
     select action, details from audit_log where target_id = ${id} and action = 'workflow.updated'`
-  t.match(audit, { action: 'workflow.updated', details: { fields: ['nodes', 'edges'], renamedNode: { from: 'code', to: 'compute_total' } } })
+  t.match(audit, {
+    action: 'workflow.updated',
+    details: {
+      fields: ['nodes', 'edges'],
+      renamedNode: {
+        from: 'code',
+        to: 'compute_total',
+        references: [
+          { nodeId: 'check', field: 'field' },
+          // The stored config's keys come back in jsonb's order: label before total.
+          { nodeId: 'notify', field: 'body.label' },
+          { nodeId: 'notify', field: 'body.total' },
+          { nodeId: 'reply', field: 'text' },
+          { nodeId: 'compute_total', field: 'edges[0]' }
+        ]
+      }
+    }
+  })
 })
 
 t.test('a reference inside code is listed and refuses the rename, until it is forced', async (t) => {

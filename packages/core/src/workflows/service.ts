@@ -185,7 +185,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
 
     /**
      * Renames node `from` to `to` with every reference to it (rename-node.ts), saved as an update
-     * is: checked, a new version, the audit log's `workflow.updated`. Mentions inside code are not
+     * is: checked, a new version, the audit log's `workflow.updated` naming the references rewritten. Mentions inside code are not
      * rewritten: the rename is refused (409, listing them) unless `force`. The code itself is
      * unchanged, so it is not compiled again.
      */
@@ -200,7 +200,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
         await save(tx, viewer, current, changes)
         const change = auditedChange(current, changes)
         if (audit !== undefined && change !== null) {
-          await recordAudit(tx, audit, { action: change.action, targetType: 'workflow', targetId: id, details: { name: current.name, fields: change.fields, renamedNode: { from: rename.from, to: rename.to } } })
+          await recordAudit(tx, audit, { action: change.action, targetType: 'workflow', targetId: id, details: { name: current.name, fields: change.fields, renamedNode: { from: rename.from, to: rename.to, references: renamed.rewritten } } })
         }
       })
       return detail(viewer, id)

@@ -128,7 +128,8 @@ export function Builder () {
       if (!force && renamed.unrewritable.length > 0) return renamed.unrewritable
       change({ nodes: renamed.nodes, edges: renamed.edges })
       setSelected([to])
-      setStatus(`Renamed ${from} to ${to}`)
+      const references = renamed.rewritten.length
+      setStatus(`Renamed ${from} to ${to}${references === 0 ? '' : `, and ${references} ${references === 1 ? 'reference' : 'references'} to it`}`)
     } catch (err) {
       setError(err as Error)
     }
