@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { builtSinceChanged } from '@switchboard/testing/entries'
@@ -40,42 +40,40 @@ if (stale.length > 0) {
   process.exit(1)
 }
 
-/** `real`'s files linked at `at`, each TypeScript one also transpiled beside its link. */
-function compileTree (real: string, at: string): void {
+/** Folders the tests write in (README, Scripts: the browser tests' screenshots): linked as a whole, so that what is written lands in the checkout. */
+const WRITTEN = [join(ROOT, 'tests/browser/screenshots')]
+
+/** `real`'s tree at `at`: each file linked (a `node_modules` folder and WRITTEN as a whole), and `beside` called with each file and its link. */
+function mirrorTree (real: string, at: string, beside: (file: string, link: string) => void): void {
   mkdirSync(at, { recursive: true })
   for (const entry of readdirSync(real, { withFileTypes: true })) {
     const from = join(real, entry.name)
     const to = join(at, entry.name)
-    if (entry.isDirectory() && entry.name !== 'node_modules') {
-      compileTree(from, to)
+    if (entry.isDirectory() && entry.name !== 'node_modules' && !WRITTEN.includes(from)) {
+      mirrorTree(from, to, beside)
       continue
     }
     symlinkSync(from, to)
-    if (/(?<!\.d)\.tsx?$/.test(entry.name)) {
-      const { outputText } = ts.transpileModule(readFileSync(from, 'utf8'), { fileName: from, compilerOptions: TRANSPILE })
-      writeFileSync(to.replace(/\.tsx?$/, '.js'), outputText)
-    }
+    beside(from, to)
   }
 }
 
-/** `src`'s files linked at `at`, each TypeScript one with its build's JavaScript linked beside it. */
-function sourceTree (src: string, dist: string, at: string): void {
-  mkdirSync(at, { recursive: true })
-  for (const entry of readdirSync(src, { withFileTypes: true })) {
-    const from = join(src, entry.name)
-    const to = join(at, entry.name)
-    if (entry.isDirectory()) {
-      sourceTree(from, join(dist, entry.name), to)
-      continue
-    }
-    symlinkSync(from, to)
-    const built = join(dist, entry.name.replace(/\.ts$/, '.js'))
-    if (entry.name.endsWith('.ts') && existsSync(built)) symlinkSync(built, to.replace(/\.ts$/, '.js'))
-  }
+/** Beside a TypeScript file's link: its JavaScript, transpiled. */
+function transpiled (file: string, link: string): void {
+  if (!/(?<!\.d)\.tsx?$/.test(file)) return
+  const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { fileName: file, compilerOptions: TRANSPILE })
+  writeFileSync(link.replace(/\.tsx?$/, '.js'), outputText)
+}
+
+/** Beside the link of a TypeScript file of `src`: a link to its JavaScript in `dist`, where the build wrote it. */
+const fromBuild = (src: string, dist: string) => (file: string, link: string): void => {
+  const built = join(dist, relative(src, file)).replace(/\.ts$/, '.js')
+  if (file.endsWith('.ts') && existsSync(built)) symlinkSync(built, link.replace(/\.ts$/, '.js'))
 }
 
 rmSync(OUT, { recursive: true, force: true })
 mkdirSync(OUT, { recursive: true })
+for (const folder of WRITTEN) mkdirSync(folder, { recursive: true })
 for (const name of readdirSync(ROOT)) {
   if (!['apps', 'packages', 'tests', 'package.json', '.git'].includes(name)) symlinkSync(join(ROOT, name), join(OUT, name))
 }
@@ -85,13 +83,13 @@ for (const group of ['apps', 'packages']) {
     mkdirSync(join(OUT, dir), { recursive: true })
     for (const name of readdirSync(join(ROOT, dir))) {
       const [from, to] = [join(ROOT, dir, name), join(OUT, dir, name)]
-      if (name === 'src' && BUILT.includes(dir)) sourceTree(from, join(ROOT, dir, 'dist'), to)
-      else if (name === 'test' || name === 'src') compileTree(from, to)
+      if (name === 'src' && BUILT.includes(dir)) mirrorTree(from, to, fromBuild(from, join(ROOT, dir, 'dist')))
+      else if (name === 'test' || name === 'src') mirrorTree(from, to, transpiled)
       else symlinkSync(from, to)
     }
   }
 }
-compileTree(join(ROOT, 'tests'), join(OUT, 'tests'))
+mirrorTree(join(ROOT, 'tests'), join(OUT, 'tests'), transpiled)
 
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { tap: Record<string, unknown> & { include: string[], exclude: string[], serial: string[] } }
 const javascript = (paths: string[]): string[] => paths.map((path) => path.replace(/\.ts$/, '.js'))
