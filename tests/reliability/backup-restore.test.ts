@@ -23,8 +23,9 @@ import { startStack } from '@switchboard/testing/processes'
 import { deleteQueuePrefix } from '@switchboard/testing/redis'
 import { waitFor } from '@switchboard/testing/wait'
 
-// A RUNNING run is taken over once it started a minute ago (the reconciler's runningAfterMs).
 t.setTimeout(240_000)
+/** The restored processes take a RUNNING run over once it started this long ago (RECONCILER_RUNNING_AFTER_MS; a minute by default). */
+const RUNNING_AFTER_MS = 5000
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const runScript = promisify(execFile)
@@ -110,7 +111,7 @@ t.test('dump while running, drop, restore into an empty database: every unfinish
   t.match(again.output, /restore\.sh: the database holds \d+ tables: restore into an empty one/)
 
   holding = false
-  const after = await startStack(t, { database, env })
+  const after = await startStack(t, { database, env: { ...env, RECONCILER_RUNNING_AFTER_MS: String(RUNNING_AFTER_MS) } })
   const startedAt = Date.now()
   const restoredToken = await after.adminToken()
   const all = Object.values(unfinished).flat()
@@ -118,7 +119,7 @@ t.test('dump while running, drop, restore into an empty database: every unfinish
     const runs = await Promise.all(all.map(async (runId) => after.client.getRun(restoredToken, runId)))
     return runs.every((run) => run.status === 'SUCCESS') ? runs : undefined
   }, { what: 'every restored unfinished run to succeed', timeoutMs: 150_000, intervalMs: 500 })
-  t.comment(`backup.sh ${backupMs} ms, restore.sh ${restoreMs} ms; every unfinished run done ${Date.now() - startedAt} ms after the new processes started (the RUNNING one is taken over a minute after it started)`)
+  t.comment(`backup.sh ${backupMs} ms, restore.sh ${restoreMs} ms; every unfinished run done ${Date.now() - startedAt} ms after the new processes started (the RUNNING one is taken over ${RUNNING_AFTER_MS} ms after it started)`)
   t.equal(done.length, 5, 'the two PENDING, the two WAITING and the RUNNING run succeeded')
   for (const run of done.filter((run) => waiting.includes(run.id))) t.match(run.result, { after: { resumed: true } }, `${run.id} resumed after its wait`)
   t.equal(partner.deliveries.length, 2, 'the RUNNING run was taken over and called its partner again')

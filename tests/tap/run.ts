@@ -1,13 +1,14 @@
-import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { builtSinceChanged } from '@switchboard/testing/entries'
 
 /**
- * `pnpm tap:compiled [tap's arguments]`: tap over the test files as plain JavaScript, for `pnpm test`
- * and the reliability tier (docs/testing.md, "Test files without loader hooks"). Without files, every
+ * `pnpm tap:compiled [tap's arguments | reliability]`: tap over the test files as plain JavaScript,
+ * for `pnpm test` and the reliability tier (docs/testing.md, "Test files without loader hooks"). Without files, every
  * file runs, the ones that run alone (tap's `serial`) after the others, so that tap's pool of files
  * running at once drains once instead of before each of them.
  *
@@ -102,9 +103,37 @@ const [include, exclude, serial] = [javascript(settings.include), javascript(set
 const nodeArgs = ['--max-semi-space-size=32']
 writeFileSync(join(OUT, 'package.json'), JSON.stringify({ ...manifest, tap: { ...settings, include, exclude, serial, 'node-arg': nodeArgs } }, null, 2))
 
+const TAP = join(ROOT, 'node_modules/.bin/tap')
 /** tap in the mirror with `args`: its exit code. */
-const tap = (args: string[]): number => spawnSync(join(ROOT, 'node_modules/.bin/tap'), args, { cwd: OUT, stdio: 'inherit' }).status ?? 1
+const tap = (args: string[]): number => spawnSync(TAP, args, { cwd: OUT, stdio: 'inherit' }).status ?? 1
+
+/**
+ * Reliability files that mostly wait (a client that takes a minute to send its body): they run
+ * beside the tier's others, in a second tap, instead of after them (docs/testing.md, "The reliability
+ * tier's two lanes").
+ */
+const RELIABILITY_WAITING = ['tests/reliability/contacts-import.test.js']
+
+/**
+ * `pnpm tap:compiled reliability`: the reliability tier, one file at a time (each breaks stores
+ * under load and times the recovery), with RELIABILITY_WAITING beside them; the second tap's
+ * output follows the first's, and the exit code is the first failure's.
+ */
+async function reliabilityTier (): Promise<number> {
+  const files = readdirSync(join(OUT, 'tests/reliability')).filter((name) => name.endsWith('.test.js')).map((name) => `tests/reliability/${name}`)
+  const log = join(OUT, 'reliability-waiting.log')
+  const output = openSync(log, 'w')
+  const beside = spawn(TAP, RELIABILITY_WAITING, { cwd: OUT, stdio: ['ignore', output, output], env: { ...process.env, TEST_PORT_SLOT: '3' } })
+  const besideExit = once(beside, 'exit') as Promise<[number | null]>
+  const main = tap(files.filter((file) => !RELIABILITY_WAITING.includes(file)))
+  const [besideCode] = await besideExit
+  closeSync(output)
+  process.stdout.write(readFileSync(log))
+  return main !== 0 ? main : besideCode ?? 1
+}
+
 const args = process.argv.slice(2)
+if (args.length === 1 && args[0] === 'reliability') process.exit(await reliabilityTier())
 if (args.length > 0) process.exit(tap(args))
 /** A `serial` entry, a file or a folder, as a glob. */
 const glob = (path: string): string => /\.js$|\*/.test(path) ? path : `${path}/**`

@@ -170,6 +170,8 @@ export interface Config {
     intervalMs: number
     /** RECONCILER_GRACE_MS: a PENDING run or a stored chat delivery this old without a job gets one (its own enqueue had that long). */
     graceMs: number
+    /** RECONCILER_RUNNING_AFTER_MS: a RUNNING run started this long ago without a live job is taken over. */
+    runningAfterMs: number
   }
   /** 32 bytes: encrypts chat account tokens and credentials at rest. */
   encryptionKey: Buffer
@@ -543,7 +545,8 @@ export function loadConfig (env: Env = process.env): Config {
   }
   const reconciler = {
     intervalMs: int('RECONCILER_INTERVAL_MS', 10_000, 100, 3_600_000),
-    graceMs: int('RECONCILER_GRACE_MS', 2000, 0, 3_600_000)
+    graceMs: int('RECONCILER_GRACE_MS', 2000, 0, 3_600_000),
+    runningAfterMs: int('RECONCILER_RUNNING_AFTER_MS', 60_000, 1000, 86_400_000)
   }
 
   // The batch span processor's defaults are the OpenTelemetry specification's.

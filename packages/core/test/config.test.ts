@@ -170,10 +170,11 @@ t.test('time limits: request deadline, database timeouts and the reconciler', as
   const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dataDir(), ...env })
   t.match(load(), {
     timeouts: { requestDeadlineMs: 3000, databaseConnectMs: 2000, databaseStatementMs: 30_000, databaseIdleSeconds: 60 },
-    reconciler: { intervalMs: 10_000, graceMs: 2000 }
+    reconciler: { intervalMs: 10_000, graceMs: 2000, runningAfterMs: 60_000 }
   })
   t.match(load({ REQUEST_DEADLINE_MS: '8000' }), { reconciler: { graceMs: 2000 } }, 'a run is accepted once committed: the grace does not follow the deadline')
-  t.match(load({ RECONCILER_INTERVAL_MS: '2000', RECONCILER_GRACE_MS: '4000' }), { reconciler: { intervalMs: 2000, graceMs: 4000 } })
+  t.match(load({ RECONCILER_INTERVAL_MS: '2000', RECONCILER_GRACE_MS: '4000', RECONCILER_RUNNING_AFTER_MS: '5000' }), { reconciler: { intervalMs: 2000, graceMs: 4000, runningAfterMs: 5000 } })
+  t.throws(() => load({ RECONCILER_RUNNING_AFTER_MS: '500' }), /^RECONCILER_RUNNING_AFTER_MS must be an integer from 1000 to 86400000/)
   t.throws(() => load({ REQUEST_DEADLINE_MS: '500' }), /^REQUEST_DEADLINE_MS must be an integer from 2000 to 60000/)
 })
 

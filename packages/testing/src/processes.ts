@@ -17,14 +17,16 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
  * Ports handed to servers a test starts later come from below Linux's ephemeral range
  * (32768 and up): a port the kernel chose with bind(0) and released may be taken again, before
  * the server binds it, as the local port of any outgoing connection of the parallel test files.
- * Each of tap's job slots (`TAP_JOB_ID`, distinct among the files running at once) draws from a
- * part of its own, and a file never gets one port twice: a port is free when it is handed out,
- * not when its server starts, and two files (or two servers of one file) drew the same one.
+ * Each of tap's job slots (`TAP_JOB_ID`, distinct among the files running at once; tap runs at
+ * most 3) draws from a part of its own, the fourth part being the reliability tier's second tap
+ * (`TEST_PORT_SLOT=3`, tests/tap/run.ts), and a file never gets one port twice: a port is free
+ * when it is handed out, not when its server starts, and two files (or two servers of one file)
+ * drew the same one.
  */
 const TEST_PORTS = { from: 20_000, to: 32_000 }
 const JOB_SLOTS = 4
 const SLOT_PORTS = (TEST_PORTS.to - TEST_PORTS.from) / JOB_SLOTS
-const SLOT_FROM = TEST_PORTS.from + (Number(process.env.TAP_JOB_ID ?? 0) % JOB_SLOTS) * SLOT_PORTS
+const SLOT_FROM = TEST_PORTS.from + (Number(process.env.TEST_PORT_SLOT ?? process.env.TAP_JOB_ID ?? 0) % JOB_SLOTS) * SLOT_PORTS
 const handedOut = new Set<number>()
 
 /** A port nothing listens on now and not handed out before, for a server the caller starts. */

@@ -45,7 +45,7 @@ interface ReconcilerOptions {
     eventDeliveries: () => Promise<number>
   }
   /**
-   * RUNNING runs that started this long ago are checked for a live job.
+   * RECONCILER_RUNNING_AFTER_MS: RUNNING runs that started this long ago are checked for a live job.
    * @defaultValue 60000
    */
   runningAfterMs?: number
