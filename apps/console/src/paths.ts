@@ -17,3 +17,6 @@ export const paths = {
   admin: `${BASE}/admin`,
   account: `${BASE}/account`
 }
+
+/** The public address of a WEBHOOK workflow's inbound webhook (README, Triggers), on the api that serves the console. */
+export const webhookUrl = (workflowId: string): string => `${location.origin}/api/automation/webhook/${encodeURIComponent(workflowId)}`

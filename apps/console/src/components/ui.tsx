@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact'
-import { useEffect, useRef } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { errorText, prettyJson } from '../format.ts'
 import type { MessageError, MessageStatus, RunStatus } from '../types.ts'
 
@@ -73,5 +73,31 @@ export function Pager ({ offset, limit, count, onChange }: { offset: number, lim
       <span>{count === 0 ? 'No more' : `${offset + 1}–${offset + count}`}</span>
       <button type='button' disabled={count < limit} onClick={() => { onChange(offset + limit) }}>Next</button>
     </nav>
+  )
+}
+
+/** A value to copy (an address, an id): selectable text and a Copy button that says when it copied. */
+export function CopyField ({ label, value, id }: { label: string, value: string, id: string }) {
+  const [copied, setCopied] = useState(false)
+  const copy = async (): Promise<void> => {
+    try {
+      await navigator.clipboard.writeText(value)
+    } catch {
+      // No clipboard permission (plain http on another host): select the text for Ctrl+C.
+      const input = document.getElementById(id) as HTMLInputElement | null
+      input?.select()
+    }
+    setCopied(true)
+    setTimeout(() => { setCopied(false) }, 2000)
+  }
+  return (
+    <div class='copy-field'>
+      <label for={id}>{label}</label>
+      <div class='row'>
+        <input id={id} readOnly value={value} class='mono' onFocus={(e) => { e.currentTarget.select() }} />
+        <button type='button' onClick={() => { copy() }}>{copied ? 'Copied' : 'Copy'}</button>
+      </div>
+      <span class='visually-hidden' aria-live='polite'>{copied ? 'Copied to the clipboard' : ''}</span>
+    </div>
   )
 }

@@ -5,71 +5,50 @@ import { api } from '../api.ts'
 import { ConfigForm } from '../components/config-form.tsx'
 import { GraphView } from '../components/graph-view.tsx'
 import { NodePalette } from '../components/node-palette.tsx'
+import { commaList, EMPTY_TRIGGER, TriggerFields, triggerDraftOf, triggerInputOf, type TriggerDraft } from '../components/trigger-fields.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { useAction, useNodeTypes } from '../hooks.ts'
 import { withNode } from '../nodes.ts'
-import { paths } from '../paths.ts'
-import { TRIGGER_TYPE_CHOICES, type Domain, type NodeTypeInfo, type TriggerType, type Workflow, type WorkflowInput, type WorkflowNode } from '../types.ts'
+import { paths, webhookUrl } from '../paths.ts'
+import type { Domain, NodeTypeInfo, Workflow, WorkflowInput, WorkflowNode } from '../types.ts'
 
-interface Draft {
+/** The form's fields: the workflow's, its trigger's (components/trigger-fields.tsx), and its nodes and edges as JSON text. */
+interface Draft extends TriggerDraft {
   name: string
   description: string
-  triggerType: TriggerType
   domain: Domain
   tags: string
   isActive: boolean
-  cronExpression: string
-  timezone: string
-  eventName: string
-  keywords: string
-  match: string
   nodes: string
   edges: string
-  /** Trigger settings the form has no field for, kept as they were. */
-  otherConfig: Record<string, unknown>
 }
 
 const json = (value: unknown): string => JSON.stringify(value, null, 2)
 
 const EMPTY: Draft = {
+  ...EMPTY_TRIGGER,
   name: '',
   description: '',
-  triggerType: 'MANUAL',
   domain: 'GENERAL',
   tags: '',
   isActive: true,
-  cronExpression: '',
-  timezone: 'UTC',
-  eventName: '',
-  keywords: '',
-  match: 'contains',
   // The palette adds the first node, from its type's example.
   nodes: '[]',
-  edges: '',
-  otherConfig: {}
+  edges: ''
 }
 
 function draftOf (workflow: Workflow): Draft {
-  const { cronExpression, timezone, eventName, keywords, match, ...otherConfig } = workflow.triggerConfig
   return {
+    ...triggerDraftOf(workflow),
     name: workflow.name,
     description: workflow.description ?? '',
-    triggerType: workflow.triggerType,
     domain: workflow.domain,
     tags: workflow.tags.join(', '),
     isActive: workflow.isActive,
-    cronExpression: typeof cronExpression === 'string' ? cronExpression : '',
-    timezone: typeof timezone === 'string' ? timezone : 'UTC',
-    eventName: typeof eventName === 'string' ? eventName : '',
-    keywords: Array.isArray(keywords) ? keywords.join(', ') : '',
-    match: typeof match === 'string' ? match : 'contains',
     nodes: json(workflow.nodes),
-    edges: workflow.edges === null || workflow.edges === undefined ? '' : json(workflow.edges),
-    otherConfig
+    edges: workflow.edges === null || workflow.edges === undefined ? '' : json(workflow.edges)
   }
 }
-
-const list = (text: string): string[] => text.split(',').map((item) => item.trim()).filter((item) => item !== '')
 
 type Graph = { nodes: WorkflowNode[], edges: unknown } | { problem: string }
 
@@ -92,20 +71,12 @@ function graphOf (draft: Pick<Draft, 'nodes' | 'edges'>): Graph {
 }
 
 function inputOf (draft: Draft, graph: { nodes: WorkflowNode[], edges: unknown }): WorkflowInput {
-  const triggerConfig: Record<string, unknown> = { ...draft.otherConfig }
-  if (draft.triggerType === 'CRON') {
-    if (draft.cronExpression.trim() !== '') triggerConfig.cronExpression = draft.cronExpression.trim()
-    triggerConfig.timezone = draft.timezone.trim() === '' ? 'UTC' : draft.timezone.trim()
-  }
-  if (draft.triggerType === 'EVENT') triggerConfig.eventName = draft.eventName.trim()
-  if (draft.triggerType === 'KEYWORD') Object.assign(triggerConfig, { keywords: list(draft.keywords), match: draft.match })
   return {
     name: draft.name,
     description: draft.description.trim() === '' ? null : draft.description,
-    triggerType: draft.triggerType,
-    triggerConfig,
+    ...triggerInputOf(draft),
     domain: draft.domain,
-    tags: list(draft.tags),
+    tags: commaList(draft.tags),
     isActive: draft.isActive,
     nodes: graph.nodes,
     edges: graph.edges
@@ -213,36 +184,7 @@ export function WorkflowEditor () {
           </fieldset>
           <fieldset class='card'>
             <legend>Trigger</legend>
-            <label for='wf-trigger'>Trigger type</label>
-            <select id='wf-trigger' value={draft.triggerType} onChange={(e) => { set('triggerType', e.currentTarget.value as TriggerType) }}>
-              {TRIGGER_TYPE_CHOICES.map((type) => <option key={type}>{type}</option>)}
-            </select>
-            {draft.triggerType === 'CRON' && (
-              <>
-                <label for='wf-cron'>Cron expression (5 fields, or 6 with seconds first)</label>
-                <input id='wf-cron' class='mono' placeholder='0 9 * * 1-5' value={draft.cronExpression} onInput={(e) => { set('cronExpression', e.currentTarget.value) }} />
-                <label for='wf-timezone'>Timezone (IANA)</label>
-                <input id='wf-timezone' value={draft.timezone} onInput={(e) => { set('timezone', e.currentTarget.value) }} />
-              </>
-            )}
-            {draft.triggerType === 'EVENT' && (
-              <>
-                <label for='wf-event'>Event name</label>
-                <input id='wf-event' placeholder='client.created' value={draft.eventName} onInput={(e) => { set('eventName', e.currentTarget.value) }} />
-              </>
-            )}
-            {draft.triggerType === 'KEYWORD' && (
-              <>
-                <label for='wf-keywords'>Keywords (comma-separated)</label>
-                <input id='wf-keywords' value={draft.keywords} onInput={(e) => { set('keywords', e.currentTarget.value) }} />
-                <label for='wf-match'>Match</label>
-                <select id='wf-match' value={draft.match} onChange={(e) => { set('match', e.currentTarget.value) }}>
-                  <option value='contains'>contains</option><option value='exact'>exact</option><option value='startsWith'>startsWith</option>
-                </select>
-              </>
-            )}
-            {draft.triggerType === 'WEBHOOK' && <p class='muted'>Its URL is shown once the workflow is saved.</p>}
-            {(draft.triggerType === 'MANUAL' || draft.triggerType === 'AGENT') && <p class='muted'>Started by firing it, from its page or the API.</p>}
+            <TriggerFields draft={draft} onChange={(trigger) => { setDraft({ ...draft, ...trigger }) }} webhookUrl={id === undefined ? undefined : webhookUrl(id)} />
           </fieldset>
           <fieldset class='card wide'>
             <legend>Nodes</legend>

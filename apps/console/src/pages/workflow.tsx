@@ -3,38 +3,13 @@ import { useLocation, useRoute } from 'preact-iso'
 import { api } from '../api.ts'
 import { GraphView } from '../components/graph-view.tsx'
 import { RunsTable } from '../components/runs-table.tsx'
-import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
+import { CopyField, ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { ago, dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
-import { paths } from '../paths.ts'
+import { paths, webhookUrl } from '../paths.ts'
 import type { Workflow } from '../types.ts'
 
 const REFRESH_MS = 5000
-
-function CopyField ({ label, value, id }: { label: string, value: string, id: string }) {
-  const [copied, setCopied] = useState(false)
-  const copy = async (): Promise<void> => {
-    try {
-      await navigator.clipboard.writeText(value)
-    } catch {
-      // No clipboard permission (plain http on another host): select the text for Ctrl+C.
-      const input = document.getElementById(id) as HTMLInputElement | null
-      input?.select()
-    }
-    setCopied(true)
-    setTimeout(() => { setCopied(false) }, 2000)
-  }
-  return (
-    <div class='copy-field'>
-      <label for={id}>{label}</label>
-      <div class='row'>
-        <input id={id} readOnly value={value} class='mono' onFocus={(e) => { e.currentTarget.select() }} />
-        <button type='button' onClick={() => { copy() }}>{copied ? 'Copied' : 'Copy'}</button>
-      </div>
-      <span class='visually-hidden' aria-live='polite'>{copied ? 'Copied to the clipboard' : ''}</span>
-    </div>
-  )
-}
 
 function Trigger ({ workflow }: { workflow: Workflow }) {
   const config = workflow.triggerConfig
@@ -42,7 +17,7 @@ function Trigger ({ workflow }: { workflow: Workflow }) {
     case 'WEBHOOK':
       return (
         <>
-          <CopyField id='webhook-url' label='Webhook URL (POST any body; public, no token)' value={`${location.origin}/api/automation/webhook/${workflow.id}`} />
+          <CopyField id='webhook-url' label='Webhook URL (POST any body; public, no token)' value={webhookUrl(workflow.id)} />
           {!workflow.isActive && <p class='muted'>Inactive: calls are answered <code>ignored</code> until it is activated.</p>}
         </>
       )
