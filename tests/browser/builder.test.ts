@@ -5,7 +5,8 @@
  * form only, pinned data, "Run to here", save, a fire through the API that fails, the failed run
  * opened on the canvas and retried from its node; undo, copy and paste; versions compared and
  * restored; a workflow made through the API round-trips; a rename that templates and code follow (or ask);
- * a 200-node workflow's figures.
+ * the trigger on the canvas with its panel, the name and Activate in the header, a real test request captured
+ * as pinned data, Ctrl+S in a field, leaving unsaved asks, Back after a missing workflow; a 200-node workflow's figures.
  */
 import t from 'tap'
 import type { Locator } from 'playwright-core'
@@ -26,6 +27,13 @@ const { baseUrl, client, call } = stack
 const token = await stack.adminToken()
 const { page, pageErrors, cspViolations, outside, shot } = await openConsole(t, baseUrl, { screenshots: 'builder', timeoutMs: 20_000 })
 await signIn(page, baseUrl)
+/** The dialogs the page opened (`type: message`), each answered as `dialogAnswer` says: accepted unless a test says otherwise. */
+const dialogs: string[] = []
+let dialogAnswer: 'accept' | 'dismiss' = 'accept'
+page.on('dialog', (dialog) => {
+  dialogs.push(`${dialog.type()}: ${dialog.message()}`)
+  ;(dialogAnswer === 'accept' ? dialog.accept() : dialog.dismiss()).catch(() => {})
+})
 
 const canvasNode = (id: string): Locator => page.locator(`.react-flow__node[data-id="${id}"]`)
 const handle = (id: string, name: string): Locator => canvasNode(id).locator(`[data-handle="${name}"]`)
@@ -36,15 +44,17 @@ const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
     .map((control) => control.outerHTML.slice(0, 120)))
 
 interface StoredNode { id: string, type: string, config?: Record<string, unknown>, next?: string, position?: { x: number, y: number } }
-const stored = async (id: string): Promise<{ version: number, nodes: StoredNode[], pinnedData: unknown, isActive: boolean }> =>
+const stored = async (id: string): Promise<{ version: number, name: string, triggerType: string, nodes: StoredNode[], pinnedData: unknown, isActive: boolean }> =>
   (await call('GET', `/api/automation/workflows/${id}`, { token })).body
 
 let workflowId = ''
+/** The workflow the trigger's test makes a webhook, and the guard's test leaves. */
+let webhookWorkflowId = ''
 
 t.test('build a condition and an http_request by drag and form only, pin data, run to a node, save', async (t) => {
   await page.getByRole('link', { name: 'Workflows' }).click()
   await page.getByRole('button', { name: 'New in the builder' }).click()
-  await page.getByRole('heading', { level: 1, name: 'Untitled workflow: builder' }).waitFor()
+  t.equal(await page.getByLabel('Workflow name').inputValue(), 'Untitled workflow')
   workflowId = /workflows\/([^/]+)\/builder/.exec(page.url())![1]!
   const canvas = page.locator('.canvas')
   await page.getByRole('button', { name: 'Add condition' }).dragTo(canvas, { targetPosition: { x: 120, y: 200 } })
@@ -231,6 +241,70 @@ t.test('a rename rewrites the templates that read the node; a mention in code is
   ], 'links and templates follow; the code is left as it was')
   const run = await client.runReaching(token, await client.fire(token, id, { n: 250 }))
   t.same(run.result.answer, { text: 'Your total is 500' })
+})
+
+t.test('the trigger on the canvas and in the panel; name and Activate in the header; a test request captured; Ctrl+S in a field', async (t) => {
+  const nodes = [
+    { id: 'total', type: 'set', config: { values: { total: '{{triggerData.body.total}}' } }, next: 'call' },
+    { id: 'call', type: 'run_workflow', config: { workflowId: 'no-such-workflow' } }
+  ]
+  webhookWorkflowId = await client.createWorkflow(token, { name: 'made to be a webhook', nodes })
+  const id = webhookWorkflowId
+  const url = `${baseUrl}/api/automation/webhook/${id}`
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  const trigger = canvasNode(':trigger')
+  await trigger.waitFor()
+  t.match(await trigger.textContent(), /Trigger.*Manual/, 'the trigger is drawn, with its kind')
+  t.equal(await page.locator('.react-flow__edge.trigger-link').getAttribute('aria-label'), 'The trigger starts total', 'linked to the node the engine starts at')
+
+  await trigger.click()
+  await page.getByLabel('Trigger type').selectOption('WEBHOOK')
+  await trigger.getByText(url, { exact: true }).waitFor()
+  t.equal(await page.getByLabel(/^Webhook URL/).inputValue(), url)
+  // Saved from inside a field: the name just typed in the header.
+  await page.getByLabel('Workflow name').fill('Orders from the shop')
+  await page.keyboard.press('Control+S')
+  await page.getByText('Saved: version 2').waitFor()
+  const saved = await stored(id)
+  t.same([saved.name, saved.triggerType, saved.isActive], ['Orders from the shop', 'WEBHOOK', false], 'the name and the trigger were saved with the nodes')
+  await shot('09-trigger')
+
+  await page.getByRole('button', { name: 'Listen for a test request' }).click()
+  await page.getByText(/^Waiting for a request to /).waitFor()
+  t.match(await page.locator('#listen-status').textContent(), new RegExp(`^Waiting for a request to ${url} \\(until \\d\\d:\\d\\d:\\d\\d\\)$`))
+  const answer = await call('POST', `/api/automation/webhook/${id}?source=shop`, { token: 'partner-secret', body: { total: 500 }, headers: { cookie: 'session=partner', 'x-shop': 'demo' } })
+  t.same(answer.body, { status: 'ignored' }, 'inactive: captured, not run')
+  await page.getByText('Captured a request: test runs use it').waitFor()
+  const pinned = JSON.parse(await page.getByLabel('Pinned data (JSON)').inputValue())
+  t.same([pinned.body, pinned.query, pinned.headers['x-shop']], [{ total: 500 }, { source: 'shop' }, 'demo'], 'the request as a run reads it')
+  t.notOk('authorization' in pinned.headers || 'cookie' in pinned.headers, 'without its authorization and cookie headers')
+  t.same((await stored(id)).pinnedData, pinned)
+  await shot('10-test-request-captured')
+
+  await page.getByRole('button', { name: 'Activate' }).click()
+  await page.getByRole('button', { name: 'Deactivate' }).waitFor()
+  t.equal((await stored(id)).isActive, true, 'activated from the header')
+})
+
+t.test('leaving with unsaved changes asks; Back after a missing workflow shows the workflow', async (t) => {
+  await page.getByLabel('Workflow name').fill('Not saved')
+  dialogAnswer = 'dismiss'
+  await page.getByRole('link', { name: 'Workflows', exact: true }).click()
+  t.match(dialogs.at(-1), /^confirm: This workflow has unsaved changes/, 'a link asks first')
+  t.match(page.url(), `/workflows/${webhookWorkflowId}/builder`, 'stayed')
+  t.equal(await page.getByLabel('Workflow name').inputValue(), 'Not saved', 'with the changes')
+  dialogAnswer = 'accept'
+  await page.reload()
+  t.match(dialogs.at(-1), /^beforeunload: /, 'reloading asks the browser\'s question')
+  await canvasNode('call').waitFor()
+  t.equal(await page.getByLabel('Workflow name').inputValue(), 'Orders from the shop', 'left unsaved')
+
+  await canvasNode('call').click()
+  await page.getByRole('link', { name: 'Open the workflow it calls in the builder' }).click()
+  await page.getByText('No such workflow.').waitFor()
+  await page.goBack()
+  await canvasNode('call').waitFor()
+  t.equal(await page.getByText('No such workflow.').count(), 0, 'no stale "not found"')
 })
 
 t.test('200 nodes: first render and drag figures; tablet width', async (t) => {

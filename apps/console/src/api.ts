@@ -2,7 +2,7 @@ import { clearSession, loadSession } from './session.ts'
 import type {
   Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
   Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
-  RunSummary, Template, TemplateMessage, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
+  RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
 /** An error answer of the api, in its error body `{statusCode, code, message}` (README, Conventions). */
@@ -154,6 +154,9 @@ export const api = {
   /** A test run of the saved workflow, active or not, with its pinned data unless `triggerData` is given; it ends after `untilNodeId`. */
   testWorkflow: async (id: string, input: TestRunInput) =>
     call<RunAccepted>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/test`, { body: input }),
+  /** Listens for the next request to the WEBHOOK workflow's inbound webhook, for 2 minutes: it becomes its pinned data. */
+  listenForTestRequest: async (id: string) => call<TestCapture>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/test-capture`),
+  testCapture: async (id: string) => call<TestCapture>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/test-capture`),
   versions: async (id: string) => call<WorkflowVersionSummary[]>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions${query({ limit: 500 })}`),
   version: async (id: string, n: number) => call<WorkflowVersion>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}`),
   restoreVersion: async (id: string, n: number) => call<Workflow>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}/restore`),

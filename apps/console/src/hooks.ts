@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import type { LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { api } from './api.ts'
+import { BASE } from './paths.ts'
 import type { NodeTypeInfo } from './types.ts'
 
 export interface Loaded<T> {
@@ -88,4 +89,51 @@ export function useNodeTypes (): Loaded<NodeTypeInfo[]> {
 /** The link fields of each node type, for graph.ts: none until the node types have loaded. */
 export function linkFieldsOf (nodeTypes: NodeTypeInfo[] | undefined): LinkFieldsByType {
   return Object.fromEntries((nodeTypes ?? []).map((nodeType) => [nodeType.type, nodeType.traits.links]))
+}
+
+/** A same-tab link to another page of the console, which preact-iso's router would follow: what `useLeaveGuard` asks about. */
+function consoleLinkOf (event: MouseEvent): HTMLAnchorElement | undefined {
+  if (event.defaultPrevented || event.button !== 0 || event.ctrlKey || event.metaKey || event.altKey || event.shiftKey) return undefined
+  const link = event.composedPath().find((target): target is HTMLAnchorElement => target instanceof HTMLAnchorElement && target.href !== '')
+  if (link === undefined || link.origin !== location.origin || !/^(_?self)?$/i.test(link.target) || link.download !== '') return undefined
+  return link.getAttribute('href')?.startsWith(BASE) === true ? link : undefined
+}
+
+/**
+ * While `unsaved`, asks `question` before the page is left: a link to another page of the console, Back or
+ * Forward, and closing or reloading the tab (the browser's own question). Moving within the page (another
+ * query, as the builder's `?run=`) is not leaving. preact-iso routes on the window's `click` and `popstate`;
+ * these listeners run first (capture phase) and stop the event when the user stays.
+ */
+export function useLeaveGuard (unsaved: boolean, question: string): void {
+  // The address shown, read at each render: when popstate comes, the address has already changed.
+  const latest = useRef({ unsaved, question, address: location.pathname + location.search })
+  latest.current = { unsaved, question, address: location.pathname + location.search }
+  useEffect(() => {
+    const page = location.pathname
+    const stays = (): boolean => latest.current.unsaved && !confirm(latest.current.question)
+    const onClick = (event: MouseEvent): void => {
+      const link = consoleLinkOf(event)
+      if (link === undefined || link.pathname === page || !stays()) return
+      event.preventDefault()
+      event.stopPropagation()
+    }
+    const onPopState = (event: PopStateEvent): void => {
+      if (location.pathname === page || !stays()) return
+      event.stopImmediatePropagation()
+      // The browser moved in its history already: the page's address goes back on top.
+      history.pushState(null, '', latest.current.address)
+    }
+    const onBeforeUnload = (event: BeforeUnloadEvent): void => {
+      if (latest.current.unsaved) event.preventDefault()
+    }
+    addEventListener('click', onClick, true)
+    addEventListener('popstate', onPopState, true)
+    addEventListener('beforeunload', onBeforeUnload)
+    return () => {
+      removeEventListener('click', onClick, true)
+      removeEventListener('popstate', onPopState, true)
+      removeEventListener('beforeunload', onBeforeUnload)
+    }
+  }, [])
 }

@@ -15,7 +15,7 @@ import type { NodeTypes } from '../../api/src/routes/api/automation/node-types/s
 import type { QueueCounts } from '../../api/src/routes/api/automation/queues/schemas.ts'
 import type { ListRunsQuery, ResumeRunBody, RetryRunBody, Run as RunSchema, RunAccepted as RunAcceptedSchema, RunLog as RunLogSchema, RunResumed, RunRetried as RunRetriedSchema, RunStats as RunStatsSchema, RunSummary as RunSummarySchema } from '../../api/src/routes/api/automation/runs/schemas.ts'
 import type {
-  CreateWorkflowBody, ListWorkflowsQuery, RecentRun as RecentRunSchema, TestRunBody, UpdateWorkflowBody, WorkflowDetail, WorkflowNode as WorkflowNodeSchema,
+  CreateWorkflowBody, ListWorkflowsQuery, RecentRun as RecentRunSchema, TestCaptureAnswer, TestRunBody, UpdateWorkflowBody, WorkflowDetail, WorkflowNode as WorkflowNodeSchema,
   WorkflowSummary as WorkflowSummarySchema, WorkflowVersion as WorkflowVersionSchema, WorkflowVersionSummary as WorkflowVersionSummarySchema
 } from '../../api/src/routes/api/automation/workflows/schemas.ts'
 import type { ChatAccount as ChatAccountSchema, CreateChatAccountBody, UpdateChatAccountBody } from '../../api/src/routes/api/chat/accounts/schemas.ts'
@@ -106,6 +106,8 @@ export type Workflow = Answer<typeof WorkflowDetail>
 export type WorkflowInput = Body<typeof CreateWorkflowBody>
 export type WorkflowChanges = Body<typeof UpdateWorkflowBody>
 export type TestRunInput = Body<typeof TestRunBody>
+/** Where listening for a test request stands (README, The workflow builder: Listen for a test request). */
+export type TestCapture = Answer<typeof TestCaptureAnswer>
 export type WorkflowFilter = Query<typeof ListWorkflowsQuery>
 
 /** A version as the history lists it: who saved it and when. */

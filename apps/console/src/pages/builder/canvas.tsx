@@ -4,7 +4,7 @@ import {
   Background, Controls, Handle, MarkerType, Position, ReactFlow, useReactFlow,
   type Connection, type Edge, type Node, type NodeChange, type NodeProps
 } from '@xyflow/react'
-import type { LinkFieldsByType } from '@switchboard/core/engine/graph'
+import { startNode, type LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { drawnLinks, handlesOf, type Definition, type OutputHandle } from '../../builder.ts'
 import type { NodeState } from '../../graph.ts'
 import type { WorkflowNode } from '../../types.ts'
@@ -17,6 +17,17 @@ interface StepData extends Record<string, unknown> {
   flagged: boolean
 }
 type StepNode = Node<StepData, 'step'>
+
+interface TriggerData extends Record<string, unknown> {
+  kind: string
+  detail: string | undefined
+}
+type TriggerNode = Node<TriggerData, 'trigger'>
+
+/** The trigger's node on the canvas: no workflow node has this id (ids are letters, digits, `_` and `-`). */
+export const TRIGGER_NODE_ID = ':trigger'
+/** How far left of the first node the trigger is drawn: it has no position of its own. */
+const TRIGGER_OFFSET_X = 260
 
 const STATE_TEXT: Record<NonNullable<StepData['state']>, string> = { done: 'ran', failed: 'failed', current: 'running', test: 'ran in the test' }
 
@@ -46,10 +57,23 @@ const StepView = memo(function StepView ({ data, selected }: NodeProps<StepNode>
   )
 })
 
-const NODE_TYPES = { step: StepView }
+/** The workflow's trigger, drawn before the node it starts (a view of the workflow's trigger fields, never a node of it). */
+const TriggerView = memo(function TriggerView ({ data, selected }: NodeProps<TriggerNode>) {
+  return (
+    <div class={`flow-node flow-trigger${selected ? ' selected' : ''}`}>
+      <strong class='flow-node-id'>Trigger</strong>
+      <span class='flow-node-type'>{data.kind}</span>
+      {data.detail !== undefined && <span class='flow-trigger-detail'>{data.detail}</span>}
+      <Handle type='source' position={Position.Right} isConnectable={false} aria-label='The trigger starts the first node' />
+    </div>
+  )
+})
+
+const NODE_TYPES = { step: StepView, trigger: TriggerView }
 
 interface CanvasProps {
   definition: Definition
+  trigger: TriggerData
   linkFields: LinkFieldsByType
   selected: ReadonlySet<string>
   states: ReadonlyMap<string, NodeState | 'test'>
@@ -71,7 +95,7 @@ interface CanvasProps {
  * selection and state are unchanged, so a drag re-renders only the node that moves.
  */
 export function Canvas (props: CanvasProps) {
-  const { definition, linkFields, selected, states, flagged } = props
+  const { definition, linkFields, selected, states, flagged, trigger } = props
   const flow = useReactFlow()
   const cache = useRef(new Map<string, { key: unknown[], node: StepNode }>())
   const nodes = useMemo(() => definition.nodes.map((node): StepNode => {
@@ -91,18 +115,35 @@ export function Canvas (props: CanvasProps) {
     cache.current.set(node.id, { key, node: made })
     return made
   }), [definition.nodes, selected, states, flagged, linkFields])
-  const edges = useMemo(() => drawnLinks(definition, linkFields).map((link): Edge => ({
-    id: link.id,
-    source: link.source,
-    target: link.target,
-    sourceHandle: link.handle,
-    label: link.label === '' ? undefined : link.label,
-    markerEnd: { type: MarkerType.ArrowClosed },
-    ariaLabel: `Link from ${link.source}${link.label === '' ? '' : ` (${link.label})`} to ${link.target}`,
-    animated: states.get(link.source) !== undefined && states.get(link.target) !== undefined
-  })), [definition, linkFields, states])
+  // The node the engine starts at (core's startNode): the one the trigger links to.
+  const entry = useMemo(() => startNode(definition, linkFields), [definition, linkFields])
+  const triggerSelected = selected.has(TRIGGER_NODE_ID)
+  const triggerNode = useMemo((): TriggerNode => ({
+    id: TRIGGER_NODE_ID,
+    type: 'trigger',
+    position: { x: (entry?.position?.x ?? TRIGGER_OFFSET_X) - TRIGGER_OFFSET_X, y: entry?.position?.y ?? 0 },
+    selected: triggerSelected,
+    draggable: false,
+    deletable: false,
+    ariaLabel: `Trigger: ${trigger.kind}`,
+    data: trigger
+  }), [entry, triggerSelected, trigger.kind, trigger.detail])
+  const flowNodes = useMemo(() => [triggerNode, ...nodes], [triggerNode, nodes])
+  const edges = useMemo((): Edge[] => [
+    ...(entry === undefined ? [] : [{ id: 'trigger-link', source: TRIGGER_NODE_ID, target: entry.id, deletable: false, selectable: false, className: 'trigger-link', markerEnd: { type: MarkerType.ArrowClosed }, ariaLabel: `The trigger starts ${entry.id}` }]),
+    ...drawnLinks(definition, linkFields).map((link): Edge => ({
+      id: link.id,
+      source: link.source,
+      target: link.target,
+      sourceHandle: link.handle,
+      label: link.label === '' ? undefined : link.label,
+      markerEnd: { type: MarkerType.ArrowClosed },
+      ariaLabel: `Link from ${link.source}${link.label === '' ? '' : ` (${link.label})`} to ${link.target}`,
+      animated: states.get(link.source) !== undefined && states.get(link.target) !== undefined
+    }))
+  ], [definition, linkFields, states, entry])
 
-  const onNodesChange = (changes: NodeChange<StepNode>[]): void => {
+  const onNodesChange = (changes: Array<NodeChange<StepNode | TriggerNode>>): void => {
     const moves = new Map<string, { x: number, y: number }>()
     let selection: Set<string> | undefined
     for (const change of changes) {
@@ -127,8 +168,8 @@ export function Canvas (props: CanvasProps) {
         if (type !== undefined && type !== '') props.onDropType(type, flow.screenToFlowPosition({ x: event.clientX, y: event.clientY }))
       }}
     >
-      <ReactFlow<StepNode>
-        nodes={nodes}
+      <ReactFlow<StepNode | TriggerNode>
+        nodes={flowNodes}
         edges={edges}
         nodeTypes={NODE_TYPES}
         onNodesChange={onNodesChange}

@@ -5,17 +5,20 @@ import '@xyflow/react/dist/style.css'
 import { renameNode, type NodeReference } from '@switchboard/core/workflows/rename-node'
 import { api, ApiError } from '../../api.ts'
 import { NodePalette } from '../../components/node-palette.tsx'
+import { triggerDraftOf, triggerInputOf, type TriggerDraft } from '../../components/trigger-fields.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import {
   autoLayout, connect, disconnect, pasteNodes, pushHistory, removeNodes, renameTraitsOf, templatePaths, withPositions,
   type Definition, type History
 } from '../../builder.ts'
 import { pathOf, statesOf } from '../../graph.ts'
-import { linkFieldsOf, useData, useNodeTypes } from '../../hooks.ts'
-import { paths } from '../../paths.ts'
-import type { Run, Workflow, WorkflowNode } from '../../types.ts'
-import { Canvas } from './canvas.tsx'
+import { linkFieldsOf, useData, useLeaveGuard, useNodeTypes } from '../../hooks.ts'
+import { paths, webhookUrl } from '../../paths.ts'
+import type { Run, Workflow, WorkflowChanges, WorkflowNode } from '../../types.ts'
+import { Canvas, TRIGGER_NODE_ID } from './canvas.tsx'
+import { BuilderHeader } from './header.tsx'
 import { Inspector, NodeRun, newNodeId } from './inspector.tsx'
+import { TriggerPanel, triggerSummaryOf, useTestCapture } from './trigger.tsx'
 import { TryInChat, triedInChat } from './try-chat.tsx'
 import { Versions } from './versions.tsx'
 
@@ -25,16 +28,32 @@ const POLL_MS = 300
 /** The node an API refusal names (`Node n3: …`), to point at on the canvas. */
 const nodeNamedBy = (message: string): string | undefined => /^Node ([A-Za-z0-9_-]+)[:( ]/.exec(message)?.[1]
 
+/** The workflow's fields the builder edits beside its graph, once edited: saved with it. */
+interface SettingsEdits {
+  name?: string
+  trigger?: TriggerDraft
+}
+
+const LEAVE_QUESTION = 'This workflow has unsaved changes. Leave the builder without saving them?'
+
 /**
- * The workflow builder (README, The workflow builder): the workflow drawn on a canvas, built by
- * dragging and forms, tested while it is built ("Run to here" with pinned data), and runs opened
- * on it to debug (each node's input, output and log; retry from a node). It saves `nodes` and
- * `edges` exactly as the API stores them, positions in each node's `position`.
+ * The builder's route. Each workflow gets a builder of its own: going from one to another (a link to
+ * the workflow a node calls, Back) starts afresh, with nothing of the one before (its "not found" included).
  */
 export function Builder () {
   const { params } = useRoute()
+  return <WorkflowBuilder key={params.id} id={params.id!} />
+}
+
+/**
+ * The workflow builder (README, The workflow builder): the workflow drawn on a canvas after its trigger,
+ * built by dragging and forms, tested while it is built ("Run to here" with pinned data, a captured test
+ * request), and runs opened on it to debug (each node's input, output and log; retry from a node). It saves
+ * `nodes` and `edges` exactly as the API stores them, positions in each node's `position`, with the name
+ * and trigger when edited; leaving it unsaved asks first.
+ */
+function WorkflowBuilder ({ id }: { id: string }) {
   const location = useLocation()
-  const id = params.id!
   const runId = location.query.run
   const nodeTypes = useNodeTypes()
   const linkFields = useMemo(() => linkFieldsOf(nodeTypes.data), [nodeTypes.data])
@@ -44,6 +63,7 @@ export function Builder () {
   const [loadError, setLoadError] = useState<Error>()
   const [definition, setDefinition] = useState<Definition>({ nodes: [], edges: null })
   const [history, setHistory] = useState<History>({ past: [], future: [] })
+  const [edits, setEdits] = useState<SettingsEdits>({})
   const [dirty, setDirty] = useState(false)
   const [selected, setSelected] = useState<string[]>([])
   const [clipboard, setClipboard] = useState<WorkflowNode[]>([])
@@ -64,6 +84,7 @@ export function Builder () {
       setWorkflow(loaded)
       setPinText(loaded.pinnedData === null || loaded.pinnedData === undefined ? '' : JSON.stringify(loaded.pinnedData, null, 2))
       setDefinition(withPositions({ nodes: loaded.nodes, edges: loaded.edges }, linkFields))
+      setEdits({})
       setDirty(false)
       setHistory({ past: [], future: [] })
     } catch (err) {
@@ -146,14 +167,30 @@ export function Builder () {
     setStatus(`Added ${node.id}`)
   }
 
-  const save = async (): Promise<Workflow | undefined> => {
+  const editSettings = (changed: SettingsEdits): void => {
+    setEdits((before) => ({ ...before, ...changed }))
+    setDirty(true)
+    setError(undefined)
+  }
+  /** What Save sends: the canvas's nodes and edges, and the name and trigger when they were edited. */
+  const draftChanges = (): WorkflowChanges => ({
+    nodes: definition.nodes,
+    edges: definition.edges,
+    ...(edits.name !== undefined && { name: edits.name }),
+    ...(edits.trigger !== undefined && triggerInputOf(edits.trigger))
+  })
+  /** Sends `changes`, then holds the workflow as saved and says so with `done`; a refusal is shown. */
+  const write = async (changes: WorkflowChanges, done: (saved: Workflow) => string): Promise<Workflow | undefined> => {
     setBusy(true)
     setError(undefined)
     try {
-      const saved = await api.updateWorkflow(id, { nodes: definition.nodes, edges: definition.edges })
+      const saved = await api.updateWorkflow(id, changes)
       setWorkflow(saved)
-      setDirty(false)
-      setStatus(`Saved: version ${saved.version}`)
+      if (changes.nodes !== undefined) {
+        setEdits({})
+        setDirty(false)
+      }
+      setStatus(done(saved))
       return saved
     } catch (err) {
       setError(err as Error)
@@ -162,6 +199,13 @@ export function Builder () {
       setBusy(false)
     }
   }
+  const save = async (): Promise<Workflow | undefined> => await write(draftChanges(), (saved) => `Saved: version ${saved.version}`)
+  /** Activates or deactivates the workflow, saving the draft with it when it changed: what becomes active is what is drawn. */
+  const setActive = async (isActive: boolean): Promise<void> => {
+    await write({ ...(dirty ? draftChanges() : {}), isActive }, (saved) => `${saved.isActive ? 'Activated' : 'Deactivated'}: version ${saved.version}`)
+  }
+  const canSave = dirty && !busy && formErrors === 0
+
   /** A test run of the saved workflow (saved first when changed), shown on the canvas as it goes. */
   const test = async (untilNodeId?: string): Promise<void> => {
     if (dirty && await save() === undefined) return
@@ -193,6 +237,17 @@ export function Builder () {
       setError(new Error('Pinned data must be JSON'))
     }
   }
+  const capture = useTestCapture(id, (pinnedData) => {
+    setWorkflow((shown) => shown === undefined ? shown : { ...shown, pinnedData })
+    setPinText(JSON.stringify(pinnedData, null, 2))
+    setStatus('Captured a request: test runs use it')
+  }, setError)
+  /** Listens for a test request to the saved workflow, saved first when changed (a trigger just set to WEBHOOK, say). */
+  const listen = async (): Promise<void> => {
+    if (dirty && await save() === undefined) return
+    setError(undefined)
+    await capture.listen()
+  }
   const retryFrom = async (nodeId: string): Promise<void> => {
     if (run === undefined) return
     try {
@@ -206,20 +261,28 @@ export function Builder () {
 
   // On the document: a click on the canvas leaves the focus on the page's body.
   const onKeyDown = (event: KeyboardEvent): void => {
-    const target = event.target as HTMLElement
-    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName) || target.isContentEditable) return
     const mod = event.ctrlKey || event.metaKey
     if (!mod) return
     const key = event.key.toLowerCase()
+    // Save from anywhere, a field included, as an editor does; the browser's "save the page" is never wanted here.
+    if (key === 's') {
+      event.preventDefault()
+      if (formErrors > 0) setError(new Error('A field is not valid (marked): fix it to save'))
+      else if (canSave) later(save())
+      return
+    }
+    // In a field, undo, copy and paste are the field's own.
+    const target = event.target as HTMLElement
+    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName) || target.isContentEditable) return
     if (key === 'z' && !event.shiftKey) undo()
     else if ((key === 'z' && event.shiftKey) || key === 'y') redo()
     else if (key === 'c') copy()
     else if (key === 'v') paste()
-    else if (key === 's') later(save())
     else return
     event.preventDefault()
   }
 
+  useLeaveGuard(dirty, LEAVE_QUESTION)
   const keys = useRef(onKeyDown)
   keys.current = onKeyDown
   useEffect(() => {
@@ -243,17 +306,23 @@ export function Builder () {
   }
   const flagged = error === undefined ? undefined : nodeNamedBy(error.message)
   const only = selected.length === 1 ? definition.nodes.find((node) => node.id === selected[0]) : undefined
+  const triggerSelected = selected.length === 1 && selected[0] === TRIGGER_NODE_ID
+  const trigger = edits.trigger ?? (workflow === undefined ? undefined : triggerDraftOf(workflow))
+  const url = webhookUrl(id)
 
   if (loadError !== undefined) {
     return <section><PageTitle>Builder</PageTitle><ErrorNotice error={loadError} />{loadError instanceof ApiError && loadError.status === 404 && <p>No such workflow.</p>}</section>
   }
-  if (workflow === undefined || nodeTypes.data === undefined) return <Loading what='the workflow' />
+  if (workflow === undefined || trigger === undefined || nodeTypes.data === undefined) return <Loading what='the workflow' />
 
   return (
     <section class='builder'>
-      <PageTitle>{workflow.name}: builder</PageTitle>
+      <BuilderHeader
+        name={edits.name ?? workflow.name} onName={(name) => { editSettings({ name }) }}
+        isActive={workflow.isActive} activationBlocked={busy || (dirty && formErrors > 0)} onActivate={(isActive) => { later(setActive(isActive)) }}
+      />
       <div class='toolbar row' role='toolbar' aria-label='Builder'>
-        <button type='button' class='primary' disabled={!dirty || busy || formErrors > 0} onClick={() => { later(save()) }}>{busy ? 'Saving…' : dirty ? 'Save' : 'Saved'}</button>
+        <button type='button' class='primary' disabled={!canSave} aria-keyshortcuts='Control+S' onClick={() => { later(save()) }}>{busy ? 'Saving…' : dirty ? 'Save' : 'Saved'}</button>
         <button type='button' disabled={history.past.length === 0} onClick={undo} aria-keyshortcuts='Control+Z'>Undo</button>
         <button type='button' disabled={history.future.length === 0} onClick={redo} aria-keyshortcuts='Control+Shift+Z'>Redo</button>
         <button type='button' disabled={selected.length === 0} onClick={copy} aria-keyshortcuts='Control+C'>Copy</button>
@@ -262,7 +331,7 @@ export function Builder () {
         <button type='button' onClick={() => { later(test()) }}>Test run</button>
         <a class='button' href={paths.editWorkflow(id)}>Settings and JSON</a>
         <a class='button' href={paths.workflow(id)}>Workflow</a>
-        <span class='muted small'>version {workflow.version}{workflow.isActive ? '' : ', inactive'}</span>
+        <span class='muted small'>version {workflow.version}</span>
       </div>
       <p role='status' class='small' id='builder-status'>{status}</p>
       {error !== undefined && <p class='notice error' role='alert' id='builder-error'>{error.message}</p>}
@@ -273,6 +342,7 @@ export function Builder () {
         <ReactFlowProvider>
           <Canvas
             definition={definition}
+            trigger={triggerSummaryOf(trigger, url)}
             linkFields={linkFields}
             selected={new Set(selected)}
             states={states}
@@ -295,8 +365,15 @@ export function Builder () {
           />
         </ReactFlowProvider>
         <aside class='builder-side'>
-          {only === undefined
-            ? <p class='muted'>{selected.length > 1 ? `${selected.length} nodes selected: copy, paste or delete them.` : 'Select a node to configure it; drag from the palette to add one.'}</p>
+          {triggerSelected
+            ? (
+              <TriggerPanel
+                draft={trigger} onChange={(changed) => { editSettings({ trigger: changed }) }} webhookUrl={url}
+                isActive={workflow.isActive} capture={capture.capture} onListen={() => { later(listen()) }}
+              />
+              )
+            : only === undefined
+              ? <p class='muted'>{selected.length > 1 ? `${selected.length} nodes selected: copy, paste or delete them.` : 'Select a node, or the trigger, to configure it; drag from the palette to add a node.'}</p>
             : (
               <>
                 <Inspector
