@@ -252,6 +252,7 @@ t.test('the trigger on the canvas and in the panel; name and Activate in the hea
   const id = webhookWorkflowId
   const url = `${baseUrl}/api/automation/webhook/${id}`
   await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  t.same(dialogs, [], 'every builder left so far was saved: no question')
   const trigger = canvasNode(':trigger')
   await trigger.waitFor()
   t.match(await trigger.textContent(), /Trigger.*Manual/, 'the trigger is drawn, with its kind')
@@ -281,8 +282,8 @@ t.test('the trigger on the canvas and in the panel; name and Activate in the hea
   t.same((await stored(id)).pinnedData, pinned)
   await shot('10-test-request-captured')
 
-  await page.getByRole('button', { name: 'Activate' }).click()
-  await page.getByRole('button', { name: 'Deactivate' }).waitFor()
+  await page.getByRole('button', { name: 'Activate', exact: true }).click()
+  await page.getByRole('button', { name: 'Deactivate', exact: true }).waitFor()
   t.equal((await stored(id)).isActive, true, 'activated from the header')
 })
 
@@ -300,8 +301,10 @@ t.test('leaving with unsaved changes asks; Back after a missing workflow shows t
   t.equal(await page.getByLabel('Workflow name').inputValue(), 'Orders from the shop', 'left unsaved')
 
   await canvasNode('call').click()
+  const asked = dialogs.length
   await page.getByRole('link', { name: 'Open the workflow it calls in the builder' }).click()
   await page.getByText('No such workflow.').waitFor()
+  t.equal(dialogs.length, asked, 'nothing unsaved: left without a question')
   await page.goBack()
   await canvasNode('call').waitFor()
   t.equal(await page.getByText('No such workflow.').count(), 0, 'no stale "not found"')

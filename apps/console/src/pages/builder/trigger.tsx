@@ -76,7 +76,7 @@ function ListenForTestRequest ({ capture, webhookUrl, isActive, onListen }: List
       </p>
       <button type='button' disabled={armed} onClick={onListen}>Listen for a test request</button>
       <p role='status' class='small' id='listen-status'>
-        {armed && capture.until !== null && <>Waiting for a request to <code>{webhookUrl}</code> (until {clock(capture.until, true)})</>}
+        {capture?.state === 'armed' && capture.until !== null && <>Waiting for a request to <code>{webhookUrl}</code> (until {clock(capture.until, true)})</>}
         {capture?.state === 'expired' && 'No request came in time: listen again.'}
         {capture?.state === 'captured' && capture.capturedAt !== null && `Captured the request of ${clock(capture.capturedAt, true)}: it is the pinned data below.`}
       </p>
