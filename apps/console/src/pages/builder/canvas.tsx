@@ -92,7 +92,8 @@ interface CanvasProps {
  * The canvas (@xyflow/react through preact/compat): nodes dragged, linked by dragging from an
  * output to an input, panned and zoomed. It holds no state of its own: every change goes back to
  * the builder as a change of the definition. Flow nodes are reused while their workflow node,
- * selection and state are unchanged, so a drag re-renders only the node that moves.
+ * selection and state are unchanged, so a drag re-renders only the node that moves. The trigger is
+ * drawn too, before the node runs start at, but is none of the definition's nodes.
  */
 export function Canvas (props: CanvasProps) {
   const { definition, linkFields, selected, states, flagged, trigger } = props
