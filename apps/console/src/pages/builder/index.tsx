@@ -374,25 +374,25 @@ function WorkflowBuilder ({ id }: { id: string }) {
               )
             : only === undefined
               ? <p class='muted'>{selected.length > 1 ? `${selected.length} nodes selected: copy, paste or delete them.` : 'Select a node, or the trigger, to configure it; drag from the palette to add a node.'}</p>
-            : (
-              <>
-                <Inspector
-                  key={only.id} node={only} nodeType={nodeTypes.data.find((candidate) => candidate.type === only.type)} takenIds={taken}
-                  suggestionsFor={suggestionsFor}
-                  onConfig={(config) => { change({ ...definition, nodes: definition.nodes.map((node) => node.id === only.id ? { ...node, config } : node) }) }}
-                  onRename={(to, force) => rename(only.id, to, force)}
-                  onRemove={() => { change(removeNodes(definition, [only.id], linkFields)); setSelected([]) }}
-                  onErrors={setFormErrors}
-                />
-                <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>
-                {run !== undefined && (
-                  <NodeRun
-                    run={run} nodeId={only.id} path={path} state={states.get(only.id)}
-                    onRetryFrom={run.status === 'FAILED' ? () => { later(retryFrom(only.id)) } : undefined}
+              : (
+                <>
+                  <Inspector
+                    key={only.id} node={only} nodeType={nodeTypes.data.find((candidate) => candidate.type === only.type)} takenIds={taken}
+                    suggestionsFor={suggestionsFor}
+                    onConfig={(config) => { change({ ...definition, nodes: definition.nodes.map((node) => node.id === only.id ? { ...node, config } : node) }) }}
+                    onRename={(to, force) => rename(only.id, to, force)}
+                    onRemove={() => { change(removeNodes(definition, [only.id], linkFields)); setSelected([]) }}
+                    onErrors={setFormErrors}
                   />
+                  <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>
+                  {run !== undefined && (
+                    <NodeRun
+                      run={run} nodeId={only.id} path={path} state={states.get(only.id)}
+                      onRetryFrom={run.status === 'FAILED' ? () => { later(retryFrom(only.id)) } : undefined}
+                    />
+                  )}
+                </>
                 )}
-              </>
-              )}
           <section aria-labelledby='pinned-title'>
             <h3 id='pinned-title'>Pinned data</h3>
             <p class='muted small'>The triggerData of test runs; real triggers never use it.</p>
