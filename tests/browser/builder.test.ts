@@ -248,7 +248,7 @@ t.test('the trigger on the canvas and in the panel; name and Activate in the hea
     { id: 'total', type: 'set', config: { values: { total: '{{triggerData.body.total}}' } }, next: 'call' },
     { id: 'call', type: 'run_workflow', config: { workflowId: 'no-such-workflow' } }
   ]
-  webhookWorkflowId = await client.createWorkflow(token, { name: 'made to be a webhook', nodes })
+  webhookWorkflowId = await client.createWorkflow(token, { name: 'made to be a webhook', isActive: false, nodes })
   const id = webhookWorkflowId
   const url = `${baseUrl}/api/automation/webhook/${id}`
   await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
@@ -315,7 +315,7 @@ t.test('200 nodes: first render and drag figures; tablet width', async (t) => {
   const id = await client.createWorkflow(token, { name: '200 nodes', nodes })
   const started = Date.now()
   await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
-  await waitFor(async () => await page.locator('.react-flow__node').count() === 200 ? true : undefined, { what: '200 nodes drawn', timeoutMs: 20_000, intervalMs: 50 })
+  await waitFor(async () => await page.locator('.react-flow__node[data-id^="n"]').count() === 200 ? true : undefined, { what: '200 nodes drawn', timeoutMs: 20_000, intervalMs: 50 })
   const firstRenderMs = Date.now() - started
   const box = (await canvasNode('n0').boundingBox())!
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2)
