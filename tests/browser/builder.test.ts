@@ -287,7 +287,7 @@ t.test('the trigger on the canvas and in the panel; name and Activate in the hea
   t.equal((await stored(id)).isActive, true, 'activated from the header')
 })
 
-t.test('leaving with unsaved changes asks; Back after a missing workflow shows the workflow', async (t) => {
+t.test('leaving with unsaved changes asks (a link, a reload, Forward); Back after a missing workflow shows the workflow', async (t) => {
   await page.getByLabel('Workflow name').fill('Not saved')
   dialogAnswer = 'dismiss'
   await page.getByRole('link', { name: 'Workflows', exact: true }).click()
@@ -308,6 +308,19 @@ t.test('leaving with unsaved changes asks; Back after a missing workflow shows t
   await page.goBack()
   await canvasNode('call').waitFor()
   t.equal(await page.getByText('No such workflow.').count(), 0, 'no stale "not found"')
+
+  // Forward (as Back) within the console, unsaved: asked, and staying keeps the builder and its address.
+  await page.getByLabel('Workflow name').fill('Not saved either')
+  dialogAnswer = 'dismiss'
+  const before = dialogs.length
+  // goForward returns once the address changed, before the page asked.
+  await page.goForward()
+  await waitFor(async () => dialogs.length > before ? true : undefined, { what: 'the question', timeoutMs: 5000, intervalMs: 20 })
+  dialogAnswer = 'accept'
+  t.match(dialogs.at(-1), /^confirm: This workflow has unsaved changes/, 'Forward asks first')
+  await page.waitForURL(`${baseUrl}/console/workflows/${webhookWorkflowId}/builder`)
+  t.pass('stayed, at the builder\'s address')
+  t.equal(await page.getByLabel('Workflow name').inputValue(), 'Not saved either', 'with the changes')
 })
 
 t.test('200 nodes: first render and drag figures; tablet width', async (t) => {

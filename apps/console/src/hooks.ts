@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+import { useLocation } from 'preact-iso'
 import type { LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { api } from './api.ts'
 import { BASE } from './paths.ts'
@@ -99,41 +100,61 @@ function consoleLinkOf (event: MouseEvent): HTMLAnchorElement | undefined {
   return link.getAttribute('href')?.startsWith(BASE) === true ? link : undefined
 }
 
+/** The page that asks before it is left (`useLeaveGuard`), while it is shown. */
+interface LeaveGuard {
+  /** The page's path: moving within it (another query) is not leaving. */
+  page: string
+  unsaved: () => boolean
+  /** Asks whether to leave the unsaved work. */
+  leaves: () => boolean
+  /** Goes back to the page after Back or Forward moved the address away. */
+  returnToPage: () => void
+}
+let leaveGuard: LeaveGuard | undefined
+
+const staysOn = (guard: LeaveGuard): boolean => guard.unsaved() && !guard.leaves()
+
+/**
+ * The listeners of `useLeaveGuard`, added once before the app renders: preact-iso routes on the window's
+ * `click` and `popstate`, and Chromium calls a window's `popstate` listeners in the order they were added
+ * (a capture listener added later ran after the router's, the page it guards already unmounted).
+ */
+export function listenForLeaving (): void {
+  addEventListener('click', (event) => {
+    const link = consoleLinkOf(event)
+    if (leaveGuard === undefined || link === undefined || link.pathname === leaveGuard.page || !staysOn(leaveGuard)) return
+    event.preventDefault()
+    event.stopPropagation()
+  }, true)
+  addEventListener('popstate', (event) => {
+    if (leaveGuard === undefined || location.pathname === leaveGuard.page || !staysOn(leaveGuard)) return
+    event.stopImmediatePropagation()
+    leaveGuard.returnToPage()
+  }, true)
+  addEventListener('beforeunload', (event) => {
+    if (leaveGuard?.unsaved() === true) event.preventDefault()
+  })
+}
+
 /**
  * While `unsaved`, asks `question` before the page is left: a link to another page of the console, Back or
  * Forward, and closing or reloading the tab (the browser's own question). Moving within the page (another
- * query, as the builder's `?run=`) is not leaving. preact-iso routes on the window's `click` and `popstate`;
- * these listeners run first (capture phase) and stop the event when the user stays.
+ * query, as the builder's `?run=`) is not leaving. Needs `listenForLeaving` (main.tsx).
  */
 export function useLeaveGuard (unsaved: boolean, question: string): void {
+  const { route } = useLocation()
   // The address shown, read at each render: when popstate comes, the address has already changed.
-  const latest = useRef({ unsaved, question, address: location.pathname + location.search })
-  latest.current = { unsaved, question, address: location.pathname + location.search }
+  const latest = useRef({ unsaved, question, route, address: location.pathname + location.search })
+  latest.current = { unsaved, question, route, address: location.pathname + location.search }
   useEffect(() => {
-    const page = location.pathname
-    const stays = (): boolean => latest.current.unsaved && !confirm(latest.current.question)
-    const onClick = (event: MouseEvent): void => {
-      const link = consoleLinkOf(event)
-      if (link === undefined || link.pathname === page || !stays()) return
-      event.preventDefault()
-      event.stopPropagation()
+    const guard: LeaveGuard = {
+      page: location.pathname,
+      unsaved: () => latest.current.unsaved,
+      leaves: () => confirm(latest.current.question),
+      // A new entry on top: the one the user went to stays in the history.
+      returnToPage: () => { latest.current.route(latest.current.address) }
     }
-    const onPopState = (event: PopStateEvent): void => {
-      if (location.pathname === page || !stays()) return
-      event.stopImmediatePropagation()
-      // The browser moved in its history already: the page's address goes back on top.
-      history.pushState(null, '', latest.current.address)
-    }
-    const onBeforeUnload = (event: BeforeUnloadEvent): void => {
-      if (latest.current.unsaved) event.preventDefault()
-    }
-    addEventListener('click', onClick, true)
-    addEventListener('popstate', onPopState, true)
-    addEventListener('beforeunload', onBeforeUnload)
-    return () => {
-      removeEventListener('click', onClick, true)
-      removeEventListener('popstate', onPopState, true)
-      removeEventListener('beforeunload', onBeforeUnload)
-    }
+    leaveGuard = guard
+    return () => { if (leaveGuard === guard) leaveGuard = undefined }
   }, [])
 }
