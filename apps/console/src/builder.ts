@@ -221,18 +221,6 @@ export function withPositions (definition: Definition, linkFields: LinkFieldsByT
   return { ...definition, nodes: definition.nodes.map((node, i) => node.position === undefined ? laidOut.nodes[i]! : node) }
 }
 
-/** What changed between two versions' nodes: ids added, removed, and changed (type, config or links; positions ignored). */
-export function compareNodes (before: readonly WorkflowNode[], after: readonly WorkflowNode[]): { added: string[], removed: string[], changed: string[] } {
-  const strip = ({ position: _position, ...node }: WorkflowNode): string => JSON.stringify(node)
-  const old = new Map(before.map((node) => [node.id, strip(node)]))
-  const now = new Map(after.map((node) => [node.id, strip(node)]))
-  return {
-    added: [...now.keys()].filter((id) => !old.has(id)),
-    removed: [...old.keys()].filter((id) => !now.has(id)),
-    changed: [...now.keys()].filter((id) => old.has(id) && old.get(id) !== now.get(id))
-  }
-}
-
 /** Undo and redo over definitions: `push` records a change, at most `limit` steps back. */
 export interface History {
   past: Definition[]
