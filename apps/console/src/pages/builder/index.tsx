@@ -4,18 +4,19 @@ import { ReactFlowProvider } from '@xyflow/react'
 import '@xyflow/react/dist/style.css'
 import { renameNode, type NodeReference } from '@switchboard/core/workflows/rename-node'
 import { api, ApiError } from '../../api.ts'
-import { NodePalette } from '../../components/node-palette.tsx'
+import { PaletteDrawer } from '../../components/node-palette.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import {
   autoLayout, connect, disconnect, pasteNodes, pushHistory, removeNodes, renameTraitsOf, templatePaths, withPositions,
   type Definition, type History
 } from '../../builder.ts'
-import { pathOf, statesOf } from '../../graph.ts'
+import { nodeErrorsOf, pathOf, statesOf } from '../../graph.ts'
 import { linkFieldsOf, useData, useNodeTypes } from '../../hooks.ts'
 import { paths } from '../../paths.ts'
 import type { Run, Workflow, WorkflowNode } from '../../types.ts'
 import { Canvas } from './canvas.tsx'
-import { Inspector, NodeRun, newNodeId } from './inspector.tsx'
+import { useInChildRuns } from './child-runs.ts'
+import { Inspector, NodeFailure, NodeRun, newNodeId } from './inspector.tsx'
 import { TryInChat, triedInChat } from './try-chat.tsx'
 import { Versions } from './versions.tsx'
 
@@ -233,6 +234,8 @@ export function Builder () {
     if (run === undefined) return new Map()
     return statesOf(run, path)
   }, [run, path])
+  const errors = useMemo(() => run === undefined ? new Map<string, string>() : nodeErrorsOf(run.logs), [run])
+  const inChildRuns = useInChildRuns(run)
   const taken = useMemo(() => new Set(definition.nodes.map((node) => node.id)), [definition.nodes])
   const sample = useMemo((): Record<string, unknown> => run !== undefined
     ? { triggerData: run.triggerData, ...run.result }
@@ -267,15 +270,15 @@ export function Builder () {
       <p role='status' class='small' id='builder-status'>{status}</p>
       {error !== undefined && <p class='notice error' role='alert' id='builder-error'>{error.message}</p>}
       <div class='builder-grid'>
-        <aside class='builder-palette'>
-          <NodePalette nodeTypes={nodeTypes} blocked={undefined} onAdd={(nodeType) => { addNode(nodeType.type) }} draggable />
-        </aside>
+        <PaletteDrawer nodeTypes={nodeTypes} onAdd={(nodeType) => { addNode(nodeType.type) }} />
         <ReactFlowProvider>
           <Canvas
             definition={definition}
             linkFields={linkFields}
             selected={new Set(selected)}
             states={states}
+            errors={errors}
+            inChildRuns={inChildRuns}
             flagged={flagged}
             onSelect={setSelected}
             onDragStart={() => { setHistory((past) => pushHistory(past, current.current)) }}
@@ -299,6 +302,7 @@ export function Builder () {
             ? <p class='muted'>{selected.length > 1 ? `${selected.length} nodes selected: copy, paste or delete them.` : 'Select a node to configure it; drag from the palette to add one.'}</p>
             : (
               <>
+                {run !== undefined && <NodeFailure run={run} nodeId={only.id} inChildRuns={inChildRuns.get(only.id)} />}
                 <Inspector
                   key={only.id} node={only} nodeType={nodeTypes.data.find((candidate) => candidate.type === only.type)} takenIds={taken}
                   suggestionsFor={suggestionsFor}
@@ -310,7 +314,7 @@ export function Builder () {
                 <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>
                 {run !== undefined && (
                   <NodeRun
-                    run={run} nodeId={only.id} path={path} state={states.get(only.id)}
+                    run={run} nodeId={only.id} path={path} state={states.get(only.id)} inChildRuns={inChildRuns.get(only.id)}
                     onRetryFrom={run.status === 'FAILED' ? () => { later(retryFrom(only.id)) } : undefined}
                   />
                 )}
