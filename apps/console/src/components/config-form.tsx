@@ -83,7 +83,8 @@ export function ConfigForm ({ nodeType, node, onChange, onErrors, suggestionsFor
         const placeholder = field.default !== undefined ? textOf(field, field.default) : field.example !== undefined ? `e.g. ${textOf(field, field.example)}` : undefined
         const label = <>{field.name}{field.required && <span class='required' aria-hidden='true'> *</span>}</>
         const picksWorkflow = field.kind === 'text' && field.name === nodeType.traits.callsWorkflow
-        const pickable = templates !== undefined && field.templated && field.kind !== 'code' && !picksWorkflow
+        const rendered = nodeType.traits.templateFields === 'every' || nodeType.traits.templateFields.includes(field.name)
+        const pickable = templates !== undefined && rendered && ['text', 'textarea', 'json'].includes(field.kind) && !picksWorkflow
         const onText = (e: { currentTarget: HTMLInputElement | HTMLTextAreaElement }): void => {
           const { value: typed, selectionStart } = e.currentTarget
           edit(field, typed)
