@@ -58,6 +58,11 @@ t.test('build a condition and an http_request by drag and form only, pin data, r
   await page.locator('.react-flow__edge').nth(1).waitFor()
 
   await canvasNode('condition').click()
+  // A new node starts empty: its type's example is only each field's placeholder.
+  t.equal(await page.getByLabel(/^field/).inputValue(), '')
+  t.equal(await page.getByLabel(/^field/).getAttribute('placeholder'), 'e.g. triggerData.amount')
+  await page.getByLabel(/^field/).fill('triggerData.amount')
+  await page.getByLabel(/^operator/).fill('gt')
   await page.getByLabel(/^value/).fill('100')
   await canvasNode('http_request').click()
   await page.getByLabel(/^url/).fill(sinkUrl)

@@ -340,9 +340,10 @@ t.test('a code node from the palette, its config in the form its schema makes: c
   t.same(await page.locator('.palette h4').allTextContents(), ['Chat', 'HTTP', 'Logic', 'Flow', 'Data', 'Code', 'AI'], 'in groups')
   await addCode.click()
 
-  // The form: the code field, a tall monospace textarea, starts from the type's example.
+  // The form: the code field, a tall monospace textarea, empty with the type's example as its placeholder.
   const code = page.getByLabel(/^code/)
-  t.match(await code.inputValue(), /^const items = input\.triggerData\.items/, 'a new node starts from its type\'s example')
+  t.equal(await code.inputValue(), '', 'a new node saves nothing of its type\'s example')
+  t.match(await code.getAttribute('placeholder'), /^e\.g\. const items = input\.triggerData\.items/, 'which is the placeholder')
   t.equal(await code.evaluate((element) => element.tagName), 'TEXTAREA')
   t.equal(await code.getAttribute('aria-required'), 'true', 'a required field is marked')
   t.match(await page.locator('#cfg-code-help').textContent(), /^The body of an async function of `input`/, 'its description is its help')

@@ -43,7 +43,7 @@ const EMPTY: Draft = {
   eventName: '',
   keywords: '',
   match: 'contains',
-  // The palette adds the first node, from its type's example.
+  // The palette adds the first node (nodes.ts, withNode).
   nodes: '[]',
   edges: '',
   otherConfig: {}

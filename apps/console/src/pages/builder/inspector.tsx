@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { NodeReference } from '@switchboard/core/workflows/rename-node'
-import { ConfigForm } from '../../components/config-form.tsx'
+import { ConfigForm, type TemplateHelp } from '../../components/config-form.tsx'
 import { freeId } from '../../builder.ts'
 import { inChildRunsText, nodeErrorsOf, type InChildRuns, type NodeState } from '../../graph.ts'
 import { paths } from '../../paths.ts'
@@ -12,8 +12,10 @@ interface InspectorProps {
   node: WorkflowNode
   nodeType: NodeTypeInfo | undefined
   takenIds: ReadonlySet<string>
-  /** Values a field may take from elsewhere: credential names, template paths. */
-  suggestionsFor: (field: string, templated: boolean) => string[]
+  /** Values a field may take from elsewhere: credential names. */
+  suggestionsFor: (field: string) => string[]
+  /** What the node's templates may read, and their previews (ConfigForm's data picker). */
+  templates: TemplateHelp
   onConfig: (config: Record<string, unknown>) => void
   /**
    * Renames the node and every reference to it, unless code mentions it and `force` is false: then nothing
@@ -28,7 +30,7 @@ interface InspectorProps {
  * The selected node: its id (a rename that would leave mentions in code asks first, listing them), its config
  * as a form from its type's schema (with suggestions), and its removal.
  */
-export function Inspector ({ node, nodeType, takenIds, suggestionsFor, onConfig, onRename, onRemove, onErrors }: InspectorProps) {
+export function Inspector ({ node, nodeType, takenIds, suggestionsFor, templates, onConfig, onRename, onRemove, onErrors }: InspectorProps) {
   const [id, setId] = useState(node.id)
   /** The mentions in code a rename to `id` would leave, while the user decides. */
   const [unrewritable, setUnrewritable] = useState<NodeReference[]>()
@@ -63,13 +65,9 @@ export function Inspector ({ node, nodeType, takenIds, suggestionsFor, onConfig,
           </div>
         </div>
       )}
-      {typeof node.config?.workflowId === 'string' && !node.config.workflowId.includes('{{') && (
-        // run_workflow and foreach call another workflow: it opens in the builder too.
-        <p><a href={paths.builder(node.config.workflowId)}>Open the workflow it calls in the builder</a></p>
-      )}
       {nodeType === undefined
         ? <p class='notice error'>Unknown node type {node.type}: edit it in the JSON editor.</p>
-        : <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} />}
+        : <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} templates={templates} />}
     </section>
   )
 }
