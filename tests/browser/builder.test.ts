@@ -68,6 +68,11 @@ t.test('build a condition and an http_request by drag and form only, pin data, r
   await page.locator('.react-flow__edge').nth(1).waitFor()
 
   await canvasNode('condition').click()
+  // A new node starts empty: its type's example is only each field's placeholder.
+  t.equal(await page.getByLabel(/^field/).inputValue(), '')
+  t.equal(await page.getByLabel(/^field/).getAttribute('placeholder'), 'e.g. triggerData.amount')
+  await page.getByLabel(/^field/).fill('triggerData.amount')
+  await page.getByLabel(/^operator/).fill('gt')
   await page.getByLabel(/^value/).fill('100')
   await canvasNode('http_request').click()
   await page.getByLabel(/^url/).fill(sinkUrl)
@@ -168,7 +173,7 @@ t.test('keyboard: copy, paste, undo; versions compared and restored', async (t) 
   await page.getByRole('button', { name: 'Compare the two checked' }).click()
   const comparison = page.getByRole('region', { name: `Version ${before.version} against ${before.version + 1}` })
   await comparison.waitFor()
-  t.match(await comparison.textContent(), 'Addedset-2')
+  t.same(await comparison.locator('.diff > li').allTextContents(), ['Added set-2 (set)'], 'the pasted node; set, moved only, is not listed')
   await shot('06-versions')
   await page.getByRole('button', { name: `Restore version ${before.version}` }).click()
   await canvasNode('set-2').waitFor({ state: 'detached' })
@@ -353,5 +358,79 @@ t.test('200 nodes: first render and drag figures; tablet width', async (t) => {
 t.test('nothing left the origin, broke the Content-Security-Policy or threw', async (t) => {
   t.same(outside, [])
   t.same(cspViolations, [])
+  t.same(pageErrors, [])
+})
+
+// Errors, branches and versions on the canvas; the palette at tablet width (issue 40, items 6 and 7).
+
+t.test('a run on the canvas: branch nodes from their child runs, errors on the nodes and atop the panel; versions diffed by field', async (t) => {
+  const nodes = [
+    { id: 'fork', type: 'parallel', config: { branches: ['lookup', 'stock'], continueOnFailure: true } },
+    { id: 'lookup', type: 'set', config: { values: { found: true } }, next: 'join' },
+    { id: 'stock', type: 'code', config: { code: 'throw new Error("no stock for sku 42")' }, next: 'join' },
+    { id: 'join', type: 'merge', config: {}, next: 'total' },
+    { id: 'total', type: 'code', config: { code: 'throw new Error("total missing\\nsecond line")' } }
+  ]
+  const id = await client.createWorkflow(token, { name: 'branches and errors', nodes })
+  const run = await client.runReaching(token, await client.fire(token, id, {}))
+  t.equal(run.status, 'FAILED')
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder?run=${run.id}`)
+  await page.getByText(/^Run \S+: FAILED/).waitFor()
+  await canvasNode('lookup').getByText('ran in 1 child run').waitFor()
+  t.match(await canvasNode('lookup').locator('.flow-node').getAttribute('class'), /state-done/, 'a branch node that ran is not "not reached"')
+  await canvasNode('stock').getByText('failed in 1 of 1 child run').waitFor()
+  t.match(await canvasNode('stock').locator('.flow-node-error').textContent(), /^Error: no stock for sku 42/, 'its error, from its child run')
+  const error = canvasNode('total').locator('.flow-node-error')
+  t.equal(await error.textContent(), 'Error: total missing …', 'the first line of the error on the node')
+  t.match(await error.getAttribute('title'), /^Error: total missing\nsecond line/, 'the whole on hover')
+
+  await canvasNode('total').click()
+  t.equal(await page.locator('.builder-side > :first-child').getAttribute('id'), 'node-failure', 'the error opens the node panel')
+  t.match(await page.locator('#node-failure').textContent(), /^FailedError: total missing\nsecond line/)
+  await canvasNode('stock').click()
+  t.match(await page.locator('#node-failure').textContent(), /^Failed in child run \S+Error: no stock for sku 42/)
+  await page.locator('#node-run-title', { hasText: 'failed in 1 of 1 child run' }).waitFor()
+  await shot('09-branches-and-errors')
+
+  // Version 2 changes a value and a link: the comparison says which fields, node by node.
+  await call('PATCH', `/api/automation/workflows/${id}`, {
+    token,
+    body: { nodes: nodes.map((node) => node.id === 'lookup' ? { ...node, config: { values: { found: false } } } : node.id === 'join' ? { ...node, next: undefined } : node).filter((node) => node.id !== 'total') }
+  })
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  await page.getByLabel(/^v1$/).check()
+  await page.getByLabel(/^v2 \(current\)$/).check()
+  await page.getByRole('button', { name: 'Compare the two checked' }).click()
+  const comparison = page.getByRole('region', { name: 'Version 1 against 2' })
+  await comparison.waitFor()
+  t.same(await comparison.locator('.diff > li').allTextContents(), [
+    'Changed lookup (set)values.found: true → false',
+    'Changed join (merge)link next removed (was "total")',
+    'Removed total (code)'
+  ])
+  await shot('10-versions-diff')
+})
+
+t.test('tablet width (820×1180): the palette is a drawer over the canvas, and its nodes are dragged from it', async (t) => {
+  await page.setViewportSize({ width: 820, height: 1180 })
+  t.teardown(async () => { await page.setViewportSize({ width: 1366, height: 900 }) })
+  const id = await client.createWorkflow(token, { name: 'built on a tablet' })
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  const toggle = page.getByRole('button', { name: 'Add a node', exact: true })
+  const item = page.getByRole('button', { name: 'Add set', exact: true })
+  await toggle.waitFor()
+  t.notOk(await item.isVisible(), 'closed, the palette takes no room above the canvas')
+  await toggle.click()
+  t.equal(await toggle.getAttribute('aria-expanded'), 'true')
+  await item.waitFor()
+  const drawer = (await page.locator('#palette-drawer').boundingBox())!
+  const canvas = (await page.locator('.canvas').boundingBox())!
+  t.ok(drawer.y < canvas.y + canvas.height && drawer.y + drawer.height > canvas.y + 100, 'the drawer lies over the canvas')
+  await shot('11-tablet-drawer')
+  t.equal(await canvasNode('set').count(), 0)
+  await item.dragTo(page.locator('.canvas'), { targetPosition: { x: canvas.width - 200, y: 300 } })
+  await canvasNode('set').waitFor()
+  await item.waitFor({ state: 'hidden' })
+  t.equal(await toggle.getAttribute('aria-expanded'), 'false', 'a drop closes the drawer')
   t.same(pageErrors, [])
 })

@@ -8,7 +8,8 @@
  * password; the empty states of a fresh installation, and an editor that will not send JSON that
  * does not parse; a code node added from the palette, configured in the form its schema makes,
  * fired; an approval listed on the overview and approved on its run page, beside the child runs of
- * a foreach, and the api's answer when someone else decided first. Every page is photographed into
+ * a foreach, and the api's answer when someone else decided first; the runs list's kinds and errors,
+ * child runs collapsed under their parent. Every page is photographed into
  * tests/browser/screenshots/, with the first load's figures in metrics.json there.
  */
 import { execFileSync } from 'node:child_process'
@@ -339,9 +340,10 @@ t.test('a code node from the palette, its config in the form its schema makes: c
   t.same(await page.locator('.palette h4').allTextContents(), ['Chat', 'HTTP', 'Logic', 'Flow', 'Data', 'Code', 'AI'], 'in groups')
   await addCode.click()
 
-  // The form: the code field, a tall monospace textarea, starts from the type's example.
+  // The form: the code field, a tall monospace textarea, empty with the type's example as its placeholder.
   const code = page.getByLabel(/^code/)
-  t.match(await code.inputValue(), /^const items = input\.triggerData\.items/, 'a new node starts from its type\'s example')
+  t.equal(await code.inputValue(), '', 'a new node saves nothing of its type\'s example')
+  t.match(await code.getAttribute('placeholder'), /^e\.g\. const items = input\.triggerData\.items/, 'which is the placeholder')
   t.equal(await code.evaluate((element) => element.tagName), 'TEXTAREA')
   t.equal(await code.getAttribute('aria-required'), 'true', 'a required field is marked')
   t.match(await page.locator('#cfg-code-help').textContent(), /^The body of an async function of `input`/, 'its description is its help')
@@ -444,6 +446,27 @@ t.test('an approval: listed on the overview, approved on its run page, beside it
   await page.waitForURL(new RegExp(`/runs/${runId}$`))
   await page.getByRole('heading', { name: 'Child runs (2)' }).waitFor()
   t.pass('a child run links back to its parent')
+})
+
+t.test('the runs list: how each run started, its error, child runs collapsed under their parent', async (t) => {
+  await page.getByRole('link', { name: 'Runs', exact: true }).click()
+  const rowOf = (workflow: string) => page.locator('table.runs tbody tr', { has: page.getByRole('link', { name: workflow, exact: true }) })
+  const parent = rowOf('Refund approval')
+  await parent.waitFor()
+  await parent.locator('td[data-kind="fire"]', { hasText: 'Manual fire' }).waitFor()
+  const toggle = parent.getByRole('button', { name: '2 child runs' })
+  t.equal(await toggle.getAttribute('aria-expanded'), 'false')
+  t.equal(await rowOf('Refund line').count(), 0, 'the foreach\'s children are collapsed under it')
+  await toggle.click()
+  t.equal(await toggle.getAttribute('aria-expanded'), 'true')
+  t.same(await rowOf('Refund line').evaluateAll((rows) => rows.map((row) => [row.className, row.querySelector('[data-kind]')?.textContent])),
+    [['child-run', 'Child run'], ['child-run', 'Child run']], 'expanded: each child, marked as one')
+
+  const failed = rowOf('Notify partner').locator('.run-error .error-text')
+  const error = 'Blocked request to private address 127.0.0.1 (HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)'
+  t.equal(await failed.getAttribute('title'), error, 'the whole error on hover')
+  t.equal(await failed.textContent(), `${error.slice(0, 79)}…`, 'cut to fit the row')
+  await shot('18-runs-kinds-errors')
 })
 
 t.test('an approval decided elsewhere meanwhile: the run page says what the api answered (409)', async (t) => {

@@ -120,7 +120,7 @@ const RELIABILITY_WAITING = ['tests/reliability/contacts-import.test.js']
  * output follows the first's, and the exit code is the first failure's.
  */
 async function reliabilityTier (): Promise<number> {
-  const files = readdirSync(join(OUT, 'tests/reliability')).filter((name) => name.endsWith('.test.js')).map((name) => `tests/reliability/${name}`)
+  const files = readdirSync(join(OUT, 'tests/reliability')).filter((name) => name.endsWith('.test.js')).sort().map((name) => `tests/reliability/${name}`)
   const log = join(OUT, 'reliability-waiting.log')
   const output = openSync(log, 'w')
   const beside = spawn(TAP, RELIABILITY_WAITING, { cwd: OUT, stdio: ['ignore', output, output], env: { ...process.env, TEST_PORT_SLOT: '3' } })

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { renameNode } from '@switchboard/core/workflows/rename-node'
 import {
-  compareNodes, connect, disconnect, drawnLinks, pasteNodes, removeNodes, renameTraitsOf, templatePaths, withPositions, type Definition
+  connect, disconnect, drawnLinks, freeHandle, pasteNodes, removeNodes, renameTraitsOf, sampleFields, upstreamOf, withPositions, type Definition
 } from '../../apps/console/src/builder.ts'
 
 // The link fields GET /api/automation/node-types lists for these types.
@@ -86,13 +86,36 @@ t.test('removing, pasting and renaming keep the links consistent', async (t) => 
   t.equal(renamed.nodes[4]!.config!.code, 'return input.a.total')
 })
 
-t.test('versions compare without positions; template paths are bounded', async (t) => {
-  const before = [{ id: 'a', type: 'set', config: { x: 1 } }, { id: 'b', type: 'set' }]
-  const after = [{ id: 'a', type: 'set', config: { x: 2 }, position: { x: 5, y: 5 } }, { id: 'c', type: 'set' }, { id: 'b', type: 'set', position: { x: 1, y: 1 } }]
-  t.same(compareNodes(before, after), { added: ['c'], removed: [], changed: ['a'] })
-  t.same(templatePaths({ triggerData: { order: { id: 1 } }, fetch: { status: 200 } }), [
-    '{{triggerData}}', '{{triggerData.order}}', '{{triggerData.order.id}}', '{{fetch}}', '{{fetch.status}}'
+t.test('the data picker: the fields of the sample, bounded, from the nodes before the selected one', async (t) => {
+  t.same(sampleFields({ triggerData: { order: { id: 1 } }, fetch: { status: 200 } }), [
+    { path: 'triggerData', value: { order: { id: 1 } }, depth: 1 },
+    { path: 'triggerData.order', value: { id: 1 }, depth: 2 },
+    { path: 'triggerData.order.id', value: 1, depth: 3 },
+    { path: 'fetch', value: { status: 200 }, depth: 1 },
+    { path: 'fetch.status', value: 200, depth: 2 }
   ])
   const wide = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i]))
-  t.equal(templatePaths({ triggerData: wide }).length, 200)
+  t.equal(sampleFields({ triggerData: wide }).length, 200)
+
+  const definition: Definition = {
+    nodes: [
+      { id: 'start', type: 'set', next: 'check' },
+      { id: 'check', type: 'condition', config: { field: 'start.x', then: 'yes', else: 'no' } },
+      { id: 'yes', type: 'set', next: 'end' },
+      { id: 'no', type: 'set' },
+      { id: 'end', type: 'set', next: 'start' }
+    ],
+    edges: null
+  }
+  t.same([...upstreamOf(definition, 'yes', linkFields)].sort(), ['check', 'end', 'start'], 'a loop back counts')
+  t.same([...upstreamOf(definition, 'no', linkFields)].sort(), ['check', 'end', 'start', 'yes'], 'through the loop, the other branch too')
+  t.same([...upstreamOf({ ...definition, nodes: definition.nodes.slice(0, 4) }, 'no', linkFields)].sort(), ['check', 'start'], 'not a sibling branch')
+})
+
+t.test('a node added after a selected one: its first free way out', async (t) => {
+  t.equal(freeHandle({ id: 'c', type: 'condition', config: { field: 'x' } }, linkFields), 'then')
+  t.equal(freeHandle({ id: 'c', type: 'condition', config: { field: 'x', then: 'a' } }, linkFields), 'else')
+  t.equal(freeHandle({ id: 'p', type: 'parallel', config: { branches: ['a'] } }, linkFields), 'branches', 'a list takes one more')
+  t.equal(freeHandle({ id: 's', type: 'set' }, linkFields), 'next')
+  t.equal(freeHandle({ id: 's', type: 'set', next: 'a' }, linkFields), undefined, 'taken: the new node is not linked')
 })

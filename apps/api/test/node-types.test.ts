@@ -43,6 +43,8 @@ t.test('GET /api/automation/node-types lists every node type with its JSON Schem
   t.same(condition.traits.links, [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }, { field: 'cases', kind: 'map' }, { field: 'default', kind: 'node' }])
   const wait = nodeTypes.find((nodeType) => nodeType.type === 'wait')!
   t.notOk('retry' in wait.configSchema.properties, 'wait takes no retry')
+  const callers = nodeTypes.filter((nodeType) => nodeType.traits.callsWorkflow !== undefined).map((nodeType) => [nodeType.type, nodeType.traits.callsWorkflow])
+  t.same(callers.sort(), [['foreach', 'workflowId'], ['run_workflow', 'workflowId']], 'the field naming a called workflow, for the builder\'s picker')
 })
 
 t.test('a workflow is saved only with configs its node types accept: the field is named, templates stand in for values', async (t) => {

@@ -98,6 +98,20 @@ export function connect (definition: Definition, source: string, handle: string,
   return { ...definition, nodes }
 }
 
+/**
+ * Where a node added after `node` is linked from: its first link field that names no node yet
+ * (a condition's `then`, then `else`), a list field (a parallel's `branches` takes one more), or,
+ * for a node without link fields, `next` while it is free. Undefined when every way out is taken.
+ */
+export function freeHandle (node: WorkflowNode, linkFields: LinkFieldsByType): string | undefined {
+  const fields = linkFields[node.type] ?? []
+  for (const { field, kind } of fields) {
+    if (kind === 'list') return field
+    if (kind === 'node' && node.config?.[field] === undefined) return field
+  }
+  return fields.length === 0 && node.next === undefined ? 'next' : undefined
+}
+
 /** The definition without the link `linkId` (a `drawnLinks` id): its field cleared, its list item or builder edge removed. */
 export function disconnect (definition: Definition, linkId: string): Definition {
   const colon = linkId.indexOf(':')
@@ -221,18 +235,6 @@ export function withPositions (definition: Definition, linkFields: LinkFieldsByT
   return { ...definition, nodes: definition.nodes.map((node, i) => node.position === undefined ? laidOut.nodes[i]! : node) }
 }
 
-/** What changed between two versions' nodes: ids added, removed, and changed (type, config or links; positions ignored). */
-export function compareNodes (before: readonly WorkflowNode[], after: readonly WorkflowNode[]): { added: string[], removed: string[], changed: string[] } {
-  const strip = ({ position: _position, ...node }: WorkflowNode): string => JSON.stringify(node)
-  const old = new Map(before.map((node) => [node.id, strip(node)]))
-  const now = new Map(after.map((node) => [node.id, strip(node)]))
-  return {
-    added: [...now.keys()].filter((id) => !old.has(id)),
-    removed: [...old.keys()].filter((id) => !now.has(id)),
-    changed: [...now.keys()].filter((id) => old.has(id) && old.get(id) !== now.get(id))
-  }
-}
-
 /** Undo and redo over definitions: `push` records a change, at most `limit` steps back. */
 export interface History {
   past: Definition[]
@@ -244,17 +246,40 @@ const HISTORY_LIMIT = 100
 export const pushHistory = (history: History, before: Definition): History =>
   ({ past: [...history.past.slice(-(HISTORY_LIMIT - 1)), before], future: [] })
 
-/** Template paths a node may read: the trigger's data and the outputs of other nodes, from a run or pinned data. */
-export function templatePaths (sample: Record<string, unknown>, maxPaths = 200): string[] {
-  const paths: string[] = []
+/** A value a template may read, for the data picker: its path (`triggerData.body.total`) and its value in the sample. */
+export interface SampleField {
+  path: string
+  value: unknown
+  depth: number
+}
+
+/** The fields of `sample` (the trigger's data and node outputs, from a run or pinned data), depth first, at most four levels and `maxFields`. */
+export function sampleFields (sample: Record<string, unknown>, maxFields = 200): SampleField[] {
+  const fields: SampleField[] = []
   const walk = (value: unknown, path: string, depth: number): void => {
-    if (paths.length >= maxPaths) return
-    paths.push(`{{${path}}}`)
+    if (fields.length >= maxFields) return
+    fields.push({ path, value, depth })
     if (depth >= 4 || !isRecord(value)) return
     for (const [key, child] of Object.entries(value)) if (/^[A-Za-z_][\w-]*$/.test(key)) walk(child, `${path}.${key}`, depth + 1)
   }
   for (const [key, value] of Object.entries(sample)) if (/^[A-Za-z_][\w-]*$/.test(key)) walk(value, key, 1)
-  return paths
+  return fields
+}
+
+/** The nodes a link path leads from to `nodeId`: the ones whose output it may read. */
+export function upstreamOf (definition: Definition, nodeId: string, linkFields: LinkFieldsByType): Set<string> {
+  const into = new Map<string, string[]>()
+  for (const link of drawnLinks(definition, linkFields)) into.set(link.target, [...into.get(link.target) ?? [], link.source])
+  const upstream = new Set<string>()
+  const queue = [nodeId]
+  for (let id = queue.pop(); id !== undefined; id = queue.pop()) {
+    for (const source of into.get(id) ?? []) {
+      if (upstream.has(source) || source === nodeId) continue
+      upstream.add(source)
+      queue.push(source)
+    }
+  }
+  return upstream
 }
 
 /**

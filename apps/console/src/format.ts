@@ -46,3 +46,11 @@ export function prettyJson (value: unknown): string {
   const text = JSON.stringify(value, null, 2) ?? 'undefined'
   return text.length <= JSON_SHOWN_CHARS ? text : `${text.slice(0, JSON_SHOWN_CHARS)}\n… ${text.length - JSON_SHOWN_CHARS} more characters not shown`
 }
+
+/** An error in little room (a table cell, a node on the canvas): its first line, cut to `max` characters; `…` says there is more. */
+export function firstLine (text: string, max = 80): string {
+  const lines = text.trim().split('\n')
+  const line = lines[0]!.trim()
+  if (line.length > max) return `${line.slice(0, max - 1)}…`
+  return lines.length > 1 ? `${line} …` : line
+}

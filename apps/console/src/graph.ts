@@ -116,3 +116,55 @@ export function statesOf (run: Pick<Run, 'logs' | 'status'>, path: string[]): Ma
   if (last !== undefined && (run.status === 'RUNNING' || run.status === 'WAITING')) states.set(last, 'current')
   return states
 }
+
+/** The engine's line for a node that failed: `Node <id> failed after <n>ms: <error>` (engine.ts). */
+const FAILED_LINE = /^Node .+? failed after \d+ms: /
+
+/**
+ * A node's part in child runs of the same workflow: a parallel's branches run as child runs (engine
+ * README, "Branches and joins"), so their nodes are on no path of the run itself.
+ */
+export interface InChildRuns {
+  /** The child runs it ran in, with its state in each, in the children's order. */
+  runs: Array<{ id: string, state: NodeState }>
+  /** The first failure, with the child run it happened in. */
+  error: { runId: string, message: string } | undefined
+}
+
+/** Each node that ran in one of `children` (child runs of the workflow shown, with their logs). */
+export function inChildRunsOf (children: ReadonlyArray<Pick<Run, 'id' | 'logs' | 'status'>>): Map<string, InChildRuns> {
+  const nodes = new Map<string, InChildRuns>()
+  for (const child of children) {
+    const errors = nodeErrorsOf(child.logs)
+    for (const [nodeId, state] of statesOf(child, pathOf(child.logs))) {
+      const node = nodes.get(nodeId) ?? { runs: [], error: undefined }
+      nodes.set(nodeId, node)
+      node.runs.push({ id: child.id, state })
+      if (state === 'failed' && node.error === undefined) node.error = { runId: child.id, message: errors.get(nodeId) ?? 'failed' }
+    }
+  }
+  return nodes
+}
+
+/** The state a node is drawn with for its child runs: failed in one of them, else running in one, else done. */
+export function inChildRunsState ({ runs }: InChildRuns): NodeState {
+  if (runs.some((run) => run.state === 'failed')) return 'failed'
+  return runs.some((run) => run.state === 'current') ? 'current' : 'done'
+}
+
+/** `ran in 2 child runs`, `failed in 1 of 2 child runs`, `running in 1 of 3 child runs`. */
+export function inChildRunsText (inChildRuns: InChildRuns): string {
+  const { runs } = inChildRuns
+  const noun = runs.length === 1 ? 'child run' : 'child runs'
+  const state = inChildRunsState(inChildRuns)
+  if (state === 'done') return `ran in ${runs.length} ${noun}`
+  const count = runs.filter((run) => run.state === state).length
+  return `${state === 'failed' ? 'failed' : 'running'} in ${count} of ${runs.length} ${noun}`
+}
+
+/** Each node with an ERROR line in the logs, and why it failed: its last such line, without the engine's prefix. */
+export function nodeErrorsOf (logs: readonly RunLog[]): Map<string, string> {
+  const errors = new Map<string, string>()
+  for (const log of logs) if (log.nodeId !== null && log.level === 'ERROR') errors.set(log.nodeId, log.message.replace(FAILED_LINE, ''))
+  return errors
+}

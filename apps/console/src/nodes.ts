@@ -14,14 +14,24 @@ export function paletteOf (nodeTypes: NodeTypeInfo[]): Array<{ group: string, no
 }
 
 /**
- * The nodes with one more of `nodeType`, from its example, chained after the last node when that
- * one leads nowhere yet: no `next`, and no link fields (a condition's branches) of its own.
+ * The config a node added from the palette starts with: the defaults of its required fields, and
+ * nothing else. The type's example shows in each field as a placeholder and is never saved: a
+ * made-up URL or workflow id saved unnoticed breaks a run, where an empty field says Required.
+ */
+export function startingConfig (nodeType: NodeTypeInfo): Record<string, unknown> {
+  const { properties = {}, required = [] } = nodeType.configSchema
+  return Object.fromEntries(required.flatMap((name) => properties[name]?.default === undefined ? [] : [[name, structuredClone(properties[name].default)]]))
+}
+
+/**
+ * The nodes with one more of `nodeType`, chained after the last node when that one leads nowhere
+ * yet: no `next`, and no link fields (a condition's branches) of its own.
  */
 export function withNode (nodes: WorkflowNode[], nodeType: NodeTypeInfo, nodeTypes: NodeTypeInfo[]): WorkflowNode[] {
   const taken = new Set(nodes.map((node) => node.id))
   let n = nodes.length + 1
   while (taken.has(`n${n}`)) n++
-  const added: WorkflowNode = { id: `n${n}`, type: nodeType.type, config: structuredClone(nodeType.example) }
+  const added: WorkflowNode = { id: `n${n}`, type: nodeType.type, config: startingConfig(nodeType) }
   const last = nodes.at(-1)
   const branches = (type: string): boolean => (nodeTypes.find((candidate) => candidate.type === type)?.traits.links.length ?? 0) > 0
   if (last === undefined || last.next !== undefined || branches(last.type)) return [...nodes, added]
@@ -37,6 +47,8 @@ export interface ConfigField {
   description: string | undefined
   required: boolean
   default: unknown
+  /** The type's example value for the field: its placeholder. */
+  example: unknown
   /** What a value may be: the field's schema with its `anyOf` flattened, the template branch included. */
   accepted: JsonSchema[]
   /** A template (`{{…}}`, rendered when the node runs) is accepted as well as a value. */
@@ -60,7 +72,7 @@ const SCALARS = new Set(['string', 'number', 'integer', 'boolean'])
 const scalarType = (schema: JsonSchema): string | undefined =>
   typeof schema.type === 'string' && SCALARS.has(schema.type) ? schema.type : undefined
 
-function fieldOf (nodeType: string, name: string, schema: JsonSchema, required: boolean): ConfigField {
+function fieldOf (nodeType: string, name: string, schema: JsonSchema, required: boolean, example: unknown): ConfigField {
   const accepted = leaves(schema)
   const values = accepted.filter((leaf) => !isTemplate(leaf))
   const types = values.map(scalarType)
@@ -79,6 +91,7 @@ function fieldOf (nodeType: string, name: string, schema: JsonSchema, required: 
     description: schema.description,
     required,
     default: schema.default,
+    example,
     accepted,
     templated,
     suggestions: [...new Set(values.flatMap((leaf) => [
@@ -91,7 +104,7 @@ function fieldOf (nodeType: string, name: string, schema: JsonSchema, required: 
 /** A node type's config fields, in its schema's order. */
 export function fieldsOf (nodeType: NodeTypeInfo): ConfigField[] {
   const { properties = {}, required = [] } = nodeType.configSchema
-  return Object.entries(properties).map(([name, schema]) => fieldOf(nodeType.type, name, schema, required.includes(name)))
+  return Object.entries(properties).map(([name, schema]) => fieldOf(nodeType.type, name, schema, required.includes(name), nodeType.example[name]))
 }
 
 const patterns = new Map<string, RegExp | null>()

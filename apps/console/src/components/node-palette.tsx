@@ -1,3 +1,4 @@
+import { useRef, useState } from 'preact/hooks'
 import type { Loaded } from '../hooks.ts'
 import { paletteOf } from '../nodes.ts'
 import type { NodeTypeInfo } from '../types.ts'
@@ -47,5 +48,33 @@ export function NodePalette ({ nodeTypes, blocked, onAdd, draggable = false }: N
         </div>
       ))}
     </section>
+  )
+}
+
+/**
+ * The builder's palette: beside the canvas on wide screens; narrower (a tablet), a drawer that a button
+ * opens over the canvas (styles.css). Its items are dragged onto the canvas or clicked, either closing it;
+ * while one is dragged the drawer lets the pointer through, so that it can be dropped under the drawer too.
+ */
+export function PaletteDrawer ({ nodeTypes, onAdd }: Pick<NodePaletteProps, 'nodeTypes' | 'onAdd'>) {
+  const [open, setOpen] = useState(false)
+  const [dragging, setDragging] = useState(false)
+  const toggle = useRef<HTMLButtonElement>(null)
+  return (
+    <aside class={`builder-palette${open ? ' open' : ''}${dragging ? ' dragging' : ''}`}>
+      <button type='button' ref={toggle} class='palette-toggle' aria-expanded={open} aria-controls='palette-drawer' onClick={() => { setOpen(!open) }}>Add a node</button>
+      <div
+        id='palette-drawer' class='palette-drawer'
+        onKeyDown={(event) => {
+          if (event.key !== 'Escape') return
+          setOpen(false)
+          toggle.current?.focus()
+        }}
+        onDragStart={() => { setDragging(true) }}
+        onDragEnd={() => { setDragging(false); setOpen(false) }}
+      >
+        <NodePalette nodeTypes={nodeTypes} blocked={undefined} onAdd={(nodeType) => { setOpen(false); onAdd(nodeType) }} draggable />
+      </div>
+    </aside>
   )
 }

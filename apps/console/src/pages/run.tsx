@@ -3,7 +3,7 @@ import { useLocation, useRoute } from 'preact-iso'
 import { isFinished } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { GraphView } from '../components/graph-view.tsx'
-import { RunsTable } from '../components/runs-table.tsx'
+import { RunList } from '../components/runs-table.tsx'
 import { ErrorNotice, JsonBlock, Loading, PageTitle, StatusBadge } from '../components/ui.tsx'
 import { ago, clock, dateTime, duration } from '../format.ts'
 import { pathOf, statesOf, type NodeState } from '../graph.ts'
@@ -108,7 +108,7 @@ function ChildRuns ({ run }: { run: Run }) {
       <h2 id='children-title'>Child runs ({run.childCount})</h2>
       <p class='muted'>Started by this run's run_workflow and foreach nodes{run.childCount > CHILDREN_SHOWN && `; the newest ${CHILDREN_SHOWN} are listed`}.</p>
       <ErrorNotice error={children.error} />
-      {children.data === undefined ? <Loading what='child runs' /> : <RunsTable runs={children.data} />}
+      {children.data === undefined ? <Loading what='child runs' /> : <RunList runs={children.data} />}
     </section>
   )
 }

@@ -1,7 +1,7 @@
 import { useLocation } from 'preact-iso'
 import { RUN_STATUSES } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
-import { RunsTable } from '../components/runs-table.tsx'
+import { RunList } from '../components/runs-table.tsx'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
@@ -15,7 +15,10 @@ const PERIODS: Record<string, { label: string, ms: number }> = {
   '7d': { label: 'Last 7 days', ms: 7 * 24 * 3600_000 }
 }
 
-/** Every run the user may see, newest first, filtered by workflow, status and creation time (in the address). */
+/**
+ * Every run the user may see, newest first, filtered by workflow, status and creation time (in the address):
+ * how each started, its error, and child runs collapsed under their parent.
+ */
 export function Runs () {
   const { query, route } = useLocation()
   const offset = Number(query.offset ?? 0) || 0
@@ -29,7 +32,7 @@ export function Runs () {
     limit: PAGE,
     offset
   }), [query.workflowId, query.status, query.test, query.period, offset], REFRESH_MS)
-  const names = new Map((workflows.data ?? []).map((workflow) => [workflow.id, workflow.name]))
+  const listed = new Map((workflows.data ?? []).map((workflow) => [workflow.id, workflow]))
 
   const setFilter = (name: string, value: string): void => {
     const next = new URLSearchParams({ ...query, [name]: value })
@@ -45,7 +48,7 @@ export function Runs () {
         <label>Workflow
           <select value={query.workflowId ?? ''} onChange={(e) => { setFilter('workflowId', e.currentTarget.value) }}>
             <option value=''>Any</option>
-            {query.workflowId !== undefined && !names.has(query.workflowId) && <option value={query.workflowId}>{query.workflowId}</option>}
+            {query.workflowId !== undefined && !listed.has(query.workflowId) && <option value={query.workflowId}>{query.workflowId}</option>}
             {(workflows.data ?? []).map((workflow) => <option key={workflow.id} value={workflow.id}>{workflow.name}</option>)}
           </select>
         </label>
@@ -74,7 +77,7 @@ export function Runs () {
         ? <Loading what='runs' />
         : runs.data.length === 0
           ? <p>No run matches.</p>
-          : <RunsTable runs={runs.data} workflowName={(id) => names.get(id) ?? id} />}
+          : <RunList runs={runs.data} workflows={listed} />}
       {runs.data !== undefined && <Pager offset={offset} limit={PAGE} count={runs.data.length} onChange={(next) => { setFilter('offset', String(next)) }} />}
     </section>
   )

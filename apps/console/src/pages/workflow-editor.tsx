@@ -32,7 +32,7 @@ const EMPTY: Draft = {
   domain: 'GENERAL',
   tags: '',
   isActive: true,
-  // The palette adds the first node, from its type's example.
+  // The palette adds the first node (nodes.ts, withNode).
   nodes: '[]',
   edges: ''
 }

@@ -6,7 +6,8 @@ import {
 } from '@xyflow/react'
 import { startNode, type LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { drawnLinks, handlesOf, type Definition, type OutputHandle } from '../../builder.ts'
-import type { NodeState } from '../../graph.ts'
+import { firstLine } from '../../format.ts'
+import { inChildRunsState, inChildRunsText, type InChildRuns, type NodeState } from '../../graph.ts'
 import type { WorkflowNode } from '../../types.ts'
 
 interface StepData extends Record<string, unknown> {
@@ -15,6 +16,10 @@ interface StepData extends Record<string, unknown> {
   state: NodeState | 'test' | undefined
   /** Where the API's last refusal pointed. */
   flagged: boolean
+  /** Why it failed in the run shown, or in a child run. */
+  error: string | undefined
+  /** The child runs of the run shown it ran in (a parallel's branch), when not in the run itself. */
+  inChildRuns: InChildRuns | undefined
 }
 type StepNode = Node<StepData, 'step'>
 
@@ -31,19 +36,24 @@ const TRIGGER_OFFSET_X = 260
 
 const STATE_TEXT: Record<NonNullable<StepData['state']>, string> = { done: 'ran', failed: 'failed', current: 'running', test: 'ran in the test' }
 
-/** One workflow node on the canvas: its id and type, its run state, an input and one output per link it may make. */
+/**
+ * One workflow node on the canvas: its id and type, its run state (or its child runs') with the first line
+ * of its error, an input and one output per link it may make.
+ */
 const StepView = memo(function StepView ({ data, selected }: NodeProps<StepNode>) {
-  const { node, handles, state, flagged } = data
+  const { node, handles, state, flagged, error, inChildRuns } = data
+  const shown = state ?? (inChildRuns === undefined ? undefined : inChildRunsState(inChildRuns))
   return (
     <div
-      class={`flow-node${selected ? ' selected' : ''}${state === undefined ? '' : ` state-${state}`}${flagged ? ' flagged' : ''}`}
+      class={`flow-node${selected ? ' selected' : ''}${shown === undefined ? '' : ` state-${shown}`}${flagged ? ' flagged' : ''}`}
       // Room for every output and its label.
       style={{ minHeight: `${Math.max(3.2, handles.length * 1.4)}rem` }} data-node={node.id}
     >
       <Handle type='target' position={Position.Left} aria-label={`Link into ${node.id}`} />
       <strong class='flow-node-id'>{node.id}</strong>
       <span class='flow-node-type'>{node.type}</span>
-      {state !== undefined && <span class={`badge ${state === 'failed' ? 'danger' : 'ok'}`}>{STATE_TEXT[state]}</span>}
+      {shown !== undefined && <span class={`badge ${shown === 'failed' ? 'danger' : 'ok'}`}>{state !== undefined ? STATE_TEXT[state] : inChildRunsText(inChildRuns!)}</span>}
+      {error !== undefined && <span class='flow-node-error' title={error}>{firstLine(error, 60)}</span>}
       {handles.map((handle, i) => (
         <Handle
           key={handle.id} type='source' id={handle.id} position={Position.Right}
@@ -77,6 +87,9 @@ interface CanvasProps {
   linkFields: LinkFieldsByType
   selected: ReadonlySet<string>
   states: ReadonlyMap<string, NodeState | 'test'>
+  /** Why nodes failed in the run shown. */
+  errors: ReadonlyMap<string, string>
+  inChildRuns: ReadonlyMap<string, InChildRuns>
   flagged: string | undefined
   onSelect: (ids: string[]) => void
   /** A drag started: the definition before it goes to the history once. */
@@ -96,14 +109,16 @@ interface CanvasProps {
  * drawn too, before the node runs start at, but is none of the definition's nodes.
  */
 export function Canvas (props: CanvasProps) {
-  const { definition, linkFields, selected, states, flagged, trigger } = props
+  const { definition, linkFields, selected, states, errors, inChildRuns, flagged, trigger } = props
   const flow = useReactFlow()
   const cache = useRef(new Map<string, { key: unknown[], node: StepNode }>())
   const nodes = useMemo(() => definition.nodes.map((node): StepNode => {
     const state = states.get(node.id)
     const isSelected = selected.has(node.id)
+    const children = state === undefined ? inChildRuns.get(node.id) : undefined
+    const error = errors.get(node.id) ?? children?.error?.message
     const cached = cache.current.get(node.id)
-    const key = [node, isSelected, state, flagged === node.id, linkFields]
+    const key = [node, isSelected, state, flagged === node.id, linkFields, error, children]
     if (cached !== undefined && cached.key.every((part, i) => part === key[i])) return cached.node
     const made: StepNode = {
       id: node.id,
@@ -111,11 +126,11 @@ export function Canvas (props: CanvasProps) {
       position: node.position ?? { x: 0, y: 0 },
       selected: isSelected,
       ariaLabel: `Node ${node.id}, ${node.type}`,
-      data: { node, handles: handlesOf(node, linkFields), state, flagged: flagged === node.id }
+      data: { node, handles: handlesOf(node, linkFields), state, flagged: flagged === node.id, error, inChildRuns: children }
     }
     cache.current.set(node.id, { key, node: made })
     return made
-  }), [definition.nodes, selected, states, flagged, linkFields])
+  }), [definition.nodes, selected, states, errors, inChildRuns, flagged, linkFields])
   // The node the engine starts at (core's startNode): the one the trigger links to.
   const entry = useMemo(() => startNode(definition, linkFields), [definition, linkFields])
   const triggerSelected = selected.has(TRIGGER_NODE_ID)

@@ -4,20 +4,24 @@ import { ReactFlowProvider } from '@xyflow/react'
 import '@xyflow/react/dist/style.css'
 import { renameNode, type NodeReference } from '@switchboard/core/workflows/rename-node'
 import { api, ApiError } from '../../api.ts'
-import { NodePalette } from '../../components/node-palette.tsx'
+import { PaletteDrawer } from '../../components/node-palette.tsx'
 import { triggerDraftOf, triggerInputOf, type TriggerDraft } from '../../components/trigger-fields.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import {
-  autoLayout, connect, disconnect, pasteNodes, pushHistory, removeNodes, renameTraitsOf, templatePaths, withPositions,
+  autoLayout, connect, disconnect, drawnLinks, freeHandle, pasteNodes, pushHistory, removeNodes, renameTraitsOf, upstreamOf, withPositions,
   type Definition, type History
 } from '../../builder.ts'
-import { pathOf, statesOf } from '../../graph.ts'
+import { nodeErrorsOf, pathOf, statesOf } from '../../graph.ts'
 import { linkFieldsOf, useData, useLeaveGuard, useNodeTypes } from '../../hooks.ts'
+import { startingConfig } from '../../nodes.ts'
 import { paths, webhookUrl } from '../../paths.ts'
 import type { Run, Workflow, WorkflowChanges, WorkflowNode } from '../../types.ts'
 import { Canvas, TRIGGER_NODE_ID } from './canvas.tsx'
+import { useInChildRuns } from './child-runs.ts'
 import { BuilderHeader } from './header.tsx'
-import { Inspector, NodeRun, newNodeId } from './inspector.tsx'
+import { Inspector, NodeFailure, NodeRun, newNodeId } from './inspector.tsx'
+import { NodeDetails } from './node-details.tsx'
+import { templateHelp } from './template-help.ts'
 import { TriggerPanel, triggerSummaryOf, useTestCapture } from './trigger.tsx'
 import { TryInChat, triedInChat } from './try-chat.tsx'
 import { Versions } from './versions.tsx'
@@ -73,6 +77,8 @@ function WorkflowBuilder ({ id }: { id: string }) {
   const [busy, setBusy] = useState(false)
   const [run, setRun] = useState<Run>()
   const [pinText, setPinText] = useState('')
+  /** The selected node opened wide: input, settings and output side by side (NodeDetails). */
+  const [detailsOpen, setDetailsOpen] = useState(false)
   /** Starts work a handler does not wait for; what it throws is shown. */
   const later = (work: Promise<unknown>): void => { work.catch((err: unknown) => { setError(err as Error) }) }
   const current = useRef(definition)
@@ -156,15 +162,26 @@ function WorkflowBuilder ({ id }: { id: string }) {
     }
     return []
   }
+  /**
+   * Adds a node of `type` at `position` (where it was dropped) or, added from the palette while one
+   * node is selected, after that node: linked from its first free way out (freeHandle) and placed
+   * to its right, so that a workflow is built by clicks alone.
+   */
   const addNode = (type: string, position?: { x: number, y: number }): void => {
     const nodeType = nodeTypes.data?.find((candidate) => candidate.type === type)
     if (nodeType === undefined) return
     const taken = new Set(definition.nodes.map((node) => node.id))
-    const placed = position ?? { x: 40 + (definition.nodes.length % 6) * 40, y: 40 + definition.nodes.length * 20 }
-    const node: WorkflowNode = { id: newNodeId(type, taken), type, config: structuredClone(nodeType.example), position: placed }
-    change({ ...definition, nodes: [...definition.nodes, node] })
+    const after = position === undefined && selected.length === 1 ? definition.nodes.find((node) => node.id === selected[0]) : undefined
+    const handle = after === undefined ? undefined : freeHandle(after, linkFields)
+    const siblings = after === undefined ? 0 : drawnLinks(definition, linkFields).filter((link) => link.source === after.id).length
+    const placed = position ?? (after?.position === undefined
+      ? { x: 40 + (definition.nodes.length % 6) * 40, y: 40 + definition.nodes.length * 20 }
+      : { x: after.position.x + 240, y: after.position.y + siblings * 100 })
+    const node: WorkflowNode = { id: newNodeId(type, taken), type, config: startingConfig(nodeType), position: placed }
+    const added = { ...definition, nodes: [...definition.nodes, node] }
+    change(after === undefined || handle === undefined ? added : connect(added, after.id, handle, node.id, linkFields))
     setSelected([node.id])
-    setStatus(`Added ${node.id}`)
+    setStatus(after === undefined || handle === undefined ? `Added ${node.id}` : `Added ${node.id} after ${after.id}${handle === 'next' ? '' : ` (${handle})`}`)
   }
 
   const editSettings = (changed: SettingsEdits): void => {
@@ -296,16 +313,33 @@ function WorkflowBuilder ({ id }: { id: string }) {
     if (run === undefined) return new Map()
     return statesOf(run, path)
   }, [run, path])
+  const errors = useMemo(() => run === undefined ? new Map<string, string>() : nodeErrorsOf(run.logs), [run])
+  const inChildRuns = useInChildRuns(run)
   const taken = useMemo(() => new Set(definition.nodes.map((node) => node.id)), [definition.nodes])
-  const sample = useMemo((): Record<string, unknown> => run !== undefined
-    ? { triggerData: run.triggerData, ...run.result }
-    : { triggerData: workflow?.pinnedData ?? {} }, [run, workflow])
-  const suggestionsFor = (field: string, templated: boolean): string[] => {
-    if (field === 'credential') return (credentials.data ?? []).map((credential) => credential.name)
-    return templated ? templatePaths(sample) : []
-  }
   const flagged = error === undefined ? undefined : nodeNamedBy(error.message)
   const only = selected.length === 1 ? definition.nodes.find((node) => node.id === selected[0]) : undefined
+  /** What the selected node's templates may read: the trigger's data and the outputs of the nodes before it, from the run shown or the pinned data. */
+  const data = useMemo((): Record<string, unknown> => {
+    if (only === undefined) return {}
+    const upstream = upstreamOf(definition, only.id, linkFields)
+    const outputs = run === undefined ? [] : Object.entries(run.result).filter(([nodeId]) => upstream.has(nodeId))
+    return { triggerData: run === undefined ? workflow?.pinnedData ?? {} : run.triggerData, ...Object.fromEntries(outputs) }
+  }, [only?.id, definition, linkFields, run, workflow])
+  const templates = useMemo(() => templateHelp(data), [data])
+  useEffect(() => { if (only === undefined) setDetailsOpen(false) }, [only === undefined])
+  const suggestionsFor = (field: string): string[] => field === 'credential' ? (credentials.data ?? []).map((credential) => credential.name) : []
+  /** The selected node's form: in the side panel, or in the middle of NodeDetails while that is open. */
+  const inspectorOf = (node: WorkflowNode) => (
+    <Inspector
+      key={node.id} node={node} nodeType={nodeTypes.data?.find((candidate) => candidate.type === node.type)} takenIds={taken}
+      suggestionsFor={suggestionsFor}
+      templates={templates}
+      onConfig={(config) => { change({ ...definition, nodes: definition.nodes.map((other) => other.id === node.id ? { ...other, config } : other) }) }}
+      onRename={(to, force) => rename(node.id, to, force)}
+      onRemove={() => { change(removeNodes(definition, [node.id], linkFields)); setSelected([]); setDetailsOpen(false) }}
+      onErrors={setFormErrors}
+    />
+  )
   const triggerSelected = selected.length === 1 && selected[0] === TRIGGER_NODE_ID
   const trigger = edits.trigger ?? (workflow === undefined ? undefined : triggerDraftOf(workflow))
   const url = webhookUrl(id)
@@ -336,9 +370,7 @@ function WorkflowBuilder ({ id }: { id: string }) {
       <p role='status' class='small' id='builder-status'>{status}</p>
       {error !== undefined && <p class='notice error' role='alert' id='builder-error'>{error.message}</p>}
       <div class='builder-grid'>
-        <aside class='builder-palette'>
-          <NodePalette nodeTypes={nodeTypes} blocked={undefined} onAdd={(nodeType) => { addNode(nodeType.type) }} draggable />
-        </aside>
+        <PaletteDrawer nodeTypes={nodeTypes} onAdd={(nodeType) => { addNode(nodeType.type) }} />
         <ReactFlowProvider>
           <Canvas
             definition={definition}
@@ -346,6 +378,8 @@ function WorkflowBuilder ({ id }: { id: string }) {
             linkFields={linkFields}
             selected={new Set(selected)}
             states={states}
+            errors={errors}
+            inChildRuns={inChildRuns}
             flagged={flagged}
             onSelect={setSelected}
             onDragStart={() => { setHistory((past) => pushHistory(past, current.current)) }}
@@ -376,18 +410,17 @@ function WorkflowBuilder ({ id }: { id: string }) {
               ? <p class='muted'>{selected.length > 1 ? `${selected.length} nodes selected: copy, paste or delete them.` : 'Select a node, or the trigger, to configure it; drag from the palette to add a node.'}</p>
               : (
                 <>
-                  <Inspector
-                    key={only.id} node={only} nodeType={nodeTypes.data.find((candidate) => candidate.type === only.type)} takenIds={taken}
-                    suggestionsFor={suggestionsFor}
-                    onConfig={(config) => { change({ ...definition, nodes: definition.nodes.map((node) => node.id === only.id ? { ...node, config } : node) }) }}
-                    onRename={(to, force) => rename(only.id, to, force)}
-                    onRemove={() => { change(removeNodes(definition, [only.id], linkFields)); setSelected([]) }}
-                    onErrors={setFormErrors}
-                  />
-                  <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>
+                  {run !== undefined && <NodeFailure run={run} nodeId={only.id} inChildRuns={inChildRuns.get(only.id)} />}
+                  {detailsOpen
+                    ? <NodeDetails nodeId={only.id} input={data} settings={inspectorOf(only)} run={run} onClose={() => { setDetailsOpen(false) }} />
+                    : inspectorOf(only)}
+                  <div class='row'>
+                    <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>
+                    <button type='button' onClick={() => { setDetailsOpen(true) }}>Input, settings and output side by side</button>
+                  </div>
                   {run !== undefined && (
                     <NodeRun
-                      run={run} nodeId={only.id} path={path} state={states.get(only.id)}
+                      run={run} nodeId={only.id} path={path} state={states.get(only.id)} inChildRuns={inChildRuns.get(only.id)}
                       onRetryFrom={run.status === 'FAILED' ? () => { later(retryFrom(only.id)) } : undefined}
                     />
                   )}

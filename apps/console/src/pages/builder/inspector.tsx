@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { NodeReference } from '@switchboard/core/workflows/rename-node'
-import { ConfigForm } from '../../components/config-form.tsx'
+import { ConfigForm, type TemplateHelp } from '../../components/config-form.tsx'
 import { freeId } from '../../builder.ts'
-import type { NodeState } from '../../graph.ts'
+import { inChildRunsText, nodeErrorsOf, type InChildRuns, type NodeState } from '../../graph.ts'
 import { paths } from '../../paths.ts'
 import type { NodeTypeInfo, Run, WorkflowNode } from '../../types.ts'
 
@@ -12,8 +12,10 @@ interface InspectorProps {
   node: WorkflowNode
   nodeType: NodeTypeInfo | undefined
   takenIds: ReadonlySet<string>
-  /** Values a field may take from elsewhere: credential names, template paths. */
-  suggestionsFor: (field: string, templated: boolean) => string[]
+  /** Values a field may take from elsewhere: credential names. */
+  suggestionsFor: (field: string) => string[]
+  /** What the node's templates may read, and their previews (ConfigForm's data picker). */
+  templates: TemplateHelp
   onConfig: (config: Record<string, unknown>) => void
   /**
    * Renames the node and every reference to it, unless code mentions it and `force` is false: then nothing
@@ -28,7 +30,7 @@ interface InspectorProps {
  * The selected node: its id (a rename that would leave mentions in code asks first, listing them), its config
  * as a form from its type's schema (with suggestions), and its removal.
  */
-export function Inspector ({ node, nodeType, takenIds, suggestionsFor, onConfig, onRename, onRemove, onErrors }: InspectorProps) {
+export function Inspector ({ node, nodeType, takenIds, suggestionsFor, templates, onConfig, onRename, onRemove, onErrors }: InspectorProps) {
   const [id, setId] = useState(node.id)
   /** The mentions in code a rename to `id` would leave, while the user decides. */
   const [unrewritable, setUnrewritable] = useState<NodeReference[]>()
@@ -63,14 +65,29 @@ export function Inspector ({ node, nodeType, takenIds, suggestionsFor, onConfig,
           </div>
         </div>
       )}
-      {typeof node.config?.workflowId === 'string' && !node.config.workflowId.includes('{{') && (
-        // run_workflow and foreach call another workflow: it opens in the builder too.
-        <p><a href={paths.builder(node.config.workflowId)}>Open the workflow it calls in the builder</a></p>
-      )}
       {nodeType === undefined
         ? <p class='notice error'>Unknown node type {node.type}: edit it in the JSON editor.</p>
-        : <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} />}
+        : <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} templates={templates} />}
     </section>
+  )
+}
+
+/** A run opened on the canvas: `run` (its own, or one of its child runs) drawn on the workflow. */
+const onCanvas = (run: Pick<Run, 'id' | 'workflowId'>): string => `${paths.builder(run.workflowId)}?run=${encodeURIComponent(run.id)}`
+
+/**
+ * Why the selected node failed in the run shown, or in one of its child runs (a parallel's branch):
+ * at the top of the node panel, above its settings, where it is seen first.
+ */
+export function NodeFailure ({ run, nodeId, inChildRuns }: { run: Run, nodeId: string, inChildRuns: InChildRuns | undefined }) {
+  const own = nodeErrorsOf(run.logs).get(nodeId)
+  const inChild = own === undefined ? inChildRuns?.error : undefined
+  if (own === undefined && inChild === undefined) return null
+  return (
+    <div class='notice error node-failure' id='node-failure'>
+      <strong>{inChild === undefined ? 'Failed' : <>Failed in child run <a href={onCanvas({ id: inChild.runId, workflowId: run.workflowId })} class='mono'>{inChild.runId}</a></>}</strong>
+      <p class='node-failure-message'>{own ?? inChild?.message}</p>
+    </div>
   )
 }
 
@@ -79,23 +96,32 @@ interface NodeRunProps {
   nodeId: string
   path: string[]
   state: NodeState | 'test' | undefined
+  /** The child runs it ran in, when not in the run itself (a parallel's branch). */
+  inChildRuns: InChildRuns | undefined
   onRetryFrom: (() => void) | undefined
 }
 
+const STATE_WORDS: Record<NodeState | 'test', string> = { done: 'ran', test: 'ran', failed: 'failed', current: 'running' }
+
 /**
- * What a node did in the run shown: its state, its input (what its templates could read: the
- * trigger's data and the outputs of the nodes before it on the path), its output, its attempts
- * and its log lines.
+ * What a node did in the run shown: its state (or the child runs it ran in, each to open on the
+ * canvas), its input (what its templates could read: the trigger's data and the outputs of the
+ * nodes before it on the path), its output, its attempts and its log lines.
  */
-export function NodeRun ({ run, nodeId, path, state, onRetryFrom }: NodeRunProps) {
+export function NodeRun ({ run, nodeId, path, state, inChildRuns, onRetryFrom }: NodeRunProps) {
   const before = path.slice(0, Math.max(0, path.indexOf(nodeId)))
   const input = { triggerData: run.triggerData, ...Object.fromEntries(before.filter((id) => id in run.result).map((id) => [id, run.result[id]])) }
   const lines = run.logs.filter((log) => log.nodeId === nodeId)
   const attempts = Math.max(1, lines.filter((log) => /\battempt\b/i.test(log.message)).length)
   return (
     <section class='node-run' aria-labelledby='node-run-title'>
-      <h3 id='node-run-title'>In run <code>{run.id}</code>: {state === undefined ? 'not reached' : state === 'failed' ? 'failed' : 'ran'}</h3>
+      <h3 id='node-run-title'>In run <code>{run.id}</code>: {state !== undefined ? STATE_WORDS[state] : inChildRuns !== undefined ? inChildRunsText(inChildRuns) : 'not reached'}</h3>
       {state !== undefined && <p class='small'>Attempts: {attempts}</p>}
+      {state === undefined && inChildRuns !== undefined && (
+        <ul class='small child-run-states' aria-label={`Child runs ${nodeId} ran in`}>
+          {inChildRuns.runs.map((child) => <li key={child.id}><a href={onCanvas({ id: child.id, workflowId: run.workflowId })} class='mono'>{child.id}</a>: {STATE_WORDS[child.state]}</li>)}
+        </ul>
+      )}
       <details open>
         <summary>Input</summary>
         <pre class='mono' aria-label={`Input of ${nodeId}`}>{json(input)}</pre>

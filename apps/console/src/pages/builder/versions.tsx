@@ -1,24 +1,52 @@
 import { useState } from 'preact/hooks'
 import { api } from '../../api.ts'
-import { compareNodes } from '../../builder.ts'
 import { ErrorNotice, Loading } from '../../components/ui.tsx'
 import { dateTime } from '../../format.ts'
-import { useAction, useData } from '../../hooks.ts'
+import { linkFieldsOf, useAction, useData, useNodeTypes } from '../../hooks.ts'
 import { loadSession } from '../../session.ts'
+import { describeChange, diffVersions, isEmptyDiff, type VersionDiff } from '../../version-diff.ts'
 
 interface Comparison {
   older: number
   newer: number
-  added: string[]
-  removed: string[]
-  changed: string[]
+  diff: VersionDiff
 }
 
-const listed = (ids: string[]): string => ids.length === 0 ? 'none' : ids.join(', ')
+const CHANGE_WORDS = { added: 'Added', removed: 'Removed', changed: 'Changed' } as const
 
-/** The version history: who saved each version and when, two versions compared (nodes added, removed, changed), an older one restored. */
+/** Two versions compared field by field: the trigger, each node added, removed or changed (and how), the builder edges. */
+function ComparisonView ({ comparison: { older, newer, diff } }: { comparison: Comparison }) {
+  return (
+    <div class='comparison' role='region' aria-label={`Version ${older} against ${newer}`}>
+      <h4>v{older} → v{newer}</h4>
+      {isEmptyDiff(diff)
+        ? <p class='muted'>The same nodes, links and trigger: only positions differ.</p>
+        : (
+          <ul class='diff'>
+            {diff.trigger.length > 0 && (
+              <li class='diff-changed' data-diff='trigger'>Trigger changed
+                <ul>{diff.trigger.map((change) => <li key={change.field}>{describeChange(change)}</li>)}</ul>
+              </li>
+            )}
+            {diff.nodes.map((node) => (
+              <li key={node.id} class={`diff-${node.change}`} data-diff={node.id}>
+                {CHANGE_WORDS[node.change]} <code>{node.id}</code> <span class='muted'>({node.type})</span>
+                {node.fields.length > 0 && <ul>{node.fields.map((change) => <li key={change.field}>{describeChange(change)}</li>)}</ul>}
+              </li>
+            ))}
+            {diff.edgesAdded.map((edge) => <li key={`+${edge}`} class='diff-added'>Edge added: {edge}</li>)}
+            {diff.edgesRemoved.map((edge) => <li key={`-${edge}`} class='diff-removed'>Edge removed: {edge}</li>)}
+          </ul>
+          )}
+    </div>
+  )
+}
+
+/** The version history: who saved each version and when, two versions compared field by field, an older one restored. */
 export function Versions ({ workflowId, current, onRestored }: { workflowId: string, current: number, onRestored: () => void }) {
   const versions = useData(async () => api.versions(workflowId), [workflowId, current])
+  // Loaded once per page load, as the builder's own: which config fields are links.
+  const nodeTypes = useNodeTypes()
   const [picked, setPicked] = useState<number[]>([])
   const [comparison, setComparison] = useState<Comparison>()
   const session = loadSession()?.user
@@ -32,7 +60,7 @@ export function Versions ({ workflowId, current, onRestored }: { workflowId: str
   const compare = useAction(async () => {
     const [older, newer] = [...picked].sort((a, b) => a - b) as [number, number]
     const [before, after] = await Promise.all([api.version(workflowId, older), api.version(workflowId, newer)])
-    setComparison({ older, newer, ...compareNodes(before.nodes, after.nodes) })
+    setComparison({ older, newer, diff: diffVersions(before, after, linkFieldsOf(nodeTypes.data)) })
   })
   const restore = useAction(async (version: number) => {
     await api.restoreVersion(workflowId, version)
@@ -65,16 +93,7 @@ export function Versions ({ workflowId, current, onRestored }: { workflowId: str
           </ul>
           )}
       <button type='button' disabled={picked.length !== 2 || compare.busy} onClick={() => { compare.run() }}>Compare the two checked</button>
-      {comparison !== undefined && (
-        <div class='comparison' role='region' aria-label={`Version ${comparison.older} against ${comparison.newer}`}>
-          <h4>v{comparison.older} → v{comparison.newer}</h4>
-          <dl>
-            <dt>Added</dt><dd>{listed(comparison.added)}</dd>
-            <dt>Removed</dt><dd>{listed(comparison.removed)}</dd>
-            <dt>Changed</dt><dd>{listed(comparison.changed)}</dd>
-          </dl>
-        </div>
-      )}
+      {comparison !== undefined && <ComparisonView comparison={comparison} />}
     </section>
   )
 }

@@ -149,6 +149,7 @@ export interface NodeTypeDescription {
     flow?: 'fork' | 'join'
     resultPaths?: string[]
     codeFields?: string[]
+    callsWorkflow?: string
     credentials: 'never' | { fields: string[], types: string[] }
     secretFields: Array<{ field: string, kind: string, keeps?: string[] }>
     retries: { allowed: boolean, defaultTimeoutMs?: number, legacyRetries?: boolean }
@@ -175,7 +176,8 @@ function describeNodeType (definition: NodeDefinition): NodeTypeDescription {
       retries: { ...traits.retries },
       ...(traits.flow !== undefined && { flow: traits.flow }),
       ...(traits.resultPaths !== undefined && { resultPaths: [...traits.resultPaths] }),
-      ...(traits.codeFields !== undefined && { codeFields: [...traits.codeFields] })
+      ...(traits.codeFields !== undefined && { codeFields: [...traits.codeFields] }),
+      ...(traits.callsWorkflow !== undefined && { callsWorkflow: traits.callsWorkflow })
     }
   }
 }

@@ -22,7 +22,8 @@ const NodeTraits = Type.Object({
   }, { description: 'Whether retry and timeoutMs apply, and the default time limit.' }),
   flow: Type.Optional(Type.Union([Type.Literal('fork'), Type.Literal('join')], { description: 'fork: starts parallel branches (its list link); join: where they meet.' })),
   resultPaths: Type.Optional(Type.Array(Type.String(), { description: 'Config fields that name a value of the run by its path unless written as a template: a node rename rewrites them.' })),
-  codeFields: Type.Optional(Type.Array(Type.String(), { description: 'Config fields holding source code: a node rename lists the mentions of its id there instead of rewriting them.' }))
+  codeFields: Type.Optional(Type.Array(Type.String(), { description: 'Config fields holding source code: a node rename lists the mentions of its id there instead of rewriting them.' })),
+  callsWorkflow: Type.Optional(Type.String({ description: 'The config field naming the workflow it runs as a child run: the builder offers the user’s workflows there.' }))
 })
 
 export const NodeTypes = Type.Object({
@@ -31,7 +32,7 @@ export const NodeTypes = Type.Object({
     category: Type.Enum(NODE_CATEGORIES, { description: 'Where the console’s palette lists it; types come grouped by category, in the palette’s order.' }),
     description: Type.String(),
     configSchema: Type.Object({}, { additionalProperties: true, description: 'The config’s JSON Schema.' }),
-    example: Type.Object({}, { additionalProperties: true, description: 'A starting config.' }),
+    example: Type.Object({}, { additionalProperties: true, description: 'An example config: the builder shows its values as the fields’ placeholders.' }),
     traits: NodeTraits
   }))
 })

@@ -1,0 +1,98 @@
+import t from 'tap'
+import { firstLine } from '../../apps/console/src/format.ts'
+import { inChildRunsOf, inChildRunsText, nodeErrorsOf } from '../../apps/console/src/graph.ts'
+import { groupRuns, runKind } from '../../apps/console/src/run-list.ts'
+import type { RunLog } from '../../apps/console/src/types.ts'
+import { describeChange, diffVersions, isEmptyDiff } from '../../apps/console/src/version-diff.ts'
+
+/** The console's pure readings of runs and versions: the runs list's kinds and groups, branch nodes seen from child runs, the version diff. */
+
+const started = { parentRunId: null, retriedFrom: null, test: false }
+
+t.test('a run\'s kind: marked (child, retry, test), else read from the trigger type and the triggerData the trigger wrote', async (t) => {
+  t.equal(runKind({ ...started, parentRunId: 'p', test: true, triggerData: {} }, 'MANUAL'), 'child')
+  t.equal(runKind({ ...started, retriedFrom: 'r', triggerData: {} }, 'WEBHOOK'), 'retry')
+  t.equal(runKind({ ...started, test: true, triggerData: {} }, 'WEBHOOK'), 'test')
+  t.equal(runKind({ ...started, triggerData: { body: {}, headers: {}, query: {} } }, 'WEBHOOK'), 'webhook')
+  t.equal(runKind({ ...started, triggerData: { amount: 5 } }, 'WEBHOOK'), 'fire', 'a fire of a webhook workflow')
+  t.equal(runKind({ ...started, triggerData: { scheduledAt: '2026-11-30T09:00:00.000Z', cronExpression: '0 9 * * *' } }, 'CRON'), 'cron')
+  t.equal(runKind({ ...started, triggerData: {} }, 'CRON'), 'fire')
+  t.equal(runKind({ ...started, triggerData: { wamid: 'wamid.1', keyword: 'hi' } }, 'KEYWORD'), 'chat')
+  t.equal(runKind({ ...started, triggerData: { wamid: 'wamid.1' } }, 'EVENT'), 'chat', 'chat.message.received')
+  t.equal(runKind({ ...started, triggerData: { orderId: 1 } }, 'EVENT'), 'event')
+  t.equal(runKind({ ...started, triggerData: null }, 'AGENT'), 'assistant')
+  t.equal(runKind({ ...started, triggerData: null }, 'MANUAL'), 'fire')
+  t.equal(runKind({ ...started, triggerData: null }, undefined), 'unknown', 'a workflow the list does not hold')
+})
+
+t.test('child runs are grouped under the topmost ancestor listed; a parent not listed still groups its children', async (t) => {
+  const run = (id: string, parentRunId: string | null = null) => ({ id, parentRunId })
+  // Newest first, as the list comes: children before their parent.
+  const runs = [run('c1', 'p'), run('x'), run('g1', 'c1'), run('c2', 'p'), run('p'), run('o1', 'gone'), run('y'), run('o2', 'gone')]
+  t.same(groupRuns(runs).map((group) => ({ id: group.id, head: group.run?.id, children: group.children.map((child) => child.id) })), [
+    { id: 'x', head: 'x', children: [] },
+    { id: 'p', head: 'p', children: ['c1', 'g1', 'c2'] },
+    { id: 'gone', head: undefined, children: ['o1', 'o2'] },
+    { id: 'y', head: 'y', children: [] }
+  ], 'a group stands where its parent does, or its first child when the parent is not listed')
+})
+
+t.test('an error in little room: its first line, cut', async (t) => {
+  t.equal(firstLine('Blocked request'), 'Blocked request')
+  t.equal(firstLine('Total missing\n  at line 2'), 'Total missing …')
+  t.equal(firstLine('x'.repeat(100), 10), `${'x'.repeat(9)}…`)
+})
+
+const log = (nodeId: string | null, level: RunLog['level'], message: string): RunLog => ({ id: message, nodeId, level, message, createdAt: '2026-11-30T00:00:00.000Z' })
+
+t.test('branch nodes are read from the child runs they ran in, with their states and the first failure', async (t) => {
+  const children = [
+    { id: 'b1', status: 'SUCCESS' as const, logs: [log('a', 'INFO', 'Node a (set) started'), log('a', 'INFO', 'Node a completed in 1ms')] },
+    { id: 'b2', status: 'FAILED' as const, logs: [log('b', 'INFO', 'Node b (code) started'), log('b', 'ERROR', 'Node b failed after 3ms: no stock for sku 42\nsecond line'), log(null, 'ERROR', 'Run failed: no stock')] },
+    { id: 'b3', status: 'WAITING' as const, logs: [log('a', 'INFO', 'Node a (set) started')] }
+  ]
+  const nodes = inChildRunsOf(children)
+  t.same(nodes.get('a'), { runs: [{ id: 'b1', state: 'done' }, { id: 'b3', state: 'current' }], error: undefined })
+  t.same(nodes.get('b'), { runs: [{ id: 'b2', state: 'failed' }], error: { runId: 'b2', message: 'no stock for sku 42\nsecond line' } })
+  t.equal(inChildRunsText(nodes.get('a')!), 'running in 1 of 2 child runs')
+  t.equal(inChildRunsText(nodes.get('b')!), 'failed in 1 of 1 child run')
+  t.equal(inChildRunsText({ runs: [{ id: 'b1', state: 'done' }, { id: 'b4', state: 'done' }], error: undefined }), 'ran in 2 child runs')
+  t.same([...nodeErrorsOf(children[1]!.logs)], [['b', 'no stock for sku 42\nsecond line']], 'the engine\'s prefix is dropped; run lines have no node')
+})
+
+t.test('versions differ field by field: trigger, nodes added and removed, types, links, config paths, edges; positions aside', async (t) => {
+  const linkFields = { condition: [{ field: 'then', kind: 'node' }, { field: 'else', kind: 'node' }] } as const
+  const before = {
+    triggerType: 'MANUAL' as const,
+    triggerConfig: {},
+    nodes: [
+      { id: 'check', type: 'condition', config: { field: 'total', value: 100, then: 'big', else: 'small' }, position: { x: 0, y: 0 } },
+      { id: 'big', type: 'set', config: { values: { lane: 'big', keep: 1 } }, next: 'done' },
+      { id: 'small', type: 'set', config: { values: { lane: 'small' } } },
+      { id: 'done', type: 'set' }
+    ],
+    edges: [{ source: 'a', target: 'b' }]
+  }
+  const after = {
+    triggerType: 'WEBHOOK' as const,
+    triggerConfig: { secret: 'x' },
+    nodes: [
+      { id: 'check', type: 'condition', config: { field: 'total', value: 500, then: 'huge', else: 'small' }, position: { x: 90, y: 10 } },
+      { id: 'big', type: 'code', config: { values: { lane: 'BIG', keep: 1 }, retry: { attempts: 2 } } },
+      { id: 'small', type: 'set', config: { values: { lane: 'small' } }, position: { x: 5, y: 5 } },
+      { id: 'huge', type: 'set' }
+    ],
+    edges: null
+  }
+  const diff = diffVersions(before, after, linkFields)
+  t.same(diff.trigger.map(describeChange), ['triggerType: "MANUAL" → "WEBHOOK"', 'triggerConfig.secret set to "x"'])
+  t.same(diff.nodes.map((node) => [node.change, node.id, node.type, node.fields.map(describeChange)]), [
+    ['changed', 'check', 'condition', ['value: 100 → 500', 'link then: "big" → "huge"']],
+    ['changed', 'big', 'code', ['type: "set" → "code"', 'link next removed (was "done")', 'values.lane: "big" → "BIG"', 'retry set to {"attempts":2}']],
+    ['added', 'huge', 'set', []],
+    ['removed', 'done', 'set', []]
+  ], 'small moved only: not listed')
+  t.same([diff.edgesAdded, diff.edgesRemoved], [[], ['a → b']])
+  t.ok(isEmptyDiff(diffVersions(before, { ...before, nodes: before.nodes.map((node) => ({ ...node, position: { x: 1, y: 2 } })) }, linkFields)), 'positions only')
+  t.equal(describeChange({ field: 'code', kind: 'config', before: 'x'.repeat(100), after: 'y' }), `code: "${'x'.repeat(58)}… → "y"`, 'long values are cut')
+})
