@@ -25,6 +25,8 @@ const counted = { clicks: 0, drags: 0 }
 const click = async (locator: Locator): Promise<void> => { counted.clicks++; await locator.click() }
 const press = async (locator: Locator, key: string): Promise<void> => { counted.clicks++; await locator.press(key) }
 
+/** The whole workflow in view, for a photograph (not counted: it is the photographer's, not the user's). */
+const fitView = async (): Promise<void> => { await page.locator('.react-flow__controls-fitview').click() }
 const canvasNode = (id: string): Locator => page.locator(`.react-flow__node[data-id="${id}"]`)
 /** A field of the selected node's form. */
 const field = (name: string): Locator => page.locator('fieldset.config-form').getByLabel(new RegExp(`^${name}`)).first()
@@ -37,9 +39,22 @@ t.test('the reference workflow from an empty builder, by clicks and the data pic
   const workflowId = /workflows\/([^/]+)\/builder/.exec(page.url())![1]!
   // Counting starts at the empty builder.
 
-  await call('PATCH', `/api/automation/workflows/${workflowId}`, { token, body: { triggerType: 'WEBHOOK', pinnedData: { body: ORDER, headers: {}, query: {} } } })
-  await page.reload()
-  await page.getByLabel('Workflow name').waitFor()
+  // The trigger, on the canvas: a webhook, and a real request to it captured as the pinned data.
+  await click(canvasNode(':trigger'))
+  counted.clicks++
+  await page.getByLabel('Trigger type').selectOption('WEBHOOK')
+  await click(page.getByRole('button', { name: 'Listen for a test request' }))
+  await page.getByText(/^Waiting for a request to /).waitFor()
+  const partner = await fetch(`${baseUrl}/api/automation/webhook/${workflowId}?source=shop`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer partner-secret', cookie: 'session=partner' },
+    body: JSON.stringify(ORDER)
+  })
+  t.equal(partner.status, 200, 'the partner\'s request is answered')
+  await page.getByText(/^Captured the request of /).waitFor()
+  const captured = (await call('GET', `/api/automation/workflows/${workflowId}`, { token })).body.pinnedData
+  t.match(captured, { body: ORDER, query: { source: 'shop' } }, 'the request is the pinned data, as a real run reads it')
+  t.notOk('authorization' in captured.headers || 'cookie' in captured.headers, 'without its authorization and cookie headers')
 
   // The code node, its output from a run to it: what the nodes after it pick from.
   await click(page.getByRole('button', { name: 'Add code', exact: true }))
@@ -84,6 +99,7 @@ t.test('the reference workflow from an empty builder, by clicks and the data pic
   await page.getByLabel('Id', { exact: true }).fill('compute_total')
   await press(page.getByLabel('Id', { exact: true }), 'Enter')
   await page.getByText('Renamed code to compute_total, and 3 references to it').waitFor()
+  await fitView()
   await shot('01-built')
 
   const toCode = await page.getByText(/^Run \S+: SUCCESS \(test\)/).textContent()
@@ -92,6 +108,7 @@ t.test('the reference workflow from an empty builder, by clicks and the data pic
   await page.getByText(/^Run \S+: SUCCESS \(test\)/).filter({ hasNotText: toCode!.split(':')[0]! }).waitFor()
   t.same(JSON.parse(sink.deliveries.at(-1)?.body ?? 'null'), { total: 500 }, 'the order of 500 took the then branch with its total')
   t.match(await canvasNode('send_chat').locator('.flow-node').getAttribute('class') ?? '', /^(?!.*state-)/, 'the else branch did not run')
+  await fitView()
   await shot('02-run')
 
   t.ok(counted.clicks <= 15, `${counted.clicks} clicks`)
@@ -138,6 +155,7 @@ t.test('the workflow a run_workflow node calls: picked by name, or made on the s
 
 t.test('the tablet builder', async () => {
   await page.setViewportSize({ width: 820, height: 1180 })
+  await fitView()
   await shot('04-tablet')
   await page.setViewportSize({ width: 1366, height: 900 })
 })
