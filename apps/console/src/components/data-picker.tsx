@@ -2,7 +2,7 @@ import type { SampleField } from '../builder.ts'
 
 /** A value as one short line. */
 function glimpse (value: unknown): string {
-  const text = typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value) ?? 'undefined'
+  const text = JSON.stringify(value) ?? 'undefined'
   return text.length > 40 ? `${text.slice(0, 39)}…` : text
 }
 

@@ -412,7 +412,7 @@ function WorkflowBuilder ({ id }: { id: string }) {
                 <>
                   {run !== undefined && <NodeFailure run={run} nodeId={only.id} inChildRuns={inChildRuns.get(only.id)} />}
                   {detailsOpen
-                    ? <NodeDetails nodeId={only.id} input={data} settings={inspectorOf(only)} run={run} onClose={() => { setDetailsOpen(false) }} />
+                    ? <NodeDetails nodeId={only.id} input={data} settings={inspectorOf(only)} run={run} error={errors.get(only.id)} onClose={() => { setDetailsOpen(false) }} />
                     : inspectorOf(only)}
                   <div class='row'>
                     <button type='button' onClick={() => { later(test(only.id)) }}>Run to here</button>

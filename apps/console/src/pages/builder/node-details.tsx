@@ -10,6 +10,8 @@ interface NodeDetailsProps {
   /** The node's form (the Inspector), in the middle. */
   settings: ComponentChildren
   run: Run | undefined
+  /** Why the node failed in the run shown (graph.ts `nodeErrorsOf`), if it did. */
+  error: string | undefined
   onClose: () => void
 }
 
@@ -18,7 +20,7 @@ interface NodeDetailsProps {
  * by side over the canvas, the output's error first. Input and output are tables or JSON, and
  * their keys drag into the settings' fields as placeholders. Escape or Close goes back to the canvas.
  */
-export function NodeDetails ({ nodeId, input, settings, run, onClose }: NodeDetailsProps) {
+export function NodeDetails ({ nodeId, input, settings, run, error, onClose }: NodeDetailsProps) {
   const close = useRef<HTMLButtonElement>(null)
   useEffect(() => {
     close.current?.focus()
@@ -27,7 +29,6 @@ export function NodeDetails ({ nodeId, input, settings, run, onClose }: NodeDeta
     return () => { document.removeEventListener('keydown', onKey) }
   }, [])
   const ran = run !== undefined && nodeId in run.result
-  const error = run?.logs.findLast((log) => log.nodeId === nodeId && log.level === 'ERROR')?.message
   return (
     <div class='node-details-backdrop'>
       <section class='node-details' role='dialog' aria-modal='true' aria-labelledby='node-details-title'>
