@@ -2,6 +2,7 @@ import { outgoingLinks, type LinkFieldsByType } from '@switchboard/core/engine/g
 import type { RenameTraits } from '@switchboard/core/workflows/rename-node'
 import { layoutGraph } from './graph.ts'
 import type { WorkflowNode } from './types.ts'
+import { isRecord } from './records.ts'
 
 /**
  * The builder's model (README, The workflow builder): what is drawn is the workflow's `nodes` and
@@ -35,8 +36,6 @@ const edgesOf = (edges: unknown): StoredEdge[] => Array.isArray(edges)
   ? edges.filter((edge): edge is StoredEdge => typeof edge === 'object' && edge !== null &&
     typeof (edge as StoredEdge).source === 'string' && typeof (edge as StoredEdge).target === 'string')
   : []
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The handles a node offers: its type's link fields, then `next`. */
 export function handlesOf (node: WorkflowNode, linkFields: LinkFieldsByType): OutputHandle[] {

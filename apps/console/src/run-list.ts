@@ -1,4 +1,5 @@
 import type { RunSummary, TriggerType } from './types.ts'
+import { isRecord } from './records.ts'
 
 /**
  * How a run started, for the runs list. A run summary does not say it outright: a child, a replay and
@@ -19,8 +20,6 @@ export const RUN_KIND_LABELS: Record<RunKind, string> = {
   fire: 'Manual fire',
   unknown: 'Unknown'
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** `triggerType`: the run's workflow's, undefined when the workflow is not listed. */
 export function runKind (run: Pick<RunSummary, 'parentRunId' | 'retriedFrom' | 'test' | 'triggerData'>, triggerType: TriggerType | undefined): RunKind {

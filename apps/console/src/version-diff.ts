@@ -1,5 +1,6 @@
 import type { LinkFieldsByType } from '@switchboard/core/engine/graph'
 import type { WorkflowNode, WorkflowVersion } from './types.ts'
+import { isRecord } from './records.ts'
 
 /**
  * What changed between two versions of a workflow, field by field, for people to read (the builder's
@@ -33,7 +34,6 @@ export interface VersionDiff {
 
 type Compared = Pick<WorkflowVersion, 'triggerType' | 'triggerConfig' | 'nodes' | 'edges'>
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const same = (one: unknown, other: unknown): boolean => JSON.stringify(one) === JSON.stringify(other)
 
 /** How deep config objects are compared key by key; below that, a value changed is shown whole. */

@@ -1,10 +1,10 @@
 import { useState } from 'preact/hooks'
+import { isRecord } from '../records.ts'
 
 /** Rows and columns a table shows at most; the JSON view shows everything. */
 const MAX_ROWS = 100
 const MAX_COLUMNS = 20
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? 'undefined'
 const cell = (value: unknown): string => value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value)
 /** The placeholder of `key` under `path` (the top when empty), as templates read it (`{{n1.body.total}}`, `{{n1.items[0]}}`). */
