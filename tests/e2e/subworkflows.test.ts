@@ -189,8 +189,21 @@ t.test('parallel branches run at once and meet at the merge, each branch\'s outp
     ]
   }, { order: 7 }, { timeoutMs: 30_000 })
   t.equal(run.status, 'SUCCESS', run.error ?? '')
-  t.same(run.result.join, { a1: { a1: { from: 'a', order: 7 }, a2: { value: 'A' } }, b1: { b1: { value: 'B' } } })
+  t.same(run.result.join, { a1: { a1: { from: 'a', order: 7 }, a2: { value: 'A' } }, b1: { b1: { value: 'B' } } }, 'byBranch, the default')
   t.same(run.result.after, { both: 'AB', order: 7 })
+  const byNode = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'fork', type: 'parallel', config: { branches: ['a1', 'b1'] } },
+      { id: 'a1', type: 'set', config: { values: { from: 'a' } }, next: 'a2' },
+      { id: 'a2', type: 'set', config: { values: { value: 'A' } }, next: 'join' },
+      { id: 'b1', type: 'set', config: { values: { value: 'B' } }, next: 'join' },
+      { id: 'join', type: 'merge', config: { output: 'byNode' }, next: 'after' },
+      { id: 'after', type: 'set', config: { values: { both: '{{join.a2.value}}{{join.b1.value}}' } } }
+    ]
+  }, {}, { timeoutMs: 30_000 })
+  t.equal(byNode.status, 'SUCCESS', byNode.error ?? '')
+  t.same(byNode.result.join, { a1: { from: 'a' }, a2: { value: 'A' }, b1: { value: 'B' } }, 'byNode: every branch node by its id, once')
+  t.same(byNode.result.after, { both: 'AB' })
   const branches = (await call('GET', `/api/automation/runs?parentRunId=${run.id}`, { token })).body
   t.equal(branches.length, 2, 'one child run per branch')
   t.ok(branches.every((branch: { workflowId: string, status: string }) => branch.workflowId === run.workflowId && branch.status === 'SUCCESS'))

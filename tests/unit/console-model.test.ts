@@ -1,8 +1,9 @@
 import t from 'tap'
 import { firstLine } from '../../apps/console/src/format.ts'
 import { inChildRunsOf, inChildRunsText, nodeErrorsOf } from '../../apps/console/src/graph.ts'
+import { startingConfig } from '../../apps/console/src/nodes.ts'
 import { groupRuns, runKind } from '../../apps/console/src/run-list.ts'
-import type { RunLog } from '../../apps/console/src/types.ts'
+import type { NodeTypeInfo, RunLog } from '../../apps/console/src/types.ts'
 import { describeChange, diffVersions, isEmptyDiff } from '../../apps/console/src/version-diff.ts'
 
 /** The console's pure readings of runs and versions: the runs list's kinds and groups, branch nodes seen from child runs, the version diff. */
@@ -95,4 +96,11 @@ t.test('versions differ field by field: trigger, nodes added and removed, types,
   t.same([diff.edgesAdded, diff.edgesRemoved], [[], ['a → b']])
   t.ok(isEmptyDiff(diffVersions(before, { ...before, nodes: before.nodes.map((node) => ({ ...node, position: { x: 1, y: 2 } })) }, linkFields)), 'positions only')
   t.equal(describeChange({ field: 'code', kind: 'config', before: 'x'.repeat(100), after: 'y' }), `code: "${'x'.repeat(58)}… → "y"`, 'long values are cut')
+})
+
+t.test('a node added in the builder starts with its required defaults, and a merge joins by node id', async (t) => {
+  const nodeType = (type: string, configSchema: NodeTypeInfo['configSchema']) => ({ type, configSchema }) as unknown as NodeTypeInfo
+  const schema = { type: 'object', required: ['method'], properties: { method: { type: 'string', default: 'GET' }, url: { type: 'string', default: 'x' } } }
+  t.same(startingConfig(nodeType('http_request', schema)), { method: 'GET' }, 'an optional field\'s default is left to the api')
+  t.same(startingConfig(nodeType('merge', { type: 'object', properties: { output: { type: 'string', default: 'byBranch' } } })), { output: 'byNode' })
 })

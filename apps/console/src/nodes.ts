@@ -20,8 +20,16 @@ export function paletteOf (nodeTypes: NodeTypeInfo[]): Array<{ group: string, no
  */
 export function startingConfig (nodeType: NodeTypeInfo): Record<string, unknown> {
   const { properties = {}, required = [] } = nodeType.configSchema
-  return Object.fromEntries(required.flatMap((name) => properties[name]?.default === undefined ? [] : [[name, structuredClone(properties[name].default)]]))
+  const defaults = Object.fromEntries(required.flatMap((name) => properties[name]?.default === undefined ? [] : [[name, structuredClone(properties[name].default)]]))
+  return { ...defaults, ...structuredClone(BUILDER_CHOICES[nodeType.type]) }
 }
+
+/**
+ * Where a node made in the builder starts otherwise than the api's default, which stays for
+ * workflows saved before: a merge joins its branches' outputs by node id, `{{merge.lookupA.x}}`,
+ * not by branch and node, `{{merge.lookupA.lookupA.x}}` (docs/nodes.md, merge).
+ */
+const BUILDER_CHOICES: Record<string, Record<string, unknown>> = { merge: { output: 'byNode' } }
 
 /**
  * The nodes with one more of `nodeType`, chained after the last node when that one leads nowhere

@@ -3,15 +3,17 @@ import { NodeError } from '../types.ts'
 import { defineNode, oneOfAnyCase, PURE_TRAITS } from './definition.ts'
 
 const MODES = ['all', 'any'] as const
-const OUTPUTS = ['byBranch', 'append'] as const
+const OUTPUTS = ['byBranch', 'byNode', 'append'] as const
 
 interface Branch { status: string, outputs: Record<string, unknown> }
 
 /**
  * Where the branches of a parallel node meet (engine/README.md, "Branches and joins"): the run goes
  * on from here once they are done (`all`), or once the first succeeded (`any`). Its output is each
- * branch's node outputs keyed by the branch's first node (`byBranch`), or a list of them in branch
- * order (`append`).
+ * branch's node outputs keyed by the branch's first node (`byBranch`), every branch's node outputs
+ * in one object keyed by node id (`byNode`: node ids are unique in a workflow, so none collide), or
+ * a list of them in branch order (`append`). `byBranch` stays the default so that workflows saved
+ * before `byNode` keep their shape; the builder adds merges with `byNode` (docs/nodes.md, merge).
  */
 export const merge = defineNode({
   type: 'merge',
@@ -19,7 +21,7 @@ export const merge = defineNode({
   description: 'Joins the branches of a parallel node: continues when all (or the first) are done, with their outputs.',
   config: {
     mode: Type.Optional(oneOfAnyCase(MODES, { default: 'all', description: 'all: wait for every branch; any: go on with the first to succeed, cancelling the others.' })),
-    output: Type.Optional(oneOfAnyCase(OUTPUTS, { default: 'byBranch', description: 'byBranch: { [first node of a branch]: its node outputs }; append: a list of them in branch order.' }))
+    output: Type.Optional(oneOfAnyCase(OUTPUTS, { default: 'byBranch', description: 'byBranch: { [first node of a branch]: its node outputs }; byNode: { [node of any branch]: its output }; append: a list of each branch\'s node outputs in branch order.' }))
   },
   example: { mode: 'all', output: 'byBranch' },
   traits: { ...PURE_TRAITS, flow: 'join' },
@@ -28,6 +30,9 @@ export const merge = defineNode({
     if (fork === undefined) throw new NodeError('merge is not reached by the branches of any parallel node')
     const branches = (result[fork.id] as { branches?: Record<string, Branch> } | undefined)?.branches ?? {}
     const byBranch = Object.fromEntries(Object.entries(branches).map(([id, branch]) => [id, branch.outputs]))
-    return { output: String(config.output ?? '').toLowerCase() === 'append' ? Object.values(byBranch) : byBranch }
+    const output = String(config.output ?? '').toLowerCase()
+    if (output === 'append') return { output: Object.values(byBranch) }
+    if (output === 'bynode') return { output: Object.assign({}, ...Object.values(byBranch)) }
+    return { output: byBranch }
   }
 })
