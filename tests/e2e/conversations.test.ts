@@ -21,8 +21,9 @@ t.teardown(async () => { await fake.close() })
 const orders = await startDeliverySink(t, {
   answer: (request) => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: request.path.split('/').at(-1), status: 'shipped on Monday' }) })
 })
+// RECONCILER_RUNNING_AFTER_MS: a run resumed by an answer started long before, so the reconciler checks its job while it runs (engine/README.md, Claims).
 const stack = await startStack(t, {
-  env: { ...fakeChatEnv(fake, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET }), HTTP_REQUEST_ALLOW_PRIVATE: 'true', RECONCILER_INTERVAL_MS: '500', RECONCILER_GRACE_MS: '1000' }
+  env: { ...fakeChatEnv(fake, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET }), HTTP_REQUEST_ALLOW_PRIVATE: 'true', RECONCILER_INTERVAL_MS: '500', RECONCILER_GRACE_MS: '1000', RECONCILER_RUNNING_AFTER_MS: '1000' }
 })
 const token = await stack.adminToken()
 const sql = postgres(stack.env.DATABASE_URL!, { max: 1, onnotice: () => {} })

@@ -6,6 +6,7 @@ import { REDIS_URL } from '@switchboard/testing/database'
 import { createTestEngine } from '@switchboard/testing/engine'
 import { events, idempotencyKeys, runs, runWaits, users, workflows, type WorkflowNode } from '../src/db/schema/index.ts'
 import { createReconciler } from '../src/engine/reconciler.ts'
+import { claimOwnerId } from '../src/engine/run-store.ts'
 import { createLogger } from '../src/logger.ts'
 import { AGENT_EXECUTION, resumeJobId, runJobId, takeoverJobId, WORKFLOW_RUNS } from '../src/queues/catalog.ts'
 import { createWorkerConnection } from '../src/queues/connections.ts'
@@ -107,6 +108,30 @@ t.test('a RUNNING run without a live job is taken over; one whose takeovers are 
   const [taken] = await db.select().from(runs).where(eq(runs.id, orphan))
   t.equal(taken.attempt, 1)
   t.equal((await reconciler.reconcile()).takenOver, 0, 'a taken-over run that is waiting is not touched')
+})
+
+t.test('a RUNNING run driven by the job that claimed it (a wake, whose id is BullMQ\'s own) is left alone until that job ends', async (t) => {
+  const queue = queues[WORKFLOW_RUNS]
+  const runId = await run({ status: 'RUNNING', startedAt: new Date(Date.now() - 3_600_000), currentNodeId: 'pause' })
+  // First in line (lifo), before the jobs earlier tests left waiting.
+  await queue.add('run', { runId, wake: true }, { deduplication: { id: `wake:${runId}` }, lifo: true })
+  const connection = createWorkerConnection(REDIS_URL)
+  const consumer = new Worker(WORKFLOW_RUNS, undefined, { connection, prefix: queue.opts.prefix })
+  t.teardown(async () => {
+    await consumer.close()
+    connection.disconnect()
+  })
+  const wake = await consumer.getNextJob('token')
+  t.same(wake?.data, { runId, wake: true })
+  t.notOk(wake!.id!.includes(runId), 'the wake has an id that does not name the run')
+  await db.update(runs).set({ claimOwner: claimOwnerId(wake!) }).where(eq(runs.id, runId))
+
+  t.equal((await reconciler.reconcile()).takenOver, 0, 'its claiming job is active: the run is alive, however long ago it started')
+  t.equal(await stateOf(takeoverJobId(runId, 0)), 'unknown')
+
+  await wake!.moveToCompleted('WAITING', 'token', false)
+  t.equal((await reconciler.reconcile()).takenOver, 1, 'that job ended without the run ending: taken over')
+  t.equal(await stateOf(takeoverJobId(runId, 0)), 'waiting')
 })
 
 t.test('a run\'s jobs stay on the queue it was created on when its workflow leaves AGENT', async (t) => {

@@ -8,7 +8,7 @@ import { traceRun, type RunTrace } from './run-trace.ts'
 import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
 import { isTakeoverJobId, type Queues } from '../queues/catalog.ts'
 import { childRuns, wakeRun } from './children.ts'
-import { runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
+import { claimOwnerId, runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
 import { runWaits } from './waits.ts'
 import { chatAsks } from '../chat/asks.ts'
 import type { Quotas } from '../users/quotas.ts'
@@ -193,7 +193,7 @@ function ownerOf (job: RunDelivery): ClaimOwner {
   const reason = job.failedReason ?? 'an unknown error'
   const cause = /^(database|Redis) error: /.test(reason) ? `a ${reason}` : `its job failed: ${reason}`
   return {
-    id: `${job.queueName}/${job.id ?? ''}/${job.timestamp}/${job.stalledCounter}`,
+    id: claimOwnerId(job),
     retryLine: `Run resumed after ${cause} (job attempt ${job.attemptsMade + 1})`,
     takesOver: !isFirstDelivery(job) || isTakeoverJobId(job.id ?? '')
   }

@@ -6,6 +6,7 @@ import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { ensureJob, ensureJobs, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
 import { wakeRun } from './children.ts'
+import { claimingJobId } from './run-store.ts'
 import { IDEMPOTENCY_WINDOW } from '../runs/start.ts'
 import { waitsForSlot, wakeWaitingRuns, workflowsWithWaitingRuns } from './slots.ts'
 import { periodicPass } from '../periodic.ts'
@@ -201,13 +202,15 @@ export function createReconciler (options: ReconcilerOptions) {
 
   /**
    * A RUNNING run is alive while one of the jobs that can drive it is live:
-   * its first job, the resume job of one of its wait nodes, or a takeover
-   * job. BullMQ itself returns a job whose worker died (stalled) to the queue;
-   * this catches runs whose job is gone for good or failed after too many stalls.
+   * the job that claimed it (a wake after an answer, an approval or a child's
+   * end has an id of BullMQ's own), its first job, the resume job of one of its
+   * wait nodes, or a takeover job. BullMQ itself returns a job whose worker died
+   * (stalled) to the queue; this catches runs whose job is gone for good or
+   * failed after too many stalls.
    */
   async function takeOverRunning (): Promise<{ takenOver: number, failed: number }> {
-    const rows = await db.execute<{ id: string, attempt: number, queue: QueueName, waitNodeIds: string[] | null }>(sql`
-      select runs.id, runs.attempt, runs.queue,
+    const rows = await db.execute<{ id: string, attempt: number, queue: QueueName, claimOwner: string | null, waitNodeIds: string[] | null }>(sql`
+      select runs.id, runs.attempt, runs.queue, runs.claim_owner as "claimOwner",
         (select array_agg(node->>'id') from jsonb_array_elements(coalesce(versions.nodes, workflows.nodes)) as node where node->>'type' = 'wait') as "waitNodeIds"
       from runs join workflows on workflows.id = runs.workflow_id
       -- The wait nodes of the definition the run executes (run-store.ts, claim).
@@ -219,7 +222,9 @@ export function createReconciler (options: ReconcilerOptions) {
     let failed = 0
     for (const run of rows) {
       const queue = queues[run.queue]
+      const claiming = claimingJobId(run.claimOwner)
       const candidates = [
+        ...(claiming === undefined ? [] : [claiming]),
         runJobId(run.id),
         ...(run.waitNodeIds ?? []).map((nodeId) => resumeJobId(run.id, nodeId)),
         ...Array.from({ length: run.attempt + 1 }, (_, attempt) => takeoverJobId(run.id, attempt))

@@ -105,6 +105,16 @@ export interface ClaimOwner {
   takesOver: boolean
 }
 
+/** A claim owner's id for a delivery of a job (engine.ts, ownerOf). */
+export const claimOwnerId = (job: { queueName: string, id?: string, timestamp: number, stalledCounter: number }): string =>
+  `${job.queueName}/${job.id ?? ''}/${job.timestamp}/${job.stalledCounter}`
+
+/** The job whose delivery claimed a run, from its `claim_owner`: the reconciler asks whether it is still live. */
+export function claimingJobId (ownerId: string | null): string | undefined {
+  const jobId = ownerId === null ? undefined : /^[^/]+\/(.+)\/\d+\/\d+$/.exec(ownerId)?.[1]
+  return jobId === '' ? undefined : jobId
+}
+
 /** Why a step was refused: `stopped`, the run is no longer RUNNING (cancelled, ended); `superseded`, another claim owns it. */
 export type Refusal = 'stopped' | 'superseded'
 /** Whether a step was written under its claim. */
