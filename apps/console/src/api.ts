@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
-  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
+  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
+  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, CredentialChanges, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewCredential, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
@@ -161,6 +161,9 @@ export const api = {
   version: async (id: string, n: number) => call<WorkflowVersion>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}`),
   restoreVersion: async (id: string, n: number) => call<Workflow>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}/restore`),
   credentials: async () => call<Credential[]>('GET', `/api/automation/credentials${query({ limit: 500 })}`),
+  createCredential: async (input: NewCredential) => call<Credential>('POST', '/api/automation/credentials', { body: input }),
+  updateCredential: async (id: string, changes: CredentialChanges) => call<Credential>('PATCH', `/api/automation/credentials/${encodeURIComponent(id)}`, { body: changes }),
+  deleteCredential: async (id: string) => call<undefined>('DELETE', `/api/automation/credentials/${encodeURIComponent(id)}`),
 
   runs: async (filter: RunFilter = {}) => call<RunSummary[]>('GET', `/api/automation/runs${query({ ...filter })}`),
   run: async (id: string) => call<Run>('GET', `/api/automation/runs/${encodeURIComponent(id)}`),
@@ -251,6 +254,7 @@ export const api = {
   /** 409 when the broadcast's status does not allow it (`Broadcast is done: it cannot be paused`). */
   changeBroadcast: async (id: string, action: 'pause' | 'resume' | 'cancel') => call<Broadcast>('POST', `/api/chat/broadcasts/${encodeURIComponent(id)}/${action}`),
 
+  auditLog: async (filter: AuditFilter) => call<AuditEntry[]>('GET', `/api/audit${query({ ...filter })}`),
   users: async () => call<User[]>('GET', '/api/users'),
   createUser: async (input: NewUser) => call<User>('POST', '/api/users', { body: input }),
   updateUser: async (id: string, changes: UserChanges) => call<User>('PATCH', `/api/users/${encodeURIComponent(id)}`, { body: changes }),

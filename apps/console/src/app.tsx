@@ -6,7 +6,9 @@ import { BASE, paths } from './paths.ts'
 import { clearSession, loadSession, type Session } from './session.ts'
 import { Account } from './pages/account.tsx'
 import { Admin } from './pages/admin.tsx'
+import { AuditLog } from './pages/audit-log.tsx'
 import { BroadcastPage, Broadcasts, NewBroadcast } from './pages/broadcasts.tsx'
+import { Credentials } from './pages/credentials.tsx'
 import { Inbox } from './pages/inbox/index.tsx'
 import { Login } from './pages/login.tsx'
 import { NotFound } from './pages/not-found.tsx'
@@ -26,6 +28,7 @@ const SECTIONS = [
   { href: `${BASE}/runs`, label: 'Runs', matches: (path: string) => path.startsWith(`${BASE}/runs`) },
   { href: `${BASE}/inbox`, label: 'Inbox', matches: (path: string) => path.startsWith(`${BASE}/inbox`) },
   { href: `${BASE}/broadcasts`, label: 'Broadcasts', matches: (path: string) => path.startsWith(`${BASE}/broadcasts`) },
+  { href: `${BASE}/credentials`, label: 'Credentials', matches: (path: string) => path.startsWith(`${BASE}/credentials`) },
   { href: `${BASE}/admin`, label: 'Admin', matches: (path: string) => path.startsWith(`${BASE}/admin`) }
 ]
 
@@ -108,7 +111,9 @@ function Shell () {
         <Route path={`${BASE}/broadcasts`} component={Broadcasts} />
         <Route path={`${BASE}/broadcasts/new`} component={NewBroadcast} />
         <Route path={`${BASE}/broadcasts/:id`} component={BroadcastPage} />
+        <Route path={`${BASE}/credentials`} component={Credentials} />
         <Route path={`${BASE}/admin`} component={Admin} />
+        <Route path={`${BASE}/admin/audit`} component={AuditLog} />
         <Route path={paths.account} component={Account} session={session} onSessionChange={setSession} />
         <Route default component={NotFound} />
       </Router>

@@ -15,6 +15,8 @@ export const paths = {
   newBroadcast: `${BASE}/broadcasts/new`,
   broadcast: (id: string) => `${BASE}/broadcasts/${encodeURIComponent(id)}`,
   admin: `${BASE}/admin`,
+  auditLog: `${BASE}/admin/audit`,
+  credentials: `${BASE}/credentials`,
   account: `${BASE}/account`
 }
 

@@ -10,7 +10,7 @@ import type { MESSAGE_STATUSES } from '@switchboard/core/db'
 import type { CreateApiKeyBody, CreatedApiKey, ApiKey as ApiKeySchema } from '../../api/src/routes/api/auth/api-keys/schemas.ts'
 import type { ChangePasswordBody, LoginBody, LoginResponse } from '../../api/src/routes/api/auth/schemas.ts'
 import type { PendingApproval as PendingApprovalSchema } from '../../api/src/routes/api/automation/approvals/schemas.ts'
-import type { Credential as CredentialSchema } from '../../api/src/routes/api/automation/credentials/schemas.ts'
+import type { CreateCredentialBody, Credential as CredentialSchema, UpdateCredentialBody } from '../../api/src/routes/api/automation/credentials/schemas.ts'
 import type { NodeTypes } from '../../api/src/routes/api/automation/node-types/schemas.ts'
 import type { QueueCounts } from '../../api/src/routes/api/automation/queues/schemas.ts'
 import type { ListRunsQuery, ResumeRunBody, RetryRunBody, Run as RunSchema, RunAccepted as RunAcceptedSchema, RunLog as RunLogSchema, RunResumed, RunRetried as RunRetriedSchema, RunStats as RunStatsSchema, RunSummary as RunSummarySchema } from '../../api/src/routes/api/automation/runs/schemas.ts'
@@ -31,6 +31,7 @@ import type {
 import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
 import type { Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
 import type { CreateUserBody, UpdateUserBody, User as UserSchema } from '../../api/src/routes/api/users/schemas.ts'
+import type { AuditEntry as AuditEntrySchema, ListAuditQuery } from '../../api/src/routes/api/audit/schemas.ts'
 import type { Check } from '../../api/src/routes/health/schemas.ts'
 
 /** A value as `JSON.parse` gives it back: the api's dates (Timestamp, apps/api/src/schemas/common.ts) arrive as ISO strings. */
@@ -51,6 +52,10 @@ const PICKER_RANK: Record<TriggerType, number> = { MANUAL: 0, WEBHOOK: 1, CRON: 
 export const TRIGGER_TYPE_CHOICES = [...TRIGGER_TYPES].sort((one, other) => PICKER_RANK[one] - PICKER_RANK[other])
 export type Domain = WorkflowSummary['domain']
 export type RunStatus = RunSummary['status']
+
+/** One row of the audit log (GET /api/audit), and the list's filters. */
+export type AuditEntry = Answer<typeof AuditEntrySchema>
+export type AuditFilter = Query<typeof ListAuditQuery>
 
 /** A user as GET /api/users lists them. */
 export type User = Answer<typeof UserSchema>
@@ -115,6 +120,9 @@ export type WorkflowVersionSummary = Answer<typeof WorkflowVersionSummarySchema>
 export type WorkflowVersion = Answer<typeof WorkflowVersionSchema>
 
 export type Credential = Answer<typeof CredentialSchema>
+export type NewCredential = Body<typeof CreateCredentialBody>
+export type CredentialChanges = Body<typeof UpdateCredentialBody>
+export type CredentialType = NewCredential['type']
 
 export type RunSummary = Answer<typeof RunSummarySchema>
 export type RunLog = Answer<typeof RunLogSchema>

@@ -1,30 +1,17 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api, ApiError } from '../../api.ts'
+import { accountChoices, type AccountChoice } from '../../chat-accounts.ts'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import { ago } from '../../format.ts'
 import { CannedReplies } from '../../components/canned-replies.tsx'
 import { useData } from '../../hooks.ts'
 import { useInboxEvents } from '../../live.ts'
 import { paths } from '../../paths.ts'
-import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT, loadSession } from '../../session.ts'
-import type { ChatAccount, ConversationFilter } from '../../types.ts'
+import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT } from '../../session.ts'
+import type { ConversationFilter } from '../../types.ts'
 import { ConversationView, nameOf } from './conversation.tsx'
 import { LIVE_REFRESH_MS, REFRESH_MS } from './refresh.ts'
-
-interface AccountChoice { id: string, label: string }
-
-/**
- * The accounts a user can read and send with: their linked accounts or, without any, the
- * installation's default account; an admin may pick any account and the default one too.
- */
-function choicesOf (accounts: ChatAccount[]): AccountChoice[] {
-  const session = loadSession()
-  const admin = session?.user.role === 'admin'
-  const own = accounts.filter((account) => account.userId === session?.user.id)
-  const linked = (admin ? accounts : own).map((account) => ({ id: account.id, label: `${account.name}${account.displayPhoneNumber === null ? '' : ` (${account.displayPhoneNumber})`}` }))
-  return own.length === 0 || admin ? [{ id: DEFAULT_ACCOUNT, label: 'Default account (installation)' }, ...linked] : linked
-}
 
 /**
  * The installation's default account was asked for and there is none (CHAT_PHONE_NUMBER_ID and
@@ -77,7 +64,7 @@ function AccountSwitcher ({ choices, value, onChange }: { choices: AccountChoice
 export function Inbox () {
   const { query, route } = useLocation()
   const accounts = useData(api.accounts, [])
-  const choices = accounts.data === undefined ? [] : choicesOf(accounts.data)
+  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
   const stored = chosenAccount()
   const accountId = choices.find((choice) => choice.id === (query.account ?? stored))?.id ?? choices[0]?.id
   const filter: ConversationFilter = { filter: query.filter, sort: query.sort, assigned: query.assigned, label: query.label, mentions: query.mentions }
