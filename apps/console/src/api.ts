@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
+  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
   Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, CredentialChanges, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewCredential, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
@@ -27,10 +27,14 @@ interface RequestOptions {
   anonymous?: boolean
   /** Ends the request instead of the time-out: a stream that stays open (the inbox's events). */
   signal?: AbortSignal
+  /** A CSV body (a contacts import) instead of JSON. */
+  csv?: Blob
 }
 
 /** A request bounded in time, so that a hung api shows an error instead of a spinner forever. */
 const REQUEST_TIMEOUT_MS = 15_000
+/** A contacts import: up to 10 MiB, which the api reads as it streams. */
+const IMPORT_TIMEOUT_MS = 300_000
 /** A message's media: up to CHAT_MEDIA_MAX_BYTES, which the api streams within its own CHAT_MEDIA_TIMEOUT_MS (120 s by default). */
 const MEDIA_TIMEOUT_MS = 150_000
 
@@ -40,6 +44,7 @@ const networkError = (err: unknown): ApiError =>
 async function send (method: string, path: string, options: RequestOptions, timeoutMs: number): Promise<Response> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (options.body !== undefined) headers['content-type'] = 'application/json'
+  if (options.csv !== undefined) headers['content-type'] = 'text/csv'
   if (options.accountId !== undefined) headers['x-account-id'] = options.accountId
   const session = options.anonymous === true ? null : loadSession()
   if (session !== null) headers.authorization = `Bearer ${session.token}`
@@ -47,7 +52,7 @@ async function send (method: string, path: string, options: RequestOptions, time
     return await fetch(path, {
       method,
       headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: options.csv ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       signal: options.signal ?? AbortSignal.timeout(timeoutMs)
     })
   } catch (err) {
@@ -74,8 +79,8 @@ function refusal (res: Response, body: any, options: RequestOptions): ApiError {
   return new ApiError(res.status, body?.code ?? 'ERROR', body?.message ?? `${res.status} ${res.statusText}`)
 }
 
-async function call<T> (method: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const res = await send(method, path, options, REQUEST_TIMEOUT_MS)
+async function call<T> (method: string, path: string, options: RequestOptions = {}, timeoutMs = REQUEST_TIMEOUT_MS): Promise<T> {
+  const res = await send(method, path, options, timeoutMs)
   if (res.status === 204) return undefined as T
   const body = await jsonOf(res)
   if (res.ok) return body as T
@@ -192,6 +197,13 @@ export const api = {
   /** `id` may be `default`, the installation's account. */
   assistantSettings: async (id: string) => call<AssistantSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`),
   deleteAccount: async (id: string) => call<undefined>('DELETE', `/api/chat/accounts/${encodeURIComponent(id)}`),
+  saveAssistantSettings: async (id: string, input: AssistantSettingsInput) => call<AssistantSettings>('PUT', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`, { body: input }),
+  consentSettings: async (id: string) => call<ConsentSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/consent`),
+  saveConsentSettings: async (id: string, input: ConsentSettingsInput) => call<ConsentSettings>('PUT', `/api/chat/accounts/${encodeURIComponent(id)}/consent`, { body: input }),
+
+  contacts: async (accountId: string, filter: ContactFilter) => call<Contact[]>('GET', `/api/chat/contacts${query({ ...filter })}`, { accountId }),
+  updateContact: async (accountId: string, id: string, changes: ContactChanges) => call<Contact>('PATCH', `/api/chat/contacts/${encodeURIComponent(id)}`, { accountId, body: changes }),
+  importContacts: async (accountId: string, file: Blob) => call<ContactsImported>('POST', '/api/chat/contacts/import', { accountId, csv: file }, IMPORT_TIMEOUT_MS),
 
   conversations: async (accountId: string | undefined, filter: ConversationFilter, limit = 200) =>
     call<Conversation[]>('GET', `/api/chat/conversations${query({ ...filter, limit })}`, { accountId }),

@@ -20,9 +20,11 @@ import type {
 } from '../../api/src/routes/api/automation/workflows/schemas.ts'
 import type { ChatAccount as ChatAccountSchema, CreateChatAccountBody, UpdateChatAccountBody } from '../../api/src/routes/api/chat/accounts/schemas.ts'
 import type { Agent as AgentSchema } from '../../api/src/routes/api/chat/agents/schemas.ts'
-import type { AssistantSettingsView } from '../../api/src/routes/api/chat/assistant/schemas.ts'
+import type { AssistantSettingsBody, AssistantSettingsView } from '../../api/src/routes/api/chat/assistant/schemas.ts'
 import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecipientSchema, CreateBroadcastBody } from '../../api/src/routes/api/chat/broadcasts/schemas.ts'
 import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
+import type { ConsentSettingsBody, ConsentSettingsView } from '../../api/src/routes/api/chat/consent/schemas.ts'
+import type { Contact as ContactSchema, ContactsImportResult, ContactsQuery, UpdateContactBody } from '../../api/src/routes/api/chat/contacts/schemas.ts'
 import type { SandboxInboundAccepted, SandboxInboundBody } from '../../api/src/routes/api/chat/sandbox/schemas.ts'
 import type {
   ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationNote as ConversationNoteSchema, ConversationsQuery,
@@ -56,6 +58,15 @@ export type RunStatus = RunSummary['status']
 /** One row of the audit log (GET /api/audit), and the list's filters. */
 export type AuditEntry = Answer<typeof AuditEntrySchema>
 export type AuditFilter = Query<typeof ListAuditQuery>
+
+/** A customer of a chat number (GET /api/chat/contacts), the list's filters, a change and an import's outcome. */
+export type Contact = Answer<typeof ContactSchema>
+export type ContactFilter = Query<typeof ContactsQuery>
+export type ContactChanges = Body<typeof UpdateContactBody>
+export type ContactsImported = Answer<typeof ContactsImportResult>
+/** A number's opt-out and opt-in keywords and their confirmations (GET/PUT /api/chat/accounts/:id/consent). */
+export type ConsentSettings = Answer<typeof ConsentSettingsView>
+export type ConsentSettingsInput = Body<typeof ConsentSettingsBody>
 
 /** A user as GET /api/users lists them. */
 export type User = Answer<typeof UserSchema>
@@ -188,6 +199,7 @@ export type AssistantTurn = Answer<typeof AssistantTurnSchema>
 
 /** An account's assistant (GET /api/chat/accounts/:id/assistant); `effectiveModel` null: off for want of a model. */
 export type AssistantSettings = Answer<typeof AssistantSettingsView>
+export type AssistantSettingsInput = Body<typeof AssistantSettingsBody>
 
 /** GET /health/ready: `details` says what is on and off, for people (`assistant`: `on: model …` or `off: …`). */
 export type Readiness = Answer<typeof Check>

@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api, ApiError } from '../../api.ts'
-import { accountChoices, type AccountChoice } from '../../chat-accounts.ts'
+import { accountChoices } from '../../chat-accounts.ts'
+import { AccountSwitcher } from '../../components/account-switcher.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import { ago } from '../../format.ts'
 import { CannedReplies } from '../../components/canned-replies.tsx'
@@ -50,17 +51,6 @@ function LabelFilter ({ value, onChange }: { value: string, onChange: (label: st
   )
 }
 
-function AccountSwitcher ({ choices, value, onChange }: { choices: AccountChoice[], value: string, onChange: (id: string) => void }) {
-  if (choices.length < 2) return null
-  return (
-    <label class='account-switcher'>Chat account
-      <select value={value} onChange={(e) => { onChange(e.currentTarget.value) }}>
-        {choices.map((choice) => <option key={choice.id} value={choice.id}>{choice.label}</option>)}
-      </select>
-    </label>
-  )
-}
-
 export function Inbox () {
   const { query, route } = useLocation()
   const accounts = useData(api.accounts, [])
@@ -89,7 +79,8 @@ export function Inbox () {
   const state = live.connected
     ? <span class='badge ok' id='inbox-live' title='Changes appear as they happen'>Live</span>
     : <span class='badge off' id='inbox-polling' title='The live stream is not connected: the inbox reloads every few seconds'>Reloading every {REFRESH_MS / 1000} s</span>
-  const title = <PageTitle actions={<>{state}<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} /></>}>Inbox</PageTitle>
+  const settingsLink = accountId === undefined ? undefined : <a href={`${paths.chatSettings}?account=${encodeURIComponent(accountId)}`}>Assistant and consent</a>
+  const title = <PageTitle actions={<>{state}{settingsLink}<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} /></>}>Inbox</PageTitle>
   if (noAccountSetUp(accountId, conversations.error)) return <section>{title}<NoChatAccount others={choices.length > 1} /></section>
 
   return (
