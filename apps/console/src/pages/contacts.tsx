@@ -9,24 +9,9 @@ import { useAction, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import { chooseAccount, chosenAccount } from '../session.ts'
 import type { Contact, ContactsImported } from '../types.ts'
+import { attributesOf, attributesText, labelsOf } from '../contact-form.ts'
 
 const PAGE = 50
-
-/** Labels as typed: separated by commas, each trimmed, empty ones and repeats dropped. */
-export const labelsOf = (text: string): string[] => [...new Set(text.split(',').map((label) => label.trim()).filter((label) => label !== ''))]
-
-/** Attributes as typed, one `name = value` a line; a line without `=` names an attribute with an empty value. */
-export function attributesOf (text: string): Record<string, string> {
-  const attributes: Record<string, string> = {}
-  for (const line of text.split('\n')) {
-    const at = line.indexOf('=')
-    const name = (at < 0 ? line : line.slice(0, at)).trim()
-    if (name !== '') attributes[name] = at < 0 ? '' : line.slice(at + 1).trim()
-  }
-  return attributes
-}
-
-const attributesText = (attributes: Record<string, string>): string => Object.entries(attributes).map(([name, value]) => `${name} = ${value}`).join('\n')
 
 function ContactEditor ({ accountId, contact, onSaved }: { accountId: string, contact: Contact, onSaved: () => void }) {
   const [name, setName] = useState(contact.name ?? '')

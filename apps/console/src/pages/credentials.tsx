@@ -41,6 +41,7 @@ function DataFields ({ type, fields, idPrefix, onChange }: { type: CredentialTyp
   const valueProps = (field: DataField, index: number) => ({
     id: `${idPrefix}-${type === 'generic' ? index : field.name}`,
     'aria-label': type === 'generic' ? `Value of field ${index + 1}` : undefined,
+    placeholder: type === 'generic' ? 'value' : undefined,
     required: true,
     maxLength: 8192,
     value: field.value,
