@@ -123,7 +123,7 @@ export function Inbox () {
           {conversations.data === undefined
             ? <Loading what='conversations' />
             : conversations.data.length === 0
-              ? <p class='muted'>No conversation here yet.</p>
+              ? <p class='muted' id='no-conversations'>{Object.values(filter).some((value) => value !== undefined && value !== '') ? 'No conversation matches these filters.' : 'No conversation yet: a customer\'s first message opens one.'}</p>
               : (
                 <ul class='conversations' aria-label='Conversations'>
                   {conversations.data.map((conversation) => (
