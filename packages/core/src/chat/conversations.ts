@@ -10,7 +10,7 @@ import { notifyChange } from './changes.ts'
 import { notesRepository } from './notes.ts'
 import {
   conversations, messages,
-  type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
+  type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
 } from '../db/schema/index.ts'
 
 export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
@@ -92,8 +92,9 @@ interface OutboundMessageRecord {
   media?: ChatMessageMedia
   agentId?: string | null
   agentName?: string | null
+  /** A person's (`user`) pauses the conversation's assistant (README, The assistant). */
+  sender: MessageSender
   replyToId?: string | null
-  pausesAssistant?: boolean
   /** `delivered`: a sandbox number's, delivered as it is stored (README, Sandbox numbers). */
   status?: 'sent' | 'delivered'
 }
@@ -166,6 +167,7 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
   error: row.error_details as Message['error'],
   agentId: row.agent_id as string | null,
   agentName: row.agent_name as string | null,
+  sender: row.sender as Message['sender'],
   replyToId: row.reply_to_id as string | null,
   sentAt: row.sent_at === null ? null : new Date(row.sent_at as string),
   dispatchedAt: row.dispatched_at === null ? null : new Date(row.dispatched_at as string),
@@ -326,12 +328,12 @@ export function conversationsRepository (db: DbOrTx) {
      * already stored (the same node run again) stays as it is and is counted once; `created` says
      * whether this call stored it.
      */
-    async recordDraft (draft: { id?: string, conversationId: string, content: string, replyToId: string | null }): Promise<{ id: string, created: boolean }> {
+    async recordDraft (draft: { id?: string, conversationId: string, content: string, replyToId: string | null, sender: MessageSender }): Promise<{ id: string, created: boolean }> {
       const id = draft.id ?? createId()
       const [row] = await db.execute<{ created: number }>(sql`
         with draft as (
-          insert into messages (id, conversation_id, direction, type, content, status, agent_name, reply_to_id, created_at)
-          values (${id}, ${draft.conversationId}, 'outbound', 'text', ${storableText(draft.content)}, 'pending_approval', ${ASSISTANT_NAME}, ${draft.replyToId}, now())
+          insert into messages (id, conversation_id, direction, type, content, status, agent_name, sender, reply_to_id, created_at)
+          values (${id}, ${draft.conversationId}, 'outbound', 'text', ${storableText(draft.content)}, 'pending_approval', ${ASSISTANT_NAME}, ${jsonb(draft.sender)}, ${draft.replyToId}, now())
           on conflict (id) do nothing
           returning id
         ), counted as (
@@ -353,17 +355,17 @@ export function conversationsRepository (db: DbOrTx) {
       const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
         with conversation as (
           insert into conversations (id, phone_number_id, phone, last_message, last_message_at, assistant_paused)
-          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.pausesAssistant === true})
+          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.sender.type === 'user'})
           on conflict (phone_number_id, phone) do update
             set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at,
               assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
         )
-        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
+        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, status, agent_id, agent_name, sender, reply_to_id, sent_at, created_at)
         select ${createId()}, conversation.id, ${record.wamid}, 'outbound', ${record.type}, ${record.content},
           ${record.templateContent == null ? null : storableJson(record.templateContent)}::jsonb,
           ${record.media === undefined ? null : storableJson(record.media)}::jsonb, ${record.status ?? 'sent'},
-          ${record.agentId ?? null}, ${record.agentName ?? null}, ${record.replyToId ?? null}, ${now}, ${now}
+          ${record.agentId ?? null}, ${record.agentName ?? null}, ${jsonb(record.sender)}, ${record.replyToId ?? null}, ${now}, ${now}
         from conversation
         returning id, conversation_id, ${notifyChange('message.created', sql`${record.phoneNumberId}`, sql`conversation_id`, sql`id`)}`)
       return { conversationId: row.conversation_id, messageId: row.id }

@@ -18,3 +18,9 @@ export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
 
 /** What a broadcast's recipient shows: its send's status, then its message's (delivered, read, failed) once sent. */
 export const BROADCAST_COUNT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
+
+/**
+ * Who sent an outbound message (README, The team inbox: who sent a message): a person through the API, the
+ * assistant's turn, a workflow's run, a broadcast, or a consent keyword's confirmation.
+ */
+export const MESSAGE_SENDER_TYPES = ['user', 'assistant', 'workflow', 'broadcast', 'consent'] as const

@@ -1,6 +1,6 @@
 import { Type, type TString } from 'typebox'
 import { CONVERSATION_FILTERS, CONVERSATION_SORTS, NOTE_BOUNDS } from '@switchboard/core/chat'
-import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
+import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_SENDER_TYPES, MESSAGE_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const nullable = <T extends TString>(schema: T) => Type.Union([schema, Type.Null()])
@@ -24,6 +24,16 @@ export const ChatMessage = Type.Object({
   status: Type.Union([Type.Enum([...MESSAGE_STATUSES, ...DRAFT_STATUSES]), Type.Null()]),
   agentId: nullable(Type.String()),
   agentName: nullable(Type.String()),
+  /**
+   * Who sent an outbound message (README, The team inbox: who sent a message): `user` (id: the user's), `assistant` (the
+   * turn's), `workflow` (the workflow's, with `runId`), `broadcast` (the broadcast's), `consent` (`optOut` or `optIn`).
+   * Null on inbound messages and on outbound ones stored before it was recorded.
+   */
+  sender: Type.Union([Type.Object({
+    type: Type.Enum(MESSAGE_SENDER_TYPES),
+    id: Type.String(),
+    runId: Type.Optional(Type.String())
+  }), Type.Null()]),
   replyToId: nullable(Type.String()),
   /** Failed only: why the platform failed it. */
   error: Type.Union([Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), title: Type.String(), details: nullable(Type.String()) }), Type.Null()]),
