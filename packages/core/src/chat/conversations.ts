@@ -7,6 +7,7 @@ import { DomainError } from '../errors.ts'
 import { jsonb, textArray } from '../db/sql.ts'
 import { CHAT_MESSAGE_FAILED, CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, someoneListens } from '../events/outbox.ts'
 import { notifyChange } from './changes.ts'
+import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
 import {
   conversations, messages,
@@ -69,9 +70,6 @@ interface HandoffChange {
   /** The workflow's note: its id from the node's idempotency key, so that it is stored once. */
   note?: { id: string, runId: string, text: string, mentions: readonly string[] }
 }
-
-/** The most labels a conversation carries (the API's PATCH bound). */
-const MAX_LABELS = 50
 
 /**
  * What a change does to the assistant (README, The assistant): assigning a person pauses it for the
@@ -195,6 +193,12 @@ export function conversationsRepository (db: DbOrTx) {
     return byConversation
   }
 
+  async function get (id: string, phoneNumberId: string): Promise<Conversation | null> {
+    const [row] = await db.select().from(conversations)
+      .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
+    return row ?? null
+  }
+
   return {
     async list (phoneNumberId: string, query: ConversationsQuery): Promise<ConversationWithMessages[]> {
       const rows = await db.select({ ...getTableColumns(conversations), optedOut }).from(conversations)
@@ -213,17 +217,44 @@ export function conversationsRepository (db: DbOrTx) {
       return rows.map((row) => ({ ...row, messages: latest.get(row.id) ?? [] }))
     },
 
-    async get (id: string, phoneNumberId: string): Promise<Conversation | null> {
-      const [row] = await db.select().from(conversations)
-        .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
-      return row ?? null
-    },
+    get,
 
     async update (id: string, phoneNumberId: string, changes: ConversationChanges & { unreadCount?: number }): Promise<Conversation | null> {
       const [row] = await db.update(conversations).set({ ...changes, updatedAt: new Date() })
         .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId)))
         .returning({ ...getTableColumns(conversations), announced: notifyChange('conversation.updated', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`) })
       if (row === undefined) return null
+      const { announced, ...conversation } = row
+      return conversation
+    },
+
+    /**
+     * Adds `label` to the conversation's labels, at the end, in one statement: two people adding two labels at once
+     * both keep theirs. One it carries changes nothing; one beyond LABEL_BOUNDS.perRecord is refused. Null when the
+     * conversation is not the number's.
+     */
+    async addLabel (id: string, phoneNumberId: string, label: string): Promise<Conversation | null> {
+      const [row] = await db.update(conversations).set({ labels: sql`array_append(${conversations.labels}, ${label}::text)`, updatedAt: new Date() })
+        .where(and(
+          eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId),
+          sql`not ${conversations.labels} @> array[${label}]::text[]`, sql`cardinality(${conversations.labels}) < ${LABEL_BOUNDS.perRecord}`
+        ))
+        .returning({ ...getTableColumns(conversations), announced: notifyChange('conversation.updated', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`) })
+      if (row !== undefined) {
+        const { announced, ...conversation } = row
+        return conversation
+      }
+      const current = await get(id, phoneNumberId)
+      if (current === null || current.labels.includes(label)) return current
+      throw tooManyLabels('conversation')
+    },
+
+    /** Removes `label` from the conversation's labels in one statement; one it does not carry changes nothing. Null when the conversation is not the number's. */
+    async removeLabel (id: string, phoneNumberId: string, label: string): Promise<Conversation | null> {
+      const [row] = await db.update(conversations).set({ labels: sql`array_remove(${conversations.labels}, ${label}::text)`, updatedAt: new Date() })
+        .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId), sql`${conversations.labels} @> array[${label}]::text[]`))
+        .returning({ ...getTableColumns(conversations), announced: notifyChange('conversation.updated', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`) })
+      if (row === undefined) return get(id, phoneNumberId)
       const { announced, ...conversation } = row
       return conversation
     },
@@ -239,7 +270,7 @@ export function conversationsRepository (db: DbOrTx) {
           .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).for('update')
         if (current === undefined) return null
         const labels = [...new Set([...current.labels, ...change.labels])]
-        if (labels.length > MAX_LABELS) throw new DomainError('VALIDATION_ERROR', `labels: the conversation would carry ${labels.length} labels, at most ${MAX_LABELS}`)
+        if (labels.length > LABEL_BOUNDS.perRecord) throw new DomainError('VALIDATION_ERROR', `labels: the conversation would carry ${labels.length} labels, at most ${LABEL_BOUNDS.perRecord}`)
         const conversation = await conversationsRepository(tx).update(id, phoneNumberId, withAssistantPause({
           assignedAgentId: change.assignedAgentId,
           labels,

@@ -1,5 +1,5 @@
 import { Type, type TString } from 'typebox'
-import { CONVERSATION_FILTERS, CONVERSATION_SORTS, NOTE_BOUNDS } from '@switchboard/core/chat'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS, LABEL_BOUNDS, NOTE_BOUNDS } from '@switchboard/core/chat'
 import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_SENDER_TYPES, MESSAGE_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
@@ -69,15 +69,13 @@ export const ConversationWithMessages = Type.Object({
   messages: Type.Array(ChatMessage)
 })
 
-const LABEL_CHARS = 50
-
 export const ConversationsQuery = Type.Object({
   filter: Type.Optional(Type.Enum(CONVERSATION_FILTERS)),
   sort: Type.Optional(Type.Enum(CONVERSATION_SORTS)),
   /** `me` (the caller), `none` (nobody) or a user's id: whom the conversations are assigned to. */
   assigned: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   /** Conversations carrying this label. */
-  label: Type.Optional(Type.String({ minLength: 1, maxLength: LABEL_CHARS })),
+  label: Type.Optional(Type.String({ minLength: 1, maxLength: LABEL_BOUNDS.chars })),
   /** `me`: conversations with a note mentioning the caller. */
   mentions: Type.Optional(Type.Enum(['me'])),
   ...Pagination
@@ -87,7 +85,10 @@ export const UpdateConversationBody = Type.Object({
   isPinned: Type.Optional(Type.Boolean()),
   isArchived: Type.Optional(Type.Boolean()),
   priority: Type.Optional(Type.Enum(CONVERSATION_PRIORITIES)),
-  labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: LABEL_CHARS }), { maxItems: 50, errorMessage: `labels must be at most 50 labels of 1 to ${LABEL_CHARS} characters` })),
+  labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: LABEL_BOUNDS.chars }), {
+    maxItems: LABEL_BOUNDS.perRecord,
+    errorMessage: `labels must be at most ${LABEL_BOUNDS.perRecord} labels of 1 to ${LABEL_BOUNDS.chars} characters`
+  })),
   /** A user who can use the selected account (GET /api/chat/agents), or null: nobody. */
   assignedAgentId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()])),
   aiMode: Type.Optional(Type.Enum(AI_MODES))
