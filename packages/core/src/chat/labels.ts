@@ -13,7 +13,7 @@ export const tooManyLabels = (what: 'conversation' | 'contact'): DomainError =>
   new DomainError('VALIDATION_ERROR', `labels: the ${what} carries ${LABEL_BOUNDS.perRecord} labels, at most ${LABEL_BOUNDS.perRecord}: remove one first`)
 
 /** A label of a number, with how many of its conversations (archived ones too) and contacts carry it. */
-export interface LabelCount {
+interface LabelCount {
   name: string
   conversations: number
   contacts: number
