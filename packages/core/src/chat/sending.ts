@@ -12,6 +12,7 @@ import { platformDetails, platformFailure } from './platform-errors.ts'
 import { sandboxWamid } from './sandbox.ts'
 import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
+import type { MessageSender } from '../db/schema/index.ts'
 import {
   ChatPlatformError, interactiveMessage, mediaMessage, templateMessage, textMessage,
   type ChatClient, type SendOptions, type SendResult, type TemplateRecord
@@ -19,37 +20,33 @@ import {
 
 const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
 
-interface SendTextRequest {
-  to: string
-  text: string
+/** Who sends: what every send request carries. */
+interface SenderFields {
+  /** What the API's caller says of who sends (the assistant: its name), stored as given for the inbox. */
   agentId?: string
   agentName?: string
-  /** Our message id or the platform's wamid of the quoted message. */
-  replyToId?: string
   /**
-   * A person's reply (the API's sends): the conversation's assistant pauses until its aiMode is set again (README,
-   * Inbound messages), and a contact who opted out and wrote again may get it (README, Contacts and consent).
+   * Stored with the message. A person's (`user`, the API's sends): the conversation's assistant pauses until its
+   * aiMode is set again (README, Inbound messages), and a contact who opted out and wrote again may get it
+   * (README, Contacts and consent).
    */
-  pausesAssistant?: boolean
+  sender: MessageSender
 }
 
-interface SendTemplateRequest {
+interface SendTextRequest extends SenderFields {
+  to: string
+  text: string
+  /** Our message id or the platform's wamid of the quoted message. */
+  replyToId?: string
+}
+
+interface SendTemplateRequest extends SenderFields {
   to: string
   templateName: string
   lang?: string
   components?: unknown[]
   /** What the template said (body, footer, imageUrl), kept with the message for the inbox. */
   templateContent?: Record<string, unknown>
-  agentId?: string
-  agentName?: string
-  pausesAssistant?: boolean
-}
-
-/** Who sends, as the inbox shows it, and whether it pauses the assistant: what every send request may add. */
-interface SenderFields {
-  agentId?: string
-  agentName?: string
-  pausesAssistant?: boolean
 }
 
 /**
@@ -82,8 +79,8 @@ const platformComponents = (components: unknown[] | undefined): unknown[] | unde
 type SentStatus = 'sent' | 'delivered'
 const sentStatusOf = (account: UsableChatAccount): SentStatus => account.isSandbox ? 'delivered' : 'sent'
 
-/** A person's send through the API, or the service's own (workflows, the assistant). */
-const originOf = (request: { pausesAssistant?: boolean }): SendOrigin => request.pausesAssistant === true ? 'staff' : 'automation'
+/** A person's send through the API, or the service's own (workflows, the assistant, broadcasts). */
+const originOf = (request: { sender: MessageSender }): SendOrigin => request.sender.type === 'user' ? 'staff' : 'automation'
 
 /**
  * Sending through the platform with the customer service window checked
@@ -149,8 +146,8 @@ export function createChatService (options: ChatServiceOptions) {
       content: request.text,
       agentId: request.agentId,
       agentName: request.agentName,
-      replyToId,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender,
+      replyToId
     })
     return result
   }
@@ -168,7 +165,7 @@ export function createChatService (options: ChatServiceOptions) {
       templateContent: { ...request.templateContent, templateName: request.templateName, lang },
       agentId: request.agentId,
       agentName: request.agentName,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender
     })
     return result
   }
@@ -196,7 +193,7 @@ export function createChatService (options: ChatServiceOptions) {
       },
       agentId: request.agentId,
       agentName: request.agentName,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender
     })
   }
 
@@ -209,7 +206,7 @@ export function createChatService (options: ChatServiceOptions) {
       content: interactive.body,
       agentId: request.agentId,
       agentName: request.agentName,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender
     })
   }
 

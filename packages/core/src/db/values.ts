@@ -37,3 +37,9 @@ export const AUDIT_ACTIONS = [
 
 /** What an audited action is done to. */
 export const AUDIT_TARGET_TYPES = ['user', 'api_key', 'credential', 'workflow', 'subscription', 'broadcast'] as const
+
+/**
+ * Who sent an outbound message (README, The team inbox: who sent a message): a person through the API, the
+ * assistant's turn, a workflow's run, a broadcast, or a consent keyword's confirmation.
+ */
+export const MESSAGE_SENDER_TYPES = ['user', 'assistant', 'workflow', 'broadcast', 'consent'] as const
