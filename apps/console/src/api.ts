@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
+  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, LabelCount, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
   Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, CredentialChanges, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewCredential, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
@@ -201,6 +201,15 @@ export const api = {
   consentSettings: async (id: string) => call<ConsentSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/consent`),
   saveConsentSettings: async (id: string, input: ConsentSettingsInput) => call<ConsentSettings>('PUT', `/api/chat/accounts/${encodeURIComponent(id)}/consent`, { body: input }),
 
+  labels: async (accountId: string) => call<LabelCount[]>('GET', `/api/chat/labels${query({ limit: 500 })}`, { accountId }),
+  addConversationLabel: async (accountId: string, conversationId: string, label: string) =>
+    call<Conversation>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/labels`, { accountId, body: { label } }),
+  removeConversationLabel: async (accountId: string, conversationId: string, label: string) =>
+    call<Conversation>('DELETE', `/api/chat/conversations/${encodeURIComponent(conversationId)}/labels/${encodeURIComponent(label)}`, { accountId }),
+  addContactLabel: async (accountId: string, contactId: string, label: string) =>
+    call<Contact>('POST', `/api/chat/contacts/${encodeURIComponent(contactId)}/labels`, { accountId, body: { label } }),
+  removeContactLabel: async (accountId: string, contactId: string, label: string) =>
+    call<Contact>('DELETE', `/api/chat/contacts/${encodeURIComponent(contactId)}/labels/${encodeURIComponent(label)}`, { accountId }),
   contacts: async (accountId: string, filter: ContactFilter) => call<Contact[]>('GET', `/api/chat/contacts${query({ ...filter })}`, { accountId }),
   updateContact: async (accountId: string, id: string, changes: ContactChanges) => call<Contact>('PATCH', `/api/chat/contacts/${encodeURIComponent(id)}`, { accountId, body: changes }),
   importContacts: async (accountId: string, file: Blob) => call<ContactsImported>('POST', '/api/chat/contacts/import', { accountId, csv: file }, IMPORT_TIMEOUT_MS),

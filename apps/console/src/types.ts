@@ -24,6 +24,7 @@ import type { AssistantSettingsBody, AssistantSettingsView } from '../../api/src
 import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecipientSchema, CreateBroadcastBody } from '../../api/src/routes/api/chat/broadcasts/schemas.ts'
 import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
 import type { ConsentSettingsBody, ConsentSettingsView } from '../../api/src/routes/api/chat/consent/schemas.ts'
+import type { LabelCount as LabelCountSchema } from '../../api/src/routes/api/chat/labels/schemas.ts'
 import type { Contact as ContactSchema, ContactsImportResult, ContactsQuery, UpdateContactBody } from '../../api/src/routes/api/chat/contacts/schemas.ts'
 import type { SandboxInboundAccepted, SandboxInboundBody } from '../../api/src/routes/api/chat/sandbox/schemas.ts'
 import type {
@@ -64,6 +65,8 @@ export type Contact = Answer<typeof ContactSchema>
 export type ContactFilter = Query<typeof ContactsQuery>
 export type ContactChanges = Body<typeof UpdateContactBody>
 export type ContactsImported = Answer<typeof ContactsImportResult>
+/** A label of a number with how many of its conversations and contacts carry it (GET /api/chat/labels). */
+export type LabelCount = Answer<typeof LabelCountSchema>
 /** A number's opt-out and opt-in keywords and their confirmations (GET/PUT /api/chat/accounts/:id/consent). */
 export type ConsentSettings = Answer<typeof ConsentSettingsView>
 export type ConsentSettingsInput = Body<typeof ConsentSettingsBody>
@@ -211,7 +214,7 @@ export type TemplateMessage = Body<typeof SendTemplateBody>
  * A template as the api passes it through from the platform: the fields its schema names, and the
  * platform's own the console reads (apps/api/src/routes/api/chat/templates/schemas.ts lets them through).
  */
-export type Template = Answer<typeof Templates>[number] & { category?: string, components?: Array<{ type: string, text?: string }> }
+export type Template = Answer<typeof Templates>[number] & { category?: string, components?: Array<{ type: string, text?: string, buttons?: Array<{ type: string, text?: string }> }> }
 
 export type Broadcast = Answer<typeof BroadcastSchema>
 /** A broadcast's state: waiting for its send time, sending, paused, or ended (README, Broadcasts). */

@@ -67,6 +67,7 @@ export function Inbox () {
   const open = conversations.data?.find((conversation) => conversation.id === query.c)
   // Whether the account's assistant has a model: without one it is off, whatever each conversation's mode.
   const assistant = useData(async () => accountId === undefined ? undefined : api.assistantSettings(accountId), [accountId])
+  const labels = useData(async () => accountId === undefined ? [] : api.labels(accountId), [accountId, conversations.data])
   // Remembered for the next visit, and for the overview's count of drafts waiting.
   useEffect(() => { if (accountId !== undefined) chooseAccount(accountId) }, [accountId])
 
@@ -139,6 +140,7 @@ export function Inbox () {
                           {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}
                         </span>
                         <span class='last muted'>{conversation.lastMessage ?? ''}</span>
+                        {conversation.labels.length > 0 && <span class='tags'>{conversation.labels.map((label) => <span key={label} class='tag'>{label}</span>)}</span>}
                         {conversation.assignedAgentId !== null && <span class='assignee muted small'>Assigned to {nameOf(agents.data, conversation.assignedAgentId)}</span>}
                         <span class='when muted small'>{ago(conversation.lastMessageAt)}</span>
                       </a>
@@ -155,7 +157,7 @@ export function Inbox () {
                 <a class='back-link' href={`${paths.inbox}?${new URLSearchParams({ ...query, c: '' }).toString()}`}>← All conversations</a>
                 <ConversationView
                   key={open.id} accountId={accountId} conversation={open} model={assistant.data?.effectiveModel} agents={agents.data} replies={replies.data ?? []}
-                  version={live.version} refreshMs={refreshMs} onChanged={() => { conversations.reload() }}
+                  version={live.version} refreshMs={refreshMs} knownLabels={(labels.data ?? []).map((label) => label.name)} onChanged={() => { conversations.reload() }}
                 />
               </>
               )
