@@ -148,7 +148,7 @@ function AccountField ({ choices, value, onChange }: { choices: AccountChoice[],
 /** A message as the customer reads it: the template's parts with its values filled. */
 function TemplateBubble ({ preview }: { preview: TemplatePreview }) {
   return (
-    <div class='message outbound template-preview' aria-label='The message as the customer reads it'>
+    <div class='template-preview' aria-label='The message as the customer reads it'>
       {preview.header !== undefined && <strong class='template-header'>{preview.header}</strong>}
       <p class='template-body'>{preview.body}</p>
       {preview.footer !== undefined && <p class='small muted'>{preview.footer}</p>}
@@ -170,9 +170,8 @@ interface ReviewProps {
   audience: { numbers: number } | { label: string }
   rate: number
   sendAt: string
-  sending: boolean
-  error: Error | undefined
-  onConfirm: () => void
+  /** Creates the broadcast; its refusal shows here, where it was confirmed. */
+  onConfirm: () => Promise<void>
   onChange: () => void
 }
 
@@ -180,7 +179,8 @@ interface ReviewProps {
  * What a broadcast will send, to how many, confirmed before anything is sent: a label's contacts are
  * counted by the api (GET /api/chat/labels); those who opted out are skipped when it sends.
  */
-function BroadcastReview ({ accountId, template, values, audience, rate, sendAt, sending, error, onConfirm, onChange }: ReviewProps) {
+function BroadcastReview ({ accountId, template, values, audience, rate, sendAt, onConfirm, onChange }: ReviewProps) {
+  const send = useAction(onConfirm)
   const labels = useData(async () => 'label' in audience ? await api.labels(accountId) : undefined, [accountId, 'label' in audience])
   const count = 'numbers' in audience ? audience.numbers : labels.data?.find((label) => label.name === audience.label)?.contacts ?? (labels.data === undefined ? undefined : 0)
   const who = 'numbers' in audience ? `${audience.numbers} ${audience.numbers === 1 ? 'number' : 'numbers'}` : `${count ?? '…'} ${count === 1 ? 'contact' : 'contacts'} labelled ${audience.label}`
@@ -194,10 +194,10 @@ function BroadcastReview ({ accountId, template, values, audience, rate, sendAt,
       </p>
       {count === 0 && <p class='notice error' role='alert'>No contact carries this label: nobody would get it.</p>}
       <TemplateBubble preview={templatePreview(template, values)} />
-      <ErrorNotice error={error} />
+      <ErrorNotice error={send.error} />
       <div class='row'>
-        <button type='button' class='primary' disabled={sending || count === undefined || count === 0} onClick={onConfirm}>{sending ? 'Creating…' : `Send to ${who}`}</button>
-        <button type='button' disabled={sending} onClick={onChange}>Change</button>
+        <button type='button' class='primary' disabled={send.busy || count === undefined || count === 0} onClick={() => { send.run() }}>{send.busy ? 'Creating…' : `Send to ${who}`}</button>
+        <button type='button' disabled={send.busy} onClick={onChange}>Change</button>
       </div>
     </section>
   )
@@ -236,7 +236,7 @@ export function NewBroadcast () {
     if (audience === 'label' && label.trim() === '') throw new Error('Name the label whose contacts get it')
     setReviewing(true)
   })
-  const create = useAction(async () => {
+  const create = async (): Promise<void> => {
     if (accountId === undefined || template === undefined) return
     const components = count === 0 ? undefined : [{ type: 'body', parameters: Array.from({ length: count }, (_, i) => ({ type: 'text', text: values[i] ?? '' })) }]
     const input: BroadcastInput = {
@@ -255,7 +255,7 @@ export function NewBroadcast () {
     } catch (err) {
       throw withLine(err, listed)
     }
-  })
+  }
 
   return (
     <section>
@@ -325,8 +325,7 @@ export function NewBroadcast () {
       {reviewing && template !== undefined && accountId !== undefined && (
         <BroadcastReview
           accountId={accountId} template={template} values={values} audience={audience === 'numbers' ? { numbers: listed.length } : { label: label.trim() }}
-          rate={rate.trim() === '' ? DEFAULT_RATE : Number(rate)} sendAt={sendAt} sending={create.busy} error={create.error}
-          onConfirm={() => { create.run() }} onChange={() => { setReviewing(false) }}
+          rate={rate.trim() === '' ? DEFAULT_RATE : Number(rate)} sendAt={sendAt} onConfirm={create} onChange={() => { setReviewing(false) }}
         />
       )}
     </section>
