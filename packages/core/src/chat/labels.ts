@@ -27,7 +27,7 @@ export function labelsRepository (db: DbOrTx) {
   return {
     /** By name, paged like every list. */
     async list (phoneNumberId: string, page: { limit: number, offset: number }): Promise<LabelCount[]> {
-      return db.execute<LabelCount>(sql`
+      return db.execute<{ name: string, conversations: number, contacts: number }>(sql`
         select l.name, count(*) filter (where l.source = 'conversation')::int as conversations,
           count(*) filter (where l.source = 'contact')::int as contacts
         from (
