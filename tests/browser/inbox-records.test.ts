@@ -3,7 +3,8 @@
 /**
  * What the inbox records about a conversation, in a real browser (Debian's Chromium, driven by
  * playwright-core) against real api and worker processes and the fake chat platform: who sent each
- * message (a workflow, with a link to its run; a person, by their email), labels added and removed on
+ * message (a workflow, with a link to its run; a person, by their email), a template as the customer
+ * read it, labels added and removed on
  * the conversation and shown in the list, the contact beside the thread with its consent and labels,
  * and a broadcast to a label confirmed after seeing how many contacts carry it. Its pages are
  * photographed into tests/browser/screenshots/inbox-records/.
@@ -67,6 +68,17 @@ t.test('a workflow\'s answer says it came from a workflow and links to its run; 
   t.equal(await reply.locator('.sender').getAttribute('data-sender'), 'user')
   t.match(await reply.locator('.sender').innerText(), TEST_ADMIN.email)
   await shot('01-senders')
+})
+
+t.test('a template a workflow sent shows as the customer read it: the template\'s text with its values', async (t) => {
+  const run = await client.runWorkflow(token, {
+    nodes: [{ id: 'notice', type: 'send_chat_template', config: { phone: RITA, templateName: 'order_update', lang: 'en_US', components: [{ type: 'body', parameters: [{ type: 'text', text: 'Rita' }, { type: 'text', text: 'A-12' }] }] } }]
+  }, {}, { timeoutMs: 20_000 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  const sent = page.locator('.message.outbound', { hasText: 'Good news Rita! Order A-12 has shipped.' })
+  await sent.waitFor()
+  t.equal(await sent.locator('.sender').getAttribute('data-sender'), 'workflow')
+  t.equal(await page.locator('.message', { hasText: '[template]' }).count(), 0, 'never its name in brackets')
 })
 
 t.test('labels: added to the conversation and shown in the list, removed with their ×; the contact beside the thread', async (t) => {

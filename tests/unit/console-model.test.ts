@@ -2,6 +2,7 @@ import t from 'tap'
 import { firstLine } from '../../apps/console/src/format.ts'
 import { inChildRunsOf, inChildRunsText, nodeErrorsOf } from '../../apps/console/src/graph.ts'
 import { startingConfig } from '../../apps/console/src/nodes.ts'
+import { placeholderCount, templatePreview } from '../../apps/console/src/template-preview.ts'
 import { attributesOf, attributesText, labelsOf } from '../../apps/console/src/contact-form.ts'
 import { groupRuns, runKind } from '../../apps/console/src/run-list.ts'
 import type { NodeTypeInfo, RunLog } from '../../apps/console/src/types.ts'
@@ -110,4 +111,15 @@ t.test('a contact\'s labels and attributes as typed in its form', async (t) => {
   t.same(labelsOf(' vip, newsletter,,vip , '), ['vip', 'newsletter'], 'trimmed, empty ones and repeats dropped')
   t.same(attributesOf('plan = gold\n\ncity=Lisbon = centre\nflag'), { plan: 'gold', city: 'Lisbon = centre', flag: '' }, 'split at the first =; a bare name is an empty value')
   t.same(attributesOf(attributesText({ plan: 'gold', city: 'Lisbon' })), { plan: 'gold', city: 'Lisbon' }, 'what the form shows reads back the same')
+})
+
+t.test('a template as the customer reads it: its body\'s {{n}} filled, an empty value kept as {{n}}', async (t) => {
+  const template = {
+    id: '1', name: 'order_update', language: 'en_US', status: 'APPROVED',
+    components: [{ type: 'HEADER', text: 'Shipping' }, { type: 'BODY', text: 'Hi {{1}}, order {{2}} left; {{1}}, thanks!' }, { type: 'FOOTER', text: 'Ana’s shop' }, { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Track' }] }]
+  }
+  t.equal(placeholderCount(template), 2, 'each placeholder once')
+  t.same(templatePreview(template, ['Rita', 'A-12']), { header: 'Shipping', body: 'Hi Rita, order A-12 left; Rita, thanks!', footer: 'Ana’s shop', buttons: ['Track'] })
+  t.equal(templatePreview(template, ['Rita']).body, 'Hi Rita, order {{2}} left; Rita, thanks!')
+  t.equal(placeholderCount(undefined), 0)
 })

@@ -9,7 +9,8 @@ import { useAction, useData, usePageVisible } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import { chosenAccount } from '../session.ts'
 import type { Broadcast, BroadcastInput, BroadcastStatus, RecipientStatus, Template } from '../types.ts'
-import { placeholderCount, templatePreview, type TemplatePreview } from '../template-preview.ts'
+import { placeholderCount, templatePreview } from '../template-preview.ts'
+import { TemplateText } from '../components/template-text.tsx'
 
 const PAGE = 50
 /** A broadcast is read again this often while it is scheduled or sending and the page is visible. */
@@ -145,18 +146,6 @@ function AccountField ({ choices, value, onChange }: { choices: AccountChoice[],
   )
 }
 
-/** A message as the customer reads it: the template's parts with its values filled. */
-function TemplateBubble ({ preview }: { preview: TemplatePreview }) {
-  return (
-    <div class='template-preview' aria-label='The message as the customer reads it'>
-      {preview.header !== undefined && <strong class='template-header'>{preview.header}</strong>}
-      <p class='template-body'>{preview.body}</p>
-      {preview.footer !== undefined && <p class='small muted'>{preview.footer}</p>}
-      {preview.buttons.length > 0 && <div class='row'>{preview.buttons.map((button) => <span key={button} class='tag'>{button}</span>)}</div>}
-    </div>
-  )
-}
-
 /** How long a broadcast of `count` takes at `rate` a second, roughly, as people say it. */
 const durationOf = (count: number, rate: number): string => {
   const seconds = Math.ceil(count / Math.max(1, rate))
@@ -193,7 +182,7 @@ function BroadcastReview ({ accountId, template, values, audience, rate, sendAt,
         {'label' in audience && ' Contacts who opted out are skipped.'}
       </p>
       {count === 0 && <p class='notice error' role='alert'>No contact carries this label: nobody would get it.</p>}
-      <TemplateBubble preview={templatePreview(template, values)} />
+      <div class='template-preview' aria-label='The message as the customer reads it'><TemplateText preview={templatePreview(template, values)} /></div>
       <ErrorNotice error={send.error} />
       <div class='row'>
         <button type='button' class='primary' disabled={send.busy || count === undefined || count === 0} onClick={() => { send.run() }}>{send.busy ? 'Creating…' : `Send to ${who}`}</button>

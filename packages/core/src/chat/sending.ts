@@ -75,6 +75,20 @@ interface ChatServiceOptions {
 const platformComponents = (components: unknown[] | undefined): unknown[] | undefined => components?.map((component) =>
   (component as { type?: unknown })?.type === 'buttons' ? { ...(component as object), type: 'button' } : component)
 
+/**
+ * The texts of a template send's body parameters, in order, kept with its message: the inbox fills
+ * the template's `{{n}}` with them (apps/console/src/template-preview.ts), the platform's list of
+ * templates giving the text, so that the thread shows what the customer read.
+ */
+function bodyParametersOf (components: unknown[] | undefined): string[] | undefined {
+  const body = components?.find((component) => String((component as { type?: unknown } | null)?.type).toLowerCase() === 'body') as { parameters?: unknown } | undefined
+  if (!Array.isArray(body?.parameters)) return undefined
+  return body.parameters.map((parameter) => {
+    const text = (parameter as { text?: unknown } | null)?.text
+    return typeof text === 'string' ? text : ''
+  })
+}
+
 /** Where a send leaves its message: a sandbox number's is delivered at once, the platform says so of a real one's later. */
 type SentStatus = 'sent' | 'delivered'
 const sentStatusOf = (account: UsableChatAccount): SentStatus => account.isSandbox ? 'delivered' : 'sent'
@@ -157,12 +171,13 @@ export function createChatService (options: ChatServiceOptions) {
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
     const result = await callPlatform(account, templateMessage(phone, request.templateName, lang, platformComponents(request.components)), options, originOf(request))
     const body = request.templateContent?.body
+    const bodyParameters = bodyParametersOf(request.components)
     await store(account, {
       phone,
       wamid: result.messages?.[0]?.id ?? null,
       type: 'template',
       content: typeof body === 'string' && body !== '' ? body : `[template] ${request.templateName}`,
-      templateContent: { ...request.templateContent, templateName: request.templateName, lang },
+      templateContent: { ...request.templateContent, templateName: request.templateName, lang, ...(bodyParameters !== undefined && { bodyParameters }) },
       agentId: request.agentId,
       agentName: request.agentName,
       sender: request.sender

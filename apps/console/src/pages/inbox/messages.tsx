@@ -2,9 +2,11 @@ import { useEffect, useState } from 'preact/hooks'
 import { api } from '../../api.ts'
 import { ErrorNotice, FailureReason, StatusTicks } from '../../components/ui.tsx'
 import { clock, dateTime } from '../../format.ts'
-import { useAction } from '../../hooks.ts'
+import { useAction, useData } from '../../hooks.ts'
 import { paths } from '../../paths.ts'
-import type { Agent, ChatMessage, ConversationNote, DraftStatus, MessageStatus } from '../../types.ts'
+import { templatePreview, type TemplatePreview } from '../../template-preview.ts'
+import type { Agent, ChatMessage, ConversationNote, DraftStatus, MessageStatus, Template } from '../../types.ts'
+import { TemplateText } from '../../components/template-text.tsx'
 
 /** What a draft the assistant wrote says beside it, by its status: staff decide the pending ones. */
 const DRAFT_LABELS: Record<DraftStatus, string> = {
@@ -143,13 +145,16 @@ function thread (messages: ChatMessage[], notes: ConversationNote[]): Array<{ me
 }
 
 export function Messages ({ accountId, conversationId, messages, notes, agents, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], notes: ConversationNote[], agents: Agent[] | undefined, onDecided: () => void }) {
+  // The platform's templates, read only when the thread holds a template message to show as it was read.
+  const withTemplates = messages.some((message) => message.type === 'template')
+  const templates = useData(async () => withTemplates ? await api.templates(accountId) : undefined, [accountId, withTemplates])
   return (
     <ol class='messages' aria-label='Messages and notes, oldest first'>
       {thread(messages, notes).map((entry) => 'note' in entry
         ? <Note key={entry.note.id} note={entry.note} />
         : isDraft(entry.message)
           ? <Draft key={entry.message.id} accountId={accountId} conversationId={conversationId} message={entry.message} onDecided={onDecided} />
-          : <Message key={entry.message.id} accountId={accountId} message={entry.message} agents={agents} />)}
+          : <Message key={entry.message.id} accountId={accountId} message={entry.message} agents={agents} templates={templates.data} />)}
     </ol>
   )
 }
@@ -179,12 +184,30 @@ function SenderLine ({ message, agents }: { message: ChatMessage, agents: Agent[
   )
 }
 
-function Message ({ accountId, message, agents }: { accountId: string, message: ChatMessage, agents: Agent[] | undefined }) {
+/**
+ * A template message as the customer read it: the template's text (the platform's list) with the
+ * body's parameters the send kept; undefined when the send kept its own text, or the template is
+ * not listed (deleted since, or the number has no business account to list them from).
+ */
+function readTemplate (message: ChatMessage, templates: Template[] | undefined): TemplatePreview | undefined {
+  const kept = message.templateContent
+  if (message.type !== 'template' || kept === null || typeof kept.body === 'string') return undefined
+  const template = templates?.find((candidate) => candidate.name === kept.templateName && candidate.language === kept.lang)
+  const parameters = Array.isArray(kept.bodyParameters) ? kept.bodyParameters.map(String) : []
+  return template === undefined ? undefined : templatePreview(template, parameters)
+}
+
+function Message ({ accountId, message, agents, templates }: { accountId: string, message: ChatMessage, agents: Agent[] | undefined, templates: Template[] | undefined }) {
   const outbound = message.direction === 'outbound'
+  const template = readTemplate(message, templates)
   return (
     <li class={`message ${message.direction}`} data-direction={message.direction}>
       <span class='visually-hidden'>{outbound ? `Sent by ${senderText(message, agents)}: ` : 'Customer: '}</span>
-      <div class='bubble'>{message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}</div>
+      <div class='bubble'>
+        {template !== undefined
+          ? <TemplateText preview={template} />
+          : message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}
+      </div>
       <div class='meta'>
         {outbound && <SenderLine message={message} agents={agents} />}
         <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
