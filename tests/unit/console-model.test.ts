@@ -115,7 +115,10 @@ t.test('a contact\'s labels and attributes as typed in its form', async (t) => {
 
 t.test('a template as the customer reads it: its body\'s {{n}} filled, an empty value kept as {{n}}', async (t) => {
   const template = {
-    id: '1', name: 'order_update', language: 'en_US', status: 'APPROVED',
+    id: '1',
+    name: 'order_update',
+    language: 'en_US',
+    status: 'APPROVED',
     components: [{ type: 'HEADER', text: 'Shipping' }, { type: 'BODY', text: 'Hi {{1}}, order {{2}} left; {{1}}, thanks!' }, { type: 'FOOTER', text: 'Ana’s shop' }, { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Track' }] }]
   }
   t.equal(placeholderCount(template), 2, 'each placeholder once')
