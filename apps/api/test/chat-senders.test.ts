@@ -54,11 +54,14 @@ t.test('a person\'s sends carry their user; the customer\'s message carries no s
     ['interactive', { to: phone, type: 'button', body: 'By buttons', buttons: [{ id: 'a', title: 'A' }] }]
   ] as const
   for (const [kind, payload] of sends) await call('POST', `/api/chat/send/${kind}`, payload)
+  const key = await call('POST', '/api/auth/api-keys', { name: 'inbox bot', scopes: ['chat:write'] })
+  const byKey = await request({ method: 'POST', url: '/api/chat/send/text', headers: { authorization: `Bearer ${key.key}` }, payload: { to: phone, text: 'By API key' } })
+  t.equal(byKey.statusCode, 200, byKey.body)
 
   const byMember = { type: 'user', id: member.id }
   const conversation = await conversationOf(phone)
   const messages = await messagesOf(conversation.id)
-  for (const content of ['By text', 'By template', 'By image', 'By buttons']) {
+  for (const content of ['By text', 'By template', 'By image', 'By buttons', 'By API key']) {
     t.same(messages.find((m) => m.content === content)?.sender, byMember, `${content}: the member`)
   }
   t.same(conversation.messages.find((m) => m.content === 'By text')?.sender, byMember, 'the conversation list\'s messages carry it too')
@@ -81,7 +84,7 @@ t.test('every chat node of a workflow sends as the workflow, with its run', asyn
       { id: 'buttons', type: 'send_chat_interactive', config: { phone, type: 'button', body: 'Pick one', buttons: [{ id: 'a', title: 'A' }] } },
       { id: 'reply', type: 'ai_reply', config: { phone, mode: 'send' } },
       { id: 'draft', type: 'ai_reply', config: { phone, mode: 'draft' } },
-      { id: 'question', type: 'ask', config: { text: 'Which size?' } }
+      { id: 'question', type: 'ask', config: { text: 'Which size?', expect: 'number', invalidReply: 'A number, please.' } }
     ]
   })
   const customer = newCustomer()
@@ -97,6 +100,9 @@ t.test('every chat node of a workflow sends as the workflow, with its run', asyn
     t.same(messages.find((m) => m.wamid === wamid)?.sender, byRun, `${node}: the workflow and its run`)
   }
   t.same(messages.find((m) => m.content === 'Which size?')?.sender, byRun, 'ask: the workflow and its run')
+  await receive([{ from: customer, text: 'large' }])
+  const answered = await messagesOnce(conversation.id, (m) => m.content === 'A number, please.', 'the ask\'s invalid reply')
+  t.same(answered.find((m) => m.content === 'A number, please.')?.sender, byRun, 'ask\'s invalid reply: the workflow and its run')
 
   const draftId = (run.result.draft as { draftId: string }).draftId
   const drafts: Message[] = await call('GET', `/api/chat/conversations/${conversation.id}/drafts`)
