@@ -18,3 +18,10 @@ export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
 
 /** What a broadcast's recipient shows: its send's status, then its message's (delivered, read, failed) once sent. */
 export const BROADCAST_COUNT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
+
+/** A template's categories, as the platform names them (README, Chat: templates). */
+export const TEMPLATE_CATEGORIES = ['MARKETING', 'UTILITY', 'AUTHENTICATION'] as const
+/** A stored template's statuses (README, Chat: templates): the platform's review and what it did since. */
+export const TEMPLATE_STATUSES = ['PENDING', 'APPROVED', 'REJECTED', 'PAUSED', 'DISABLED'] as const
+/** The platform's quality score of a template (its `message_template_quality_update` webhook). */
+export const TEMPLATE_QUALITIES = ['GREEN', 'YELLOW', 'RED', 'UNKNOWN'] as const
