@@ -77,10 +77,11 @@ function variableCount (value: string, field: string): number {
   return numbers.size
 }
 
+const valuesOf = (count: number): string => count === 1 ? '1 value' : `${count} values`
+
 /** An example of `count` values: `values` must give exactly one for each variable. */
 function exampleValues (values: unknown, field: string, count: number): void {
-  const one = count === 1 ? 'value' : 'values'
-  if (!Array.isArray(values) || values.length !== count) throw invalid(`${field} must give ${count} ${one}, one per variable`)
+  if (!Array.isArray(values) || values.length !== count) throw invalid(`${field} must give ${valuesOf(count)}, one per variable`)
   values.forEach((value, i) => { text(value, `${field}[${i}]`, TEMPLATE_LIMITS.exampleValue) })
 }
 
@@ -96,7 +97,10 @@ function checkHeader (component: Record<string, unknown>, field: string): void {
   }
   if (component.text !== undefined) throw invalid(`${field}.text is only for format TEXT`)
   // A media header is reviewed on a sample the business uploaded first (the platform's upload handle).
-  if (format !== 'LOCATION') exampleValues(example.header_handle, `${field}.example.header_handle`, 1)
+  const handles = example.header_handle
+  if (format !== 'LOCATION' && (!Array.isArray(handles) || handles.length !== 1 || !isText(handles[0], TEMPLATE_LIMITS.exampleValue))) {
+    throw invalid(`${field}.example.header_handle must hold the upload handle of a sample ${format.toLowerCase()}`)
+  }
 }
 
 function checkBody (component: Record<string, unknown>, field: string): void {
@@ -104,7 +108,7 @@ function checkBody (component: Record<string, unknown>, field: string): void {
   const example = isRecord(component.example) ? component.example : {}
   if (count === 0 && example.body_text === undefined) return
   const rows = example.body_text
-  if (!Array.isArray(rows) || rows.length !== 1) throw invalid(`${field}.example.body_text must be one list of ${count} values, one per variable`)
+  if (!Array.isArray(rows) || rows.length !== 1) throw invalid(`${field}.example.body_text must be one list of ${valuesOf(count)}, one per variable`)
   exampleValues(rows[0], `${field}.example.body_text[0]`, count)
 }
 
