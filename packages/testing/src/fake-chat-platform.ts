@@ -131,7 +131,7 @@ type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'pairInterval
 
 export const FAKE_ACCESS_TOKEN = 'fake-platform-token'
 /** The business account of `fakeChatEnv`'s default account. */
-export const FAKE_BUSINESS_ACCOUNT_ID = '102290129340398'
+const FAKE_BUSINESS_ACCOUNT_ID = '102290129340398'
 
 /**
  * The settings that point the service's default chat account at a fake platform: its number,
@@ -414,7 +414,6 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       return { data, paging }
     })
 
-
   // A template submitted for review: PENDING until `reviewTemplate` says otherwise. Names are unique per language.
   server.post<{ Params: { businessAccountId: string }, Body: Record<string, any> }>(`/${API_VERSION}/:businessAccountId/message_templates`, async (request, reply) => {
     const { name, language, category, components } = request.body ?? {}
@@ -589,7 +588,7 @@ export function statusesDelivery (phoneNumberId: string, specs: StatusSpec[]): R
 }
 
 /** The platform's `message_template_status_update` delivery: `message_template_id` is a number, as the platform sends it. */
-export function templateStatusDelivery (businessAccountId: string, spec: TemplateStatusSpec & { id: string, category?: string }): Record<string, unknown> {
+function templateStatusDelivery (businessAccountId: string, spec: TemplateStatusSpec & { id: string, category?: string }): Record<string, unknown> {
   return templateDelivery(businessAccountId, 'message_template_status_update', {
     event: spec.event,
     message_template_id: Number(spec.id),
@@ -602,7 +601,7 @@ export function templateStatusDelivery (businessAccountId: string, spec: Templat
 }
 
 /** The platform's `message_template_quality_update` delivery. */
-export function templateQualityDelivery (businessAccountId: string, spec: TemplateQualitySpec & { id: string }): Record<string, unknown> {
+function templateQualityDelivery (businessAccountId: string, spec: TemplateQualitySpec & { id: string }): Record<string, unknown> {
   return templateDelivery(businessAccountId, 'message_template_quality_update', {
     previous_quality_score: spec.previous ?? 'UNKNOWN',
     new_quality_score: spec.quality,
