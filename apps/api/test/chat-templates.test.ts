@@ -126,7 +126,7 @@ t.test('a status webhook for a template not made here is ignored and logged', as
   t.equal((await stored(adminToken)).length, rowsBefore, 'no row made')
   t.same(await templateEvents('made_in_the_platform_ui'), [], 'no event')
   const line = workerLines.slice(logged).map((text) => JSON.parse(text)).find((entry) => entry.msg === 'chat template update for a template not made here ignored')
-  t.match(line, { level: 30, field: 'message_template_status_update', event: 'REJECTED', businessAccountId: DEFAULT_BUSINESS_ACCOUNT_ID, name: 'made_in_the_platform_ui', language: 'es' })
+  t.match(line, { level: 30, field: 'message_template_status_update', event: 'REJECTED', businessAccountId: DEFAULT_BUSINESS_ACCOUNT_ID, templateName: 'made_in_the_platform_ui', language: 'es' })
 })
 
 t.test('sending a template that is not approved answers the spec\'s 500, with the stored status', async (t) => {

@@ -132,7 +132,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
       if (update.eventIds.length > 0) await dispatchEvents(update.eventIds)
     } else if (update.outcome !== 'unchanged') {
       summary.ignored++
-      const template = { businessAccountId, name: value.message_template_name, language: value.message_template_language }
+      // `templateName`: a log line's `name` is its logger's.
+      const template = { businessAccountId, templateName: value.message_template_name, language: value.message_template_language }
       logger.info({ field, event: value.event, ...template }, update.outcome === 'unknown'
         ? 'chat template update for a template not made here ignored'
         : 'chat template update that changes no stored status ignored')

@@ -31,7 +31,7 @@ export const StoredTemplate = Type.Object({
 
 /** Without `status`, the live list of approved templates (the spec's); with it, the stored ones, paged by `limit` and `offset`. */
 export const TemplatesQuery = Type.Object({
-  status: Type.Optional(Type.Enum(['all', ...TEMPLATE_STATUSES])),
+  status: Type.Optional(Type.Enum(['all', ...TEMPLATE_STATUSES] as const)),
   ...Pagination
 })
 
