@@ -20,7 +20,7 @@ interface StoredTemplate {
   id: string
   name: string
   language: string
-  category: string
+  category: typeof TEMPLATE_CATEGORIES[number]
   components: unknown[]
   status: TemplateStatus
   reason: string | null
