@@ -40,6 +40,8 @@ export const TemplatesAnswer = Type.Union([Templates, Type.Array(StoredTemplate)
 export const TemplateNameParams = Type.Object({ name: Type.String() })
 
 const ExampleValue = Type.String({ maxLength: LIMITS.exampleValue })
+// On each branch: a union's own message is never the first error the validator reports.
+const BUTTON_EXAMPLE = 'buttons[].example must be the code of a COPY_CODE button, or [the URL filled in] of a URL button'
 
 /**
  * The shape and the sizes the platform's rules allow at most, so that nothing larger is read;
@@ -50,9 +52,10 @@ const Button = Type.Object({
   text: Type.Optional(Type.String({ maxLength: LIMITS.buttonText })),
   url: Type.Optional(Type.String({ maxLength: LIMITS.url })),
   phone_number: Type.Optional(Type.String({ maxLength: LIMITS.phoneNumber })),
-  example: Type.Optional(Type.Union([ExampleValue, Type.Array(ExampleValue, { maxItems: 1 })], {
-    errorMessage: 'buttons[].example must be the code of a COPY_CODE button, or [the URL filled in] of a URL button'
-  }))
+  example: Type.Optional(Type.Union([
+    Type.String({ maxLength: LIMITS.exampleValue, errorMessage: BUTTON_EXAMPLE }),
+    Type.Array(ExampleValue, { maxItems: 1, errorMessage: BUTTON_EXAMPLE })
+  ]))
 }, { additionalProperties: false })
 
 const Component = Type.Object({
