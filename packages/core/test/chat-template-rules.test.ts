@@ -96,7 +96,7 @@ t.test('hostile sizes are refused at once, reading no more than the rule needs',
   t.equal(refusal(template([body('Hi {{1}} {{2}}', { body_text: [Array.from({ length: 1000 }, (_, i) => `v${i}`)] })])),
     'components[0].example.body_text[0] must give 2 values, one per variable', '1,000 example values for 2 variables')
   const sixtyKiB = Array.from({ length: 1000 }, () => body('x'.repeat(60)))
-  t.ok(JSON.stringify(sixtyKiB).length >= 60 * 1024)
+  t.ok(JSON.stringify(sixtyKiB).length >= 60 * 1024, 'the list is 60 KiB')
   t.equal(refusal(template(sixtyKiB)), 'components[1] repeats BODY: a template has at most one HEADER, BODY, FOOTER, BUTTONS each', 'a 60 KiB component list')
   t.equal(refusal(template([body(`${'{{'.repeat(500)}}}`)])), 'components[0].text has {{}}: variables are numbered {{1}}, {{2}}, …', '500 opening braces are read once')
   t.equal(refusal(template([body(`${'{{x'.repeat(300)}}}`)])), 'components[0].text has {{x}}: variables are numbered {{1}}, {{2}}, …', 'unclosed braces are read once')
