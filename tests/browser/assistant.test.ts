@@ -187,6 +187,8 @@ t.test('the aiMode switch: AUTO, paused by a staff reply, resumed by choosing a 
   await paused.waitFor()
   t.equal(await paused.textContent(), 'Paused after a staff reply or an assignment — choose a mode to resume')
   t.equal((await conversation()).assistantPaused, true)
+  t.equal(await modes.getByRole('button', { pressed: true }).count(), 0, 'no mode shows as on while paused')
+  t.match(await page.locator('#assistant-paused-badge').textContent(), /^Paused \(AUTO when resumed\)$/)
   await shot('05-inbox-paused')
 
   await modes.getByRole('button', { name: 'HYBRID' }).click()

@@ -584,7 +584,7 @@ t.test('admin: create and delete a user; link, verify and delete a chat account'
   // Two accounts to choose from now: the inbox offers the switcher, and each account has its own conversations.
   await page.getByRole('link', { name: 'Inbox' }).click()
   await page.getByLabel('Chat account').selectOption({ label: 'Support line' })
-  await page.getByText('No conversation here yet.').waitFor()
+  await page.getByText('No conversation yet: a customer\'s first message opens one.').waitFor()
   await page.getByLabel('Chat account').selectOption({ label: 'Default account (installation)' })
   await page.locator(`a[data-conversation="${CUSTOMER}"]`).waitFor()
   await page.getByRole('link', { name: 'Admin' }).click()

@@ -61,7 +61,7 @@ t.test('the inbox is live: a customer\'s conversation appears without a reload',
   await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor()
   await page.locator('#inbox-live').waitFor()
   t.equal(await page.locator('#inbox-live').textContent(), 'Live')
-  await page.getByText('No conversation here yet.').waitFor()
+  await page.getByText('No conversation yet: a customer\'s first message opens one.').waitFor()
 
   const started = Date.now()
   await say(LENA, 'Lena', 'When are you open?')
@@ -112,6 +112,9 @@ t.test('the Assigned to me and label filters', async (t) => {
   await waitFor(async () => (await shownPhones()).join() === OMAR ? true : undefined, { what: 'only the vip one' })
   t.match(page.url(), /label=vip/)
   await shot('03-filtered')
+  await label.fill('nobody-has-this')
+  await label.press('Enter')
+  await page.getByText('No conversation matches these filters.').waitFor()
   await label.fill('')
   await label.press('Enter')
   await waitFor(async () => (await shownPhones()).length === 2 ? true : undefined, { what: `both again: ${page.url()} ${(await shownPhones()).join()}` })

@@ -41,7 +41,7 @@ const bAccount = await chat.linkAccount(b.token, B_NUMBER)
 await chat.receive([{ from: CUSTOMER, text: 'hello A' }], A_NUMBER)
 await chat.receive([{ from: CUSTOMER, text: 'hello B' }], B_NUMBER)
 
-interface ConversationBody { id: string, isPinned: boolean, messages: Array<{ id: string }> }
+interface ConversationBody { id: string, isPinned: boolean, labels: string[], messages: Array<{ id: string }> }
 const conversationsOf = async (token: string, accountId: string): Promise<ConversationBody[]> =>
   (await request({ method: 'GET', url: '/api/chat/conversations', token, headers: { 'x-account-id': accountId } })).json()
 const [aConversation] = await conversationsOf(a.token, aAccount)
@@ -114,11 +114,23 @@ t.test('B cannot read or change A\'s workflows, runs, accounts or conversations:
     'read conversation': { method: 'POST', url: (id) => `/api/chat/conversations/${id}/read` },
     'messages of conversation': { method: 'GET', url: (id) => `/api/chat/conversations/${id}/messages` },
     'notes of conversation': { method: 'GET', url: (id) => `/api/chat/conversations/${id}/notes` },
-    'note on conversation': { method: 'POST', url: (id) => `/api/chat/conversations/${id}/notes`, payload: { text: 'taken over' } }
+    'note on conversation': { method: 'POST', url: (id) => `/api/chat/conversations/${id}/notes`, payload: { text: 'taken over' } },
+    'label conversation': { method: 'POST', url: (id) => `/api/chat/conversations/${id}/labels`, payload: { label: 'taken over' } },
+    'unlabel conversation': { method: 'DELETE', url: (id) => `/api/chat/conversations/${id}/labels/vip` }
   }
   for (const [what, probe] of Object.entries(conversationProbes)) {
     await likeMissing(t, `${what} (B's own account)`, probe, aConversation!.id)
     await likeMissing(t, `${what} (X-Account-Id of A's account)`, { ...probe, headers: () => selecting(aAccount) }, aConversation!.id)
+  }
+
+  const [aContact] = (await request({ method: 'GET', url: '/api/chat/contacts', token: a.token, headers: selecting(aAccount) })).json()
+  const contactProbes: Record<string, Probe> = {
+    'label contact': { method: 'POST', url: (id) => `/api/chat/contacts/${id}/labels`, payload: { label: 'taken over' } },
+    'unlabel contact': { method: 'DELETE', url: (id) => `/api/chat/contacts/${id}/labels/vip` }
+  }
+  for (const [what, probe] of Object.entries(contactProbes)) {
+    await likeMissing(t, `${what} (B's own account)`, probe, aContact.id)
+    await likeMissing(t, `${what} (X-Account-Id of A's account)`, { ...probe, headers: () => selecting(aAccount) }, aContact.id)
   }
 })
 
@@ -132,6 +144,7 @@ t.test('A\'s resources are unchanged by B\'s attempts', async (t) => {
   t.same(accounts.map((account: { id: string, name: string }) => [account.id, account.name]), [[aAccount, `Account ${A_NUMBER}`]])
   const [conversation] = await conversationsOf(a.token, aAccount)
   t.equal(conversation!.isPinned, false)
+  t.same(conversation!.labels, [], 'B labelled nothing of A\'s')
 })
 
 t.test('owner fields in a body are dropped: nothing can be created for, or handed to, another user', async (t) => {

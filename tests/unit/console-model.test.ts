@@ -2,6 +2,7 @@ import t from 'tap'
 import { firstLine } from '../../apps/console/src/format.ts'
 import { inChildRunsOf, inChildRunsText, nodeErrorsOf } from '../../apps/console/src/graph.ts'
 import { startingConfig } from '../../apps/console/src/nodes.ts'
+import { attributesOf, attributesText, labelsOf } from '../../apps/console/src/contact-form.ts'
 import { groupRuns, runKind } from '../../apps/console/src/run-list.ts'
 import type { NodeTypeInfo, RunLog } from '../../apps/console/src/types.ts'
 import { describeChange, diffVersions, isEmptyDiff } from '../../apps/console/src/version-diff.ts'
@@ -103,4 +104,10 @@ t.test('a node added in the builder starts with its required defaults, and a mer
   const schema = { type: 'object', required: ['method'], properties: { method: { type: 'string', default: 'GET' }, url: { type: 'string', default: 'x' } } }
   t.same(startingConfig(nodeType('http_request', schema)), { method: 'GET' }, 'an optional field\'s default is left to the api')
   t.same(startingConfig(nodeType('merge', { type: 'object', properties: { output: { type: 'string', default: 'byBranch' } } })), { output: 'byNode' })
+})
+
+t.test('a contact\'s labels and attributes as typed in its form', async (t) => {
+  t.same(labelsOf(' vip, newsletter,,vip , '), ['vip', 'newsletter'], 'trimmed, empty ones and repeats dropped')
+  t.same(attributesOf('plan = gold\n\ncity=Lisbon = centre\nflag'), { plan: 'gold', city: 'Lisbon = centre', flag: '' }, 'split at the first =; a bare name is an empty value')
+  t.same(attributesOf(attributesText({ plan: 'gold', city: 'Lisbon' })), { plan: 'gold', city: 'Lisbon' }, 'what the form shows reads back the same')
 })

@@ -1,7 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, ApiKey, ApprovalDecided, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
-  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
+  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, LabelCount, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
+  Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, CredentialChanges, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewCredential, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
 
@@ -27,10 +27,14 @@ interface RequestOptions {
   anonymous?: boolean
   /** Ends the request instead of the time-out: a stream that stays open (the inbox's events). */
   signal?: AbortSignal
+  /** A CSV body (a contacts import) instead of JSON. */
+  csv?: Blob
 }
 
 /** A request bounded in time, so that a hung api shows an error instead of a spinner forever. */
 const REQUEST_TIMEOUT_MS = 15_000
+/** A contacts import: up to 10 MiB, which the api reads as it streams. */
+const IMPORT_TIMEOUT_MS = 300_000
 /** A message's media: up to CHAT_MEDIA_MAX_BYTES, which the api streams within its own CHAT_MEDIA_TIMEOUT_MS (120 s by default). */
 const MEDIA_TIMEOUT_MS = 150_000
 
@@ -40,6 +44,7 @@ const networkError = (err: unknown): ApiError =>
 async function send (method: string, path: string, options: RequestOptions, timeoutMs: number): Promise<Response> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (options.body !== undefined) headers['content-type'] = 'application/json'
+  if (options.csv !== undefined) headers['content-type'] = 'text/csv'
   if (options.accountId !== undefined) headers['x-account-id'] = options.accountId
   const session = options.anonymous === true ? null : loadSession()
   if (session !== null) headers.authorization = `Bearer ${session.token}`
@@ -47,7 +52,7 @@ async function send (method: string, path: string, options: RequestOptions, time
     return await fetch(path, {
       method,
       headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: options.csv ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       signal: options.signal ?? AbortSignal.timeout(timeoutMs)
     })
   } catch (err) {
@@ -74,8 +79,8 @@ function refusal (res: Response, body: any, options: RequestOptions): ApiError {
   return new ApiError(res.status, body?.code ?? 'ERROR', body?.message ?? `${res.status} ${res.statusText}`)
 }
 
-async function call<T> (method: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const res = await send(method, path, options, REQUEST_TIMEOUT_MS)
+async function call<T> (method: string, path: string, options: RequestOptions = {}, timeoutMs = REQUEST_TIMEOUT_MS): Promise<T> {
+  const res = await send(method, path, options, timeoutMs)
   if (res.status === 204) return undefined as T
   const body = await jsonOf(res)
   if (res.ok) return body as T
@@ -161,6 +166,9 @@ export const api = {
   version: async (id: string, n: number) => call<WorkflowVersion>('GET', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}`),
   restoreVersion: async (id: string, n: number) => call<Workflow>('POST', `/api/automation/workflows/${encodeURIComponent(id)}/versions/${n}/restore`),
   credentials: async () => call<Credential[]>('GET', `/api/automation/credentials${query({ limit: 500 })}`),
+  createCredential: async (input: NewCredential) => call<Credential>('POST', '/api/automation/credentials', { body: input }),
+  updateCredential: async (id: string, changes: CredentialChanges) => call<Credential>('PATCH', `/api/automation/credentials/${encodeURIComponent(id)}`, { body: changes }),
+  deleteCredential: async (id: string) => call<undefined>('DELETE', `/api/automation/credentials/${encodeURIComponent(id)}`),
 
   runs: async (filter: RunFilter = {}) => call<RunSummary[]>('GET', `/api/automation/runs${query({ ...filter })}`),
   run: async (id: string) => call<Run>('GET', `/api/automation/runs/${encodeURIComponent(id)}`),
@@ -189,6 +197,22 @@ export const api = {
   /** `id` may be `default`, the installation's account. */
   assistantSettings: async (id: string) => call<AssistantSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`),
   deleteAccount: async (id: string) => call<undefined>('DELETE', `/api/chat/accounts/${encodeURIComponent(id)}`),
+  saveAssistantSettings: async (id: string, input: AssistantSettingsInput) => call<AssistantSettings>('PUT', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`, { body: input }),
+  consentSettings: async (id: string) => call<ConsentSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/consent`),
+  saveConsentSettings: async (id: string, input: ConsentSettingsInput) => call<ConsentSettings>('PUT', `/api/chat/accounts/${encodeURIComponent(id)}/consent`, { body: input }),
+
+  labels: async (accountId: string) => call<LabelCount[]>('GET', `/api/chat/labels${query({ limit: 500 })}`, { accountId }),
+  addConversationLabel: async (accountId: string, conversationId: string, label: string) =>
+    call<Conversation>('POST', `/api/chat/conversations/${encodeURIComponent(conversationId)}/labels`, { accountId, body: { label } }),
+  removeConversationLabel: async (accountId: string, conversationId: string, label: string) =>
+    call<Conversation>('DELETE', `/api/chat/conversations/${encodeURIComponent(conversationId)}/labels/${encodeURIComponent(label)}`, { accountId }),
+  addContactLabel: async (accountId: string, contactId: string, label: string) =>
+    call<Contact>('POST', `/api/chat/contacts/${encodeURIComponent(contactId)}/labels`, { accountId, body: { label } }),
+  removeContactLabel: async (accountId: string, contactId: string, label: string) =>
+    call<Contact>('DELETE', `/api/chat/contacts/${encodeURIComponent(contactId)}/labels/${encodeURIComponent(label)}`, { accountId }),
+  contacts: async (accountId: string, filter: ContactFilter) => call<Contact[]>('GET', `/api/chat/contacts${query({ ...filter })}`, { accountId }),
+  updateContact: async (accountId: string, id: string, changes: ContactChanges) => call<Contact>('PATCH', `/api/chat/contacts/${encodeURIComponent(id)}`, { accountId, body: changes }),
+  importContacts: async (accountId: string, file: Blob) => call<ContactsImported>('POST', '/api/chat/contacts/import', { accountId, csv: file }, IMPORT_TIMEOUT_MS),
 
   conversations: async (accountId: string | undefined, filter: ConversationFilter, limit = 200) =>
     call<Conversation[]>('GET', `/api/chat/conversations${query({ ...filter, limit })}`, { accountId }),
@@ -251,6 +275,7 @@ export const api = {
   /** 409 when the broadcast's status does not allow it (`Broadcast is done: it cannot be paused`). */
   changeBroadcast: async (id: string, action: 'pause' | 'resume' | 'cancel') => call<Broadcast>('POST', `/api/chat/broadcasts/${encodeURIComponent(id)}/${action}`),
 
+  auditLog: async (filter: AuditFilter) => call<AuditEntry[]>('GET', `/api/audit${query({ ...filter })}`),
   users: async () => call<User[]>('GET', '/api/users'),
   createUser: async (input: NewUser) => call<User>('POST', '/api/users', { body: input }),
   updateUser: async (id: string, changes: UserChanges) => call<User>('PATCH', `/api/users/${encodeURIComponent(id)}`, { body: changes }),

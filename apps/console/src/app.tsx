@@ -6,7 +6,11 @@ import { BASE, paths } from './paths.ts'
 import { clearSession, loadSession, type Session } from './session.ts'
 import { Account } from './pages/account.tsx'
 import { Admin } from './pages/admin.tsx'
+import { AuditLog } from './pages/audit-log.tsx'
 import { BroadcastPage, Broadcasts, NewBroadcast } from './pages/broadcasts.tsx'
+import { ChatSettings } from './pages/chat-settings.tsx'
+import { Contacts } from './pages/contacts.tsx'
+import { Credentials } from './pages/credentials.tsx'
 import { Inbox } from './pages/inbox/index.tsx'
 import { Login } from './pages/login.tsx'
 import { NotFound } from './pages/not-found.tsx'
@@ -25,7 +29,9 @@ const SECTIONS = [
   { href: `${BASE}/workflows`, label: 'Workflows', matches: (path: string) => path.startsWith(`${BASE}/workflows`) },
   { href: `${BASE}/runs`, label: 'Runs', matches: (path: string) => path.startsWith(`${BASE}/runs`) },
   { href: `${BASE}/inbox`, label: 'Inbox', matches: (path: string) => path.startsWith(`${BASE}/inbox`) },
+  { href: `${BASE}/contacts`, label: 'Contacts', matches: (path: string) => path.startsWith(`${BASE}/contacts`) },
   { href: `${BASE}/broadcasts`, label: 'Broadcasts', matches: (path: string) => path.startsWith(`${BASE}/broadcasts`) },
+  { href: `${BASE}/credentials`, label: 'Credentials', matches: (path: string) => path.startsWith(`${BASE}/credentials`) },
   { href: `${BASE}/admin`, label: 'Admin', matches: (path: string) => path.startsWith(`${BASE}/admin`) }
 ]
 
@@ -105,10 +111,14 @@ function Shell () {
         <Route path={`${BASE}/runs`} component={Runs} />
         <Route path={`${BASE}/runs/:id`} component={RunPage} />
         <Route path={`${BASE}/inbox`} component={Inbox} />
+        <Route path={`${BASE}/contacts`} component={Contacts} />
+        <Route path={`${BASE}/chat-settings`} component={ChatSettings} />
         <Route path={`${BASE}/broadcasts`} component={Broadcasts} />
         <Route path={`${BASE}/broadcasts/new`} component={NewBroadcast} />
         <Route path={`${BASE}/broadcasts/:id`} component={BroadcastPage} />
+        <Route path={`${BASE}/credentials`} component={Credentials} />
         <Route path={`${BASE}/admin`} component={Admin} />
+        <Route path={`${BASE}/admin/audit`} component={AuditLog} />
         <Route path={paths.account} component={Account} session={session} onSessionChange={setSession} />
         <Route default component={NotFound} />
       </Router>

@@ -11,10 +11,14 @@ export const paths = {
   runs: `${BASE}/runs`,
   run: (id: string) => `${BASE}/runs/${encodeURIComponent(id)}`,
   inbox: `${BASE}/inbox`,
+  contacts: `${BASE}/contacts`,
+  chatSettings: `${BASE}/chat-settings`,
   broadcasts: `${BASE}/broadcasts`,
   newBroadcast: `${BASE}/broadcasts/new`,
   broadcast: (id: string) => `${BASE}/broadcasts/${encodeURIComponent(id)}`,
   admin: `${BASE}/admin`,
+  auditLog: `${BASE}/admin/audit`,
+  credentials: `${BASE}/credentials`,
   account: `${BASE}/account`
 }
 

@@ -10,7 +10,7 @@ import type { MESSAGE_STATUSES } from '@switchboard/core/db'
 import type { CreateApiKeyBody, CreatedApiKey, ApiKey as ApiKeySchema } from '../../api/src/routes/api/auth/api-keys/schemas.ts'
 import type { ChangePasswordBody, LoginBody, LoginResponse } from '../../api/src/routes/api/auth/schemas.ts'
 import type { PendingApproval as PendingApprovalSchema } from '../../api/src/routes/api/automation/approvals/schemas.ts'
-import type { Credential as CredentialSchema } from '../../api/src/routes/api/automation/credentials/schemas.ts'
+import type { CreateCredentialBody, Credential as CredentialSchema, UpdateCredentialBody } from '../../api/src/routes/api/automation/credentials/schemas.ts'
 import type { NodeTypes } from '../../api/src/routes/api/automation/node-types/schemas.ts'
 import type { QueueCounts } from '../../api/src/routes/api/automation/queues/schemas.ts'
 import type { ListRunsQuery, ResumeRunBody, RetryRunBody, Run as RunSchema, RunAccepted as RunAcceptedSchema, RunLog as RunLogSchema, RunResumed, RunRetried as RunRetriedSchema, RunStats as RunStatsSchema, RunSummary as RunSummarySchema } from '../../api/src/routes/api/automation/runs/schemas.ts'
@@ -20,9 +20,12 @@ import type {
 } from '../../api/src/routes/api/automation/workflows/schemas.ts'
 import type { ChatAccount as ChatAccountSchema, CreateChatAccountBody, UpdateChatAccountBody } from '../../api/src/routes/api/chat/accounts/schemas.ts'
 import type { Agent as AgentSchema } from '../../api/src/routes/api/chat/agents/schemas.ts'
-import type { AssistantSettingsView } from '../../api/src/routes/api/chat/assistant/schemas.ts'
+import type { AssistantSettingsBody, AssistantSettingsView } from '../../api/src/routes/api/chat/assistant/schemas.ts'
 import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecipientSchema, CreateBroadcastBody } from '../../api/src/routes/api/chat/broadcasts/schemas.ts'
 import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
+import type { ConsentSettingsBody, ConsentSettingsView } from '../../api/src/routes/api/chat/consent/schemas.ts'
+import type { LabelCount as LabelCountSchema } from '../../api/src/routes/api/chat/labels/schemas.ts'
+import type { Contact as ContactSchema, ContactsImportResult, ContactsQuery, UpdateContactBody } from '../../api/src/routes/api/chat/contacts/schemas.ts'
 import type { SandboxInboundAccepted, SandboxInboundBody } from '../../api/src/routes/api/chat/sandbox/schemas.ts'
 import type {
   ApproveDraftBody, AssistantTurn as AssistantTurnSchema, ChatMessage as ChatMessageSchema, Conversation as ConversationSchema, ConversationNote as ConversationNoteSchema, ConversationsQuery,
@@ -31,6 +34,7 @@ import type {
 import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
 import type { Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
 import type { CreateUserBody, UpdateUserBody, User as UserSchema } from '../../api/src/routes/api/users/schemas.ts'
+import type { AuditEntry as AuditEntrySchema, ListAuditQuery } from '../../api/src/routes/api/audit/schemas.ts'
 import type { Check } from '../../api/src/routes/health/schemas.ts'
 
 /** A value as `JSON.parse` gives it back: the api's dates (Timestamp, apps/api/src/schemas/common.ts) arrive as ISO strings. */
@@ -51,6 +55,21 @@ const PICKER_RANK: Record<TriggerType, number> = { MANUAL: 0, WEBHOOK: 1, CRON: 
 export const TRIGGER_TYPE_CHOICES = [...TRIGGER_TYPES].sort((one, other) => PICKER_RANK[one] - PICKER_RANK[other])
 export type Domain = WorkflowSummary['domain']
 export type RunStatus = RunSummary['status']
+
+/** One row of the audit log (GET /api/audit), and the list's filters. */
+export type AuditEntry = Answer<typeof AuditEntrySchema>
+export type AuditFilter = Query<typeof ListAuditQuery>
+
+/** A customer of a chat number (GET /api/chat/contacts), the list's filters, a change and an import's outcome. */
+export type Contact = Answer<typeof ContactSchema>
+export type ContactFilter = Query<typeof ContactsQuery>
+export type ContactChanges = Body<typeof UpdateContactBody>
+export type ContactsImported = Answer<typeof ContactsImportResult>
+/** A label of a number with how many of its conversations and contacts carry it (GET /api/chat/labels). */
+export type LabelCount = Answer<typeof LabelCountSchema>
+/** A number's opt-out and opt-in keywords and their confirmations (GET/PUT /api/chat/accounts/:id/consent). */
+export type ConsentSettings = Answer<typeof ConsentSettingsView>
+export type ConsentSettingsInput = Body<typeof ConsentSettingsBody>
 
 /** A user as GET /api/users lists them. */
 export type User = Answer<typeof UserSchema>
@@ -115,6 +134,9 @@ export type WorkflowVersionSummary = Answer<typeof WorkflowVersionSummarySchema>
 export type WorkflowVersion = Answer<typeof WorkflowVersionSchema>
 
 export type Credential = Answer<typeof CredentialSchema>
+export type NewCredential = Body<typeof CreateCredentialBody>
+export type CredentialChanges = Body<typeof UpdateCredentialBody>
+export type CredentialType = NewCredential['type']
 
 export type RunSummary = Answer<typeof RunSummarySchema>
 export type RunLog = Answer<typeof RunLogSchema>
@@ -180,6 +202,7 @@ export type AssistantTurn = Answer<typeof AssistantTurnSchema>
 
 /** An account's assistant (GET /api/chat/accounts/:id/assistant); `effectiveModel` null: off for want of a model. */
 export type AssistantSettings = Answer<typeof AssistantSettingsView>
+export type AssistantSettingsInput = Body<typeof AssistantSettingsBody>
 
 /** GET /health/ready: `details` says what is on and off, for people (`assistant`: `on: model …` or `off: …`). */
 export type Readiness = Answer<typeof Check>
@@ -191,7 +214,7 @@ export type TemplateMessage = Body<typeof SendTemplateBody>
  * A template as the api passes it through from the platform: the fields its schema names, and the
  * platform's own the console reads (apps/api/src/routes/api/chat/templates/schemas.ts lets them through).
  */
-export type Template = Answer<typeof Templates>[number] & { category?: string, components?: Array<{ type: string, text?: string }> }
+export type Template = Answer<typeof Templates>[number] & { category?: string, components?: Array<{ type: string, text?: string, buttons?: Array<{ type: string, text?: string }> }> }
 
 export type Broadcast = Answer<typeof BroadcastSchema>
 /** A broadcast's state: waiting for its send time, sending, paused, or ended (README, Broadcasts). */

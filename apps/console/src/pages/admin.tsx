@@ -330,9 +330,10 @@ function ApiKeys () {
 }
 
 export function Admin () {
+  const admin = loadSession()?.user.role === 'admin'
   return (
     <section>
-      <PageTitle>Admin</PageTitle>
+      <PageTitle actions={admin ? <a href={paths.auditLog}>Audit log</a> : undefined}>Admin</PageTitle>
       <div class='grid'>
         <Users />
         <ApiKeys />

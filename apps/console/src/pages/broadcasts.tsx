@@ -9,6 +9,7 @@ import { useAction, useData, usePageVisible } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import { chosenAccount } from '../session.ts'
 import type { Broadcast, BroadcastInput, BroadcastStatus, RecipientStatus, Template } from '../types.ts'
+import { placeholderCount, templatePreview, type TemplatePreview } from '../template-preview.ts'
 
 const PAGE = 50
 /** A broadcast is read again this often while it is scheduled or sending and the page is visible. */
@@ -119,12 +120,6 @@ export function Broadcasts () {
   )
 }
 
-/** A template's body text and the number of its positional placeholders ({{1}}, {{2}}…). */
-function placeholdersOf (template: Template | undefined): number {
-  const text = template?.components?.find((component) => component.type.toUpperCase() === 'BODY')?.text ?? ''
-  return new Set(text.match(/\{\{\d+\}\}/g) ?? []).size
-}
-
 /** The pasted numbers, one per line, blank lines left out, each with its line for the api's errors. */
 function numbersOf (text: string): Array<{ to: string, line: number }> {
   return text.split('\n').map((line, n) => ({ to: line.trim(), line: n + 1 })).filter((number) => number.to !== '')
@@ -150,6 +145,64 @@ function AccountField ({ choices, value, onChange }: { choices: AccountChoice[],
   )
 }
 
+/** A message as the customer reads it: the template's parts with its values filled. */
+function TemplateBubble ({ preview }: { preview: TemplatePreview }) {
+  return (
+    <div class='template-preview' aria-label='The message as the customer reads it'>
+      {preview.header !== undefined && <strong class='template-header'>{preview.header}</strong>}
+      <p class='template-body'>{preview.body}</p>
+      {preview.footer !== undefined && <p class='small muted'>{preview.footer}</p>}
+      {preview.buttons.length > 0 && <div class='row'>{preview.buttons.map((button) => <span key={button} class='tag'>{button}</span>)}</div>}
+    </div>
+  )
+}
+
+/** How long a broadcast of `count` takes at `rate` a second, roughly, as people say it. */
+const durationOf = (count: number, rate: number): string => {
+  const seconds = Math.ceil(count / Math.max(1, rate))
+  return seconds < 90 ? `about ${seconds} s` : `about ${Math.round(seconds / 60)} min`
+}
+
+interface ReviewProps {
+  accountId: string
+  template: Template
+  values: string[]
+  audience: { numbers: number } | { label: string }
+  rate: number
+  sendAt: string
+  /** Creates the broadcast; its refusal shows here, where it was confirmed. */
+  onConfirm: () => Promise<void>
+  onChange: () => void
+}
+
+/**
+ * What a broadcast will send, to how many, confirmed before anything is sent: a label's contacts are
+ * counted by the api (GET /api/chat/labels); those who opted out are skipped when it sends.
+ */
+function BroadcastReview ({ accountId, template, values, audience, rate, sendAt, onConfirm, onChange }: ReviewProps) {
+  const send = useAction(onConfirm)
+  const labels = useData(async () => 'label' in audience ? await api.labels(accountId) : undefined, [accountId, 'label' in audience])
+  const count = 'numbers' in audience ? audience.numbers : labels.data?.find((label) => label.name === audience.label)?.contacts ?? (labels.data === undefined ? undefined : 0)
+  const who = 'numbers' in audience ? `${audience.numbers} ${audience.numbers === 1 ? 'number' : 'numbers'}` : `${count ?? '…'} ${count === 1 ? 'contact' : 'contacts'} labelled ${audience.label}`
+  return (
+    <section class='card broadcast-review' aria-labelledby='broadcast-review-title'>
+      <h2 id='broadcast-review-title'>Send {template.name} ({template.language}) to {who}?</h2>
+      <ErrorNotice error={labels.error} />
+      <p>
+        {sendAt === '' ? 'Starts now' : `Starts ${dateTime(new Date(sendAt).toISOString())}`}, at {rate} a second{count === undefined || count === 0 ? '' : `: ${durationOf(count, rate)}`}.
+        {'label' in audience && ' Contacts who opted out are skipped.'}
+      </p>
+      {count === 0 && <p class='notice error' role='alert'>No contact carries this label: nobody would get it.</p>}
+      <TemplateBubble preview={templatePreview(template, values)} />
+      <ErrorNotice error={send.error} />
+      <div class='row'>
+        <button type='button' class='primary' disabled={send.busy || count === undefined || count === 0} onClick={() => { send.run() }}>{send.busy ? 'Creating…' : `Send to ${who}`}</button>
+        <button type='button' disabled={send.busy} onClick={onChange}>Change</button>
+      </div>
+    </section>
+  )
+}
+
 /** The form of a new broadcast: template and language, the audience, the rate and an optional send time. */
 export function NewBroadcast () {
   const { route } = useLocation()
@@ -171,13 +224,20 @@ export function NewBroadcast () {
   const languages = (templates.data ?? []).filter((template) => template.name === name).map((template) => template.language)
   const language = languages.includes(lang) ? lang : languages[0] ?? ''
   const template = templates.data?.find((candidate) => candidate.name === name && candidate.language === language)
-  const count = placeholdersOf(template)
+  const count = placeholderCount(template)
   const listed = numbersOf(numbers)
 
-  const create = useAction(async () => {
+  const [reviewing, setReviewing] = useState(false)
+  /** What is about to be sent, checked before it is shown for confirmation. */
+  const review = useAction(async () => {
     if (accountId === undefined) throw new Error('No chat account to send from')
     if (template === undefined) throw new Error('Choose a template')
     if (audience === 'numbers' && listed.length === 0) throw new Error('Paste at least one phone number, one per line')
+    if (audience === 'label' && label.trim() === '') throw new Error('Name the label whose contacts get it')
+    setReviewing(true)
+  })
+  const create = async (): Promise<void> => {
+    if (accountId === undefined || template === undefined) return
     const components = count === 0 ? undefined : [{ type: 'body', parameters: Array.from({ length: count }, (_, i) => ({ type: 'text', text: values[i] ?? '' })) }]
     const input: BroadcastInput = {
       templateName: template.name,
@@ -195,71 +255,79 @@ export function NewBroadcast () {
     } catch (err) {
       throw withLine(err, listed)
     }
-  })
+  }
 
   return (
     <section>
       <PageTitle>New broadcast</PageTitle>
-      <form class='card broadcast-form' noValidate onSubmit={(event) => { event.preventDefault(); create.run() }}>
-        <ErrorNotice error={accounts.error ?? templates.error} />
-        <AccountField choices={choices} value={accountId ?? ''} onChange={(id) => { setPicked(id); setName(''); setValues([]) }} />
-        <div class='form-pair'>
-          <div>
-            <label for='broadcast-template'>Template</label>
-            <select id='broadcast-template' value={name} disabled={templates.data === undefined} onChange={(e) => { setName(e.currentTarget.value); setLang(''); setValues([]) }}>
-              <option value=''>{templates.data === undefined ? 'Loading templates…' : names.length === 0 ? 'No approved template' : 'Choose a template'}</option>
-              {names.map((candidate) => <option key={candidate} value={candidate}>{candidate}</option>)}
-            </select>
+      <form class='card broadcast-form' noValidate onSubmit={(event) => { event.preventDefault(); review.run() }}>
+        <fieldset class='plain' disabled={reviewing}>
+          <ErrorNotice error={accounts.error ?? templates.error} />
+          <AccountField choices={choices} value={accountId ?? ''} onChange={(id) => { setPicked(id); setName(''); setValues([]) }} />
+          <div class='form-pair'>
+            <div>
+              <label for='broadcast-template'>Template</label>
+              <select id='broadcast-template' value={name} disabled={templates.data === undefined} onChange={(e) => { setName(e.currentTarget.value); setLang(''); setValues([]) }}>
+                <option value=''>{templates.data === undefined ? 'Loading templates…' : names.length === 0 ? 'No approved template' : 'Choose a template'}</option>
+                {names.map((candidate) => <option key={candidate} value={candidate}>{candidate}</option>)}
+              </select>
+            </div>
+            <div>
+              <label for='broadcast-language'>Language</label>
+              <select id='broadcast-language' value={language} disabled={languages.length === 0} onChange={(e) => { setLang(e.currentTarget.value); setValues([]) }}>
+                {languages.length === 0 && <option value=''>Choose a template first</option>}
+                {languages.map((candidate) => <option key={candidate} value={candidate}>{candidate}</option>)}
+              </select>
+            </div>
           </div>
-          <div>
-            <label for='broadcast-language'>Language</label>
-            <select id='broadcast-language' value={language} disabled={languages.length === 0} onChange={(e) => { setLang(e.currentTarget.value); setValues([]) }}>
-              {languages.length === 0 && <option value=''>Choose a template first</option>}
-              {languages.map((candidate) => <option key={candidate} value={candidate}>{candidate}</option>)}
-            </select>
+          {Array.from({ length: count }, (_, i) => (
+            <div key={i}>
+              <label for={`broadcast-param-${i + 1}`}>{`Value of {{${i + 1}}}`} <span class='muted'>(the same for every recipient)</span></label>
+              <input id={`broadcast-param-${i + 1}`} value={values[i] ?? ''} onInput={(e) => { const next = [...values]; next[i] = e.currentTarget.value; setValues(next) }} />
+            </div>
+          ))}
+          <fieldset class='audience'>
+            <legend>Audience</legend>
+            <label class='check'><input type='radio' name='audience' checked={audience === 'numbers'} onChange={() => { setAudience('numbers') }} /> Phone numbers</label>
+            <label class='check'><input type='radio' name='audience' checked={audience === 'label'} onChange={() => { setAudience('label') }} /> Contacts with a label</label>
+            {audience === 'numbers'
+              ? (
+                <>
+                  <label for='broadcast-numbers'>Phone numbers <span class='muted'>(international form, one per line; up to 10,000; a number listed twice is sent once)</span></label>
+                  <textarea id='broadcast-numbers' class='mono' rows={8} value={numbers} onInput={(e) => { setNumbers(e.currentTarget.value) }} placeholder={'+1 555 010 0001\n+44 20 7946 0000'} />
+                  <p class='muted small' aria-live='polite'>{listed.length} {listed.length === 1 ? 'number' : 'numbers'}</p>
+                </>
+                )
+              : (
+                <>
+                  <label for='broadcast-label'>Label <span class='muted'>(every contact of the account carrying it, in phone order)</span></label>
+                  <input id='broadcast-label' maxLength={50} value={label} onInput={(e) => { setLabel(e.currentTarget.value) }} />
+                </>
+                )}
+          </fieldset>
+          <div class='form-pair'>
+            <div>
+              <label for='broadcast-rate'>Rate <span class='muted'>(messages per second, 1 to {MAX_RATE})</span></label>
+              <input id='broadcast-rate' type='number' inputMode='numeric' min={1} max={MAX_RATE} step={1} value={rate} onInput={(e) => { setRate(e.currentTarget.value) }} />
+            </div>
+            <div>
+              <label for='broadcast-send-at'>Send at <span class='muted'>(optional: empty sends now)</span></label>
+              <input id='broadcast-send-at' type='datetime-local' value={sendAt} onInput={(e) => { setSendAt(e.currentTarget.value) }} />
+            </div>
           </div>
-        </div>
-        {Array.from({ length: count }, (_, i) => (
-          <div key={i}>
-            <label for={`broadcast-param-${i + 1}`}>{`Value of {{${i + 1}}}`} <span class='muted'>(the same for every recipient)</span></label>
-            <input id={`broadcast-param-${i + 1}`} value={values[i] ?? ''} onInput={(e) => { const next = [...values]; next[i] = e.currentTarget.value; setValues(next) }} />
+          <ErrorNotice error={review.error} />
+          <div class='row'>
+            <button type='submit' class='primary' disabled={accountId === undefined}>Review</button>
+            <a class='button' href={paths.broadcasts}>Back to broadcasts</a>
           </div>
-        ))}
-        <fieldset class='audience'>
-          <legend>Audience</legend>
-          <label class='check'><input type='radio' name='audience' checked={audience === 'numbers'} onChange={() => { setAudience('numbers') }} /> Phone numbers</label>
-          <label class='check'><input type='radio' name='audience' checked={audience === 'label'} onChange={() => { setAudience('label') }} /> Contacts with a label</label>
-          {audience === 'numbers'
-            ? (
-              <>
-                <label for='broadcast-numbers'>Phone numbers <span class='muted'>(international form, one per line; up to 10,000; a number listed twice is sent once)</span></label>
-                <textarea id='broadcast-numbers' class='mono' rows={8} value={numbers} onInput={(e) => { setNumbers(e.currentTarget.value) }} placeholder={'+1 555 010 0001\n+44 20 7946 0000'} />
-                <p class='muted small' aria-live='polite'>{listed.length} {listed.length === 1 ? 'number' : 'numbers'}</p>
-              </>
-              )
-            : (
-              <>
-                <label for='broadcast-label'>Label <span class='muted'>(every contact of the account carrying it, in phone order)</span></label>
-                <input id='broadcast-label' maxLength={50} value={label} onInput={(e) => { setLabel(e.currentTarget.value) }} />
-              </>
-              )}
         </fieldset>
-        <div class='form-pair'>
-          <div>
-            <label for='broadcast-rate'>Rate <span class='muted'>(messages per second, 1 to {MAX_RATE})</span></label>
-            <input id='broadcast-rate' type='number' inputMode='numeric' min={1} max={MAX_RATE} step={1} value={rate} onInput={(e) => { setRate(e.currentTarget.value) }} />
-          </div>
-          <div>
-            <label for='broadcast-send-at'>Send at <span class='muted'>(optional: empty sends now)</span></label>
-            <input id='broadcast-send-at' type='datetime-local' value={sendAt} onInput={(e) => { setSendAt(e.currentTarget.value) }} />
-          </div>
-        </div>
-        <ErrorNotice error={create.error} />
-        <div class='row'>
-          <button type='submit' class='primary' disabled={create.busy || accountId === undefined}>{create.busy ? 'Creating…' : 'Create broadcast'}</button>
-          <a class='button' href={paths.broadcasts}>Back to broadcasts</a>
-        </div>
       </form>
+      {reviewing && template !== undefined && accountId !== undefined && (
+        <BroadcastReview
+          accountId={accountId} template={template} values={values} audience={audience === 'numbers' ? { numbers: listed.length } : { label: label.trim() }}
+          rate={rate.trim() === '' ? DEFAULT_RATE : Number(rate)} sendAt={sendAt} onConfirm={create} onChange={() => { setReviewing(false) }}
+        />
+      )}
     </section>
   )
 }

@@ -313,7 +313,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
         // drafts stale): a message stored before the lock is seen below; one stored after it finds the draft.
         await tx.execute(sql`select 1 from conversations where id = ${turn.conversationId} for update`)
         if ((await turns.context(turn.id, tx))?.newer !== false) return 'superseded' as const
-        const { id: draftId } = await conversationsRepository(tx).recordDraft({ conversationId: turn.conversationId, content: reply, replyToId: turn.messageId })
+        const { id: draftId } = await conversationsRepository(tx).recordDraft({ conversationId: turn.conversationId, content: reply, replyToId: turn.messageId, sender: { type: 'assistant', id: turn.id } })
         if (!await turns.finish(turn, 'drafted', { ...progressOf(work), draftMessageId: draftId }, tx)) {
           throw new ClaimLost()
         }
@@ -333,7 +333,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     const account = await chat.accounts.forNumber(now.phoneNumberId)
     if (account === null) return end(work, 'failed', 'no account can send from this number any more', { error: 'no account for the number' })
     try {
-      await chat.sendText(account, { to: now.phone, text: reply, agentName: ASSISTANT_NAME, replyToId: turn.messageId })
+      await chat.sendText(account, { to: now.phone, text: reply, agentName: ASSISTANT_NAME, replyToId: turn.messageId, sender: { type: 'assistant', id: turn.id } })
     } catch (err) {
       // A STOP processed while the reply was written: the send checked it (chat/contacts.ts).
       if (err instanceof DomainError && err.code === 'CONTACT_OPTED_OUT') return end(work, 'skipped', OPTED_OUT)

@@ -2,26 +2,12 @@ import { and, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { auditLog, type AuditActorType } from '../db/schema/index.ts'
 import { createId } from '../ids.ts'
+import { AUDIT_ACTIONS, AUDIT_TARGET_TYPES } from '../db/values.ts'
 
-/**
- * Every action the audit log records (README, Audit log): a closed list, so that a filter on an
- * action that is never written is a 400 rather than an empty page.
- */
-export const AUDIT_ACTIONS = [
-  'auth.login', 'auth.login_failed', 'auth.password_changed',
-  'user.created', 'user.deleted', 'user.role_changed', 'user.password_reset', 'user.quotas_changed',
-  'api_key.created', 'api_key.revoked', 'api_key.first_used',
-  'credential.created', 'credential.updated', 'credential.deleted',
-  'workflow.created', 'workflow.updated', 'workflow.deleted', 'workflow.activated', 'workflow.deactivated',
-  'workflow.imported', 'workflow.restored',
-  'subscription.created', 'subscription.updated', 'subscription.deleted',
-  'runs.bulk_retried',
-  'broadcast.created'
-] as const
+export { AUDIT_ACTIONS, AUDIT_TARGET_TYPES }
+
 export type AuditAction = typeof AUDIT_ACTIONS[number]
 
-/** What an action is done to. */
-export const AUDIT_TARGET_TYPES = ['user', 'api_key', 'credential', 'workflow', 'subscription', 'broadcast'] as const
 export type AuditTargetType = typeof AUDIT_TARGET_TYPES[number]
 
 /**

@@ -156,7 +156,8 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
           to: recipient.phone,
           templateName: broadcast.templateName,
           lang: broadcast.lang,
-          ...(recipient.components !== null && { components: recipient.components })
+          ...(recipient.components !== null && { components: recipient.components }),
+          sender: { type: 'broadcast', id: broadcast.id }
         }, { signal })
         await finish(broadcast.id, recipient.position, { status: 'sent', wamid: result.messages?.[0]?.id ?? null })
       } catch (err) {

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto'
 import { createId } from '@paralleldrive/cuid2'
 import { eq, sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
+import { jsonb } from '../db/sql.ts'
 import { storableText } from '../db/storable.ts'
-import { chatConsentSettings } from '../db/schema/index.ts'
+import { chatConsentSettings, type MessageSender } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { notifyChange } from './changes.ts'
@@ -44,8 +45,11 @@ export function normalizeKeyword (text: string): string {
   return text.normalize('NFKC').trim().replace(/\s+/gu, ' ').toUpperCase()
 }
 
+/** Which of the two kinds of keywords a message is (the id of its confirmation's sender). */
+type ConsentKeyword = 'optOut' | 'optIn'
+
 /** Whether a customer's message is one of the number's keywords, as a whole. @internal exported for its tests */
-export function consentKeywordOf (text: string, settings: Pick<ConsentSettings, 'optOutKeywords' | 'optInKeywords'>): 'optOut' | 'optIn' | null {
+export function consentKeywordOf (text: string, settings: Pick<ConsentSettings, 'optOutKeywords' | 'optInKeywords'>): ConsentKeyword | null {
   const normalized = normalizeKeyword(text)
   if (normalized === '') return null
   if (settings.optOutKeywords.some((keyword) => normalizeKeyword(keyword) === normalized)) return 'optOut'
@@ -105,12 +109,14 @@ interface ConsentKeywordsOptions {
 export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
   const settings = consentSettings(db)
 
-  async function confirm (message: InboundChatMessage, text: string): Promise<void> {
+  /** `keyword`: which of the two the message was, the confirmation's sender id. */
+  async function confirm (message: InboundChatMessage, keyword: ConsentKeyword, text: string): Promise<void> {
     const id = confirmationIdOf(message.messageId)
+    const sender: MessageSender = { type: 'consent', id: keyword }
     const [claimed] = await db.execute<{ id: string }>(sql`
       with claimed as (
-        insert into messages (id, conversation_id, direction, type, content, status, agent_name, reply_to_id, sent_at, created_at)
-        values (${id}, ${message.conversationId}, 'outbound', 'text', ${storableText(text)}, 'sent', ${CONSENT_SENDER}, ${message.messageId}, now(), now())
+        insert into messages (id, conversation_id, direction, type, content, status, agent_name, sender, reply_to_id, sent_at, created_at)
+        values (${id}, ${message.conversationId}, 'outbound', 'text', ${storableText(text)}, 'sent', ${CONSENT_SENDER}, ${jsonb(sender)}, ${message.messageId}, now(), now())
         on conflict (id) do nothing
         returning id, content
       ), shown as (
@@ -139,7 +145,7 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
      * it), or null. A tap counts by its text or its id (a template's quick reply button `Stop
      * promotions` with payload STOP).
      */
-    async answer (message: InboundChatMessage): Promise<'optOut' | 'optIn' | null> {
+    async answer (message: InboundChatMessage): Promise<ConsentKeyword | null> {
       const current = await settings.view(message.phoneNumberId)
       const keyword = consentKeywordOf(message.text, current) ?? (message.interactive === undefined ? null : consentKeywordOf(message.interactive.id, current))
       if (keyword === null) return null
@@ -151,7 +157,7 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
         on conflict (phone_number_id, phone) do update
           set opted_out = excluded.opted_out, consent_changed_at = excluded.consent_changed_at, consent_source = 'keyword', updated_at = now()`)
       logger.info({ conversationId: message.conversationId, optedOut }, 'consent keyword applied')
-      await confirm(message, optedOut ? current.optOutConfirmation : current.optInConfirmation)
+      await confirm(message, keyword, optedOut ? current.optOutConfirmation : current.optInConfirmation)
       return keyword
     }
   }

@@ -4,12 +4,13 @@ import { jsonb } from '../db/sql.ts'
 import { storableText } from '../db/storable.ts'
 import { chatContacts, type ChatContact, type ConsentSource } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
+import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 
 /** Bounds of a contact's fields (README, Contacts and consent): the API's schemas and the import check them. */
 export const CONTACT_BOUNDS = {
   nameChars: 200,
-  labels: 50,
-  labelChars: 50,
+  labels: LABEL_BOUNDS.perRecord,
+  labelChars: LABEL_BOUNDS.chars,
   attributes: 50,
   attributeNameChars: 100,
   attributeValueChars: 1000,
@@ -99,6 +100,13 @@ function searchCondition (search: string): SQL {
  * by the number of the account the caller selected.
  */
 export function contactsRepository (db: DbOrTx) {
+  async function get (id: string, phoneNumberId: string): Promise<Contact> {
+    const [row] = await db.select(publicColumns).from(chatContacts)
+      .where(and(eq(chatContacts.id, id), eq(chatContacts.phoneNumberId, phoneNumberId))).limit(1)
+    if (row === undefined) throw contactNotFound()
+    return row
+  }
+
   return {
     /** By phone. */
     async list (phoneNumberId: string, query: ContactsQuery): Promise<Contact[]> {
@@ -114,11 +122,31 @@ export function contactsRepository (db: DbOrTx) {
         .offset(query.offset)
     },
 
-    async get (id: string, phoneNumberId: string): Promise<Contact> {
-      const [row] = await db.select(publicColumns).from(chatContacts)
-        .where(and(eq(chatContacts.id, id), eq(chatContacts.phoneNumberId, phoneNumberId))).limit(1)
-      if (row === undefined) throw contactNotFound()
-      return row
+    get,
+
+    /**
+     * Adds `label` to the contact's labels, at the end, in one statement: two people adding two labels at once both
+     * keep theirs. One it carries changes nothing; one beyond LABEL_BOUNDS.perRecord is refused.
+     */
+    async addLabel (id: string, phoneNumberId: string, label: string): Promise<Contact> {
+      const [row] = await db.update(chatContacts).set({ labels: sql`array_append(${chatContacts.labels}, ${label}::text)`, updatedAt: new Date() })
+        .where(and(
+          eq(chatContacts.id, id), eq(chatContacts.phoneNumberId, phoneNumberId),
+          sql`not ${chatContacts.labels} @> array[${label}]::text[]`, sql`cardinality(${chatContacts.labels}) < ${LABEL_BOUNDS.perRecord}`
+        ))
+        .returning(publicColumns)
+      if (row !== undefined) return row
+      const current = await get(id, phoneNumberId)
+      if (current.labels.includes(label)) return current
+      throw tooManyLabels('contact')
+    },
+
+    /** Removes `label` from the contact's labels in one statement; one it does not carry changes nothing. */
+    async removeLabel (id: string, phoneNumberId: string, label: string): Promise<Contact> {
+      const [row] = await db.update(chatContacts).set({ labels: sql`array_remove(${chatContacts.labels}, ${label}::text)`, updatedAt: new Date() })
+        .where(and(eq(chatContacts.id, id), eq(chatContacts.phoneNumberId, phoneNumberId), sql`${chatContacts.labels} @> array[${label}]::text[]`))
+        .returning(publicColumns)
+      return row ?? await get(id, phoneNumberId)
     },
 
     /**

@@ -7,10 +7,11 @@ import { DomainError } from '../errors.ts'
 import { jsonb, textArray } from '../db/sql.ts'
 import { CHAT_MESSAGE_FAILED, CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, someoneListens } from '../events/outbox.ts'
 import { notifyChange } from './changes.ts'
+import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
 import {
   conversations, messages,
-  type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MESSAGE_STATUSES
+  type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
 } from '../db/schema/index.ts'
 
 export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
@@ -70,9 +71,6 @@ interface HandoffChange {
   note?: { id: string, runId: string, text: string, mentions: readonly string[] }
 }
 
-/** The most labels a conversation carries (the API's PATCH bound). */
-const MAX_LABELS = 50
-
 /**
  * What a change does to the assistant (README, The assistant): assigning a person pauses it for the
  * conversation, as a staff reply does; setting aiMode (again) resumes it. The API's PATCH and the
@@ -92,8 +90,9 @@ interface OutboundMessageRecord {
   media?: ChatMessageMedia
   agentId?: string | null
   agentName?: string | null
+  /** A person's (`user`) pauses the conversation's assistant (README, The assistant). */
+  sender: MessageSender
   replyToId?: string | null
-  pausesAssistant?: boolean
   /** `delivered`: a sandbox number's, delivered as it is stored (README, Sandbox numbers). */
   status?: 'sent' | 'delivered'
 }
@@ -166,6 +165,7 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
   error: row.error_details as Message['error'],
   agentId: row.agent_id as string | null,
   agentName: row.agent_name as string | null,
+  sender: row.sender as Message['sender'],
   replyToId: row.reply_to_id as string | null,
   sentAt: row.sent_at === null ? null : new Date(row.sent_at as string),
   dispatchedAt: row.dispatched_at === null ? null : new Date(row.dispatched_at as string),
@@ -193,6 +193,12 @@ export function conversationsRepository (db: DbOrTx) {
     return byConversation
   }
 
+  async function get (id: string, phoneNumberId: string): Promise<Conversation | null> {
+    const [row] = await db.select().from(conversations)
+      .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
+    return row ?? null
+  }
+
   return {
     async list (phoneNumberId: string, query: ConversationsQuery): Promise<ConversationWithMessages[]> {
       const rows = await db.select({ ...getTableColumns(conversations), optedOut }).from(conversations)
@@ -211,17 +217,44 @@ export function conversationsRepository (db: DbOrTx) {
       return rows.map((row) => ({ ...row, messages: latest.get(row.id) ?? [] }))
     },
 
-    async get (id: string, phoneNumberId: string): Promise<Conversation | null> {
-      const [row] = await db.select().from(conversations)
-        .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
-      return row ?? null
-    },
+    get,
 
     async update (id: string, phoneNumberId: string, changes: ConversationChanges & { unreadCount?: number }): Promise<Conversation | null> {
       const [row] = await db.update(conversations).set({ ...changes, updatedAt: new Date() })
         .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId)))
         .returning({ ...getTableColumns(conversations), announced: notifyChange('conversation.updated', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`) })
       if (row === undefined) return null
+      const { announced, ...conversation } = row
+      return conversation
+    },
+
+    /**
+     * Adds `label` to the conversation's labels, at the end, in one statement: two people adding two labels at once
+     * both keep theirs. One it carries changes nothing; one beyond LABEL_BOUNDS.perRecord is refused. Null when the
+     * conversation is not the number's.
+     */
+    async addLabel (id: string, phoneNumberId: string, label: string): Promise<Conversation | null> {
+      const [row] = await db.update(conversations).set({ labels: sql`array_append(${conversations.labels}, ${label}::text)`, updatedAt: new Date() })
+        .where(and(
+          eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId),
+          sql`not ${conversations.labels} @> array[${label}]::text[]`, sql`cardinality(${conversations.labels}) < ${LABEL_BOUNDS.perRecord}`
+        ))
+        .returning({ ...getTableColumns(conversations), announced: notifyChange('conversation.updated', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`) })
+      if (row !== undefined) {
+        const { announced, ...conversation } = row
+        return conversation
+      }
+      const current = await get(id, phoneNumberId)
+      if (current === null || current.labels.includes(label)) return current
+      throw tooManyLabels('conversation')
+    },
+
+    /** Removes `label` from the conversation's labels in one statement; one it does not carry changes nothing. Null when the conversation is not the number's. */
+    async removeLabel (id: string, phoneNumberId: string, label: string): Promise<Conversation | null> {
+      const [row] = await db.update(conversations).set({ labels: sql`array_remove(${conversations.labels}, ${label}::text)`, updatedAt: new Date() })
+        .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId), sql`${conversations.labels} @> array[${label}]::text[]`))
+        .returning({ ...getTableColumns(conversations), announced: notifyChange('conversation.updated', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`) })
+      if (row === undefined) return get(id, phoneNumberId)
       const { announced, ...conversation } = row
       return conversation
     },
@@ -237,7 +270,7 @@ export function conversationsRepository (db: DbOrTx) {
           .where(and(eq(conversations.id, id), eq(conversations.phoneNumberId, phoneNumberId))).for('update')
         if (current === undefined) return null
         const labels = [...new Set([...current.labels, ...change.labels])]
-        if (labels.length > MAX_LABELS) throw new DomainError('VALIDATION_ERROR', `labels: the conversation would carry ${labels.length} labels, at most ${MAX_LABELS}`)
+        if (labels.length > LABEL_BOUNDS.perRecord) throw new DomainError('VALIDATION_ERROR', `labels: the conversation would carry ${labels.length} labels, at most ${LABEL_BOUNDS.perRecord}`)
         const conversation = await conversationsRepository(tx).update(id, phoneNumberId, withAssistantPause({
           assignedAgentId: change.assignedAgentId,
           labels,
@@ -326,12 +359,12 @@ export function conversationsRepository (db: DbOrTx) {
      * already stored (the same node run again) stays as it is and is counted once; `created` says
      * whether this call stored it.
      */
-    async recordDraft (draft: { id?: string, conversationId: string, content: string, replyToId: string | null }): Promise<{ id: string, created: boolean }> {
+    async recordDraft (draft: { id?: string, conversationId: string, content: string, replyToId: string | null, sender: MessageSender }): Promise<{ id: string, created: boolean }> {
       const id = draft.id ?? createId()
       const [row] = await db.execute<{ created: number }>(sql`
         with draft as (
-          insert into messages (id, conversation_id, direction, type, content, status, agent_name, reply_to_id, created_at)
-          values (${id}, ${draft.conversationId}, 'outbound', 'text', ${storableText(draft.content)}, 'pending_approval', ${ASSISTANT_NAME}, ${draft.replyToId}, now())
+          insert into messages (id, conversation_id, direction, type, content, status, agent_name, sender, reply_to_id, created_at)
+          values (${id}, ${draft.conversationId}, 'outbound', 'text', ${storableText(draft.content)}, 'pending_approval', ${ASSISTANT_NAME}, ${jsonb(draft.sender)}, ${draft.replyToId}, now())
           on conflict (id) do nothing
           returning id
         ), counted as (
@@ -353,17 +386,17 @@ export function conversationsRepository (db: DbOrTx) {
       const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
         with conversation as (
           insert into conversations (id, phone_number_id, phone, last_message, last_message_at, assistant_paused)
-          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.pausesAssistant === true})
+          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.sender.type === 'user'})
           on conflict (phone_number_id, phone) do update
             set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at,
               assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
         )
-        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, status, agent_id, agent_name, reply_to_id, sent_at, created_at)
+        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, status, agent_id, agent_name, sender, reply_to_id, sent_at, created_at)
         select ${createId()}, conversation.id, ${record.wamid}, 'outbound', ${record.type}, ${record.content},
           ${record.templateContent == null ? null : storableJson(record.templateContent)}::jsonb,
           ${record.media === undefined ? null : storableJson(record.media)}::jsonb, ${record.status ?? 'sent'},
-          ${record.agentId ?? null}, ${record.agentName ?? null}, ${record.replyToId ?? null}, ${now}, ${now}
+          ${record.agentId ?? null}, ${record.agentName ?? null}, ${jsonb(record.sender)}, ${record.replyToId ?? null}, ${now}, ${now}
         from conversation
         returning id, conversation_id, ${notifyChange('message.created', sql`${record.phoneNumberId}`, sql`conversation_id`, sql`id`)}`)
       return { conversationId: row.conversation_id, messageId: row.id }

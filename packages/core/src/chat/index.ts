@@ -12,6 +12,7 @@ export { CONVERSATION_FILTERS, CONVERSATION_SORTS, conversationsRepository, type
 export { type ChatDeliveriesRepository, chatDeliveriesRepository } from './deliveries-repository.ts'
 export { chatDeliveryProcessor, chatDeliveryRequeue } from './inbound.ts'
 export { INTERACTIVE_LIMITS, INTERACTIVE_TYPES } from './interactive.ts'
+export { LABEL_BOUNDS, labelsRepository, type LabelsRepository } from './labels.ts'
 export { mediaDownloads, type MediaDownloads } from './media.ts'
 export { newSandboxAccount, sandboxDelivery, sandboxDeliveryId, type SandboxInbound } from './sandbox.ts'
 export { createChatSender } from './sender.ts'

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { DomainError } from '../errors.ts'
 import type { SendOptions, SendResult } from './client.ts'
 import type { conversationsRepository } from './conversations.ts'
-import type { CONVERSATION_PRIORITIES } from '../db/schema/index.ts'
+import type { CONVERSATION_PRIORITIES, MessageSender } from '../db/schema/index.ts'
 import { mentionedEmails, noteIdOf } from './notes.ts'
 import { normalizePhone } from './phone.ts'
 import type { ChatService } from './sending.ts'
@@ -17,9 +17,16 @@ export interface ChatSendResult {
   to: string
 }
 
+/** The run a node sends for: its messages' `sender` is the workflow with this run (README, The team inbox: who sent a message). */
+interface SendingRun {
+  id: string
+  workflowId: string
+}
+
 export interface SendTextInput {
   /** The workflow owner: the accounts they can use are the candidates. */
   userId: string
+  run: SendingRun
   accountId?: string
   to: string
   text: string
@@ -71,6 +78,7 @@ export interface HandoffResult {
 /** `media`: kind, link or mediaId, caption, filename, as a node's config holds them (checked by the chat service). */
 export interface SendMediaInput {
   userId: string
+  run: SendingRun
   accountId?: string
   to: string
   media: Record<string, unknown>
@@ -79,6 +87,7 @@ export interface SendMediaInput {
 /** `interactive`: type, body, header, footer, buttons or list, as a node's config holds them (checked by the chat service). */
 export interface SendInteractiveInput {
   userId: string
+  run: SendingRun
   accountId?: string
   to: string
   interactive: Record<string, unknown>
@@ -86,6 +95,7 @@ export interface SendInteractiveInput {
 
 export interface SendTemplateInput {
   userId: string
+  run: SendingRun
   accountId?: string
   to: string
   templateName: string
@@ -107,7 +117,7 @@ export interface ChatSender {
    * Stores `text` as the Assistant's draft in the conversation, for staff to approve (README, The
    * assistant); nothing is sent. The same idempotency key stores one draft, however often it is called.
    */
-  draftText: (input: ConversationInput & { text: string }, options?: Pick<SendOptions, 'idempotencyKey'>) => Promise<DraftResult>
+  draftText: (input: ConversationInput & { run: SendingRun, text: string }, options?: Pick<SendOptions, 'idempotencyKey'>) => Promise<DraftResult>
   /**
    * Assigns the conversation (pausing the assistant), adds labels, sets its priority and stores the
    * workflow's note, as the API's assignment does; the same idempotency key stores one note.
@@ -120,6 +130,8 @@ const draftIdOf = (idempotencyKey: string): string => `d${createHash('sha256').u
 
 const noConversationToHand = (phone: string): DomainError =>
   new DomainError('CONVERSATION_NOT_FOUND', `No conversation with ${phone} on this account: a handoff hands over a customer who wrote`)
+
+const workflowSender = (run: SendingRun): MessageSender => ({ type: 'workflow', id: run.workflowId, runId: run.id })
 
 /** A send's wamid, or '' when the platform returned none. */
 const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
@@ -139,20 +151,24 @@ export function createChatSender (
     await conversations.findByPhone((await accountOf(input.userId, input.accountId)).phoneNumberId, normalizePhone(input.phone))
   return {
     async sendText (input, options) {
-      const result = await service.sendText(await accountOf(input.userId, input.accountId), { to: input.to, text: input.text, replyToId: input.replyToId, agentName: input.agentName }, options)
+      const result = await service.sendText(await accountOf(input.userId, input.accountId), {
+        to: input.to, text: input.text, replyToId: input.replyToId, agentName: input.agentName, sender: workflowSender(input.run)
+      }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     },
     async sendTemplate (input, options) {
       const account = await accountOf(input.userId, input.accountId)
-      const result = await service.sendTemplate(account, { to: input.to, templateName: input.templateName, lang: input.lang, components: input.components }, options)
+      const result = await service.sendTemplate(account, {
+        to: input.to, templateName: input.templateName, lang: input.lang, components: input.components, sender: workflowSender(input.run)
+      }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     },
     async sendMedia (input, options) {
-      const result = await service.sendMedia(await accountOf(input.userId, input.accountId), { to: input.to, media: input.media }, options)
+      const result = await service.sendMedia(await accountOf(input.userId, input.accountId), { to: input.to, media: input.media, sender: workflowSender(input.run) }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     },
     async sendInteractive (input, options) {
-      const result = await service.sendInteractive(await accountOf(input.userId, input.accountId), { to: input.to, interactive: input.interactive }, options)
+      const result = await service.sendInteractive(await accountOf(input.userId, input.accountId), { to: input.to, interactive: input.interactive, sender: workflowSender(input.run) }, options)
       return { wamid: wamidOf(result), to: normalizePhone(input.to) }
     },
     async conversation (input) {
@@ -177,7 +193,8 @@ export function createChatSender (
         ...(options?.idempotencyKey !== undefined && { id: draftIdOf(options.idempotencyKey) }),
         conversationId: conversation.id,
         content: input.text,
-        replyToId: conversation.lastInboundId
+        replyToId: conversation.lastInboundId,
+        sender: workflowSender(input.run)
       })
       return { draftId: draft.id, conversationId: conversation.id }
     },

@@ -13,6 +13,7 @@ import { sandboxWamid } from './sandbox.ts'
 import { chatTemplatesRepository } from './templates.ts'
 import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
+import type { MessageSender } from '../db/schema/index.ts'
 import {
   ChatPlatformError, interactiveMessage, mediaMessage, templateMessage, textMessage,
   type ChatClient, type SendOptions, type SendResult, type TemplateRecord
@@ -23,37 +24,33 @@ const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
 /** The platform's refusal of a template it cannot send: unknown, or not approved in that language (README, Chat). */
 const TEMPLATE_DOES_NOT_EXIST = 132001
 
-interface SendTextRequest {
-  to: string
-  text: string
+/** Who sends: what every send request carries. */
+interface SenderFields {
+  /** What the API's caller says of who sends (the assistant: its name), stored as given for the inbox. */
   agentId?: string
   agentName?: string
-  /** Our message id or the platform's wamid of the quoted message. */
-  replyToId?: string
   /**
-   * A person's reply (the API's sends): the conversation's assistant pauses until its aiMode is set again (README,
-   * Inbound messages), and a contact who opted out and wrote again may get it (README, Contacts and consent).
+   * Stored with the message. A person's (`user`, the API's sends): the conversation's assistant pauses until its
+   * aiMode is set again (README, Inbound messages), and a contact who opted out and wrote again may get it
+   * (README, Contacts and consent).
    */
-  pausesAssistant?: boolean
+  sender: MessageSender
 }
 
-interface SendTemplateRequest {
+interface SendTextRequest extends SenderFields {
+  to: string
+  text: string
+  /** Our message id or the platform's wamid of the quoted message. */
+  replyToId?: string
+}
+
+interface SendTemplateRequest extends SenderFields {
   to: string
   templateName: string
   lang?: string
   components?: unknown[]
   /** What the template said (body, footer, imageUrl), kept with the message for the inbox. */
   templateContent?: Record<string, unknown>
-  agentId?: string
-  agentName?: string
-  pausesAssistant?: boolean
-}
-
-/** Who sends, as the inbox shows it, and whether it pauses the assistant: what every send request may add. */
-interface SenderFields {
-  agentId?: string
-  agentName?: string
-  pausesAssistant?: boolean
 }
 
 /**
@@ -86,8 +83,8 @@ const platformComponents = (components: unknown[] | undefined): unknown[] | unde
 type SentStatus = 'sent' | 'delivered'
 const sentStatusOf = (account: UsableChatAccount): SentStatus => account.isSandbox ? 'delivered' : 'sent'
 
-/** A person's send through the API, or the service's own (workflows, the assistant). */
-const originOf = (request: { pausesAssistant?: boolean }): SendOrigin => request.pausesAssistant === true ? 'staff' : 'automation'
+/** A person's send through the API, or the service's own (workflows, the assistant, broadcasts). */
+const originOf = (request: { sender: MessageSender }): SendOrigin => request.sender.type === 'user' ? 'staff' : 'automation'
 
 /**
  * Sending through the platform with the customer service window checked
@@ -154,8 +151,8 @@ export function createChatService (options: ChatServiceOptions) {
       content: request.text,
       agentId: request.agentId,
       agentName: request.agentName,
-      replyToId,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender,
+      replyToId
     })
     return result
   }
@@ -190,7 +187,7 @@ export function createChatService (options: ChatServiceOptions) {
       templateContent: { ...request.templateContent, templateName: request.templateName, lang },
       agentId: request.agentId,
       agentName: request.agentName,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender
     })
     return result
   }
@@ -218,7 +215,7 @@ export function createChatService (options: ChatServiceOptions) {
       },
       agentId: request.agentId,
       agentName: request.agentName,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender
     })
   }
 
@@ -231,7 +228,7 @@ export function createChatService (options: ChatServiceOptions) {
       content: interactive.body,
       agentId: request.agentId,
       agentName: request.agentName,
-      pausesAssistant: request.pausesAssistant
+      sender: request.sender
     })
   }
 

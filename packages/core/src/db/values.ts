@@ -19,6 +19,31 @@ export const AI_MODES = ['OFF', 'HYBRID', 'AUTO'] as const
 /** What a broadcast's recipient shows: its send's status, then its message's (delivered, read, failed) once sent. */
 export const BROADCAST_COUNT_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'skipped'] as const
 
+/**
+ * Every action the audit log records (README, Audit log): a closed list, so that a filter on an
+ * action that is never written is a 400 rather than an empty page.
+ */
+export const AUDIT_ACTIONS = [
+  'auth.login', 'auth.login_failed', 'auth.password_changed',
+  'user.created', 'user.deleted', 'user.role_changed', 'user.password_reset', 'user.quotas_changed',
+  'api_key.created', 'api_key.revoked', 'api_key.first_used',
+  'credential.created', 'credential.updated', 'credential.deleted',
+  'workflow.created', 'workflow.updated', 'workflow.deleted', 'workflow.activated', 'workflow.deactivated',
+  'workflow.imported', 'workflow.restored',
+  'subscription.created', 'subscription.updated', 'subscription.deleted',
+  'runs.bulk_retried',
+  'broadcast.created'
+] as const
+
+/** What an audited action is done to. */
+export const AUDIT_TARGET_TYPES = ['user', 'api_key', 'credential', 'workflow', 'subscription', 'broadcast'] as const
+
+/**
+ * Who sent an outbound message (README, The team inbox: who sent a message): a person through the API, the
+ * assistant's turn, a workflow's run, a broadcast, or a consent keyword's confirmation.
+ */
+export const MESSAGE_SENDER_TYPES = ['user', 'assistant', 'workflow', 'broadcast', 'consent'] as const
+
 /** A template's categories, as the platform names them (README, Chat: templates). */
 export const TEMPLATE_CATEGORIES = ['MARKETING', 'UTILITY', 'AUTHENTICATION'] as const
 /** A stored template's statuses (README, Chat: templates): the platform's review and what it did since. */

@@ -27,9 +27,10 @@ export function AssistantMode ({ accountId, conversation, model, onChanged }: { 
     <div class='assistant-mode'>
       <div class='row'>
         <strong id='ai-mode-label'>Assistant</strong>
+        {conversation.assistantPaused && <span class='badge status-waiting' id='assistant-paused-badge'>Paused ({conversation.aiMode} when resumed)</span>}
         <div class='view-toggle' role='group' aria-labelledby='ai-mode-label'>
           {AI_MODES.map((mode) => (
-            <button key={mode} type='button' aria-pressed={conversation.aiMode === mode} disabled={change.busy} title={MODE_HELP[mode]} onClick={() => { change.run(mode) }}>{mode}</button>
+            <button key={mode} type='button' aria-pressed={!conversation.assistantPaused && conversation.aiMode === mode} disabled={change.busy} title={MODE_HELP[mode]} onClick={() => { change.run(mode) }}>{mode}</button>
           ))}
         </div>
       </div>

@@ -7,6 +7,8 @@ import { type Agent, type CannedReply, type ChatMessage, type Conversation } fro
 import { inWindow, NoteReply, TemplateReply, TextReply } from './replies.tsx'
 import { Messages } from './messages.tsx'
 import { AssistantActivity, AssistantMode } from './assistant.tsx'
+import { ContactPanel } from './contact-panel.tsx'
+import { LabelEditor } from '../../components/labels.tsx'
 
 /** A person's name in the inbox: their email, or `you`. */
 export const nameOf = (agents: Agent[] | undefined, userId: string): string =>
@@ -45,10 +47,12 @@ interface ConversationViewProps {
   /** Rises when the inbox's stream says something changed: the thread reloads. */
   version: number
   refreshMs: number
+  /** The number's labels, offered when one is added. */
+  knownLabels: string[]
   onChanged: () => void
 }
 
-export function ConversationView ({ accountId, conversation, model, agents, replies, version, refreshMs, onChanged }: ConversationViewProps) {
+export function ConversationView ({ accountId, conversation, model, agents, replies, version, refreshMs, knownLabels, onChanged }: ConversationViewProps) {
   const [older, setOlder] = useState<ChatMessage[]>([])
   const [exhausted, setExhausted] = useState(false)
   const latest = useData(async () => api.messages(accountId, conversation.id), [accountId, conversation.id, version], refreshMs)
@@ -84,22 +88,32 @@ export function ConversationView ({ accountId, conversation, model, agents, repl
         <Assignment accountId={accountId} conversation={conversation} agents={agents} onChanged={onChanged} />
         <button type='button' disabled={archive.busy} onClick={() => { archive.run() }}>{conversation.isArchived ? 'Unarchive' : 'Archive'}</button>
       </header>
-      <AssistantMode accountId={accountId} conversation={conversation} model={model} onChanged={onChanged} />
-      <ErrorNotice error={latest.error ?? notes.error ?? loadOlder.error ?? archive.error} />
-      {latest.data !== undefined && latest.data.length >= 50 && !exhausted && (
-        <button type='button' class='link-button' disabled={loadOlder.busy} onClick={() => { loadOlder.run() }}>Load older messages</button>
-      )}
-      {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} notes={notes.data ?? []} onDecided={sent} />}
-      <div class='view-toggle composer-toggle' role='group' aria-label='Write'>
-        <button type='button' aria-pressed={composer === 'reply'} onClick={() => { setComposer('reply') }}>Reply</button>
-        <button type='button' aria-pressed={composer === 'note'} title='A private note for the team: never sent to the customer' onClick={() => { setComposer('note') }}>Note</button>
+      <div class='conversation-layout'>
+        <div class='thread'>
+          <LabelEditor
+            of='conversation' labels={conversation.labels} known={knownLabels}
+            add={async (label) => { await api.addConversationLabel(accountId, conversation.id, label); onChanged() }}
+            remove={async (label) => { await api.removeConversationLabel(accountId, conversation.id, label); onChanged() }}
+          />
+          <AssistantMode accountId={accountId} conversation={conversation} model={model} onChanged={onChanged} />
+          <ErrorNotice error={latest.error ?? notes.error ?? loadOlder.error ?? archive.error} />
+          {latest.data !== undefined && latest.data.length >= 50 && !exhausted && (
+            <button type='button' class='link-button' disabled={loadOlder.busy} onClick={() => { loadOlder.run() }}>Load older messages</button>
+          )}
+          {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} notes={notes.data ?? []} agents={agents} onDecided={sent} />}
+          <div class='view-toggle composer-toggle' role='group' aria-label='Write'>
+            <button type='button' aria-pressed={composer === 'reply'} onClick={() => { setComposer('reply') }}>Reply</button>
+            <button type='button' aria-pressed={composer === 'note'} title='A private note for the team: never sent to the customer' onClick={() => { setComposer('note') }}>Note</button>
+          </div>
+          {composer === 'note'
+            ? <NoteReply accountId={accountId} conversationId={conversation.id} onAdded={() => { notes.reload() }} />
+            : inWindow(conversation)
+              ? <TextReply accountId={accountId} conversation={conversation} replies={replies} onSent={sent} />
+              : <TemplateReply accountId={accountId} conversation={conversation} onSent={sent} />}
+          <AssistantActivity accountId={accountId} conversationId={conversation.id} />
+        </div>
+        <ContactPanel accountId={accountId} conversation={conversation} knownLabels={knownLabels} />
       </div>
-      {composer === 'note'
-        ? <NoteReply accountId={accountId} conversationId={conversation.id} onAdded={() => { notes.reload() }} />
-        : inWindow(conversation)
-          ? <TextReply accountId={accountId} conversation={conversation} replies={replies} onSent={sent} />
-          : <TemplateReply accountId={accountId} conversation={conversation} onSent={sent} />}
-      <AssistantActivity accountId={accountId} conversationId={conversation.id} />
     </section>
   )
 }

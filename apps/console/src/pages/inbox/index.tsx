@@ -1,30 +1,18 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api, ApiError } from '../../api.ts'
+import { accountChoices } from '../../chat-accounts.ts'
+import { AccountSwitcher } from '../../components/account-switcher.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import { ago } from '../../format.ts'
 import { CannedReplies } from '../../components/canned-replies.tsx'
 import { useData } from '../../hooks.ts'
 import { useInboxEvents } from '../../live.ts'
 import { paths } from '../../paths.ts'
-import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT, loadSession } from '../../session.ts'
-import type { ChatAccount, ConversationFilter } from '../../types.ts'
+import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT } from '../../session.ts'
+import type { ConversationFilter } from '../../types.ts'
 import { ConversationView, nameOf } from './conversation.tsx'
 import { LIVE_REFRESH_MS, REFRESH_MS } from './refresh.ts'
-
-interface AccountChoice { id: string, label: string }
-
-/**
- * The accounts a user can read and send with: their linked accounts or, without any, the
- * installation's default account; an admin may pick any account and the default one too.
- */
-function choicesOf (accounts: ChatAccount[]): AccountChoice[] {
-  const session = loadSession()
-  const admin = session?.user.role === 'admin'
-  const own = accounts.filter((account) => account.userId === session?.user.id)
-  const linked = (admin ? accounts : own).map((account) => ({ id: account.id, label: `${account.name}${account.displayPhoneNumber === null ? '' : ` (${account.displayPhoneNumber})`}` }))
-  return own.length === 0 || admin ? [{ id: DEFAULT_ACCOUNT, label: 'Default account (installation)' }, ...linked] : linked
-}
 
 /**
  * The installation's default account was asked for and there is none (CHAT_PHONE_NUMBER_ID and
@@ -63,21 +51,10 @@ function LabelFilter ({ value, onChange }: { value: string, onChange: (label: st
   )
 }
 
-function AccountSwitcher ({ choices, value, onChange }: { choices: AccountChoice[], value: string, onChange: (id: string) => void }) {
-  if (choices.length < 2) return null
-  return (
-    <label class='account-switcher'>Chat account
-      <select value={value} onChange={(e) => { onChange(e.currentTarget.value) }}>
-        {choices.map((choice) => <option key={choice.id} value={choice.id}>{choice.label}</option>)}
-      </select>
-    </label>
-  )
-}
-
 export function Inbox () {
   const { query, route } = useLocation()
   const accounts = useData(api.accounts, [])
-  const choices = accounts.data === undefined ? [] : choicesOf(accounts.data)
+  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
   const stored = chosenAccount()
   const accountId = choices.find((choice) => choice.id === (query.account ?? stored))?.id ?? choices[0]?.id
   const filter: ConversationFilter = { filter: query.filter, sort: query.sort, assigned: query.assigned, label: query.label, mentions: query.mentions }
@@ -90,6 +67,7 @@ export function Inbox () {
   const open = conversations.data?.find((conversation) => conversation.id === query.c)
   // Whether the account's assistant has a model: without one it is off, whatever each conversation's mode.
   const assistant = useData(async () => accountId === undefined ? undefined : api.assistantSettings(accountId), [accountId])
+  const labels = useData(async () => accountId === undefined ? [] : api.labels(accountId), [accountId, conversations.data])
   // Remembered for the next visit, and for the overview's count of drafts waiting.
   useEffect(() => { if (accountId !== undefined) chooseAccount(accountId) }, [accountId])
 
@@ -102,7 +80,8 @@ export function Inbox () {
   const state = live.connected
     ? <span class='badge ok' id='inbox-live' title='Changes appear as they happen'>Live</span>
     : <span class='badge off' id='inbox-polling' title='The live stream is not connected: the inbox reloads every few seconds'>Reloading every {REFRESH_MS / 1000} s</span>
-  const title = <PageTitle actions={<>{state}<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} /></>}>Inbox</PageTitle>
+  const settingsLink = accountId === undefined ? undefined : <a href={`${paths.chatSettings}?account=${encodeURIComponent(accountId)}`}>Assistant and consent</a>
+  const title = <PageTitle actions={<>{state}{settingsLink}<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { go({ account: id, c: '' }) }} /></>}>Inbox</PageTitle>
   if (noAccountSetUp(accountId, conversations.error)) return <section>{title}<NoChatAccount others={choices.length > 1} /></section>
 
   return (
@@ -145,7 +124,7 @@ export function Inbox () {
           {conversations.data === undefined
             ? <Loading what='conversations' />
             : conversations.data.length === 0
-              ? <p class='muted'>No conversation here yet.</p>
+              ? <p class='muted' id='no-conversations'>{Object.values(filter).some((value) => value !== undefined && value !== '') ? 'No conversation matches these filters.' : 'No conversation yet: a customer\'s first message opens one.'}</p>
               : (
                 <ul class='conversations' aria-label='Conversations'>
                   {conversations.data.map((conversation) => (
@@ -161,6 +140,7 @@ export function Inbox () {
                           {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}
                         </span>
                         <span class='last muted'>{conversation.lastMessage ?? ''}</span>
+                        {conversation.labels.length > 0 && <span class='tags'>{conversation.labels.map((label) => <span key={label} class='tag'>{label}</span>)}</span>}
                         {conversation.assignedAgentId !== null && <span class='assignee muted small'>Assigned to {nameOf(agents.data, conversation.assignedAgentId)}</span>}
                         <span class='when muted small'>{ago(conversation.lastMessageAt)}</span>
                       </a>
@@ -177,7 +157,7 @@ export function Inbox () {
                 <a class='back-link' href={`${paths.inbox}?${new URLSearchParams({ ...query, c: '' }).toString()}`}>← All conversations</a>
                 <ConversationView
                   key={open.id} accountId={accountId} conversation={open} model={assistant.data?.effectiveModel} agents={agents.data} replies={replies.data ?? []}
-                  version={live.version} refreshMs={refreshMs} onChanged={() => { conversations.reload() }}
+                  version={live.version} refreshMs={refreshMs} knownLabels={(labels.data ?? []).map((label) => label.name)} onChanged={() => { conversations.reload() }}
                 />
               </>
               )

@@ -3,7 +3,8 @@ import { api } from '../../api.ts'
 import { ErrorNotice, FailureReason, StatusTicks } from '../../components/ui.tsx'
 import { clock, dateTime } from '../../format.ts'
 import { useAction } from '../../hooks.ts'
-import type { ChatMessage, ConversationNote, DraftStatus, MessageStatus } from '../../types.ts'
+import { paths } from '../../paths.ts'
+import type { Agent, ChatMessage, ConversationNote, DraftStatus, MessageStatus } from '../../types.ts'
 
 /** What a draft the assistant wrote says beside it, by its status: staff decide the pending ones. */
 const DRAFT_LABELS: Record<DraftStatus, string> = {
@@ -141,26 +142,53 @@ function thread (messages: ChatMessage[], notes: ConversationNote[]): Array<{ me
   return entries
 }
 
-export function Messages ({ accountId, conversationId, messages, notes, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], notes: ConversationNote[], onDecided: () => void }) {
+export function Messages ({ accountId, conversationId, messages, notes, agents, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], notes: ConversationNote[], agents: Agent[] | undefined, onDecided: () => void }) {
   return (
     <ol class='messages' aria-label='Messages and notes, oldest first'>
       {thread(messages, notes).map((entry) => 'note' in entry
         ? <Note key={entry.note.id} note={entry.note} />
         : isDraft(entry.message)
           ? <Draft key={entry.message.id} accountId={accountId} conversationId={conversationId} message={entry.message} onDecided={onDecided} />
-          : <Message key={entry.message.id} accountId={accountId} message={entry.message} />)}
+          : <Message key={entry.message.id} accountId={accountId} message={entry.message} agents={agents} />)}
     </ol>
   )
 }
 
-function Message ({ accountId, message }: { accountId: string, message: ChatMessage }) {
+/** Who sent an outbound message, in words: a person by their email, the assistant, a consent confirmation, or what sent it. */
+function senderText (message: ChatMessage, agents: Agent[] | undefined): string {
+  const sender = message.sender
+  if (sender === null) return message.agentName ?? 'someone'
+  switch (sender.type) {
+    case 'user': return agents?.find((agent) => agent.id === sender.id)?.email ?? message.agentName ?? 'a person'
+    case 'assistant': return 'the assistant'
+    case 'workflow': return 'a workflow'
+    case 'broadcast': return 'a broadcast'
+    case 'consent': return sender.id === 'optIn' ? 'the opt-in confirmation' : 'the opt-out confirmation'
+  }
+}
+
+/** Who sent it (README, The team inbox: who sent a message), with a link to the run or broadcast that did. */
+function SenderLine ({ message, agents }: { message: ChatMessage, agents: Agent[] | undefined }) {
+  const sender = message.sender
+  return (
+    <span class='sender' data-sender={sender?.type ?? 'unknown'}>
+      {senderText(message, agents)}
+      {sender?.runId !== undefined && <> · <a href={paths.run(sender.runId)}>its run</a></>}
+      {sender?.type === 'broadcast' && <> · <a href={paths.broadcast(sender.id)}>the broadcast</a></>}
+    </span>
+  )
+}
+
+function Message ({ accountId, message, agents }: { accountId: string, message: ChatMessage, agents: Agent[] | undefined }) {
+  const outbound = message.direction === 'outbound'
   return (
     <li class={`message ${message.direction}`} data-direction={message.direction}>
-      <span class='visually-hidden'>{message.direction === 'inbound' ? 'Customer: ' : `Sent${message.agentName === null ? '' : ` by ${message.agentName}`}: `}</span>
+      <span class='visually-hidden'>{outbound ? `Sent by ${senderText(message, agents)}: ` : 'Customer: '}</span>
       <div class='bubble'>{message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}</div>
       <div class='meta'>
+        {outbound && <SenderLine message={message} agents={agents} />}
         <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
-        {message.direction === 'outbound' && <StatusTicks status={message.status as MessageStatus | null} />}
+        {outbound && <StatusTicks status={message.status as MessageStatus | null} />}
       </div>
       {message.status === 'failed' && message.error !== null && <FailureReason error={message.error} />}
     </li>

@@ -5,7 +5,8 @@ import { dateTime } from '../../format.ts'
 import { ReplyText } from '../../components/canned-replies.tsx'
 import { useAction, useData } from '../../hooks.ts'
 import { loadSession } from '../../session.ts'
-import { type CannedReply, type Conversation, type Template } from '../../types.ts'
+import { placeholderCount, templatePreview } from '../../template-preview.ts'
+import { type CannedReply, type Conversation } from '../../types.ts'
 
 /** Free text is allowed within 24 hours of the customer's latest message (README, Chat). */
 const WINDOW_MS = 24 * 3600 * 1000
@@ -13,22 +14,16 @@ const WINDOW_MS = 24 * 3600 * 1000
 export const inWindow = (conversation: Conversation): boolean =>
   conversation.lastIncomingAt !== null && Date.now() - Date.parse(conversation.lastIncomingAt) < WINDOW_MS
 
-/** The body text of a template and its positional placeholders ({{1}}, {{2}}…). */
-function bodyOf (template: Template): { text: string, count: number } {
-  const text = template.components?.find((component) => component.type.toUpperCase() === 'BODY')?.text ?? ''
-  return { text, count: new Set(text.match(/\{\{\d+\}\}/g) ?? []).size }
-}
-
 export function TemplateReply ({ accountId, conversation, onSent }: { accountId: string, conversation: Conversation, onSent: () => void }) {
   const templates = useData(async () => (await api.templates(accountId)).filter((template) => template.status === 'APPROVED'), [accountId])
   const [chosen, setChosen] = useState('')
   const [values, setValues] = useState<string[]>([])
   const template = templates.data?.find((candidate) => `${candidate.name}|${candidate.language}` === chosen)
-  const body = template === undefined ? { text: '', count: 0 } : bodyOf(template)
-  const preview = body.text.replace(/\{\{(\d+)\}\}/g, (placeholder, n: string) => values[Number(n) - 1] || placeholder)
+  const count = placeholderCount(template)
+  const preview = template === undefined ? '' : templatePreview(template, values).body
   const send = useAction(async () => {
     if (template === undefined) throw new Error('Pick a template first')
-    const parameters = Array.from({ length: body.count }, (_, i) => values[i] ?? '')
+    const parameters = Array.from({ length: count }, (_, i) => values[i] ?? '')
     await api.sendTemplate(accountId, { to: conversation.phone, templateName: template.name, lang: template.language, parameters, body: preview, agentName: loadSession()?.user.email ?? 'console' })
     setValues([])
     onSent()
@@ -44,7 +39,7 @@ export function TemplateReply ({ accountId, conversation, onSent }: { accountId:
           <option key={`${candidate.name}|${candidate.language}`} value={`${candidate.name}|${candidate.language}`}>{candidate.name} · {candidate.language}</option>
         ))}
       </select>
-      {Array.from({ length: body.count }, (_, i) => (
+      {Array.from({ length: count }, (_, i) => (
         <div key={i}>
           <label for={`template-param-${i + 1}`}>{`Value of {{${i + 1}}}`}</label>
           <input id={`template-param-${i + 1}`} required value={values[i] ?? ''} onInput={(e) => { const next = [...values]; next[i] = e.currentTarget.value; setValues(next) }} />

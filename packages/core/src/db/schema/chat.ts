@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm'
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { createdAt, id, nullableTimestamp, timestamps } from './_columns.ts'
-import { AI_MODES } from '../values.ts'
+import { AI_MODES, MESSAGE_SENDER_TYPES } from '../values.ts'
 import { users } from './users.ts'
 
 export const CONVERSATION_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const
-export { AI_MODES }
+export { AI_MODES, MESSAGE_SENDER_TYPES }
 export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const
 export const MESSAGE_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
 /** An assistant's reply waiting for staff (README, Chat: message statuses); approved, it becomes `sent`. */
@@ -30,6 +30,15 @@ export interface ChatMessageMedia {
   filename?: string
   sha256?: string
 }
+
+/**
+ * Who sent an outbound message (README, The team inbox: who sent a message). `id`: the user's, the
+ * assistant turn's, the workflow's, the broadcast's, or the consent keyword's kind (`optOut`, `optIn`);
+ * a workflow's sends carry their run too.
+ */
+export type MessageSender =
+  | { type: Exclude<typeof MESSAGE_SENDER_TYPES[number], 'workflow'>, id: string }
+  | { type: 'workflow', id: string, runId: string }
 
 export const chatAccounts = pgTable('chat_accounts', {
   id: id(),
@@ -98,6 +107,8 @@ export const messages = pgTable('messages', {
   error: jsonb('error_details').$type<ChatMessageError>(),
   agentId: text('agent_id'),
   agentName: text('agent_name'),
+  // Outbound only, set by the service when it stores the message; null on inbound messages and on those stored before it existed.
+  sender: jsonb('sender').$type<MessageSender>(),
   replyToId: text('reply_to_id'),
   sentAt: nullableTimestamp('sent_at'),
   // Inbound only: when the events and KEYWORD runs the message starts were dispatched. Null until

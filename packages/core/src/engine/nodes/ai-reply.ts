@@ -73,12 +73,12 @@ export const aiReply = defineNode({
 
     if (mode === 'text') return { output: { text, ...usage } }
     if (mode === 'draft') {
-      const draft = await deps.chat.draftText({ ...conversation, text }, { idempotencyKey })
+      const draft = await deps.chat.draftText({ ...conversation, run, text }, { idempotencyKey })
       log('INFO', `Drafted a reply in conversation ${draft.conversationId} for staff to approve`)
       return { output: { text, draftId: draft.draftId, conversationId: draft.conversationId, ...usage } }
     }
     await beforeEffect(`Sending the reply to ${conversation.phone}`)
-    const input = { userId: run.userId, accountId: conversation.accountId, to: conversation.phone, text, agentName: ASSISTANT_NAME }
+    const input = { userId: run.userId, run, accountId: conversation.accountId, to: conversation.phone, text, agentName: ASSISTANT_NAME }
     const sent = await sendRetryably(async () => await deps.chat.sendText(input, { idempotencyKey, signal }))
     return { output: { wamid: sent.wamid, kind: 'text', to: sent.to, text, ...usage } }
   }

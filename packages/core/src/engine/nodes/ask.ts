@@ -130,7 +130,7 @@ export const ask = defineNode({
       const invalidReply = optionalString(config, 'invalidReply')
       if (attempt > 0 && invalidReply !== undefined) {
         await context.beforeEffect(`Answer ${attempt} not valid: replying to ${customer.phone}`)
-        await sendRetryably(async () => await deps.chat.sendText({ ...customer, to: customer.phone, text: invalidReply }, { idempotencyKey: `${key}:invalid`, signal: context.signal }))
+        await sendRetryably(async () => await deps.chat.sendText({ ...customer, run, to: customer.phone, text: invalidReply }, { idempotencyKey: `${key}:invalid`, signal: context.signal }))
       }
       const template = config.template as { name: string, lang?: string, components?: unknown[] } | undefined
       const asTemplate = template !== undefined && await outsideWindow(attempt)
@@ -138,11 +138,12 @@ export const ask = defineNode({
       const options = { idempotencyKey: key, signal: context.signal }
       await sendRetryably(async () => {
         if (asTemplate) {
-          return await deps.chat.sendTemplate({ ...customer, to: customer.phone, templateName: template.name, lang: template.lang ?? 'en_US', components: template.components }, options)
+          return await deps.chat.sendTemplate({ ...customer, run, to: customer.phone, templateName: template.name, lang: template.lang ?? 'en_US', components: template.components }, options)
         }
-        if (config.buttons === undefined && config.list === undefined) return await deps.chat.sendText({ ...customer, to: customer.phone, text: requiredString(config, 'text') }, options)
+        if (config.buttons === undefined && config.list === undefined) return await deps.chat.sendText({ ...customer, run, to: customer.phone, text: requiredString(config, 'text') }, options)
         return await deps.chat.sendInteractive({
           ...customer,
+          run,
           to: customer.phone,
           interactive: { type: config.buttons !== undefined ? 'button' : 'list', body: config.text, header: config.header, footer: config.footer, buttons: config.buttons, list: config.list }
         }, options)

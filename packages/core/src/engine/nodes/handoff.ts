@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { LABEL_BOUNDS } from '../../chat/labels.ts'
 import { NOTE_BOUNDS } from '../../chat/notes.ts'
 import { CONVERSATION_PRIORITIES } from '../../db/schema/chat.ts'
 import { NodeError } from '../types.ts'
@@ -6,15 +7,12 @@ import { CHAT_TRAITS, CUSTOMER_FIELDS, customerOf } from './chat-send.ts'
 import { optionalChoice, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
-/** A conversation's labels as the API's PATCH bounds them. */
-const LABELS = { items: 50, chars: 50 } as const
-
 /** The rendered `labels`: a list of 1 to 50 characters each, at most 50. */
 function labelsOf (config: Record<string, unknown>): string[] {
   const value = config.labels
   if (value === undefined || value === null) return []
-  if (!Array.isArray(value) || value.length > LABELS.items || !value.every((label) => typeof label === 'string' && label !== '' && label.length <= LABELS.chars)) {
-    throw new NodeError(`labels must be at most ${LABELS.items} labels of 1 to ${LABELS.chars} characters`)
+  if (!Array.isArray(value) || value.length > LABEL_BOUNDS.perRecord || !value.every((label) => typeof label === 'string' && label !== '' && label.length <= LABEL_BOUNDS.chars)) {
+    throw new NodeError(`labels must be at most ${LABEL_BOUNDS.perRecord} labels of 1 to ${LABEL_BOUNDS.chars} characters`)
   }
   return value as string[]
 }
@@ -33,7 +31,7 @@ export const handoff = defineNode({
     phone: CUSTOMER_FIELDS.phone,
     accountId: CUSTOMER_FIELDS.accountId,
     assignTo: templated(Type.String({ minLength: 1, maxLength: 200, description: 'A user who can use the account (their id), or least_busy: of those, the one with the fewest open conversations assigned, ties broken by email.' })),
-    labels: Type.Optional(templated(Type.Array(Type.String({ minLength: 1, maxLength: LABELS.chars }), { maxItems: LABELS.items, description: 'Labels added to the conversation’s own.' }))),
+    labels: Type.Optional(templated(Type.Array(Type.String({ minLength: 1, maxLength: LABEL_BOUNDS.chars }), { maxItems: LABEL_BOUNDS.perRecord, description: 'Labels added to the conversation’s own.' }))),
     priority: Type.Optional(oneOfAnyCase(CONVERSATION_PRIORITIES, { description: 'The conversation’s priority; unchanged when absent.' })),
     note: Type.Optional(templated(Type.String({ maxLength: NOTE_BOUNDS.textChars, description: `A private note on the conversation, never sent to the customer; @email mentions a user (at most ${NOTE_BOUNDS.textChars} characters once rendered).` })))
   },

@@ -50,6 +50,7 @@ export const sendChatInteractive = defineNode({
   async execute ({ config, run, deps, beforeEffect, attempt, idempotencyKey, signal }) {
     const input = {
       userId: run.userId,
+      run,
       to: requiredString(config, 'phone'),
       interactive: {
         type: requiredChoice(config, 'type', INTERACTIVE_TYPES),

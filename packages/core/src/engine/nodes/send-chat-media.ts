@@ -24,6 +24,7 @@ export const sendChatMedia = defineNode({
     const kind = requiredChoice(config, 'kind', MEDIA_KINDS)
     const input = {
       userId: run.userId,
+      run,
       to: requiredString(config, 'phone'),
       media: {
         kind,

@@ -26,6 +26,7 @@ export const sendChatTemplate = defineNode({
     }
     const input = {
       userId: run.userId,
+      run,
       to: requiredString(config, 'phone'),
       templateName,
       lang: optionalString(config, 'lang') ?? 'en_US',

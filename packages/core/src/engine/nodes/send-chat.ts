@@ -19,6 +19,7 @@ export const sendChat = defineNode({
   async execute ({ config, run, deps, beforeEffect, attempt, idempotencyKey, signal }) {
     const input = {
       userId: run.userId,
+      run,
       to: requiredString(config, 'phone'),
       text: requiredString(config, 'text'),
       accountId: optionalString(config, 'accountId'),

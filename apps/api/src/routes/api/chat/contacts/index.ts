@@ -4,6 +4,7 @@ import { ATTRIBUTE_NAME } from '@switchboard/core/chat'
 import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import contactsImport from './import.ts'
+import labels from './labels.ts'
 import { Contact, ContactsQuery, UpdateContactBody } from './schemas.ts'
 
 /**
@@ -29,6 +30,7 @@ const contacts: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   await fastify.register(contactsImport)
+  await fastify.register(labels)
 }
 
 export default contacts

@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { withAssistantPause } from '@switchboard/core/chat'
 import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
+import labels from './labels.ts'
 import notes from './notes.ts'
 import { ApproveDraftBody, AssistantTurn, ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, DraftParams, MessagesQuery, TurnsQuery, UpdateConversationBody } from './schemas.ts'
 
@@ -15,6 +16,7 @@ const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Co
 const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
   const repo = fastify.conversations
   await fastify.register(notes)
+  await fastify.register(labels)
 
   fastify.get('', {
     schema: { tags: ['chat'], querystring: ConversationsQuery, response: { 200: Type.Array(ConversationWithMessages), ...errorResponses(400, 401, 404) } }

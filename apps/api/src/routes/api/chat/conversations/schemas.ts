@@ -1,6 +1,6 @@
 import { Type, type TString } from 'typebox'
-import { CONVERSATION_FILTERS, CONVERSATION_SORTS, NOTE_BOUNDS } from '@switchboard/core/chat'
-import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES } from '@switchboard/core/db'
+import { CONVERSATION_FILTERS, CONVERSATION_SORTS, LABEL_BOUNDS, NOTE_BOUNDS } from '@switchboard/core/chat'
+import { AI_MODES, ASSISTANT_TURN_OUTCOMES, ASSISTANT_TURN_STATUSES, CONVERSATION_PRIORITIES, DRAFT_DECISIONS, DRAFT_STATUSES, MESSAGE_DIRECTIONS, MESSAGE_SENDER_TYPES, MESSAGE_STATUSES } from '@switchboard/core/db'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const nullable = <T extends TString>(schema: T) => Type.Union([schema, Type.Null()])
@@ -24,6 +24,16 @@ export const ChatMessage = Type.Object({
   status: Type.Union([Type.Enum([...MESSAGE_STATUSES, ...DRAFT_STATUSES]), Type.Null()]),
   agentId: nullable(Type.String()),
   agentName: nullable(Type.String()),
+  /**
+   * Who sent an outbound message (README, The team inbox: who sent a message): `user` (id: the user's), `assistant` (the
+   * turn's), `workflow` (the workflow's, with `runId`), `broadcast` (the broadcast's), `consent` (`optOut` or `optIn`).
+   * Null on inbound messages and on outbound ones stored before it was recorded.
+   */
+  sender: Type.Union([Type.Object({
+    type: Type.Enum(MESSAGE_SENDER_TYPES),
+    id: Type.String(),
+    runId: Type.Optional(Type.String())
+  }), Type.Null()]),
   replyToId: nullable(Type.String()),
   /** Failed only: why the platform failed it. */
   error: Type.Union([Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), title: Type.String(), details: nullable(Type.String()) }), Type.Null()]),
@@ -59,15 +69,13 @@ export const ConversationWithMessages = Type.Object({
   messages: Type.Array(ChatMessage)
 })
 
-const LABEL_CHARS = 50
-
 export const ConversationsQuery = Type.Object({
   filter: Type.Optional(Type.Enum(CONVERSATION_FILTERS)),
   sort: Type.Optional(Type.Enum(CONVERSATION_SORTS)),
   /** `me` (the caller), `none` (nobody) or a user's id: whom the conversations are assigned to. */
   assigned: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   /** Conversations carrying this label. */
-  label: Type.Optional(Type.String({ minLength: 1, maxLength: LABEL_CHARS })),
+  label: Type.Optional(Type.String({ minLength: 1, maxLength: LABEL_BOUNDS.chars })),
   /** `me`: conversations with a note mentioning the caller. */
   mentions: Type.Optional(Type.Enum(['me'])),
   ...Pagination
@@ -77,7 +85,10 @@ export const UpdateConversationBody = Type.Object({
   isPinned: Type.Optional(Type.Boolean()),
   isArchived: Type.Optional(Type.Boolean()),
   priority: Type.Optional(Type.Enum(CONVERSATION_PRIORITIES)),
-  labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: LABEL_CHARS }), { maxItems: 50, errorMessage: `labels must be at most 50 labels of 1 to ${LABEL_CHARS} characters` })),
+  labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: LABEL_BOUNDS.chars }), {
+    maxItems: LABEL_BOUNDS.perRecord,
+    errorMessage: `labels must be at most ${LABEL_BOUNDS.perRecord} labels of 1 to ${LABEL_BOUNDS.chars} characters`
+  })),
   /** A user who can use the selected account (GET /api/chat/agents), or null: nobody. */
   assignedAgentId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()])),
   aiMode: Type.Optional(Type.Enum(AI_MODES))
