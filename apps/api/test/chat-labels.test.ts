@@ -18,7 +18,7 @@ const newCustomer = (): string => `1555400${String(++customers).padStart(4, '0')
 async function labeller (phoneNumberId: string) {
   const user = await chat.newMember()
   await chat.linkAccount(user.token, phoneNumberId)
-  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
+  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
     request({ method, url, token: user.token, ...(payload !== undefined && { payload }) })
   /** A conversation, made by a template sent to a new customer. */
   const conversation = async (): Promise<Labelled> => {
@@ -79,7 +79,7 @@ for (const kind of ['conversations', 'contacts'] as const) {
   t.test(`${kind}: bounds and bad input are a 400 naming the rule; another number's is a 404`, async (t) => {
     const { id } = await target()
     const url = `/api/chat/${kind}/${id}/labels`
-    const cases: Array<[unknown, string]> = [
+    const cases: Array<[object, string]> = [
       [{}, 'label is required'],
       [{ label: '' }, 'label must be 1 to 50 characters'],
       [{ label: 'x'.repeat(51) }, 'label must be 1 to 50 characters'],

@@ -29,7 +29,7 @@ let customers = 0
 /** A customer of its own for each test: its own conversation. */
 const newCustomer = (): string => `1555300${String(++customers).padStart(4, '0')}`
 
-const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown) => {
+const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => {
   const res = await request({ method, url, token: member.token, ...(payload !== undefined && { payload }) })
   if (res.statusCode !== 200 && res.statusCode !== 201) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`)
   return res.json()
