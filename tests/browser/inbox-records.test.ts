@@ -84,10 +84,10 @@ t.test('a template a workflow sent shows as the customer read it: the template\'
 t.test('labels: added to the conversation and shown in the list, removed with their ×; the contact beside the thread', async (t) => {
   const conversation = await conversationOf(RITA)
   await page.getByLabel('Add a label to the conversation').fill('vip')
-  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add' }).click()
+  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add label' }).click()
   await page.locator(`a[data-conversation="${RITA}"] .tag`, { hasText: 'vip' }).waitFor()
   await page.getByLabel('Add a label to the conversation').fill('late-delivery')
-  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add' }).click()
+  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add label' }).click()
   await page.getByRole('button', { name: 'Remove the label late-delivery from the conversation' }).waitFor()
   t.same((await conversationOf(RITA)).labels.sort(), ['late-delivery', 'vip'])
   await page.getByRole('button', { name: 'Remove the label late-delivery from the conversation' }).click()
@@ -97,7 +97,7 @@ t.test('labels: added to the conversation and shown in the list, removed with th
   const panel = page.getByRole('complementary', { name: 'Contact' })
   await panel.locator('#contact-consent', { hasText: 'Subscribed' }).waitFor()
   await panel.getByLabel('Add a label to the contact').fill('gold')
-  await panel.getByRole('button', { name: 'Add' }).click()
+  await panel.getByRole('button', { name: 'Add label' }).click()
   await panel.getByRole('button', { name: 'Remove the label gold from the contact' }).waitFor()
   const [contact] = (await call('GET', `/api/chat/contacts?search=${RITA}`, { token })).body as Array<{ labels: string[] }>
   t.same(contact?.labels, ['gold'], 'the contact carries it')
