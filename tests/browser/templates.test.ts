@@ -10,7 +10,7 @@
 import t from 'tap'
 import { fakeChatEnv, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
-import { openConsole, signIn } from './browser.ts'
+import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242925'
 const APP_SECRET = 'browser-templates-app-secret'
@@ -24,12 +24,6 @@ const token = await stack.adminToken()
 
 const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'templates' })
 page.on('dialog', (dialog) => { dialog.accept().catch(() => {}) })
-
-/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
 
 const row = page.locator('tr[data-template="delivery_window|en_US"]')
 
@@ -60,7 +54,7 @@ t.test('a template written beside its preview, refused by a rule before the plat
   t.notOk(platform.requests.slice(before).some((request) => request.path.endsWith('/message_templates')), 'the platform was not called')
 
   await body.fill('Hi {{1}}, we deliver on {{2}} between 9 and 12.')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('01-editor')
   await page.getByRole('button', { name: 'Submit for review' }).click()
   await row.locator('[data-template-status="PENDING"]').waitFor()
