@@ -5,12 +5,13 @@
  * against real api and worker processes and the fake chat platform: a template written beside its
  * preview, a rule the platform would refuse named before it is called, the template submitted and
  * listed PENDING, approved by the platform's signed status webhook (the list follows it), offered in
- * a new broadcast and in a send_chat_template node's form (its values typed, the message previewed), and
+ * a new broadcast sent to a label with each contact's own name, and in a send_chat_template node's form (its values typed, the message previewed), and
  * deleted. Its pages are photographed into tests/browser/screenshots/templates/.
  */
 import t from 'tap'
 import { fakeChatEnv, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242925'
@@ -71,8 +72,32 @@ t.test('the platform approves it: the list follows, and a new broadcast offers i
   await page.getByRole('link', { name: 'New broadcast' }).click()
   await page.locator('#broadcast-template option', { hasText: 'delivery_window' }).waitFor({ state: 'attached' })
   await page.getByLabel('Template').selectOption('delivery_window')
-  await page.getByLabel('Value of {{1}}').fill('Ines')
-  t.match(await page.getByLabel('Value of {{2}}').count(), 1, 'one field per variable')
+  t.equal(await page.getByLabel(/^Value of/).count(), 2, 'one field per variable')
+})
+
+t.test('sent to a label, each contact\'s own name filled in at send', async (t) => {
+  const imported = await fetch(`${baseUrl}/api/chat/contacts/import`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
+    body: 'phone,name,labels\n15550300001,Ana,gold\n15550300002,Bruno,gold\n15550300003,Carla,silver\n'
+  })
+  t.equal(imported.status, 200)
+  await page.getByLabel('Value of {{1}}').fill('{{contact.name}}')
+  await page.getByLabel('Value of {{2}}').fill('Monday')
+  await page.getByLabel('Contacts with a label').check()
+  await page.getByLabel(/^Label/).fill('gold')
+  await page.getByRole('button', { name: 'Review' }).click()
+  const review = page.getByRole('region', { name: 'Send delivery_window (en_US) to 2 contacts labelled gold?' })
+  await review.waitFor()
+  await shot('03-broadcast-review')
+  await review.getByRole('button', { name: 'Send to 2 contacts labelled gold' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Broadcast of delivery_window' }).waitFor()
+  const bodies = await waitFor(async () => {
+    const sent = platform.sends().filter((send) => (send.body as { template?: { name?: string } }).template?.name === 'delivery_window')
+    return sent.length === 2 ? sent.map((send) => send.body as { to: string, template: { components: Array<{ type: string, parameters: Array<{ text: string }> }> } }) : undefined
+  }, { what: 'the two sends', timeoutMs: 20_000 })
+  const named = Object.fromEntries(bodies.map((body) => [body.to, body.template.components.find((component) => component.type === 'body')?.parameters.map((parameter) => parameter.text)]))
+  t.same(named, { 15550300001: ['Ana', 'Monday'], 15550300002: ['Bruno', 'Monday'] }, 'each contact got their own name')
 })
 
 t.test('in the builder, a send_chat_template node\'s template is picked from the approved ones and its values typed, with the message previewed', async (t) => {

@@ -271,7 +271,7 @@ export function NewBroadcast () {
           </div>
           {Array.from({ length: count }, (_, i) => (
             <div key={i}>
-              <label for={`broadcast-param-${i + 1}`}>{`Value of {{${i + 1}}}`} <span class='muted'>(the same for every recipient)</span></label>
+              <label for={`broadcast-param-${i + 1}`}>{`Value of {{${i + 1}}}`} <span class='muted'>(text, or each contact's own: {'{{contact.name}}'}, {'{{contact.attributes.plan}}'})</span></label>
               <input id={`broadcast-param-${i + 1}`} value={values[i] ?? ''} onInput={(e) => { const next = [...values]; next[i] = e.currentTarget.value; setValues(next) }} />
             </div>
           ))}
