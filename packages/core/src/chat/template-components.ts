@@ -62,8 +62,10 @@ class ComponentsCheck {
   /** Text of 1 to `max` characters, not blank (a template that rendered nothing is never sent); a number is its text. */
   text (value: unknown, field: string, max: number): string {
     if (this.templates && hasPlaceholder(value)) return this.placeholders(value, field)
+    if (value === undefined || value === null || value === '') throw invalid(`${field} needs a value: a template parameter is never sent blank`)
     const text = typeof value === 'number' && Number.isFinite(value) ? String(value) : value
-    if (typeof text !== 'string' || text.trim() === '') throw invalid(`${field} needs a value: a template parameter is never sent blank`)
+    if (typeof text !== 'string') throw invalid(`${field} must be text`)
+    if (text.trim() === '') throw invalid(`${field} needs a value: a template parameter is never sent blank`)
     if (text.length > max) throw invalid(`${field} must be at most ${max} characters`)
     return text
   }
@@ -142,7 +144,7 @@ class ComponentsCheck {
 
   private parameters (value: unknown, field: string, place: 'header' | 'body'): Json[] {
     const max = place === 'header' ? 1 : TEMPLATE_PARAMETER_LIMITS.parametersPerComponent
-    if (!Array.isArray(value) || value.length === 0 || value.length > max) throw invalid(`${field}.parameters must hold 1 to ${max} parameters`)
+    if (!Array.isArray(value) || value.length === 0 || value.length > max) throw invalid(`${field}.parameters must hold ${max === 1 ? 'one parameter' : `1 to ${max} parameters`}`)
     return value.map((parameter, i) => this.parameter(parameter, `${field}.parameters[${i}]`, place))
   }
 
