@@ -44,7 +44,8 @@ const recipientsOf = async (id: string, query = ''): Promise<Recipient[]> => (aw
 const body = (...texts: string[]) => [{ type: 'body', parameters: texts.map((text) => ({ type: 'text', text })) }]
 
 t.test('a broadcast to a label: each contact gets its own name and attribute; listed recipients resolve against their phone\'s contact', async (t) => {
-  await importContacts('phone,name,labels,attr.plan\n15571000001,Ana,vip,gold\n15571000002,Bo,vip,silver\n15571000003,Cy,other,gold\n')
+  const long = 'x'.repeat(1000)
+  await importContacts(`phone,name,labels,attr.plan,attr.long\n15571000001,Ana,vip,gold,\n15571000002,Bo,vip,silver,\n15571000003,Cy,other,gold,\n15571000004,Dee,other,,${long}\n15571000005,Eve,other,,${long}\n`)
   const byLabel = await create({ label: 'vip', components: body('{{contact.name}}', '{{contact.attributes.plan | upper}}') })
   t.match(await done(byLabel.id), { total: 2, counts: { sent: 2, failed: 0 } })
   t.same(bodiesSentTo(new Set(['15571000001', '15571000002', '15571000003'])), new Map([
@@ -56,15 +57,21 @@ t.test('a broadcast to a label: each contact gets its own name and attribute; li
     recipients: [
       { to: '+1 557 100 0003', components: body('{{contact.name}}', 'A-{{contact.phone}}') },
       { to: '15571000009', components: body('Friend', '{{contact.phone}}') },
-      { to: '15571000008', components: body('{{contact.name}}', 'A-1') }
+      { to: '15571000008', components: body('{{contact.name}}', 'A-1') },
+      { to: '15571000004', components: body('{{contact.attributes.long}}{{contact.attributes.long}}', 'A-1') },
+      { to: '15571000005', components: body(...Array.from({ length: 40 }, () => '{{contact.attributes.long}}')) }
     ]
   })
-  t.match(await done(listed.id), { total: 3, counts: { sent: 2, failed: 1 } })
+  t.match(await done(listed.id), { total: 5, counts: { sent: 2, failed: 3 } })
   t.same(bodiesSentTo(new Set(['15571000003', '15571000009', '15571000008'])), new Map([
     ['15571000003', ['Cy', 'A-15571000003']],
     ['15571000009', ['Friend', '15571000009']]
   ]), 'a phone without a contact has its phone, and nothing else')
-  t.match(await recipientsOf(listed.id, '&status=failed'), [{ phone: '15571000008', error: { code: null, title: 'components[0].parameters[0]: contact.name has no value' } }])
+  t.same((await recipientsOf(listed.id, '&status=failed')).map((r) => [r.phone, r.error?.title]), [
+    ['15571000008', 'components[0].parameters[0]: contact.name has no value'],
+    ['15571000004', 'components[0].parameters[0].text must be at most 1024 characters'],
+    ['15571000005', 'components, rendered for this contact: Rendered config exceeds 32768 bytes']
+  ], 'a value missing, a value past its bound once rendered, and components past the bound of what is rendered')
 })
 
 t.test('placeholders that read anything but the contact, and shapes the platform refuses, are a 400 when the broadcast is made', async (t) => {
