@@ -15,7 +15,7 @@ import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform } from '@
 import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
-import { openConsole, signIn } from './browser.ts'
+import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-assistant-app-secret'
@@ -36,12 +36,6 @@ const { baseUrl } = stack
 const token = await stack.adminToken()
 
 const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'assistant' })
-
-/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
 
 interface Conversation { id: string, phone: string, aiMode: string, pendingApprovalCount: number, assistantPaused: boolean }
 interface Message { id: string, status: string | null, content: string }
@@ -124,7 +118,7 @@ t.test('the inbox: the badge, the draft in the thread, the turn with its tool ca
   await call.getByRole('link', { name: 'Order status' }).waitFor()
   t.match(await call.textContent(), /^order_status succeeded · workflow Order status · its run$/, 'which workflow ran')
   t.equal(await call.getByRole('link', { name: 'its run' }).getAttribute('href'), `/console/runs/${toolRunId}`)
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('02-inbox-draft')
 
   await call.getByRole('link', { name: 'its run' }).click()
@@ -141,7 +135,7 @@ t.test('Edit, change the text, Send edited: the platform receives exactly the ed
   const text = page.getByLabel('Edit the draft')
   t.equal(await text.inputValue(), DRAFTED, 'the draft as the assistant wrote it')
   await text.fill(EDITED)
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('03-inbox-draft-edit')
   await page.getByRole('button', { name: 'Send edited' }).click()
   await page.locator('.message.outbound:not(.draft)', { hasText: EDITED }).waitFor()

@@ -13,7 +13,7 @@ import t from 'tap'
 import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform, statusesDelivery } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
-import { openConsole, signIn } from './browser.ts'
+import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-broadcasts-app-secret'
@@ -31,12 +31,6 @@ const { baseUrl } = stack
 const token = await stack.adminToken()
 
 const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'broadcasts' })
-
-/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
 
 interface Broadcast { id: string, status: string, total: number, ratePerSecond: number, counts: Record<string, number> }
 
@@ -84,7 +78,7 @@ t.test('log in; a new broadcast to 30 pasted numbers at 5 a second, from the for
 
   await page.getByLabel(/^Rate/).fill('5')
   t.equal(await page.locator('.audience [aria-live]').textContent(), '30 numbers')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('01-new-broadcast')
   await page.getByRole('button', { name: 'Review' }).click()
   const review = page.getByRole('region', { name: 'Send hello_world (en_US) to 30 numbers?' })

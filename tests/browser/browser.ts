@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// The callback given to page.evaluate runs in the browser: DOM types for it.
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
@@ -76,6 +78,12 @@ export async function openConsole (t: Teardown, baseUrl: string, options: { scre
   page.on('pageerror', (error) => { watched.pageErrors.push(error.message) })
   return watched
 }
+
+/** The form controls on the page without a name a screen reader reads (a label or an aria-label): none, on every page. */
+export const unlabelledControls = async (page: Page): Promise<string[]> => page.evaluate(() =>
+  Array.from(document.querySelectorAll('input, select, textarea'))
+    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
+    .map((control) => control.outerHTML.slice(0, 120)))
 
 /** Signs in from the login page and waits for the overview. */
 export async function signIn (page: Page, baseUrl: string, credentials: { email: string, password: string } = TEST_ADMIN): Promise<void> {

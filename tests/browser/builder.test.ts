@@ -13,7 +13,7 @@ import type { Locator } from 'playwright-core'
 import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
-import { openConsole, signIn } from './browser.ts'
+import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 let sinkStatus = 200
 const sink = await startDeliverySink(t, {
@@ -38,11 +38,6 @@ page.on('dialog', (dialog) => {
 const canvasNode = (id: string): Locator => page.locator(`.react-flow__node[data-id="${id}"]`)
 const handle = (id: string, name: string): Locator => canvasNode(id).locator(`[data-handle="${name}"]`)
 const input = (id: string): Locator => canvasNode(id).locator('.react-flow__handle.target')
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
-
 interface StoredNode { id: string, type: string, config?: Record<string, unknown>, next?: string, position?: { x: number, y: number } }
 const stored = async (id: string): Promise<{ version: number, name: string, triggerType: string, nodes: StoredNode[], pinnedData: unknown, isActive: boolean }> =>
   (await call('GET', `/api/automation/workflows/${id}`, { token })).body
@@ -110,7 +105,7 @@ t.test('build a condition and an http_request by drag and form only, pin data, r
   t.notMatch(await canvasNode('set').locator('.flow-node').getAttribute('class'), /state-/, 'the else branch did not run')
   t.match(await canvasNode('http_request').locator('.flow-node').getAttribute('class'), /state-done/)
   await shot('03-run-to-here')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
 })
 
 t.test('the saved workflow fires through the API; its failed run opens on the canvas and is retried from its node', async (t) => {

@@ -26,6 +26,7 @@ import {
 } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
+import { unlabelledControls } from './browser.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -97,12 +98,6 @@ const shot = async (name: string, shown = page): Promise<void> => {
   await shown.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }
 
-/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (shown = page): Promise<string[]> => shown.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
-
 const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name })
 
 const counter = async (queue: string, name: string): Promise<number> =>
@@ -137,7 +132,7 @@ t.test('first load: the login page, within the bundle it was built with, with no
   t.ok(timing.loadMs < 5000, `loaded in ${timing.loadMs} ms`)
   t.ok(gzipBytes < 100_000, `script and styles: ${gzipBytes} bytes gzipped`)
   t.ok(builderGzipBytes > 0 && builderGzipBytes < 150_000, `the builder's chunk: ${builderGzipBytes} bytes gzipped`)
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('01-login')
 })
 
@@ -191,7 +186,7 @@ t.test('create a workflow from the form; its page draws the graph as the engine 
   await page.locator('svg.graph g[data-node="small"]').waitFor()
   t.equal(await page.locator('#json-problem').count(), 0)
   t.ok(await create.isEnabled(), 'valid JSON enables Create workflow again')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('02-workflow-new')
   await page.getByRole('button', { name: 'Create workflow' }).click()
   await heading(page, 'Order triage').waitFor()
@@ -318,7 +313,7 @@ t.test('workflow and run lists with their filters', async (t) => {
   t.equal(await runRowsOf('FAILED'), 1, 'the failed one')
   await page.getByLabel('Status').selectOption('RUNNING')
   await page.getByText('No run matches').waitFor()
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await page.getByLabel('Status').selectOption('SUCCESS')
   await runRowsOf('SUCCESS')
   await shot('07-runs')
@@ -378,7 +373,7 @@ t.test('a code node from the palette, its config in the form its schema makes: c
   await page.locator('#cfg-retry-error').waitFor({ state: 'detached' })
   await formProblem.waitFor({ state: 'detached' })
   t.ok(await create.isEnabled(), 'valid again')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('14-workflow-code-node')
 
   // The JSON view edits the same nodes: the number is a number, the other fields left out.
@@ -520,7 +515,7 @@ t.test('inbox: answer a customer the fake platform brought in; outside the 24-ho
   const wamid = messages.at(-1).wamid
   await deliver(`${baseUrl}/webhook/chat`, statusesDelivery(PHONE_NUMBER_ID, [{ wamid, status: 'read', recipientId: CUSTOMER }]), APP_SECRET)
   await page.locator('.message.outbound .ticks-read').waitFor({ timeout: 15_000 })
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('08-inbox')
 
   await page.locator(`a[data-conversation="${QUIET_CUSTOMER}"]`).click()
@@ -578,7 +573,7 @@ t.test('admin: create and delete a user; link, verify and delete a chat account'
   await account.getByRole('button', { name: 'Verify Support line' }).click()
   await account.getByText('Verified: the platform accepts this number with its token').waitFor()
   t.ok(fake.requests.some((request) => request.method === 'GET' && request.path === '/v21.0/106540352242999'), 'the platform was asked')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('10-admin')
 
   // Two accounts to choose from now: the inbox offers the switcher, and each account has its own conversations.
@@ -624,7 +619,7 @@ t.test('admin: create an API key, see it once, use it, revoke it', async (t) => 
   await row.getByRole('button', { name: 'Revoke dashboard poller' }).click()
   await row.getByText(/^revoked/).waitFor()
   t.equal((await stack.call('GET', '/api/automation/queues', { token: key })).status, 401, 'revoked: refused')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
 })
 
 t.test('tablet width: the navigation wraps, nothing overflows sideways, the keyboard reaches the skip link first', async (t) => {

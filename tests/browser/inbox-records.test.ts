@@ -14,7 +14,7 @@ import { TEST_ADMIN } from '@switchboard/testing/config'
 import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
-import { openConsole, signIn } from './browser.ts'
+import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242924'
 const APP_SECRET = 'browser-inbox-records-app-secret'
@@ -33,12 +33,6 @@ const tracker = await client.createWorkflow(token, {
 })
 
 const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'inbox-records' })
-
-/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
 
 interface Conversation { id: string, phone: string, labels: string[] }
 
@@ -84,10 +78,10 @@ t.test('a template a workflow sent shows as the customer read it: the template\'
 t.test('labels: added to the conversation and shown in the list, removed with their ×; the contact beside the thread', async (t) => {
   const conversation = await conversationOf(RITA)
   await page.getByLabel('Add a label to the conversation').fill('vip')
-  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add' }).click()
+  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add label' }).click()
   await page.locator(`a[data-conversation="${RITA}"] .tag`, { hasText: 'vip' }).waitFor()
   await page.getByLabel('Add a label to the conversation').fill('late-delivery')
-  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add' }).click()
+  await page.locator('[data-labels-of="conversation"]').getByRole('button', { name: 'Add label' }).click()
   await page.getByRole('button', { name: 'Remove the label late-delivery from the conversation' }).waitFor()
   t.same((await conversationOf(RITA)).labels.sort(), ['late-delivery', 'vip'])
   await page.getByRole('button', { name: 'Remove the label late-delivery from the conversation' }).click()
@@ -97,13 +91,13 @@ t.test('labels: added to the conversation and shown in the list, removed with th
   const panel = page.getByRole('complementary', { name: 'Contact' })
   await panel.locator('#contact-consent', { hasText: 'Subscribed' }).waitFor()
   await panel.getByLabel('Add a label to the contact').fill('gold')
-  await panel.getByRole('button', { name: 'Add' }).click()
+  await panel.getByRole('button', { name: 'Add label' }).click()
   await panel.getByRole('button', { name: 'Remove the label gold from the contact' }).waitFor()
   const [contact] = (await call('GET', `/api/chat/contacts?search=${RITA}`, { token })).body as Array<{ labels: string[] }>
   t.same(contact?.labels, ['gold'], 'the contact carries it')
   const labels = (await call('GET', '/api/chat/labels', { token })).body
   t.same(labels, [{ name: 'gold', conversations: 0, contacts: 1 }, { name: 'vip', conversations: 1, contacts: 0 }], 'the number\'s labels, counted')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('02-labels-and-contact')
 })
 

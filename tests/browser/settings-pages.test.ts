@@ -11,7 +11,7 @@
 import t from 'tap'
 import { fakeChatEnv, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
-import { openConsole, signIn } from './browser.ts'
+import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242923'
 const SECRET = 'tok-7c1d0e55aa19'
@@ -25,12 +25,6 @@ const token = await stack.adminToken()
 
 const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'settings-pages' })
 page.on('dialog', (dialog) => { dialog.accept().catch(() => {}) })
-
-/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
 
 t.test('credentials: added from the form, used by a workflow, a delete refused with the api\'s reason, new values saved; no value shown', async (t) => {
   await signIn(page, baseUrl)
@@ -71,7 +65,7 @@ t.test('credentials: added from the form, used by a workflow, a delete refused w
   t.not(after.updatedAt, before.updatedAt, 'the api took the new values')
   const text = await page.locator('main').innerText()
   t.notOk(text.includes(SECRET) || text.includes(NEW_SECRET) || text.includes('crm-key-0123456789'), 'no value is on the page')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('credentials')
 })
 
@@ -86,7 +80,7 @@ t.test('the audit log: what was just done, filtered by action and by who, paged 
   t.same(actions, ['credential.updated'], 'only the new values, once')
   await page.getByRole('combobox', { name: /^Action/ }).selectOption('broadcast.created')
   await page.getByText('Nothing recorded matches these filters.').waitFor()
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await page.getByRole('combobox', { name: /^Action/ }).selectOption('')
   await page.locator('#audit-log tbody tr').first().waitFor()
   await shot('audit-log')
@@ -129,7 +123,7 @@ t.test('contacts: imported from a CSV file (a bad row named), found by name, lab
   await page.locator('tr[data-contact="15550100002"]').waitFor({ state: 'detached' })
   await page.locator('tr[data-contact="15550100003"]').waitFor()
   t.equal(await page.locator('#contacts tbody tr').count(), 2, 'the two contacts labelled vip')
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('contacts')
 })
 
@@ -156,7 +150,7 @@ t.test('chat settings: the assistant\'s instructions and wait, and an opt-out ke
   await page.getByRole('button', { name: 'Save assistant' }).click()
   t.equal(await page.locator('#assistant-debounce:invalid').count(), 1, 'beyond its bound the form is not sent')
   t.equal((await call('GET', '/api/chat/accounts/default/assistant', { token })).body.debounceMs, 500)
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('chat-settings')
 })
 

@@ -14,7 +14,7 @@ import { TEST_ADMIN } from '@switchboard/testing/config'
 import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
-import { openConsole, signIn } from './browser.ts'
+import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-team-inbox-app-secret'
@@ -34,12 +34,6 @@ const hours = await stack.call('POST', '/api/chat/canned-replies', { token, body
 if (hours.status !== 201) throw new Error(`canned reply: ${hours.status}`)
 
 const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, baseUrl, { screenshots: 'team-inbox' })
-
-/** Every form control on the page has a name a screen reader reads: a label or an aria-label. */
-const unlabelledControls = async (): Promise<string[]> => page.evaluate(() =>
-  Array.from(document.querySelectorAll('input, select, textarea'))
-    .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label'))
-    .map((control) => control.outerHTML.slice(0, 120)))
 
 interface Conversation { id: string, phone: string, assignedAgentId: string | null }
 
@@ -89,7 +83,7 @@ t.test('assign to me from the conversation\'s header; the list says so', async (
   t.equal((await conversationOf(LENA)).assignedAgentId, colleague.id)
   await picker.selectOption({ label: `${TEST_ADMIN.email} (you)` })
   await page.locator(`a[data-conversation="${LENA}"] .assignee`, { hasText: 'Assigned to you' }).waitFor()
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('02-assigned')
 })
 
@@ -158,16 +152,16 @@ t.test('a canned reply added from the inbox is offered at once', async (t) => {
   await page.getByLabel(/^Shortcut/).fill('thanks')
   await page.getByLabel('Title').fill('Thank you')
   await page.getByLabel('Text', { exact: true }).fill('Thank you for writing to us!')
-  await page.getByRole('button', { name: 'Add' }).click()
+  await page.getByRole('form', { name: 'New canned reply' }).getByRole('button', { name: 'Add' }).click()
   await page.locator('.canned-list li[data-shortcut="thanks"]').waitFor()
   t.same(((await stack.call('GET', '/api/chat/canned-replies', { token })).body as Array<{ shortcut: string }>).map((r) => r.shortcut), ['hours', 'thanks'])
 
   await page.getByLabel(/^Shortcut/).fill('hours')
   await page.getByLabel('Title').fill('Again')
   await page.getByLabel('Text', { exact: true }).fill('x')
-  await page.getByRole('button', { name: 'Add' }).click()
+  await page.getByRole('form', { name: 'New canned reply' }).getByRole('button', { name: 'Add' }).click()
   await page.getByRole('alert').filter({ hasText: 'A canned reply with the shortcut hours already exists' }).waitFor()
-  t.same(await unlabelledControls(), [])
+  t.same(await unlabelledControls(page), [])
   await shot('06-canned-replies')
 
   await page.getByLabel(/^Reply/).fill('/th')

@@ -1,4 +1,4 @@
-import { createLogger } from '@switchboard/core/logger'
+import { createLogger, type Logger } from '@switchboard/core/logger'
 import {
   FAKE_ACCESS_TOKEN, messagesDelivery, signedDelivery, startFakeChatPlatform, statusesDelivery,
   type FakeChatPlatform, type FakeChatPlatformOptions, type InboundMessageSpec, type StatusSpec
@@ -18,6 +18,8 @@ interface ChatTestApp extends TestApp {
   worker?: RunningWorker
   /** POSTs a signed delivery to /webhook/chat and, with a worker, waits until it has been processed. */
   deliver: (payload: unknown) => Promise<void>
+  /** Waits until every stored delivery has been processed (deliveries the fake platform posted itself). */
+  deliveriesProcessed: () => Promise<void>
   /** Inbound text messages to a platform number (the default account's unless given). */
   receive: (specs: InboundMessageSpec[], phoneNumberId?: string) => Promise<void>
   statuses: (specs: StatusSpec[], phoneNumberId?: string) => Promise<void>
@@ -30,7 +32,7 @@ interface ChatTestApp extends TestApp {
  * account configured; `worker: true` also runs the worker in-process so that
  * webhook deliveries (and the runs they start) are processed.
  */
-export async function buildChatTestApp (t: Teardown, options: { worker?: boolean, fake?: FakeChatPlatformOptions, env?: Record<string, string> } = {}): Promise<ChatTestApp> {
+export async function buildChatTestApp (t: Teardown, options: { worker?: boolean, workerLogger?: Logger, fake?: FakeChatPlatformOptions, env?: Record<string, string> } = {}): Promise<ChatTestApp> {
   const fake = await startFakeChatPlatform(options.fake)
   t.teardown(async () => { await fake.close() })
   const testApp = await buildTestApp(t, {
@@ -46,20 +48,23 @@ export async function buildChatTestApp (t: Teardown, options: { worker?: boolean
 
   let worker: RunningWorker | undefined
   if (options.worker === true) {
-    worker = await startWorker(config, createLogger(process.env.TEST_WORKER_LOG_LEVEL ?? 'silent', 'worker'))
+    worker = await startWorker(config, options.workerLogger ?? createLogger(process.env.TEST_WORKER_LOG_LEVEL ?? 'silent', 'worker'))
   }
   // Teardowns run last-in first-out: the worker stops before the app's own teardown drops the database.
   t.teardown(async () => { await worker?.close() })
+
+  const deliveriesProcessed: ChatTestApp['deliveriesProcessed'] = async () => {
+    await waitFor(async () => {
+      const [row] = await app.database.sql<Array<{ pending: number }>>`select count(*)::int as pending from chat_deliveries`
+      return row.pending === 0 ? true : undefined
+    }, { what: 'chat deliveries to be processed', intervalMs: 25 })
+  }
 
   const deliver: ChatTestApp['deliver'] = async (payload) => {
     const { body, headers } = signedDelivery(payload, APP_SECRET)
     const res = await app.inject({ method: 'POST', url: '/webhook/chat', payload: body, headers })
     if (res.statusCode !== 200) throw new Error(`delivery refused: ${res.statusCode} ${res.body}`)
-    if (worker === undefined) return
-    await waitFor(async () => {
-      const [row] = await app.database.sql<Array<{ pending: number }>>`select count(*)::int as pending from chat_deliveries`
-      return row.pending === 0 ? true : undefined
-    }, { what: 'chat deliveries to be processed', intervalMs: 25 })
+    if (worker !== undefined) await deliveriesProcessed()
   }
 
   const linkAccount: ChatTestApp['linkAccount'] = async (token, phoneNumberId, extra = {}) => {
@@ -78,6 +83,7 @@ export async function buildChatTestApp (t: Teardown, options: { worker?: boolean
     fake,
     worker,
     deliver,
+    deliveriesProcessed,
     receive: async (specs, phoneNumberId = DEFAULT_PHONE_NUMBER_ID) => { await deliver(messagesDelivery(phoneNumberId, specs)) },
     statuses: async (specs, phoneNumberId = DEFAULT_PHONE_NUMBER_ID) => { await deliver(statusesDelivery(phoneNumberId, specs)) },
     linkAccount

@@ -1,6 +1,6 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
-  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, LabelCount, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
+  Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, LabelCount, NewTemplate, StoredTemplate, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
   Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, CredentialChanges, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewCredential, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
 } from './types.ts'
@@ -264,6 +264,9 @@ export const api = {
       } satisfies TemplateMessage
     }),
   templates: async (accountId: string | undefined) => call<Template[]>('GET', '/api/chat/templates', { accountId }),
+  storedTemplates: async (accountId: string) => call<StoredTemplate[]>('GET', `/api/chat/templates${query({ status: 'all', limit: 500 })}`, { accountId }),
+  createTemplate: async (accountId: string, input: NewTemplate) => call<StoredTemplate>('POST', '/api/chat/templates', { accountId, body: input }),
+  deleteTemplate: async (accountId: string, name: string) => call<undefined>('DELETE', `/api/chat/templates/${encodeURIComponent(name)}`, { accountId }),
 
   /** The viewer's broadcasts (admins: everyone's), newest first, with their counts by recipient status. */
   broadcasts: async (limit: number, offset = 0) => call<Broadcast[]>('GET', `/api/chat/broadcasts${query({ limit, offset })}`),

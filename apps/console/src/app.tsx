@@ -17,6 +17,7 @@ import { NotFound } from './pages/not-found.tsx'
 import { Overview } from './pages/overview.tsx'
 import { RunPage } from './pages/run.tsx'
 import { Runs } from './pages/runs.tsx'
+import { Templates } from './pages/templates.tsx'
 import { WorkflowEditor } from './pages/workflow-editor.tsx'
 import { WorkflowPage } from './pages/workflow.tsx'
 import { Workflows } from './pages/workflows.tsx'
@@ -31,6 +32,7 @@ const SECTIONS = [
   { href: `${BASE}/inbox`, label: 'Inbox', matches: (path: string) => path.startsWith(`${BASE}/inbox`) },
   { href: `${BASE}/contacts`, label: 'Contacts', matches: (path: string) => path.startsWith(`${BASE}/contacts`) },
   { href: `${BASE}/broadcasts`, label: 'Broadcasts', matches: (path: string) => path.startsWith(`${BASE}/broadcasts`) },
+  { href: `${BASE}/templates`, label: 'Templates', matches: (path: string) => path.startsWith(`${BASE}/templates`) },
   { href: `${BASE}/credentials`, label: 'Credentials', matches: (path: string) => path.startsWith(`${BASE}/credentials`) },
   { href: `${BASE}/admin`, label: 'Admin', matches: (path: string) => path.startsWith(`${BASE}/admin`) }
 ]
@@ -116,6 +118,7 @@ function Shell () {
         <Route path={`${BASE}/broadcasts`} component={Broadcasts} />
         <Route path={`${BASE}/broadcasts/new`} component={NewBroadcast} />
         <Route path={`${BASE}/broadcasts/:id`} component={BroadcastPage} />
+        <Route path={`${BASE}/templates`} component={Templates} />
         <Route path={`${BASE}/credentials`} component={Credentials} />
         <Route path={`${BASE}/admin`} component={Admin} />
         <Route path={`${BASE}/admin/audit`} component={AuditLog} />

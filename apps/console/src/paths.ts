@@ -14,6 +14,7 @@ export const paths = {
   contacts: `${BASE}/contacts`,
   chatSettings: `${BASE}/chat-settings`,
   broadcasts: `${BASE}/broadcasts`,
+  templates: `${BASE}/templates`,
   newBroadcast: `${BASE}/broadcasts/new`,
   broadcast: (id: string) => `${BASE}/broadcasts/${encodeURIComponent(id)}`,
   admin: `${BASE}/admin`,

@@ -32,7 +32,7 @@ import type {
   ConversationWithMessages, NoteBody, UpdateConversationBody
 } from '../../api/src/routes/api/chat/conversations/schemas.ts'
 import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
-import type { Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
+import type { CreateTemplateBody, StoredTemplate as StoredTemplateSchema, Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
 import type { CreateUserBody, UpdateUserBody, User as UserSchema } from '../../api/src/routes/api/users/schemas.ts'
 import type { AuditEntry as AuditEntrySchema, ListAuditQuery } from '../../api/src/routes/api/audit/schemas.ts'
 import type { Check } from '../../api/src/routes/health/schemas.ts'
@@ -209,6 +209,12 @@ export type Readiness = Answer<typeof Check>
 
 export type TextMessage = Body<typeof SendTextBody>
 export type TemplateMessage = Body<typeof SendTemplateBody>
+
+/** A template made here, with the platform's review of it (GET /api/chat/templates?status=all), and a new one. */
+export type StoredTemplate = Answer<typeof StoredTemplateSchema>
+export type NewTemplate = Body<typeof CreateTemplateBody>
+export type TemplateCategory = NewTemplate['category']
+export type TemplateButtonType = NonNullable<NewTemplate['components'][number]['buttons']>[number]['type']
 
 /**
  * A template as the api passes it through from the platform: the fields its schema names, and the

@@ -6,9 +6,10 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 /**
  * A stand-in for the chat platform (WhatsApp Business Cloud API) that speaks
  * its wire format, as the platform documents it: sends (text, template, media,
- * interactive), the template list, media objects and their downloads, and
- * signed webhook deliveries towards our `/webhook/chat`. Tests and the demo
- * mode use it; production never does.
+ * interactive), templates (list, create, delete), media objects and their
+ * downloads, and signed webhook deliveries towards our `/webhook/chat`
+ * (messages, statuses, template status and quality updates). Tests and the
+ * demo mode use it; production never does.
  */
 
 export interface FakeTemplate {
@@ -18,6 +19,35 @@ export interface FakeTemplate {
   body: string
   status?: string
   category?: string
+  /** The platform's id; a listed template without one is numbered by its place in the list. */
+  id?: string
+  /** A created template's components as submitted; the list shows the others as their body alone. */
+  components?: unknown[]
+  /** The business account a template was created in: its status webhooks name it. */
+  businessAccountId?: string
+}
+
+/** What the platform's review did to a template: the `message_template_status_update` webhook's value. */
+export interface TemplateStatusSpec {
+  name: string
+  language: string
+  /** APPROVED, REJECTED, PENDING, PAUSED, DISABLED, REINSTATED, FLAGGED, DELETED… */
+  event: string
+  /** The platform's reason (`INVALID_FORMAT`); `NONE` when unset, as the platform writes an approval's. */
+  reason?: string | null
+  /** A pause's `other_info`: `{title: FIRST_PAUSE, description}`. */
+  otherInfo?: { title: string, description: string }
+  /** The entry's id; by default the business account the template was created in. */
+  businessAccountId?: string
+}
+
+/** A template's new quality score: the `message_template_quality_update` webhook's value. */
+export interface TemplateQualitySpec {
+  name: string
+  language: string
+  previous?: string
+  quality: 'GREEN' | 'YELLOW' | 'RED' | 'UNKNOWN'
+  businessAccountId?: string
 }
 
 export interface RecordedRequest {
@@ -84,6 +114,14 @@ export interface FakeChatPlatform {
   sends: () => RecordedRequest[]
   /** Holds `media` as the platform does once a customer sent it (or a business uploaded it); returns its media id. */
   addMedia: (media: FakeMedia) => string
+  /**
+   * The platform's review of a template: its status here (APPROVED makes it sendable and listed as
+   * approved), then the signed `message_template_status_update` delivery posted to `options.webhook`.
+   * Returns the webhook's answer status.
+   */
+  reviewTemplate: (spec: TemplateStatusSpec) => Promise<number>
+  /** A template's quality score changed: the signed `message_template_quality_update` delivery posted to `options.webhook`. */
+  rateTemplate: (spec: TemplateQualitySpec) => Promise<number>
   /** Settings can be changed between tests. */
   options: Required<Omit<FakeChatPlatformOptions, OptionalSetting | 'port' | 'onRequest'>> & Pick<FakeChatPlatformOptions, OptionalSetting>
   close: () => Promise<void>
@@ -92,6 +130,8 @@ export interface FakeChatPlatform {
 type OptionalSetting = 'allowedRecipients' | 'messagesPerSecond' | 'pairIntervalMs' | 'webhook' | 'numbersByToken'
 
 export const FAKE_ACCESS_TOKEN = 'fake-platform-token'
+/** The business account of `fakeChatEnv`'s default account. */
+const FAKE_BUSINESS_ACCOUNT_ID = '102290129340398'
 
 /**
  * The settings that point the service's default chat account at a fake platform: its number,
@@ -101,7 +141,7 @@ export const fakeChatEnv = (platform: { url: string }, account: { phoneNumberId:
   CHAT_API_URL: platform.url,
   CHAT_ACCESS_TOKEN: FAKE_ACCESS_TOKEN,
   CHAT_PHONE_NUMBER_ID: account.phoneNumberId,
-  CHAT_BUSINESS_ACCOUNT_ID: '102290129340398',
+  CHAT_BUSINESS_ACCOUNT_ID: FAKE_BUSINESS_ACCOUNT_ID,
   ...(account.appSecret !== undefined && { CHAT_APP_SECRET: account.appSecret }),
   ...(account.verifyToken !== undefined && { CHAT_VERIFY_TOKEN: account.verifyToken })
 })
@@ -124,10 +164,20 @@ const ERRORS = {
   template: { status: 404, code: 132001, message: '(#132001) Template name does not exist in the translation', type: 'OAuthException', subcode: 2388040 },
   params: { status: 400, code: 132000, message: '(#132000) Number of parameters does not match the expected number of params', type: 'OAuthException', subcode: 2388043 },
   invalid: { status: 400, code: 100, message: '(#100) Invalid parameter', type: 'OAuthException' },
-  noAccess: { status: 400, code: 100, message: 'Unsupported request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation', type: 'GraphMethodException', subcode: 33 }
+  noAccess: { status: 400, code: 100, message: 'Unsupported request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation', type: 'GraphMethodException', subcode: 33 },
+  // Template management answers as the Graph API does, its explanation in error_user_title and error_user_msg.
+  templateExists: { status: 400, code: 100, message: 'Invalid parameter', type: 'OAuthException', subcode: 2388024, userTitle: 'Content in This Language Already Exists' },
+  templateNotFound: { status: 400, code: 100, message: 'Invalid parameter', type: 'OAuthException', subcode: 2593002, userTitle: 'Message template not found' }
 } as const
 
 type PlatformError = typeof ERRORS[keyof typeof ERRORS]
+
+const TEMPLATE_CATEGORIES = ['MARKETING', 'UTILITY', 'AUTHENTICATION']
+
+/** The status a review event leaves a template in (the platform's list shows it); other events leave it as it was. */
+const REVIEW_STATUSES: Record<string, string> = {
+  APPROVED: 'APPROVED', REINSTATED: 'APPROVED', PENDING: 'PENDING', REJECTED: 'REJECTED', PAUSED: 'PAUSED', DISABLED: 'DISABLED'
+}
 
 const placeholderCount = (text: string): number => new Set(text.match(/\{\{\d+\}\}/g) ?? []).size
 
@@ -216,7 +266,8 @@ function templateComponentsProblem (components: unknown): string | undefined {
 export async function startFakeChatPlatform (options: FakeChatPlatformOptions = {}): Promise<FakeChatPlatform> {
   const settings: FakeChatPlatform['options'] = {
     accessTokens: options.accessTokens ?? [FAKE_ACCESS_TOKEN],
-    templates: options.templates ?? DEFAULT_FAKE_TEMPLATES,
+    // A copy: creating and reviewing templates changes this platform's, never another fake's.
+    templates: (options.templates ?? DEFAULT_FAKE_TEMPLATES).map((template) => ({ ...template })),
     templatePageSize: options.templatePageSize ?? 2,
     allowedRecipients: options.allowedRecipients,
     messagesPerSecond: options.messagesPerSecond,
@@ -228,18 +279,22 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
   const recentSends = new Map<string, number[]>()
   const lastPairSend = new Map<string, number>()
   const media = new Map<string, FakeMedia>()
+  let createdTemplates = 0
   // Downloads that never answer; ended when the fake closes, so that closing does not wait for them.
   const stalled = new Set<Socket>()
   const server = Fastify({ logger: false })
   let baseUrl = ''
 
+  /** `details`: error_data's, or, for an error with a title for people (template management), error_user_msg. */
   const fail = (reply: FastifyReply, error: PlatformError, details?: string): FastifyReply => reply.code(error.status).send({
     error: {
       message: error.message,
       type: error.type,
       code: error.code,
       ...('subcode' in error && { error_subcode: error.subcode }),
-      ...(details !== undefined && { error_data: { messaging_product: 'whatsapp', details } }),
+      ...('userTitle' in error
+        ? { is_transient: false, error_user_title: error.userTitle, ...(details !== undefined && { error_user_msg: details }) }
+        : details !== undefined && { error_data: { messaging_product: 'whatsapp', details } }),
       fbtrace_id: randomBytes(9).toString('base64url')
     }
   })
@@ -372,13 +427,13 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       const { limit, after, status } = request.query
       const matching = settings.templates
         .map((t, i) => ({
-          id: String(1667192013751000 + i),
+          id: t.id ?? String(1667192013751000 + i),
           name: t.name,
           language: t.language,
           status: t.status ?? 'APPROVED',
           category: t.category ?? 'UTILITY',
           parameter_format: 'POSITIONAL',
-          components: [{ type: 'BODY', text: t.body }]
+          components: t.components ?? [{ type: 'BODY', text: t.body }]
         }))
         .filter((t) => status === undefined || t.status === status)
       const start = after === undefined ? 0 : Number(Buffer.from(after, 'base64url').toString())
@@ -394,6 +449,67 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       return { data, paging }
     })
 
+  // A template submitted for review: PENDING until `reviewTemplate` says otherwise. Names are unique per language.
+  server.post<{ Params: { businessAccountId: string }, Body: Record<string, any> }>(`/${API_VERSION}/:businessAccountId/message_templates`, async (request, reply) => {
+    const { name, language, category, components } = request.body ?? {}
+    if (typeof name !== 'string' || !/^[a-z0-9_]{1,512}$/.test(name)) return fail(reply, ERRORS.invalid, 'Param name must be lowercase letters, digits and underscores')
+    if (typeof language !== 'string' || language === '') return fail(reply, ERRORS.invalid, 'Param language is required')
+    if (!TEMPLATE_CATEGORIES.includes(category)) return fail(reply, ERRORS.invalid, `Param category must be one of ${TEMPLATE_CATEGORIES.join(', ')}`)
+    const body = Array.isArray(components) ? components.find((c: { type?: unknown }) => c?.type === 'BODY') : undefined
+    if (typeof body?.text !== 'string') return fail(reply, ERRORS.invalid, 'Param components must include a BODY with text')
+    if (settings.templates.some((t) => t.name === name && t.language === language)) {
+      return fail(reply, ERRORS.templateExists, `There is already ${language} content for this template. You can create a new template and try again.`)
+    }
+    const id = String(1667192013760000 + ++createdTemplates)
+    settings.templates.push({ id, name, language, body: body.text, status: 'PENDING', category, components, businessAccountId: request.params.businessAccountId })
+    return { id, status: 'PENDING', category }
+  })
+
+  // Deleting by name deletes the template in every language.
+  server.delete<{ Params: { businessAccountId: string }, Querystring: { name?: string } }>(`/${API_VERSION}/:businessAccountId/message_templates`, async (request, reply) => {
+    const { name } = request.query
+    if (typeof name !== 'string' || name === '') return fail(reply, ERRORS.invalid, 'Param name is required')
+    const kept = settings.templates.filter((t) => t.name !== name)
+    if (kept.length === settings.templates.length) return fail(reply, ERRORS.templateNotFound, `The message template ${name} wasn't found for this account.`)
+    settings.templates = kept
+    return { success: true }
+  })
+
+  const templateNamed = (name: string, language: string): FakeTemplate | undefined => settings.templates.find((t) => t.name === name && t.language === language)
+
+  async function deliverToWebhook (payload: unknown): Promise<number> {
+    const target = settings.webhook
+    if (target === undefined) throw new Error('the fake chat platform has no webhook to deliver to (options.webhook)')
+    return (await deliver(target.url, payload, target.appSecret)).status
+  }
+
+  const reviewTemplate = async (spec: TemplateStatusSpec): Promise<number> => {
+    const template = templateNamed(spec.name, spec.language)
+    const status = REVIEW_STATUSES[spec.event]
+    if (template !== undefined && status !== undefined) template.status = status
+    return deliverToWebhook(templateStatusDelivery(spec.businessAccountId ?? template?.businessAccountId ?? FAKE_BUSINESS_ACCOUNT_ID, {
+      ...spec,
+      id: template?.id ?? '0',
+      category: template?.category ?? 'UTILITY'
+    }))
+  }
+
+  const rateTemplate = async (spec: TemplateQualitySpec): Promise<number> => {
+    const template = templateNamed(spec.name, spec.language)
+    return deliverToWebhook(templateQualityDelivery(spec.businessAccountId ?? template?.businessAccountId ?? FAKE_BUSINESS_ACCOUNT_ID, { ...spec, id: template?.id ?? '0' }))
+  }
+
+  // The review of a template, for the demo: `{name, language, event, reason?}`.
+  server.post<{ Body: TemplateStatusSpec }>('/_fake/template-status', async (request, reply) => {
+    const { name, language, event } = request.body ?? {}
+    if (typeof name !== 'string' || typeof language !== 'string' || typeof event !== 'string') return reply.code(400).send({ message: 'name, language and event are required strings' })
+    try {
+      return { webhookStatus: await reviewTemplate(request.body) }
+    } catch (err) {
+      return reply.code(502).send({ message: (err as Error).message })
+    }
+  })
+
   await server.listen({ host: '127.0.0.1', port: options.port ?? 0 })
   const address = server.server.address()
   if (address === null || typeof address === 'string') throw new Error('fake chat platform has no port')
@@ -408,6 +524,8 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       media.set(id, stored)
       return id
     },
+    reviewTemplate,
+    rateTemplate,
     options: settings,
     close: async () => {
       for (const socket of stalled) socket.destroy()
@@ -503,6 +621,36 @@ export function statusesDelivery (phoneNumberId: string, specs: StatusSpec[]): R
     }))
   })
 }
+
+/** The platform's `message_template_status_update` delivery: `message_template_id` is a number, as the platform sends it. */
+function templateStatusDelivery (businessAccountId: string, spec: TemplateStatusSpec & { id: string, category?: string }): Record<string, unknown> {
+  return templateDelivery(businessAccountId, 'message_template_status_update', {
+    event: spec.event,
+    message_template_id: Number(spec.id),
+    message_template_name: spec.name,
+    message_template_language: spec.language,
+    reason: spec.reason === undefined ? 'NONE' : spec.reason,
+    ...(spec.category !== undefined && { message_template_category: spec.category }),
+    ...(spec.otherInfo !== undefined && { other_info: spec.otherInfo })
+  })
+}
+
+/** The platform's `message_template_quality_update` delivery. */
+function templateQualityDelivery (businessAccountId: string, spec: TemplateQualitySpec & { id: string }): Record<string, unknown> {
+  return templateDelivery(businessAccountId, 'message_template_quality_update', {
+    previous_quality_score: spec.previous ?? 'UNKNOWN',
+    new_quality_score: spec.quality,
+    message_template_id: Number(spec.id),
+    message_template_name: spec.name,
+    message_template_language: spec.language
+  })
+}
+
+/** A business account's own change (its templates), not a number's: the entry's id is the business account's. */
+const templateDelivery = (businessAccountId: string, field: string, value: Record<string, unknown>): Record<string, unknown> => ({
+  object: 'whatsapp_business_account',
+  entry: [{ id: businessAccountId, time: nowSeconds(), changes: [{ value, field }] }]
+})
 
 /** JSON as the platform writes it: non-ASCII characters escaped as \uXXXX, so the signed bytes differ from a re-serialisation. */
 export function platformJson (payload: unknown): string {

@@ -40,7 +40,7 @@ export function LabelEditor ({ of, labels, known, add, remove }: LabelEditorProp
       <form class='row' onSubmit={(event) => { event.preventDefault(); adding.run() }}>
         <input aria-label={`Add a label to the ${of}`} list={listId} maxLength={50} placeholder='Add a label' value={typed} onInput={(e) => { setTyped(e.currentTarget.value) }} />
         <datalist id={listId}>{known.filter((label) => !labels.includes(label)).map((label) => <option key={label} value={label} />)}</datalist>
-        <button type='submit' disabled={adding.busy || typed.trim() === ''}>Add</button>
+        <button type='submit' disabled={adding.busy || typed.trim() === ''}>Add label</button>
       </form>
       <ErrorNotice error={adding.error ?? removing.error} />
     </div>

@@ -174,6 +174,17 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
         select u.id from users u
         where ${shared} and ${linksNone}`)
       return rows.map((row) => row.id)
+    },
+
+    /** Every user who can use an account of the business account (its templates are theirs), as `userIdsFor` counts them. */
+    async userIdsForBusinessAccount (businessAccountId: string): Promise<string[]> {
+      const shared = businessAccountId === environmentAccount?.businessAccountId
+      const rows = await db.execute<{ id: string }>(sql`
+        select distinct user_id as id from chat_accounts where business_account_id = ${businessAccountId}
+        union
+        select u.id from users u
+        where ${shared} and ${linksNone}`)
+      return rows.map((row) => row.id)
     }
   }
 }

@@ -10,6 +10,9 @@ export class ChatPlatformError extends Error {
   readonly type?: string
   /** `error_data.details`: the platform's explanation, e.g. which template was missing. */
   readonly details?: string
+  /** `error_user_title` and `error_user_msg`: what the Graph API says to a person, e.g. why a template was refused. */
+  readonly userTitle?: string
+  readonly userMessage?: string
   readonly fbtraceId?: string
 
   constructor (httpStatus: number, error: PlatformErrorBody) {
@@ -19,6 +22,8 @@ export class ChatPlatformError extends Error {
     this.subcode = error.error_subcode
     this.type = error.type
     this.details = error.error_data?.details
+    this.userTitle = error.error_user_title
+    this.userMessage = error.error_user_msg
     this.fbtraceId = error.fbtrace_id
   }
 }
@@ -41,6 +46,8 @@ interface PlatformErrorBody {
   code?: number | string
   error_subcode?: number
   error_data?: { details?: string }
+  error_user_title?: string
+  error_user_msg?: string
   fbtrace_id?: string
 }
 
@@ -60,6 +67,13 @@ export interface TemplateRecord {
   category?: string
   components?: unknown[]
   [key: string]: unknown
+}
+
+/** `POST /{business-account-id}/message_templates`: the template's id, its status (PENDING while reviewed) and the category it was given. */
+export interface CreatedTemplate {
+  id: string
+  status: string
+  category: string
 }
 
 interface TextMessage {
@@ -230,6 +244,10 @@ export interface ChatClient {
   getPhoneNumber: (phoneNumberId: string, accessToken: string) => Promise<PhoneNumberRecord>
   /** Every template of the business account, all pages followed. */
   listTemplates: (businessAccountId: string, accessToken: string, query?: { status?: string }) => Promise<TemplateRecord[]>
+  /** Submits a template for review; `template` is `{name, language, category, components}` as the platform takes it. */
+  createTemplate: (businessAccountId: string, accessToken: string, template: Record<string, unknown>) => Promise<CreatedTemplate>
+  /** Deletes the template `name` in every language it has. */
+  deleteTemplate: (businessAccountId: string, accessToken: string, name: string) => Promise<void>
   getMedia: (mediaId: string, accessToken: string, signal?: AbortSignal) => Promise<MediaRecord>
   /**
    * The bytes of a media record's `url`, with the same token: only an https URL, or one on
@@ -258,7 +276,7 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
   // Media are downloaded from the host the platform names (not CHAT_API_URL's): an agent of their own, idle-bounded per read.
   const downloads = new Agent({ connections: options.connections ?? 50, connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
 
-  async function call<T> (method: 'GET' | 'POST', path: string, accessToken: string, body?: unknown, options: SendOptions = {}): Promise<T> {
+  async function call<T> (method: 'GET' | 'POST' | 'DELETE', path: string, accessToken: string, body?: unknown, options: SendOptions = {}): Promise<T> {
     let statusCode: number
     let text: string
     try {
@@ -316,6 +334,15 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
         path = nextPath(result.paging?.next, base.origin)
       }
       return templates
+    },
+
+    async createTemplate (businessAccountId, accessToken, template) {
+      return call<CreatedTemplate>('POST', `${basePath}/${encodeURIComponent(businessAccountId)}/message_templates`, accessToken, template)
+    },
+
+    async deleteTemplate (businessAccountId, accessToken, name) {
+      const search = new URLSearchParams({ name })
+      await call('DELETE', `${basePath}/${encodeURIComponent(businessAccountId)}/message_templates?${search.toString()}`, accessToken)
     },
 
     async getMedia (mediaId, accessToken, signal) {

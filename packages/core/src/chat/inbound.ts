@@ -11,6 +11,7 @@ import { chatAccountResolver } from './accounts.ts'
 import { interactiveReplyOf, type InteractiveReply } from './interactive.ts'
 import { inboundMediaOf } from './media.ts'
 import { isSandboxDelivery } from './sandbox.ts'
+import { chatTemplatesRepository, type TemplateUpdate } from './templates.ts'
 
 /** A newly stored customer message, for what reacts to it (events, KEYWORD workflows). */
 export interface InboundChatMessage {
@@ -47,7 +48,7 @@ interface InboundOptions {
    * A duplicate of a dispatched message never reaches it.
    */
   onMessage: (message: InboundChatMessage) => Promise<void>
-  /** Dispatches the outbox events a delivery wrote (`chat.message.failed`), after they are committed; the reconciler dispatches what this does not. */
+  /** Dispatches the outbox events a delivery wrote (`chat.message.failed`, `chat.template.status`), after they are committed; the reconciler dispatches what this does not. */
   dispatchEvents: (eventIds: readonly string[]) => Promise<unknown>
 }
 
@@ -102,17 +103,42 @@ const timeOf = (timestamp: string | undefined): Date => {
   return new Date(Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, now) : now)
 }
 
+/** The webhook fields of the business account's templates (README, Chat: templates), and what applies each. */
+const TEMPLATE_FIELDS = {
+  message_template_status_update: 'applyStatusUpdate',
+  message_template_quality_update: 'applyQualityUpdate'
+} as const
+
+const isTemplateField = (field: unknown): field is keyof typeof TEMPLATE_FIELDS => typeof field === 'string' && Object.hasOwn(TEMPLATE_FIELDS, field)
+
 /**
  * Processes one platform delivery: messages stored once each (by wamid) on
- * their conversation, statuses applied forward only. Deliveries for a platform
- * number this installation does not serve are ignored, and so are the platform webhook's
- * for a sandbox number (README, Sandbox numbers).
+ * their conversation, statuses applied forward only, template updates onto the
+ * templates made here. Deliveries for a platform number this installation does
+ * not serve are ignored, and so are the platform webhook's for a sandbox number
+ * (README, Sandbox numbers), and updates of a template not made here.
  */
 export function chatDeliveryProcessor (options: InboundOptions) {
   const { db, logger, onMessage, dispatchEvents } = options
   const deliveries = chatDeliveriesRepository(db)
   const conversations = conversationsRepository(db)
   const accounts = chatAccountResolver(options)
+  const templates = chatTemplatesRepository(options)
+
+  /** `businessAccountId`: the entry's id, the business account whose template changed. */
+  async function processTemplateChange (businessAccountId: unknown, field: keyof typeof TEMPLATE_FIELDS, value: Record<string, any>, summary: DeliverySummary): Promise<void> {
+    const update: TemplateUpdate = await templates[TEMPLATE_FIELDS[field]](businessAccountId, value)
+    if (update.outcome === 'changed') {
+      if (update.eventIds.length > 0) await dispatchEvents(update.eventIds)
+    } else if (update.outcome !== 'unchanged') {
+      summary.ignored++
+      // `templateName`: a log line's `name` is its logger's.
+      const template = { businessAccountId, templateName: value.message_template_name, language: value.message_template_language }
+      logger.info({ field, event: value.event, ...template }, update.outcome === 'unknown'
+        ? 'chat template update for a template not made here ignored'
+        : 'chat template update that changes no stored status ignored')
+    }
+  }
 
   /** `sandbox`: the delivery was played through a sandbox number, not received by the platform's webhook. */
   async function processChange (value: ChangeValue, summary: DeliverySummary, sandbox: boolean): Promise<void> {
@@ -183,7 +209,10 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     const entries = isRecord(payload) && Array.isArray(payload.entry) ? payload.entry : []
     for (const entry of entries) {
       for (const change of isRecord(entry) && Array.isArray(entry.changes) ? entry.changes : []) {
-        if (isRecord(change) && change.field === 'messages' && isRecord(change.value)) await processChange(change.value, summary, sandbox)
+        if (!isRecord(change) || !isRecord(change.value)) continue
+        if (change.field === 'messages') await processChange(change.value, summary, sandbox)
+        // Only the platform's own webhook speaks of templates: a played sandbox delivery never does.
+        else if (isTemplateField(change.field) && !sandbox) await processTemplateChange(entry.id, change.field, change.value, summary)
       }
     }
     await deliveries.delete(deliveryId)

@@ -1,4 +1,4 @@
-/** Chat: the platform client, accounts, contacts and consent, conversations and messages, canned replies and live changes, the window rule, inbound deliveries and sending. */
+/** Chat: the platform client, accounts, contacts and consent, conversations and messages, canned replies and live changes, the window rule, inbound deliveries, sending and templates. */
 export { chatAsks, type ChatAsks } from './asks.ts'
 export { accountNotFound, DEFAULT_ACCOUNT_ID, type UsableChatAccount } from './accounts.ts'
 export { type ChatAccountChanges, type ChatAccountsRepository, chatAccountsRepository, type NewChatAccount } from './accounts-repository.ts'
@@ -22,3 +22,7 @@ export { broadcastRequeue, broadcastsService, DEFAULT_BROADCAST_RATE, MAX_BROADC
 export { createSendRate } from './send-rate.ts'
 export { TEMPLATE_PARAMETER_LIMITS } from './template-components.ts'
 export { mentionedEmails, NOTE_BOUNDS, notesRepository, type NotesRepository } from './notes.ts'
+export {
+  TEMPLATE_BUTTON_TYPES, TEMPLATE_COMPONENT_TYPES, TEMPLATE_HEADER_FORMATS, TEMPLATE_LANGUAGE_PATTERN, TEMPLATE_LIMITS, TEMPLATE_NAME_PATTERN
+} from './template-rules.ts'
+export { templatesService, type TemplatesService } from './templates.ts'

@@ -14,7 +14,10 @@ export const platformDetails = (err: ChatPlatformError): Record<string, unknown>
   code: err.code,
   subcode: err.subcode ?? null,
   fbtraceId: err.fbtraceId ?? null,
-  platformMessage: err.message
+  platformMessage: err.message,
+  // The Graph API's words for a person, when it gives them: a template's refusal says why only there.
+  ...(err.userTitle !== undefined && { platformUserTitle: err.userTitle }),
+  ...(err.userMessage !== undefined && { platformUserMessage: err.userMessage })
 })
 
 /**

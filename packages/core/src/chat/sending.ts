@@ -11,6 +11,7 @@ import { normalizePhone } from './phone.ts'
 import { platformDetails, platformFailure } from './platform-errors.ts'
 import { sandboxWamid } from './sandbox.ts'
 import { checkTemplateComponents } from './template-components.ts'
+import { chatTemplatesRepository } from './templates.ts'
 import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import type { MessageSender } from '../db/schema/index.ts'
@@ -20,6 +21,9 @@ import {
 } from './client.ts'
 
 const DEFAULT_TEMPLATE_LANGUAGE = 'en_US'
+
+/** The platform's refusal of a template it cannot send: unknown, or not approved in that language (README, Chat). */
+const TEMPLATE_DOES_NOT_EXIST = 132001
 
 /** Who sends: what every send request carries. */
 interface SenderFields {
@@ -103,6 +107,7 @@ export function createChatService (options: ChatServiceOptions) {
   const accounts = chatAccountResolver(options)
   const conversations = conversationsRepository(options.db)
   const contacts = contactsRepository(options.db)
+  const templates = chatTemplatesRepository(options)
 
   /**
    * Every send reaches the platform here, after the opt-out rule (`assertMayMessage`) for who sends it;
@@ -163,11 +168,28 @@ export function createChatService (options: ChatServiceOptions) {
     return result
   }
 
+  /**
+   * The platform's `Template name does not exist` for a template made here says nothing of why: its stored
+   * status (PENDING, REJECTED…) is added as `details.status` (README, Chat: templates).
+   */
+  async function withStoredStatus (err: unknown, account: UsableChatAccount, name: string, language: string): Promise<unknown> {
+    const businessAccountId = account.businessAccountId
+    if (!(err instanceof DomainError) || !(err.cause instanceof ChatPlatformError) || err.cause.code !== TEMPLATE_DOES_NOT_EXIST || businessAccountId === null) return err
+    const status = await templates.statusOf({ businessAccountId, name, language })
+    if (status === null) return err
+    return Object.assign(new DomainError(err.code, err.message, { ...err.details, status }), { cause: err.cause })
+  }
+
   async function sendTemplate (account: UsableChatAccount, request: SendTemplateRequest, options?: SendOptions): Promise<SendResult> {
     const phone = normalizePhone(request.to)
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
     const components = request.components === undefined ? undefined : checkTemplateComponents(request.components)
-    const result = await callPlatform(account, templateMessage(phone, request.templateName, lang, components), options, originOf(request))
+    let result: SendResult
+    try {
+      result = await callPlatform(account, templateMessage(phone, request.templateName, lang, components), options, originOf(request))
+    } catch (err) {
+      throw await withStoredStatus(err, account, request.templateName, lang)
+    }
     const body = request.templateContent?.body
     const bodyParameters = bodyParametersOf(components)
     await store(account, {

@@ -43,3 +43,10 @@ export const AUDIT_TARGET_TYPES = ['user', 'api_key', 'credential', 'workflow', 
  * assistant's turn, a workflow's run, a broadcast, or a consent keyword's confirmation.
  */
 export const MESSAGE_SENDER_TYPES = ['user', 'assistant', 'workflow', 'broadcast', 'consent'] as const
+
+/** A template's categories, as the platform names them (README, Chat: templates). */
+export const TEMPLATE_CATEGORIES = ['MARKETING', 'UTILITY', 'AUTHENTICATION'] as const
+/** A stored template's statuses (README, Chat: templates): the platform's review and what it did since. */
+export const TEMPLATE_STATUSES = ['PENDING', 'APPROVED', 'REJECTED', 'PAUSED', 'DISABLED'] as const
+/** The platform's quality score of a template (its `message_template_quality_update` webhook). */
+export const TEMPLATE_QUALITIES = ['GREEN', 'YELLOW', 'RED', 'UNKNOWN'] as const

@@ -42,10 +42,16 @@ export const CHAT_MESSAGE_RECEIVED = 'chat.message.received'
  */
 export const CHAT_MESSAGE_STATUS = 'chat.message.status'
 
+/**
+ * A template's stored status or reason changed by the platform's review (README, Chat: templates), to the
+ * users who can use an account of its business account: `{businessAccountId, name, language, status, reason}`.
+ */
+export const CHAT_TEMPLATE_STATUS = 'chat.template.status'
+
 /** The one catalogue of events (README, Event subscriptions): what EVENT triggers and subscriptions name. */
 export const EVENT_CATALOGUE = [
   RUN_SUCCEEDED_EVENT, RUN_FAILED_EVENT, RUN_CANCELLED_EVENT, RUN_WAITING_EVENT,
-  CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, CHAT_MESSAGE_FAILED
+  CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, CHAT_MESSAGE_FAILED, CHAT_TEMPLATE_STATUS
 ] as const
 
 /**

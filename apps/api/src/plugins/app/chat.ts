@@ -2,9 +2,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
   broadcastsService, cannedRepliesRepository, CHAT_CHANGES_CHANNEL, chatAccountsRepository, chatChangeFeed, chatDeliveriesRepository, consentSettings, contactsRepository,
-  conversationsRepository, createChatClient, createChatService, DEFAULT_ACCOUNT_ID, labelsRepository, mediaDownloads, notesRepository,
+  conversationsRepository, createChatClient, createChatService, DEFAULT_ACCOUNT_ID, labelsRepository, mediaDownloads, notesRepository, templatesService,
   type BroadcastsService, type CannedRepliesRepository, type ChatAccountsRepository, type ChatChangeFeed, type ChatDeliveriesRepository, type ChatService,
-  type ConsentSettingsStore, type ContactsRepository, type ConversationsRepository, type LabelsRepository, type MediaDownloads, type NotesRepository, type UsableChatAccount
+  type ConsentSettingsStore, type ContactsRepository, type ConversationsRepository, type LabelsRepository, type MediaDownloads, type NotesRepository, type TemplatesService,
+  type UsableChatAccount
 } from '@switchboard/core/chat'
 import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type AssistantTurnsRepository, type DraftsService } from '@switchboard/core/assistant'
 import { forbidden } from '@switchboard/core/errors'
@@ -21,6 +22,8 @@ declare module 'fastify' {
     contacts: ContactsRepository
     /** Each number's canned replies. */
     cannedReplies: CannedRepliesRepository
+    /** Templates made here: submitted to the platform, stored with the status its review gives them. */
+    chatTemplates: TemplatesService
     /** Each number's labels, as its conversations and contacts carry them. */
     chatLabels: LabelsRepository
     /** The inbox's changes this process hears, passed to its event streams (GET /api/chat/events). */
@@ -64,6 +67,7 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('conversationNotes', notesRepository(fastify.db))
   fastify.decorate('contacts', contactsRepository(fastify.db))
   fastify.decorate('cannedReplies', cannedRepliesRepository(fastify.db))
+  fastify.decorate('chatTemplates', templatesService({ db: fastify.db, config: fastify.config, client }))
   fastify.decorate('chatLabels', labelsRepository(fastify.db))
   fastify.decorate('consentSettings', consentSettings(fastify.db))
   fastify.decorate('chatMedia', mediaDownloads({ db: fastify.db, client, maxBytes: fastify.config.chat.mediaMaxBytes, timeoutMs: fastify.config.chat.mediaTimeoutMs, logger: fastify.log }))
