@@ -57,6 +57,14 @@ t.test('the send route: an image header, body variables and the three kinds of b
     t.equal(res.statusCode, 200, res.body)
     t.same(lastSend()?.template.components?.[0], { type: 'header', parameters: [{ type: kind, [kind]: media }] }, `a ${kind} header`)
   }
+
+  const located = [
+    { type: 'header', parameters: [{ type: 'location', location: { latitude: 48.8566, longitude: 2.3522, name: 'Rue de Rivoli shop', address: '1 Rue de Rivoli, Paris' } }] },
+    { type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'currency', currency: { fallback_value: '€20', code: 'EUR', amount_1000: 20000 } }] }
+  ]
+  const byLocation = await send({ to: phone, components: located })
+  t.equal(byLocation.statusCode, 200, byLocation.body)
+  t.same(lastSend()?.template.components, located, 'a location header and a currency variable')
 })
 
 t.test('parameters the platform would refuse, or blank ones, are a 400 naming the field; the platform is not called', async (t) => {

@@ -21,6 +21,9 @@ export const TEMPLATE_PARAMETER_LIMITS = {
   payload: 256,
   /** A copy-code button's coupon code: the platform's bound. */
   couponCode: 15,
+  /** A named parameter's name, and a location header's name or address. */
+  parameterName: 100,
+  locationText: 1000,
   /** What one recipient's components may render to, as JSON: a broadcast renders them per contact. */
   renderedBytes: 32_768
 } as const
@@ -107,7 +110,7 @@ class ComponentsCheck {
   private parameter (parameter: unknown, field: string, place: 'header' | 'body'): Json {
     if (!isRecord(parameter)) throw invalid(`${field} must be an object with a type`)
     const type = parameter.type
-    const name = parameter.parameter_name === undefined ? {} : { parameter_name: this.text(parameter.parameter_name, `${field}.parameter_name`, 100) }
+    const name = parameter.parameter_name === undefined ? {} : { parameter_name: this.text(parameter.parameter_name, `${field}.parameter_name`, TEMPLATE_PARAMETER_LIMITS.parameterName) }
     if (type === 'text') return { type, ...name, text: this.text(parameter.text, `${field}.text`, place === 'header' ? TEMPLATE_PARAMETER_LIMITS.headerText : TEMPLATE_PARAMETER_LIMITS.bodyText) }
     if (place === 'header' && MEDIA_PARAMETERS.includes(type as never)) {
       const kind = type as typeof MEDIA_PARAMETERS[number]
@@ -121,8 +124,8 @@ class ComponentsCheck {
         location: {
           latitude: this.number(location.latitude, `${field}.location.latitude`),
           longitude: this.number(location.longitude, `${field}.location.longitude`),
-          ...(location.name !== undefined && { name: this.text(location.name, `${field}.location.name`, 1000) }),
-          ...(location.address !== undefined && { address: this.text(location.address, `${field}.location.address`, 1000) })
+          ...(location.name !== undefined && { name: this.text(location.name, `${field}.location.name`, TEMPLATE_PARAMETER_LIMITS.locationText) }),
+          ...(location.address !== undefined && { address: this.text(location.address, `${field}.location.address`, TEMPLATE_PARAMETER_LIMITS.locationText) })
         }
       }
     }
