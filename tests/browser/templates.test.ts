@@ -5,7 +5,8 @@
  * against real api and worker processes and the fake chat platform: a template written beside its
  * preview, a rule the platform would refuse named before it is called, the template submitted and
  * listed PENDING, approved by the platform's signed status webhook (the list follows it), offered in
- * a new broadcast, and deleted. Its pages are photographed into tests/browser/screenshots/templates/.
+ * a new broadcast and in a send_chat_template node's form (its values typed, the message previewed), and
+ * deleted. Its pages are photographed into tests/browser/screenshots/templates/.
  */
 import t from 'tap'
 import { fakeChatEnv, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
@@ -72,6 +73,28 @@ t.test('the platform approves it: the list follows, and a new broadcast offers i
   await page.getByLabel('Template').selectOption('delivery_window')
   await page.getByLabel('Value of {{1}}').fill('Ines')
   t.match(await page.getByLabel('Value of {{2}}').count(), 1, 'one field per variable')
+})
+
+t.test('in the builder, a send_chat_template node\'s template is picked from the approved ones and its values typed, with the message previewed', async (t) => {
+  const id = await stack.client.createWorkflow(token, {
+    name: 'delivery notice',
+    nodes: [{ id: 'notice', type: 'send_chat_template', config: { phone: '{{triggerData.phone}}', templateName: 'hello_world' } }]
+  })
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  await page.locator('.react-flow__node[data-id="notice"]').click()
+  await page.getByLabel('Approved template').selectOption('delivery_window|en_US')
+  await page.getByLabel('Value of {{1}}').fill('{{triggerData.name}}')
+  await page.getByLabel('Value of {{2}}').fill('Monday')
+  t.equal(await page.getByLabel('The template as the customer reads it').locator('.template-body').textContent(), 'Hi {{triggerData.name}}, we deliver on Monday between 9 and 12.')
+  await shot('03-node')
+  await page.getByRole('button', { name: 'Save' }).click()
+  await page.getByText('Saved: version 2').waitFor()
+  const [node] = (await call('GET', `/api/automation/workflows/${id}`, { token })).body.nodes
+  t.match(node.config, {
+    templateName: 'delivery_window',
+    lang: 'en_US',
+    components: [{ type: 'body', parameters: [{ type: 'text', text: '{{triggerData.name}}' }, { type: 'text', text: 'Monday' }] }]
+  }, 'the node sends the template with its values')
 })
 
 t.test('a rejected template shows its reason; a template is deleted from the list', async (t) => {

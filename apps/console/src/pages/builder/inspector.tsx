@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { NodeReference } from '@switchboard/core/workflows/rename-node'
+import { TemplateParameters } from '../../components/template-parameters.tsx'
 import { ConfigForm, type TemplateHelp } from '../../components/config-form.tsx'
 import { freeId } from '../../builder.ts'
 import { inChildRunsText, nodeErrorsOf, type InChildRuns, type NodeState } from '../../graph.ts'
@@ -67,7 +68,12 @@ export function Inspector ({ node, nodeType, takenIds, suggestionsFor, templates
       )}
       {nodeType === undefined
         ? <p class='notice error'>Unknown node type {node.type}: edit it in the JSON editor.</p>
-        : <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} templates={templates} />}
+        : (
+          <>
+            {node.type === 'send_chat_template' && <TemplateParameters key={`t-${node.id}`} node={node} onChange={onConfig} />}
+            <ConfigForm key={node.id} nodeType={nodeType} node={node} onChange={onConfig} onErrors={onErrors} suggestionsFor={suggestionsFor} templates={templates} />
+          </>
+          )}
     </section>
   )
 }
