@@ -230,6 +230,39 @@ function interactiveProblem (interactive: Record<string, any> | undefined): stri
   return "Param interactive['type'] must be button or list"
 }
 
+/** The parameter each button kind takes at send, in the platform's wire format. */
+const BUTTON_PARAMETERS: Record<string, string> = { url: 'text', quick_reply: 'payload', copy_code: 'coupon_code' }
+
+/** Why the platform refuses a template send's components (error 100), by the shapes its send reference gives; undefined when it takes them. */
+function templateComponentsProblem (components: unknown): string | undefined {
+  if (components === undefined) return undefined
+  if (!Array.isArray(components)) return "Param template['components'] must be an array"
+  for (const [i, component] of components.entries()) {
+    const at = `template['components'][${i}]`
+    const parameters: any[] = Array.isArray(component?.parameters) ? component.parameters : []
+    if (component?.type === 'button') {
+      const expected = BUTTON_PARAMETERS[component.sub_type]
+      if (expected === undefined) return `Param ${at}['sub_type'] must be url, quick_reply or copy_code`
+      if (typeof component.index !== 'string' || !/^\d$/.test(component.index)) return `Param ${at}['index'] must be a string of the button's position`
+      if (parameters.length !== 1 || parameters[0]?.type !== expected || !isText(parameters[0][expected], 2000)) return `Param ${at}['parameters'] must be one ${expected} parameter`
+    } else if (component?.type === 'header') {
+      const [parameter] = parameters
+      if (parameters.length !== 1) return `Param ${at}['parameters'] must hold one parameter`
+      if (['image', 'video', 'document'].includes(parameter?.type)) {
+        const problem = mediaSendProblem(parameter.type, parameter[parameter.type], () => true)
+        if (problem !== undefined) return problem
+      } else if (parameter?.type === 'location') {
+        if (typeof parameter.location?.latitude !== 'number' || typeof parameter.location?.longitude !== 'number') return `Param ${at}['parameters'][0]['location'] needs latitude and longitude`
+      } else if (parameter?.type !== 'text' || !isText(parameter.text, 60)) return `Param ${at}['parameters'][0] must be text, image, video, document or location`
+    } else if (component?.type === 'body') {
+      if (parameters.some((parameter) => parameter?.type === 'text' && !isText(parameter.text, 1024))) return `Param ${at}['parameters'][]['text'] must be 1 to 1024 characters`
+    } else if (component?.type !== 'footer') {
+      return `Param ${at}['type'] must be header, body or button`
+    }
+  }
+  return undefined
+}
+
 export async function startFakeChatPlatform (options: FakeChatPlatformOptions = {}): Promise<FakeChatPlatform> {
   const settings: FakeChatPlatform['options'] = {
     accessTokens: options.accessTokens ?? [FAKE_ACCESS_TOKEN],
@@ -331,6 +364,8 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       const { name, language, components } = body.template ?? {}
       const template = settings.templates.find((t) => t.name === name && t.language === language?.code && (t.status ?? 'APPROVED') === 'APPROVED')
       if (template === undefined) return fail(reply, ERRORS.template, `template name (${String(name)}) does not exist in ${String(language?.code)}`)
+      const problem = templateComponentsProblem(components)
+      if (problem !== undefined) return fail(reply, ERRORS.invalid, problem)
       const bodyParameters = (components ?? []).find((c: { type?: string }) => c.type === 'body')?.parameters ?? []
       const expected = placeholderCount(template.body)
       if (bodyParameters.length !== expected) return fail(reply, ERRORS.params, `body: number of localizable_params (${bodyParameters.length}) does not match the expected number of params (${expected})`)

@@ -9,6 +9,7 @@ import { ChatPlatformError } from './client.ts'
 import { isTransientChatFailure } from './platform-errors.ts'
 import type { ChatService } from './sending.ts'
 import type { SendRate } from './send-rate.ts'
+import { renderForContact } from './template-components.ts'
 
 /** A claimed send is another worker's to take over after this (its worker died mid-send). */
 const SEND_LEASE_MS = 15_000
@@ -63,7 +64,8 @@ function errorOf (err: unknown): ChatMessageError {
 /**
  * The sends of a broadcast (README, Broadcasts), worked by its job on `chat-broadcasts`: lanes
  * claim recipients in order under a lease, each send admitted by the number's rate limit shared by
- * every worker (send-rate.ts), then sent as a template and stored as the conversation's message.
+ * every worker (send-rate.ts), its components rendered from its contact (template-components.ts),
+ * then sent as a template and stored as the conversation's message.
  * A "not now" answer puts the recipient back with a wait; a pause or a cancel stops the lanes
  * between sends. A recipient whose claim outlived its worker is sent again and counted in
  * `repeated`: no other recipient is sent twice, and none is skipped.
@@ -118,11 +120,14 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
       where r.broadcast_id = ${broadcastId} and r.position = ${position} and r.status = 'sending'`)
   }
 
-  /** The opt-out rule (README, Contacts and consent): an opted-out customer is skipped. */
-  async function optedOut (phoneNumberId: string, phone: string): Promise<boolean> {
-    const [row] = await db.execute<{ optedOut: boolean }>(sql`
-      select opted_out as "optedOut" from chat_contacts where phone_number_id = ${phoneNumberId} and phone = ${phone}`)
-    return row?.optedOut === true
+  /**
+   * The recipient's contact, read once per send: its consent (README, Contacts and consent: an
+   * opted-out customer is skipped) and what its components' placeholders read.
+   */
+  async function contactOf (phoneNumberId: string, phone: string): Promise<{ optedOut: boolean, name: string | null, attributes: Record<string, string> } | undefined> {
+    const [row] = await db.execute<{ optedOut: boolean, name: string | null, attributes: Record<string, string> }>(sql`
+      select opted_out as "optedOut", name, attributes from chat_contacts where phone_number_id = ${phoneNumberId} and phone = ${phone}`)
+    return row
   }
 
   /** One lane: sends until nothing is left to claim now, or the broadcast stops. */
@@ -140,8 +145,17 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
         await db.update(chatBroadcasts).set({ repeated: sql`${chatBroadcasts.repeated} + 1` }).where(eq(chatBroadcasts.id, broadcast.id))
         logger.warn({ broadcastId: broadcast.id, position: recipient.position }, 'broadcast send taken over from a worker that stopped during it: it may reach its customer twice')
       }
-      if (await optedOut(broadcast.phoneNumberId, recipient.phone)) {
+      const contact = await contactOf(broadcast.phoneNumberId, recipient.phone)
+      if (contact?.optedOut === true) {
         await finish(broadcast.id, recipient.position, { status: 'skipped', error: { code: null, title: 'Opted out', details: null } })
+        continue
+      }
+      // Rendered before the rate is asked: a recipient whose contact lacks a value fails without taking a send's place.
+      const rendered = recipient.components === null
+        ? undefined
+        : renderForContact(recipient.components, { phone: recipient.phone, name: contact?.name ?? null, attributes: contact?.attributes ?? {} })
+      if (rendered !== undefined && 'problem' in rendered) {
+        await finish(broadcast.id, recipient.position, { status: 'failed', error: { code: null, title: rendered.problem.slice(0, 200), details: null } })
         continue
       }
       await sendRate.admit(broadcast.phoneNumberId, broadcast.ratePerSecond, `${broadcast.id}:${recipient.position}:${recipient.attempts}`, signal)
@@ -156,7 +170,7 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
           to: recipient.phone,
           templateName: broadcast.templateName,
           lang: broadcast.lang,
-          ...(recipient.components !== null && { components: recipient.components }),
+          ...(rendered !== undefined && { components: rendered.components }),
           sender: { type: 'broadcast', id: broadcast.id }
         }, { signal })
         await finish(broadcast.id, recipient.position, { status: 'sent', wamid: result.messages?.[0]?.id ?? null })

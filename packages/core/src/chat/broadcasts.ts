@@ -11,6 +11,7 @@ import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { UsableChatAccount } from './accounts.ts'
 import { CANCELLED } from './broadcast-sender.ts'
 import { normalizePhone } from './phone.ts'
+import { checkBroadcastComponents } from './template-components.ts'
 
 /** Bounds of a broadcast (README, Broadcasts): recipients or contact ids in one request, and contacts one label may reach. */
 export const MAX_BROADCAST_RECIPIENTS = 10_000
@@ -83,6 +84,7 @@ export function broadcastRequeue ({ db, queues }: { db: DbOrTx, queues: Queues }
 /**
  * Writes a broadcast's recipients, in one statement whatever their number, and returns how many. A
  * number listed twice is sent once, at its first place; contacts go in the order of their phones.
+ * Components are checked here and kept as written: their contact placeholders are rendered at each send.
  */
 async function insertRecipients (tx: DbOrTx, broadcastId: string, phoneNumberId: string, audience: BroadcastAudience): Promise<number> {
   if ('recipients' in audience) {
@@ -96,6 +98,7 @@ async function insertRecipients (tx: DbOrTx, broadcastId: string, phoneNumberId:
       }
       if (seen.has(phone)) return []
       seen.add(phone)
+      if (recipient.components !== undefined) checkBroadcastComponents(recipient.components, `recipients[${index}].components`)
       return [{ phone, components: recipient.components ?? null }]
     })
     await tx.execute(sql`
@@ -104,6 +107,7 @@ async function insertRecipients (tx: DbOrTx, broadcastId: string, phoneNumberId:
       from jsonb_array_elements(${jsonb(recipients)}) with ordinality as r`)
     return recipients.length
   }
+  if (audience.components !== undefined) checkBroadcastComponents(audience.components, 'components')
   const components = audience.components === undefined ? null : jsonb(audience.components)
   if ('label' in audience) {
     const [{ count }] = await tx.execute<{ count: number }>(sql`

@@ -20,6 +20,7 @@ export { createChatService, type ChatService } from './sending.ts'
 export { broadcastSender } from './broadcast-sender.ts'
 export { broadcastRequeue, broadcastsService, DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS, type BroadcastsService } from './broadcasts.ts'
 export { createSendRate } from './send-rate.ts'
+export { TEMPLATE_PARAMETER_LIMITS } from './template-components.ts'
 export { mentionedEmails, NOTE_BOUNDS, notesRepository, type NotesRepository } from './notes.ts'
 export {
   TEMPLATE_BUTTON_TYPES, TEMPLATE_COMPONENT_TYPES, TEMPLATE_HEADER_FORMATS, TEMPLATE_LANGUAGE_PATTERN, TEMPLATE_LIMITS, TEMPLATE_NAME_PATTERN

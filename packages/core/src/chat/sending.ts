@@ -10,6 +10,7 @@ import { checkMediaSend } from './media.ts'
 import { normalizePhone } from './phone.ts'
 import { platformDetails, platformFailure } from './platform-errors.ts'
 import { sandboxWamid } from './sandbox.ts'
+import { checkTemplateComponents } from './template-components.ts'
 import { chatTemplatesRepository } from './templates.ts'
 import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
@@ -74,10 +75,6 @@ interface ChatServiceOptions {
   client: ChatClient
   logger: Pick<Logger, 'error'>
 }
-
-/** Our API's component type is `buttons` (README, Chat); the platform's send format says `button`. */
-const platformComponents = (components: unknown[] | undefined): unknown[] | undefined => components?.map((component) =>
-  (component as { type?: unknown })?.type === 'buttons' ? { ...(component as object), type: 'button' } : component)
 
 /**
  * The texts of a template send's body parameters, in order, kept with its message: the inbox fills
@@ -186,14 +183,15 @@ export function createChatService (options: ChatServiceOptions) {
   async function sendTemplate (account: UsableChatAccount, request: SendTemplateRequest, options?: SendOptions): Promise<SendResult> {
     const phone = normalizePhone(request.to)
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
+    const components = request.components === undefined ? undefined : checkTemplateComponents(request.components)
     let result: SendResult
     try {
-      result = await callPlatform(account, templateMessage(phone, request.templateName, lang, platformComponents(request.components)), options, originOf(request))
+      result = await callPlatform(account, templateMessage(phone, request.templateName, lang, components), options, originOf(request))
     } catch (err) {
       throw await withStoredStatus(err, account, request.templateName, lang)
     }
     const body = request.templateContent?.body
-    const bodyParameters = bodyParametersOf(request.components)
+    const bodyParameters = bodyParametersOf(components)
     await store(account, {
       phone,
       wamid: result.messages?.[0]?.id ?? null,

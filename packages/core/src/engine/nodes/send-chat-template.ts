@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { TEMPLATE_PARAMETER_LIMITS } from '../../chat/template-components.ts'
 import { NodeError } from '../types.ts'
 import { CHAT_FIELDS, CHAT_TRAITS, sendRetryably } from './chat-send.ts'
 import { optionalString, requiredString } from './config.ts'
@@ -13,7 +14,10 @@ export const sendChatTemplate = defineNode({
     phone: CHAT_FIELDS.phone,
     templateName: templated(Type.String({ minLength: 1, maxLength: 512, description: 'The approved template’s name.' })),
     lang: Type.Optional(templated(Type.String({ minLength: 1, maxLength: 16, default: 'en_US', description: 'The template’s language code.' }))),
-    components: Type.Optional(templated(Type.Array(Type.Unknown(), { maxItems: 100, description: 'The template’s components (header, body and button parameters), as the platform takes them.' }))),
+    components: Type.Optional(templated(Type.Array(Type.Unknown(), {
+      maxItems: TEMPLATE_PARAMETER_LIMITS.components,
+      description: 'The template’s parameters, as the platform takes them: header (text, or image, video, document by link), body variables and buttons (sub_type url, quick_reply or copy_code, with index); checked once rendered, a blank one refused.'
+    }))),
     accountId: CHAT_FIELDS.accountId
   },
   example: { phone: '{{triggerData.phone}}', templateName: 'hello_world', lang: 'en_US' },

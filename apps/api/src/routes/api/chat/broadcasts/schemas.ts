@@ -1,10 +1,14 @@
 import { Type, type TInteger } from 'typebox'
-import { DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS } from '@switchboard/core/chat'
+import { DEFAULT_BROADCAST_RATE, MAX_BROADCAST_RATE, MAX_BROADCAST_RECIPIENTS, TEMPLATE_PARAMETER_LIMITS } from '@switchboard/core/chat'
 import { BROADCAST_STATUSES } from '@switchboard/core/db'
 import { BROADCAST_COUNT_STATUSES } from '@switchboard/core/db/values'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
-const Components = Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 20 })
+/** The template's parameters (README, Broadcasts): contact placeholders are rendered per recipient at send; core checks the rest. */
+const Components = Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), {
+  maxItems: TEMPLATE_PARAMETER_LIMITS.components,
+  errorMessage: `components must hold at most ${TEMPLATE_PARAMETER_LIMITS.components} components`
+})
 
 export const CreateBroadcastBody = Type.Object({
   templateName: Type.String({ minLength: 1, maxLength: 512, errorMessage: 'templateName must be 1 to 512 characters' }),

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, MEDIA_KINDS, MEDIA_LIMITS } from '@switchboard/core/chat'
+import { INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, MEDIA_KINDS, MEDIA_LIMITS, TEMPLATE_PARAMETER_LIMITS } from '@switchboard/core/chat'
 
 /** The platform's body, passed through unchanged, unknown fields included (README, Chat). */
 export const SendResult = Type.Object({
@@ -25,7 +25,11 @@ export const SendTemplateBody = Type.Object({
   to: Phone,
   templateName: Type.String({ minLength: 1, maxLength: 512, errorMessage: 'templateName must be 1 to 512 characters' }),
   lang: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', errorMessage: 'lang must be a language code such as en_US or ar' })),
-  components: Type.Optional(Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 20 })),
+  /** In the platform's wire format (README, Chat: template parameters); core's `checkTemplateComponents` names what is wrong. */
+  components: Type.Optional(Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), {
+    maxItems: TEMPLATE_PARAMETER_LIMITS.components,
+    errorMessage: `components must hold at most ${TEMPLATE_PARAMETER_LIMITS.components} components`
+  })),
   templateContent: Type.Optional(Type.Object({
     body: Type.Optional(Type.String({ maxLength: 4096 })),
     footer: Type.Optional(Type.String({ maxLength: 1024 })),
