@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api } from '../api.ts'
 import { accountChoices } from '../chat-accounts.ts'
@@ -101,11 +101,9 @@ export function ChatSettings () {
   const accounts = useData(api.accounts, [])
   const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
   const accountId = choices.find((choice) => choice.id === (query.account ?? chosenAccount()))?.id ?? choices[0]?.id
-  const assistant = useData(async () => accountId === undefined ? undefined : await api.assistantSettings(accountId), [accountId])
-  const consent = useData(async () => accountId === undefined ? undefined : await api.consentSettings(accountId), [accountId])
-  // Each form starts from what was read for its account: a new account's settings make new forms.
-  const [formKey, setFormKey] = useState(0)
-  useEffect(() => { setFormKey((n) => n + 1) }, [accountId, assistant.data === undefined, consent.data === undefined])
+  // Each read says whose settings it holds: a form shows only its account's, and starts anew for another account.
+  const assistant = useData(async () => accountId === undefined ? undefined : { accountId, settings: await api.assistantSettings(accountId) }, [accountId])
+  const consent = useData(async () => accountId === undefined ? undefined : { accountId, settings: await api.consentSettings(accountId) }, [accountId])
   const pick = (id: string): void => {
     chooseAccount(id)
     route(`${paths.chatSettings}?account=${encodeURIComponent(id)}`, true)
@@ -115,8 +113,12 @@ export function ChatSettings () {
       <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={pick} />}>Chat settings</PageTitle>
       <ErrorNotice error={accounts.error ?? assistant.error ?? consent.error} />
       <div class='grid'>
-        {accountId === undefined || assistant.data === undefined ? <Loading what='the assistant' /> : <AssistantForm key={`a${formKey}`} accountId={accountId} settings={assistant.data} onSaved={() => { assistant.reload() }} />}
-        {accountId === undefined || consent.data === undefined ? <Loading what='the consent keywords' /> : <ConsentForm key={`c${formKey}`} accountId={accountId} settings={consent.data} onSaved={() => { consent.reload() }} />}
+        {accountId === undefined || assistant.data?.accountId !== accountId
+          ? <Loading what='the assistant' />
+          : <AssistantForm key={accountId} accountId={accountId} settings={assistant.data.settings} onSaved={() => { assistant.reload() }} />}
+        {accountId === undefined || consent.data?.accountId !== accountId
+          ? <Loading what='the consent keywords' />
+          : <ConsentForm key={accountId} accountId={accountId} settings={consent.data.settings} onSaved={() => { consent.reload() }} />}
       </div>
     </section>
   )
