@@ -58,6 +58,16 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
     or exists (select 1 from chat_accounts a where a.user_id = u.id and a.phone_number_id = ${numberId})
     or (${numberId === environmentAccount?.phoneNumberId} and ${linksNone}))`
 
+  /** The users who linked an account matching `linked`, plus, when `shared` (the environment's account), everyone who linked none. */
+  async function linkersOf (linked: SQL, shared: boolean): Promise<string[]> {
+    const rows = await db.execute<{ id: string }>(sql`
+      select distinct user_id as id from chat_accounts where ${linked}
+      union
+      select u.id from users u
+      where ${shared} and ${linksNone}`)
+    return rows.map((row) => row.id)
+  }
+
   const usable = (account: ChatAccount): UsableChatAccount => ({
     id: account.id,
     name: account.name,
@@ -167,24 +177,12 @@ export function chatAccountResolver (options: { db: DbOrTx, config: Config }) {
 
     /** Every user who can use the account that received a message: its linkers, plus, for the default account, everyone without one. */
     async userIdsFor (numberId: string): Promise<string[]> {
-      const shared = numberId === environmentAccount?.phoneNumberId
-      const rows = await db.execute<{ id: string }>(sql`
-        select distinct user_id as id from chat_accounts where phone_number_id = ${numberId}
-        union
-        select u.id from users u
-        where ${shared} and ${linksNone}`)
-      return rows.map((row) => row.id)
+      return await linkersOf(sql`phone_number_id = ${numberId}`, numberId === environmentAccount?.phoneNumberId)
     },
 
     /** Every user who can use an account of the business account (its templates are theirs), as `userIdsFor` counts them. */
     async userIdsForBusinessAccount (businessAccountId: string): Promise<string[]> {
-      const shared = businessAccountId === environmentAccount?.businessAccountId
-      const rows = await db.execute<{ id: string }>(sql`
-        select distinct user_id as id from chat_accounts where business_account_id = ${businessAccountId}
-        union
-        select u.id from users u
-        where ${shared} and ${linksNone}`)
-      return rows.map((row) => row.id)
+      return await linkersOf(sql`business_account_id = ${businessAccountId}`, businessAccountId === environmentAccount?.businessAccountId)
     }
   }
 }
