@@ -266,7 +266,7 @@ t.test('a customer who never wrote is asked with the template, and their answer 
   t.match((await client.getRun(token, runId)).result.confirm, { value: 'yes', attempts: 1 })
 })
 
-t.test('100 conversations waiting at an ask, answered in a burst: each goes on with its own answer, none taken over', async (t) => {
+t.test('100 conversations waiting at an ask, answered in a burst: each resumed once, with its own answer', async (t) => {
   const survey = await client.createWorkflow(token, {
     name: 'hundred',
     triggerType: 'KEYWORD',
@@ -296,6 +296,7 @@ t.test('100 conversations waiting at an ask, answered in a burst: each goes on w
   // log is printed so that a repeat can be read in the test's output.
   const runs = await Promise.all((await client.runsOf(token, survey, { limit: 200 })).map(async (run) => await client.getRun(token, run.id)))
   t.same(runs.filter((run) => run.logs.some((line) => line.message.startsWith('Run taken over'))).map((run) => run.logs), [], 'no run was taken over')
+  t.same(runs.filter((run) => run.logs.filter((line) => line.message === 'Run resumed').length !== 1).map((run) => run.logs), [], 'each run resumed once, by its answer: its ask\'s suspension stood')
   const keys = new Map<string, number>()
   for (const request of deliveries) keys.set(String(request.headers['idempotency-key']), (keys.get(String(request.headers['idempotency-key'])) ?? 0) + 1)
   t.same([...keys.keys()].sort(), runs.map((run) => `${run.id}:thanks`).sort(), 'each delivery carries its run\'s Idempotency-Key')

@@ -41,8 +41,9 @@ export function createSuspension ({ store, queues, quotas, dispatchWritten }: Su
       const data: RunJobData = { runId: run.id, userId: run.userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
       const resumeJob = resumeJobId(run.id, node.id)
       await redis(queues[run.queue].add(RUN_JOB, data, {
-        // Not a fourth `:`-separated part: BullMQ refuses a custom id with other than three.
-        jobId: suspendKey === undefined ? resumeJob : `${resumeJob}@${suspendKey}`,
+        // Not a fourth `:`-separated part: BullMQ refuses a custom id with other than three, so the key
+        // is encoded (an ask's `ask:2` refused every suspension of an ask, each retried as a resume).
+        jobId: suspendKey === undefined ? resumeJob : `${resumeJob}@${encodeURIComponent(suspendKey)}`,
         delay: Math.max(0, until.getTime() - Date.now())
       }))
       if (events !== undefined && events.length > 0) await dispatchWritten(run.id, events)
