@@ -2,8 +2,10 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import type { LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { api } from './api.ts'
+import { accountChoices, type AccountChoice } from './chat-accounts.ts'
 import { BASE } from './paths.ts'
-import type { NodeTypeInfo } from './types.ts'
+import { chosenAccount } from './session.ts'
+import type { ChatAccount, NodeTypeInfo } from './types.ts'
 
 export interface Loaded<T> {
   data: T | undefined
@@ -61,6 +63,32 @@ export function useAction<A extends unknown[]> (action: (...args: A) => Promise<
       .finally(() => { setBusy(false) })
   }
   return { run, busy, error }
+}
+
+/**
+ * A list page's filters and page in its address (at `path`): setting one drops it when empty, and
+ * any filter but the page itself goes back to the first page.
+ */
+export function useAddressFilters (path: string): (name: string, value: string) => void {
+  const { query, route } = useLocation()
+  return (name, value) => {
+    const next = new URLSearchParams({ ...query, [name]: value })
+    if (value === '') next.delete(name)
+    if (name !== 'offset') next.delete('offset')
+    const text = next.toString()
+    route(text === '' ? path : `${path}?${text}`, true)
+  }
+}
+
+/**
+ * The chat account a page reads and acts for: `asked` (its address's) when the user may use it,
+ * else the one last chosen in this browser (`chooseAccount`), else the first they may.
+ */
+export function useChatAccount (asked: string | undefined): { accounts: Loaded<ChatAccount[]>, choices: AccountChoice[], accountId: string | undefined } {
+  const accounts = useData(api.accounts, [])
+  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
+  const accountId = choices.find((choice) => choice.id === (asked ?? chosenAccount()))?.id ?? choices[0]?.id
+  return { accounts, choices, accountId }
 }
 
 /** Whether the page is visible (not a background tab, not minimised): polls that only people read stop while it is not. */

@@ -1,4 +1,4 @@
-import { templatePreview, type TemplatePreview } from './template-preview.ts'
+import { placeholdersIn, templatePreview, type TemplatePreview } from './template-preview.ts'
 import type { NewTemplate, TemplateButtonType, TemplateCategory } from './types.ts'
 
 /** A button of a new template as its form holds it: `value` is a URL's address, a number, or a copy code's example. */
@@ -16,10 +16,6 @@ export interface TemplateDraft {
   examples: string[]
   buttons: TemplateButtonDraft[]
 }
-
-/** The numbers of the `{{n}}` in `text`, each once, in order. */
-export const placeholdersIn = (text: string): number[] =>
-  [...new Set([...text.matchAll(/\{\{(\d+)\}\}/g)].map((match) => Number(match[1])))].sort((a, b) => a - b)
 
 const buttonOf = (button: TemplateButtonDraft): NonNullable<NewTemplate['components'][number]['buttons']>[number] => {
   switch (button.type) {

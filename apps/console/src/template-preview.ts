@@ -11,10 +11,13 @@ export interface TemplatePreview {
 const partOf = (template: Template, type: string): { text?: string, buttons?: Array<{ text?: string }> } | undefined =>
   template.components?.find((component) => component.type.toUpperCase() === type)
 
-/** How many positional placeholders (`{{1}}`, `{{2}}`…) the template's body has: one value each to fill. */
+/** The numbers of the positional placeholders (`{{1}}`, `{{2}}`…) in `text`, each once, in order. */
+export const placeholdersIn = (text: string): number[] =>
+  [...new Set([...text.matchAll(/\{\{(\d+)\}\}/g)].map((match) => Number(match[1])))].sort((a, b) => a - b)
+
+/** How many positional placeholders the template's body has: one value each to fill. */
 export function placeholderCount (template: Template | undefined): number {
-  const text = template === undefined ? '' : partOf(template, 'BODY')?.text ?? ''
-  return new Set(text.match(/\{\{\d+\}\}/g) ?? []).size
+  return placeholdersIn(template === undefined ? '' : partOf(template, 'BODY')?.text ?? '').length
 }
 
 /**

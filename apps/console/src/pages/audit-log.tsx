@@ -3,7 +3,7 @@ import { AUDIT_ACTIONS, AUDIT_TARGET_TYPES } from '@switchboard/core/db/values'
 import { api, ApiError } from '../api.ts'
 import { ErrorNotice, JsonBlock, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { dateTime } from '../format.ts'
-import { useData } from '../hooks.ts'
+import { useAddressFilters, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import type { AuditEntry } from '../types.ts'
 
@@ -22,7 +22,7 @@ function Actor ({ actor }: { actor: AuditEntry['actor'] }) {
  * actor, action, target and time, the filters and the page in the address.
  */
 export function AuditLog () {
-  const { query, route } = useLocation()
+  const { query } = useLocation()
   const offset = Number(query.offset ?? 0) || 0
   const users = useData(api.users, [])
   const entries = useData(async () => api.auditLog({
@@ -36,12 +36,7 @@ export function AuditLog () {
     offset
   }), [query.actorId, query.action, query.targetType, query.targetId, query.from, query.to, offset])
 
-  const setFilter = (name: string, value: string): void => {
-    const next = new URLSearchParams({ ...query, [name]: value })
-    if (value === '') next.delete(name)
-    if (name !== 'offset') next.delete('offset')
-    route(`${paths.auditLog}?${next.toString()}`, true)
-  }
+  const setFilter = useAddressFilters(paths.auditLog)
 
   if (entries.error instanceof ApiError && entries.error.status === 403) {
     return <section><PageTitle>Audit log</PageTitle><p>Only admins read the audit log.</p></section>

@@ -5,9 +5,8 @@ import { api, ApiError } from '../api.ts'
 import { accountChoices, accountLabel, type AccountChoice } from '../chat-accounts.ts'
 import { ErrorNotice, FailureReason, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { ago, dateTime } from '../format.ts'
-import { useAction, useData, usePageVisible } from '../hooks.ts'
+import { useAction, useAddressFilters, useChatAccount, useData, usePageVisible } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { chosenAccount } from '../session.ts'
 import type { Broadcast, BroadcastInput, BroadcastStatus, RecipientStatus, Template } from '../types.ts'
 import { placeholderCount, templatePreview } from '../template-preview.ts'
 import { TemplateText } from '../components/template-text.tsx'
@@ -195,10 +194,8 @@ function BroadcastReview ({ accountId, template, values, audience, rate, sendAt,
 /** The form of a new broadcast: template and language, the audience, the rate and an optional send time. */
 export function NewBroadcast () {
   const { route } = useLocation()
-  const accounts = useData(api.accounts, [])
-  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
   const [picked, setPicked] = useState<string | undefined>(undefined)
-  const accountId = choices.find((choice) => choice.id === (picked ?? chosenAccount()))?.id ?? choices[0]?.id
+  const { accounts, choices, accountId } = useChatAccount(picked)
   const templates = useData(async () => accountId === undefined ? undefined : (await api.templates(accountId)).filter((template) => template.status === 'APPROVED'), [accountId])
   const [name, setName] = useState('')
   const [lang, setLang] = useState('')
@@ -331,7 +328,7 @@ type Action = keyof typeof ACTIONS
 /** One broadcast: its counts, Pause / Resume / Cancel, and each recipient's result, read again while it sends. */
 export function BroadcastPage () {
   const { params } = useRoute()
-  const { query, route } = useLocation()
+  const { query } = useLocation()
   const id = params.id
   const status = RECIPIENT_STATUSES.find((candidate) => candidate === query.status)
   const offset = Number(query.offset ?? 0) || 0
@@ -355,13 +352,7 @@ export function BroadcastPage () {
     }
   })
 
-  const setFilter = (name: string, value: string): void => {
-    const next = new URLSearchParams({ ...query, [name]: value })
-    if (value === '') next.delete(name)
-    if (name !== 'offset') next.delete('offset')
-    const text = next.toString()
-    route(`${paths.broadcast(id)}${text === '' ? '' : `?${text}`}`, true)
-  }
+  const setFilter = useAddressFilters(paths.broadcast(id))
 
   const broadcast = loaded.data?.id === id ? loaded.data : undefined
   if (broadcast === undefined) {

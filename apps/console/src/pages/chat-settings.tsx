@@ -1,13 +1,12 @@
 import { useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api } from '../api.ts'
-import { accountChoices } from '../chat-accounts.ts'
 import { AccountSwitcher } from '../components/account-switcher.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { dateTime } from '../format.ts'
-import { useAction, useData } from '../hooks.ts'
+import { useAction, useAddressFilters, useChatAccount, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { chooseAccount, chosenAccount } from '../session.ts'
+import { chooseAccount } from '../session.ts'
 import type { AssistantSettings, ConsentSettings } from '../types.ts'
 
 /** Keywords as typed, one a line. */
@@ -97,20 +96,15 @@ function ConsentForm ({ accountId, settings, onSaved }: { accountId: string, set
  * account's only an admin changes: the api answers 403 to anyone else, shown on the form).
  */
 export function ChatSettings () {
-  const { query, route } = useLocation()
-  const accounts = useData(api.accounts, [])
-  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
-  const accountId = choices.find((choice) => choice.id === (query.account ?? chosenAccount()))?.id ?? choices[0]?.id
+  const { query } = useLocation()
+  const { accounts, choices, accountId } = useChatAccount(query.account)
   // Each read says whose settings it holds: a form shows only its account's, and starts anew for another account.
   const assistant = useData(async () => accountId === undefined ? undefined : { accountId, settings: await api.assistantSettings(accountId) }, [accountId])
   const consent = useData(async () => accountId === undefined ? undefined : { accountId, settings: await api.consentSettings(accountId) }, [accountId])
-  const pick = (id: string): void => {
-    chooseAccount(id)
-    route(`${paths.chatSettings}?account=${encodeURIComponent(id)}`, true)
-  }
+  const setFilter = useAddressFilters(paths.chatSettings)
   return (
     <section>
-      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={pick} />}>Chat settings</PageTitle>
+      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { chooseAccount(id); setFilter('account', id) }} />}>Chat settings</PageTitle>
       <ErrorNotice error={accounts.error ?? assistant.error ?? consent.error} />
       <div class='grid'>
         {accountId === undefined || assistant.data?.accountId !== accountId

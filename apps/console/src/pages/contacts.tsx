@@ -1,13 +1,12 @@
 import { useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api } from '../api.ts'
-import { accountChoices } from '../chat-accounts.ts'
 import { AccountSwitcher } from '../components/account-switcher.tsx'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { dateTime } from '../format.ts'
-import { useAction, useData } from '../hooks.ts'
+import { useAction, useAddressFilters, useChatAccount, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { chooseAccount, chosenAccount } from '../session.ts'
+import { chooseAccount } from '../session.ts'
 import type { Contact, ContactsImported } from '../types.ts'
 import { attributesOf, attributesText, labelsOf } from '../contact-form.ts'
 
@@ -96,28 +95,20 @@ function ImportForm ({ accountId, onImported }: { accountId: string, onImported:
  * consent, edited (name, labels, attributes, opt-out) and imported from a CSV file.
  */
 export function Contacts () {
-  const { query, route } = useLocation()
+  const { query } = useLocation()
   const offset = Number(query.offset ?? 0) || 0
-  const accounts = useData(api.accounts, [])
-  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
-  const accountId = choices.find((choice) => choice.id === (query.account ?? chosenAccount()))?.id ?? choices[0]?.id
+  const { accounts, choices, accountId } = useChatAccount(query.account)
   const contacts = useData(async () => accountId === undefined
     ? undefined
     : await api.contacts(accountId, { search: query.search, label: query.label, optedOut: query.optedOut, limit: PAGE, offset }),
   [accountId, query.search, query.label, query.optedOut, offset])
 
-  const setFilter = (name: string, value: string): void => {
-    const next = new URLSearchParams({ ...query, [name]: value })
-    if (value === '') next.delete(name)
-    if (name !== 'offset') next.delete('offset')
-    if (name === 'account') chooseAccount(value)
-    route(`${paths.contacts}?${next.toString()}`, true)
-  }
+  const setFilter = useAddressFilters(paths.contacts)
   const filtered = query.search !== undefined || query.label !== undefined || query.optedOut !== undefined
 
   return (
     <section>
-      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { setFilter('account', id) }} />}>Contacts</PageTitle>
+      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { chooseAccount(id); setFilter('account', id) }} />}>Contacts</PageTitle>
       <form class='filters' aria-label='Find contacts' onSubmit={(event) => { event.preventDefault() }}>
         <label>Phone or name
           <input type='search' maxLength={100} placeholder='Starts with…' value={query.search ?? ''} onChange={(e) => { setFilter('search', e.currentTarget.value.trim()) }} />

@@ -3,7 +3,7 @@ import { RUN_STATUSES } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { RunList } from '../components/runs-table.tsx'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
-import { useData } from '../hooks.ts'
+import { useAddressFilters, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
 
 const PAGE = 50
@@ -20,7 +20,7 @@ const PERIODS: Record<string, { label: string, ms: number }> = {
  * how each started, its error, and child runs collapsed under their parent.
  */
 export function Runs () {
-  const { query, route } = useLocation()
+  const { query } = useLocation()
   const offset = Number(query.offset ?? 0) || 0
   const period = PERIODS[query.period ?? '']
   const workflows = useData(async () => api.workflows({ limit: 500 }), [])
@@ -34,12 +34,7 @@ export function Runs () {
   }), [query.workflowId, query.status, query.test, query.period, offset], REFRESH_MS)
   const listed = new Map((workflows.data ?? []).map((workflow) => [workflow.id, workflow]))
 
-  const setFilter = (name: string, value: string): void => {
-    const next = new URLSearchParams({ ...query, [name]: value })
-    if (value === '') next.delete(name)
-    if (name !== 'offset') next.delete('offset')
-    route(`${paths.runs}?${next.toString()}`, true)
-  }
+  const setFilter = useAddressFilters(paths.runs)
 
   return (
     <section>

@@ -2,15 +2,15 @@ import { useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { TEMPLATE_CATEGORIES } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
-import { accountChoices } from '../chat-accounts.ts'
 import { AccountSwitcher } from '../components/account-switcher.tsx'
 import { TemplateText } from '../components/template-text.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../components/ui.tsx'
 import { dateTime } from '../format.ts'
-import { useAction, useData } from '../hooks.ts'
+import { useAction, useAddressFilters, useChatAccount, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
-import { chooseAccount, chosenAccount } from '../session.ts'
-import { draftComponents, draftPreview, placeholdersIn, type TemplateButtonDraft, type TemplateDraft } from '../template-draft.ts'
+import { chooseAccount } from '../session.ts'
+import { draftComponents, draftPreview, type TemplateButtonDraft, type TemplateDraft } from '../template-draft.ts'
+import { placeholdersIn } from '../template-preview.ts'
 import type { StoredTemplate, TemplateButtonType, TemplateCategory } from '../types.ts'
 
 const STATUS_BADGES: Record<StoredTemplate['status'], string> = {
@@ -134,10 +134,8 @@ function TemplateEditor ({ accountId, onCreated }: { accountId: string, onCreate
  * is read again while one is under review.
  */
 export function Templates () {
-  const { query, route } = useLocation()
-  const accounts = useData(api.accounts, [])
-  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
-  const accountId = choices.find((choice) => choice.id === (query.account ?? chosenAccount()))?.id ?? choices[0]?.id
+  const { query } = useLocation()
+  const { accounts, choices, accountId } = useChatAccount(query.account)
   const [reviewing, setReviewing] = useState(false)
   const templates = useData(async () => {
     if (accountId === undefined) return undefined
@@ -145,13 +143,10 @@ export function Templates () {
     setReviewing(stored.some((template) => template.status === 'PENDING'))
     return stored
   }, [accountId], reviewing ? REVIEW_MS : null)
-  const pick = (id: string): void => {
-    chooseAccount(id)
-    route(`${paths.templates}?account=${encodeURIComponent(id)}`, true)
-  }
+  const setFilter = useAddressFilters(paths.templates)
   return (
     <section>
-      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={pick} />}>Templates</PageTitle>
+      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { chooseAccount(id); setFilter('account', id) }} />}>Templates</PageTitle>
       <ErrorNotice error={accounts.error ?? templates.error} />
       <section class='card' aria-labelledby='templates-title'>
         <h2 id='templates-title'>Made here</h2>

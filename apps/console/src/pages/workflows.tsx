@@ -3,7 +3,7 @@ import { DOMAINS } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { ErrorNotice, Loading, PageTitle, Pager } from '../components/ui.tsx'
 import { ago } from '../format.ts'
-import { useAction, useData } from '../hooks.ts'
+import { useAction, useAddressFilters, useData } from '../hooks.ts'
 import { paths } from '../paths.ts'
 import { TRIGGER_TYPE_CHOICES } from '../types.ts'
 
@@ -36,12 +36,7 @@ export function Workflows () {
     route(paths.builder(created.id))
   })
 
-  const setFilter = (name: string, value: string): void => {
-    const next = new URLSearchParams({ ...query, [name]: value })
-    if (value === '') next.delete(name)
-    if (name !== 'offset') next.delete('offset')
-    route(`${paths.workflows}?${next.toString()}`, true)
-  }
+  const setFilter = useAddressFilters(paths.workflows)
 
   return (
     <section>

@@ -1,15 +1,14 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { api, ApiError } from '../../api.ts'
-import { accountChoices } from '../../chat-accounts.ts'
 import { AccountSwitcher } from '../../components/account-switcher.tsx'
 import { ErrorNotice, Loading, PageTitle } from '../../components/ui.tsx'
 import { ago } from '../../format.ts'
 import { CannedReplies } from '../../components/canned-replies.tsx'
-import { useData } from '../../hooks.ts'
+import { useChatAccount, useData } from '../../hooks.ts'
 import { useInboxEvents } from '../../live.ts'
 import { paths } from '../../paths.ts'
-import { chooseAccount, chosenAccount, DEFAULT_ACCOUNT } from '../../session.ts'
+import { chooseAccount, DEFAULT_ACCOUNT } from '../../session.ts'
 import type { ConversationFilter } from '../../types.ts'
 import { ConversationView, nameOf } from './conversation.tsx'
 import { LIVE_REFRESH_MS, REFRESH_MS } from './refresh.ts'
@@ -53,10 +52,7 @@ function LabelFilter ({ value, onChange }: { value: string, onChange: (label: st
 
 export function Inbox () {
   const { query, route } = useLocation()
-  const accounts = useData(api.accounts, [])
-  const choices = accounts.data === undefined ? [] : accountChoices(accounts.data)
-  const stored = chosenAccount()
-  const accountId = choices.find((choice) => choice.id === (query.account ?? stored))?.id ?? choices[0]?.id
+  const { accounts, choices, accountId } = useChatAccount(query.account)
   const filter: ConversationFilter = { filter: query.filter, sort: query.sort, assigned: query.assigned, label: query.label, mentions: query.mentions }
   const live = useInboxEvents(accountId)
   const refreshMs = live.connected ? LIVE_REFRESH_MS : REFRESH_MS
