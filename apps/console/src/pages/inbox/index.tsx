@@ -63,7 +63,8 @@ export function Inbox () {
   const open = conversations.data?.find((conversation) => conversation.id === query.c)
   // Whether the account's assistant has a model: without one it is off, whatever each conversation's mode.
   const assistant = useData(async () => accountId === undefined ? undefined : api.assistantSettings(accountId), [accountId])
-  const labels = useData(async () => accountId === undefined ? [] : api.labels(accountId), [accountId, conversations.data])
+  // The number's labels, offered when one is added: read again when a conversation is changed here, not at each poll (the count reads every conversation and contact).
+  const labels = useData(async () => accountId === undefined ? [] : api.labels(accountId), [accountId])
   // Remembered for the next visit, and for the overview's count of drafts waiting.
   useEffect(() => { if (accountId !== undefined) chooseAccount(accountId) }, [accountId])
 
@@ -153,7 +154,7 @@ export function Inbox () {
                 <a class='back-link' href={`${paths.inbox}?${new URLSearchParams({ ...query, c: '' }).toString()}`}>← All conversations</a>
                 <ConversationView
                   key={open.id} accountId={accountId} conversation={open} model={assistant.data?.effectiveModel} agents={agents.data} replies={replies.data ?? []}
-                  version={live.version} refreshMs={refreshMs} knownLabels={(labels.data ?? []).map((label) => label.name)} onChanged={() => { conversations.reload() }}
+                  version={live.version} refreshMs={refreshMs} knownLabels={(labels.data ?? []).map((label) => label.name)} onChanged={() => { conversations.reload(); labels.reload() }}
                 />
               </>
               )
