@@ -154,7 +154,7 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
         insert into chat_contacts (id, phone_number_id, phone, name, opted_out, consent_changed_at, consent_source)
         select ${createId()}, ${message.phoneNumberId}, ${message.phone}, ${message.name}, ${optedOut}, m.created_at, 'keyword'
         from messages m where m.id = ${message.messageId}
-        on conflict (phone_number_id, phone) do update
+        on conflict (phone_number_id, phone) where phone <> '' do update
           set opted_out = excluded.opted_out, consent_changed_at = excluded.consent_changed_at, consent_source = 'keyword', updated_at = now()`)
       logger.info({ conversationId: message.conversationId, optedOut }, 'consent keyword applied')
       await confirm(message, keyword, optedOut ? current.optOutConfirmation : current.optInConfirmation)

@@ -188,7 +188,7 @@ export async function importContacts (db: DbOrTx, phoneNumberId: string, source:
       select r.id, ${phoneNumberId}, r.phone, r.name, r.labels, r.attributes, r."optedOut",
         case when r."optedOut" then now() end, case when r."optedOut" then 'import' end
       from jsonb_to_recordset(${jsonb([...pending.values()])}) as r(id text, phone text, name text, labels text[], attributes jsonb, "optedOut" boolean)
-      on conflict (phone_number_id, phone) do update set name = excluded.name, labels = excluded.labels, attributes = excluded.attributes,
+      on conflict (phone_number_id, phone) where phone <> '' do update set name = excluded.name, labels = excluded.labels, attributes = excluded.attributes,
         opted_out = chat_contacts.opted_out or excluded.opted_out,
         consent_changed_at = case when excluded.opted_out and not chat_contacts.opted_out then now() else chat_contacts.consent_changed_at end,
         consent_source = case when excluded.opted_out and not chat_contacts.opted_out then 'import' else chat_contacts.consent_source end,

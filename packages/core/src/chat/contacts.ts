@@ -79,6 +79,9 @@ const likePrefix = (text: string): string => `${text.replace(/[\\%_]/g, '\\$&')}
 const publicColumns = {
   id: chatContacts.id,
   phone: chatContacts.phone,
+  platformUserId: chatContacts.platformUserId,
+  parentPlatformUserId: chatContacts.parentPlatformUserId,
+  username: chatContacts.username,
   name: chatContacts.name,
   labels: chatContacts.labels,
   attributes: chatContacts.attributes,

@@ -167,6 +167,8 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
   agentName: row.agent_name as string | null,
   sender: row.sender as Message['sender'],
   replyToId: row.reply_to_id as string | null,
+  details: row.details as Message['details'],
+  reactions: row.reactions as Message['reactions'],
   sentAt: row.sent_at === null ? null : new Date(row.sent_at as string),
   dispatchedAt: row.dispatched_at === null ? null : new Date(row.dispatched_at as string),
   createdAt: new Date(row.created_at as string)
@@ -387,7 +389,7 @@ export function conversationsRepository (db: DbOrTx) {
         with conversation as (
           insert into conversations (id, phone_number_id, phone, last_message, last_message_at, assistant_paused)
           values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.sender.type === 'user'})
-          on conflict (phone_number_id, phone) do update
+          on conflict (phone_number_id, phone) where phone <> '' do update
             set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at,
               assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
@@ -414,6 +416,7 @@ export function conversationsRepository (db: DbOrTx) {
           .values({ phoneNumberId: record.phoneNumberId, phone: record.phone, name: record.name ?? null })
           .onConflictDoUpdate({
             target: [conversations.phoneNumberId, conversations.phone],
+            targetWhere: sql`${conversations.phone} <> ''`,
             set: { name: sql`coalesce(excluded.name, ${conversations.name})` }
           })
           .returning({ id: conversations.id })
@@ -460,7 +463,7 @@ export function conversationsRepository (db: DbOrTx) {
         // The customer is a contact of the number (README, Contacts and consent), named after their profile until staff or an import name them.
         await tx.execute(sql`
           insert into chat_contacts (id, phone_number_id, phone, name) values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.name ?? null})
-          on conflict (phone_number_id, phone) do update set name = excluded.name, updated_at = now()
+          on conflict (phone_number_id, phone) where phone <> '' do update set name = excluded.name, updated_at = now()
             where chat_contacts.name is null and excluded.name is not null`)
         // The outbox (events/outbox.ts), for subscriptions only: EVENT workflows of this event are
         // started with the message's KEYWORD runs (triggers/keyword.ts), under its idempotency keys.

@@ -31,6 +31,20 @@ export interface ChatMessageMedia {
   sha256?: string
 }
 
+/** A message's kind data (README, Message kinds), one key set by its type. */
+export interface ChatMessageDetails {
+  location?: { latitude: number, longitude: number, name?: string, address?: string, url?: string }
+  contacts?: Array<Record<string, unknown>>
+  reaction?: { messageId: string | null, wamid: string, emoji: string }
+  flowReply?: { name?: string, body?: string, response: Record<string, unknown> }
+}
+
+/** The emoji each side put on a message; absent: none (README, Message kinds: reactions). */
+export interface ChatMessageReactions {
+  customer?: string
+  business?: string
+}
+
 /**
  * Who sent an outbound message (README, The team inbox: who sent a message). `id`: the user's, the
  * assistant turn's, the workflow's, the broadcast's, or the consent keyword's kind (`optOut`, `optIn`);
@@ -66,7 +80,10 @@ export const chatAccounts = pgTable('chat_accounts', {
 export const conversations = pgTable('conversations', {
   id: id(),
   phoneNumberId: text('phone_number_id').notNull(),
+  // As its contact's (chat_contacts): "" when the platform withholds it, then platformUserId is set.
   phone: text('phone').notNull(),
+  platformUserId: text('platform_user_id'),
+  username: text('username'),
   name: text('name'),
   lastMessage: text('last_message'),
   lastMessageAt: nullableTimestamp('last_message_at'),
@@ -83,7 +100,8 @@ export const conversations = pgTable('conversations', {
   lastIncomingAt: nullableTimestamp('last_incoming_at'),
   ...timestamps()
 }, (t) => [
-  uniqueIndex('conversations_account_phone_key').on(t.phoneNumberId, t.phone),
+  uniqueIndex('conversations_account_phone_key').on(t.phoneNumberId, t.phone).where(sql`${t.phone} <> ''`),
+  uniqueIndex('conversations_account_user_key').on(t.phoneNumberId, t.platformUserId).where(sql`${t.platformUserId} is not null`),
   index('conversations_account_last_message_idx').on(t.phoneNumberId, t.isArchived, t.lastMessageAt.desc()),
   index('conversations_account_unread_idx').on(t.phoneNumberId, t.unreadCount.desc().nullsFirst(), t.lastMessageAt.desc()),
   index('conversations_account_incoming_idx').on(t.phoneNumberId, t.lastIncomingAt.desc()),
@@ -110,6 +128,11 @@ export const messages = pgTable('messages', {
   // Outbound only, set by the service when it stores the message; null on inbound messages and on those stored before it existed.
   sender: jsonb('sender').$type<MessageSender>(),
   replyToId: text('reply_to_id'),
+  // What a message of a kind beyond text and media carries, as the API returns it (README, Message kinds):
+  // `location`, `contacts` (cards), `reaction` (the message reacted to and the emoji) or `flowReply`.
+  details: jsonb('details').$type<ChatMessageDetails>(),
+  // The reactions shown on this message: the customer's and the business's, one each as the platform keeps them.
+  reactions: jsonb('reactions').$type<ChatMessageReactions>(),
   sentAt: nullableTimestamp('sent_at'),
   // Inbound only: when the events and KEYWORD runs the message starts were dispatched. Null until
   // then, so that a delivery retried after a worker died in between still starts them.

@@ -9,15 +9,20 @@ export type ConsentSource = typeof CONSENT_SOURCES[number]
 
 /**
  * The customers of a platform number, keyed like conversations (by the number that receives
- * them and the customer's phone), so that the users linking one number share its contacts and
- * the default account from the environment needs no row. An inbound message creates its sender's
- * contact; staff change it and import them. `optedOut` refuses every send but the one exception
- * of README, Contacts and consent.
+ * them and the customer's phone or platform user id, README, Customers known by username), so that
+ * the users linking one number share its contacts and the default account from the environment
+ * needs no row. An inbound message creates its sender's contact; staff change it and import them.
+ * `optedOut` refuses every send but the one exception of README, Contacts and consent.
  */
 export const chatContacts = pgTable('chat_contacts', {
   id: id(),
   phoneNumberId: text('phone_number_id').notNull(),
+  // "" when the platform withholds it (a customer known by username): then platformUserId is set.
   phone: text('phone').notNull(),
+  // The platform's business-scoped user id (BSUID), its parent (shared across business portfolios) and the username it shows.
+  platformUserId: text('platform_user_id'),
+  parentPlatformUserId: text('parent_platform_user_id'),
+  username: text('username'),
   name: text('name'),
   labels: text('labels').array().notNull().default(sql`'{}'::text[]`),
   attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default(sql`'{}'::jsonb`),
@@ -28,7 +33,8 @@ export const chatContacts = pgTable('chat_contacts', {
   ...timestamps()
 }, (t) => [
   // Serves the lookups of every send and the list's order (by phone within the number).
-  uniqueIndex('chat_contacts_account_phone_key').on(t.phoneNumberId, t.phone)
+  uniqueIndex('chat_contacts_account_phone_key').on(t.phoneNumberId, t.phone).where(sql`${t.phone} <> ''`),
+  uniqueIndex('chat_contacts_account_user_key').on(t.phoneNumberId, t.platformUserId).where(sql`${t.platformUserId} is not null`)
 ])
 
 /**
