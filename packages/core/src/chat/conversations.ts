@@ -10,7 +10,7 @@ import { notifyChange } from './changes.ts'
 import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
 import { recordCustomer } from './customers.ts'
-import { customerIs, isPlatformUserId } from './phone.ts'
+import { customerIs, isPlatformUserId, sameCustomer } from './phone.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
@@ -35,7 +35,7 @@ type ConversationWithMessages = Conversation & { optedOut: boolean, messages: Me
  * subquery they would name chat_contacts' own.
  */
 const optedOut = sql<boolean>`exists (select 1 from chat_contacts k
-  where k.phone_number_id = conversations.phone_number_id and k.phone = conversations.phone and k.opted_out)`
+  where k.phone_number_id = conversations.phone_number_id and ${sameCustomer('k', 'conversations')} and k.opted_out)`
 
 /** A list's filters beyond `filter`, and its order (README, The team inbox). */
 interface ConversationsQuery {
