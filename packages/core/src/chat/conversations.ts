@@ -11,7 +11,7 @@ import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
 import {
   conversations, messages,
-  type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
+  type AI_MODES, type ChatMessageDetails, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
 } from '../db/schema/index.ts'
 
 export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
@@ -112,6 +112,8 @@ interface InboundMessageRecord {
   userIds?: readonly string[]
   /** The tap an interactive answer carries, for the event's payload. */
   interactive?: unknown
+  /** A completed flow or a shared location (README, Flows). */
+  details?: ChatMessageDetails
 }
 
 /** The platform's first error of a failed status, as the API returns it; a status without errors gets a generic one. */
@@ -427,6 +429,7 @@ export function conversationsRepository (db: DbOrTx) {
           type: record.type,
           content: record.content,
           media: record.media ?? null,
+          details: record.details ?? null,
           replyToId: record.replyToId ?? null,
           sentAt: record.receivedAt,
           createdAt: record.receivedAt
@@ -483,6 +486,7 @@ export function conversationsRepository (db: DbOrTx) {
                 conversationId: conversation.id,
                 ...(record.interactive !== undefined && { interactive: record.interactive }),
                 ...(record.media !== undefined && { media: record.media }),
+                ...(record.details?.flowReply !== undefined && { flowReply: record.details.flowReply }),
                 phoneNumberId: record.phoneNumberId
               })}
             from unnest(${textArray(record.userIds)}) as u(id)
