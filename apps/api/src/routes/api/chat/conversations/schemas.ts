@@ -35,6 +35,8 @@ export const ChatMessage = Type.Object({
     runId: Type.Optional(Type.String())
   }), Type.Null()]),
   replyToId: nullable(Type.String()),
+  /** A message of another kind: `flowReply` {name, body, response, unreadable?} (README, Flows), `location`. */
+  details: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
   /** Failed only: why the platform failed it. */
   error: Type.Union([Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), title: Type.String(), details: nullable(Type.String()) }), Type.Null()]),
   createdAt: Timestamp
