@@ -33,7 +33,10 @@ export const FLOW = Type.Object({
   data: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { minProperties: 1, description: `Action navigate, with screen: the screen’s input data, at most ${LIMITS.flowDataBytes} bytes as JSON and ${LIMITS.flowDataDepth} levels deep.` })),
   token: Type.Optional(text(LIMITS.flowToken, 'Comes back in the completed flow’s response as flow_token: which send it answers.')),
   action: Type.Optional(oneOfAnyCase(FLOW_ACTIONS, { default: 'navigate', description: 'navigate (open at screen) or data_exchange (the flow’s endpoint gives the first screen).' }))
-}, { description: 'Type flow: the flow to open; its completion comes back as triggerData.flowReply.' })
+}, {
+  description: 'Type flow: the flow to open; its completion comes back as triggerData.flowReply.',
+  examples: [{ id: '1234567890', cta: 'Book a table', screen: 'BOOKING', data: { guests: [1, 2, 3, 4] } }]
+})
 
 /** Reply buttons, a list or a flow through one of the workflow owner's chat accounts, with the node's idempotency key. */
 export const sendChatInteractive = defineNode({
