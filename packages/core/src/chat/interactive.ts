@@ -41,7 +41,7 @@ export const FLOW_ACTIONS = ['navigate', 'data_exchange'] as const
  * A completed flow's `response_json` is kept up to these bounds (README, Flows): past them the
  * reply keeps `response: {}` and `unreadable` says why, so a hostile reply is stored and shown, never retried.
  */
-export const FLOW_REPLY_LIMITS = { bytes: 64 * 1024, depth: 20 } as const
+const FLOW_REPLY_LIMITS = { bytes: 64 * 1024, depth: 20 } as const
 
 export type FlowReply = NonNullable<ChatMessageDetails['flowReply']>
 

@@ -82,15 +82,18 @@ function flowValue (value: unknown): string {
   return text.length > FLOW_VALUE_CHARS ? `${text.slice(0, FLOW_VALUE_CHARS)}…` : text
 }
 
-/** A completed flow: the customer's answers as a key/value list (its flow_token, the business's own id, left out). */
+/**
+ * A completed flow: the customer's answers as a key/value list, by name (stored as jsonb, they keep no
+ * order of their own); its flow_token, the business's own id, left out.
+ */
 function FlowReply ({ reply }: { reply: FlowReplyDetails }) {
   if (reply.unreadable !== undefined) return <span class='flow-reply muted'>Form completed; its answers were not kept ({UNREADABLE[reply.unreadable]}).</span>
-  const fields = Object.entries(reply.response).filter(([key]) => key !== 'flow_token')
+  const fields = Object.entries(reply.response).filter(([key]) => key !== 'flow_token').sort(([a], [b]) => a.localeCompare(b))
   return (
     <div class='flow-reply'>
       <span class='small muted'>Form completed</span>
       {fields.length > 0 && (
-        <dl aria-label='The customer’s answers'>
+        <dl>
           {fields.slice(0, FLOW_FIELDS_SHOWN).map(([key, value]) => <div key={key}><dt>{key}</dt><dd>{flowValue(value)}</dd></div>)}
         </dl>
       )}

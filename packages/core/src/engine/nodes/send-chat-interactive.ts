@@ -34,7 +34,7 @@ export const FLOW = Type.Object({
   token: Type.Optional(text(LIMITS.flowToken, 'Comes back in the completed flow’s response as flow_token: which send it answers.')),
   action: Type.Optional(oneOfAnyCase(FLOW_ACTIONS, { default: 'navigate', description: 'navigate (open at screen) or data_exchange (the flow’s endpoint gives the first screen).' }))
 }, {
-  description: 'Type flow: the flow to open; its completion comes back as triggerData.flowReply.',
+  description: `Type flow: {id or name, cta (no emoji), action (navigate, data_exchange), screen and data (navigate only; data at most ${LIMITS.flowDataBytes} bytes as JSON, ${LIMITS.flowDataDepth} levels), token}; its completion comes back as triggerData.flowReply.`,
   examples: [{ id: '1234567890', cta: 'Book a table', screen: 'BOOKING', data: { guests: [1, 2, 3, 4] } }]
 })
 
