@@ -9,6 +9,7 @@ import { CHAT_MESSAGE_FAILED, CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, someon
 import { notifyChange } from './changes.ts'
 import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
+import { recordCustomer } from './customers.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageDetails, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
@@ -99,7 +100,11 @@ interface OutboundMessageRecord {
 
 interface InboundMessageRecord {
   phoneNumberId: string
+  /** "" when the platform withholds it: then `platformUserId` names the customer (README, Customers known by username). */
   phone: string
+  platformUserId?: string
+  parentPlatformUserId?: string
+  username?: string
   /** The contact's profile name; absent on some deliveries, then the stored name stays. */
   name?: string
   wamid: string
@@ -412,16 +417,17 @@ export function conversationsRepository (db: DbOrTx) {
      * (`isNew`), or stored by an earlier attempt that stopped before dispatching.
      * Null for a duplicate whose dispatch is done, which changes nothing.
      */
-    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, messageId: string, isNew: boolean, eventIds: string[] } | null> {
+    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, contactId: string, messageId: string, isNew: boolean, eventIds: string[] } | null> {
       return db.transaction(async (tx) => {
-        const [conversation] = await tx.insert(conversations)
-          .values({ phoneNumberId: record.phoneNumberId, phone: record.phone, name: record.name ?? null })
-          .onConflictDoUpdate({
-            target: [conversations.phoneNumberId, conversations.phone],
-            targetWhere: sql`${conversations.phone} <> ''`,
-            set: { name: sql`coalesce(excluded.name, ${conversations.name})` }
-          })
-          .returning({ id: conversations.id })
+        const customer = await recordCustomer(tx, {
+          phoneNumberId: record.phoneNumberId,
+          phone: record.phone,
+          platformUserId: record.platformUserId ?? null,
+          parentPlatformUserId: record.parentPlatformUserId ?? null,
+          username: record.username ?? null,
+          name: record.name ?? null
+        })
+        const conversation = { id: customer.conversationId }
         const [message] = await tx.insert(messages).values({
           conversationId: conversation.id,
           wamid: record.wamid,
@@ -438,7 +444,7 @@ export function conversationsRepository (db: DbOrTx) {
           const [undispatched] = await tx.select({ id: messages.id, conversationId: messages.conversationId }).from(messages)
             .where(and(eq(messages.wamid, record.wamid), eq(messages.direction, 'inbound'), isNull(messages.dispatchedAt))).limit(1)
           // Its events were written with it: the reconciler dispatches them if that attempt did not.
-          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, messageId: undispatched.id, isNew: false, eventIds: [] }
+          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, contactId: customer.contactId, messageId: undispatched.id, isNew: false, eventIds: [] }
         }
         // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
         const receivedAt = timestamptz(record.receivedAt)
@@ -463,11 +469,6 @@ export function conversationsRepository (db: DbOrTx) {
           updatedAt: new Date()
         }).where(eq(conversations.id, conversation.id))
           .returning({ announced: notifyChange('message.created', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`, sql`${message.id}`) })
-        // The customer is a contact of the number (README, Contacts and consent), named after their profile until staff or an import name them.
-        await tx.execute(sql`
-          insert into chat_contacts (id, phone_number_id, phone, name) values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.name ?? null})
-          on conflict (phone_number_id, phone) where phone <> '' do update set name = excluded.name, updated_at = now()
-            where chat_contacts.name is null and excluded.name is not null`)
         // The outbox (events/outbox.ts), for subscriptions only: EVENT workflows of this event are
         // started with the message's KEYWORD runs (triggers/keyword.ts), under its idempotency keys.
         const emitted = record.userIds === undefined || record.userIds.length === 0
@@ -478,6 +479,9 @@ export function conversationsRepository (db: DbOrTx) {
               ${jsonb({
                 // The triggerData of chat.message.received EVENT workflows (triggers/keyword.ts): one payload per event name.
                 phone: record.phone,
+                ...(record.platformUserId !== undefined && { platformUserId: record.platformUserId }),
+                ...(record.username !== undefined && { username: record.username }),
+                contactId: customer.contactId,
                 name: record.name ?? null,
                 text: record.content,
                 type: record.type,
@@ -492,7 +496,7 @@ export function conversationsRepository (db: DbOrTx) {
             from unnest(${textArray(record.userIds)}) as u(id)
             where ${someoneListens(CHAT_MESSAGE_RECEIVED, sql`u.id`, 'none')}
             returning id`)
-        return { conversationId: conversation.id, messageId: message.id, isNew: true, eventIds: emitted.map(({ id }) => id) }
+        return { conversationId: conversation.id, contactId: customer.contactId, messageId: message.id, isNew: true, eventIds: emitted.map(({ id }) => id) }
       })
     },
 

@@ -7,7 +7,7 @@ import { assertMayMessage, contactsRepository, type SendOrigin } from './contact
 import { conversationsRepository } from './conversations.ts'
 import { checkInteractive } from './interactive.ts'
 import { checkMediaSend } from './media.ts'
-import { normalizePhone } from './phone.ts'
+import { isPlatformUserId, normalizeAddress } from './phone.ts'
 import { platformDetails, platformFailure } from './platform-errors.ts'
 import { sandboxWamid } from './sandbox.ts'
 import { checkTemplateComponents } from './template-components.ts'
@@ -16,7 +16,7 @@ import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import type { MessageSender } from '../db/schema/index.ts'
 import {
-  ChatPlatformError, interactiveMessage, mediaMessage, templateMessage, textMessage,
+  addressOfMessage, ChatPlatformError, interactiveMessage, mediaMessage, templateMessage, textMessage,
   type ChatClient, type SendOptions, type SendResult, type TemplateRecord
 } from './client.ts'
 
@@ -115,8 +115,11 @@ export function createChatService (options: ChatServiceOptions) {
    * never does (README, Sandbox numbers): it answers as the platform would, with a wamid of its own.
    */
   async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2], options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<SendResult> {
-    if (origin !== 'consent') assertMayMessage(await contacts.consentOf(account.phoneNumberId, message.to), origin, message.type === 'template')
-    if (account.isSandbox) return { messaging_product: 'whatsapp', contacts: [{ input: message.to, wa_id: message.to }], messages: [{ id: sandboxWamid() }] }
+    const address = addressOfMessage(message)
+    if (origin !== 'consent') assertMayMessage(await contacts.consentOf(account.phoneNumberId, address), origin, message.type === 'template')
+    if (account.isSandbox) {
+      return { messaging_product: 'whatsapp', contacts: [{ input: address, ...(isPlatformUserId(address) ? { user_id: address } : { wa_id: address }) }], messages: [{ id: sandboxWamid() }] }
+    }
     try {
       const sent = await client.sendMessage(account.phoneNumberId, account.accessToken, message, options)
       chatSends.inc({ outcome: 'sent', error_code: 'none' })
@@ -149,7 +152,7 @@ export function createChatService (options: ChatServiceOptions) {
 
   /** `options`: a workflow's send (its idempotency key, its signal); never part of an API request's body. */
   async function sendText (account: UsableChatAccount, request: SendTextRequest, options?: SendOptions): Promise<SendResult> {
-    const phone = normalizePhone(request.to)
+    const phone = normalizeAddress(request.to)
     const replyToId = request.replyToId
     const context = await conversations.sendContext(account.phoneNumberId, phone, replyToId?.startsWith('wamid.') === true ? undefined : replyToId)
     assertInsideWindow(context.lastIncomingAt)
@@ -181,7 +184,7 @@ export function createChatService (options: ChatServiceOptions) {
   }
 
   async function sendTemplate (account: UsableChatAccount, request: SendTemplateRequest, options?: SendOptions): Promise<SendResult> {
-    const phone = normalizePhone(request.to)
+    const phone = normalizeAddress(request.to)
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
     const components = request.components === undefined ? undefined : checkTemplateComponents(request.components)
     let result: SendResult
@@ -217,7 +220,7 @@ export function createChatService (options: ChatServiceOptions) {
   /** Stored with its caption as content (`[image]` without one) and its link or media id. */
   async function sendMedia (account: UsableChatAccount, request: SendMediaRequest, options?: SendOptions): Promise<SendResult> {
     const media = checkMediaSend(request.media)
-    const phone = normalizePhone(request.to)
+    const phone = normalizeAddress(request.to)
     return sendFreeForm(account, phone, mediaMessage(phone, media), options, {
       type: media.kind,
       content: media.caption ?? `[${media.kind}]`,
@@ -235,7 +238,7 @@ export function createChatService (options: ChatServiceOptions) {
   /** Stored with its body as content. */
   async function sendInteractive (account: UsableChatAccount, request: SendInteractiveRequest, options?: SendOptions): Promise<SendResult> {
     const interactive = checkInteractive(request.interactive)
-    const phone = normalizePhone(request.to)
+    const phone = normalizeAddress(request.to)
     return sendFreeForm(account, phone, interactiveMessage(phone, interactive), options, {
       type: 'interactive',
       content: interactive.body,

@@ -4,7 +4,7 @@ import { FLOW_ACTIONS, INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, MEDIA_KI
 /** The platform's body, passed through unchanged, unknown fields included (README, Chat). */
 export const SendResult = Type.Object({
   messaging_product: Type.String(),
-  contacts: Type.Optional(Type.Array(Type.Object({ input: Type.String(), wa_id: Type.String() }, { additionalProperties: true }))),
+  contacts: Type.Optional(Type.Array(Type.Object({ input: Type.String(), wa_id: Type.Optional(Type.String()), user_id: Type.Optional(Type.String()) }, { additionalProperties: true }))),
   messages: Type.Array(Type.Object({ id: Type.String() }, { additionalProperties: true }))
 }, { additionalProperties: true })
 
