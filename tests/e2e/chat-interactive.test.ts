@@ -250,6 +250,24 @@ t.test('POST /api/chat/send/interactive sends a flow in the platform\'s wire for
   t.match(body[0].messages.at(-1), { direction: 'outbound', type: 'interactive', content: 'Book a table', wamid: exchange.body.messages[0].id })
 })
 
+t.test('a send_chat_interactive node sends a flow, its fields rendered', async (t) => {
+  const run = await client.runWorkflow(token, {
+    name: 'send a flow',
+    triggerType: 'MANUAL',
+    nodes: [{
+      id: 'form',
+      type: 'send_chat_interactive',
+      config: { phone: CUSTOMER, type: 'flow', body: 'Your repair, {{triggerData.name}}', flow: { name: 'repair_booking', cta: 'Book a repair', action: 'NAVIGATE', screen: 'START', data: { bike: '{{triggerData.bike}}' }, token: 'repair-{{triggerData.order}}' } }
+    }]
+  }, { name: 'Lena', bike: 'City 3', order: 7 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.same((fake.sends().at(-1)?.body as { interactive: unknown }).interactive, {
+    type: 'flow',
+    body: { text: 'Your repair, Lena' },
+    action: { name: 'flow', parameters: { flow_message_version: '3', flow_name: 'repair_booking', flow_cta: 'Book a repair', flow_token: 'repair-7', flow_action: 'navigate', flow_action_payload: { screen: 'START', data: { bike: 'City 3' } } } }
+  })
+})
+
 t.test('flows past the platform\'s rules and our bounds are 400s naming the field, and never reach the platform', async (t) => {
   const sendsBefore = fake.sends().length
   const nested = (levels: number): Record<string, unknown> => levels === 1 ? { leaf: 1 } : { next: nested(levels - 1) }

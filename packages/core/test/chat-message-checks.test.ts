@@ -116,11 +116,11 @@ t.test('flows: the flow by id or name, its button, where it opens, its data boun
       parameters: { flow_message_version: '3', flow_id: '1234567890', flow_cta: 'x'.repeat(30), flow_token: 'order-7', flow_action: 'navigate', flow_action_payload: { screen: 'START', data: nested(10) } }
     }
   }, 'ten levels and thirty characters are the limits, not past them')
-  t.same(interactiveMessage('15551234567', checkInteractive({ type: 'flow', body: 'Sign up', flow: { name: 'signup', cta: 'Sign up', action: 'data_exchange', screen: '', data: null } })).interactive, {
+  t.same(interactiveMessage('15551234567', checkInteractive({ type: 'flow', body: 'Sign up', flow: { name: 'signup', cta: 'Sign up', action: 'Data_Exchange', screen: '', data: null } })).interactive, {
     type: 'flow',
     body: { text: 'Sign up' },
     action: { name: 'flow', parameters: { flow_message_version: '3', flow_name: 'signup', flow_cta: 'Sign up', flow_action: 'data_exchange' } }
-  }, 'a data exchange has no payload; empty fields are absent')
+  }, 'a data exchange (in any case) has no payload; empty fields are absent')
 })
 
 t.test('completed flows: the response parsed, bounded, and kept storable', async (t) => {

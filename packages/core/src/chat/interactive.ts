@@ -140,7 +140,8 @@ function flowOf (value: unknown): FlowContent {
   const name = optionalText(value.name, 'flow.name', limits.flowName)
   const cta = text(value.cta, 'flow.cta', limits.flowCta)
   if (/\p{Extended_Pictographic}/u.test(cta)) throw invalid('flow.cta must have no emoji')
-  const action = given(value.action) ? FLOW_ACTIONS.find((candidate) => candidate === value.action) : 'navigate'
+  // Any case, as the node's schema takes it (oneOfAnyCase).
+  const action = given(value.action) ? FLOW_ACTIONS.find((candidate) => candidate === String(value.action).toLowerCase()) : 'navigate'
   if (action === undefined) throw invalid(`flow.action must be one of ${FLOW_ACTIONS.join(', ')}`)
   const screen = optionalText(value.screen, 'flow.screen', limits.flowScreen)
   const token = optionalText(value.token, 'flow.token', limits.flowToken)
