@@ -85,7 +85,7 @@ export interface CreatedTemplate {
 type WireAddress = { to: string, recipient?: never } | { recipient: string, to?: never }
 
 /** `address`: a phone or a platform user id (chat/phone.ts `normalizeAddress`). */
-export const wireAddress = (address: string): WireAddress => isPlatformUserId(address) ? { recipient: address } : { to: address }
+const wireAddress = (address: string): WireAddress => isPlatformUserId(address) ? { recipient: address } : { to: address }
 
 /** The address a built message goes to, whichever field carries it. */
 export const addressOfMessage = (message: WireAddress): string => message.to ?? message.recipient

@@ -10,6 +10,7 @@ import { notifyChange } from './changes.ts'
 import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
 import { recordCustomer } from './customers.ts'
+import { customerIs, isPlatformUserId } from './phone.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageDetails, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
@@ -82,7 +83,8 @@ export const withAssistantPause = <T extends ConversationChanges>(changes: T): T
 
 interface OutboundMessageRecord {
   phoneNumberId: string
-  phone: string
+  /** The customer's phone, or their platform user id when the phone is withheld (chat/phone.ts). */
+  address: string
   wamid: string | null
   /** `text`, `template`, `interactive` or a media kind (`image`…). */
   type: string
@@ -316,25 +318,26 @@ export function conversationsRepository (db: DbOrTx) {
       return row ?? null
     },
 
-    /** What a send needs before calling the platform: the customer's latest inbound time, and the wamid of a quoted message. */
-    async sendContext (phoneNumberId: string, phone: string, replyToId?: string): Promise<{ lastIncomingAt: Date | null, replyToWamid: string | null }> {
-      const [row] = await db.select({
-        lastIncomingAt: conversations.lastIncomingAt,
-        replyToWamid: replyToId === undefined
-          ? sql<string | null>`null`
-          // Qualified by hand: Drizzle writes a single-table select's columns unqualified.
-          : sql<string | null>`(select m.wamid from messages m where m.id = ${replyToId} and m.conversation_id = conversations.id)`
-      }).from(conversations)
-        .where(and(eq(conversations.phoneNumberId, phoneNumberId), eq(conversations.phone, phone))).limit(1)
-      return row ?? { lastIncomingAt: null, replyToWamid: null }
+    /**
+     * What a send needs before calling the platform: the customer's latest inbound time, and the wamid of a quoted message.
+     * `address`: the customer's phone, or their platform user id (chat/phone.ts).
+     */
+    async sendContext (phoneNumberId: string, address: string, replyToId?: string): Promise<{ lastIncomingAt: Date | null, replyToWamid: string | null }> {
+      const [row] = await db.execute<{ lastIncomingAt: string | null, replyToWamid: string | null }>(sql`
+        select c.last_incoming_at as "lastIncomingAt",
+          ${replyToId === undefined ? sql`null` : sql`(select m.wamid from messages m where m.id = ${replyToId} and m.conversation_id = c.id)`} as "replyToWamid"
+        from conversations c where c.phone_number_id = ${phoneNumberId} and ${customerIs('c', address)} limit 1`)
+      return row === undefined
+        ? { lastIncomingAt: null, replyToWamid: null }
+        : { lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt), replyToWamid: row.replyToWamid }
     },
 
-    /** The conversation of `phone` on a platform number, with the id and time of the customer's latest message; null when there is none. */
-    async findByPhone (phoneNumberId: string, phone: string): Promise<{ id: string, lastInboundId: string | null, lastIncomingAt: Date | null } | null> {
+    /** The conversation of the customer at `address` on a platform number, with the id and time of the customer's latest message; null when there is none. */
+    async findByAddress (phoneNumberId: string, address: string): Promise<{ id: string, lastInboundId: string | null, lastIncomingAt: Date | null } | null> {
       const [row] = await db.execute<{ id: string, lastInboundId: string | null, lastIncomingAt: string | null }>(sql`
         select c.id, c.last_incoming_at as "lastIncomingAt", (select m.id from messages m where m.conversation_id = c.id and m.direction = 'inbound'
           order by m.created_at desc, m.id desc limit 1) as "lastInboundId"
-        from conversations c where c.phone_number_id = ${phoneNumberId} and c.phone = ${phone}`)
+        from conversations c where c.phone_number_id = ${phoneNumberId} and ${customerIs('c', address)}`)
       return row === undefined ? null : { ...row, lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt) }
     },
 
@@ -392,11 +395,13 @@ export function conversationsRepository (db: DbOrTx) {
     async recordOutbound (sent: OutboundMessageRecord): Promise<{ conversationId: string, messageId: string }> {
       const record = { ...sent, content: storableText(sent.content), agentId: optionalText(sent.agentId), agentName: optionalText(sent.agentName), replyToId: optionalText(sent.replyToId) }
       const now = timestamptz(new Date())
+      // By the index of the address's kind: a customer known by phone, or by platform user id when it is withheld.
+      const byUser = isPlatformUserId(record.address)
       const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
         with conversation as (
-          insert into conversations (id, phone_number_id, phone, last_message, last_message_at, assistant_paused)
-          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.sender.type === 'user'})
-          on conflict (phone_number_id, phone) where phone <> '' do update
+          insert into conversations (id, phone_number_id, phone, platform_user_id, last_message, last_message_at, assistant_paused)
+          values (${createId()}, ${record.phoneNumberId}, ${byUser ? '' : record.address}, ${byUser ? record.address : null}, ${record.content}, ${now}, ${record.sender.type === 'user'})
+          on conflict ${byUser ? sql`(phone_number_id, platform_user_id) where platform_user_id is not null` : sql`(phone_number_id, phone) where phone <> ''`} do update
             set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at,
               assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
