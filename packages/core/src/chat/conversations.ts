@@ -13,7 +13,7 @@ import { recordCustomer } from './customers.ts'
 import { customerIs, isPlatformUserId, sameCustomer } from './phone.ts'
 import {
   conversations, messages,
-  type AI_MODES, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
+  type AI_MODES, type ChatMessageDetails, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
 } from '../db/schema/index.ts'
 
 export const CONVERSATION_FILTERS = ['unread', 'active', 'archived'] as const
@@ -119,6 +119,8 @@ interface InboundMessageRecord {
   userIds?: readonly string[]
   /** The tap an interactive answer carries, for the event's payload. */
   interactive?: unknown
+  /** A completed flow or a shared location (README, Flows). */
+  details?: ChatMessageDetails
 }
 
 /** The platform's first error of a failed status, as the API returns it; a status without errors gets a generic one. */
@@ -438,6 +440,7 @@ export function conversationsRepository (db: DbOrTx) {
           type: record.type,
           content: record.content,
           media: record.media ?? null,
+          details: record.details ?? null,
           replyToId: record.replyToId ?? null,
           sentAt: record.receivedAt,
           createdAt: record.receivedAt
@@ -492,6 +495,7 @@ export function conversationsRepository (db: DbOrTx) {
                 conversationId: conversation.id,
                 ...(record.interactive !== undefined && { interactive: record.interactive }),
                 ...(record.media !== undefined && { media: record.media }),
+                ...(record.details?.flowReply !== undefined && { flowReply: record.details.flowReply }),
                 phoneNumberId: record.phoneNumberId
               })}
             from unnest(${textArray(record.userIds)}) as u(id)

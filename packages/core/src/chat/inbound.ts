@@ -1,14 +1,15 @@
 import type { Queue } from 'bullmq'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { MESSAGE_STATUSES, type ChatMessageMedia } from '../db/schema/index.ts'
+import { MESSAGE_STATUSES, type ChatMessageDetails, type ChatMessageMedia } from '../db/schema/index.ts'
 import type { Logger } from '../logger.ts'
 import { CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '../queues/catalog.ts'
 import { ensureJob } from '../queues/ensure-job.ts'
 import { chatDeliveriesRepository } from './deliveries-repository.ts'
 import { conversationsRepository, type MessageStatus } from './conversations.ts'
 import { chatAccountResolver } from './accounts.ts'
-import { interactiveReplyOf, type InteractiveReply } from './interactive.ts'
+import { flowReplyOf, interactiveReplyOf, type InteractiveReply } from './interactive.ts'
+import { inboundLocationOf } from './location.ts'
 import { inboundMediaOf } from './media.ts'
 import { isPlatformUserId } from './phone.ts'
 import { isSandboxDelivery } from './sandbox.ts'
@@ -34,6 +35,16 @@ export interface InboundChatMessage {
   interactive?: InteractiveReply
   /** What an image, document, audio, video or sticker carries: its media id, type, caption, file name. */
   media?: ChatMessageMedia
+  /** What a message of another kind carries: a completed flow (`flowReply`), a location. */
+  details?: ChatMessageDetails
+}
+
+/** The details of a completed flow or a shared location; undefined for other messages. */
+function detailsOf (message: Record<string, unknown>): ChatMessageDetails | undefined {
+  const flowReply = flowReplyOf(message)
+  if (flowReply !== undefined) return { flowReply }
+  const location = inboundLocationOf(message)
+  return location === undefined ? undefined : { location }
 }
 
 interface DeliverySummary {
@@ -100,7 +111,7 @@ function messageText (message: PlatformMessage): string {
   const part = isRecord(message[type]) ? message[type] : {}
   switch (type) {
     case 'text': return String(part.body ?? '')
-    case 'interactive': return String(part.button_reply?.title ?? part.list_reply?.title ?? '')
+    case 'interactive': return part.type === 'nfm_reply' ? '[flow]' : String(part.button_reply?.title ?? part.list_reply?.title ?? '')
     case 'button': return String(part.text ?? part.payload ?? '')
     case 'reaction': return String(part.emoji ?? '')
     case 'image': case 'video': case 'document': case 'audio': case 'sticker':
@@ -197,6 +208,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
       const text = messageText(message)
       const media = inboundMediaOf(message)
       const interactive = interactiveReplyOf(message)
+      const details = detailsOf(message)
       userIds ??= await accounts.userIdsFor(phoneNumberId)
       const stored = await conversations.recordInbound({
         phoneNumberId,
@@ -208,7 +220,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         replyToId: message.context?.id,
         receivedAt: timeOf(message.timestamp),
         userIds,
-        ...(interactive !== undefined && { interactive })
+        ...(interactive !== undefined && { interactive }),
+        ...(details !== undefined && { details })
       })
       if (stored?.isNew === true) summary.messages++
       else summary.duplicates++
@@ -228,7 +241,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         conversationId: stored.conversationId,
         messageId: stored.messageId,
         ...(interactive !== undefined && { interactive }),
-        ...(media !== undefined && { media })
+        ...(media !== undefined && { media }),
+        ...(details !== undefined && { details })
       })
       await conversations.markDispatched(stored.messageId)
     }

@@ -59,7 +59,8 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
     wamid: message.wamid,
     conversationId: message.conversationId,
     ...(message.interactive !== undefined && { interactive: message.interactive }),
-    ...(message.media !== undefined && { media: message.media })
+    ...(message.media !== undefined && { media: message.media }),
+    ...(message.details?.flowReply !== undefined && { flowReply: message.details.flowReply })
   }
 
   const userIds = textArray(message.userIds)

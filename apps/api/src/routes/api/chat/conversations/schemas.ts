@@ -35,6 +35,22 @@ export const ChatMessage = Type.Object({
     runId: Type.Optional(Type.String())
   }), Type.Null()]),
   replyToId: nullable(Type.String()),
+  /** What a message of another kind carries (README, Flows): a completed flow, a shared location. */
+  details: Type.Optional(Type.Union([Type.Object({
+    flowReply: Type.Optional(Type.Object({
+      name: Type.Optional(Type.String()),
+      body: Type.Optional(Type.String()),
+      response: Type.Object({}, { additionalProperties: true }),
+      unreadable: Type.Optional(Type.Enum(['too_large', 'too_deep', 'not_json']))
+    })),
+    location: Type.Optional(Type.Object({
+      latitude: Type.Number(),
+      longitude: Type.Number(),
+      name: Type.Optional(Type.String()),
+      address: Type.Optional(Type.String()),
+      url: Type.Optional(Type.String())
+    }))
+  }, { additionalProperties: true }), Type.Null()])),
   /** Failed only: why the platform failed it. */
   error: Type.Union([Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), title: Type.String(), details: nullable(Type.String()) }), Type.Null()]),
   createdAt: Timestamp
