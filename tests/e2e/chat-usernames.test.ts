@@ -199,3 +199,18 @@ t.test('a join racing sends: every message lands in the one conversation left', 
   }, { what: 'one conversation with the template, both messages and the ten replies' })
   t.equal(joined.contacts.length, 1, 'one contact')
 })
+
+t.test('a sandbox number plays a customer known by username, and answers them by contactId', async (t) => {
+  const sandbox = (await stack.call('POST', '/api/chat/accounts', { token, body: { name: 'Sandbox', sandbox: true } })).body as { id: string }
+  const headers = { 'x-account-id': sandbox.id }
+  const customer = newCustomer()
+  const played = await stack.call('POST', `/api/chat/accounts/${sandbox.id}/sandbox/inbound`, { token, body: { from: customer.userId, username: customer.username, name: 'Ines', text: 'hello sandbox' } })
+  t.equal(played.status, 202, JSON.stringify(played.body))
+  const conversation = await waitFor(async () => ((await stack.call('GET', '/api/chat/conversations', { token, headers })).body as Conversation[])
+    .find((c) => c.platformUserId === customer.userId), { what: 'the sandbox conversation' })
+  t.match(conversation, { phone: '', username: customer.username, name: 'Ines' })
+  const [contact] = (await stack.call('GET', `/api/chat/contacts?search=${encodeURIComponent(customer.username)}`, { token, headers })).body as Contact[]
+  const reply = await stack.call('POST', '/api/chat/send/text', { token, headers, body: { contactId: contact!.id, text: 'Hi Ines' } })
+  t.match(reply, { status: 200, body: { contacts: [{ input: customer.userId, user_id: customer.userId }] } })
+  t.equal(sendsTo(customer.userId).length, 0, 'a sandbox number never calls the platform')
+})
