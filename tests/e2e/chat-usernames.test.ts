@@ -1,6 +1,6 @@
 import postgres from 'postgres'
 import t from 'tap'
-import { deliver, fakeChatEnv, messagesDelivery, newWamid, startFakeChatPlatform, type InboundMessageSpec } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, messagesDelivery, newWamid, startFakeChatPlatform, statusesDelivery, type InboundMessageSpec } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -59,7 +59,7 @@ async function contactOf (username: string): Promise<Contact> {
   }, { what: `the contact ${username}` })
 }
 
-const messagesOf = async (conversationId: string, limit = 100): Promise<Array<{ id: string, content: string, direction: string }>> =>
+const messagesOf = async (conversationId: string, limit = 100): Promise<Array<{ id: string, content: string, direction: string, status: string | null }>> =>
   (await stack.call('GET', `/api/chat/conversations/${conversationId}/messages?limit=${limit}`, { token })).body
 
 const stored = async (conversationId: string, content: string): Promise<void> => {
@@ -83,6 +83,10 @@ t.test('a customer whose phone is withheld: one contact and conversation by plat
   t.match(sendsTo(customer.userId), [{ recipient: customer.userId, text: { body: 'Hello Noor' } }], 'sent by recipient: there is no phone')
   t.notOk(sendsTo(customer.userId)[0]?.to, 'no to')
   await stored(conversation.id, 'Hello Noor')
+  const wamid = (sent.body as { messages: Array<{ id: string }> }).messages[0]!.id
+  await deliver(`${stack.baseUrl}/webhook/chat`, statusesDelivery(PHONE_NUMBER_ID, [{ wamid, status: 'read', recipientId: customer.userId }]), APP_SECRET)
+  await waitFor(async () => (await messagesOf(conversation.id)).some((m) => m.content === 'Hello Noor' && m.status === 'read') ? true : undefined,
+    { what: 'the status of a message sent by recipient (recipient_user_id, no recipient_id)' })
 
   const byUserId = await stack.call('POST', '/api/chat/send/text', { token, body: { to: customer.userId, text: 'Also by id' } })
   t.equal(byUserId.status, 200, 'to takes a platform user id too')
