@@ -28,6 +28,7 @@ import { broadcasts } from './scenarios/k-broadcasts.ts'
 import { eventDeliveries } from './scenarios/l-event-deliveries.ts'
 import { tracingCost } from './scenarios/m-tracing.ts'
 import { askAnswers } from './scenarios/n-ask.ts'
+import { runSearch } from './scenarios/p-search.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -43,7 +44,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'K', title: 'broadcast', run: broadcasts },
   { id: 'L', title: 'event deliveries', run: eventDeliveries },
   { id: 'M', title: 'what tracing adds', run: tracingCost },
-  { id: 'N', title: '1,000 conversations answering an ask', run: askAnswers }
+  { id: 'N', title: '1,000 conversations answering an ask', run: askAnswers },
+  { id: 'P', title: 'q= search at 1M runs', run: runSearch }
 ]
 
 function usage (message: string): never {

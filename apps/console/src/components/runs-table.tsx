@@ -64,6 +64,11 @@ export function RunList ({ runs, workflows }: RunListProps) {
         <th scope='row'>
           <a href={paths.run(run.id)} class='mono'>{run.id}</a>
           {children.length > 0 && <ChildToggle id={run.id} count={children.length} open={expanded.has(run.id)} onToggle={toggle} />}
+          {run.tags.length > 0 && (
+            <span class='run-tags'>
+              {run.tags.map((tag) => <a key={tag} class='tag' href={`${paths.runs}?${new URLSearchParams({ tag }).toString()}`} aria-label={`Runs tagged ${tag}`}>{tag}</a>)}
+            </span>
+          )}
         </th>
         {workflows !== undefined && <td><a href={paths.workflow(run.workflowId)}>{workflows.get(run.workflowId)?.name ?? run.workflowId}</a></td>}
         {kind !== undefined && (

@@ -183,6 +183,7 @@ export function RunPage () {
             <dt>Started</dt><dd>{dateTime(run.startedAt)}</dd>
             <dt>Completed</dt><dd>{dateTime(run.completedAt)}</dd>
             <dt>Duration</dt><dd id='run-duration'>{duration(run.durationMs)}</dd>
+            {run.tags.length > 0 && <><dt>Tags</dt><dd>{run.tags.map((tag) => <a key={tag} class='tag' href={`${paths.runs}?${new URLSearchParams({ tag }).toString()}`}>{tag}</a>)}</dd></>}
             {run.error !== null && <><dt>Error</dt><dd class='error-text'>{run.error}</dd></>}
           </dl>
         </section>

@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
 import { RUN_STATUSES } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
@@ -16,8 +17,9 @@ const PERIODS: Record<string, { label: string, ms: number }> = {
 }
 
 /**
- * Every run the user may see, newest first, filtered by workflow, status and creation time (in the address):
- * how each started, its error, and child runs collapsed under their parent.
+ * Every run the user may see, newest first, filtered by workflow, status, creation time, the words of its id,
+ * trigger data or error and a tag (in the address, README, Finding runs): how each started, its tags, its
+ * error, and child runs collapsed under their parent.
  */
 export function Runs () {
   const { query } = useLocation()
@@ -29,17 +31,26 @@ export function Runs () {
     status: query.status,
     test: query.test,
     since: period === undefined ? undefined : new Date(Date.now() - period.ms).toISOString(),
+    q: query.q,
+    tag: query.tag,
     limit: PAGE,
     offset
-  }), [query.workflowId, query.status, query.test, query.period, offset], REFRESH_MS)
+  }), [query.workflowId, query.status, query.test, query.period, query.q, query.tag, offset], REFRESH_MS)
   const listed = new Map((workflows.data ?? []).map((workflow) => [workflow.id, workflow]))
 
   const setFilter = useAddressFilters(paths.runs)
+  // The words are searched when submitted (Enter), not at each key.
+  const [words, setWords] = useState(query.q ?? '')
+  useEffect(() => { setWords(query.q ?? '') }, [query.q])
 
   return (
     <section>
       <PageTitle>Runs</PageTitle>
-      <form class='filters' aria-label='Filter runs' onSubmit={(event) => { event.preventDefault() }}>
+      <form class='filters' aria-label='Filter runs' onSubmit={(event) => { event.preventDefault(); setFilter('q', words.trim()) }}>
+        <label>Search
+          <input type='search' value={words} maxLength={200} placeholder='order 1234, 502, a run id' onInput={(e) => { setWords(e.currentTarget.value) }} />
+        </label>
+        <button type='submit'>Search</button>
         <label>Workflow
           <select value={query.workflowId ?? ''} onChange={(e) => { setFilter('workflowId', e.currentTarget.value) }}>
             <option value=''>Any</option>
@@ -67,6 +78,9 @@ export function Runs () {
           </select>
         </label>
       </form>
+      {query.tag !== undefined && (
+        <p class='label-chips'>Tagged <span class='tag'>{query.tag}<button type='button' aria-label={`Show runs with any tag, not only ${query.tag}`} onClick={() => { setFilter('tag', '') }}>×</button></span></p>
+      )}
       <ErrorNotice error={runs.error} />
       {runs.data === undefined
         ? <Loading what='runs' />

@@ -25,6 +25,8 @@ export interface RequestStart {
   untilNodeId?: string
   /** A retry from a node: where it starts, with the outputs before it. */
   startAt?: RunStartPoint
+  /** The run's tags (`POST …/fire?tags=`), instead of its workflow's runTags. */
+  tags?: string[]
   deadline: Deadline
 }
 

@@ -21,7 +21,8 @@ const runColumns = {
   startedAt: runs.startedAt,
   completedAt: runs.completedAt,
   durationMs: runs.durationMs,
-  test: runs.test
+  test: runs.test,
+  tags: runs.tags
 }
 
 type RunSummary = Pick<Run, keyof typeof runColumns>
@@ -64,6 +65,10 @@ export interface ListRunsFilter {
   since?: Date
   /** createdAt before this time. */
   until?: Date
+  /** Words of the run's id, trigger data or error, all of them (README, Finding runs). */
+  q?: string
+  /** Runs carrying this tag. */
+  tag?: string
   limit: number
   offset: number
 }
@@ -73,6 +78,21 @@ export interface RunsInMinute {
   minute: Date
   status: RunStatus
   count: number
+}
+
+/**
+ * `?q=` and `?tag=` through run_search (README, Finding runs), scoped to the viewer's runs there too: the
+ * words as plain text (`plainto_tsquery`, so no character of theirs is an operator), all of them a
+ * run's; a query of no words (only punctuation) matches nothing.
+ */
+function searchCondition (viewer: Viewer, filter: Pick<ListRunsFilter, 'q' | 'tag'>): SQL | undefined {
+  const q = filter.q?.trim()
+  if ((q === undefined || q === '') && filter.tag === undefined) return undefined
+  return sql`${runs.id} in (select s.run_id from run_search s where ${and(
+    isAdmin(viewer) ? undefined : sql`s.user_id = ${viewer.id}`,
+    q === undefined || q === '' ? undefined : sql`s.terms @@ plainto_tsquery('simple', ${q})`,
+    filter.tag === undefined ? undefined : sql`s.tags @> array[${filter.tag}]::text[]`
+  )})`
 }
 
 export function runsRepository (db: DbOrTx) {
@@ -102,7 +122,8 @@ export function runsRepository (db: DbOrTx) {
           filter.status === undefined ? undefined : eq(runs.status, filter.status),
           filter.test === undefined ? undefined : eq(runs.test, filter.test),
           filter.since === undefined ? undefined : gte(runs.createdAt, filter.since),
-          filter.until === undefined ? undefined : lt(runs.createdAt, filter.until)
+          filter.until === undefined ? undefined : lt(runs.createdAt, filter.until),
+          searchCondition(viewer, filter)
         ))
         .orderBy(desc(runs.createdAt), desc(runs.id))
         .limit(filter.limit)

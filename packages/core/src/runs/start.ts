@@ -9,6 +9,7 @@ import { noteOwners } from '../queues/fair-share.ts'
 import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
+import { renderRunTags } from './search.ts'
 import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
 export interface RunServiceDeps {
@@ -18,8 +19,11 @@ export interface RunServiceDeps {
   logger?: Pick<Logger, 'warn'>
 }
 
-/** What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size. */
-export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'>
+/**
+ * What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size.
+ * `runTags`: the template of its runs' tags (README, Finding runs); a start that leaves it out tags nothing.
+ */
+export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'> & Partial<Pick<Workflow, 'runTags'>>
 
 export interface StartRunInput {
   workflow: RunTarget
@@ -111,6 +115,8 @@ export interface StartRunsInput {
     startAt?: RunStartPoint
     /** A tool call of this assistant turn (`runs.assistant_turn_id`): the run's end wakes the turn. */
     assistantTurnId?: string
+    /** The run's tags, given by its caller (`POST …/fire?tags=`): its workflow's runTags are not rendered then. */
+    tags?: string[]
   }>
   /** The triggerData of every run that brings none, sent once per statement however many runs share it (an event's payload). */
   triggerData?: unknown
@@ -124,6 +130,15 @@ export interface StartRunsInput {
 export interface RunStartPoint {
   nodeId: string
   result: Record<string, unknown>
+}
+
+/**
+ * A new run's tags from its workflow's runTags (README, Finding runs), or none: a replay's are its
+ * first run's, copied by the insert. Only a workflow with runTags reads its trigger data here.
+ */
+function tagsOf (workflow: RunTarget, triggerJson: string | undefined, triggerData: unknown): string[] | undefined {
+  if (workflow.runTags === undefined || workflow.runTags === null) return undefined
+  return renderRunTags(workflow.runTags, triggerJson === undefined ? triggerData : JSON.parse(triggerJson))
 }
 
 /** A run to insert: `key` is its stored idempotency key, if any. */
@@ -143,6 +158,7 @@ interface PlannedRun {
   untilNodeId?: string
   startAt?: RunStartPoint
   assistantTurnId?: string
+  tags?: string[]
 }
 
 interface InsertedRun extends StartedRun {
@@ -162,7 +178,7 @@ interface InsertedRun extends StartedRun {
  * per statement).
  */
 async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId }) => ({
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
@@ -176,13 +192,14 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     until_node_id: untilNodeId,
     current_node_id: startAt?.nodeId,
     result: startAt?.result,
-    assistant_turn_id: assistantTurnId
+    assistant_turn_id: assistantTurnId,
+    tags: tags ?? (retriedFrom === undefined ? tagsOf(workflow, triggerJson, triggerData ?? shared) : undefined)
   })))
   const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text,
-          test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text)
+          test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text, tags text[])
     ), claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
@@ -193,13 +210,14 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
           then idempotency_keys.created_at else excluded.created_at end
       returning workflow_id, key, run_id
     ), new_runs as (
-      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result, assistant_turn_id)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result, assistant_turn_id, tags)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
         coalesce(planned.trigger_data::jsonb, (select trigger_data from runs source where source.id = planned.retried_from), ${storableJson(shared)}::jsonb),
         coalesce(decode(planned.raw_body, 'base64'), (select raw_body from runs source where source.id = planned.retried_from)),
         coalesce(planned.workflow_version, (select version from workflows where workflows.id = planned.workflow_id)),
         planned.retried_from, coalesce(planned.test, false), planned.until_node_id, planned.current_node_id, coalesce(planned.result, '{}'::jsonb),
-        planned.assistant_turn_id
+        planned.assistant_turn_id,
+        coalesce(planned.tags, (select tags from runs source where source.id = planned.retried_from), '{}'::text[])
       -- The replayed run is read by subqueries, an index probe per replay and none for other runs,
       -- whatever plan the prepared statement keeps: a join let a generic plan, made while runs was
       -- small, scan the whole table on every start (docs/decisions.md, "Fewer writes per run").
@@ -234,7 +252,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   // A (workflow, key) pair listed twice is one run: the later ones get the first one's answer.
   const firstOfPair = new Map<string, number>()
   const distinct: PlannedRun[] = []
-  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId }) => {
+  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags }) => {
     const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
     if (key !== undefined) {
       const pair = JSON.stringify([workflow.id, key])
@@ -242,7 +260,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       if (first !== undefined) return first
       firstOfPair.set(pair, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId })
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)

@@ -34,7 +34,8 @@ export async function handleTick ({ db, queues, scheduleSync }: TickDeps, tick: 
       userId: workflows.userId,
       triggerType: workflows.triggerType,
       triggerConfig: workflows.triggerConfig,
-      isActive: workflows.isActive
+      isActive: workflows.isActive,
+      runTags: workflows.runTags
     })
     .from(workflows).where(eq(workflows.id, tick.workflowId)).limit(1)
   // The scheduler computes the next tick from now when a tick is late, and so does this.

@@ -16,6 +16,8 @@ interface TriggerTarget {
   testCaptureUntil: Date | null
   /** The quotas an admin set for the owner (users/quotas.ts: the start quota reads them). */
   ownerQuotas: unknown
+  /** The template of its runs' tags (runs/tags.ts). */
+  runTags: string | null
 }
 
 /** Most ids one lookup statement asks for. */
@@ -41,7 +43,8 @@ export function createTriggerTargets (db: DbOrTx): TriggerTargets {
       isActive: workflows.isActive,
       webhookRateLimit: workflows.webhookRateLimit,
       testCaptureUntil: workflows.testCaptureUntil,
-      ownerQuotas: users.quotas
+      ownerQuotas: users.quotas,
+      runTags: workflows.runTags
     }).from(workflows).innerJoin(users, eq(users.id, workflows.userId)).where(inArray(workflows.id, [...ids]))
     const byId = new Map(rows.map((row) => [row.id, row]))
     return ids.map((id) => byId.get(id) ?? null)

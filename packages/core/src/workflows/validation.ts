@@ -1,6 +1,7 @@
 import { CronExpressionParser } from 'cron-parser'
 import { DEFAULT_LIMITS, type Limits } from '../config.ts'
 import { DomainError } from '../errors.ts'
+import { RUN_TAG_BOUNDS } from '../runs/search.ts'
 import type { NodeDefinition, NodeSaveTools } from '../engine/nodes/definition.ts'
 import { flowOf, NODE_LINK_FIELDS, nodeDefinition, templatedFields } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
@@ -275,6 +276,14 @@ export async function validateNodesAsync (nodes: readonly WorkflowNode[], tools:
 }
 
 /** Everything checked before a workflow is stored, in the order its errors come (README, Workflows): graph, then trigger. */
+/** A workflow's runTags (README, Finding runs): a template over the trigger's data, its placeholders well formed. */
+export function validateRunTags (runTags: string | null | undefined): void {
+  if (runTags === undefined || runTags === null) return
+  if (runTags.length > RUN_TAG_BOUNDS.template) throw new DomainError('VALIDATION_ERROR', `runTags must be at most ${RUN_TAG_BOUNDS.template} characters`)
+  const problem = templateProblem(runTags)
+  if (problem !== undefined) throw new DomainError('VALIDATION_ERROR', `runTags: ${problem}`)
+}
+
 export function validateWorkflow (workflow: {
   triggerType: TriggerType
   triggerConfig: Record<string, unknown>

@@ -54,6 +54,8 @@ export const runs = pgTable('runs', {
   durationMs: integer('duration_ms'),
   // A run started by POST /workflows/:id/test (README, The workflow builder): counted as a run, filtered by `?test=`.
   test: boolean('test').notNull().default(false),
+  // Set when the run starts: `POST …/fire?tags=`, else the workflow's runTags rendered (README, Finding runs).
+  tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
   // A test run's last node: the run ends SUCCESS once that node has run ("Run to here").
   untilNodeId: text('until_node_id'),
   // The assistant turn this run is a tool call of (README, The assistant: Tools): its end wakes the
@@ -75,6 +77,26 @@ export const runs = pgTable('runs', {
   // A node's children, one per item: the insert's conflict target (a node started again after a
   // crash finds the children it started), its loop's progress and `?parentRunId=` (children only).
   uniqueIndex('runs_parent_item_idx').on(t.parentRunId, t.parentNodeId, t.itemIndex).where(sql`${t.parentRunId} is not null`)
+])
+
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
+
+/**
+ * What `GET /api/automation/runs?q=&tag=` searches (README, Finding runs): a run's id, the start of its
+ * trigger data and of its error as words, and its tags, in a table of its own so that the writes of the
+ * hot path gain no index on `runs`. Written by triggers on `runs` (migration 0027_run_search): a run's
+ * insert adds its row, in one statement per inserting statement; a change of its error rewrites its words.
+ */
+export const runSearch = pgTable('run_search', {
+  runId: text('run_id').primaryKey().references(() => runs.id, { onDelete: 'cascade' }),
+  userId: text('user_id').notNull(),
+  workflowId: text('workflow_id').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+  tags: text('tags').array().notNull(),
+  terms: tsvector('terms').notNull()
+}, (t) => [
+  index('run_search_terms_idx').using('gin', t.terms),
+  index('run_search_tags_idx').using('gin', t.tags)
 ])
 
 /**

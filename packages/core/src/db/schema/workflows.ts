@@ -51,6 +51,8 @@ export const workflows = pgTable('workflows', {
   // Runs of the workflow executing at once; beyond it they wait PENDING (engine/slots.ts).
   maxConcurrentRuns: integer('max_concurrent_runs'),
   webhookRateLimit: jsonb('webhook_rate_limit').$type<WebhookRateLimit>(),
+  // A template over the trigger's data giving each run's tags, comma-separated (README, Finding runs).
+  runTags: text('run_tags'),
   /** Sample triggerData a test run uses when given none (README, The workflow builder); never used by real triggers, never versioned. */
   pinnedData: jsonb('pinned_data').$type<unknown>(),
   /**

@@ -37,10 +37,10 @@ const runRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('', {
     schema: { tags: ['runs'], querystring: ListRunsQuery, response: { 200: Type.Array(RunSummary), ...errorResponses(400, 401) } }
   }, async (request) => {
-    const { workflowId, parentRunId, status, test, limit, offset } = request.query
+    const { workflowId, parentRunId, status, test, q, tag, limit, offset } = request.query
     const since = instantOf('since', request.query.since)
     const until = instantOf('until', request.query.until)
-    return runs.list(viewerOf(request.user), { workflowId, parentRunId, status, test, since, until, limit, offset })
+    return runs.list(viewerOf(request.user), { workflowId, parentRunId, status, test, since, until, q, tag, limit, offset })
   })
 
   // The console's overview: runs per minute by status. A static path, so it wins over `/:id`.

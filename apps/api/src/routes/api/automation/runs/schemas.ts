@@ -1,5 +1,6 @@
 import { Type, type TInteger } from 'typebox'
 import { RUN_STATUSES, LOG_LEVELS } from '@switchboard/core/db'
+import { RUN_SEARCH_BOUNDS, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 
 const RunStatus = Type.Enum(RUN_STATUSES)
@@ -27,7 +28,8 @@ export const RunSummary = Type.Object({
   startedAt: NullableTimestamp,
   completedAt: NullableTimestamp,
   durationMs: Type.Union([Type.Integer(), Type.Null()]),
-  test: Type.Boolean({ description: 'started by POST /workflows/:id/test' })
+  test: Type.Boolean({ description: 'started by POST /workflows/:id/test' }),
+  tags: Type.Array(Type.String(), { description: 'from POST /workflows/:id/fire?tags=, or the workflow\'s runTags (README, Finding runs)' })
 })
 
 /** A run as GET /runs/:id answers it (README, Runs). */
@@ -88,6 +90,8 @@ export const ListRunsQuery = Type.Object({
   test: Type.Optional(Type.Boolean({ description: 'true: test runs only; false: no test runs; absent: both' })),
   since: Type.Optional(instant('since', 'runs created at or after this time')),
   until: Type.Optional(instant('until', 'runs created before this time')),
+  q: Type.Optional(Type.String({ maxLength: RUN_SEARCH_BOUNDS.queryChars, errorMessage: `q must be at most ${RUN_SEARCH_BOUNDS.queryChars} characters`, description: 'words of the run\'s id, trigger data or error, all of them (README, Finding runs)' })),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: RUN_TAG_BOUNDS.chars, errorMessage: `tag must be 1 to ${RUN_TAG_BOUNDS.chars} characters`, description: 'runs carrying this tag' })),
   ...Pagination
 })
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
+import { parseRunTags, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
 import { viewerOf } from '@switchboard/core/users'
 import { workflowNotFound } from '@switchboard/core/workflows'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
@@ -20,6 +21,9 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: {
       tags: ['runs'],
       params: IdParams,
+      querystring: Type.Object({
+        tags: Type.Optional(Type.String({ maxLength: RUN_TAG_BOUNDS.count * (RUN_TAG_BOUNDS.chars + 1), description: 'the run\'s tags, comma-separated, instead of the workflow\'s runTags (README, Finding runs)' }))
+      }),
       body: Type.Optional(Type.Unknown()),
       response: { 202: RunAccepted, ...errorResponses(400, 401, 404, 413, 415, 429, 503) }
     }
@@ -33,7 +37,8 @@ const fire: FastifyPluginAsyncTypebox = async (fastify) => {
       workflow,
       triggerData: request.body ?? {},
       idempotencyKey: idempotencyKeyOf(request.headers),
-      requestId: request.id
+      requestId: request.id,
+      ...(request.query.tags !== undefined && { tags: parseRunTags(request.query.tags) })
     }, deadline)
     return reply.code(202).send({ runId })
   })

@@ -2,6 +2,7 @@ import { Type } from 'typebox'
 import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
 import { BULK_RETRY_MAX_RUNS, BULK_RETRY_STATUSES } from '@switchboard/core/triggers'
 import { NODE_TYPES } from '@switchboard/core/engine'
+import { RUN_TAG_BOUNDS } from '@switchboard/core/runs'
 import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from '@switchboard/core/workflows'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 import { ReplayVersion, RunRetried } from '../runs/schemas.ts'
@@ -28,7 +29,7 @@ const Name = Type.String({ maxLength: 200 })
  * A type list rather than anyOf: AJV's type coercion would turn null into ''
  * trying the string branch of a union first.
  */
-const NullableString = (options: { maxLength?: number } = {}) => Type.Unsafe<string | null>({ type: ['string', 'null'], ...options })
+const NullableString = (options: { maxLength?: number, description?: string } = {}) => Type.Unsafe<string | null>({ type: ['string', 'null'], ...options })
 const Description = NullableString({ maxLength: 2000 })
 const TriggerConfig = Type.Unsafe<Record<string, unknown>>(Type.Object({}, {
   additionalProperties: true,
@@ -50,6 +51,13 @@ const MaxConcurrentRuns = Type.Unsafe<number | null>({
   description: `runs of the workflow executing at once (1–${MAX_CONCURRENT_RUNS}); beyond it runs wait PENDING and start oldest first. null: no limit`,
   errorMessage: `maxConcurrentRuns must be an integer from 1 to ${MAX_CONCURRENT_RUNS}, or null`
 })
+/** Checked further by core's `validateRunTags` (its placeholders). */
+const RunTagsInput = Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  maxLength: RUN_TAG_BOUNDS.template,
+  errorMessage: `runTags must be a template of at most ${RUN_TAG_BOUNDS.template} characters, or null`
+})
+
 const WebhookRateLimitInput = Type.Unsafe<{ max: number, windowSeconds: number } | null>({
   type: ['object', 'null'],
   properties: {
@@ -81,6 +89,7 @@ const writable = {
   tags: Type.Optional(Tags),
   maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
+  runTags: Type.Optional(RunTagsInput),
   pinnedData: Type.Optional(PinnedData)
 }
 
@@ -115,6 +124,7 @@ export const WorkflowSummary = Type.Object({
   tags: Type.Array(Type.String()),
   maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
   webhookRateLimit: WebhookRateLimit,
+  runTags: NullableString(),
   updatedAt: Timestamp
 })
 
@@ -156,6 +166,7 @@ export const WorkflowDetail = Type.Object({
   version: Type.Integer({ description: 'the number of the current definition (GET /workflows/:id/versions)' }),
   maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()], { description: 'runs executing at once; null: no limit' }),
   webhookRateLimit: WebhookRateLimit,
+  runTags: NullableString({ description: 'a template over the trigger\'s data: each run\'s tags, comma-separated (README, Finding runs)' }),
   pinnedData: PinnedData,
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -219,7 +230,8 @@ const PortableWorkflow = Type.Object({
   edges: Type.Optional(Edges),
   tags: Type.Optional(Tags),
   maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
-  webhookRateLimit: Type.Optional(WebhookRateLimitInput)
+  webhookRateLimit: Type.Optional(WebhookRateLimitInput),
+  runTags: Type.Optional(RunTagsInput)
 }, { additionalProperties: false })
 
 const ExportedCredential = Type.Object({ name: Type.String(), type: Type.Enum(CREDENTIAL_TYPES) })
@@ -239,7 +251,8 @@ export const WorkflowExport = Type.Object({
     domain: Domain,
     tags: Type.Array(Type.String()),
     maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
-    webhookRateLimit: WebhookRateLimit
+    webhookRateLimit: WebhookRateLimit,
+    runTags: Type.Optional(NullableString())
   }),
   credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
   redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })

@@ -1,0 +1,119 @@
+import t from 'tap'
+import { buildTestApp } from './helper.ts'
+import { planOf } from './query-plan.ts'
+
+/**
+ * Finding runs (README, Finding runs): `?q=` over a run's id, trigger data and error through run_search,
+ * `?tag=` over the tags `POST …/fire?tags=` or the workflow's runTags give it, each scoped to the caller's
+ * runs, bounded, and with no character of a query an operator.
+ */
+const testApp = await buildTestApp(t)
+const { app, request, adminToken, newMember } = testApp
+const sql = app.database.sql
+
+const fire = async (id: string, token: string, payload: unknown, query = '') =>
+  request({ method: 'POST', url: `/api/automation/workflows/${id}/fire${query}`, token, payload: payload as object })
+
+const list = async (token: string, query: Record<string, string>) => {
+  const res = await request({ method: 'GET', url: `/api/automation/runs?${new URLSearchParams(query).toString()}`, token })
+  return { status: res.statusCode, body: res.json() }
+}
+
+const idsOf = (runs: Array<{ id: string }>): string[] => runs.map((run) => run.id).sort()
+
+t.test('q finds runs by a trigger data value, their id and their error; every word must match', async (t) => {
+  const member = await newMember()
+  const workflowId = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
+  const order = (await fire(workflowId, member.token, { order: { id: 'A-1234', customer: 'Maria Lopez' } })).json().runId
+  const other = (await fire(workflowId, member.token, { order: { id: 'B-9', customer: 'Maria Costa' } })).json().runId
+  const failed = (await fire(workflowId, member.token, { order: { id: 'C-77' } })).json().runId
+  await sql`update runs set status = 'FAILED', error = 'http_request: the partner answered 502 Bad Gateway' where id = ${failed}`
+
+  t.same(idsOf((await list(member.token, { q: '1234' })).body), [order], 'a value inside the trigger data')
+  t.same(idsOf((await list(member.token, { q: 'maria' })).body), [order, other].sort(), 'any case')
+  t.same(idsOf((await list(member.token, { q: 'maria lopez' })).body), [order], 'every word')
+  t.same(idsOf((await list(member.token, { q: '502' })).body), [failed], 'the error text, written after the run started')
+  t.same(idsOf((await list(member.token, { q: order })).body), [order], 'the run id')
+  t.same(idsOf((await list(member.token, { q: 'maria', workflowId, status: 'PENDING' })).body), [order, other].sort(), 'with the other filters')
+  t.same((await list(member.token, { q: 'nowhere' })).body, [])
+
+  const stranger = await newMember()
+  t.same((await list(stranger.token, { q: '1234' })).body, [], 'another user\'s runs are not found')
+  t.same(idsOf((await list(adminToken, { q: '1234' })).body), [order], 'an admin finds every user\'s')
+})
+
+t.test('q is plain words: operators, regex characters, % and a 10 KiB string are bounded and never injected', async (t) => {
+  const member = await newMember()
+  const workflowId = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
+  const run = (await fire(workflowId, member.token, { note: '100% done (a|b)' })).json().runId
+  for (const q of ['100%', '(a|b)', 'a & !b', "'; drop table runs; --", '.*', '%', ':*', '\\']) {
+    const res = await list(member.token, { q })
+    t.equal(res.status, 200, `q=${q}`)
+    t.ok(Array.isArray(res.body))
+  }
+  t.same(idsOf((await list(member.token, { q: '100%' })).body), [run], 'the words of 100% match')
+  t.same((await list(member.token, { q: '%' })).body, [], 'a query of no words matches nothing')
+  const long = await list(member.token, { q: 'x'.repeat(10 * 1024) })
+  t.equal(long.status, 400)
+  t.equal(long.body.message, 'q must be at most 200 characters')
+  t.equal((await sql`select count(*)::int as n from runs`)[0].n > 0, true, 'runs is still there')
+})
+
+t.test('tags: from ?tags= on fire, else the workflow\'s runTags rendered over the trigger data; ?tag= filters', async (t) => {
+  const member = await newMember()
+  const tagged = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
+  const fired = await fire(tagged, member.token, { order: 1 }, '?tags=vip, eu ,vip')
+  t.equal(fired.statusCode, 202)
+  const run = await request({ method: 'GET', url: `/api/automation/runs/${fired.json().runId}`, token: member.token })
+  t.same(run.json().tags, ['vip', 'eu'], 'trimmed, each once')
+
+  const templated = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL', runTags: 'order:{{triggerData.order.id}}, {{triggerData.region}}' })
+  const workflow = await request({ method: 'GET', url: `/api/automation/workflows/${templated}`, token: member.token })
+  t.equal(workflow.json().runTags, 'order:{{triggerData.order.id}}, {{triggerData.region}}')
+  const first = (await fire(templated, member.token, { order: { id: 1234 }, region: 'eu' })).json().runId
+  const second = (await fire(templated, member.token, { order: { id: 99 } })).json().runId
+  const explicit = (await fire(templated, member.token, { order: { id: 5 } }, '?tags=manual')).json().runId
+  const tagsOf = async (runId: string) => (await request({ method: 'GET', url: `/api/automation/runs/${runId}`, token: member.token })).json().tags
+  t.same(await tagsOf(first), ['order:1234', 'eu'])
+  t.same(await tagsOf(second), ['order:99'], 'a placeholder rendering empty makes no tag')
+  t.same(await tagsOf(explicit), ['manual'], '?tags= replaces runTags')
+
+  t.same(idsOf((await list(member.token, { tag: 'order:1234' })).body), [first])
+  t.same(idsOf((await list(member.token, { tag: 'eu' })).body), [fired.json().runId, first].sort())
+  t.same(idsOf((await list(member.token, { tag: 'eu', q: '1234' })).body), [first], 'with q')
+  t.same((await list(member.token, { tag: 'x'.repeat(51) })).body.message, 'tag must be 1 to 50 characters')
+
+  const retried = await request({ method: 'POST', url: `/api/automation/runs/${first}/retry`, token: member.token, payload: {} })
+  t.equal(retried.statusCode, 202)
+  t.same(await tagsOf(retried.json().runId), ['order:1234', 'eu'], 'a replay keeps its first run\'s tags')
+
+  const tooMany = await fire(tagged, member.token, {}, `?tags=${Array.from({ length: 21 }, (_, i) => `t${i}`).join(',')}`)
+  t.equal(tooMany.statusCode, 400)
+  t.equal(tooMany.json().message, 'tags must hold at most 20 tags')
+  const bad = await request({ method: 'PATCH', url: `/api/automation/workflows/${templated}`, token: member.token, payload: { runTags: '{{triggerData.order' } })
+  t.equal(bad.statusCode, 400)
+  t.match(bad.json().message, /^runTags: /)
+  const cleared = await request({ method: 'PATCH', url: `/api/automation/workflows/${templated}`, token: member.token, payload: { runTags: null } })
+  t.equal(cleared.json().runTags, null)
+  t.equal(cleared.json().version, workflow.json().version, 'a setting: no new version')
+})
+
+t.test('runTags tag the runs of every trigger: the inbound webhook (its query stays triggerData) and events', async (t) => {
+  const member = await newMember()
+  const hooked = await testApp.client.createWorkflow(member.token, { triggerType: 'WEBHOOK', runTags: 'partner:{{triggerData.query.partner}}, {{triggerData.body.kind}}' })
+  const res = await request({ method: 'POST', url: `/api/automation/webhook/${hooked}?partner=acme&tags=ignored`, payload: { kind: 'refund' } })
+  t.match(res.json(), { status: 'received' })
+  const [hookRun] = await sql<Array<{ tags: string[], triggerData: { query: Record<string, string> } }>>`select tags, trigger_data as "triggerData" from runs where workflow_id = ${hooked}`
+  t.same(hookRun?.tags, ['partner:acme', 'refund'])
+  t.match(hookRun?.triggerData.query, { partner: 'acme', tags: 'ignored' }, 'the query is the webhook\'s triggerData, not its tags')
+
+  const listening = await testApp.client.createWorkflow(member.token, { triggerType: 'EVENT', triggerConfig: { eventName: 'order.paid' }, runTags: 'paid,{{triggerData.currency}}' })
+  const emitted = await request({ method: 'POST', url: '/api/automation/events', token: member.token, payload: { name: 'order.paid', payload: { currency: 'EUR' } } })
+  t.equal(emitted.statusCode, 202)
+  t.same((await list(member.token, { tag: 'EUR', workflowId: listening })).body.map((run: { tags: string[] }) => run.tags), [['paid', 'EUR']])
+})
+
+t.test('a search reads run_search by its indexes, never by scanning runs', async (t) => {
+  const plan = await planOf(testApp, adminToken, '/api/automation/runs?q=1234&tag=eu', /run_search/)
+  t.match(plan, /run_search_(terms|tags)_idx/)
+})
