@@ -242,8 +242,8 @@ t.test('a delivery whose message names neither a phone nor a platform user id st
     { from: '+1 555 000', from_user_id: 'not-a-user-id', id: badIds, timestamp: String(Math.floor(Date.now() / 1000)), type: 'text', text: { body: 'bad ids' } }
   ]
   value.contacts = [{ profile: { name: 'Nobody', username: '@nobody' } }]
-  t.same(await processDelivery(await deliveries.create(payload)), { messages: 0, duplicates: 0, statuses: 0, ignored: 0 },
-    'nothing stored, nothing counted a duplicate')
+  t.same(await processDelivery(await deliveries.create(payload)), { messages: 0, duplicates: 0, statuses: 0, ignored: 2 },
+    'nothing stored: both counted ignored, none a duplicate')
   t.same(await count(), before, 'no conversation, contact or message')
   t.equal((await db.select().from(messages).where(inArray(messages.wamid, [nobody, badIds]))).length, 0)
   t.same(reached, [], 'nothing reacts to it')
@@ -251,7 +251,7 @@ t.test('a delivery whose message names neither a phone nor a platform user id st
   const customer = newCustomer()
   const mixed = messagesDelivery(PHONE_NUMBER_ID, [{ from: customer.phone, withholdPhone: true, userId: customer.userId, text: 'somebody' }])
   ;(mixed as any).entry[0].changes[0].value.messages.unshift({ id: newWamid(), timestamp: String(Math.floor(Date.now() / 1000)), type: 'text', text: { body: 'nameless' } })
-  t.same(await processDelivery(await deliveries.create(mixed)), { messages: 1, duplicates: 0, statuses: 0, ignored: 0 }, 'the message beside it is stored')
+  t.same(await processDelivery(await deliveries.create(mixed)), { messages: 1, duplicates: 0, statuses: 0, ignored: 1 }, 'the message beside it is stored')
   t.same(reached.map((message) => [message.platformUserId, message.text]), [[customer.userId, 'somebody']])
   t.same(await count(), { conversations: before.conversations + 1, contacts: before.contacts + 1, messages: before.messages + 1 })
 })
@@ -297,4 +297,6 @@ t.test('username, parent id and names: from the message and its contact entry, u
   t.match((await byUser(sam.userId)).contact, { parentPlatformUserId: 'US.ENT.7100000000parent3' }, 'the message\'s parent first, and a new one replaces the old')
   await say({ userId: sam.userId, messageParent: 'not a user id' })
   t.match((await byUser(sam.userId)).contact, { parentPlatformUserId: 'US.ENT.7100000000parent3' }, 'a parent that is no platform user id is not stored')
+  await say({ userId: sam.userId, messageParent: 'not a user id', contactParent: 'US.ENT.7100000000parent5' })
+  t.match((await byUser(sam.userId)).contact, { parentPlatformUserId: 'US.ENT.7100000000parent5' }, 'a malformed parent on the message hides no valid one on the contact entry')
 })

@@ -132,13 +132,13 @@ function senderOf (message: PlatformMessage, contacts: PlatformContact[]): { pho
   const userId = typeof message.from_user_id === 'string' && isPlatformUserId(message.from_user_id) ? message.from_user_id : undefined
   if (phone === '' && userId === undefined) return null
   const contact = contacts.find((entry) => (userId !== undefined && entry.user_id === userId) || (phone !== '' && entry.wa_id === phone))
-  const parent = message.from_parent_user_id ?? contact?.parent_user_id
+  const parent = [message.from_parent_user_id, contact?.parent_user_id].find((id) => typeof id === 'string' && isPlatformUserId(id))
   const username = textOf(contact?.profile?.username, 64)
   const name = textOf(contact?.profile?.name, 256)
   return {
     phone,
     ...(userId !== undefined && { platformUserId: userId }),
-    ...(typeof parent === 'string' && isPlatformUserId(parent) && { parentPlatformUserId: parent }),
+    ...(parent !== undefined && { parentPlatformUserId: parent }),
     ...(username !== undefined && { username }),
     ...(name !== undefined && { name })
   }
@@ -204,7 +204,11 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     let userIds: string[] | undefined
     for (const message of value.messages ?? []) {
       const sender = senderOf(message, contacts)
-      if (sender === null || typeof message.id !== 'string') continue
+      if (sender === null || typeof message.id !== 'string') {
+        summary.ignored++
+        logger.warn({ phoneNumberId, wamid: message.id }, 'chat message naming no customer (no phone, no platform user id) or without an id ignored')
+        continue
+      }
       const text = messageText(message)
       const media = inboundMediaOf(message)
       const interactive = interactiveReplyOf(message)
