@@ -6,7 +6,8 @@ import type { Logger } from '../logger.ts'
 import { CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '../queues/catalog.ts'
 import { ensureJob } from '../queues/ensure-job.ts'
 import { chatDeliveriesRepository } from './deliveries-repository.ts'
-import { conversationsRepository, type MessageStatus } from './conversations.ts'
+import { conversationsRepository, kindFields, type MessageStatus } from './conversations.ts'
+import { inboundKindOf } from './kinds.ts'
 import { chatAccountResolver } from './accounts.ts'
 import { interactiveReplyOf, type InteractiveReply } from './interactive.ts'
 import { inboundMediaOf } from './media.ts'
@@ -29,6 +30,10 @@ export interface InboundChatMessage {
   interactive?: InteractiveReply
   /** What an image, document, audio, video or sticker carries: its media id, type, caption, file name. */
   media?: ChatMessageMedia
+  /** A reaction: our id of the message reacted to (null when it is not the conversation's) and the emoji, "" when removed (README, Message kinds). */
+  reaction?: { messageId: string | null, emoji: string }
+  location?: unknown
+  contacts?: unknown
 }
 
 interface DeliverySummary {
@@ -155,7 +160,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     let userIds: string[] | undefined
     for (const message of value.messages ?? []) {
       if (typeof message.from !== 'string' || typeof message.id !== 'string') continue
-      const text = messageText(message)
+      const kind = inboundKindOf(message)
+      const text = kind?.content ?? messageText(message)
       const media = inboundMediaOf(message)
       const interactive = interactiveReplyOf(message)
       userIds ??= await accounts.userIdsFor(phoneNumberId)
@@ -167,7 +173,10 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         type: message.type ?? 'unknown',
         content: text,
         media,
-        replyToId: message.context?.id,
+        replyToId: typeof message.context?.id === 'string' ? message.context.id.slice(0, 256) : undefined,
+        ...(kind?.location !== undefined && { location: kind.location }),
+        ...(kind?.contacts !== undefined && { contacts: kind.contacts }),
+        ...(kind?.reaction !== undefined && { reaction: kind.reaction }),
         receivedAt: timeOf(message.timestamp),
         userIds,
         ...(interactive !== undefined && { interactive })
@@ -187,7 +196,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         conversationId: stored.conversationId,
         messageId: stored.messageId,
         ...(interactive !== undefined && { interactive }),
-        ...(media !== undefined && { media })
+        ...(media !== undefined && { media }),
+        ...kindFields(stored.details)
       })
       await conversations.markDispatched(stored.messageId)
     }

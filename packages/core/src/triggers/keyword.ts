@@ -56,7 +56,10 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
     wamid: message.wamid,
     conversationId: message.conversationId,
     ...(message.interactive !== undefined && { interactive: message.interactive }),
-    ...(message.media !== undefined && { media: message.media })
+    ...(message.media !== undefined && { media: message.media }),
+    ...(message.reaction !== undefined && { reaction: message.reaction }),
+    ...(message.location !== undefined && { location: message.location }),
+    ...(message.contacts !== undefined && { contacts: message.contacts })
   }
 
   const userIds = textArray(message.userIds)
