@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { api } from '../../api.ts'
 import { ErrorNotice, FailureReason, StatusTicks } from '../../components/ui.tsx'
 import { clock, dateTime } from '../../format.ts'
@@ -210,19 +210,23 @@ const REACTIONS = ['👍', '❤️', '😂', '😮', '😢', '🙏']
 
 /** Reply (the composer quotes the message) and React, for a message the platform knows (it has a wamid). */
 function MessageMenu ({ accountId, message, onReply, onChanged }: { accountId: string, message: ChatMessage, onReply: (message: ChatMessage) => void, onChanged: () => void }) {
+  // The menu closes once an action is chosen.
+  const menu = useRef<HTMLDetailsElement>(null)
+  const close = (): void => { if (menu.current !== null) menu.current.open = false }
   const react = useAction(async (emoji: string) => {
     await api.react(accountId, message.id, emoji)
+    close()
     onChanged()
   })
   const mine = message.reactions?.business
   return (
-    <details class='message-menu'>
+    <details class='message-menu' ref={menu}>
       <summary aria-label='Message actions' title='Reply or react'>⋯</summary>
       <div class='message-menu-items'>
-        <button type='button' class='link-button' onClick={() => { onReply(message) }}>Reply</button>
+        <button type='button' class='link-button' onClick={() => { close(); onReply(message) }}>Reply</button>
         <div role='group' aria-label='React' class='row'>
           {REACTIONS.map((emoji) => (
-            <button key={emoji} type='button' class='emoji' aria-pressed={mine === emoji} disabled={react.busy} title={`React ${emoji}`} onClick={() => { react.run(mine === emoji ? '' : emoji) }}>{emoji}</button>
+            <button key={emoji} type='button' class='emoji' aria-pressed={mine === emoji} disabled={react.busy} aria-label={`React ${emoji}`} title={`React ${emoji}`} onClick={() => { react.run(mine === emoji ? '' : emoji) }}>{emoji}</button>
           ))}
         </div>
         <ErrorNotice error={react.error} />
