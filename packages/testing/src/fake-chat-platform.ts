@@ -256,8 +256,8 @@ function contactsProblem (contacts: unknown): string | undefined {
   return undefined
 }
 
-/** One emoji sequence, or "" (the business removes its reaction). */
-const EMOJI = new RegExp('^\\p{RGI_Emoji}$', 'v')
+/** One emoji (a pictograph with its modifiers and joins, a flag, a keycap), or "" (the business removes its reaction). */
+const EMOJI = /^(?:\p{Regional_Indicator}{2}|[#*0-9]\uFE0F?\u20E3|\p{Extended_Pictographic}\uFE0F?\p{Emoji_Modifier}?(?:[\u{E0020}-\u{E007E}]+\u{E007F})?(?:\u200D\p{Extended_Pictographic}\uFE0F?\p{Emoji_Modifier}?)*)$/u
 
 /** Why the platform refuses a reaction send (error 100); undefined when it takes it. */
 function reactionProblem (reaction: Record<string, any> | undefined): string | undefined {

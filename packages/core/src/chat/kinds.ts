@@ -43,9 +43,11 @@ const CARD_LISTS = {
 const invalid = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
-/** One emoji (a single RGI emoji sequence), or "" to remove a reaction. */
-// Built from a string: the `v` flag (Unicode sets, for RGI_Emoji) is newer than the compiler's target; Node 20 has it.
-const EMOJI = new RegExp('^\\p{RGI_Emoji}$', 'v')
+/**
+ * One emoji: a pictograph with its variation selector, skin tone, tag sequence and ZWJ joins (👍, ❤️, 👩🏽‍💻, 🏴 of
+ * Scotland), a flag of two regional indicators or a keycap; "" removes a reaction.
+ */
+const EMOJI = /^(?:\p{Regional_Indicator}{2}|[#*0-9]\uFE0F?\u20E3|\p{Extended_Pictographic}\uFE0F?\p{Emoji_Modifier}?(?:[\u{E0020}-\u{E007E}]+\u{E007F})?(?:\u200D\p{Extended_Pictographic}\uFE0F?\p{Emoji_Modifier}?)*)$/u
 
 export function checkEmoji (emoji: unknown): string {
   if (typeof emoji !== 'string' || emoji.length > KIND_LIMITS.emoji || (emoji !== '' && !EMOJI.test(emoji))) {
