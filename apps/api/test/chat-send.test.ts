@@ -423,8 +423,9 @@ t.test('send location and contacts: the platform\'s format, stored with their de
 })
 
 t.test('POST /api/chat/conversations/:id/typing marks the customer\'s latest message read with the typing indicator', async (t) => {
-  const phone = await customerInWindow()
+  const phone = `1650559${Math.floor(1000 + Math.random() * 8999)}`
   const latest = newWamid()
+  await receive([{ from: phone, text: 'hello', timestamp: Math.floor(Date.now() / 1000) - 60 }])
   await receive([{ from: phone, text: 'are you there?', wamid: latest }])
   const conversation = await conversationOf(phone)
   const res = await request({ method: 'POST', url: `/api/chat/conversations/${conversation.id}/typing`, token: member.token })

@@ -376,11 +376,14 @@ export function conversationsRepository (db: DbOrTx) {
         .returning({ announced: notifyChange('message.updated', sql`${phoneNumberId}`, sql`${messages.conversationId}`, sql`${messages.id}`) })
     },
 
-    /** The wamid of the customer's latest message in a conversation of the number; `found` false when the conversation is not the number's. */
+    /**
+     * The wamid of the customer's latest message in a conversation of the number; `found` false when the conversation is not
+     * the number's. Messages of one second (the platform stamps whole seconds) in the order they were dispatched, as `history`.
+     */
     async latestInboundWamid (id: string, phoneNumberId: string): Promise<{ found: boolean, wamid: string | null }> {
       const [row] = await db.execute<{ wamid: string | null }>(sql`
         select (select m.wamid from messages m where m.conversation_id = c.id and m.direction = 'inbound'
-          order by m.created_at desc, m.id desc limit 1) as wamid
+          order by m.created_at desc, m.dispatched_at desc nulls first, m.id desc limit 1) as wamid
         from conversations c where c.id = ${id} and c.phone_number_id = ${phoneNumberId}`)
       return row === undefined ? { found: false, wamid: null } : { found: true, wamid: row.wamid }
     },
