@@ -110,7 +110,7 @@ export interface FakeChatPlatform {
   url: string
   /** Every request received, oldest first. */
   requests: RecordedRequest[]
-  /** The message sends among them. */
+  /** The message sends among them, and the read receipts (`status: read`), which the platform takes on the same path. */
   sends: () => RecordedRequest[]
   /** Holds `media` as the platform does once a customer sent it (or a business uploaded it); returns its media id. */
   addMedia: (media: FakeMedia) => string
