@@ -444,3 +444,27 @@ t.test('POST /api/chat/conversations/:id/typing marks the customer\'s latest mes
   t.equal(never.statusCode, 409)
   t.match(never.json(), { code: 'NO_CUSTOMER_MESSAGE', message: 'The customer has not written in this conversation: there is no message to mark read' })
 })
+
+t.test('the fake platform refuses malformed kinds as the platform does: 400, code 100, what is wrong in error_data.details', async (t) => {
+  const post = async (body: Record<string, unknown>): Promise<{ status: number, body: any }> => {
+    const res = await fetch(`${fake.url}/${DEFAULT_PHONE_NUMBER_ID}/messages`, {
+      method: 'POST', headers: { authorization: 'Bearer fake-platform-token', 'content-type': 'application/json' }, body: JSON.stringify(body)
+    })
+    return { status: res.status, body: await res.json() }
+  }
+  const message = { messaging_product: 'whatsapp', recipient_type: 'individual', to: '16505550100' }
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ ...message, type: 'location', location: { latitude: 'north', longitude: 0 } }, "Param location['latitude'] must be a number from -90 to 90"],
+    [{ ...message, type: 'contacts', contacts: [{ phones: [] }] }, "Param contacts[0]['name']['formatted_name'] is required"],
+    [{ ...message, type: 'reaction', reaction: { message_id: 'wamid.x', emoji: 'ok' } }, "Param reaction['emoji'] must be an emoji or empty"],
+    [{ messaging_product: 'whatsapp', status: 'read', message_id: 'nope' }, 'Param message_id must be the id of a received message'],
+    [{ messaging_product: 'whatsapp', status: 'read', message_id: 'wamid.x', typing_indicator: { type: 'audio' } }, "Param typing_indicator['type'] must be text"]
+  ]
+  for (const [body, details] of cases) {
+    const res = await post(body)
+    t.equal(res.status, 400, details)
+    t.match(res.body, { error: { message: '(#100) Invalid parameter', type: 'OAuthException', code: 100, error_data: { messaging_product: 'whatsapp', details }, fbtrace_id: String } }, details)
+  }
+  t.same((await post({ messaging_product: 'whatsapp', status: 'read', message_id: 'wamid.x', typing_indicator: { type: 'text' } })).body, { success: true })
+  t.match((await post({ ...message, type: 'location', location: { latitude: '37.44', longitude: '-122.16' } })).body, { messages: [{ id: /^wamid\./ }] }, 'degrees as strings, as the platform\'s reference writes them')
+})
