@@ -1,6 +1,7 @@
 import t from 'tap'
 import { interactiveMessage, mediaMessage } from '../src/chat/client.ts'
 import { checkInteractive, interactiveReplyOf } from '../src/chat/interactive.ts'
+import { checkContacts, checkEmoji, checkLocation, inboundKindOf } from '../src/chat/kinds.ts'
 import { checkMediaSend, inboundMediaOf } from '../src/chat/media.ts'
 import { DomainError } from '../src/errors.ts'
 
@@ -124,4 +125,22 @@ t.test('inbound taps and media: what a workflow gets, bounded', async (t) => {
   t.equal(inboundMediaOf({ type: 'image', image: { id: '1'.repeat(257) } }), undefined, 'an id past the bound is no media id')
   t.equal(inboundMediaOf({ type: 'image', image: { mime_type: 'image/png' } }), undefined)
   t.equal(inboundMediaOf({ type: 'location', location: { id: '1' } }), undefined)
+})
+
+t.test('message kinds: sends checked, inbound ones kept within the bounds', async (t) => {
+  t.same(checkLocation({ latitude: -90, longitude: 180, name: 'Pole' }), { latitude: -90, longitude: 180, name: 'Pole' })
+  t.equal(refusal(() => checkLocation({ latitude: Number.NaN, longitude: 0 })), 'latitude must be a number from -90 to 90')
+  t.equal(refusal(() => checkLocation({ latitude: 0, longitude: 0, address: '' })), 'address must be 1 to 1000 characters')
+  t.equal(refusal(() => checkContacts([{ name: { formatted_name: 'A' }, pets: [] }])), 'contacts[0].pets is not a field of a contact card')
+  t.equal(refusal(() => checkContacts([{ name: { formatted_name: 'A' }, phones: [{ phone: '1', fax: '2' }] }])), 'contacts[0].phones[0].fax is not one of phone, wa_id, type')
+  t.equal(refusal(() => checkContacts([{ name: { formatted_name: 'A' }, birthday: 'May 1st' }])), 'contacts[0].birthday must be a date YYYY-MM-DD')
+  t.equal(checkEmoji(''), '')
+  t.equal(checkEmoji('👩🏽‍💻'), '👩🏽‍💻')
+  t.equal(refusal(() => checkEmoji('<b>')), 'emoji must be one emoji, or "" to remove the reaction')
+
+  t.same(inboundKindOf({ type: 'reaction', reaction: { message_id: 'wamid.a' } }), { content: '', reaction: { wamid: 'wamid.a', emoji: '' } }, 'a removal without its emoji key')
+  t.equal(inboundKindOf({ type: 'reaction', reaction: { emoji: '👍' } }), undefined, 'a reaction naming no message')
+  t.same(inboundKindOf({ type: 'contacts', contacts: 'not a list' }), { content: '[contacts]', contacts: [] })
+  t.same(inboundKindOf({ type: 'location', location: { latitude: '37.5', longitude: '-122.1', name: 'x'.repeat(2000) } })?.location, { latitude: 37.5, longitude: -122.1, name: 'x'.repeat(1000) })
+  t.equal(inboundKindOf({ type: 'text', text: { body: 'hi' } }), undefined)
 })
