@@ -234,7 +234,7 @@ t.test('handoff node', async (t) => {
 
     // The node run again after a crash: its idempotency key (run and node) is the same, and so is its note.
     const sender = createChatSender(chat.app.chat, chat.app.conversations)
-    const again = await sender.handoff({ userId: amy.id, phone: '15551110001', assignTo: zed.id, labels: ['sales'], note: 'Wants a quote, @zed@example.com', runId: run.id }, { idempotencyKey: `${run.id}:handoff` })
+    const again = await sender.handoff({ userId: amy.id, to: '15551110001', assignTo: zed.id, labels: ['sales'], note: 'Wants a quote, @zed@example.com', runId: run.id }, { idempotencyKey: `${run.id}:handoff` })
     t.equal(again.noteId, output.noteId)
     t.same(again.labels, ['vip', 'sales'])
     t.equal((await request({ method: 'GET', url: notesUrl, token: amy.token, headers: amyHeaders })).json().length, 1, 'the note is written once')

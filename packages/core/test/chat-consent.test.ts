@@ -109,7 +109,7 @@ t.test('a keyword\'s delivery retried: the contact changes once and the confirma
   async function inbound (phone: string, text: string): Promise<InboundChatMessage> {
     const wamid = newWamid()
     const stored = await conversations.recordInbound({ phoneNumberId: PHONE_NUMBER_ID, phone, name: 'Ana', wamid, type: 'text', content: text, receivedAt })
-    return { phoneNumberId: PHONE_NUMBER_ID, userIds: [], phone, name: 'Ana', text, type: 'text', wamid, messageId: stored!.messageId, conversationId: stored!.conversationId }
+    return { phoneNumberId: PHONE_NUMBER_ID, userIds: [], phone, platformUserId: null, username: null, contactId: stored!.contactId, name: 'Ana', text, type: 'text', wamid, messageId: stored!.messageId, conversationId: stored!.conversationId }
   }
   const contact = async (phone: string) => (await db.select().from(chatContacts).where(and(eq(chatContacts.phoneNumberId, PHONE_NUMBER_ID), eq(chatContacts.phone, phone))))[0]!
   const confirmations = async (conversationId: string) => db.select().from(messages).where(and(eq(messages.conversationId, conversationId), eq(messages.direction, 'outbound')))

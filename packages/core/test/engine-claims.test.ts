@@ -53,7 +53,7 @@ const isAdvance = (statement: string): boolean => statement.includes('current_no
 
 function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number, chat?: ChatSender, checkpointMaxNodes?: number } = {}) {
   const chat: ChatSender = options.chat ?? {
-    async sendText (input) { sentTexts.push(input.text); return { wamid: `wamid.${sentTexts.length}`, to: input.to } },
+    async sendText (input) { sentTexts.push(input.text); return { wamid: `wamid.${sentTexts.length}`, to: input.to ?? '' } },
     async sendTemplate () { throw new Error('unused') },
     async sendMedia () { throw new Error('unused') },
     async sendInteractive () { throw new Error('unused') },
@@ -346,11 +346,11 @@ t.test('a chat send is in the run\'s log before the platform is called', async (
     chat: {
       async sendText (input) {
         seenAtSend.push(await messages(runId))
-        return { wamid: 'wamid.1', to: input.to }
+        return { wamid: 'wamid.1', to: input.to ?? '' }
       },
       async sendTemplate (input) {
         seenAtSend.push(await messages(runId))
-        return { wamid: 'wamid.2', to: input.to }
+        return { wamid: 'wamid.2', to: input.to ?? '' }
       },
       async sendMedia () { throw new Error('unused') },
       async sendInteractive () { throw new Error('unused') },

@@ -34,8 +34,8 @@ const received = sink.deliveries
 
 const sent: Array<SendTextInput | SendTemplateInput> = []
 const chat: ChatSender = {
-  async sendText (input) { sent.push(input); return { wamid: `wamid.text${sent.length}`, to: input.to } },
-  async sendTemplate (input) { sent.push(input); return { wamid: `wamid.tpl${sent.length}`, to: input.to } },
+  async sendText (input) { sent.push(input); return { wamid: `wamid.text${sent.length}`, to: input.to ?? '' } },
+  async sendTemplate (input) { sent.push(input); return { wamid: `wamid.tpl${sent.length}`, to: input.to ?? '' } },
   async sendMedia () { throw new Error('unused') },
   async sendInteractive () { throw new Error('unused') },
   async conversation () { throw new Error('unused') },

@@ -52,7 +52,7 @@ t.test('chat.message.received: written with the message, for the users with a su
 
 t.test('chat.message.status: each forward status, for the users someone listens for; chat.message.failed as before', async (t) => {
   const wamid = newWamid()
-  await conversations.recordOutbound({ phoneNumberId: PHONE_NUMBER_ID, phone: '15550002222', wamid, type: 'text', content: 'hi', sender: { type: 'workflow', id: 'w1', runId: 'r1' } })
+  await conversations.recordOutbound({ phoneNumberId: PHONE_NUMBER_ID, address: '15550002222', wamid, type: 'text', content: 'hi', sender: { type: 'workflow', id: 'w1', runId: 'r1' } })
   const delivered = await conversations.applyStatus(PHONE_NUMBER_ID, wamid, 'delivered', undefined, userIds)
   t.same(delivered, { applied: true, eventIds: [delivered.eventIds[0]] })
   const read = await conversations.applyStatus(PHONE_NUMBER_ID, wamid, 'read', undefined, userIds)
@@ -64,7 +64,7 @@ t.test('chat.message.status: each forward status, for the users someone listens 
 
   await db.update(eventSubscriptions).set({ enabled: false })
   const other = newWamid()
-  await conversations.recordOutbound({ phoneNumberId: PHONE_NUMBER_ID, phone: '15550002222', wamid: other, type: 'text', content: 'hi', sender: { type: 'workflow', id: 'w1', runId: 'r1' } })
+  await conversations.recordOutbound({ phoneNumberId: PHONE_NUMBER_ID, address: '15550002222', wamid: other, type: 'text', content: 'hi', sender: { type: 'workflow', id: 'w1', runId: 'r1' } })
   t.same((await conversations.applyStatus(PHONE_NUMBER_ID, other, 'delivered', undefined, userIds)).eventIds, [], 'a disabled subscription listens to nothing')
 })
 

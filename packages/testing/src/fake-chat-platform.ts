@@ -147,6 +147,9 @@ export const fakeChatEnv = (platform: { url: string }, account: { phoneNumberId:
 })
 export const API_VERSION = 'v21.0'
 
+/** A business-scoped user id: country code, a dot, an optional `ENT.` (a parent id), letters and digits. */
+const BSUID = /^[A-Z]{2}\.(?:ENT\.)?[A-Za-z0-9]{1,128}$/
+
 export const DEFAULT_FAKE_TEMPLATES: FakeTemplate[] = [
   { name: 'hello_world', language: 'en_US', body: 'Hello World' },
   { name: 'order_update', language: 'en_US', body: 'Good news {{1}}! Order {{2}} has shipped.' },
@@ -395,10 +398,13 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       if (body.typing_indicator !== undefined && body.typing_indicator?.type !== 'text') return fail(reply, ERRORS.invalid, "Param typing_indicator['type'] must be text")
       return { success: true }
     }
-    if (body.messaging_product !== 'whatsapp' || typeof body.to !== 'string') return fail(reply, ERRORS.invalid)
-    if (settings.allowedRecipients !== undefined && !settings.allowedRecipients.includes(body.to)) return fail(reply, ERRORS.recipient)
+    // `to` (a phone) or `recipient` (a business-scoped user id): `to` wins when both are given, as on the platform.
+    const to: unknown = body.to ?? body.recipient
+    if (body.messaging_product !== 'whatsapp' || typeof to !== 'string') return fail(reply, ERRORS.invalid)
+    if (body.to === undefined && !BSUID.test(to)) return fail(reply, ERRORS.invalid, 'Param recipient must be a valid business-scoped user ID')
+    if (settings.allowedRecipients !== undefined && !settings.allowedRecipients.includes(to)) return fail(reply, ERRORS.recipient)
     if (settings.pairIntervalMs !== undefined) {
-      const pair = `${phoneNumberId}:${body.to}`
+      const pair = `${phoneNumberId}:${to}`
       const last = lastPairSend.get(pair)
       if (last !== undefined && Date.now() - last < settings.pairIntervalMs) return fail(reply, ERRORS.pair)
       lastPairSend.set(pair, Date.now())
@@ -428,7 +434,7 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
     }
     return {
       messaging_product: 'whatsapp',
-      contacts: [{ input: body.to, wa_id: body.to }],
+      contacts: [body.to !== undefined ? { input: body.to, wa_id: body.to } : { input: to, user_id: to }],
       messages: [{ id: `wamid.${randomBytes(18).toString('base64url')}` }]
     }
   })
@@ -583,7 +589,12 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
 /* Webhook deliveries: what the platform posts to our /webhook/chat. */
 
 export interface InboundMessageSpec {
+  /** The customer's phone; with `withholdPhone` it is sent nowhere (a customer known by username). */
   from: string
+  /** The customer's business-scoped user id (`from_user_id`, `contacts[].user_id`) and username (`contacts[].profile.username`). */
+  userId?: string
+  username?: string
+  withholdPhone?: boolean
   text?: string
   /** Contact profile name; omit `name` and set `withoutContacts` for deliveries that carry none. */
   name?: string
@@ -620,11 +631,16 @@ const delivery = (phoneNumberId: string, value: Record<string, unknown>): Record
 
 export function messagesDelivery (phoneNumberId: string, specs: InboundMessageSpec[]): Record<string, unknown> {
   const contacts = specs.filter((s) => s.withoutContacts !== true)
-    .map((s) => ({ profile: { name: s.name ?? 'Customer' }, wa_id: s.from }))
+    .map((s) => ({
+      profile: { name: s.name ?? 'Customer', ...(s.username !== undefined && { username: s.username }) },
+      ...(s.withholdPhone !== true && { wa_id: s.from }),
+      ...(s.userId !== undefined && { user_id: s.userId })
+    }))
   return delivery(phoneNumberId, {
     ...(contacts.length > 0 && { contacts }),
     messages: specs.map((s) => ({
-      from: s.from,
+      ...(s.withholdPhone !== true && { from: s.from }),
+      ...(s.userId !== undefined && { from_user_id: s.userId }),
       id: s.wamid ?? newWamid(),
       timestamp: String(s.timestamp ?? nowSeconds()),
       ...(s.message ?? { type: 'text', text: { body: s.text ?? '' } })

@@ -8,6 +8,7 @@ import type { UsableChatAccount } from './accounts.ts'
 import { ChatPlatformError } from './client.ts'
 import { isTransientChatFailure } from './platform-errors.ts'
 import type { ChatService } from './sending.ts'
+import { customerIs } from './phone.ts'
 import type { SendRate } from './send-rate.ts'
 import { renderForContact } from './template-components.ts'
 
@@ -124,9 +125,9 @@ export function broadcastSender ({ db, chat, sendRate, logger }: BroadcastSender
    * The recipient's contact, read once per send: its consent (README, Contacts and consent: an
    * opted-out customer is skipped) and what its components' placeholders read.
    */
-  async function contactOf (phoneNumberId: string, phone: string): Promise<{ optedOut: boolean, name: string | null, attributes: Record<string, string> } | undefined> {
+  async function contactOf (phoneNumberId: string, address: string): Promise<{ optedOut: boolean, name: string | null, attributes: Record<string, string> } | undefined> {
     const [row] = await db.execute<{ optedOut: boolean, name: string | null, attributes: Record<string, string> }>(sql`
-      select opted_out as "optedOut", name, attributes from chat_contacts where phone_number_id = ${phoneNumberId} and phone = ${phone}`)
+      select opted_out as "optedOut", name, attributes from chat_contacts k where phone_number_id = ${phoneNumberId} and ${customerIs('k', address)}`)
     return row
   }
 

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
 import { Agent, Pool } from 'undici'
+import { isPlatformUserId } from './phone.ts'
 
 /** The platform's error envelope (`{"error": {...}}`), kept whole so callers can branch on `code`. */
 export class ChatPlatformError extends Error {
@@ -54,7 +55,8 @@ interface PlatformErrorBody {
 /** The platform's send result, passed through to the caller unchanged (README, Chat). */
 export interface SendResult {
   messaging_product: string
-  contacts?: Array<{ input: string, wa_id: string }>
+  /** `wa_id` for a send `to` a phone, `user_id` for one to a platform user id (README, Customers known by username). */
+  contacts?: Array<{ input: string, wa_id?: string, user_id?: string }>
   messages: Array<{ id: string, message_status?: string }>
   [key: string]: unknown
 }
@@ -76,18 +78,28 @@ export interface CreatedTemplate {
   category: string
 }
 
-interface TextMessage {
+/**
+ * Whom a message goes to on the wire: `to` (a phone), or `recipient` (a platform user id) when the
+ * customer's phone is withheld (README, Customers known by username).
+ */
+type WireAddress = { to: string, recipient?: never } | { recipient: string, to?: never }
+
+/** `address`: a phone or a platform user id (chat/phone.ts `normalizeAddress`). */
+const wireAddress = (address: string): WireAddress => isPlatformUserId(address) ? { recipient: address } : { to: address }
+
+/** The address a built message goes to, whichever field carries it. */
+export const addressOfMessage = (message: WireAddress): string => message.to ?? message.recipient
+
+type TextMessage = WireAddress & {
   messaging_product: 'whatsapp'
   recipient_type: 'individual'
-  to: string
   type: 'text'
   text: { preview_url: boolean, body: string }
   context?: { message_id: string }
 }
 
-interface TemplateMessage {
+type TemplateMessage = WireAddress & {
   messaging_product: 'whatsapp'
-  to: string
   type: 'template'
   template: { name: string, language: { code: string }, components?: unknown[] }
 }
@@ -109,10 +121,9 @@ export interface MediaContent {
   filename?: string
 }
 
-interface MediaMessage {
+type MediaMessage = WireAddress & {
   messaging_product: 'whatsapp'
   recipient_type: 'individual'
-  to: string
   type: MediaKind
   [kind: string]: unknown
 }
@@ -127,19 +138,17 @@ export interface InteractiveContent {
   list?: { button: string, sections: Array<{ title?: string, rows: Array<{ id: string, title: string, description?: string }> }> }
 }
 
-interface InteractiveMessage {
+type InteractiveMessage = WireAddress & {
   messaging_product: 'whatsapp'
   recipient_type: 'individual'
-  to: string
   type: 'interactive'
   interactive: Record<string, unknown>
 }
 
 /** A location, contact cards or a reaction (README, Message kinds), in the platform's format. */
-interface KindMessage {
+type KindMessage = WireAddress & {
   messaging_product: 'whatsapp'
   recipient_type: 'individual'
-  to: string
   type: 'location' | 'contacts' | 'reaction'
   [kind: string]: unknown
 }
@@ -155,23 +164,23 @@ export interface ReadReceipt {
 }
 
 export function locationMessage (to: string, location: { latitude: number, longitude: number, name?: string, address?: string }): KindMessage {
-  return { messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'location', location }
+  return { messaging_product: 'whatsapp', recipient_type: 'individual', ...wireAddress(to), type: 'location', location }
 }
 
 export function contactsMessage (to: string, contacts: Array<Record<string, unknown>>): KindMessage {
-  return { messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'contacts', contacts }
+  return { messaging_product: 'whatsapp', recipient_type: 'individual', ...wireAddress(to), type: 'contacts', contacts }
 }
 
 /** `emoji` "" removes the business's reaction. */
 export function reactionMessage (to: string, wamid: string, emoji: string): KindMessage {
-  return { messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'reaction', reaction: { message_id: wamid, emoji } }
+  return { messaging_product: 'whatsapp', recipient_type: 'individual', ...wireAddress(to), type: 'reaction', reaction: { message_id: wamid, emoji } }
 }
 
 export function textMessage (to: string, body: string, replyToWamid?: string): TextMessage {
   return {
     messaging_product: 'whatsapp',
     recipient_type: 'individual',
-    to,
+    ...wireAddress(to),
     type: 'text',
     text: { preview_url: false, body },
     ...(replyToWamid !== undefined && { context: { message_id: replyToWamid } })
@@ -181,7 +190,7 @@ export function textMessage (to: string, body: string, replyToWamid?: string): T
 export function templateMessage (to: string, name: string, languageCode: string, components?: unknown[]): TemplateMessage {
   return {
     messaging_product: 'whatsapp',
-    to,
+    ...wireAddress(to),
     type: 'template',
     template: { name, language: { code: languageCode }, ...(components !== undefined && components.length > 0 && { components }) }
   }
@@ -191,7 +200,7 @@ export function mediaMessage (to: string, media: MediaContent): MediaMessage {
   return {
     messaging_product: 'whatsapp',
     recipient_type: 'individual',
-    to,
+    ...wireAddress(to),
     type: media.kind,
     [media.kind]: {
       ...(media.mediaId !== undefined ? { id: media.mediaId } : { link: media.link }),
@@ -208,7 +217,7 @@ export function interactiveMessage (to: string, content: InteractiveContent): In
   return {
     messaging_product: 'whatsapp',
     recipient_type: 'individual',
-    to,
+    ...wireAddress(to),
     type: 'interactive',
     interactive: {
       type: content.type,

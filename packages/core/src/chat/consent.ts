@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto'
-import { createId } from '@paralleldrive/cuid2'
 import { eq, sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { jsonb } from '../db/sql.ts'
@@ -8,6 +7,7 @@ import { chatConsentSettings, type MessageSender } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { notifyChange } from './changes.ts'
+import { addressOf } from './phone.ts'
 import type { InboundChatMessage } from './inbound.ts'
 import { isTransientChatFailure } from './platform-errors.ts'
 import type { ChatService } from './sending.ts'
@@ -129,7 +129,7 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
     const account = await chat.accounts.forNumber(message.phoneNumberId)
     try {
       if (account === null) throw new Error('no account can send from this number any more')
-      const { wamid, status } = await chat.deliverText(account, message.phone, text, undefined, 'consent')
+      const { wamid, status } = await chat.deliverText(account, addressOf(message), text, undefined, 'consent')
       await db.execute(sql`update messages set wamid = ${wamid}, status = ${status} where id = ${id}`)
     } catch (err) {
       await db.execute(sql`delete from messages where id = ${id} and wamid is null`)
@@ -150,12 +150,10 @@ export function consentKeywords ({ db, chat, logger }: ConsentKeywordsOptions) {
       const keyword = consentKeywordOf(message.text, current) ?? (message.interactive === undefined ? null : consentKeywordOf(message.interactive.id, current))
       if (keyword === null) return null
       const optedOut = keyword === 'optOut'
+      // The message's own contact, made or found when it was stored (chat/customers.ts).
       await db.execute(sql`
-        insert into chat_contacts (id, phone_number_id, phone, name, opted_out, consent_changed_at, consent_source)
-        select ${createId()}, ${message.phoneNumberId}, ${message.phone}, ${message.name}, ${optedOut}, m.created_at, 'keyword'
-        from messages m where m.id = ${message.messageId}
-        on conflict (phone_number_id, phone) where phone <> '' do update
-          set opted_out = excluded.opted_out, consent_changed_at = excluded.consent_changed_at, consent_source = 'keyword', updated_at = now()`)
+        update chat_contacts k set opted_out = ${optedOut}, consent_changed_at = m.created_at, consent_source = 'keyword', updated_at = now()
+        from messages m where k.id = ${message.contactId} and m.id = ${message.messageId}`)
       logger.info({ conversationId: message.conversationId, optedOut }, 'consent keyword applied')
       await confirm(message, keyword, optedOut ? current.optOutConfirmation : current.optInConfirmation)
       return keyword

@@ -5,6 +5,7 @@ import { storableText } from '../db/storable.ts'
 import { chatContacts, type ChatContact, type ConsentSource } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
+import { addressOf, customerIs } from './phone.ts'
 
 /** Bounds of a contact's fields (README, Contacts and consent): the API's schemas and the import check them. */
 export const CONTACT_BOUNDS = {
@@ -94,7 +95,8 @@ const publicColumns = {
 
 function searchCondition (search: string): SQL {
   const digits = search.replace(/[\s()+.-]/g, '')
-  const byName = sql`lower(${chatContacts.name}) like ${likePrefix(search.toLowerCase())}`
+  const lowered = likePrefix(search.toLowerCase())
+  const byName = sql`(lower(${chatContacts.name}) like ${lowered} or lower(${chatContacts.username}) like ${lowered})`
   return /^\d+$/.test(digits) ? sql`(${chatContacts.phone} like ${likePrefix(digits)} or ${byName})` : byName
 }
 
@@ -173,15 +175,20 @@ export function contactsRepository (db: DbOrTx) {
       return row
     },
 
-    /** The consent of `phone` on a number, and whether they wrote since opting out; null when they are no contact. */
-    async consentOf (phoneNumberId: string, phone: string): Promise<ContactConsent | null> {
+    /** The consent of the customer at `address` (a phone or a platform user id) on a number, and whether they wrote since opting out; null when they are no contact. */
+    async consentOf (phoneNumberId: string, address: string): Promise<ContactConsent | null> {
       const [row] = await db.execute<{ optedOut: boolean, consentChangedAt: string | null, consentSource: ConsentSource | null, wroteSinceOptOut: boolean }>(sql`
         select k.opted_out as "optedOut", k.consent_changed_at as "consentChangedAt", k.consent_source as "consentSource",
           coalesce(c.last_incoming_at > k.consent_changed_at, false) as "wroteSinceOptOut"
         from chat_contacts k
-        left join conversations c on c.phone_number_id = k.phone_number_id and c.phone = k.phone
-        where k.phone_number_id = ${phoneNumberId} and k.phone = ${phone}`)
+        left join conversations c on c.phone_number_id = k.phone_number_id and ${customerIs('c', address)}
+        where k.phone_number_id = ${phoneNumberId} and ${customerIs('k', address)}`)
       return row === undefined ? null : { ...row, consentChangedAt: row.consentChangedAt === null ? null : new Date(row.consentChangedAt) }
+    },
+
+    /** The address a send to a contact uses (chat/phone.ts `addressOf`); CONTACT_NOT_FOUND when it is not the number's. */
+    async addressOf (id: string, phoneNumberId: string): Promise<string> {
+      return addressOf(await get(id, phoneNumberId))
     }
   }
 }

@@ -9,6 +9,8 @@ import { CHAT_MESSAGE_FAILED, CHAT_MESSAGE_RECEIVED, CHAT_MESSAGE_STATUS, someon
 import { notifyChange } from './changes.ts'
 import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
+import { recordCustomer } from './customers.ts'
+import { addressOf, customerIs, isPlatformUserId } from './phone.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageDetails, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
@@ -115,7 +117,8 @@ export const withAssistantPause = <T extends ConversationChanges>(changes: T): T
 
 interface OutboundMessageRecord {
   phoneNumberId: string
-  phone: string
+  /** The customer's phone, or their platform user id when the phone is withheld (chat/phone.ts). */
+  address: string
   wamid: string | null
   /** `text`, `template`, `interactive` or a media kind (`image`…). */
   type: string
@@ -135,7 +138,11 @@ interface OutboundMessageRecord {
 
 interface InboundMessageRecord {
   phoneNumberId: string
+  /** "" when the platform withholds it: then `platformUserId` names the customer (README, Customers known by username). */
   phone: string
+  platformUserId?: string
+  parentPlatformUserId?: string
+  username?: string
   /** The contact's profile name; absent on some deliveries, then the stored name stays. */
   name?: string
   wamid: string
@@ -358,12 +365,14 @@ export function conversationsRepository (db: DbOrTx) {
       return row?.message ?? null
     },
 
-    /** A message of the number to react to: its wamid and its customer's phone, and when the customer last wrote. */
-    async reactionTarget (phoneNumberId: string, id: string): Promise<{ id: string, wamid: string | null, phone: string, lastIncomingAt: Date | null } | null> {
-      const [row] = await db.select({ id: messages.id, wamid: messages.wamid, phone: conversations.phone, lastIncomingAt: conversations.lastIncomingAt }).from(messages)
+    /** A message of the number to react to: its wamid and its customer's address (chat/phone.ts `addressOf`), and when the customer last wrote. */
+    async reactionTarget (phoneNumberId: string, id: string): Promise<{ id: string, wamid: string | null, address: string, lastIncomingAt: Date | null } | null> {
+      const [row] = await db.select({
+        id: messages.id, wamid: messages.wamid, phone: conversations.phone, platformUserId: conversations.platformUserId, lastIncomingAt: conversations.lastIncomingAt
+      }).from(messages)
         .innerJoin(conversations, eq(conversations.id, messages.conversationId))
         .where(and(eq(messages.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
-      return row ?? null
+      return row === undefined ? null : { id: row.id, wamid: row.wamid, address: addressOf(row), lastIncomingAt: row.lastIncomingAt }
     },
 
     /** The business's one reaction on a message: `emoji` replaces it, "" removes it; announced like any change of the message. */
@@ -394,25 +403,26 @@ export function conversationsRepository (db: DbOrTx) {
       return row ?? null
     },
 
-    /** What a send needs before calling the platform: the customer's latest inbound time, and the wamid of a quoted message. */
-    async sendContext (phoneNumberId: string, phone: string, replyToId?: string): Promise<{ lastIncomingAt: Date | null, replyToWamid: string | null }> {
-      const [row] = await db.select({
-        lastIncomingAt: conversations.lastIncomingAt,
-        replyToWamid: replyToId === undefined
-          ? sql<string | null>`null`
-          // Qualified by hand: Drizzle writes a single-table select's columns unqualified.
-          : sql<string | null>`(select m.wamid from messages m where m.id = ${replyToId} and m.conversation_id = conversations.id)`
-      }).from(conversations)
-        .where(and(eq(conversations.phoneNumberId, phoneNumberId), eq(conversations.phone, phone))).limit(1)
-      return row ?? { lastIncomingAt: null, replyToWamid: null }
+    /**
+     * What a send needs before calling the platform: the customer's latest inbound time, and the wamid of a quoted message.
+     * `address`: the customer's phone, or their platform user id (chat/phone.ts).
+     */
+    async sendContext (phoneNumberId: string, address: string, replyToId?: string): Promise<{ lastIncomingAt: Date | null, replyToWamid: string | null }> {
+      const [row] = await db.execute<{ lastIncomingAt: string | null, replyToWamid: string | null }>(sql`
+        select c.last_incoming_at as "lastIncomingAt",
+          ${replyToId === undefined ? sql`null` : sql`(select m.wamid from messages m where m.id = ${replyToId} and m.conversation_id = c.id)`} as "replyToWamid"
+        from conversations c where c.phone_number_id = ${phoneNumberId} and ${customerIs('c', address)} limit 1`)
+      return row === undefined
+        ? { lastIncomingAt: null, replyToWamid: null }
+        : { lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt), replyToWamid: row.replyToWamid }
     },
 
-    /** The conversation of `phone` on a platform number, with the id and time of the customer's latest message; null when there is none. */
-    async findByPhone (phoneNumberId: string, phone: string): Promise<{ id: string, lastInboundId: string | null, lastIncomingAt: Date | null } | null> {
+    /** The conversation of the customer at `address` on a platform number, with the id and time of the customer's latest message; null when there is none. */
+    async findByAddress (phoneNumberId: string, address: string): Promise<{ id: string, lastInboundId: string | null, lastIncomingAt: Date | null } | null> {
       const [row] = await db.execute<{ id: string, lastInboundId: string | null, lastIncomingAt: string | null }>(sql`
         select c.id, c.last_incoming_at as "lastIncomingAt", (select m.id from messages m where m.conversation_id = c.id and m.direction = 'inbound'
           order by m.created_at desc, m.id desc limit 1) as "lastInboundId"
-        from conversations c where c.phone_number_id = ${phoneNumberId} and c.phone = ${phone}`)
+        from conversations c where c.phone_number_id = ${phoneNumberId} and ${customerIs('c', address)}`)
       return row === undefined ? null : { ...row, lastIncomingAt: row.lastIncomingAt === null ? null : new Date(row.lastIncomingAt) }
     },
 
@@ -470,11 +480,13 @@ export function conversationsRepository (db: DbOrTx) {
     async recordOutbound (sent: OutboundMessageRecord): Promise<{ conversationId: string, messageId: string }> {
       const record = { ...sent, content: storableText(sent.content), agentId: optionalText(sent.agentId), agentName: optionalText(sent.agentName), replyToId: optionalText(sent.replyToId) }
       const now = timestamptz(new Date())
+      // By the index of the address's kind: a customer known by phone, or by platform user id when it is withheld.
+      const byUser = isPlatformUserId(record.address)
       const [row] = await db.execute<{ conversation_id: string, id: string }>(sql`
         with conversation as (
-          insert into conversations (id, phone_number_id, phone, last_message, last_message_at, assistant_paused)
-          values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.content}, ${now}, ${record.sender.type === 'user'})
-          on conflict (phone_number_id, phone) where phone <> '' do update
+          insert into conversations (id, phone_number_id, phone, platform_user_id, last_message, last_message_at, assistant_paused)
+          values (${createId()}, ${record.phoneNumberId}, ${byUser ? '' : record.address}, ${byUser ? record.address : null}, ${record.content}, ${now}, ${record.sender.type === 'user'})
+          on conflict ${byUser ? sql`(phone_number_id, platform_user_id) where platform_user_id is not null` : sql`(phone_number_id, phone) where phone <> ''`} do update
             set last_message = excluded.last_message, last_message_at = excluded.last_message_at, updated_at = excluded.last_message_at,
               assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
@@ -496,16 +508,17 @@ export function conversationsRepository (db: DbOrTx) {
      * (`isNew`), or stored by an earlier attempt that stopped before dispatching.
      * Null for a duplicate whose dispatch is done, which changes nothing.
      */
-    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, messageId: string, isNew: boolean, eventIds: string[], details: ChatMessageDetails | null } | null> {
+    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, contactId: string, messageId: string, isNew: boolean, eventIds: string[], details: ChatMessageDetails | null } | null> {
       return db.transaction(async (tx) => {
-        const [conversation] = await tx.insert(conversations)
-          .values({ phoneNumberId: record.phoneNumberId, phone: record.phone, name: record.name ?? null })
-          .onConflictDoUpdate({
-            target: [conversations.phoneNumberId, conversations.phone],
-            targetWhere: sql`${conversations.phone} <> ''`,
-            set: { name: sql`coalesce(excluded.name, ${conversations.name})` }
-          })
-          .returning({ id: conversations.id })
+        const customer = await recordCustomer(tx, {
+          phoneNumberId: record.phoneNumberId,
+          phone: record.phone,
+          platformUserId: record.platformUserId ?? null,
+          parentPlatformUserId: record.parentPlatformUserId ?? null,
+          username: record.username ?? null,
+          name: record.name ?? null
+        })
+        const conversation = { id: customer.conversationId }
         // The quoted and the reacted-to messages by wamid: only the conversation's own, so that a wamid of
         // another number's (or another customer's) message never touches it.
         const wamids = [record.replyToId, record.reaction?.wamid].filter((wamid) => wamid !== undefined)
@@ -535,7 +548,7 @@ export function conversationsRepository (db: DbOrTx) {
           const [undispatched] = await tx.select({ id: messages.id, conversationId: messages.conversationId, details: messages.details }).from(messages)
             .where(and(eq(messages.wamid, record.wamid), eq(messages.direction, 'inbound'), isNull(messages.dispatchedAt))).limit(1)
           // Its events were written with it: the reconciler dispatches them if that attempt did not.
-          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, messageId: undispatched.id, isNew: false, eventIds: [], details: undispatched.details }
+          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, contactId: customer.contactId, messageId: undispatched.id, isNew: false, eventIds: [], details: undispatched.details }
         }
         if (reactedTo !== undefined && record.reaction !== undefined) {
           // The customer's one reaction on the message, as the platform keeps it: a new one replaces it, "" removes it.
@@ -569,11 +582,6 @@ export function conversationsRepository (db: DbOrTx) {
           updatedAt: new Date()
         }).where(eq(conversations.id, conversation.id))
           .returning({ announced: notifyChange('message.created', sql`${conversations.phoneNumberId}`, sql`${conversations.id}`, sql`${message.id}`) })
-        // The customer is a contact of the number (README, Contacts and consent), named after their profile until staff or an import name them.
-        await tx.execute(sql`
-          insert into chat_contacts (id, phone_number_id, phone, name) values (${createId()}, ${record.phoneNumberId}, ${record.phone}, ${record.name ?? null})
-          on conflict (phone_number_id, phone) where phone <> '' do update set name = excluded.name, updated_at = now()
-            where chat_contacts.name is null and excluded.name is not null`)
         // The outbox (events/outbox.ts), for subscriptions only: EVENT workflows of this event are
         // started with the message's KEYWORD runs (triggers/keyword.ts), under its idempotency keys.
         const emitted = record.userIds === undefined || record.userIds.length === 0
@@ -584,6 +592,9 @@ export function conversationsRepository (db: DbOrTx) {
               ${jsonb({
                 // The triggerData of chat.message.received EVENT workflows (triggers/keyword.ts): one payload per event name.
                 phone: record.phone,
+                ...(record.platformUserId !== undefined && { platformUserId: record.platformUserId }),
+                ...(record.username !== undefined && { username: record.username }),
+                contactId: customer.contactId,
                 name: record.name ?? null,
                 text: record.content,
                 type: record.type,
@@ -598,7 +609,7 @@ export function conversationsRepository (db: DbOrTx) {
             from unnest(${textArray(record.userIds)}) as u(id)
             where ${someoneListens(CHAT_MESSAGE_RECEIVED, sql`u.id`, 'none')}
             returning id`)
-        return { conversationId: conversation.id, messageId: message.id, isNew: true, eventIds: emitted.map(({ id }) => id), details }
+        return { conversationId: conversation.id, contactId: customer.contactId, messageId: message.id, isNew: true, eventIds: emitted.map(({ id }) => id), details }
       })
     },
 

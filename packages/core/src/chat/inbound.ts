@@ -11,6 +11,7 @@ import { inboundKindOf } from './kinds.ts'
 import { chatAccountResolver } from './accounts.ts'
 import { interactiveReplyOf, type InteractiveReply } from './interactive.ts'
 import { inboundMediaOf } from './media.ts'
+import { isPlatformUserId } from './phone.ts'
 import { isSandboxDelivery } from './sandbox.ts'
 import { chatTemplatesRepository, type TemplateUpdate } from './templates.ts'
 
@@ -19,7 +20,11 @@ export interface InboundChatMessage {
   phoneNumberId: string
   /** Users who can use the receiving account. */
   userIds: string[]
+  /** "" when the platform withholds it; `platformUserId` then names the customer (README, Customers known by username). */
   phone: string
+  platformUserId: string | null
+  username: string | null
+  contactId: string
   name: string | null
   text: string
   type: string
@@ -58,12 +63,24 @@ interface InboundOptions {
 }
 
 interface PlatformMessage {
+  /** The customer's phone; absent when the platform withholds it. */
   from?: string
+  /** The customer's business-scoped user id (BSUID) and its parent. */
+  from_user_id?: string
+  from_parent_user_id?: string
   id?: string
   timestamp?: string
   type?: string
   context?: { id?: string }
   [key: string]: unknown
+}
+
+/** Who wrote, in a delivery's `contacts`: `wa_id` (the phone) only when the platform shares it. */
+interface PlatformContact {
+  wa_id?: string
+  user_id?: string
+  parent_user_id?: string
+  profile?: { name?: string, username?: string }
 }
 
 interface PlatformStatus {
@@ -75,7 +92,7 @@ interface PlatformStatus {
 
 interface ChangeValue {
   metadata?: { phone_number_id?: string }
-  contacts?: Array<{ wa_id?: string, profile?: { name?: string } }>
+  contacts?: PlatformContact[]
   messages?: PlatformMessage[]
   statuses?: PlatformStatus[]
 }
@@ -94,6 +111,30 @@ function messageText (message: PlatformMessage): string {
     case 'image': case 'video': case 'document': case 'audio': case 'sticker':
       return typeof part.caption === 'string' ? part.caption : `[${type}]`
     default: return `[${type}]`
+  }
+}
+
+const textOf = (value: unknown, max: number): string | undefined => typeof value === 'string' && value !== '' ? value.slice(0, max) : undefined
+
+/**
+ * Who wrote a message (README, Customers known by username): their phone ("" when withheld), their
+ * platform user id, its parent, their username and profile name, from the message and the delivery's
+ * contact of the same user. Null when it names nobody: neither a phone nor a platform user id.
+ */
+function senderOf (message: PlatformMessage, contacts: PlatformContact[]): { phone: string, platformUserId?: string, parentPlatformUserId?: string, username?: string, name?: string } | null {
+  const phone = typeof message.from === 'string' && /^\d{1,32}$/.test(message.from) ? message.from : ''
+  const userId = typeof message.from_user_id === 'string' && isPlatformUserId(message.from_user_id) ? message.from_user_id : undefined
+  if (phone === '' && userId === undefined) return null
+  const contact = contacts.find((entry) => (userId !== undefined && entry.user_id === userId) || (phone !== '' && entry.wa_id === phone))
+  const parent = message.from_parent_user_id ?? contact?.parent_user_id
+  const username = textOf(contact?.profile?.username, 64)
+  const name = textOf(contact?.profile?.name, 256)
+  return {
+    phone,
+    ...(userId !== undefined && { platformUserId: userId }),
+    ...(typeof parent === 'string' && isPlatformUserId(parent) && { parentPlatformUserId: parent }),
+    ...(username !== undefined && { username }),
+    ...(name !== undefined && { name })
   }
 }
 
@@ -153,13 +194,11 @@ export function chatDeliveryProcessor (options: InboundOptions) {
       logger.warn({ phoneNumberId }, 'chat delivery for an unknown platform number ignored')
       return
     }
-    const names = new Map<string, string>()
-    for (const contact of value.contacts ?? []) {
-      if (typeof contact.wa_id === 'string' && typeof contact.profile?.name === 'string') names.set(contact.wa_id, contact.profile.name)
-    }
+    const contacts = value.contacts ?? []
     let userIds: string[] | undefined
     for (const message of value.messages ?? []) {
-      if (typeof message.from !== 'string' || typeof message.id !== 'string') continue
+      const sender = senderOf(message, contacts)
+      if (sender === null || typeof message.id !== 'string') continue
       const kind = inboundKindOf(message)
       const text = kind?.content ?? messageText(message)
       const media = inboundMediaOf(message)
@@ -167,8 +206,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
       userIds ??= await accounts.userIdsFor(phoneNumberId)
       const stored = await conversations.recordInbound({
         phoneNumberId,
-        phone: message.from,
-        name: names.get(message.from),
+        ...sender,
         wamid: message.id,
         type: message.type ?? 'unknown',
         content: text,
@@ -188,8 +226,11 @@ export function chatDeliveryProcessor (options: InboundOptions) {
       await onMessage({
         phoneNumberId,
         userIds,
-        phone: message.from,
-        name: names.get(message.from) ?? null,
+        phone: sender.phone,
+        platformUserId: sender.platformUserId ?? null,
+        username: sender.username ?? null,
+        contactId: stored.contactId,
+        name: sender.name ?? null,
         text,
         type: message.type ?? 'unknown',
         wamid: message.id,

@@ -4,7 +4,6 @@ import type { SendOptions, SendResult } from './client.ts'
 import type { conversationsRepository } from './conversations.ts'
 import type { CONVERSATION_PRIORITIES, MessageSender } from '../db/schema/index.ts'
 import { mentionedEmails, noteIdOf } from './notes.ts'
-import { normalizePhone } from './phone.ts'
 import type { ChatService } from './sending.ts'
 
 /**
@@ -17,29 +16,36 @@ export interface ChatSendResult {
   to: string
 }
 
+/**
+ * Whom a node sends to (README, Customers known by username): `to`, a phone (or a platform user id),
+ * or `contactId`, a contact of the account's number, whose phone is used when known, else its platform user id.
+ */
+export type Recipient = { to: string, contactId?: undefined } | { contactId: string, to?: undefined }
+
+/** A recipient as a log line or an error names it. */
+export const recipientLabel = (recipient: Recipient): string => recipient.to ?? `contact ${recipient.contactId}`
+
 /** The run a node sends for: its messages' `sender` is the workflow with this run (README, The team inbox: who sent a message). */
 interface SendingRun {
   id: string
   workflowId: string
 }
 
-export interface SendTextInput {
+export type SendTextInput = Recipient & {
   /** The workflow owner: the accounts they can use are the candidates. */
   userId: string
   run: SendingRun
   accountId?: string
-  to: string
   text: string
   replyToId?: string
   /** Who the inbox shows as its sender (ai_reply: the Assistant). */
   agentName?: string
 }
 
-/** A conversation of the workflow owner's account: the number they talk with. */
-export interface ConversationInput {
+/** A conversation of the workflow owner's account: the customer they talk with. */
+export type ConversationInput = Recipient & {
   userId: string
   accountId?: string
-  phone: string
 }
 
 /** What the customer and the business said, oldest first: the customer is `user`, what was sent them `assistant`. */
@@ -55,7 +61,7 @@ export interface DraftResult {
 }
 
 /** A conversation handed to a person (README, Conversations: Handoff). */
-export interface HandoffInput extends ConversationInput {
+export type HandoffInput = ConversationInput & {
   /** A user who can use the account, or `least_busy`. */
   assignTo: string
   labels?: string[]
@@ -76,28 +82,25 @@ export interface HandoffResult {
 }
 
 /** `media`: kind, link or mediaId, caption, filename, as a node's config holds them (checked by the chat service). */
-export interface SendMediaInput {
+export type SendMediaInput = Recipient & {
   userId: string
   run: SendingRun
   accountId?: string
-  to: string
   media: Record<string, unknown>
 }
 
 /** `interactive`: type, body, header, footer, buttons or list, as a node's config holds them (checked by the chat service). */
-export interface SendInteractiveInput {
+export type SendInteractiveInput = Recipient & {
   userId: string
   run: SendingRun
   accountId?: string
-  to: string
   interactive: Record<string, unknown>
 }
 
-export interface SendTemplateInput {
+export type SendTemplateInput = Recipient & {
   userId: string
   run: SendingRun
   accountId?: string
-  to: string
   templateName: string
   lang?: string
   components?: unknown[]
@@ -130,8 +133,8 @@ export interface ChatSender {
 /** A draft's message id from its node's idempotency key: a cuid-shaped digest, the same on every attempt. */
 const draftIdOf = (idempotencyKey: string): string => `d${createHash('sha256').update(`draft:${idempotencyKey}`).digest('hex').slice(0, 23)}`
 
-const noConversationToHand = (phone: string): DomainError =>
-  new DomainError('CONVERSATION_NOT_FOUND', `No conversation with ${phone} on this account: a handoff hands over a customer who wrote`)
+const noConversationToHand = (address: string): DomainError =>
+  new DomainError('CONVERSATION_NOT_FOUND', `No conversation with ${address} on this account: a handoff hands over a customer who wrote`)
 
 const workflowSender = (run: SendingRun): MessageSender => ({ type: 'workflow', id: run.workflowId, runId: run.id })
 
@@ -144,34 +147,42 @@ const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
  * the owner's role, so that an admin's workflow never reaches other users' numbers.
  */
 export function createChatSender (
-  service: Pick<ChatService, 'accounts' | 'sendText' | 'sendTemplate' | 'sendMedia' | 'sendInteractive' | 'markRead'>,
-  conversations: Pick<ReturnType<typeof conversationsRepository>, 'findByPhone' | 'history' | 'recordDraft' | 'handoff'>
+  service: Pick<ChatService, 'accounts' | 'addressFor' | 'sendText' | 'sendTemplate' | 'sendMedia' | 'sendInteractive' | 'markRead'>,
+  conversations: Pick<ReturnType<typeof conversationsRepository>, 'findByAddress' | 'history' | 'recordDraft' | 'handoff'>
 ): ChatSender {
   const accountOf = async (userId: string, accountId: string | undefined) =>
     await service.accounts.select({ id: userId, role: 'member' }, accountId, { forWorkflow: true })
-  const conversationOf = async (input: ConversationInput) =>
-    await conversations.findByPhone((await accountOf(input.userId, input.accountId)).phoneNumberId, normalizePhone(input.phone))
+  /** The account a node sends from and the address of its recipient there. */
+  const target = async (input: Recipient & { userId: string, accountId?: string }) => {
+    const account = await accountOf(input.userId, input.accountId)
+    return { account, to: await service.addressFor(account, input) }
+  }
+  const conversationOf = async (input: ConversationInput) => {
+    const { account, to } = await target(input)
+    return await conversations.findByAddress(account.phoneNumberId, to)
+  }
   return {
     async sendText (input, options) {
-      const result = await service.sendText(await accountOf(input.userId, input.accountId), {
-        to: input.to, text: input.text, replyToId: input.replyToId, agentName: input.agentName, sender: workflowSender(input.run)
-      }, options)
-      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+      const { account, to } = await target(input)
+      const result = await service.sendText(account, { to, text: input.text, replyToId: input.replyToId, agentName: input.agentName, sender: workflowSender(input.run) }, options)
+      return { wamid: wamidOf(result), to }
     },
     async sendTemplate (input, options) {
-      const account = await accountOf(input.userId, input.accountId)
+      const { account, to } = await target(input)
       const result = await service.sendTemplate(account, {
-        to: input.to, templateName: input.templateName, lang: input.lang, components: input.components, sender: workflowSender(input.run)
+        to, templateName: input.templateName, lang: input.lang, components: input.components, sender: workflowSender(input.run)
       }, options)
-      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+      return { wamid: wamidOf(result), to }
     },
     async sendMedia (input, options) {
-      const result = await service.sendMedia(await accountOf(input.userId, input.accountId), { to: input.to, media: input.media, sender: workflowSender(input.run) }, options)
-      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+      const { account, to } = await target(input)
+      const result = await service.sendMedia(account, { to, media: input.media, sender: workflowSender(input.run) }, options)
+      return { wamid: wamidOf(result), to }
     },
     async sendInteractive (input, options) {
-      const result = await service.sendInteractive(await accountOf(input.userId, input.accountId), { to: input.to, interactive: input.interactive, sender: workflowSender(input.run) }, options)
-      return { wamid: wamidOf(result), to: normalizePhone(input.to) }
+      const { account, to } = await target(input)
+      const result = await service.sendInteractive(account, { to, interactive: input.interactive, sender: workflowSender(input.run) }, options)
+      return { wamid: wamidOf(result), to }
     },
     async conversation (input) {
       const conversation = await conversationOf(input)
@@ -189,7 +200,7 @@ export function createChatSender (
     async draftText (input, options) {
       const conversation = await conversationOf(input)
       if (conversation === null) {
-        throw new DomainError('CONVERSATION_NOT_FOUND', `No conversation with ${normalizePhone(input.phone)} on this account: a draft answers a customer who wrote`)
+        throw new DomainError('CONVERSATION_NOT_FOUND', `No conversation with ${recipientLabel(input)} on this account: a draft answers a customer who wrote`)
       }
       const draft = await conversations.recordDraft({
         ...(options?.idempotencyKey !== undefined && { id: draftIdOf(options.idempotencyKey) }),
@@ -201,16 +212,15 @@ export function createChatSender (
       return { draftId: draft.id, conversationId: conversation.id }
     },
     async markRead (input) {
-      const account = await accountOf(input.userId, input.accountId)
-      const conversation = await conversations.findByPhone(account.phoneNumberId, normalizePhone(input.phone))
+      const { account, to } = await target(input)
+      const conversation = await conversations.findByAddress(account.phoneNumberId, to)
       if (conversation?.lastInboundId == null) return
       await service.markRead(account, conversation.id, { typing: true })
     },
     async handoff (input, options) {
-      const { phoneNumberId } = await accountOf(input.userId, input.accountId)
-      const phone = normalizePhone(input.phone)
-      const conversation = await conversations.findByPhone(phoneNumberId, phone)
-      if (conversation === null) throw noConversationToHand(phone)
+      const { account: { phoneNumberId }, to } = await target(input)
+      const conversation = await conversations.findByAddress(phoneNumberId, to)
+      if (conversation === null) throw noConversationToHand(to)
       const assignee = input.assignTo === 'least_busy'
         ? await service.accounts.leastBusyAgent(phoneNumberId, conversation.id)
         : await service.accounts.isAgent(phoneNumberId, input.assignTo) ? input.assignTo : null
@@ -229,7 +239,7 @@ export function createChatSender (
           }
       const handed = await conversations.handoff(conversation.id, phoneNumberId, { assignedAgentId: assignee, labels: input.labels ?? [], priority: input.priority, note })
       // Found by its number a moment ago: only a delete in between loses it.
-      if (handed === null) throw noConversationToHand(phone)
+      if (handed === null) throw noConversationToHand(to)
       const { labels, priority } = handed.conversation
       return { conversationId: conversation.id, assignedTo: assignee, labels, priority, noteId: handed.noteId }
     }

@@ -8,7 +8,7 @@ import { conversationsRepository } from './conversations.ts'
 import { checkInteractive } from './interactive.ts'
 import { checkContacts, checkEmoji, checkLocation, contactsContent, locationContent } from './kinds.ts'
 import { checkMediaSend } from './media.ts'
-import { normalizePhone } from './phone.ts'
+import { isPlatformUserId, normalizeAddress } from './phone.ts'
 import { platformDetails, platformFailure } from './platform-errors.ts'
 import { sandboxWamid } from './sandbox.ts'
 import { checkTemplateComponents } from './template-components.ts'
@@ -17,7 +17,7 @@ import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import type { MessageSender } from '../db/schema/index.ts'
 import {
-  ChatPlatformError, contactsMessage, interactiveMessage, locationMessage, mediaMessage, reactionMessage, templateMessage, textMessage,
+  addressOfMessage, ChatPlatformError, contactsMessage, interactiveMessage, locationMessage, mediaMessage, reactionMessage, templateMessage, textMessage,
   type ChatClient, type SendOptions, type SendResult, type TemplateRecord
 } from './client.ts'
 
@@ -39,15 +39,22 @@ interface SenderFields {
   sender: MessageSender
 }
 
-interface SendTextRequest extends SenderFields {
-  to: string
+/**
+ * Whom a send goes to (README, Customers known by username): `to`, a phone or a platform user id, or
+ * `contactId`, a contact of the account's number (its phone when known, else its platform user id). Exactly one.
+ */
+export interface RecipientFields {
+  to?: string
+  contactId?: string
+}
+
+interface SendTextRequest extends SenderFields, RecipientFields {
   text: string
   /** Our message id or the platform's wamid of the quoted message. */
   replyToId?: string
 }
 
-interface SendTemplateRequest extends SenderFields {
-  to: string
+interface SendTemplateRequest extends SenderFields, RecipientFields {
   templateName: string
   lang?: string
   components?: unknown[]
@@ -59,26 +66,22 @@ interface SendTemplateRequest extends SenderFields {
  * An image, document, audio, video or sticker: `kind`, one of `link` and `mediaId`, `caption`,
  * `filename`, checked by `checkMediaSend` (the fields arrive unchecked from a workflow's templates).
  */
-interface SendMediaRequest extends SenderFields {
-  to: string
+interface SendMediaRequest extends SenderFields, RecipientFields {
   media: Record<string, unknown>
 }
 
 /** Reply buttons or a list: `type`, `body`, `header`, `footer`, `buttons`, `list`, checked by `checkInteractive`. */
-interface SendInteractiveRequest extends SenderFields {
-  to: string
+interface SendInteractiveRequest extends SenderFields, RecipientFields {
   interactive: Record<string, unknown>
 }
 
 /** A location: `latitude`, `longitude`, `name`, `address`, checked by `checkLocation`. */
-interface SendLocationRequest extends SenderFields {
-  to: string
+interface SendLocationRequest extends SenderFields, RecipientFields {
   location: Record<string, unknown>
 }
 
 /** Contact cards in the platform's format, checked by `checkContacts`. */
-interface SendContactsRequest extends SenderFields {
-  to: string
+interface SendContactsRequest extends SenderFields, RecipientFields {
   contacts: unknown
 }
 
@@ -134,8 +137,11 @@ export function createChatService (options: ChatServiceOptions) {
    * never does (README, Sandbox numbers): it answers as the platform would, with a wamid of its own.
    */
   async function callPlatform (account: UsableChatAccount, message: Parameters<ChatClient['sendMessage']>[2], options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<SendResult> {
-    if (origin !== 'consent') assertMayMessage(await contacts.consentOf(account.phoneNumberId, message.to), origin, message.type === 'template')
-    if (account.isSandbox) return { messaging_product: 'whatsapp', contacts: [{ input: message.to, wa_id: message.to }], messages: [{ id: sandboxWamid() }] }
+    const address = addressOfMessage(message)
+    if (origin !== 'consent') assertMayMessage(await contacts.consentOf(account.phoneNumberId, address), origin, message.type === 'template')
+    if (account.isSandbox) {
+      return { messaging_product: 'whatsapp', contacts: [{ input: address, ...(isPlatformUserId(address) ? { user_id: address } : { wa_id: address }) }], messages: [{ id: sandboxWamid() }] }
+    }
     try {
       const sent = await client.sendMessage(account.phoneNumberId, account.accessToken, message, options)
       chatSends.inc({ outcome: 'sent', error_code: 'none' })
@@ -144,6 +150,14 @@ export function createChatService (options: ChatServiceOptions) {
       chatSends.inc(err instanceof ChatPlatformError ? { outcome: 'rejected', error_code: chatErrorCodeLabel(err.code) } : { outcome: 'unavailable', error_code: 'none' })
       throw platformFailure(err)
     }
+  }
+
+  /** The address a send goes to: its `to`, or its contact's (chat/phone.ts `addressOf`). */
+  async function addressFor (account: UsableChatAccount, recipient: RecipientFields): Promise<string> {
+    if (recipient.to !== undefined && recipient.contactId !== undefined) throw new DomainError('VALIDATION_ERROR', 'to and contactId: give one of them, not both')
+    if (recipient.contactId !== undefined) return await contacts.addressOf(recipient.contactId, account.phoneNumberId)
+    if (recipient.to === undefined) throw new DomainError('VALIDATION_ERROR', 'to is required')
+    return normalizeAddress(recipient.to)
   }
 
   type StoredRecord = Omit<Parameters<typeof conversations.recordOutbound>[0], 'phoneNumberId' | 'status'>
@@ -161,21 +175,21 @@ export function createChatService (options: ChatServiceOptions) {
    * A text to the platform, nothing stored: for a message already stored (an approved draft, a keyword's
    * confirmation), which the caller gives the wamid and the status. The caller checked the window.
    */
-  async function deliverText (account: UsableChatAccount, phone: string, text: string, options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<{ wamid: string | null, status: SentStatus }> {
-    const result = await callPlatform(account, textMessage(phone, text), options, origin)
+  async function deliverText (account: UsableChatAccount, address: string, text: string, options?: SendOptions, origin: SendOrigin | 'consent' = 'automation'): Promise<{ wamid: string | null, status: SentStatus }> {
+    const result = await callPlatform(account, textMessage(address, text), options, origin)
     return { wamid: result.messages?.[0]?.id ?? null, status: sentStatusOf(account) }
   }
 
   /** `options`: a workflow's send (its idempotency key, its signal); never part of an API request's body. */
   async function sendText (account: UsableChatAccount, request: SendTextRequest, options?: SendOptions): Promise<SendResult> {
-    const phone = normalizePhone(request.to)
+    const address = await addressFor(account, request)
     const replyToId = request.replyToId
-    const context = await conversations.sendContext(account.phoneNumberId, phone, replyToId?.startsWith('wamid.') === true ? undefined : replyToId)
+    const context = await conversations.sendContext(account.phoneNumberId, address, replyToId?.startsWith('wamid.') === true ? undefined : replyToId)
     assertInsideWindow(context.lastIncomingAt)
     const replyToWamid = replyToId === undefined ? undefined : (context.replyToWamid ?? replyToId)
-    const result = await callPlatform(account, textMessage(phone, request.text, replyToWamid), options, originOf(request))
+    const result = await callPlatform(account, textMessage(address, request.text, replyToWamid), options, originOf(request))
     await store(account, {
-      phone,
+      address,
       wamid: result.messages?.[0]?.id ?? null,
       type: 'text',
       content: request.text,
@@ -200,19 +214,19 @@ export function createChatService (options: ChatServiceOptions) {
   }
 
   async function sendTemplate (account: UsableChatAccount, request: SendTemplateRequest, options?: SendOptions): Promise<SendResult> {
-    const phone = normalizePhone(request.to)
+    const address = await addressFor(account, request)
     const lang = request.lang ?? DEFAULT_TEMPLATE_LANGUAGE
     const components = request.components === undefined ? undefined : checkTemplateComponents(request.components)
     let result: SendResult
     try {
-      result = await callPlatform(account, templateMessage(phone, request.templateName, lang, components), options, originOf(request))
+      result = await callPlatform(account, templateMessage(address, request.templateName, lang, components), options, originOf(request))
     } catch (err) {
       throw await withStoredStatus(err, account, request.templateName, lang)
     }
     const body = request.templateContent?.body
     const bodyParameters = bodyParametersOf(components)
     await store(account, {
-      phone,
+      address,
       wamid: result.messages?.[0]?.id ?? null,
       type: 'template',
       content: typeof body === 'string' && body !== '' ? body : `[template] ${request.templateName}`,
@@ -225,19 +239,19 @@ export function createChatService (options: ChatServiceOptions) {
   }
 
   /** The free-form messages beyond text: refused over the platform's rules first, then outside the window, like text. */
-  async function sendFreeForm (account: UsableChatAccount, phone: string, message: Parameters<ChatClient['sendMessage']>[2], options: SendOptions | undefined,
-    record: Omit<StoredRecord, 'phone' | 'wamid'>): Promise<SendResult> {
-    assertInsideWindow((await conversations.sendContext(account.phoneNumberId, phone)).lastIncomingAt)
+  async function sendFreeForm (account: UsableChatAccount, address: string, message: Parameters<ChatClient['sendMessage']>[2], options: SendOptions | undefined,
+    record: Omit<StoredRecord, 'address' | 'wamid'>): Promise<SendResult> {
+    assertInsideWindow((await conversations.sendContext(account.phoneNumberId, address)).lastIncomingAt)
     const result = await callPlatform(account, message, options, originOf(record))
-    await store(account, { ...record, phone, wamid: result.messages?.[0]?.id ?? null })
+    await store(account, { ...record, address, wamid: result.messages?.[0]?.id ?? null })
     return result
   }
 
   /** Stored with its caption as content (`[image]` without one) and its link or media id. */
   async function sendMedia (account: UsableChatAccount, request: SendMediaRequest, options?: SendOptions): Promise<SendResult> {
     const media = checkMediaSend(request.media)
-    const phone = normalizePhone(request.to)
-    return sendFreeForm(account, phone, mediaMessage(phone, media), options, {
+    const address = await addressFor(account, request)
+    return sendFreeForm(account, address, mediaMessage(address, media), options, {
       type: media.kind,
       content: media.caption ?? `[${media.kind}]`,
       media: {
@@ -254,8 +268,8 @@ export function createChatService (options: ChatServiceOptions) {
   /** Stored with its body as content. */
   async function sendInteractive (account: UsableChatAccount, request: SendInteractiveRequest, options?: SendOptions): Promise<SendResult> {
     const interactive = checkInteractive(request.interactive)
-    const phone = normalizePhone(request.to)
-    return sendFreeForm(account, phone, interactiveMessage(phone, interactive), options, {
+    const address = await addressFor(account, request)
+    return sendFreeForm(account, address, interactiveMessage(address, interactive), options, {
       type: 'interactive',
       content: interactive.body,
       agentId: request.agentId,
@@ -267,8 +281,8 @@ export function createChatService (options: ChatServiceOptions) {
   /** Stored with `[location] <name>` as content and the location in its details. */
   async function sendLocation (account: UsableChatAccount, request: SendLocationRequest, options?: SendOptions): Promise<SendResult> {
     const location = checkLocation(request.location)
-    const phone = normalizePhone(request.to)
-    return sendFreeForm(account, phone, locationMessage(phone, location), options, {
+    const address = await addressFor(account, request)
+    return sendFreeForm(account, address, locationMessage(address, location), options, {
       type: 'location',
       content: locationContent(location),
       details: { location },
@@ -281,8 +295,8 @@ export function createChatService (options: ChatServiceOptions) {
   /** Stored with `[contacts] <names>` as content and the cards in its details. */
   async function sendContacts (account: UsableChatAccount, request: SendContactsRequest, options?: SendOptions): Promise<SendResult> {
     const contacts = checkContacts(request.contacts)
-    const phone = normalizePhone(request.to)
-    return sendFreeForm(account, phone, contactsMessage(phone, contacts), options, {
+    const address = await addressFor(account, request)
+    return sendFreeForm(account, address, contactsMessage(address, contacts), options, {
       type: 'contacts',
       content: contactsContent(contacts),
       details: { contacts },
@@ -302,7 +316,7 @@ export function createChatService (options: ChatServiceOptions) {
     if (target === null) throw new DomainError('MESSAGE_NOT_FOUND', 'Message not found')
     if (target.wamid === null) throw new DomainError('MESSAGE_NOT_ON_PLATFORM', 'The message was never sent through the platform: it cannot be reacted to')
     assertInsideWindow(target.lastIncomingAt)
-    const result = await callPlatform(account, reactionMessage(target.phone, target.wamid, emoji), undefined, originOf(request))
+    const result = await callPlatform(account, reactionMessage(target.address, target.wamid, emoji), undefined, originOf(request))
     try {
       await conversations.setBusinessReaction(target.id, account.phoneNumberId, emoji)
     } catch (err) {
@@ -358,7 +372,7 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
-  return { accounts, sendText, deliverText, sendTemplate, sendMedia, sendInteractive, sendLocation, sendContacts, sendReaction, markRead, listTemplates, verifyNumber }
+  return { accounts, addressFor, sendText, deliverText, sendTemplate, sendMedia, sendInteractive, sendLocation, sendContacts, sendReaction, markRead, listTemplates, verifyNumber }
 }
 
 export type ChatService = ReturnType<typeof createChatService>

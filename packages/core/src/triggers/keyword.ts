@@ -49,6 +49,9 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
   if (message.userIds.length === 0) return { eventRunIds: [], keywordRunIds: [], skipped: 0, keywordMatched: false }
   const base = {
     phone: message.phone,
+    ...(message.platformUserId !== null && { platformUserId: message.platformUserId }),
+    ...(message.username !== null && { username: message.username }),
+    contactId: message.contactId,
     name: message.name,
     text: message.text,
     type: message.type,

@@ -37,6 +37,7 @@ export const chatBroadcasts = pgTable('chat_broadcasts', {
 export const chatBroadcastRecipients = pgTable('chat_broadcast_recipients', {
   broadcastId: text('broadcast_id').notNull().references(() => chatBroadcasts.id, { onDelete: 'cascade' }),
   position: integer('position').notNull(),
+  // The recipient's address: its phone, or its platform user id when the phone is withheld (chat/phone.ts).
   phone: text('phone').notNull(),
   components: jsonb('components').$type<unknown[]>(),
   status: text('status', { enum: RECIPIENT_STATUSES }).notNull().default('queued'),

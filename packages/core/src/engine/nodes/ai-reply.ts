@@ -2,8 +2,9 @@ import { Type } from 'typebox'
 import { ASSISTANT_NAME } from '../../chat/conversations.ts'
 import { NodeError } from '../types.ts'
 import { AI_FIELDS, askModel, promptText, providerOf, usageLine } from './ai.ts'
-import { CHAT_FIELDS, CHAT_TRAITS, sendRetryably } from './chat-send.ts'
-import { optionalChoice, optionalNumber, optionalString, requiredString } from './config.ts'
+import { recipientLabel } from '../../chat/sender.ts'
+import { CHAT_FIELDS, CHAT_TRAITS, checkRecipient, recipientOf, sendRetryably } from './chat-send.ts'
+import { optionalChoice, optionalNumber, optionalString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
 /** The platform's longest text message: a longer reply is cut there. */
@@ -35,6 +36,7 @@ export const aiReply = defineNode({
   description: 'Writes a reply to a chat customer with the AI model, from their conversation: a draft for staff to approve, sent at once, or only text.',
   config: {
     phone: CHAT_FIELDS.phone,
+    contactId: CHAT_FIELDS.contactId,
     accountId: CHAT_FIELDS.accountId,
     instructions: Type.Optional(templated(Type.String({ maxLength: MAX_INSTRUCTIONS_BYTES, description: 'The business’s instructions, after the assistant’s own rules (what it sells, its tone); at most 8 KiB once rendered.' }))),
     conversationHistory: Type.Optional(templated(Type.Integer({ minimum: 0, maximum: MAX_HISTORY, default: DEFAULT_HISTORY, description: 'How many of the conversation’s latest messages the model reads (within AI_HISTORY_MAX_CHARS).' }))),
@@ -43,10 +45,13 @@ export const aiReply = defineNode({
   },
   example: { phone: '{{triggerData.phone}}', instructions: 'We sell bicycles. Never promise a delivery date.', mode: 'draft' },
   // A draft is stored on its conversation and a send reaches the customer: the chat nodes' traits.
-  traits: { ...CHAT_TRAITS, templateFields: ['phone', 'accountId', 'instructions', 'conversationHistory', 'model'] },
+  traits: { ...CHAT_TRAITS, templateFields: ['phone', 'contactId', 'accountId', 'instructions', 'conversationHistory', 'model'] },
+  validate (config) {
+    checkRecipient(config, true)
+  },
   async execute ({ config, run, deps, beforeEffect, log, attempt, idempotencyKey, signal }) {
     const provider = providerOf(deps)
-    const conversation = { userId: run.userId, phone: requiredString(config, 'phone'), accountId: optionalString(config, 'accountId') }
+    const conversation = { userId: run.userId, ...recipientOf(config), accountId: optionalString(config, 'accountId') }
     const mode = optionalChoice(config, 'mode', MODES) ?? 'draft'
     const limit = optionalNumber(config, 'conversationHistory', 0, MAX_HISTORY) ?? DEFAULT_HISTORY
     if (!Number.isInteger(limit)) throw new NodeError('conversationHistory must be a whole number')
@@ -55,11 +60,11 @@ export const aiReply = defineNode({
 
     const history = await deps.chat.recentMessages({ ...conversation, limit, maxChars: provider.historyMaxChars })
     if (mode === 'draft' && history.conversationId === null) {
-      throw new NodeError(`No conversation with ${conversation.phone} on this account: a draft answers a customer who wrote`)
+      throw new NodeError(`No conversation with ${recipientLabel(conversation)} on this account: a draft answers a customer who wrote`)
     }
     const system = instructions === undefined || instructions === '' ? BASE_INSTRUCTIONS : `${BASE_INSTRUCTIONS}\n\nThe business's instructions:\n${instructions}`
 
-    await beforeEffect(`Asking ${model} for a reply to ${conversation.phone} from ${history.messages.length} messages (attempt ${attempt})`)
+    await beforeEffect(`Asking ${model} for a reply to ${recipientLabel(conversation)} from ${history.messages.length} messages (attempt ${attempt})`)
     const answer = await askModel(provider, {
       model,
       messages: [{ role: 'system', content: system }, ...history.messages],
@@ -77,8 +82,8 @@ export const aiReply = defineNode({
       log('INFO', `Drafted a reply in conversation ${draft.conversationId} for staff to approve`)
       return { output: { text, draftId: draft.draftId, conversationId: draft.conversationId, ...usage } }
     }
-    await beforeEffect(`Sending the reply to ${conversation.phone}`)
-    const input = { userId: run.userId, run, accountId: conversation.accountId, to: conversation.phone, text, agentName: ASSISTANT_NAME }
+    await beforeEffect(`Sending the reply to ${recipientLabel(conversation)}`)
+    const input = { ...conversation, run, text, agentName: ASSISTANT_NAME }
     const sent = await sendRetryably(async () => await deps.chat.sendText(input, { idempotencyKey, signal }))
     return { output: { wamid: sent.wamid, kind: 'text', to: sent.to, text, ...usage } }
   }

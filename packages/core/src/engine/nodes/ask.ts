@@ -4,7 +4,8 @@ import type { Ask } from '../../chat/asks.ts'
 import { INTERACTIVE_LIMITS as LIMITS } from '../../chat/interactive.ts'
 import { WINDOW_MS } from '../../chat/window.ts'
 import { NodeError, type NodeResult } from '../types.ts'
-import { CUSTOMER_FIELDS, customerOf, sendRetryably } from './chat-send.ts'
+import { recipientLabel } from '../../chat/sender.ts'
+import { checkRecipient, CUSTOMER_FIELDS, customerOf, sendRetryably } from './chat-send.ts'
 import { compileMatchPattern } from './condition.ts'
 import { optionalNumber, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
@@ -75,6 +76,7 @@ export const ask = defineNode({
   description: 'Asks the customer a question (text, buttons, a list; a template outside the 24-hour window) and waits for the answer, checked as `expect` says; asks again when it is not valid.',
   config: {
     phone: CUSTOMER_FIELDS.phone,
+    contactId: CUSTOMER_FIELDS.contactId,
     text: templated(Type.String({ minLength: 1, maxLength: LIMITS.body, description: 'The question (the body above buttons or a list).' })),
     header: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.header, description: 'With buttons or a list: a title above the question.' }))),
     footer: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.footer, description: 'With buttons or a list: a line under it.' }))),
@@ -103,6 +105,9 @@ export const ask = defineNode({
     secretFields: [],
     retries: { allowed: true }
   },
+  validate (config) {
+    checkRecipient(config, false)
+  },
   async execute (context): Promise<NodeResult> {
     const { node, config, run, control, deps, log } = context
     const customer = { userId: run.userId, ...customerOf(config, run.triggerData) }
@@ -130,22 +135,21 @@ export const ask = defineNode({
       const key = `${context.idempotencyKey}:${attempt}`
       const invalidReply = optionalString(config, 'invalidReply')
       if (attempt > 0 && invalidReply !== undefined) {
-        await context.beforeEffect(`Answer ${attempt} not valid: replying to ${customer.phone}`)
-        await sendRetryably(async () => await deps.chat.sendText({ ...customer, run, to: customer.phone, text: invalidReply }, { idempotencyKey: `${key}:invalid`, signal: context.signal }))
+        await context.beforeEffect(`Answer ${attempt} not valid: replying to ${recipientLabel(customer)}`)
+        await sendRetryably(async () => await deps.chat.sendText({ ...customer, run, text: invalidReply }, { idempotencyKey: `${key}:invalid`, signal: context.signal }))
       }
       const template = config.template as { name: string, lang?: string, components?: unknown[] } | undefined
       const asTemplate = template !== undefined && await outsideWindow(attempt)
-      await context.beforeEffect(`Asking ${customer.phone} (attempt ${attempt + 1} of ${maxAttempts})`)
+      await context.beforeEffect(`Asking ${recipientLabel(customer)} (attempt ${attempt + 1} of ${maxAttempts})`)
       const options = { idempotencyKey: key, signal: context.signal }
       await sendRetryably(async () => {
         if (asTemplate) {
-          return await deps.chat.sendTemplate({ ...customer, run, to: customer.phone, templateName: template.name, lang: template.lang ?? 'en_US', components: template.components }, options)
+          return await deps.chat.sendTemplate({ ...customer, run, templateName: template.name, lang: template.lang ?? 'en_US', components: template.components }, options)
         }
-        if (config.buttons === undefined && config.list === undefined) return await deps.chat.sendText({ ...customer, run, to: customer.phone, text: requiredString(config, 'text') }, options)
+        if (config.buttons === undefined && config.list === undefined) return await deps.chat.sendText({ ...customer, run, text: requiredString(config, 'text') }, options)
         return await deps.chat.sendInteractive({
           ...customer,
           run,
-          to: customer.phone,
           interactive: { type: config.buttons !== undefined ? 'button' : 'list', body: config.text, header: config.header, footer: config.footer, buttons: config.buttons, list: config.list }
         }, options)
       })
@@ -224,7 +228,7 @@ export const ask = defineNode({
       const askedFirst = existing === null
       if (askedFirst) await sendQuestion(0)
       const conversation = existing ?? await deps.chat.conversation(customer)
-      if (conversation === null) throw new NodeError(`No conversation with ${customer.phone} after the question was sent`)
+      if (conversation === null) throw new NodeError(`No conversation with ${recipientLabel(customer)} after the question was sent`)
       const { superseded } = await control.asks.open(run.id, node.id, conversation.id, new Date(Date.now() + timeoutMs))
       if (askedFirst) await control.asks.markAsked(run.id, node.id, 1)
       for (const wake of superseded) await control.wake(wake)

@@ -3,7 +3,8 @@ import { LABEL_BOUNDS } from '../../chat/labels.ts'
 import { NOTE_BOUNDS } from '../../chat/notes.ts'
 import { CONVERSATION_PRIORITIES } from '../../db/schema/chat.ts'
 import { NodeError } from '../types.ts'
-import { CHAT_TRAITS, CUSTOMER_FIELDS, customerOf } from './chat-send.ts'
+import { recipientLabel } from '../../chat/sender.ts'
+import { CHAT_TRAITS, checkRecipient, CUSTOMER_FIELDS, customerOf } from './chat-send.ts'
 import { optionalChoice, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
@@ -29,6 +30,7 @@ export const handoff = defineNode({
   description: 'Hands a chat customer’s conversation to a person: assigns it (pausing the assistant), adds labels, sets its priority and leaves a private note.',
   config: {
     phone: CUSTOMER_FIELDS.phone,
+    contactId: CUSTOMER_FIELDS.contactId,
     accountId: CUSTOMER_FIELDS.accountId,
     assignTo: templated(Type.String({ minLength: 1, maxLength: 200, description: 'A user who can use the account (their id), or least_busy: of those, the one with the fewest open conversations assigned, ties broken by email.' })),
     labels: Type.Optional(templated(Type.Array(Type.String({ minLength: 1, maxLength: LABEL_BOUNDS.chars }), { maxItems: LABEL_BOUNDS.perRecord, description: 'Labels added to the conversation’s own.' }))),
@@ -38,6 +40,9 @@ export const handoff = defineNode({
   example: { assignTo: 'least_busy', labels: ['sales'], priority: 'high', note: 'Asked for a quote: {{triggerData.text}}' },
   // It changes the conversation the inbox shows: the chat nodes' traits.
   traits: CHAT_TRAITS,
+  validate (config) {
+    checkRecipient(config, false)
+  },
   async execute ({ config, run, deps, beforeEffect, log, attempt, idempotencyKey }) {
     const note = optionalString(config, 'note')
     if (note !== undefined && note.length > NOTE_BOUNDS.textChars) {
@@ -52,7 +57,7 @@ export const handoff = defineNode({
       note,
       runId: run.id
     }
-    await beforeEffect(`Handing the conversation with ${input.phone} to ${input.assignTo} (attempt ${attempt})`)
+    await beforeEffect(`Handing the conversation with ${recipientLabel(input)} to ${input.assignTo} (attempt ${attempt})`)
     const handed = await deps.chat.handoff(input, { idempotencyKey })
     log('INFO', `Conversation ${handed.conversationId} assigned to ${handed.assignedTo}`)
     return { output: handed }

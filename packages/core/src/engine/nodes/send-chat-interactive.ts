@@ -1,7 +1,8 @@
 import { Type } from 'typebox'
 import { INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES } from '../../chat/interactive.ts'
-import { CHAT_FIELDS, CHAT_TRAITS, sendRetryably } from './chat-send.ts'
-import { optionalString, requiredChoice, requiredString } from './config.ts'
+import { recipientLabel } from '../../chat/sender.ts'
+import { CHAT_FIELDS, CHAT_TRAITS, checkRecipient, recipientOf, sendRetryably } from './chat-send.ts'
+import { optionalString, requiredChoice } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
 
 const text = (max: number, description: string) => Type.String({ minLength: 1, maxLength: max, description })
@@ -32,6 +33,7 @@ export const sendChatInteractive = defineNode({
   description: 'Sends a message with reply buttons (1–3) or a list (10 rows at most); a tap comes back as triggerData.interactive (inside the 24-hour window).',
   config: {
     phone: CHAT_FIELDS.phone,
+    contactId: CHAT_FIELDS.contactId,
     type: templated(oneOfAnyCase(INTERACTIVE_TYPES, { description: 'Reply buttons, or a list opened by a button.' })),
     body: templated(text(LIMITS.body, 'The message text.')),
     header: Type.Optional(templated(text(LIMITS.header, 'A title above the text.'))),
@@ -47,11 +49,14 @@ export const sendChatInteractive = defineNode({
     buttons: [{ id: 'orders', title: 'My orders' }, { id: 'human', title: 'Talk to a person' }]
   },
   traits: CHAT_TRAITS,
+  validate (config) {
+    checkRecipient(config, true)
+  },
   async execute ({ config, run, deps, beforeEffect, attempt, idempotencyKey, signal }) {
     const input = {
       userId: run.userId,
       run,
-      to: requiredString(config, 'phone'),
+      ...recipientOf(config),
       interactive: {
         type: requiredChoice(config, 'type', INTERACTIVE_TYPES),
         body: config.body,
@@ -62,7 +67,7 @@ export const sendChatInteractive = defineNode({
       },
       accountId: optionalString(config, 'accountId')
     }
-    await beforeEffect(`Sending chat interactive message to ${input.to} (attempt ${attempt})`)
+    await beforeEffect(`Sending chat interactive message to ${recipientLabel(input)} (attempt ${attempt})`)
     const sent = await sendRetryably(async () => await deps.chat.sendInteractive(input, { idempotencyKey, signal }))
     return { output: { wamid: sent.wamid, kind: 'interactive', to: sent.to } }
   }

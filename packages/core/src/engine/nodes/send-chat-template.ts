@@ -1,7 +1,8 @@
 import { Type } from 'typebox'
 import { TEMPLATE_PARAMETER_LIMITS } from '../../chat/template-components.ts'
 import { NodeError } from '../types.ts'
-import { CHAT_FIELDS, CHAT_TRAITS, sendRetryably } from './chat-send.ts'
+import { recipientLabel } from '../../chat/sender.ts'
+import { CHAT_FIELDS, CHAT_TRAITS, checkRecipient, recipientOf, sendRetryably } from './chat-send.ts'
 import { optionalString, requiredString } from './config.ts'
 import { defineNode, templated } from './definition.ts'
 
@@ -12,6 +13,7 @@ export const sendChatTemplate = defineNode({
   description: 'Sends an approved message template: the way to start a conversation outside the 24-hour window.',
   config: {
     phone: CHAT_FIELDS.phone,
+    contactId: CHAT_FIELDS.contactId,
     templateName: templated(Type.String({ minLength: 1, maxLength: 512, description: 'The approved template’s name.' })),
     lang: Type.Optional(templated(Type.String({ minLength: 1, maxLength: 16, default: 'en_US', description: 'The template’s language code.' }))),
     components: Type.Optional(templated(Type.Array(Type.Unknown(), {
@@ -22,6 +24,9 @@ export const sendChatTemplate = defineNode({
   },
   example: { phone: '{{triggerData.phone}}', templateName: 'hello_world', lang: 'en_US' },
   traits: CHAT_TRAITS,
+  validate (config) {
+    checkRecipient(config, true)
+  },
   async execute ({ config, run, deps, beforeEffect, attempt, idempotencyKey, signal }) {
     const templateName = requiredString(config, 'templateName')
     const components = config.components
@@ -31,13 +36,13 @@ export const sendChatTemplate = defineNode({
     const input = {
       userId: run.userId,
       run,
-      to: requiredString(config, 'phone'),
+      ...recipientOf(config),
       templateName,
       lang: optionalString(config, 'lang') ?? 'en_US',
       components: components ?? undefined,
       accountId: optionalString(config, 'accountId')
     }
-    await beforeEffect(`Sending chat template ${templateName} to ${input.to} (attempt ${attempt})`)
+    await beforeEffect(`Sending chat template ${templateName} to ${recipientLabel(input)} (attempt ${attempt})`)
     const sent = await sendRetryably(async () => await deps.chat.sendTemplate(input, { idempotencyKey, signal }))
     return { output: { wamid: sent.wamid, kind: 'template', to: sent.to, templateName } }
   }

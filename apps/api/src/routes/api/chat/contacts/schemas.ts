@@ -9,7 +9,11 @@ const Labels = Type.Array(Type.String({ minLength: 1, maxLength: CONTACT_BOUNDS.
 
 export const Contact = Type.Object({
   id: Type.String(),
+  /** "" when the platform withholds it (README, Customers known by username). */
   phone: Type.String(),
+  platformUserId: Type.Union([Type.String(), Type.Null()]),
+  parentPlatformUserId: Type.Union([Type.String(), Type.Null()]),
+  username: Type.Union([Type.String(), Type.Null()]),
   name: Type.Union([Type.String(), Type.Null()]),
   labels: Type.Array(Type.String()),
   attributes: Type.Record(Type.String(), Type.String()),

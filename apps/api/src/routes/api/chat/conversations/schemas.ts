@@ -58,7 +58,10 @@ export const ChatMessage = Type.Object({
 
 const conversationFields = {
   id: Type.String(),
+  /** "" when the platform withholds it: then platformUserId names the customer, username shows them (README, Customers known by username). */
   phone: Type.String(),
+  platformUserId: nullable(Type.String()),
+  username: nullable(Type.String()),
   name: nullable(Type.String()),
   lastMessage: nullable(Type.String()),
   lastMessageAt: NullableTimestamp,

@@ -22,24 +22,24 @@ const send: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/media', {
     schema: { tags: ['chat'], body: SendMediaBody, response: { 200: SendResult, ...sendErrors } }
   }, async (request) => {
-    const { to, agentId, agentName, ...media } = request.body
-    return fastify.chat.sendMedia(await fastify.chatAccountFor(request), { to, agentId, agentName, media, sender: userSender(request) })
+    const { to, contactId, agentId, agentName, ...media } = request.body
+    return fastify.chat.sendMedia(await fastify.chatAccountFor(request), { to, contactId, agentId, agentName, media, sender: userSender(request) })
   })
 
   /** Within the 24-hour window, like text; a tap comes back to workflows as `triggerData.interactive`. */
   fastify.post('/interactive', {
     schema: { tags: ['chat'], body: SendInteractiveBody, response: { 200: SendResult, ...sendErrors } }
   }, async (request) => {
-    const { to, agentId, agentName, ...interactive } = request.body
-    return fastify.chat.sendInteractive(await fastify.chatAccountFor(request), { to, agentId, agentName, interactive, sender: userSender(request) })
+    const { to, contactId, agentId, agentName, ...interactive } = request.body
+    return fastify.chat.sendInteractive(await fastify.chatAccountFor(request), { to, contactId, agentId, agentName, interactive, sender: userSender(request) })
   })
 
   /** Within the 24-hour window; stored as `[location] <name>` with the place in `location` (README, Message kinds). */
   fastify.post('/location', {
     schema: { tags: ['chat'], body: SendLocationBody, response: { 200: SendResult, ...sendErrors } }
   }, async (request) => {
-    const { to, agentId, agentName, ...location } = request.body
-    return fastify.chat.sendLocation(await fastify.chatAccountFor(request), { to, agentId, agentName, location, sender: userSender(request) })
+    const { to, contactId, agentId, agentName, ...location } = request.body
+    return fastify.chat.sendLocation(await fastify.chatAccountFor(request), { to, contactId, agentId, agentName, location, sender: userSender(request) })
   })
 
   /** Within the 24-hour window; stored as `[contacts] <names>` with the cards in `contacts`. */

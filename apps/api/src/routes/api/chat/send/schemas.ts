@@ -4,25 +4,32 @@ import { INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, KIND_LIMITS, MEDIA_KIN
 /** The platform's body, passed through unchanged, unknown fields included (README, Chat). */
 export const SendResult = Type.Object({
   messaging_product: Type.String(),
-  contacts: Type.Optional(Type.Array(Type.Object({ input: Type.String(), wa_id: Type.String() }, { additionalProperties: true }))),
+  contacts: Type.Optional(Type.Array(Type.Object({ input: Type.String(), wa_id: Type.Optional(Type.String()), user_id: Type.Optional(Type.String()) }, { additionalProperties: true }))),
   messages: Type.Array(Type.Object({ id: Type.String() }, { additionalProperties: true }))
 }, { additionalProperties: true })
 
-const Phone = Type.String({ minLength: 1, maxLength: 32, errorMessage: 'to must be a phone number in international format' })
+/**
+ * `to` (a phone, or a platform user id) or `contactId` (README, Customers known by username); neither
+ * is `to is required`, both a 400 too (core's `addressFor`).
+ */
+const RecipientFields = {
+  to: Type.Optional(Type.String({ minLength: 1, maxLength: 140, errorMessage: 'to must be a phone number in international format' })),
+  contactId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, errorMessage: 'contactId must be a contact id' }))
+}
 const AgentFields = {
   agentId: Type.Optional(Type.String({ maxLength: 200 })),
   agentName: Type.Optional(Type.String({ maxLength: 200 }))
 }
 
 export const SendTextBody = Type.Object({
-  to: Phone,
+  ...RecipientFields,
   text: Type.String({ minLength: 1, maxLength: 4096, errorMessage: 'text must be 1 to 4096 characters' }),
   ...AgentFields,
   replyToId: Type.Optional(Type.String({ maxLength: 256 }))
 }, { additionalProperties: false })
 
 export const SendTemplateBody = Type.Object({
-  to: Phone,
+  ...RecipientFields,
   templateName: Type.String({ minLength: 1, maxLength: 512, errorMessage: 'templateName must be 1 to 512 characters' }),
   lang: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', errorMessage: 'lang must be a language code such as en_US or ar' })),
   /** In the platform's wire format (README, Chat: template parameters); core's `checkTemplateComponents` names what is wrong. */
@@ -40,7 +47,7 @@ export const SendTemplateBody = Type.Object({
 
 /** One of link and mediaId, caption where the platform shows one, filename for documents: core's `checkMediaSend` names what is wrong. */
 export const SendMediaBody = Type.Object({
-  to: Phone,
+  ...RecipientFields,
   kind: Type.Enum(MEDIA_KINDS),
   link: Type.Optional(Type.String({ maxLength: MEDIA_LIMITS.link, errorMessage: `link must be an https URL of at most ${MEDIA_LIMITS.link} characters` })),
   mediaId: Type.Optional(Type.String({ maxLength: MEDIA_LIMITS.mediaId, errorMessage: `mediaId must be 1 to ${MEDIA_LIMITS.mediaId} characters` })),
@@ -58,7 +65,7 @@ const bounded = (max: number) => Type.String({ maxLength: max })
  * (10 rows in all, unique ids, buttons for type button and list for type list).
  */
 export const SendInteractiveBody = Type.Object({
-  to: Phone,
+  ...RecipientFields,
   type: Type.Enum(INTERACTIVE_TYPES),
   body: text('body', LIMITS.body),
   header: Type.Optional(text('header', LIMITS.header)),
@@ -83,7 +90,7 @@ export const SendInteractiveBody = Type.Object({
 
 /** A place (README, Message kinds): degrees as the platform takes them, our bounds on the texts. */
 export const SendLocationBody = Type.Object({
-  to: Phone,
+  ...RecipientFields,
   latitude: Type.Number({ minimum: -90, maximum: 90, errorMessage: 'latitude must be a number from -90 to 90' }),
   longitude: Type.Number({ minimum: -180, maximum: 180, errorMessage: 'longitude must be a number from -180 to 180' }),
   name: Type.Optional(text('name', KIND_LIMITS.locationName)),
@@ -98,7 +105,7 @@ const cardList = (fields: readonly string[]) => Type.Array(cardPart(fields), { m
 
 /** Contact cards in the platform's format; each needs `name.formatted_name`. Every count and length is bounded (README, Message kinds). */
 export const SendContactsBody = Type.Object({
-  to: Phone,
+  ...RecipientFields,
   contacts: Type.Array(Type.Object({
     name: cardPart(['formatted_name', 'first_name', 'last_name', 'middle_name', 'suffix', 'prefix'], 'formatted_name'),
     org: Type.Optional(cardPart(['company', 'department', 'title'])),
