@@ -468,3 +468,18 @@ t.test('the fake platform refuses malformed kinds as the platform does: 400, cod
   t.same((await post({ messaging_product: 'whatsapp', status: 'read', message_id: 'wamid.x', typing_indicator: { type: 'text' } })).body, { success: true })
   t.match((await post({ ...message, type: 'location', location: { latitude: '37.44', longitude: '-122.16' } })).body, { messages: [{ id: /^wamid\./ }] }, 'degrees as strings, as the platform\'s reference writes them')
 })
+
+t.test('a customer known by username (phone withheld): reactions and places go to their platform user id as recipient', async (t) => {
+  const userId = `US.kinds${Math.floor(Math.random() * 1e9)}`
+  const wamid = newWamid()
+  await receive([{ from: '0', withholdPhone: true, userId, text: 'hi, no phone here', wamid }])
+  const conversation = (await request({ method: 'GET', url: '/api/chat/conversations', token: member.token })).json().find((c: { platformUserId: string | null }) => c.platformUserId === userId)
+  const [hello] = conversation.messages as ListedMessage[]
+  t.equal((await request({ method: 'POST', url: `/api/chat/messages/${hello.id}/reaction`, token: member.token, payload: { emoji: '👋' } })).statusCode, 200)
+  t.same(lastSend()?.body, { messaging_product: 'whatsapp', recipient_type: 'individual', recipient: userId, type: 'reaction', reaction: { message_id: wamid, emoji: '👋' } })
+  const place = await request({ method: 'POST', url: '/api/chat/send/location', token: member.token, payload: { to: userId, latitude: 1.5, longitude: 2.5 } })
+  t.equal(place.statusCode, 200, place.body)
+  t.same(lastSend()?.body, { messaging_product: 'whatsapp', recipient_type: 'individual', recipient: userId, type: 'location', location: { latitude: 1.5, longitude: 2.5 } })
+  const typing = await request({ method: 'POST', url: `/api/chat/conversations/${conversation.id}/typing`, token: member.token })
+  t.same(typing.json(), { wamid })
+})
