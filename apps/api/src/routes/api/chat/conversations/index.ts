@@ -70,7 +70,7 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
    * answer (README, Message kinds). 409 NO_CUSTOMER_MESSAGE when the customer never wrote.
    */
   fastify.post('/:id/typing', {
-    schema: { tags: ['chat'], params: IdParams, response: { 200: TypingResult, ...errorResponses(401, 404, 409, 500, 502) } }
+    schema: { tags: ['chat'], params: IdParams, response: { 200: TypingResult, ...errorResponses(400, 401, 404, 409, 500, 502) } }
   }, async (request) => {
     const marked = await fastify.chat.markRead(await fastify.chatAccountFor(request), request.params.id, { typing: true })
     if (marked === null) throw conversationNotFound()
