@@ -4,15 +4,15 @@
  * Media in the inbox, in a real browser (Debian's Chromium, driven by playwright-core) against real
  * api and worker processes and the fake chat platform: a customer's image is shown in the thread
  * (its bytes fetched with the token, shown by a blob URL the Content-Security-Policy allows), and
- * a document is offered for download under its own name, with the platform's bytes. And the other
- * message kinds (README, Message kinds): a place as a map link, contact cards, a quote above its
- * reply, a reaction on its message, and the message menu's Reply and React. Its pages are
- * photographed into tests/browser/screenshots/chat-media/.
+ * a document is offered for download under its own name, with the platform's bytes; a completed flow
+ * shows the customer's answers. And the other message kinds (README, Message kinds): a place as a map
+ * link, contact cards, a quote above its reply, a reaction on its message, and the message menu's
+ * Reply and React. Its pages are photographed into tests/browser/screenshots/chat-media/.
  */
 import { readFile } from 'node:fs/promises'
 import t from 'tap'
 import {
-  deliver, fakeChatEnv, inboundContacts, inboundContext, inboundLocation, inboundMedia, inboundReaction, messagesDelivery, newWamid, startFakeChatPlatform
+  deliver, fakeChatEnv, inboundContacts, inboundContext, inboundFlowReply, inboundLocation, inboundMedia, inboundReaction, messagesDelivery, newWamid, startFakeChatPlatform
 } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -41,13 +41,14 @@ const imageId = platform.addMedia({ bytes: PNG, mimeType: 'image/png' })
 const documentId = platform.addMedia({ bytes: PDF, mimeType: 'application/pdf' })
 const res = await deliver(`${baseUrl}/webhook/chat`, messagesDelivery(PHONE_NUMBER_ID, [
   { from: CUSTOMER, name: 'Noor', message: inboundMedia('image', { id: imageId, mimeType: 'image/png', caption: 'The scratch on my bike' }) },
-  { from: CUSTOMER, name: 'Noor', message: inboundMedia('document', { id: documentId, mimeType: 'application/pdf', filename: 'invoice-2026.pdf' }) }
+  { from: CUSTOMER, name: 'Noor', message: inboundMedia('document', { id: documentId, mimeType: 'application/pdf', filename: 'invoice-2026.pdf' }) },
+  { from: CUSTOMER, name: 'Noor', message: inboundFlowReply(JSON.stringify({ flow_token: 'repair-7', date: '2026-12-24', services: ['brakes', 'chain'], bike: { model: 'City 3' } })) }
 ]), APP_SECRET)
 if (res.status !== 200) throw new Error(`delivery refused: ${res.status}`)
 await waitFor(async () => {
   const { body } = await stack.call('GET', '/api/chat/conversations', { token })
-  return (body as Array<{ phone: string, messages: unknown[] }>).find((c) => c.phone === CUSTOMER)?.messages.length === 2 ? true : undefined
-}, { what: 'both media messages to be stored' })
+  return (body as Array<{ phone: string, messages: unknown[] }>).find((c) => c.phone === CUSTOMER)?.messages.length === 3 ? true : undefined
+}, { what: 'the media messages and the completed flow to be stored' })
 
 t.test('the inbox shows the customer\'s image in the thread, with its caption', async (t) => {
   await signIn(page, baseUrl)
@@ -70,6 +71,15 @@ t.test('a document is offered for download under its own name, with the platform
   ])
   t.equal(download.suggestedFilename(), 'invoice-2026.pdf')
   t.same(await readFile(await download.path()), PDF)
+})
+
+t.test('a completed flow shows the customer\'s answers as a list, without its token', async (t) => {
+  const answers = page.locator('.message.inbound .flow-reply dl')
+  await answers.waitFor()
+  const pairs = await answers.locator('div').evaluateAll((rows) => rows.map((row) => [row.querySelector('dt')?.textContent, row.querySelector('dd')?.textContent]))
+  t.same(pairs, [['bike', '{"model":"City 3"}'], ['date', '2026-12-24'], ['services', 'brakes, chain']], 'by name')
+  await answers.scrollIntoViewIfNeeded()
+  await shot('02-inbox-flow-reply')
 })
 
 t.test('message kinds: a map link, contact cards, a quote above its reply and a reaction on its message', async (t) => {
@@ -99,7 +109,7 @@ t.test('message kinds: a map link, contact cards, a quote above its reply and a 
   const askedRow = thread.locator(`li[data-message="${asked.id}"]`)
   t.equal(await askedRow.locator('.reaction[data-by="customer"]').textContent(), '❤️', 'the customer\'s reaction on its message')
   t.equal(await thread.getByText(/Reacted/).count(), 0, 'no row of its own while its message is on screen')
-  await shot('02-message-kinds')
+  await shot('03-message-kinds')
 
   await askedRow.getByLabel('Message actions').click()
   await askedRow.getByRole('button', { name: 'React 👍' }).click()
@@ -114,7 +124,7 @@ t.test('message kinds: a map link, contact cards, a quote above its reply and a 
   await thread.locator('li.message.outbound', { hasText: 'At the front desk' }).locator('.quote').waitFor()
   t.match(platform.sends().at(-1)?.body, { type: 'text', text: { body: 'At the front desk' }, context: { message_id: question } })
   t.equal(await page.locator('#reply-quote').count(), 0, 'the quote is cleared once sent')
-  await shot('03-reply-and-react')
+  await shot('04-reply-and-react')
 })
 
 t.test('nothing left the api\'s origin, and the Content-Security-Policy allowed it all', async (t) => {

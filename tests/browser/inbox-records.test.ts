@@ -117,6 +117,27 @@ t.test('a broadcast to a label is sent only after its count is seen', async (t) 
   t.match((await call('GET', '/api/chat/broadcasts', { token })).body, [{ total: 1, templateName: 'hello_world' }], 'one recipient: the contact labelled gold')
 })
 
+t.test('a customer whose phone is withheld is named by their username and answered by their platform user id', async (t) => {
+  const userId = 'US.13491208655302741918'
+  const res = await deliver(`${baseUrl}/webhook/chat`, messagesDelivery(PHONE_NUMBER_ID, [{ from: '15557650299', withholdPhone: true, userId, username: '@lena', name: 'Lena', text: 'is the shop open?' }]), APP_SECRET)
+  t.equal(res.status, 200)
+  await page.goto(`${baseUrl}/console/inbox`)
+  const item = page.locator(`a[data-conversation="${userId}"]`)
+  await item.waitFor()
+  await item.click()
+  await page.locator('#conversation-title', { hasText: 'Lena' }).waitFor()
+  t.equal(await page.locator('#conversation-title + .mono').textContent(), '@lena', 'the username where the phone would be')
+  const panel = page.getByRole('complementary', { name: 'Contact' })
+  await panel.getByText('@lena', { exact: true }).waitFor()
+  await page.getByLabel(/^Reply/).fill('Open until six.')
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
+  await page.locator('.message.outbound', { hasText: 'Open until six.' }).waitFor()
+  const sent = platform.sends().map((send) => send.body as { to?: string, recipient?: string, text?: { body: string } }).find((body) => body.text?.body === 'Open until six.')
+  t.match(sent, { recipient: userId }, 'sent by recipient')
+  t.notOk(sent?.to)
+  await shot('04-customer-known-by-username')
+})
+
 t.test('nothing left the origin, broke the Content-Security-Policy or threw', async (t) => {
   t.same(outside, [])
   t.same(cspViolations, [])

@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  deliver, FAKE_ACCESS_TOKEN, fakeChatEnv, inboundInteractiveReply, inboundLocation, inboundQuickReply, inboundReaction, messagesDelivery, startFakeChatPlatform
+  deliver, FAKE_ACCESS_TOKEN, fakeChatEnv, inboundFlowReply, inboundInteractiveReply, inboundLocation, inboundQuickReply, inboundReaction, messagesDelivery, startFakeChatPlatform
 } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -9,7 +9,9 @@ import type { RunBody } from '@switchboard/testing/client'
 /**
  * Interactive messages through the real api and worker: a workflow offers a menu of reply
  * buttons, the customer's tap comes back as `triggerData.interactive`, and a KEYWORD workflow
- * matching the tap's id answers each choice differently; the platform's limits are 400s.
+ * matching the tap's id answers each choice differently; the platform's limits are 400s. Flows:
+ * sent in the platform's wire format, a completed one stored and given to workflows as
+ * `triggerData.flowReply`, bounded however large the customer's response.
  */
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'e2e-chat-interactive-app-secret'
@@ -191,7 +193,7 @@ t.test('payloads over the platform\'s limits are 400s naming the limit, and neve
     [{ type: 'list', body: 'Pick', list: { button: 'Open', sections: [{ rows: rows(11, 'a') }] } }, 'list.sections must hold at most 10 rows in all'],
     [{ type: 'list', body: 'Pick', list: { button: 'Open', sections: [{ rows: [{ id: 'a', title: 'A', description: 'x'.repeat(73) }] }] } }, 'list.sections[0].rows[0].description must NOT have more than 72 characters'],
     [{ type: 'list', body: 'Pick' }, 'list is required for type list: {button, sections}'],
-    [{ type: 'carousel', body: 'Pick' }, 'type must be one of button, list']
+    [{ type: 'carousel', body: 'Pick' }, 'type must be one of button, list, flow']
   ]
   for (const [body, message] of cases) {
     const res = await stack.call('POST', '/api/chat/send/interactive', { token, body: { to: CUSTOMER, ...body } })
@@ -228,4 +230,156 @@ t.test('the fake refuses what the platform refuses: four buttons are error 100',
   })
   t.equal(res.status, 400)
   t.match(await res.json(), { error: { code: 100, message: '(#100) Invalid parameter', error_data: { details: /buttons/ } } })
+})
+
+const flowSend = (flow: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ to: CUSTOMER, type: 'flow', body: 'Book a table', flow, ...extra })
+
+t.test('POST /api/chat/send/interactive sends a flow in the platform\'s wire format', async (t) => {
+  const navigate = await stack.call('POST', '/api/chat/send/interactive', {
+    token,
+    body: flowSend({ id: '1234567890', cta: 'Book now', screen: 'BOOKING', data: { guests: [2, 4], note: { text: 'Window seat' } }, token: 'booking-7' }, { header: 'Tables', footer: 'Open daily' })
+  })
+  t.equal(navigate.status, 200, JSON.stringify(navigate.body))
+  t.same(fake.sends().at(-1)?.body, {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: CUSTOMER,
+    type: 'interactive',
+    interactive: {
+      type: 'flow',
+      header: { type: 'text', text: 'Tables' },
+      body: { text: 'Book a table' },
+      footer: { text: 'Open daily' },
+      action: {
+        name: 'flow',
+        parameters: {
+          flow_message_version: '3',
+          flow_id: '1234567890',
+          flow_cta: 'Book now',
+          flow_token: 'booking-7',
+          flow_action: 'navigate',
+          flow_action_payload: { screen: 'BOOKING', data: { guests: [2, 4], note: { text: 'Window seat' } } }
+        }
+      }
+    }
+  })
+  const exchange = await stack.call('POST', '/api/chat/send/interactive', { token, body: flowSend({ name: 'signup', cta: 'Sign up', action: 'data_exchange' }) })
+  t.equal(exchange.status, 200, JSON.stringify(exchange.body))
+  t.same((fake.sends().at(-1)?.body as { interactive: unknown }).interactive, {
+    type: 'flow',
+    body: { text: 'Book a table' },
+    action: { name: 'flow', parameters: { flow_message_version: '3', flow_name: 'signup', flow_cta: 'Sign up', flow_action: 'data_exchange' } }
+  }, 'by name; a data exchange has no payload')
+  const { body } = await stack.call('GET', '/api/chat/conversations', { token })
+  t.match(body[0].messages.at(-1), { direction: 'outbound', type: 'interactive', content: 'Book a table', wamid: exchange.body.messages[0].id })
+})
+
+t.test('a send_chat_interactive node sends a flow, its fields rendered', async (t) => {
+  const run = await client.runWorkflow(token, {
+    name: 'send a flow',
+    triggerType: 'MANUAL',
+    nodes: [{
+      id: 'form',
+      type: 'send_chat_interactive',
+      config: { phone: CUSTOMER, type: 'flow', body: 'Your repair, {{triggerData.name}}', flow: { name: 'repair_booking', cta: 'Book a repair', action: 'NAVIGATE', screen: 'START', data: { bike: '{{triggerData.bike}}' }, token: 'repair-{{triggerData.order}}' } }
+    }]
+  }, { name: 'Lena', bike: 'City 3', order: 7 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.same((fake.sends().at(-1)?.body as { interactive: unknown }).interactive, {
+    type: 'flow',
+    body: { text: 'Your repair, Lena' },
+    action: { name: 'flow', parameters: { flow_message_version: '3', flow_name: 'repair_booking', flow_cta: 'Book a repair', flow_token: 'repair-7', flow_action: 'navigate', flow_action_payload: { screen: 'START', data: { bike: 'City 3' } } } }
+  })
+})
+
+t.test('flows past the platform\'s rules and our bounds are 400s naming the field, and never reach the platform', async (t) => {
+  const sendsBefore = fake.sends().length
+  const nested = (levels: number): Record<string, unknown> => levels === 1 ? { leaf: 1 } : { next: nested(levels - 1) }
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ to: CUSTOMER, type: 'flow', body: 'Book' }, 'flow is required for type flow: {id or name, cta, screen?, data?, token?, action?}'],
+    [flowSend({ cta: 'Book' }), 'flow needs exactly one of flow.id and flow.name'],
+    [flowSend({ id: '1', name: 'booking', cta: 'Book' }), 'flow needs exactly one of flow.id and flow.name'],
+    [flowSend({ id: '1', cta: 'x'.repeat(31) }), 'flow.cta must NOT have more than 30 characters'],
+    [flowSend({ id: '1', cta: 'Book 🍽️' }), 'flow.cta must have no emoji'],
+    [flowSend({ id: '1' }), 'flow.cta is required'],
+    [flowSend({ id: '1', cta: 'Book', action: 'open' }), 'flow.action must be one of navigate, data_exchange'],
+    [flowSend({ id: '1', cta: 'Book', action: 'data_exchange', screen: 'BOOKING' }), 'flow.screen and flow.data are only for action navigate'],
+    [flowSend({ id: '1', cta: 'Book', data: { guests: 2 } }), 'flow.data needs flow.screen, the screen it is for'],
+    [flowSend({ id: '1', cta: 'Book', screen: 'BOOKING', data: {} }), 'flow.data must be a non-empty object'],
+    [flowSend({ id: '1', cta: 'Book', screen: 'BOOKING', data: 'guests' }), 'flow.data must be a non-empty object'],
+    [flowSend({ id: '1', cta: 'Book', screen: 'BOOKING', data: nested(11) }), 'flow.data must nest at most 10 levels'],
+    [flowSend({ id: '1', cta: 'Book', screen: 'BOOKING', data: { note: 'x'.repeat(10 * 1024) } }), 'flow.data must be at most 10240 bytes as JSON'],
+    [{ ...flowSend({ id: '1', cta: 'Book' }), buttons: [{ id: 'a', title: 'A' }] }, 'buttons is only for type button'],
+    [{ to: CUSTOMER, type: 'button', body: 'Pick', buttons: [{ id: 'a', title: 'A' }], flow: { id: '1', cta: 'Book' } }, 'flow is only for type flow']
+  ]
+  for (const [body, message] of cases) {
+    const res = await stack.call('POST', '/api/chat/send/interactive', { token, body })
+    t.match(res, { status: 400, body: { code: 'VALIDATION_ERROR', message } }, message)
+  }
+  t.equal(fake.sends().length, sendsBefore, 'none reached the platform')
+})
+
+t.test('the fake refuses a flow as the platform does: error 100 naming the parameter', async (t) => {
+  const send = async (parameters: Record<string, unknown>) => await fetch(`${fake.url}/${PHONE_NUMBER_ID}/messages`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${FAKE_ACCESS_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ messaging_product: 'whatsapp', to: CUSTOMER, type: 'interactive', interactive: { type: 'flow', body: { text: 'Book' }, action: { name: 'flow', parameters } } })
+  })
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ flow_id: '1', flow_cta: 'Book' }, /flow_message_version/],
+    [{ flow_message_version: '3', flow_cta: 'Book' }, /exactly one of flow_id or flow_name/],
+    [{ flow_message_version: '3', flow_id: '1', flow_cta: 'Book 📅' }, /flow_cta/],
+    [{ flow_message_version: '3', flow_id: '1', flow_cta: 'Book', flow_action: 'data_exchange', flow_action_payload: { screen: 'A' } }, /only for flow_action navigate/],
+    [{ flow_message_version: '3', flow_id: '1', flow_cta: 'Book', flow_action_payload: { screen: 'A', data: {} } }, /non-empty object/]
+  ]
+  for (const [parameters, details] of cases) {
+    const res = await send(parameters)
+    t.equal(res.status, 400)
+    t.match(await res.json(), { error: { code: 100, message: '(#100) Invalid parameter', type: 'OAuthException', error_data: { messaging_product: 'whatsapp', details } } }, String(details))
+  }
+  t.equal((await send({ flow_message_version: '3', flow_id: '1', flow_cta: 'Book', mode: 'draft' })).status, 200, 'a draft flow with the defaults is taken')
+})
+
+/** A workflow of every message workflows see, with what a completed flow carries: made by the first test of flow replies. */
+let listenerId = ''
+
+/** The stored message of the customer's conversation with this wamid. */
+async function stored (wamid: string): Promise<Record<string, any> | undefined> {
+  const { body } = await stack.call('GET', '/api/chat/conversations', { token })
+  const conversation = body.find((c: { phone: string }) => c.phone === CUSTOMER)
+  const { body: messages } = await stack.call('GET', `/api/chat/conversations/${conversation.id}/messages?limit=100`, { token })
+  return (messages as Array<Record<string, any>>).find((message) => message.wamid === wamid)
+}
+
+t.test('a completed flow is stored as details.flowReply and reaches workflows as triggerData.flowReply', async (t) => {
+  listenerId = await client.createWorkflow(token, {
+    name: 'every message',
+    triggerType: 'EVENT',
+    triggerConfig: { eventName: 'chat.message.received' },
+    nodes: [{ id: 'seen', type: 'set', config: { values: { guests: '{{triggerData.flowReply.response.guests}}' } } }]
+  })
+  const response = { flow_token: 'booking-7', guests: 4, date: '2026-12-24', seating: { area: 'terrace' } }
+  await deliverAndWait(messagesDelivery(PHONE_NUMBER_ID, [{ from: CUSTOMER, wamid: 'wamid.flow.done', message: inboundFlowReply(JSON.stringify(response), 'wamid.flow.sent') }]))
+  const run = await nthRun(listenerId, 1)
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.match(run.triggerData, { type: 'interactive', text: '[flow]', flowReply: { name: 'flow', body: 'Sent', response } })
+  t.notOk('interactive' in run.triggerData, 'a completed flow is no tap')
+  t.same(run.result.seen, { guests: 4 })
+  t.match(await stored('wamid.flow.done'), { direction: 'inbound', type: 'interactive', content: '[flow]', details: { flowReply: { name: 'flow', body: 'Sent', response } } })
+})
+
+t.test('a hostile flow response (1 MB, 30,000 levels deep, not JSON) is stored with a marker instead, and the delivery completes', async (t) => {
+  // Just under the webhook's 1 MiB body limit with its envelope: the largest delivery the api takes.
+  const huge = JSON.stringify({ flow_token: 't', note: 'x'.repeat(1_000_000) })
+  const deep = `{"a":${'['.repeat(30_000)}${']'.repeat(30_000)}}`
+  const cases: Array<[string, string, string]> = [['huge', huge, 'too_large'], ['deep', deep, 'too_deep'], ['garbage', '{"flow_token": "t", ', 'not_json']]
+  for (const [i, [what, json, unreadable]] of cases.entries()) {
+    await deliverAndWait(messagesDelivery(PHONE_NUMBER_ID, [{ from: CUSTOMER, wamid: `wamid.flow.hostile.${what}`, message: inboundFlowReply(json) }]))
+    const run = await nthRun(listenerId, 2 + i)
+    t.equal(run.status, 'SUCCESS', run.error ?? '')
+    t.same(run.triggerData.flowReply, { name: 'flow', body: 'Sent', response: {}, unreadable }, what)
+    t.match(await stored(`wamid.flow.hostile.${what}`), { details: { flowReply: { response: {}, unreadable } } })
+  }
+  const { body } = await stack.call('GET', '/api/automation/queues', { token })
+  t.equal(body.queues.find((queue: { name: string }) => queue.name === 'assistant-main').failed, 0, 'no delivery failed')
 })

@@ -2,7 +2,7 @@ import postgres from 'postgres'
 import t from 'tap'
 import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import {
-  deliver, fakeChatEnv, inboundInteractiveReply, inboundReaction, messagesDelivery, startFakeChatPlatform
+  deliver, fakeChatEnv, inboundFlowReply, inboundInteractiveReply, inboundLocation, inboundReaction, messagesDelivery, startFakeChatPlatform
 } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -39,6 +39,12 @@ const say = async (from: string, text: string, wamid = `wamid.conv.${from}.${++w
 const tap = async (from: string, id: string, title: string): Promise<void> => {
   const res = await deliver(`${stack.baseUrl}/webhook/chat`, messagesDelivery(PHONE_NUMBER_ID, [{ from, message: inboundInteractiveReply('button_reply', { id, title }) }]), APP_SECRET)
   if (res.status !== 200) throw new Error(`delivery refused: ${res.status}`)
+}
+
+const send = async (from: string, message: Record<string, unknown>, wamid = `wamid.conv.${from}.${++wamids}`): Promise<string> => {
+  const res = await deliver(`${stack.baseUrl}/webhook/chat`, messagesDelivery(PHONE_NUMBER_ID, [{ from, message, wamid }]), APP_SECRET)
+  if (res.status !== 200) throw new Error(`delivery refused: ${res.status}`)
+  return wamid
 }
 
 /** What the platform was asked to send to `to`, as text (a text's body, an interactive's body). */
@@ -325,6 +331,81 @@ t.test('100 conversations waiting at an ask, answered in a burst: each resumed o
   for (const request of deliveries) keys.set(String(request.headers['idempotency-key']), (keys.get(String(request.headers['idempotency-key'])) ?? 0) + 1)
   t.same([...keys.keys()].sort(), runs.map((run) => `${run.id}:thanks`).sort(), 'each delivery carries its run\'s Idempotency-Key')
   for (const run of runs.filter((candidate) => (keys.get(`${candidate.id}:thanks`) ?? 0) > 1)) t.comment(`delivered more than once: ${JSON.stringify(run.logs.map((line) => line.message))}`)
+})
+
+t.test('an ask for a flow: the question is the flow, a typed answer is asked again, the completed flow is the value', async (t) => {
+  const booking = await client.createWorkflow(token, {
+    name: 'book a table',
+    triggerType: 'KEYWORD',
+    triggerConfig: { keywords: ['table'] },
+    nodes: [
+      {
+        id: 'booking',
+        type: 'ask',
+        config: {
+          text: 'When would you like to come?',
+          flow: { id: '1234567890', cta: 'Book a table', screen: 'BOOKING', data: { name: '{{triggerData.name}}' }, token: 'booking-{{triggerData.messageId}}' },
+          expect: 'flow',
+          invalidReply: 'Please fill in the booking form.'
+        },
+        next: 'booked'
+      },
+      { id: 'booked', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Booked for {{booking.value.guests}} on {{booking.value.date}}.' } }
+    ]
+  })
+  const customer = '15550001011'
+  await say(customer, 'a table please')
+  const run = await runOf(booking)
+  t.same(await waitForSent(customer, 1), ['When would you like to come?'])
+  const question = fake.sends().filter((sent) => (sent.body as { to?: string }).to === customer).at(-1)
+  t.same((question?.body as { interactive: unknown }).interactive, {
+    type: 'flow',
+    body: { text: 'When would you like to come?' },
+    action: {
+      name: 'flow',
+      parameters: { flow_message_version: '3', flow_id: '1234567890', flow_cta: 'Book a table', flow_token: `booking-${(await client.getRun(token, run.id)).triggerData.messageId as string}`, flow_action: 'navigate', flow_action_payload: { screen: 'BOOKING', data: { name: 'Ana' } } }
+    }
+  }, 'the question is the flow message, its fields rendered')
+  await waiting(run.id)
+  await say(customer, 'tomorrow at 8, four of us')
+  t.same((await waitForSent(customer, 3)).slice(1), ['Please fill in the booking form.', 'When would you like to come?'], 'typed text is no completed flow: asked again, with the flow')
+  await waiting(run.id)
+  const response = { flow_token: 'booking-1', guests: 4, date: '2026-12-24' }
+  await send(customer, inboundFlowReply(JSON.stringify(response)))
+  const done = await finished(run.id)
+  t.equal(done.status, 'SUCCESS', done.error ?? '')
+  t.match(done.result.booking, { value: response, attempts: 2, flowReply: { name: 'flow', body: 'Sent', response } })
+  t.equal(sentTo(customer).at(-1), 'Booked for 4 on 2026-12-24.')
+  t.same(await messagesSeenByWorkflows().then((seen) => seen.filter((text) => text === '[flow]')), [], 'the completed flow started no chat.message.received workflow')
+})
+
+t.test('an ask for a location: a typed address is asked again, a shared location is the value', async (t) => {
+  const pickup = await client.createWorkflow(token, {
+    name: 'pickup',
+    triggerType: 'KEYWORD',
+    triggerConfig: { keywords: ['pickup'] },
+    nodes: [
+      { id: 'where', type: 'ask', config: { text: 'Where shall we pick you up?', expect: 'location', invalidReply: 'Please share a location.', maxAttempts: 2, invalid: 'noPlace' }, next: 'coming' },
+      { id: 'coming', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'On our way to {{where.value.name}} ({{where.value.latitude}}, {{where.value.longitude}}).' } },
+      { id: 'noPlace', type: 'send_chat', config: { phone: '{{triggerData.phone}}', text: 'Please call us.' } }
+    ]
+  })
+  const customer = '15550001012'
+  await say(customer, 'pickup')
+  const run = await runOf(pickup)
+  await waitForSent(customer, 1)
+  await waiting(run.id)
+  await say(customer, 'Unter den Linden 1, Berlin')
+  t.same((await waitForSent(customer, 3)).slice(1), ['Please share a location.', 'Where shall we pick you up?'])
+  await waiting(run.id)
+  const place = { latitude: 52.5170365, longitude: 13.3888599, name: 'Humboldt Forum', address: 'Unter den Linden 1, Berlin', url: 'https://example.com/humboldt' }
+  const wamid = await send(customer, inboundLocation(place))
+  const done = await finished(run.id)
+  t.equal(done.status, 'SUCCESS', done.error ?? '')
+  t.match(done.result.where, { value: place, location: place, attempts: 2, answer: '[location]' })
+  t.equal(sentTo(customer).at(-1), 'On our way to Humboldt Forum (52.5170365, 13.3888599).')
+  const [stored] = await sql<Array<{ details: unknown }>>`select details from messages where wamid = ${wamid}`
+  t.same(stored?.details, { location: place }, 'stored with its place')
 })
 
 t.test('an answer stored whose wake was lost (the worker killed in between): the reconciler resumes the run, once', async (t) => {

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { firstLine } from '../../apps/console/src/format.ts'
 import { inChildRunsOf, inChildRunsText, nodeErrorsOf } from '../../apps/console/src/graph.ts'
-import { startingConfig } from '../../apps/console/src/nodes.ts'
+import { describeNodeTypes } from '@switchboard/core/engine'
+import { fieldsOf, startingConfig } from '../../apps/console/src/nodes.ts'
 import { placeholderCount, templatePreview } from '../../apps/console/src/template-preview.ts'
 import { attributesOf, attributesText, labelsOf } from '../../apps/console/src/contact-form.ts'
 import { groupRuns, runKind } from '../../apps/console/src/run-list.ts'
@@ -105,6 +106,16 @@ t.test('a node added in the builder starts with its required defaults, and a mer
   const schema = { type: 'object', required: ['method'], properties: { method: { type: 'string', default: 'GET' }, url: { type: 'string', default: 'x' } } }
   t.same(startingConfig(nodeType('http_request', schema)), { method: 'GET' }, 'an optional field\'s default is left to the api')
   t.same(startingConfig(nodeType('merge', { type: 'object', properties: { output: { type: 'string', default: 'byBranch' } } })), { output: 'byNode' })
+})
+
+t.test('the builder offers flows: the type and the expects suggested, the flow a JSON field with its example', async (t) => {
+  const fields = (type: string) => fieldsOf(describeNodeTypes().find((candidate) => candidate.type === type) as unknown as NodeTypeInfo)
+  const interactive = fields('send_chat_interactive')
+  t.same(interactive.find((field) => field.name === 'type')?.suggestions, ['button', 'list', 'flow'])
+  t.match(interactive.find((field) => field.name === 'flow'), { kind: 'json', templated: true, example: { id: '1234567890', cta: 'Book a table', screen: 'BOOKING' } })
+  const ask = fields('ask')
+  t.match(ask.find((field) => field.name === 'expect')?.suggestions, ['text', 'number', 'email', 'phone', 'date', 'choice', 'media', 'pattern', 'location', 'flow'])
+  t.match(ask.find((field) => field.name === 'flow'), { kind: 'json', example: { cta: 'Book a table' } })
 })
 
 t.test('a contact\'s labels and attributes as typed in its form', async (t) => {

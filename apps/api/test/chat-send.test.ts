@@ -318,10 +318,15 @@ t.test('inbound locations, contact cards and quotes are kept; a list reads each 
 t.test('inbound kinds are bounded: a huge contacts array and huge fields are cut, never refused', async (t) => {
   const phone = `1650558${Math.floor(1000 + Math.random() * 8999)}`
   const cards = Array.from({ length: 100 }, (_, i) => ({ name: { formatted_name: `Card ${i} ${'x'.repeat(1000)}` }, phones: Array.from({ length: 30 }, () => ({ phone: '1' })) }))
-  await receive([{ from: phone, message: inboundContacts(cards) }, { from: phone, message: inboundLocation({ latitude: 91, longitude: 0 }) }])
+  await receive([
+    { from: phone, message: inboundContacts(cards) },
+    { from: phone, message: inboundLocation({ latitude: 91, longitude: 0 }) },
+    { from: phone, message: inboundLocation({ latitude: 1, longitude: 2, name: 'nul\u0000 and half an emoji \ud83d' }) }
+  ])
   const { messages } = await conversationOf(phone)
+  t.match(messages.find((m) => m.location?.latitude === 1), { location: { name: 'nul\ufffd and half an emoji \ufffd' } }, 'what jsonb cannot hold is stored as U+FFFD')
   const contacts = messages.find((m) => m.type === 'contacts')!
-  const location = messages.find((m) => m.type === 'location')!
+  const location = messages.find((m) => m.type === 'location' && m.location === null)!
   t.equal(contacts.contacts?.length, 20)
   t.equal((contacts.contacts?.[0].name as { formatted_name: string }).formatted_name.length, 256)
   t.equal((contacts.contacts?.[0].phones as unknown[]).length, 10)

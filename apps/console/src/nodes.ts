@@ -109,10 +109,13 @@ function fieldOf (nodeType: string, name: string, schema: JsonSchema, required: 
   }
 }
 
+/** An object field's own example (a flow of send_chat_interactive), for the placeholder when the type's example has none. */
+const objectExample = (schema: JsonSchema): unknown => leaves(schema).find((leaf) => leaf.type === 'object' && leaf.examples !== undefined)?.examples?.[0]
+
 /** A node type's config fields, in its schema's order. */
 export function fieldsOf (nodeType: NodeTypeInfo): ConfigField[] {
   const { properties = {}, required = [] } = nodeType.configSchema
-  return Object.entries(properties).map(([name, schema]) => fieldOf(nodeType.type, name, schema, required.includes(name), nodeType.example[name]))
+  return Object.entries(properties).map(([name, schema]) => fieldOf(nodeType.type, name, schema, required.includes(name), nodeType.example[name] ?? objectExample(schema)))
 }
 
 const patterns = new Map<string, RegExp | null>()

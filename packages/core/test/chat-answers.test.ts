@@ -45,6 +45,18 @@ t.test('media and patterns', async (t) => {
   t.same(readAnswer(text('order 48213'), { expect: 'pattern', pattern }), { valid: false }, 'the whole answer must match')
 })
 
+t.test('locations and flows: only the message of that kind, its place or its response the value', async (t) => {
+  const location = { latitude: 52.52, longitude: 13.405, name: 'Office' }
+  const flowReply = { name: 'flow', body: 'Sent', response: { flow_token: 't', guests: 4 } }
+  t.same(readAnswer(text('[location]', { type: 'location', details: { location } }), { expect: 'location' }), { valid: true, value: location })
+  t.same(readAnswer(text('Unter den Linden 1'), { expect: 'location' }), { valid: false }, 'an address typed is no location')
+  t.same(readAnswer(text('[flow]', { type: 'interactive', details: { flowReply } }), { expect: 'flow' }), { valid: true, value: { flow_token: 't', guests: 4 } })
+  t.same(readAnswer(text('done'), { expect: 'flow' }), { valid: false })
+  t.same(readAnswer(text('[flow]', { type: 'interactive', details: { flowReply: { ...flowReply, response: {}, unreadable: 'too_large' } } }), { expect: 'flow' }), { valid: false }, 'a response not kept is nothing to read')
+  t.same(readAnswer(text('[location]', { type: 'location', details: { location } }), { expect: 'text' }), { valid: false }, 'a location is no text answer')
+  t.same(readAnswer(text('[flow]', { type: 'interactive', details: { flowReply } }), { expect: 'location' }), { valid: false })
+})
+
 t.test('exit keywords: the whole message in any case', async (t) => {
   t.ok(isExitKeyword(text(' Never   MIND '), ['never mind']))
   t.notOk(isExitKeyword(text('never mind the order'), ['never mind']))

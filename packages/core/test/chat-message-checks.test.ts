@@ -1,7 +1,8 @@
 import t from 'tap'
 import { interactiveMessage, mediaMessage } from '../src/chat/client.ts'
-import { checkInteractive, interactiveReplyOf } from '../src/chat/interactive.ts'
-import { checkContacts, checkEmoji, checkLocation, inboundKindOf } from '../src/chat/kinds.ts'
+import { checkInteractive, flowReplyOf, interactiveReplyOf } from '../src/chat/interactive.ts'
+import { checkContacts, checkEmoji, checkLocation, inboundContactsOf, inboundReactionOf } from '../src/chat/kinds.ts'
+import { inboundLocationOf } from '../src/chat/location.ts'
 import { checkMediaSend, inboundMediaOf } from '../src/chat/media.ts'
 import { DomainError } from '../src/errors.ts'
 
@@ -21,8 +22,8 @@ const rows = (n: number, prefix = 'r') => Array.from({ length: n }, (_, i) => ({
 t.test('interactive messages: the platform\'s limits, each refused naming the field and the limit', async (t) => {
   const buttons = [{ id: 'yes', title: 'Yes' }, { id: 'no', title: 'No' }]
   const cases: Array<[string, Record<string, unknown>, string]> = [
-    ['no type', { body: 'Hi', buttons }, 'type must be one of button, list'],
-    ['an unknown type', { type: 'product', body: 'Hi' }, 'type must be one of button, list'],
+    ['no type', { body: 'Hi', buttons }, 'type must be one of button, list, flow'],
+    ['an unknown type', { type: 'product', body: 'Hi' }, 'type must be one of button, list, flow'],
     ['no body', { type: 'button', buttons }, 'body must be 1 to 1024 characters'],
     ['a body too long', { type: 'button', body: 'x'.repeat(1025), buttons }, 'body must be 1 to 1024 characters'],
     ['a header too long', { type: 'button', body: 'Hi', header: 'x'.repeat(61), buttons }, 'header must be 1 to 60 characters'],
@@ -84,6 +85,70 @@ t.test('interactive messages within the limits become the platform\'s wire forma
   }, 'ten rows in all is the limit, not past it')
 })
 
+t.test('flows: the flow by id or name, its button, where it opens, its data bounded', async (t) => {
+  const flow = (fields: Record<string, unknown>) => ({ type: 'flow', body: 'Book a table', flow: { id: '1234567890', cta: 'Book', ...fields } })
+  const nested = (levels: number): Record<string, unknown> => levels === 1 ? { leaf: true } : { next: nested(levels - 1) }
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ['no flow', { type: 'flow', body: 'Hi' }, 'flow is required for type flow: {id or name, cta, screen?, data?, token?, action?}'],
+    ['a flow on buttons', { type: 'button', body: 'Hi', buttons: [{ id: 'a', title: 'A' }], flow: { id: '1', cta: 'Go' } }, 'flow is only for type flow'],
+    ['buttons on a flow', { ...flow({}), buttons: [{ id: 'a', title: 'A' }] }, 'buttons is only for type button'],
+    ['neither id nor name', flow({ id: undefined }), 'flow needs exactly one of flow.id and flow.name'],
+    ['both id and name', flow({ name: 'booking' }), 'flow needs exactly one of flow.id and flow.name'],
+    ['a button of 31 characters', flow({ cta: 'x'.repeat(31) }), 'flow.cta must be 1 to 30 characters'],
+    ['an emoji on the button', flow({ cta: 'Book 📅' }), 'flow.cta must have no emoji'],
+    ['an unknown action', flow({ action: 'open' }), 'flow.action must be one of navigate, data_exchange'],
+    ['a screen for a data exchange', flow({ action: 'data_exchange', screen: 'START' }), 'flow.screen and flow.data are only for action navigate'],
+    ['data without its screen', flow({ data: { a: 1 } }), 'flow.data needs flow.screen, the screen it is for'],
+    ['empty data', flow({ screen: 'START', data: {} }), 'flow.data must be a non-empty object'],
+    ['data that is a list', flow({ screen: 'START', data: [1] }), 'flow.data must be a non-empty object'],
+    ['data 11 levels deep', flow({ screen: 'START', data: nested(11) }), 'flow.data must nest at most 10 levels'],
+    ['data over 10 KiB', flow({ screen: 'START', data: { note: 'x'.repeat(10 * 1024) } }), 'flow.data must be at most 10240 bytes as JSON'],
+    ['a token of 513 characters', flow({ token: 'x'.repeat(513) }), 'flow.token must be 1 to 512 characters']
+  ]
+  for (const [what, input, message] of cases) t.equal(refusal(() => checkInteractive(input)), message, what)
+
+  t.same(interactiveMessage('15551234567', checkInteractive({ ...flow({ cta: 'x'.repeat(30), screen: 'START', data: nested(10), token: 'order-7' }), header: 'Tables', footer: 'Open daily' })).interactive, {
+    type: 'flow',
+    header: { type: 'text', text: 'Tables' },
+    body: { text: 'Book a table' },
+    footer: { text: 'Open daily' },
+    action: {
+      name: 'flow',
+      parameters: { flow_message_version: '3', flow_id: '1234567890', flow_cta: 'x'.repeat(30), flow_token: 'order-7', flow_action: 'navigate', flow_action_payload: { screen: 'START', data: nested(10) } }
+    }
+  }, 'ten levels and thirty characters are the limits, not past them')
+  t.same(interactiveMessage('15551234567', checkInteractive({ type: 'flow', body: 'Sign up', flow: { name: 'signup', cta: 'Sign up', action: 'Data_Exchange', screen: '', data: null } })).interactive, {
+    type: 'flow',
+    body: { text: 'Sign up' },
+    action: { name: 'flow', parameters: { flow_message_version: '3', flow_name: 'signup', flow_cta: 'Sign up', flow_action: 'data_exchange' } }
+  }, 'a data exchange (in any case) has no payload; empty fields are absent')
+})
+
+t.test('completed flows: the response parsed, bounded, and kept storable', async (t) => {
+  const reply = (json: unknown) => flowReplyOf({ type: 'interactive', interactive: { type: 'nfm_reply', nfm_reply: { name: 'flow', body: 'Sent', response_json: json } } })
+  t.same(reply('{"flow_token":"order-7","guests":4,"date":"2026-12-24"}'), { name: 'flow', body: 'Sent', response: { flow_token: 'order-7', guests: 4, date: '2026-12-24' } })
+  t.same(reply('{"note":"a\\u0000b"}')?.response, { note: 'a\ufffdb' }, 'a NUL is made storable')
+  t.same(reply(`{"note":"${'x'.repeat(64 * 1024)}"}`), { name: 'flow', body: 'Sent', response: {}, unreadable: 'too_large' })
+  t.same(reply(`{"note":"${'é'.repeat(40 * 1024)}"}`)?.unreadable, 'too_large', 'bytes count, not characters')
+  t.same(reply(`${'['.repeat(30000)}${']'.repeat(30000)}`)?.unreadable, 'not_json', 'a list is no response object')
+  t.same(reply(`{"a":${'['.repeat(30000)}${']'.repeat(30000)}}`)?.unreadable, 'too_deep')
+  t.same(reply(`{"a":${'{"a":'.repeat(19)}1${'}'.repeat(19)}}`)?.unreadable, undefined, '20 levels are kept')
+  t.same(reply(`{"a":${'{"a":'.repeat(20)}1${'}'.repeat(20)}}`)?.unreadable, 'too_deep', '21 are not')
+  t.same(reply('{"flow_token":'), { name: 'flow', body: 'Sent', response: {}, unreadable: 'not_json' })
+  t.same(reply(42)?.unreadable, 'not_json')
+  t.equal(flowReplyOf({ type: 'interactive', interactive: { type: 'button_reply', button_reply: { id: 'a', title: 'A' } } }), undefined)
+  t.equal(flowReplyOf({ type: 'text', text: { body: 'hi' } }), undefined)
+})
+
+t.test('inbound locations: coordinates on the globe, text bounded', async (t) => {
+  t.same(inboundLocationOf({ type: 'location', location: { latitude: 52.52, longitude: 13.405, name: 'Office', address: 'Unter den Linden 1', url: 'https://example.com' } }),
+    { latitude: 52.52, longitude: 13.405, name: 'Office', address: 'Unter den Linden 1', url: 'https://example.com' })
+  t.same(inboundLocationOf({ type: 'location', location: { latitude: -33.9, longitude: 151.2, name: 'n'.repeat(5000), address: '' } }), { latitude: -33.9, longitude: 151.2, name: 'n'.repeat(1000) })
+  t.equal(inboundLocationOf({ type: 'location', location: { latitude: 91, longitude: 0 } }), undefined)
+  t.equal(inboundLocationOf({ type: 'location', location: { latitude: '52', longitude: 13 } }), undefined)
+  t.equal(inboundLocationOf({ type: 'text', location: { latitude: 1, longitude: 1 } }), undefined)
+})
+
 t.test('media sends: one of link and mediaId, https links, captions and file names where the platform shows them', async (t) => {
   const cases: Array<[string, Record<string, unknown>, string]> = [
     ['an unknown kind', { kind: 'gif', link: 'https://example.com/a.gif' }, 'kind must be one of image, document, audio, video, sticker'],
@@ -138,9 +203,9 @@ t.test('message kinds: sends checked, inbound ones kept within the bounds', asyn
   t.equal(checkEmoji('👩🏽‍💻'), '👩🏽‍💻')
   t.equal(refusal(() => checkEmoji('<b>')), 'emoji must be one emoji, or "" to remove the reaction')
 
-  t.same(inboundKindOf({ type: 'reaction', reaction: { message_id: 'wamid.a' } }), { content: '', reaction: { wamid: 'wamid.a', emoji: '' } }, 'a removal without its emoji key')
-  t.equal(inboundKindOf({ type: 'reaction', reaction: { emoji: '👍' } }), undefined, 'a reaction naming no message')
-  t.same(inboundKindOf({ type: 'contacts', contacts: 'not a list' }), { content: '[contacts]', contacts: [] })
-  t.same(inboundKindOf({ type: 'location', location: { latitude: '37.5', longitude: '-122.1', name: 'x'.repeat(2000) } })?.location, { latitude: 37.5, longitude: -122.1, name: 'x'.repeat(1000) })
-  t.equal(inboundKindOf({ type: 'text', text: { body: 'hi' } }), undefined)
+  t.same(inboundReactionOf({ type: 'reaction', reaction: { message_id: 'wamid.a' } }), { wamid: 'wamid.a', emoji: '' }, 'a removal without its emoji key')
+  t.equal(inboundReactionOf({ type: 'reaction', reaction: { emoji: '👍' } }), undefined, 'a reaction naming no message')
+  t.same(inboundContactsOf({ type: 'contacts', contacts: 'not a list' }), [])
+  t.same(inboundContactsOf({ type: 'contacts', contacts: [{ name: { formatted_name: 'A\u0000b', nickname: 'x' }, phones: 'none', birthday: 'soon' }] }), [{ name: { formatted_name: 'A\ufffdb' } }], 'only the platform\'s fields, storable')
+  t.equal(inboundContactsOf({ type: 'text', text: { body: 'hi' } }), undefined)
 })

@@ -205,6 +205,29 @@ function mediaSendProblem (type: string, media: Record<string, any> | undefined,
   return undefined
 }
 
+/** Why the platform refuses a flow's action (error 100), by its reference for sending a flow; undefined when it takes it. */
+function flowActionProblem (action: Record<string, any>): string | undefined {
+  const at = "interactive['action']['parameters']"
+  const parameters = action.parameters
+  if (action.name !== 'flow') return "Param interactive['action']['name'] must be flow"
+  if (typeof parameters !== 'object' || parameters === null) return `Param ${at} is required`
+  if (parameters.flow_message_version !== '3') return `Param ${at}['flow_message_version'] must be 3`
+  if ((parameters.flow_id === undefined) === (parameters.flow_name === undefined)) return `Param ${at} must have exactly one of flow_id or flow_name`
+  if (![parameters.flow_id, parameters.flow_name].some((name) => isText(name, 200))) return `Param ${at}['flow_id'] is not valid`
+  if (!isText(parameters.flow_cta, 30) || /\p{Extended_Pictographic}/u.test(parameters.flow_cta)) return `Param ${at}['flow_cta'] must be 1 to 30 characters, no emoji`
+  if (parameters.flow_token !== undefined && !isText(parameters.flow_token, 512)) return `Param ${at}['flow_token'] is not valid`
+  if (parameters.mode !== undefined && !['draft', 'published'].includes(parameters.mode)) return `Param ${at}['mode'] must be draft or published`
+  const flowAction = parameters.flow_action ?? 'navigate'
+  if (!['navigate', 'data_exchange'].includes(flowAction)) return `Param ${at}['flow_action'] must be navigate or data_exchange`
+  const payload = parameters.flow_action_payload
+  if (payload === undefined) return undefined
+  if (flowAction !== 'navigate') return `Param ${at}['flow_action_payload'] is only for flow_action navigate`
+  if (typeof payload !== 'object' || payload === null || !isText(payload.screen, 100)) return `Param ${at}['flow_action_payload']['screen'] is required`
+  const data = payload.data
+  if (data !== undefined && (typeof data !== 'object' || data === null || Array.isArray(data) || Object.keys(data).length === 0)) return `Param ${at}['flow_action_payload']['data'] must be a non-empty object`
+  return undefined
+}
+
 /** Why the platform refuses an interactive send (error 100), by its documented limits; undefined when it takes it. */
 function interactiveProblem (interactive: Record<string, any> | undefined): string | undefined {
   if (typeof interactive !== 'object' || interactive === null) return 'Param interactive is required'
@@ -230,7 +253,8 @@ function interactiveProblem (interactive: Record<string, any> | undefined): stri
     if (ids.length === 0 || ids.includes(undefined) || new Set(ids).size !== ids.length) return "Param interactive['action']['sections'][]['rows'] must have unique ids (200), titles (24) and descriptions (72)"
     return undefined
   }
-  return "Param interactive['type'] must be button or list"
+  if (interactive.type === 'flow') return flowActionProblem(action)
+  return "Param interactive['type'] must be button, list or flow"
 }
 
 /** Why the platform refuses a location send (error 100); undefined when it takes it. Degrees may be numbers or numeric strings, as its reference shows. */
@@ -672,7 +696,19 @@ export function inboundReaction (wamid: string, emoji: string): Record<string, u
   return { type: 'reaction', reaction: { message_id: wamid, emoji } }
 }
 
-/** The `message` of an InboundMessageSpec: the customer shared a place (a pin, or a business with its name, address and url). */
+/**
+ * The `message` of an InboundMessageSpec: the customer completed a flow; `responseJson` is the
+ * platform's string, sent as is; `flowWamid`, the flow message's, is the reply's context.
+ */
+export function inboundFlowReply (responseJson: string, flowWamid?: string): Record<string, unknown> {
+  return {
+    ...(flowWamid !== undefined && { context: { from: '15550783881', id: flowWamid } }),
+    type: 'interactive',
+    interactive: { type: 'nfm_reply', nfm_reply: { name: 'flow', body: 'Sent', response_json: responseJson } }
+  }
+}
+
+/** The `message` of an InboundMessageSpec: the customer shared a location. */
 export function inboundLocation (location: { latitude: number, longitude: number, name?: string, address?: string, url?: string }): Record<string, unknown> {
   return { type: 'location', location }
 }

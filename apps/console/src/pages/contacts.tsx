@@ -48,7 +48,7 @@ function ContactRow ({ accountId, contact, onChanged }: { accountId: string, con
   const [editing, setEditing] = useState(false)
   return (
     <tr data-contact={contact.phone}>
-      <th scope='row' class='mono'>{contact.phone}</th>
+      <th scope='row' class='mono'>{contact.phone !== '' ? contact.phone : contact.username ?? contact.platformUserId}</th>
       <td>{contact.name ?? <span class='muted'>—</span>}</td>
       <td>{contact.labels.length === 0 ? <span class='muted'>—</span> : contact.labels.map((label) => <span key={label} class='tag'>{label}</span>)}</td>
       <td>

@@ -1,6 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { UsableChatAccount } from '../chat/accounts.ts'
 import { notifyChange } from '../chat/changes.ts'
+import { addressOf } from '../chat/phone.ts'
 import type { ChatService } from '../chat/sending.ts'
 import { assertInsideWindow } from '../chat/window.ts'
 import type { DbOrTx } from '../db/client.ts'
@@ -72,7 +73,7 @@ export function draftsService ({ db, chat }: { db: DbOrTx, chat: ChatService }) 
      * takes the draft out of pending sends it; if the platform refuses, the draft is pending again.
      */
     async approve (account: UsableChatAccount, conversationId: string, messageId: string, by: DraftDecider, text?: string): Promise<Message> {
-      const [conversation] = await db.select({ phone: conversations.phone, lastIncomingAt: conversations.lastIncomingAt }).from(conversations)
+      const [conversation] = await db.select({ phone: conversations.phone, platformUserId: conversations.platformUserId, lastIncomingAt: conversations.lastIncomingAt }).from(conversations)
         .where(and(eq(conversations.id, conversationId), eq(conversations.phoneNumberId, account.phoneNumberId))).limit(1)
       if (conversation === undefined) throw new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
       const original = await find(conversationId, messageId)
@@ -84,7 +85,7 @@ export function draftsService ({ db, chat }: { db: DbOrTx, chat: ChatService }) 
       if (sent === null) throw await refusal(conversationId, messageId)
       let delivered: Awaited<ReturnType<typeof chat.deliverText>>
       try {
-        delivered = await chat.deliverText(account, conversation.phone, sent.content)
+        delivered = await chat.deliverText(account, addressOf(conversation), sent.content)
       } catch (err) {
         await db.execute(sql`
           with restored as (

@@ -4,6 +4,7 @@ import type { DbOrTx } from '../db/client.ts'
 import type { AssistantLogEntry, AssistantToolCall, AssistantTurnOutcome } from '../db/schema/index.ts'
 import { chatAccountsRepository } from '../chat/accounts-repository.ts'
 import { ASSISTANT_NAME, conversationsRepository } from '../chat/conversations.ts'
+import { addressOf } from '../chat/phone.ts'
 import type { ChatService } from '../chat/sending.ts'
 import { WINDOW_MS } from '../chat/window.ts'
 import { DomainError } from '../errors.ts'
@@ -268,7 +269,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
           workflow: { id: tool.workflowId, userId: tool.userId, triggerType: 'AGENT' },
           triggerData: {
             arguments: args,
-            conversation: { id: turn.conversationId, phone: conversation.phone, name: conversation.name },
+            conversation: { id: turn.conversationId, phone: conversation.phone, platformUserId: conversation.platformUserId, name: conversation.name },
             messageId: turn.messageId
           },
           idempotencyKey: `assistant:${turn.id}:${call.id}`,
@@ -349,7 +350,7 @@ export function assistantRunner (options: AssistantRunnerOptions) {
     const account = await chat.accounts.forNumber(now.phoneNumberId)
     if (account === null) return end(work, 'failed', 'no account can send from this number any more', { error: 'no account for the number' })
     try {
-      await chat.sendText(account, { to: now.phone, text: reply, agentName: ASSISTANT_NAME, replyToId: turn.messageId, sender: { type: 'assistant', id: turn.id } })
+      await chat.sendText(account, { to: addressOf(now), text: reply, agentName: ASSISTANT_NAME, replyToId: turn.messageId, sender: { type: 'assistant', id: turn.id } })
     } catch (err) {
       // A STOP processed while the reply was written: the send checked it (chat/contacts.ts).
       if (err instanceof DomainError && err.code === 'CONTACT_OPTED_OUT') return end(work, 'skipped', OPTED_OUT)

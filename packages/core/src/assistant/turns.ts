@@ -3,6 +3,7 @@ import { and, desc, eq, sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
 import { assistantTurns, type AssistantLogEntry, type AssistantToolCall, type AssistantTurn, type AssistantTurnOutcome } from '../db/schema/index.ts'
+import { sameCustomer } from '../chat/phone.ts'
 import { DEFAULT_DEBOUNCE_MS } from './settings.ts'
 
 /** Lines one turn's log keeps; later lines replace the last (a turn is bounded, its log too). */
@@ -35,7 +36,9 @@ export interface TurnProgress {
 /** The conversation of a turn as the turn finds it (`context`). */
 export interface TurnContext {
   phoneNumberId: string
+  /** "" when the platform withholds it: then `platformUserId` names the customer (README, Customers known by username). */
   phone: string
+  platformUserId: string | null
   name: string | null
   aiMode: 'OFF' | 'HYBRID' | 'AUTO'
   paused: boolean
@@ -137,9 +140,9 @@ export function assistantTurnsRepository (db: DbOrTx) {
      */
     async context (turnId: string, executor: DbOrTx = db): Promise<TurnContext | null> {
       const [row] = await executor.execute<Omit<TurnContext, 'lastIncomingAt'> & { lastIncomingAt: string | null }>(sql`
-        select c.phone_number_id as "phoneNumberId", c.phone, c.name, c.ai_mode as "aiMode", c.assistant_paused as paused,
+        select c.phone_number_id as "phoneNumberId", c.phone, c.platform_user_id as "platformUserId", c.name, c.ai_mode as "aiMode", c.assistant_paused as paused,
           c.last_incoming_at as "lastIncomingAt",
-          exists (select 1 from chat_contacts k where k.phone_number_id = c.phone_number_id and k.phone = c.phone and k.opted_out) as "optedOut",
+          exists (select 1 from chat_contacts k where k.phone_number_id = c.phone_number_id and ${sameCustomer('k', 'c')} and k.opted_out) as "optedOut",
           exists (select 1 from messages n where n.conversation_id = c.id and n.direction = 'inbound' and n.created_at > m.created_at)
             or exists (select 1 from assistant_turns o join messages om on om.id = o.message_id
               where o.conversation_id = c.id and om.created_at = m.created_at and (o.created_at, o.id) > (t.created_at, t.id))

@@ -2,7 +2,7 @@ import { RE2JS } from 're2js'
 import type { AskAnswer } from '../db/schema/asks.ts'
 
 /** What an `ask` node expects of the answer (README, Conversations). */
-export const ASK_EXPECTS = ['text', 'number', 'email', 'phone', 'date', 'choice', 'media', 'pattern'] as const
+export const ASK_EXPECTS = ['text', 'number', 'email', 'phone', 'date', 'choice', 'media', 'pattern', 'location', 'flow'] as const
 export type AskExpect = typeof ASK_EXPECTS[number]
 
 /** A choice the question offered: a button or a list row. */
@@ -41,14 +41,14 @@ function dateOf (text: string): string | null {
 
 /**
  * Reads an answer as `rules` expect it: `value` is what a workflow uses (a number, a normalised
- * email or phone, an ISO date, the chosen id, the media). Text is trimmed and its inner white
- * space collapsed first.
+ * email or phone, an ISO date, the chosen id, the media, the place, a completed flow's response). Text
+ * is trimmed and its inner white space collapsed first.
  */
 export function readAnswer (answer: AskAnswer, rules: AnswerRules): ReadAnswer {
   const text = answer.text.trim().replace(/\s+/gu, ' ')
   switch (rules.expect) {
     case 'text':
-      return answer.media === undefined && text !== '' ? valid(text) : INVALID
+      return answer.media === undefined && answer.details === undefined && text !== '' ? valid(text) : INVALID
     case 'number':
       return NUMBER.test(text) ? valid(Number(text.replace(/[ ,]/gu, ''))) : INVALID
     case 'email':
@@ -71,6 +71,13 @@ export function readAnswer (answer: AskAnswer, rules: AnswerRules): ReadAnswer {
       return answer.media === undefined ? INVALID : valid(answer.media)
     case 'pattern':
       return rules.pattern !== undefined && rules.pattern.matches(text) ? valid(text) : INVALID
+    case 'location':
+      return answer.details?.location === undefined ? INVALID : valid(answer.details.location)
+    case 'flow': {
+      // A reply whose response was not kept (README, Flows: bounds) gives the workflow nothing to read.
+      const reply = answer.details?.flowReply
+      return reply === undefined || reply.unreadable !== undefined ? INVALID : valid(reply.response)
+    }
   }
 }
 

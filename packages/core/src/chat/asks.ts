@@ -112,7 +112,8 @@ export function chatAsks (db: DbOrTx) {
         type: message.type,
         text: message.text,
         ...(message.interactive !== undefined && { interactive: message.interactive }),
-        ...(message.media !== undefined && { media: message.media })
+        ...(message.media !== undefined && { media: message.media }),
+        ...(message.details !== undefined && { details: message.details })
       }
       const [row] = await db.execute<{ answered: boolean, runId: string, queue: QueueName, ownAnswer: boolean }>(sql`
         with open as (

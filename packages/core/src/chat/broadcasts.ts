@@ -10,7 +10,7 @@ import { BROADCAST_JOB, type BroadcastJobData, type Queues } from '../queues/cat
 import { isAdmin, type Viewer } from '../users/viewer.ts'
 import type { UsableChatAccount } from './accounts.ts'
 import { CANCELLED } from './broadcast-sender.ts'
-import { normalizeAddress } from './phone.ts'
+import { addressColumn, normalizeAddress } from './phone.ts'
 import { checkBroadcastComponents } from './template-components.ts'
 
 /** Bounds of a broadcast (README, Broadcasts): recipients or contact ids in one request, and contacts one label may reach. */
@@ -81,9 +81,6 @@ export function broadcastRequeue ({ db, queues }: { db: DbOrTx, queues: Queues }
   }
 }
 
-/** A contact's address, as chat/phone.ts `addressOf` says: its phone, its platform user id when the phone is withheld. */
-const CONTACT_ADDRESS = sql`coalesce(nullif(phone, ''), platform_user_id)`
-
 /**
  * Writes a broadcast's recipients, in one statement whatever their number, and returns how many. A
  * number listed twice is sent once, at its first place; contacts go in the order of their phones.
@@ -118,14 +115,14 @@ async function insertRecipients (tx: DbOrTx, broadcastId: string, phoneNumberId:
     if (count > MAX_BROADCAST_AUDIENCE) throw new DomainError('VALIDATION_ERROR', `label reaches ${count} contacts, more than ${MAX_BROADCAST_AUDIENCE}`)
     const inserted = await tx.execute(sql`
       insert into chat_broadcast_recipients (broadcast_id, position, phone, components)
-      select ${broadcastId}, (row_number() over (order by phone, platform_user_id)) - 1, ${CONTACT_ADDRESS}, ${components}
+      select ${broadcastId}, (row_number() over (order by phone, platform_user_id)) - 1, ${addressColumn('chat_contacts')}, ${components}
       from chat_contacts where phone_number_id = ${phoneNumberId} and ${audience.label} = any(labels)`)
     return inserted.count
   }
   const ids = [...new Set(audience.contactIds)]
   const inserted = await tx.execute(sql`
     insert into chat_broadcast_recipients (broadcast_id, position, phone, components)
-    select ${broadcastId}, (row_number() over (order by phone, platform_user_id)) - 1, ${CONTACT_ADDRESS}, ${components}
+    select ${broadcastId}, (row_number() over (order by phone, platform_user_id)) - 1, ${addressColumn('chat_contacts')}, ${components}
     from chat_contacts where phone_number_id = ${phoneNumberId} and id = any(${textArray(ids)})`)
   if (inserted.count !== ids.length) throw new DomainError('VALIDATION_ERROR', `contactIds: ${ids.length - inserted.count} of them are not contacts of this account`)
   return inserted.count

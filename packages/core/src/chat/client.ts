@@ -128,14 +128,43 @@ type MediaMessage = WireAddress & {
   [kind: string]: unknown
 }
 
-/** Reply buttons (1–3) or a list of rows in sections (10 rows at most): chat/interactive.ts checks the platform's limits. */
+export type FlowAction = 'navigate' | 'data_exchange'
+
+/** A flow to open (README, Flows): the platform's flow by id or name, its button, and where it starts. */
+export interface FlowContent {
+  id?: string
+  name?: string
+  cta: string
+  action: FlowAction
+  screen?: string
+  data?: Record<string, unknown>
+  token?: string
+}
+
+/** Reply buttons (1–3), a list of rows in sections (10 rows at most) or a flow: chat/interactive.ts checks the platform's limits. */
 export interface InteractiveContent {
-  type: 'button' | 'list'
+  type: 'button' | 'list' | 'flow'
   body: string
   header?: string
   footer?: string
   buttons?: Array<{ id: string, title: string }>
   list?: { button: string, sections: Array<{ title?: string, rows: Array<{ id: string, title: string, description?: string }> }> }
+  flow?: FlowContent
+}
+
+/** A flow's action in the platform's wire format: version 3, its payload only for a navigate flow that names its screen. */
+function flowAction (flow: FlowContent): Record<string, unknown> {
+  return {
+    name: 'flow',
+    parameters: {
+      flow_message_version: '3',
+      ...(flow.id !== undefined ? { flow_id: flow.id } : { flow_name: flow.name }),
+      flow_cta: flow.cta,
+      ...(flow.token !== undefined && { flow_token: flow.token }),
+      flow_action: flow.action,
+      ...(flow.screen !== undefined && { flow_action_payload: { screen: flow.screen, ...(flow.data !== undefined && { data: flow.data }) } })
+    }
+  }
 }
 
 type InteractiveMessage = WireAddress & {
@@ -213,7 +242,9 @@ export function mediaMessage (to: string, media: MediaContent): MediaMessage {
 export function interactiveMessage (to: string, content: InteractiveContent): InteractiveMessage {
   const action = content.type === 'button'
     ? { buttons: (content.buttons ?? []).map((reply) => ({ type: 'reply', reply: { id: reply.id, title: reply.title } })) }
-    : { button: content.list?.button, sections: content.list?.sections }
+    : content.type === 'flow' && content.flow !== undefined
+      ? flowAction(content.flow)
+      : { button: content.list?.button, sections: content.list?.sections }
   return {
     messaging_product: 'whatsapp',
     recipient_type: 'individual',

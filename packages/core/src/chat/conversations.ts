@@ -10,7 +10,7 @@ import { notifyChange } from './changes.ts'
 import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
 import { recordCustomer } from './customers.ts'
-import { addressOf, customerIs, isPlatformUserId } from './phone.ts'
+import { addressOf, customerIs, isPlatformUserId, sameCustomer } from './phone.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageDetails, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
@@ -48,13 +48,14 @@ const quotedOf = (alias: string): SQL => sql.raw(`(select json_build_object('id'
   from messages q where q.conversation_id = ${alias}.conversation_id and (q.id = ${alias}.reply_to_id or q.wamid = ${alias}.reply_to_id) limit 1)`)
 
 /**
- * A message as the API returns it (README, Message kinds): its kind's details as top-level fields,
- * its reactions, and the message it quotes (null where the read did not join it: drafts).
+ * A message as the API returns it (README, Message kinds): its kind's details also as top-level fields (`details`
+ * stays whole, a completed flow's answers in it: README, Flows), its reactions, and the message it quotes (null where
+ * the read did not join it: drafts).
  */
 export function messageView (message: Message & { replyTo?: QuotedMessage | null }) {
-  const { details, ...rest } = message
+  const details = message.details
   return {
-    ...rest,
+    ...message,
     location: details?.location ?? null,
     contacts: details?.contacts ?? null,
     reaction: details?.reaction ?? null,
@@ -69,7 +70,7 @@ export function messageView (message: Message & { replyTo?: QuotedMessage | null
  * subquery they would name chat_contacts' own.
  */
 const optedOut = sql<boolean>`exists (select 1 from chat_contacts k
-  where k.phone_number_id = conversations.phone_number_id and k.phone = conversations.phone and k.opted_out)`
+  where k.phone_number_id = conversations.phone_number_id and ${sameCustomer('k', 'conversations')} and k.opted_out)`
 
 /** A list's filters beyond `filter`, and its order (README, The team inbox). */
 interface ConversationsQuery {
@@ -151,27 +152,29 @@ interface InboundMessageRecord {
   media?: ChatMessageMedia
   /** The platform's wamid of the quoted message (`context.id`): stored as our id when it is a message of the conversation. */
   replyToId?: string
-  /** A location or contact cards; a reaction's target by wamid, resolved to our message of the conversation (README, Message kinds). */
-  location?: NonNullable<ChatMessageDetails['location']>
-  contacts?: NonNullable<ChatMessageDetails['contacts']>
+  /** A reaction's target by wamid, resolved to our message of the conversation, and its emoji (README, Message kinds). */
   reaction?: { wamid: string, emoji: string }
   receivedAt: Date
   /** Who can use the number: those of them with a subscription to `chat.message.received` get the event. */
   userIds?: readonly string[]
   /** The tap an interactive answer carries, for the event's payload. */
   interactive?: unknown
+  /** A completed flow (README, Flows), a shared location or contact cards (README, Message kinds). */
+  details?: ChatMessageDetails
 }
 
 /**
  * What a message of a kind carries into `chat.message.received` and KEYWORD runs' triggerData (README, Message kinds):
- * `reaction` as `{messageId, emoji}` (our id of the message reacted to, null when it is not the conversation's), `location`, `contacts`.
+ * `reaction` as `{messageId, emoji}` (our id of the message reacted to, null when it is not the conversation's), `location`,
+ * `contacts`, a completed flow's `flowReply`.
  */
-export function kindFields (details: ChatMessageDetails | null | undefined): { reaction?: { messageId: string | null, emoji: string }, location?: unknown, contacts?: unknown } {
+export function kindFields (details: ChatMessageDetails | null | undefined): Pick<ChatMessageDetails, 'location' | 'contacts' | 'flowReply'> & { reaction?: { messageId: string | null, emoji: string } } {
   if (details == null) return {}
   return {
     ...(details.reaction !== undefined && { reaction: { messageId: details.reaction.messageId, emoji: details.reaction.emoji } }),
     ...(details.location !== undefined && { location: details.location }),
-    ...(details.contacts !== undefined && { contacts: details.contacts })
+    ...(details.contacts !== undefined && { contacts: details.contacts }),
+    ...(details.flowReply !== undefined && { flowReply: details.flowReply })
   }
 }
 
@@ -527,11 +530,9 @@ export function conversationsRepository (db: DbOrTx) {
           : (await tx.select({ id: messages.id, wamid: messages.wamid }).from(messages)
               .where(and(eq(messages.conversationId, conversation.id), inArray(messages.wamid, wamids)))).map((row) => [row.wamid, row.id]))
         const reactedTo = record.reaction === undefined ? undefined : known.get(record.reaction.wamid)
-        const details: ChatMessageDetails | null = record.location !== undefined
-          ? { location: record.location }
-          : record.contacts !== undefined
-            ? { contacts: record.contacts }
-            : record.reaction !== undefined ? { reaction: { messageId: reactedTo ?? null, ...record.reaction } } : null
+        const details: ChatMessageDetails | null = record.reaction !== undefined
+          ? { reaction: { messageId: reactedTo ?? null, ...record.reaction } }
+          : record.details ?? null
         const [message] = await tx.insert(messages).values({
           conversationId: conversation.id,
           wamid: record.wamid,

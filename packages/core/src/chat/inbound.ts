@@ -1,15 +1,16 @@
 import type { Queue } from 'bullmq'
 import type { Config } from '../config.ts'
 import type { DbOrTx } from '../db/client.ts'
-import { MESSAGE_STATUSES, type ChatMessageMedia } from '../db/schema/index.ts'
+import { MESSAGE_STATUSES, type ChatMessageDetails, type ChatMessageMedia } from '../db/schema/index.ts'
 import type { Logger } from '../logger.ts'
 import { CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '../queues/catalog.ts'
 import { ensureJob } from '../queues/ensure-job.ts'
 import { chatDeliveriesRepository } from './deliveries-repository.ts'
-import { conversationsRepository, kindFields, type MessageStatus } from './conversations.ts'
-import { inboundKindOf } from './kinds.ts'
+import { conversationsRepository, type MessageStatus } from './conversations.ts'
+import { contactsContent, inboundContactsOf, inboundReactionOf, locationContent } from './kinds.ts'
 import { chatAccountResolver } from './accounts.ts'
-import { interactiveReplyOf, type InteractiveReply } from './interactive.ts'
+import { flowReplyOf, interactiveReplyOf, type InteractiveReply } from './interactive.ts'
+import { inboundLocationOf } from './location.ts'
 import { inboundMediaOf } from './media.ts'
 import { isPlatformUserId } from './phone.ts'
 import { isSandboxDelivery } from './sandbox.ts'
@@ -35,10 +36,21 @@ export interface InboundChatMessage {
   interactive?: InteractiveReply
   /** What an image, document, audio, video or sticker carries: its media id, type, caption, file name. */
   media?: ChatMessageMedia
-  /** A reaction: our id of the message reacted to (null when it is not the conversation's) and the emoji, "" when removed (README, Message kinds). */
-  reaction?: { messageId: string | null, emoji: string }
-  location?: unknown
-  contacts?: unknown
+  /**
+   * What a message of another kind carries: a completed flow (`flowReply`), a location, contact cards, a reaction (our id of
+   * the message reacted to, null when it is not the conversation's, and the emoji, "" when removed: README, Message kinds).
+   */
+  details?: ChatMessageDetails
+}
+
+/** The details of a completed flow, a shared location or contact cards; undefined for other messages. */
+function detailsOf (message: Record<string, unknown>): ChatMessageDetails | undefined {
+  const flowReply = flowReplyOf(message)
+  if (flowReply !== undefined) return { flowReply }
+  const location = inboundLocationOf(message)
+  if (location !== undefined) return { location }
+  const contacts = inboundContactsOf(message)
+  return contacts === undefined ? undefined : { contacts }
 }
 
 interface DeliverySummary {
@@ -105,7 +117,7 @@ function messageText (message: PlatformMessage): string {
   const part = isRecord(message[type]) ? message[type] : {}
   switch (type) {
     case 'text': return String(part.body ?? '')
-    case 'interactive': return String(part.button_reply?.title ?? part.list_reply?.title ?? '')
+    case 'interactive': return part.type === 'nfm_reply' ? '[flow]' : String(part.button_reply?.title ?? part.list_reply?.title ?? '')
     case 'button': return String(part.text ?? part.payload ?? '')
     case 'reaction': return String(part.emoji ?? '')
     case 'image': case 'video': case 'document': case 'audio': case 'sticker':
@@ -199,10 +211,13 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     for (const message of value.messages ?? []) {
       const sender = senderOf(message, contacts)
       if (sender === null || typeof message.id !== 'string') continue
-      const kind = inboundKindOf(message)
-      const text = kind?.content ?? messageText(message)
       const media = inboundMediaOf(message)
       const interactive = interactiveReplyOf(message)
+      const details = detailsOf(message)
+      const reaction = inboundReactionOf(message)
+      const text = details?.location !== undefined
+        ? locationContent(details.location)
+        : details?.contacts !== undefined ? contactsContent(details.contacts) : reaction?.emoji ?? messageText(message)
       userIds ??= await accounts.userIdsFor(phoneNumberId)
       const stored = await conversations.recordInbound({
         phoneNumberId,
@@ -212,12 +227,11 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         content: text,
         media,
         replyToId: typeof message.context?.id === 'string' ? message.context.id.slice(0, 256) : undefined,
-        ...(kind?.location !== undefined && { location: kind.location }),
-        ...(kind?.contacts !== undefined && { contacts: kind.contacts }),
-        ...(kind?.reaction !== undefined && { reaction: kind.reaction }),
+        ...(reaction !== undefined && { reaction }),
         receivedAt: timeOf(message.timestamp),
         userIds,
-        ...(interactive !== undefined && { interactive })
+        ...(interactive !== undefined && { interactive }),
+        ...(details !== undefined && { details })
       })
       if (stored?.isNew === true) summary.messages++
       else summary.duplicates++
@@ -238,7 +252,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         messageId: stored.messageId,
         ...(interactive !== undefined && { interactive }),
         ...(media !== undefined && { media }),
-        ...kindFields(stored.details)
+        ...(stored.details !== null && { details: stored.details })
       })
       await conversations.markDispatched(stored.messageId)
     }

@@ -1,5 +1,7 @@
+import { storableJson } from '../db/storable.ts'
+import type { ChatMessageDetails } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
-import type { InteractiveContent } from './client.ts'
+import type { FlowAction, FlowContent, InteractiveContent } from './client.ts'
 
 /**
  * The platform's limits of an interactive message (characters, counts): sends over them are
@@ -18,10 +20,30 @@ export const INTERACTIVE_LIMITS = {
   rows: 10,
   rowId: 200,
   rowTitle: 24,
-  rowDescription: 72
+  rowDescription: 72,
+  /** The platform advises at most 30 characters, no emoji, on a flow's button. */
+  flowCta: 30,
+  flowId: 64,
+  flowName: 200,
+  flowScreen: 100,
+  flowToken: 512,
+  /** A flow's first-screen data: its JSON's bytes and nesting (ours: the platform states none). */
+  flowDataBytes: 10 * 1024,
+  flowDataDepth: 10
 } as const
 
-export const INTERACTIVE_TYPES = ['button', 'list'] as const
+export const INTERACTIVE_TYPES = ['button', 'list', 'flow'] as const
+
+/** How a flow opens: at a screen (`navigate`), or by asking the flow's endpoint for its first screen (`data_exchange`). */
+export const FLOW_ACTIONS = ['navigate', 'data_exchange'] as const
+
+/**
+ * A completed flow's `response_json` is kept up to these bounds (README, Flows): past them the
+ * reply keeps `response: {}` and `unreadable` says why, so a hostile reply is stored and shown, never retried.
+ */
+const FLOW_REPLY_LIMITS = { bytes: 64 * 1024, depth: 20 } as const
+
+export type FlowReply = NonNullable<ChatMessageDetails['flowReply']>
 
 /** A tap the customer made: a reply button, a list row, or a template's quick reply button (`id` is its payload). */
 export interface InteractiveReply {
@@ -98,10 +120,54 @@ function listOf (value: unknown): InteractiveContent['list'] {
   return { button, sections: checked }
 }
 
+/** How deeply `value` nests objects and arrays (`{}` is 1), counted no further than `max` + 1: no deep recursion. */
+function depthOf (value: unknown, max: number): number {
+  if (typeof value !== 'object' || value === null) return 0
+  if (max < 0) return 1
+  let deepest = 0
+  for (const child of Object.values(value)) {
+    deepest = Math.max(deepest, depthOf(child, max - 1))
+    if (deepest > max) break
+  }
+  return deepest + 1
+}
+
+function flowOf (value: unknown): FlowContent {
+  const limits = INTERACTIVE_LIMITS
+  if (!isRecord(value)) throw invalid('flow is required for type flow: {id or name, cta, screen?, data?, token?, action?}')
+  if (given(value.id) === given(value.name)) throw invalid('flow needs exactly one of flow.id and flow.name')
+  const id = optionalText(value.id, 'flow.id', limits.flowId)
+  const name = optionalText(value.name, 'flow.name', limits.flowName)
+  const cta = text(value.cta, 'flow.cta', limits.flowCta)
+  if (/\p{Extended_Pictographic}/u.test(cta)) throw invalid('flow.cta must have no emoji')
+  // Any case, as the node's schema takes it (oneOfAnyCase).
+  const action = given(value.action) ? FLOW_ACTIONS.find((candidate) => candidate === String(value.action).toLowerCase()) : 'navigate'
+  if (action === undefined) throw invalid(`flow.action must be one of ${FLOW_ACTIONS.join(', ')}`)
+  const screen = optionalText(value.screen, 'flow.screen', limits.flowScreen)
+  const token = optionalText(value.token, 'flow.token', limits.flowToken)
+  const data = given(value.data) ? value.data : undefined
+  // The platform: a navigate flow's payload is its first screen and data; a data exchange's comes from the flow's endpoint.
+  if (action === 'data_exchange' && (screen !== undefined || data !== undefined)) throw invalid('flow.screen and flow.data are only for action navigate')
+  if (data !== undefined) {
+    if (!isRecord(data) || Object.keys(data).length === 0) throw invalid('flow.data must be a non-empty object')
+    if (screen === undefined) throw invalid('flow.data needs flow.screen, the screen it is for')
+    if (depthOf(data, limits.flowDataDepth) > limits.flowDataDepth) throw invalid(`flow.data must nest at most ${limits.flowDataDepth} levels`)
+    if (Buffer.byteLength(JSON.stringify(data)) > limits.flowDataBytes) throw invalid(`flow.data must be at most ${limits.flowDataBytes} bytes as JSON`)
+  }
+  return {
+    ...(id !== undefined ? { id } : { name: name as string }),
+    cta,
+    action: action as FlowAction,
+    ...(screen !== undefined && { screen }),
+    ...(data !== undefined && { data: data as Record<string, unknown> }),
+    ...(token !== undefined && { token })
+  }
+}
+
 /**
  * An interactive message as the platform takes it, from what an API caller or a workflow node
  * wrote: refused (400 `VALIDATION_ERROR`) over any of the platform's limits, naming the field and
- * the limit, and with `buttons` for type button, `list` for type list, never both.
+ * the limit, and with `buttons` for type button, `list` for type list, `flow` for type flow, never another.
  */
 export function checkInteractive (input: Record<string, unknown>): InteractiveContent {
   const type = INTERACTIVE_TYPES.find((candidate) => candidate === input.type)
@@ -114,12 +180,12 @@ export function checkInteractive (input: Record<string, unknown>): InteractiveCo
     ...(header !== undefined && { header }),
     ...(footer !== undefined && { footer })
   }
-  if (type === 'button') {
-    if (given(input.list)) throw invalid('list is only for type list')
-    return { ...fields, buttons: buttonsOf(input.buttons) }
-  }
-  if (given(input.buttons)) throw invalid('buttons is only for type button')
-  return { ...fields, list: listOf(input.list) }
+  if (type !== 'button' && given(input.buttons)) throw invalid('buttons is only for type button')
+  if (type !== 'list' && given(input.list)) throw invalid('list is only for type list')
+  if (type !== 'flow' && given(input.flow)) throw invalid('flow is only for type flow')
+  if (type === 'button') return { ...fields, buttons: buttonsOf(input.buttons) }
+  if (type === 'list') return { ...fields, list: listOf(input.list) }
+  return { ...fields, flow: flowOf(input.flow) }
 }
 
 /** A tap's id and title as a workflow gets them, cut to this: longer than any the platform sends (a quick reply's payload). */
@@ -137,4 +203,38 @@ export function interactiveReplyOf (message: Record<string, unknown>): Interacti
   const reply = type === undefined ? undefined : part[type]
   if (type === undefined || !isRecord(reply)) return undefined
   return { type, id: replyText(reply.id), title: replyText(reply.title) }
+}
+
+type Unreadable = NonNullable<FlowReply['unreadable']>
+
+/** A flow reply's `response_json` as an object, or why it is not kept: bounded before it is parsed, and its strings made storable. */
+function flowResponseOf (json: unknown): Record<string, unknown> | Unreadable {
+  const { bytes, depth } = FLOW_REPLY_LIMITS
+  if (typeof json !== 'string') return 'not_json'
+  if (json.length > bytes || Buffer.byteLength(json) > bytes) return 'too_large'
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(json)
+  } catch {
+    return 'not_json'
+  }
+  if (!isRecord(parsed)) return 'not_json'
+  if (depthOf(parsed, depth) > depth) return 'too_deep'
+  return JSON.parse(storableJson(parsed)) as Record<string, unknown>
+}
+
+/**
+ * The completed flow an inbound `interactive` message of type `nfm_reply` carries (README, Flows);
+ * undefined for any other message.
+ */
+export function flowReplyOf (message: Record<string, unknown>): FlowReply | undefined {
+  const part = message.interactive
+  if (message.type !== 'interactive' || !isRecord(part) || part.type !== 'nfm_reply' || !isRecord(part.nfm_reply)) return undefined
+  const reply = part.nfm_reply
+  const response = flowResponseOf(reply.response_json)
+  return {
+    name: replyText(reply.name),
+    body: replyText(reply.body),
+    ...(typeof response === 'string' ? { response: {}, unreadable: response } : { response })
+  }
 }

@@ -4,7 +4,8 @@ import { DomainError } from '../errors.ts'
 
 /**
  * The message kinds beyond text, media and interactive (README, Message kinds): locations, contact
- * cards and reactions, as a send checks them and as an inbound message keeps them. Pure.
+ * cards and reactions, as a send checks them and as an inbound message keeps them (an inbound location's
+ * place: chat/location.ts). Pure.
  */
 
 type Location = NonNullable<ChatMessageDetails['location']>
@@ -17,7 +18,6 @@ type ContactCard = Record<string, unknown>
 export const KIND_LIMITS = {
   locationName: 1000,
   locationAddress: 1000,
-  locationUrl: 2048,
   /** Cards in one contacts message. */
   contacts: 20,
   /** Phones, emails, urls and addresses of one card, each. */
@@ -131,10 +131,11 @@ function keptPart (value: unknown, fields: readonly string[]): Record<string, st
   return Object.keys(part).length > 0 ? part : undefined
 }
 
-/** The cards of an inbound `contacts` message: at most KIND_LIMITS.contacts, each bounded as a send's. */
-function inboundContacts (value: unknown): ContactCard[] {
-  if (!Array.isArray(value)) return []
-  return value.slice(0, KIND_LIMITS.contacts).filter(isRecord).map((card) => {
+/** The cards of an inbound `contacts` message, at most KIND_LIMITS.contacts, each bounded as a send's; undefined for any other message. */
+export function inboundContactsOf (message: Record<string, unknown>): ContactCard[] | undefined {
+  if (message.type !== 'contacts') return undefined
+  const cards = Array.isArray(message.contacts) ? message.contacts : []
+  return cards.slice(0, KIND_LIMITS.contacts).filter(isRecord).map((card) => {
     const kept: ContactCard = {}
     for (const [key, fields] of Object.entries(CARD_OBJECTS)) {
       const part = keptPart(card[key], fields)
@@ -149,15 +150,14 @@ function inboundContacts (value: unknown): ContactCard[] {
   })
 }
 
-function inboundLocation (value: unknown): Location | undefined {
-  if (!isRecord(value)) return undefined
-  const latitude = Number(value.latitude)
-  const longitude = Number(value.longitude)
-  if (!Number.isFinite(latitude) || !Number.isFinite(longitude) || Math.abs(latitude) > 90 || Math.abs(longitude) > 180) return undefined
-  const name = kept(value.name, KIND_LIMITS.locationName)
-  const address = kept(value.address, KIND_LIMITS.locationAddress)
-  const url = kept(value.url, KIND_LIMITS.locationUrl)
-  return { latitude, longitude, ...(name !== undefined && { name }), ...(address !== undefined && { address }), ...(url !== undefined && { url }) }
+/**
+ * An inbound reaction: the wamid of the message reacted to (the caller resolves it in the conversation) and the emoji,
+ * "" when the customer removed theirs (the platform then leaves it out, or empty); undefined for any other message.
+ */
+export function inboundReactionOf (message: Record<string, unknown>): { wamid: string, emoji: string } | undefined {
+  const part = message.reaction
+  if (message.type !== 'reaction' || !isRecord(part) || typeof part.message_id !== 'string') return undefined
+  return { wamid: part.message_id.slice(0, 256), emoji: kept(part.emoji, KIND_LIMITS.emoji) ?? '' }
 }
 
 /** A card's name as the inbox lists it. */
@@ -166,39 +166,8 @@ const cardName = (card: ContactCard): string => {
   return name?.formatted_name ?? [name?.first_name, name?.last_name].filter(Boolean).join(' ')
 }
 
-/** What an inbound message of these kinds keeps, and its text in the inbox; the reaction's target wamid is resolved by the caller. */
-export interface InboundKind {
-  content: string
-  location?: Location
-  contacts?: ContactCard[]
-  reaction?: { wamid: string, emoji: string }
-}
-
-/** The kind data of an inbound `location`, `contacts` or `reaction` message; undefined for any other type, or one without its part. */
-export function inboundKindOf (message: Record<string, unknown>): InboundKind | undefined {
-  const part = message[String(message.type)]
-  switch (message.type) {
-    case 'location': {
-      const location = inboundLocation(part)
-      return location === undefined ? undefined : { content: locationContent(location), location }
-    }
-    case 'contacts': {
-      const contacts = inboundContacts(part)
-      return { content: contactsContent(contacts), contacts }
-    }
-    case 'reaction': {
-      const wamid = isRecord(part) && typeof part.message_id === 'string' ? part.message_id.slice(0, 256) : undefined
-      if (wamid === undefined) return undefined
-      // The platform leaves the emoji out (or empty) when the customer removed their reaction.
-      const emoji = kept(isRecord(part) ? part.emoji : undefined, KIND_LIMITS.emoji) ?? ''
-      return { content: emoji, reaction: { wamid, emoji } }
-    }
-    default: return undefined
-  }
-}
-
-/** The text a sent location shows in the inbox. */
+/** The text a location shows in the inbox. */
 export const locationContent = (location: Omit<Location, 'url'>): string => `[location] ${location.name ?? `${location.latitude}, ${location.longitude}`}`
 
-/** The text sent cards show in the inbox. */
+/** The text contact cards show in the inbox. */
 export const contactsContent = (contacts: ContactCard[]): string => `[contacts] ${contacts.map(cardName).filter(Boolean).join(', ')}`.trimEnd()

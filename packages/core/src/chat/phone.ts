@@ -30,6 +30,13 @@ export function normalizeAddress (to: string): string {
 export const addressOf = (customer: { phone: string, platformUserId: string | null }): string =>
   customer.phone !== '' || customer.platformUserId === null ? customer.phone : customer.platformUserId
 
+/** The address (`addressOf`) of the customer of `alias`'s row, in SQL. */
+export const addressColumn = (alias: string): SQL => sql.raw(`coalesce(nullif(${alias}.phone, ''), ${alias}.platform_user_id)`)
+
+/** The contact `contact` and the conversation `conversation` (aliases) are of one customer: the same phone, or the same platform user id. */
+export const sameCustomer = (contact: string, conversation: string): SQL =>
+  sql.raw(`((${contact}.phone = ${conversation}.phone and ${contact}.phone <> '') or ${contact}.platform_user_id = ${conversation}.platform_user_id)`)
+
 /** The rows of `alias` (conversations or chat_contacts) of the customer at `address`, by the index its kind has. */
 export const customerIs = (alias: string, address: string): SQL =>
   isPlatformUserId(address)

@@ -9,6 +9,7 @@ import { Messages } from './messages.tsx'
 import { AssistantActivity, AssistantMode } from './assistant.tsx'
 import { ContactPanel } from './contact-panel.tsx'
 import { LabelEditor } from '../../components/labels.tsx'
+import { customerLabel } from '../../customer.ts'
 
 /** A person's name in the inbox: their email, or `you`. */
 export const nameOf = (agents: Agent[] | undefined, userId: string): string =>
@@ -83,8 +84,8 @@ export function ConversationView ({ accountId, conversation, model, agents, repl
     <section class='conversation' aria-labelledby='conversation-title'>
       <header class='conversation-head'>
         <div>
-          <h2 id='conversation-title'>{conversation.name ?? conversation.phone}</h2>
-          <span class='muted mono'>+{conversation.phone}</span>
+          <h2 id='conversation-title'>{conversation.name ?? customerLabel(conversation)}</h2>
+          <span class='muted mono'>{customerLabel(conversation)}</span>
           {conversation.optedOut && <span class='badge status-failed' id='opted-out' title='The customer opted out of messages: only a reply after they write again can be sent'>Opted out</span>}
         </div>
         <Assignment accountId={accountId} conversation={conversation} agents={agents} onChanged={onChanged} />

@@ -12,6 +12,7 @@ import { chooseAccount, DEFAULT_ACCOUNT } from '../../session.ts'
 import type { ConversationFilter } from '../../types.ts'
 import { ConversationView, nameOf } from './conversation.tsx'
 import { LIVE_REFRESH_MS, REFRESH_MS } from './refresh.ts'
+import { customerAddress, customerLabel } from '../../customer.ts'
 
 /**
  * The installation's default account was asked for and there is none (CHAT_PHONE_NUMBER_ID and
@@ -129,9 +130,9 @@ export function Inbox () {
                       <a
                         href={`${paths.inbox}?${new URLSearchParams({ ...query, c: conversation.id }).toString()}`}
                         aria-current={conversation.id === query.c ? 'true' : undefined}
-                        data-conversation={conversation.phone}
+                        data-conversation={customerAddress(conversation)}
                       >
-                        <span class='contact'><strong>{conversation.name ?? `+${conversation.phone}`}</strong>{conversation.isPinned && <span class='muted'> · pinned</span>}</span>
+                        <span class='contact'><strong>{conversation.name ?? customerLabel(conversation)}</strong>{conversation.isPinned && <span class='muted'> · pinned</span>}</span>
                         <span class='badges'>
                           {conversation.pendingApprovalCount > 0 && <span class='drafts-badge' title='Drafts of the assistant waiting for approval'>{conversation.pendingApprovalCount} {conversation.pendingApprovalCount === 1 ? 'draft' : 'drafts'}</span>}
                           {conversation.unreadCount > 0 && <span class='unread' aria-label={`${conversation.unreadCount} unread`}>{conversation.unreadCount}</span>}

@@ -65,6 +65,43 @@ function Draft ({ accountId, conversationId, message, onDecided }: { accountId: 
   )
 }
 
+type FlowReplyDetails = NonNullable<NonNullable<ChatMessage['details']>['flowReply']>
+
+/** Why a completed flow's answers were not kept (README, Flows: their bounds). */
+const UNREADABLE: Record<NonNullable<FlowReplyDetails['unreadable']>, string> = {
+  too_large: 'over 64 KiB',
+  too_deep: 'nested more than 20 levels',
+  not_json: 'not a JSON object'
+}
+/** A response's fields shown, and each value's characters: the thread stays readable whatever the flow sent. */
+const FLOW_FIELDS_SHOWN = 30
+const FLOW_VALUE_CHARS = 200
+
+function flowValue (value: unknown): string {
+  const text = typeof value === 'string' ? value : Array.isArray(value) && value.every((item) => typeof item !== 'object') ? value.join(', ') : JSON.stringify(value)
+  return text.length > FLOW_VALUE_CHARS ? `${text.slice(0, FLOW_VALUE_CHARS)}…` : text
+}
+
+/**
+ * A completed flow: the customer's answers as a key/value list, by name (stored as jsonb, they keep no
+ * order of their own); its flow_token, the business's own id, left out.
+ */
+function FlowReply ({ reply }: { reply: FlowReplyDetails }) {
+  if (reply.unreadable !== undefined) return <span class='flow-reply muted'>Form completed; its answers were not kept ({UNREADABLE[reply.unreadable]}).</span>
+  const fields = Object.entries(reply.response).filter(([key]) => key !== 'flow_token').sort(([a], [b]) => a.localeCompare(b))
+  return (
+    <div class='flow-reply'>
+      <span class='small muted'>Form completed</span>
+      {fields.length > 0 && (
+        <dl>
+          {fields.slice(0, FLOW_FIELDS_SHOWN).map(([key, value]) => <div key={key}><dt>{key}</dt><dd>{flowValue(value)}</dd></div>)}
+        </dl>
+      )}
+      {fields.length > FLOW_FIELDS_SHOWN && <span class='small muted'>and {fields.length - FLOW_FIELDS_SHOWN} more</span>}
+    </div>
+  )
+}
+
 /** Media the inbox shows inline; anything else is offered for download. */
 const INLINE_MEDIA = new Set(['image', 'sticker'])
 
@@ -276,6 +313,7 @@ function readTemplate (message: ChatMessage, templates: Template[] | undefined):
 /** What a message says in its bubble, by its kind. */
 function Body ({ accountId, message, template }: { accountId: string, message: ChatMessage, template: TemplatePreview | undefined }) {
   if (template !== undefined) return <TemplateText preview={template} />
+  if (message.details?.flowReply !== undefined) return <FlowReply reply={message.details.flowReply} />
   if (message.location !== null) return <Location location={message.location} />
   if (message.contacts !== null) return <Cards contacts={message.contacts} />
   if (message.reaction !== null) return <>{message.reaction.emoji === '' ? 'Removed a reaction' : `Reacted ${message.reaction.emoji}`} to a message not shown here</>

@@ -7,6 +7,7 @@ import { useAction, useData } from '../../hooks.ts'
 import { loadSession } from '../../session.ts'
 import { placeholderCount, templatePreview } from '../../template-preview.ts'
 import { type CannedReply, type ChatMessage, type Conversation } from '../../types.ts'
+import { customerAddress } from '../../customer.ts'
 
 /** Free text is allowed within 24 hours of the customer's latest message (README, Chat). */
 const WINDOW_MS = 24 * 3600 * 1000
@@ -24,7 +25,7 @@ export function TemplateReply ({ accountId, conversation, onSent }: { accountId:
   const send = useAction(async () => {
     if (template === undefined) throw new Error('Pick a template first')
     const parameters = Array.from({ length: count }, (_, i) => values[i] ?? '')
-    await api.sendTemplate(accountId, { to: conversation.phone, templateName: template.name, lang: template.language, parameters, body: preview, agentName: loadSession()?.user.email ?? 'console' })
+    await api.sendTemplate(accountId, { to: customerAddress(conversation), templateName: template.name, lang: template.language, parameters, body: preview, agentName: loadSession()?.user.email ?? 'console' })
     setValues([])
     onSent()
   })
@@ -64,7 +65,7 @@ interface TextReplyProps {
 export function TextReply ({ accountId, conversation, replies, quoting, onUnquote, onSent }: TextReplyProps) {
   const [text, setText] = useState('')
   const send = useAction(async () => {
-    await api.sendText(accountId, conversation.phone, text.trim(), loadSession()?.user.email ?? 'console', quoting?.id)
+    await api.sendText(accountId, customerAddress(conversation), text.trim(), loadSession()?.user.email ?? 'console', quoting?.id)
     setText('')
     onSent()
   })

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { createdAt, nullableTimestamp } from './_columns.ts'
-import { conversations, type ChatMessageMedia } from './chat.ts'
+import { conversations, type ChatMessageDetails, type ChatMessageMedia } from './chat.ts'
 import { runs } from './runs.ts'
 
 /**
@@ -22,6 +22,8 @@ export interface AskAnswer {
   /** A tap on a button or list row: its kind, id and title. */
   interactive?: { type: string, id: string, title: string }
   media?: ChatMessageMedia
+  /** A completed flow, a shared location: what `expect: flow` and `expect: location` read. */
+  details?: ChatMessageDetails
 }
 
 /**

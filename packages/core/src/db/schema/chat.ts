@@ -36,7 +36,8 @@ export interface ChatMessageDetails {
   location?: { latitude: number, longitude: number, name?: string, address?: string, url?: string }
   contacts?: Array<Record<string, unknown>>
   reaction?: { messageId: string | null, wamid: string, emoji: string }
-  flowReply?: { name?: string, body?: string, response: Record<string, unknown> }
+  /** `unreadable`: the response was not kept (over its bounds, or not a JSON object), `response` is then `{}`. */
+  flowReply?: { name?: string, body?: string, response: Record<string, unknown>, unreadable?: 'too_large' | 'too_deep' | 'not_json' }
 }
 
 /** The emoji each side put on a message; absent: none (README, Message kinds: reactions). */

@@ -9,7 +9,7 @@ import { checkRecipient, CUSTOMER_FIELDS, customerOf, sendRetryably } from './ch
 import { compileMatchPattern } from './condition.ts'
 import { optionalNumber, optionalString, requiredString } from './config.ts'
 import { defineNode, oneOfAnyCase, templated } from './definition.ts'
-import { BUTTON, LIST } from './send-chat-interactive.ts'
+import { BUTTON, FLOW, LIST } from './send-chat-interactive.ts'
 
 const MINUTE_MS = 60_000
 /** How long an ask waits for each answer: 3 seconds to 30 days. */
@@ -73,17 +73,18 @@ const linkOr = (config: Record<string, unknown>, field: string, output: unknown)
 export const ask = defineNode({
   type: 'ask',
   category: 'Chat',
-  description: 'Asks the customer a question (text, buttons, a list; a template outside the 24-hour window) and waits for the answer, checked as `expect` says; asks again when it is not valid.',
+  description: 'Asks the customer a question (text, buttons, a list, a flow; a template outside the 24-hour window) and waits for the answer, checked as `expect` says; asks again when it is not valid.',
   config: {
     phone: CUSTOMER_FIELDS.phone,
     contactId: CUSTOMER_FIELDS.contactId,
-    text: templated(Type.String({ minLength: 1, maxLength: LIMITS.body, description: 'The question (the body above buttons or a list).' })),
-    header: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.header, description: 'With buttons or a list: a title above the question.' }))),
-    footer: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.footer, description: 'With buttons or a list: a line under it.' }))),
+    text: templated(Type.String({ minLength: 1, maxLength: LIMITS.body, description: 'The question (the body above buttons, a list or a flow’s button).' })),
+    header: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.header, description: 'With buttons, a list or a flow: a title above the question.' }))),
+    footer: Type.Optional(templated(Type.String({ minLength: 1, maxLength: LIMITS.footer, description: 'With buttons, a list or a flow: a line under it.' }))),
     buttons: Type.Optional(templated(Type.Array(BUTTON, { minItems: 1, maxItems: LIMITS.buttons, description: `1 to ${LIMITS.buttons} reply buttons.` }))),
     list: Type.Optional(templated(LIST)),
+    flow: Type.Optional(templated(FLOW)),
     template: Type.Optional(templated(TEMPLATE)),
-    expect: Type.Optional(oneOfAnyCase(ASK_EXPECTS, { default: 'text', description: 'What a valid answer is: text, a number, an email, a phone number, a date, one of the choices (a tap, or its title typed), media, or text matching `pattern`.' })),
+    expect: Type.Optional(oneOfAnyCase(ASK_EXPECTS, { default: 'text', description: 'What a valid answer is: text, a number, an email, a phone number, a date, one of the choices (a tap, or its title typed), media, text matching `pattern`, a shared location, or a completed flow.' })),
     pattern: Type.Optional(templated(Type.String({ minLength: 1, maxLength: 1000, description: 'With expect pattern: an RE2 expression the whole answer must match.' }))),
     invalidReply: Type.Optional(templated(Type.String({ minLength: 1, maxLength: 4096, description: 'Sent after an answer that is not valid, before the question is asked again.' }))),
     maxAttempts: Type.Optional(templated(Type.Number({ minimum: 1, maximum: MAX_ATTEMPTS, default: DEFAULT_ATTEMPTS, description: 'Answers read before the node goes on at `invalid`.' }))),
@@ -146,11 +147,12 @@ export const ask = defineNode({
         if (asTemplate) {
           return await deps.chat.sendTemplate({ ...customer, run, templateName: template.name, lang: template.lang ?? 'en_US', components: template.components }, options)
         }
-        if (config.buttons === undefined && config.list === undefined) return await deps.chat.sendText({ ...customer, run, text: requiredString(config, 'text') }, options)
+        const type = config.flow !== undefined ? 'flow' : config.buttons !== undefined ? 'button' : config.list !== undefined ? 'list' : undefined
+        if (type === undefined) return await deps.chat.sendText({ ...customer, run, text: requiredString(config, 'text') }, options)
         return await deps.chat.sendInteractive({
           ...customer,
           run,
-          interactive: { type: config.buttons !== undefined ? 'button' : 'list', body: config.text, header: config.header, footer: config.footer, buttons: config.buttons, list: config.list }
+          interactive: { type, body: config.text, header: config.header, footer: config.footer, buttons: config.buttons, list: config.list, flow: config.flow }
         }, options)
       })
       await control.asks.markAsked(run.id, node.id, attempt + 1)
@@ -205,7 +207,9 @@ export const ask = defineNode({
             messageId: answer.messageId,
             attempts: found.attempts,
             ...(answer.interactive !== undefined && { interactive: answer.interactive }),
-            ...(answer.media !== undefined && { media: answer.media })
+            ...(answer.media !== undefined && { media: answer.media }),
+            ...(answer.details?.location !== undefined && { location: answer.details.location }),
+            ...(answer.details?.flowReply !== undefined && { flowReply: answer.details.flowReply })
           }
           if (read.valid) return { output, next: null, handles: ['next', 'answered'] }
           log('INFO', `No valid answer in ${found.attempts} attempts`)

@@ -30,7 +30,8 @@ function typeOf (schema: FieldSchema): { text: string, templated: boolean } {
   const branches = schema.anyOf ?? [schema]
   const templated = branches.some((branch) => branch.pattern === TEMPLATE_PATTERN)
   const kinds = branches.filter((branch) => branch.pattern !== TEMPLATE_PATTERN).map((branch) => {
-    if (branch.examples !== undefined) return branch.examples.join(', ')
+    // A string's examples are its choices (oneOfAnyCase); an object's example is no kind.
+    if (branch.examples !== undefined && branch.type === 'string') return branch.examples.join(', ')
     if (branch.enum !== undefined) return branch.enum.join(', ')
     const bounds = branch.minimum !== undefined || branch.maximum !== undefined ? ` ${branch.minimum ?? ''}–${branch.maximum ?? ''}` : ''
     const length = branch.maxLength !== undefined ? ` ≤ ${branch.maxLength} chars` : branch.maxItems !== undefined ? ` ≤ ${branch.maxItems} items` : ''

@@ -35,6 +35,22 @@ export const ChatMessage = Type.Object({
     runId: Type.Optional(Type.String())
   }), Type.Null()]),
   replyToId: nullable(Type.String()),
+  /** What a message of another kind carries (README, Flows): a completed flow, a shared location. */
+  details: Type.Optional(Type.Union([Type.Object({
+    flowReply: Type.Optional(Type.Object({
+      name: Type.Optional(Type.String()),
+      body: Type.Optional(Type.String()),
+      response: Type.Object({}, { additionalProperties: true }),
+      unreadable: Type.Optional(Type.Enum(['too_large', 'too_deep', 'not_json']))
+    })),
+    location: Type.Optional(Type.Object({
+      latitude: Type.Number(),
+      longitude: Type.Number(),
+      name: Type.Optional(Type.String()),
+      address: Type.Optional(Type.String()),
+      url: Type.Optional(Type.String())
+    }))
+  }, { additionalProperties: true }), Type.Null()])),
   /** The message this one quotes (README, Message kinds: quoted replies); null when none, or not a message of the conversation, or on drafts. */
   replyTo: Type.Union([Type.Object({ id: Type.String(), content: Type.String(), type: Type.String(), direction: Type.Enum(MESSAGE_DIRECTIONS) }), Type.Null()]),
   /** A `location` message's place. */

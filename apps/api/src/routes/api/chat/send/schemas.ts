@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, KIND_LIMITS, MEDIA_KINDS, MEDIA_LIMITS, TEMPLATE_PARAMETER_LIMITS } from '@switchboard/core/chat'
+import { FLOW_ACTIONS, INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, KIND_LIMITS, MEDIA_KINDS, MEDIA_LIMITS, TEMPLATE_PARAMETER_LIMITS } from '@switchboard/core/chat'
 
 /** The platform's body, passed through unchanged, unknown fields included (README, Chat). */
 export const SendResult = Type.Object({
@@ -62,7 +62,8 @@ const bounded = (max: number) => Type.String({ maxLength: max })
 
 /**
  * The platform's limits, as the schema can say them; core's `checkInteractive` adds what it cannot
- * (10 rows in all, unique ids, buttons for type button and list for type list).
+ * (10 rows in all, unique ids, buttons for type button, list for type list and flow for type flow, a
+ * flow's id or name, its data's size and depth).
  */
 export const SendInteractiveBody = Type.Object({
   ...RecipientFields,
@@ -85,6 +86,15 @@ export const SendInteractiveBody = Type.Object({
       }), { maxItems: LIMITS.rows, errorMessage: `list.sections must hold at most ${LIMITS.rows} rows in all` })
     }), { maxItems: LIMITS.sections, errorMessage: `list.sections must hold 1 to ${LIMITS.sections} sections` })
   })),
+  flow: Type.Optional(Type.Object({
+    id: Type.Optional(bounded(LIMITS.flowId)),
+    name: Type.Optional(bounded(LIMITS.flowName)),
+    cta: bounded(LIMITS.flowCta),
+    screen: Type.Optional(bounded(LIMITS.flowScreen)),
+    data: Type.Optional(Type.Object({}, { additionalProperties: true, errorMessage: 'flow.data must be a non-empty object' })),
+    token: Type.Optional(bounded(LIMITS.flowToken)),
+    action: Type.Optional(Type.Enum(FLOW_ACTIONS))
+  }, { additionalProperties: false })),
   ...AgentFields
 }, { additionalProperties: false })
 
