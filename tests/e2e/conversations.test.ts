@@ -280,7 +280,7 @@ t.test('a reaction is no answer: the ask waits on; with typing, the answer is ma
       { id: 'noted', type: 'set', config: { values: { time: '{{time.answer}}' } } }
     ]
   })
-  const customer = '15550001011'
+  const customer = '15550001013'
   const hello = await say(customer, 'hello')
   const runId = await client.fire(token, courier, { phone: customer })
   await waiting(runId)
