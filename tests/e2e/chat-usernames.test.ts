@@ -1,6 +1,6 @@
 import postgres from 'postgres'
 import t from 'tap'
-import { deliver, fakeChatEnv, messagesDelivery, newWamid, startFakeChatPlatform, type InboundMessageSpec } from '@switchboard/testing/fake-chat-platform'
+import { deliver, fakeChatEnv, messagesDelivery, newWamid, startFakeChatPlatform, statusesDelivery, type InboundMessageSpec } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
@@ -59,7 +59,7 @@ async function contactOf (username: string): Promise<Contact> {
   }, { what: `the contact ${username}` })
 }
 
-const messagesOf = async (conversationId: string, limit = 100): Promise<Array<{ id: string, content: string, direction: string }>> =>
+const messagesOf = async (conversationId: string, limit = 100): Promise<Array<{ id: string, content: string, direction: string, status: string | null }>> =>
   (await stack.call('GET', `/api/chat/conversations/${conversationId}/messages?limit=${limit}`, { token })).body
 
 const stored = async (conversationId: string, content: string): Promise<void> => {
@@ -83,6 +83,10 @@ t.test('a customer whose phone is withheld: one contact and conversation by plat
   t.match(sendsTo(customer.userId), [{ recipient: customer.userId, text: { body: 'Hello Noor' } }], 'sent by recipient: there is no phone')
   t.notOk(sendsTo(customer.userId)[0]?.to, 'no to')
   await stored(conversation.id, 'Hello Noor')
+  const wamid = (sent.body as { messages: Array<{ id: string }> }).messages[0]!.id
+  await deliver(`${stack.baseUrl}/webhook/chat`, statusesDelivery(PHONE_NUMBER_ID, [{ wamid, status: 'read', recipientId: customer.userId }]), APP_SECRET)
+  await waitFor(async () => (await messagesOf(conversation.id)).some((m) => m.content === 'Hello Noor' && m.status === 'read') ? true : undefined,
+    { what: 'the status of a message sent by recipient (recipient_user_id, no recipient_id)' })
 
   const byUserId = await stack.call('POST', '/api/chat/send/text', { token, body: { to: customer.userId, text: 'Also by id' } })
   t.equal(byUserId.status, 200, 'to takes a platform user id too')
@@ -198,4 +202,19 @@ t.test('a join racing sends: every message lands in the one conversation left', 
     return records.conversations.length === 1 && count === 13 ? records : undefined
   }, { what: 'one conversation with the template, both messages and the ten replies' })
   t.equal(joined.contacts.length, 1, 'one contact')
+})
+
+t.test('a sandbox number plays a customer known by username, and answers them by contactId', async (t) => {
+  const sandbox = (await stack.call('POST', '/api/chat/accounts', { token, body: { name: 'Sandbox', sandbox: true } })).body as { id: string }
+  const headers = { 'x-account-id': sandbox.id }
+  const customer = newCustomer()
+  const played = await stack.call('POST', `/api/chat/accounts/${sandbox.id}/sandbox/inbound`, { token, body: { from: customer.userId, username: customer.username, name: 'Ines', text: 'hello sandbox' } })
+  t.equal(played.status, 202, JSON.stringify(played.body))
+  const conversation = await waitFor(async () => ((await stack.call('GET', '/api/chat/conversations', { token, headers })).body as Conversation[])
+    .find((c) => c.platformUserId === customer.userId), { what: 'the sandbox conversation' })
+  t.match(conversation, { phone: '', username: customer.username, name: 'Ines' })
+  const [contact] = (await stack.call('GET', `/api/chat/contacts?search=${encodeURIComponent(customer.username)}`, { token, headers })).body as Contact[]
+  const reply = await stack.call('POST', '/api/chat/send/text', { token, headers, body: { contactId: contact!.id, text: 'Hi Ines' } })
+  t.match(reply, { status: 200, body: { contacts: [{ input: customer.userId, user_id: customer.userId }] } })
+  t.equal(sendsTo(customer.userId).length, 0, 'a sandbox number never calls the platform')
 })

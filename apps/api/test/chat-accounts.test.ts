@@ -279,7 +279,7 @@ t.test('sandbox numbers: broadcasts refuse them; the inbound route is their user
     [{ from: '15550001111' }, 'Give exactly one of text, interactive and media'],
     [{ from: '15550001111', text: 'hi', media: { kind: 'image' } }, 'Give exactly one of text, interactive and media'],
     [{ text: 'hi' }, 'from is required'],
-    [{ from: '+1 555', text: 'hi' }, 'from must be a phone number in international format, digits only'],
+    [{ from: '+1 555', text: 'hi' }, 'from must be a phone number in international format, digits only, or a platform user id'],
     [{ from: '15550001111', text: 'x'.repeat(4097) }, 'text must be 1 to 4096 characters'],
     [{ from: '15550001111', interactive: { type: 'button_reply', id: 'yes', title: 'x'.repeat(25) } }, 'interactive.title must be 1 to 24 characters'],
     [{ from: '15550001111', media: { kind: 'image', caption: 'x'.repeat(1025) } }, 'media.caption must be 1 to 1024 characters']

@@ -738,7 +738,8 @@ export function statusesDelivery (phoneNumberId: string, specs: StatusSpec[]): R
       id: s.wamid,
       status: s.status,
       timestamp: String(s.timestamp ?? nowSeconds()),
-      recipient_id: s.recipientId,
+      // A platform user id (a send by `recipient`) comes as `recipient_user_id`, the phone left out when it is withheld.
+      ...(BSUID.test(s.recipientId) ? { recipient_user_id: s.recipientId } : { recipient_id: s.recipientId }),
       ...(s.errors !== undefined && { errors: s.errors })
     }))
   })

@@ -4,6 +4,7 @@ import { storableJson } from '../db/storable.ts'
 import { encryptSecret, type Keyring } from '../encryption.ts'
 import type { NewChatAccount } from './accounts-repository.ts'
 import type { MediaKind } from './client.ts'
+import { isPlatformUserId } from './phone.ts'
 
 /**
  * Sandbox numbers (README, Sandbox numbers): an account with no platform behind it. Its sends are
@@ -40,8 +41,10 @@ export function newSandboxAccount (keyring: Keyring, name: string): NewChatAccou
 
 /** What the customer sends: exactly one of text, a tap on a button or list row, or a media (without content). */
 export type SandboxInbound = {
+  /** A phone, or a platform user id: a customer whose phone the platform withholds (README, Customers known by username). */
   from: string
   name?: string
+  username?: string
 } & (
   | { text: string }
   | { interactive: { type: 'button_reply' | 'list_reply', id: string, title: string, description?: string } }
@@ -74,6 +77,9 @@ function platformMessage (inbound: SandboxInbound): Record<string, unknown> {
  */
 export function sandboxDelivery (phoneNumberId: string, inbound: SandboxInbound): { payload: Record<string, unknown>, wamid: string } {
   const wamid = sandboxWamid()
+  const byUser = isPlatformUserId(inbound.from)
+  const sender = byUser ? { user_id: inbound.from } : { wa_id: inbound.from }
+  const messageSender = byUser ? { from_user_id: inbound.from } : { from: inbound.from }
   const payload = {
     object: 'whatsapp_business_account',
     entry: [{
@@ -83,8 +89,10 @@ export function sandboxDelivery (phoneNumberId: string, inbound: SandboxInbound)
         value: {
           messaging_product: 'whatsapp',
           metadata: { phone_number_id: phoneNumberId },
-          ...(inbound.name !== undefined && { contacts: [{ profile: { name: inbound.name }, wa_id: inbound.from }] }),
-          messages: [{ from: inbound.from, id: wamid, timestamp: String(Math.floor(Date.now() / 1000)), ...platformMessage(inbound) }]
+          ...((inbound.name !== undefined || inbound.username !== undefined) && {
+            contacts: [{ profile: { ...(inbound.name !== undefined && { name: inbound.name }), ...(inbound.username !== undefined && { username: inbound.username }) }, ...sender }]
+          }),
+          messages: [{ ...messageSender, id: wamid, timestamp: String(Math.floor(Date.now() / 1000)), ...platformMessage(inbound) }]
         }
       }]
     }]

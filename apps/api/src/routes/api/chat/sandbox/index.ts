@@ -20,11 +20,11 @@ const sandbox: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!account.isSandbox) {
       throw new DomainError('CHAT_ACCOUNT_NOT_SANDBOX', 'Chat account is not a sandbox number: its customers write through the chat platform')
     }
-    const { from, name, text, interactive, media } = request.body
+    const { from, name, username, text, interactive, media } = request.body
     const parts = [text, interactive, media].filter((part) => part !== undefined).length
     if (parts !== 1) throw new DomainError('VALIDATION_ERROR', 'Give exactly one of text, interactive and media')
     const message = text !== undefined ? { text } : interactive !== undefined ? { interactive } : { media: media! }
-    const inbound: SandboxInbound = { from, ...(name !== undefined && { name }), ...message }
+    const inbound: SandboxInbound = { from, ...(name !== undefined && { name }), ...(username !== undefined && { username }), ...message }
     const { payload, wamid } = sandboxDelivery(account.phoneNumberId, inbound)
     await acceptDelivery(fastify, request, payload, sandboxDeliveryId())
     return reply.code(202).send({ wamid })

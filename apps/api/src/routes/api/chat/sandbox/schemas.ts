@@ -9,8 +9,10 @@ const text = (field: string, max: number) => Type.String({ minLength: 1, maxLeng
  * it; there are no bytes), each within the platform's bounds. The route checks that exactly one is given.
  */
 export const SandboxInboundBody = Type.Object({
-  from: Type.String({ pattern: '^[0-9]{6,15}$', errorMessage: 'from must be a phone number in international format, digits only' }),
+  // A phone, or a platform user id: a customer whose phone the platform withholds (README, Customers known by username).
+  from: Type.String({ pattern: '^(?:[0-9]{6,15}|[A-Z]{2}\\.(?:ENT\\.)?[A-Za-z0-9]{1,128})$', errorMessage: 'from must be a phone number in international format, digits only, or a platform user id' }),
   name: Type.Optional(text('name', 200)),
+  username: Type.Optional(text('username', 64)),
   text: Type.Optional(text('text', 4096)),
   interactive: Type.Optional(Type.Object({
     type: Type.Union([Type.Literal('button_reply'), Type.Literal('list_reply')], { errorMessage: 'interactive.type must be one of button_reply, list_reply' }),
