@@ -7,6 +7,7 @@ import { CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '../queues/catalog.t
 import { ensureJob } from '../queues/ensure-job.ts'
 import { chatDeliveriesRepository } from './deliveries-repository.ts'
 import { conversationsRepository, type MessageStatus } from './conversations.ts'
+import { contactsContent, inboundContactsOf, inboundReactionOf, locationContent } from './kinds.ts'
 import { chatAccountResolver } from './accounts.ts'
 import { flowReplyOf, interactiveReplyOf, type InteractiveReply } from './interactive.ts'
 import { inboundLocationOf } from './location.ts'
@@ -35,16 +36,21 @@ export interface InboundChatMessage {
   interactive?: InteractiveReply
   /** What an image, document, audio, video or sticker carries: its media id, type, caption, file name. */
   media?: ChatMessageMedia
-  /** What a message of another kind carries: a completed flow (`flowReply`), a location. */
+  /**
+   * What a message of another kind carries: a completed flow (`flowReply`), a location, contact cards, a reaction (our id of
+   * the message reacted to, null when it is not the conversation's, and the emoji, "" when removed: README, Message kinds).
+   */
   details?: ChatMessageDetails
 }
 
-/** The details of a completed flow or a shared location; undefined for other messages. */
+/** The details of a completed flow, a shared location or contact cards; undefined for other messages. */
 function detailsOf (message: Record<string, unknown>): ChatMessageDetails | undefined {
   const flowReply = flowReplyOf(message)
   if (flowReply !== undefined) return { flowReply }
   const location = inboundLocationOf(message)
-  return location === undefined ? undefined : { location }
+  if (location !== undefined) return { location }
+  const contacts = inboundContactsOf(message)
+  return contacts === undefined ? undefined : { contacts }
 }
 
 interface DeliverySummary {
@@ -209,10 +215,13 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         logger.warn({ phoneNumberId, wamid: message.id }, 'chat message naming no customer (no phone, no platform user id) or without an id ignored')
         continue
       }
-      const text = messageText(message)
       const media = inboundMediaOf(message)
       const interactive = interactiveReplyOf(message)
       const details = detailsOf(message)
+      const reaction = inboundReactionOf(message)
+      const text = details?.location !== undefined
+        ? locationContent(details.location)
+        : details?.contacts !== undefined ? contactsContent(details.contacts) : reaction?.emoji ?? messageText(message)
       userIds ??= await accounts.userIdsFor(phoneNumberId)
       const stored = await conversations.recordInbound({
         phoneNumberId,
@@ -221,7 +230,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         type: message.type ?? 'unknown',
         content: text,
         media,
-        replyToId: message.context?.id,
+        replyToId: typeof message.context?.id === 'string' ? message.context.id.slice(0, 256) : undefined,
+        ...(reaction !== undefined && { reaction }),
         receivedAt: timeOf(message.timestamp),
         userIds,
         ...(interactive !== undefined && { interactive }),
@@ -246,7 +256,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         messageId: stored.messageId,
         ...(interactive !== undefined && { interactive }),
         ...(media !== undefined && { media }),
-        ...(details !== undefined && { details })
+        ...(stored.details !== null && { details: stored.details })
       })
       await conversations.markDispatched(stored.messageId)
     }
