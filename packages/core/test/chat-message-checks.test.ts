@@ -1,8 +1,7 @@
 import t from 'tap'
 import { interactiveMessage, mediaMessage } from '../src/chat/client.ts'
 import { checkInteractive, flowReplyOf, interactiveReplyOf } from '../src/chat/interactive.ts'
-import { checkContacts, checkEmoji, checkLocation, inboundContactsOf, inboundReactionOf } from '../src/chat/kinds.ts'
-import { inboundLocationOf } from '../src/chat/location.ts'
+import { checkContacts, checkEmoji, checkLocation, inboundContactsOf, inboundLocationOf, inboundReactionOf } from '../src/chat/kinds.ts'
 import { checkMediaSend, inboundMediaOf } from '../src/chat/media.ts'
 import { DomainError } from '../src/errors.ts'
 

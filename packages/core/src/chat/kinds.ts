@@ -4,8 +4,7 @@ import { DomainError } from '../errors.ts'
 
 /**
  * The message kinds beyond text, media and interactive (README, Message kinds): locations, contact
- * cards and reactions, as a send checks them and as an inbound message keeps them (an inbound location's
- * place: chat/location.ts). Pure.
+ * cards and reactions, as a send checks them and as an inbound message keeps them. Pure.
  */
 
 type Location = NonNullable<ChatMessageDetails['location']>
@@ -56,8 +55,10 @@ export function checkEmoji (emoji: unknown): string {
   return emoji
 }
 
+const isCoordinate = (value: unknown, bound: number): value is number => typeof value === 'number' && Number.isFinite(value) && Math.abs(value) <= bound
+
 const coordinate = (value: unknown, field: string, bound: number): number => {
-  if (typeof value !== 'number' || !Number.isFinite(value) || Math.abs(value) > bound) throw invalid(`${field} must be a number from -${bound} to ${bound}`)
+  if (!isCoordinate(value, bound)) throw invalid(`${field} must be a number from -${bound} to ${bound}`)
   return value
 }
 
@@ -129,6 +130,18 @@ function keptPart (value: unknown, fields: readonly string[]): Record<string, st
     if (text !== undefined) part[field] = text
   }
   return Object.keys(part).length > 0 ? part : undefined
+}
+
+/** The place an inbound `location` message shares; undefined for any other message, or coordinates that are no place. */
+export function inboundLocationOf (message: Record<string, unknown>): Location | undefined {
+  const part = message.location
+  if (message.type !== 'location' || !isRecord(part) || !isCoordinate(part.latitude, 90) || !isCoordinate(part.longitude, 180)) return undefined
+  const location: Location = { latitude: part.latitude, longitude: part.longitude }
+  for (const field of ['name', 'address', 'url'] as const) {
+    const text = kept(part[field], KIND_LIMITS.locationName)
+    if (text !== undefined) location[field] = text
+  }
+  return location
 }
 
 /** The cards of an inbound `contacts` message, at most KIND_LIMITS.contacts, each bounded as a send's; undefined for any other message. */
