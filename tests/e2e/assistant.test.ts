@@ -172,17 +172,20 @@ t.test('a draft the platform refuses to send is pending again, and can be sent o
 
 t.test('AUTO sends at once; OFF asks nothing; a staff reply pauses the assistant until aiMode is set again', async (t) => {
   const phone = newCustomer()
-  await say(phone, 'hi')
+  const hi = await say(phone, 'hi')
   const conversation = await conversationOf(phone)
   await endedTurns(conversation.id)
   await setAiMode(conversation.id, 'AUTO')
   provider.script({ reply: 'We open at 9.' })
-  await say(phone, 'When do you open?')
+  const question = await say(phone, 'When do you open?')
   await endedTurns(conversation.id, 2)
   const sends = platform.sends().filter((send) => (send.body as { to?: string }).to === phone)
   t.equal(sends.length, 1)
   t.match(sends[0]!.body, { text: { body: 'We open at 9.' } })
   t.equal((await turnsOf(conversation.id))[0]!.outcome, 'sent')
+  const receipts = platform.sends().filter((send) => [hi, question].includes((send.body as { message_id?: string }).message_id ?? ''))
+  t.same(receipts.map((send) => send.body), [{ messaging_product: 'whatsapp', status: 'read', message_id: question, typing_indicator: { type: 'text' } }],
+    'AUTO marks the message read with the typing indicator while it works; HYBRID (a draft) does not')
 
   await setAiMode(conversation.id, 'OFF')
   const before = provider.requests.length

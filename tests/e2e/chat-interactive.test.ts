@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  deliver, FAKE_ACCESS_TOKEN, fakeChatEnv, inboundFlowReply, inboundInteractiveReply, inboundQuickReply, messagesDelivery, startFakeChatPlatform
+  deliver, FAKE_ACCESS_TOKEN, fakeChatEnv, inboundFlowReply, inboundInteractiveReply, inboundLocation, inboundQuickReply, inboundReaction, messagesDelivery, startFakeChatPlatform
 } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -130,6 +130,30 @@ t.test('a list row and a template\'s quick reply are taps too', async (t) => {
   const quick = await nthRun(choiceId, 4)
   t.match(quick.triggerData, { type: 'button', text: 'Talk to us', interactive: { type: 'quick_reply', id: 'menu.human', title: 'Talk to us' } })
   t.equal(textsSent().at(-1), 'A person will answer you shortly.')
+})
+
+t.test('a reaction and a location reach KEYWORD workflows as any message does, with what they carry', async (t) => {
+  const thanks = await client.createWorkflow(token, {
+    name: 'thanks for the thumbs up',
+    triggerType: 'KEYWORD',
+    triggerConfig: { keywords: ['👍'], match: 'exact' },
+    nodes: [{ id: 'noted', type: 'set', config: { values: { reactedTo: '{{triggerData.reaction.messageId}}' } } }]
+  })
+  const { body } = await stack.call('GET', '/api/chat/conversations', { token })
+  const menu = body[0].messages.find((m: { type: string }) => m.type === 'interactive')
+  await deliverAndWait(messagesDelivery(PHONE_NUMBER_ID, [{ from: CUSTOMER, message: inboundReaction(menu.wamid, '👍') }]))
+  const run = await nthRun(thanks, 1)
+  t.match(run.triggerData, { type: 'reaction', text: '👍', reaction: { messageId: menu.id, emoji: '👍' } })
+  t.match(run.result.noted, { reactedTo: menu.id })
+
+  const where = await client.createWorkflow(token, {
+    name: 'where',
+    triggerType: 'KEYWORD',
+    triggerConfig: { keywords: ['[location]'] },
+    nodes: [{ id: 'noted', type: 'set', config: { values: { lat: '{{triggerData.location.latitude}}' } } }]
+  })
+  await deliverAndWait(messagesDelivery(PHONE_NUMBER_ID, [{ from: CUSTOMER, message: inboundLocation({ latitude: 48.8584, longitude: 2.2945, name: 'Eiffel Tower' }) }]))
+  t.match((await nthRun(where, 1)).triggerData, { type: 'location', text: '[location] Eiffel Tower', location: { latitude: 48.8584, longitude: 2.2945, name: 'Eiffel Tower' } })
 })
 
 t.test('a tap whose id is no keyword starts nothing', async (t) => {

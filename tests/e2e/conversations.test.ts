@@ -2,7 +2,7 @@ import postgres from 'postgres'
 import t from 'tap'
 import { startDeliverySink } from '@switchboard/testing/delivery-sink'
 import {
-  deliver, fakeChatEnv, inboundFlowReply, inboundInteractiveReply, inboundLocation, messagesDelivery, startFakeChatPlatform
+  deliver, fakeChatEnv, inboundFlowReply, inboundInteractiveReply, inboundLocation, inboundReaction, messagesDelivery, startFakeChatPlatform
 } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -270,6 +270,30 @@ t.test('a customer who never wrote is asked with the template, and their answer 
   await waiting(runId)
   t.match(fake.sends().filter((send) => (send.body as { to?: string }).to === customer).at(-1)?.body, { type: 'text', text: { body: 'Which time suits you?' } }, 'the customer wrote: inside the window, the question itself')
   t.match((await client.getRun(token, runId)).result.confirm, { value: 'yes', attempts: 1 })
+})
+
+t.test('a reaction is no answer: the ask waits on; with typing, the answer is marked read with the typing indicator', async (t) => {
+  const courier = await client.createWorkflow(token, {
+    name: 'courier',
+    nodes: [
+      { id: 'time', type: 'ask', config: { text: 'When shall the courier come?', expect: 'text', typing: true } },
+      { id: 'noted', type: 'set', config: { values: { time: '{{time.answer}}' } } }
+    ]
+  })
+  const customer = '15550001013'
+  const hello = await say(customer, 'hello')
+  const runId = await client.fire(token, courier, { phone: customer })
+  await waiting(runId)
+  const seen = (await messagesSeenByWorkflows()).length
+  const res = await deliver(`${stack.baseUrl}/webhook/chat`, messagesDelivery(PHONE_NUMBER_ID, [{ from: customer, message: inboundReaction(hello, '👍') }]), APP_SECRET)
+  t.equal(res.status, 200)
+  await waitFor(async () => (await messagesSeenByWorkflows()).length > seen ? true : undefined, { what: 'the reaction to reach the workflows' })
+  t.equal((await client.getRun(token, runId)).status, 'WAITING', 'the reaction did not answer the ask')
+  const answer = await say(customer, 'at noon')
+  const run = await finished(runId)
+  t.match(run.result, { time: { answer: 'at noon' }, noted: { time: 'at noon' } })
+  const receipts = fake.sends().filter((send) => (send.body as { status?: string }).status === 'read')
+  t.same(receipts.at(-1)?.body, { messaging_product: 'whatsapp', status: 'read', message_id: answer, typing_indicator: { type: 'text' } })
 })
 
 t.test('100 conversations waiting at an ask, answered in a burst: each resumed once, with its own answer', async (t) => {

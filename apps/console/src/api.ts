@@ -2,7 +2,7 @@ import { clearSession, loadSession } from './session.ts'
 import type {
   Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, LabelCount, NewTemplate, StoredTemplate, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
   Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, CredentialChanges, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewCredential, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
-  RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary
+  RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary, ReactionInput
 } from './types.ts'
 
 /** An error answer of the api, in its error body `{statusCode, code, message}` (README, Conventions). */
@@ -249,8 +249,12 @@ export const api = {
   /** The assistant's recent turns for the conversation, newest first. */
   turns: async (accountId: string | undefined, conversationId: string, limit: number) =>
     call<AssistantTurn[]>('GET', `/api/chat/conversations/${encodeURIComponent(conversationId)}/turns${query({ limit })}`, { accountId }),
-  sendText: async (accountId: string | undefined, to: string, text: string, agentName: string) =>
-    call<unknown>('POST', '/api/chat/send/text', { accountId, body: { to, text, agentName } satisfies TextMessage }),
+  /** `replyToId`: the message quoted (README, Message kinds: quoted replies). */
+  sendText: async (accountId: string | undefined, to: string, text: string, agentName: string, replyToId?: string) =>
+    call<unknown>('POST', '/api/chat/send/text', { accountId, body: { to, text, agentName, ...(replyToId !== undefined && { replyToId }) } satisfies TextMessage }),
+  /** The business's reaction, kept on the message; "" removes it. */
+  react: async (accountId: string | undefined, messageId: string, emoji: string) =>
+    call<unknown>('POST', `/api/chat/messages/${encodeURIComponent(messageId)}/reaction`, { accountId, body: { emoji } satisfies ReactionInput }),
   sendTemplate: async (accountId: string | undefined, input: { to: string, templateName: string, lang: string, parameters: string[], body: string, agentName: string }) =>
     call<unknown>('POST', '/api/chat/send/template', {
       accountId,

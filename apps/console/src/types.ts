@@ -32,6 +32,7 @@ import type {
   ConversationWithMessages, NoteBody, UpdateConversationBody
 } from '../../api/src/routes/api/chat/conversations/schemas.ts'
 import type { SendTemplateBody, SendTextBody } from '../../api/src/routes/api/chat/send/schemas.ts'
+import type { ReactionBody } from '../../api/src/routes/api/chat/messages/schemas.ts'
 import type { CreateTemplateBody, StoredTemplate as StoredTemplateSchema, Templates } from '../../api/src/routes/api/chat/templates/schemas.ts'
 import type { CreateUserBody, UpdateUserBody, User as UserSchema } from '../../api/src/routes/api/users/schemas.ts'
 import type { AuditEntry as AuditEntrySchema, ListAuditQuery } from '../../api/src/routes/api/audit/schemas.ts'
@@ -208,6 +209,8 @@ export type AssistantSettingsInput = Body<typeof AssistantSettingsBody>
 export type Readiness = Answer<typeof Check>
 
 export type TextMessage = Body<typeof SendTextBody>
+/** The business's reaction to a message (POST /api/chat/messages/:id/reaction): "" removes it. */
+export type ReactionInput = Body<typeof ReactionBody>
 export type TemplateMessage = Body<typeof SendTemplateBody>
 
 /** A template made here, with the platform's review of it (GET /api/chat/templates?status=all), and a new one. */

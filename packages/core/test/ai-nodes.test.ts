@@ -28,7 +28,8 @@ const unusedChat: ChatSender = {
   async conversation () { return null },
   async recentMessages () { return { conversationId: null, messages: [] } },
   async draftText () { throw new Error('unused') },
-  async handoff () { throw new Error('unused') }
+  async handoff () { throw new Error('unused') },
+  async markRead () { throw new Error('unused') }
 }
 
 function context (config: Record<string, unknown>, ai: NodeModelProvider | null, chat: ChatSender = unusedChat): NodeContext {

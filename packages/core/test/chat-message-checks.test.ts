@@ -1,7 +1,7 @@
 import t from 'tap'
 import { interactiveMessage, mediaMessage } from '../src/chat/client.ts'
 import { checkInteractive, flowReplyOf, interactiveReplyOf } from '../src/chat/interactive.ts'
-import { inboundLocationOf } from '../src/chat/location.ts'
+import { checkContacts, checkEmoji, checkLocation, inboundContactsOf, inboundLocationOf, inboundReactionOf } from '../src/chat/kinds.ts'
 import { checkMediaSend, inboundMediaOf } from '../src/chat/media.ts'
 import { DomainError } from '../src/errors.ts'
 
@@ -189,4 +189,22 @@ t.test('inbound taps and media: what a workflow gets, bounded', async (t) => {
   t.equal(inboundMediaOf({ type: 'image', image: { id: '1'.repeat(257) } }), undefined, 'an id past the bound is no media id')
   t.equal(inboundMediaOf({ type: 'image', image: { mime_type: 'image/png' } }), undefined)
   t.equal(inboundMediaOf({ type: 'location', location: { id: '1' } }), undefined)
+})
+
+t.test('message kinds: sends checked, inbound ones kept within the bounds', async (t) => {
+  t.same(checkLocation({ latitude: -90, longitude: 180, name: 'Pole' }), { latitude: -90, longitude: 180, name: 'Pole' })
+  t.equal(refusal(() => checkLocation({ latitude: Number.NaN, longitude: 0 })), 'latitude must be a number from -90 to 90')
+  t.equal(refusal(() => checkLocation({ latitude: 0, longitude: 0, address: '' })), 'address must be 1 to 1000 characters')
+  t.equal(refusal(() => checkContacts([{ name: { formatted_name: 'A' }, pets: [] }])), 'contacts[0].pets is not a field of a contact card')
+  t.equal(refusal(() => checkContacts([{ name: { formatted_name: 'A' }, phones: [{ phone: '1', fax: '2' }] }])), 'contacts[0].phones[0].fax is not one of phone, wa_id, type')
+  t.equal(refusal(() => checkContacts([{ name: { formatted_name: 'A' }, birthday: 'May 1st' }])), 'contacts[0].birthday must be a date YYYY-MM-DD')
+  t.equal(checkEmoji(''), '')
+  t.equal(checkEmoji('👩🏽‍💻'), '👩🏽‍💻')
+  t.equal(refusal(() => checkEmoji('<b>')), 'emoji must be one emoji, or "" to remove the reaction')
+
+  t.same(inboundReactionOf({ type: 'reaction', reaction: { message_id: 'wamid.a' } }), { wamid: 'wamid.a', emoji: '' }, 'a removal without its emoji key')
+  t.equal(inboundReactionOf({ type: 'reaction', reaction: { emoji: '👍' } }), undefined, 'a reaction naming no message')
+  t.same(inboundContactsOf({ type: 'contacts', contacts: 'not a list' }), [])
+  t.same(inboundContactsOf({ type: 'contacts', contacts: [{ name: { formatted_name: 'A\u0000b', nickname: 'x' }, phones: 'none', birthday: 'soon' }] }), [{ name: { formatted_name: 'A\ufffdb' } }], 'only the platform\'s fields, storable')
+  t.equal(inboundContactsOf({ type: 'text', text: { body: 'hi' } }), undefined)
 })

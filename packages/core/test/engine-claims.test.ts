@@ -60,7 +60,8 @@ function engineWith (options: { db?: Db, queues?: Queues, cancelPollMs?: number,
     async conversation () { throw new Error('unused') },
     async recentMessages () { throw new Error('unused') },
     async draftText () { throw new Error('unused') },
-    async handoff () { throw new Error('unused') }
+    async handoff () { throw new Error('unused') },
+    async markRead () { throw new Error('unused') }
   }
   return createTestEngine(t, {
     db: options.db ?? db,
@@ -356,7 +357,8 @@ t.test('a chat send is in the run\'s log before the platform is called', async (
       async conversation () { throw new Error('unused') },
       async recentMessages () { throw new Error('unused') },
       async draftText () { throw new Error('unused') },
-      async handoff () { throw new Error('unused') }
+      async handoff () { throw new Error('unused') },
+      async markRead () { throw new Error('unused') }
     }
   })
   runId = await run(await workflow([

@@ -31,7 +31,8 @@ const noChat: ChatSender = {
   async conversation () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
   async draftText () { throw new Error('unused') },
-  async handoff () { throw new Error('unused') }
+  async handoff () { throw new Error('unused') },
+  async markRead () { throw new Error('unused') }
 }
 const engineWith = (chat: ChatSender = noChat) => createTestEngine(t, { db, queues, nodes: { chat }, cancelPollMs: 50 })
 
@@ -145,7 +146,8 @@ t.test('chat sends: the platform\'s passing failures are retried with one idempo
     conversation: noChat.conversation,
     recentMessages: noChat.recentMessages,
     draftText: noChat.draftText,
-    handoff: noChat.handoff
+    handoff: noChat.handoff,
+    markRead: noChat.markRead
   }
   const engine = engineWith(chat)
   const textRun = await run([{ id: 'say hi', type: 'send_chat', config: { phone: '15550001111', text: 'hi', retry: { attempts: 3, backoffMs: 10 } } }])

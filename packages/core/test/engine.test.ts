@@ -41,7 +41,8 @@ const chat: ChatSender = {
   async conversation () { throw new Error('unused') },
   async recentMessages () { throw new Error('unused') },
   async draftText () { throw new Error('unused') },
-  async handoff () { throw new Error('unused') }
+  async handoff () { throw new Error('unused') },
+  async markRead () { throw new Error('unused') }
 }
 
 const publicHttp = createHttpClient({ allowPrivate: false })

@@ -13,7 +13,8 @@ const unusedChat: NodeDependencies['chat'] = {
   conversation: unused,
   recentMessages: unused,
   draftText: unused,
-  handoff: unused
+  handoff: unused,
+  markRead: unused
 }
 
 /** What a test gives the engine: the database and queues, and whichever other options it cares about. */

@@ -6,7 +6,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 /**
  * A stand-in for the chat platform (WhatsApp Business Cloud API) that speaks
  * its wire format, as the platform documents it: sends (text, template, media,
- * interactive), templates (list, create, delete), media objects and their
+ * interactive, location, contacts, reaction) and read receipts with the typing indicator, templates (list, create, delete), media objects and their
  * downloads, and signed webhook deliveries towards our `/webhook/chat`
  * (messages, statuses, template status and quality updates). Tests and the
  * demo mode use it; production never does.
@@ -110,7 +110,7 @@ export interface FakeChatPlatform {
   url: string
   /** Every request received, oldest first. */
   requests: RecordedRequest[]
-  /** The message sends among them. */
+  /** The message sends among them, and the read receipts (`status: read`), which the platform takes on the same path. */
   sends: () => RecordedRequest[]
   /** Holds `media` as the platform does once a customer sent it (or a business uploaded it); returns its media id. */
   addMedia: (media: FakeMedia) => string
@@ -257,6 +257,43 @@ function interactiveProblem (interactive: Record<string, any> | undefined): stri
   return "Param interactive['type'] must be button, list or flow"
 }
 
+/** Why the platform refuses a location send (error 100); undefined when it takes it. Degrees may be numbers or numeric strings, as its reference shows. */
+function locationProblem (location: Record<string, any> | undefined): string | undefined {
+  if (typeof location !== 'object' || location === null) return 'Param location is required'
+  for (const [field, bound] of [['latitude', 90], ['longitude', 180]] as const) {
+    const value = location[field]
+    const degrees = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN
+    if (!Number.isFinite(degrees) || Math.abs(degrees) > bound) return `Param location['${field}'] must be a number from -${bound} to ${bound}`
+  }
+  for (const field of ['name', 'address']) {
+    if (location[field] !== undefined && typeof location[field] !== 'string') return `Param location['${field}'] must be a string`
+  }
+  return undefined
+}
+
+/** Why the platform refuses a contacts send (error 100): each card needs `name.formatted_name`; undefined when it takes them. */
+function contactsProblem (contacts: unknown): string | undefined {
+  if (!Array.isArray(contacts) || contacts.length === 0) return 'Param contacts must be a non-empty array'
+  for (const [i, card] of contacts.entries()) {
+    if (!isText(card?.name?.formatted_name, 1024)) return `Param contacts[${i}]['name']['formatted_name'] is required`
+    for (const list of ['phones', 'emails', 'urls', 'addresses']) {
+      if (card[list] !== undefined && !Array.isArray(card[list])) return `Param contacts[${i}]['${list}'] must be an array`
+    }
+  }
+  return undefined
+}
+
+/** One emoji (a pictograph with its modifiers and joins, a flag, a keycap), or "" (the business removes its reaction). */
+const EMOJI = /^(?:\p{Regional_Indicator}{2}|[#*0-9]\uFE0F?\u20E3|\p{Extended_Pictographic}\uFE0F?\p{Emoji_Modifier}?(?:[\u{E0020}-\u{E007E}]+\u{E007F})?(?:\u200D\p{Extended_Pictographic}\uFE0F?\p{Emoji_Modifier}?)*)$/u
+
+/** Why the platform refuses a reaction send (error 100); undefined when it takes it. */
+function reactionProblem (reaction: Record<string, any> | undefined): string | undefined {
+  if (typeof reaction !== 'object' || reaction === null) return 'Param reaction is required'
+  if (!isText(reaction.message_id, 512)) return "Param reaction['message_id'] is required"
+  if (typeof reaction.emoji !== 'string' || (reaction.emoji !== '' && !EMOJI.test(reaction.emoji))) return "Param reaction['emoji'] must be an emoji or empty"
+  return undefined
+}
+
 /** The parameter each button kind takes at send, in the platform's wire format. */
 const BUTTON_PARAMETERS: Record<string, string> = { url: 'text', quick_reply: 'payload', copy_code: 'coupon_code' }
 
@@ -379,6 +416,12 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       if (window.length >= settings.messagesPerSecond) return fail(reply, ERRORS.rate)
       window.push(now)
     }
+    // A read receipt of a customer's message (with the typing indicator when asked): `{success: true}`, no message sent.
+    if (body.status === 'read') {
+      if (body.messaging_product !== 'whatsapp' || !isText(body.message_id, 512) || !body.message_id.startsWith('wamid.')) return fail(reply, ERRORS.invalid, 'Param message_id must be the id of a received message')
+      if (body.typing_indicator !== undefined && body.typing_indicator?.type !== 'text') return fail(reply, ERRORS.invalid, "Param typing_indicator['type'] must be text")
+      return { success: true }
+    }
     // `to` (a phone) or `recipient` (a business-scoped user id): `to` wins when both are given, as on the platform.
     const to: unknown = body.to ?? body.recipient
     if (body.messaging_product !== 'whatsapp' || typeof to !== 'string') return fail(reply, ERRORS.invalid)
@@ -406,6 +449,9 @@ export async function startFakeChatPlatform (options: FakeChatPlatformOptions = 
       if (problem !== undefined) return fail(reply, ERRORS.invalid, problem)
     } else if (body.type === 'interactive') {
       const problem = interactiveProblem(body.interactive)
+      if (problem !== undefined) return fail(reply, ERRORS.invalid, problem)
+    } else if (body.type === 'location' || body.type === 'contacts' || body.type === 'reaction') {
+      const problem = body.type === 'location' ? locationProblem(body.location) : body.type === 'contacts' ? contactsProblem(body.contacts) : reactionProblem(body.reaction)
       if (problem !== undefined) return fail(reply, ERRORS.invalid, problem)
     } else {
       return fail(reply, ERRORS.invalid)
@@ -645,6 +691,11 @@ export function inboundInteractiveReply (type: 'button_reply' | 'list_reply', re
   return { type: 'interactive', interactive: { type, [type]: reply } }
 }
 
+/** The `message` of an InboundMessageSpec: the customer reacted to a message (`wamid`); `emoji` "" removed their reaction, as the platform sends it. */
+export function inboundReaction (wamid: string, emoji: string): Record<string, unknown> {
+  return { type: 'reaction', reaction: { message_id: wamid, emoji } }
+}
+
 /**
  * The `message` of an InboundMessageSpec: the customer completed a flow; `responseJson` is the
  * platform's string, sent as is; `flowWamid`, the flow message's, is the reply's context.
@@ -660,6 +711,20 @@ export function inboundFlowReply (responseJson: string, flowWamid?: string): Rec
 /** The `message` of an InboundMessageSpec: the customer shared a location. */
 export function inboundLocation (location: { latitude: number, longitude: number, name?: string, address?: string, url?: string }): Record<string, unknown> {
   return { type: 'location', location }
+}
+
+/** The `message` of an InboundMessageSpec: the customer shared contact cards, in the platform's format (`name.formatted_name`, `phones`…). */
+export function inboundContacts (contacts: unknown[]): Record<string, unknown> {
+  return { type: 'contacts', contacts }
+}
+
+/**
+ * A message quoting another (`wamid`): the platform's `context`, `from` the number that sent the quoted message.
+ * Without `message`, a text `body`.
+ */
+export function inboundContext (wamid: string, message: Record<string, unknown> | string, from = '15550783881'): Record<string, unknown> {
+  const part = typeof message === 'string' ? { type: 'text', text: { body: message } } : message
+  return { ...part, context: { from, id: wamid } }
 }
 
 /** The `message` of an InboundMessageSpec: the customer tapped a template's quick reply button. */

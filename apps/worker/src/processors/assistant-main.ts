@@ -40,7 +40,9 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
         if (exited !== null) await wakeRun(queues, exited.queue, exited.runId)
         return
       }
-      const asked = await asks.take(message)
+      // A reaction answers nothing: an `ask` waits on, and the assistant has no question to answer (README, Message kinds).
+      const isReaction = message.type === 'reaction'
+      const asked = isReaction ? { taken: false as const } : await asks.take(message)
       if (asked.taken) {
         if (asked.wake !== null) await wakeRun(queues, asked.wake.queue, asked.wake.runId)
         logger.debug({ conversationId: message.conversationId, answered: asked.answered }, 'inbound chat message taken by an ask')
@@ -53,7 +55,7 @@ export const assistantMainProcessor: ProcessorFactory<'assistant-main'> = (conte
       if (skipped > 0) {
         logger.warn({ conversationId: message.conversationId, skipped, eventFanoutMax: config.limits.eventFanoutMax }, 'inbound chat message reached more workflows than EVENT_FANOUT_MAX: the newest were not started')
       }
-      await assistant.onInboundMessage({ conversationId: message.conversationId, messageId: message.messageId, keywordMatched })
+      if (!isReaction) await assistant.onInboundMessage({ conversationId: message.conversationId, messageId: message.messageId, keywordMatched })
     }
   })
 

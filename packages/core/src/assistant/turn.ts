@@ -156,7 +156,23 @@ export function assistantRunner (options: AssistantRunnerOptions) {
       deadline: Date.now() + config.ai.turnTimeoutMs
     }
     work.log.push(logEntry('started', { model: work.model, tools: tools.map((tool) => tool.name), messages: state.messages.length - 1 }))
+    await showTyping(work.turn.conversationId, conversation)
     return state
+  }
+
+  /**
+   * In AUTO the customer sees that an answer is coming (README, Message kinds: typing): at a turn's first step their
+   * latest message is marked read with the typing indicator. Not in HYBRID: a draft waits for a person, and no reply may
+   * come. A courtesy: a refusal of the platform is logged, never ends the turn.
+   */
+  async function showTyping (conversationId: string, conversation: TurnContext): Promise<void> {
+    if (conversation.aiMode !== 'AUTO') return
+    try {
+      const account = await chat.accounts.forNumber(conversation.phoneNumberId)
+      if (account !== null) await chat.markRead(account, conversationId, { typing: true })
+    } catch (err) {
+      logger.warn({ err, conversationId }, 'the assistant could not mark the customer\'s message read')
+    }
   }
 
   /**

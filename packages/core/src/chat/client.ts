@@ -174,7 +174,36 @@ type InteractiveMessage = WireAddress & {
   interactive: Record<string, unknown>
 }
 
-export type OutboundMessage = TextMessage | TemplateMessage | MediaMessage | InteractiveMessage
+/** A location, contact cards or a reaction (README, Message kinds), in the platform's format. */
+type KindMessage = WireAddress & {
+  messaging_product: 'whatsapp'
+  recipient_type: 'individual'
+  type: 'location' | 'contacts' | 'reaction'
+  [kind: string]: unknown
+}
+
+export type OutboundMessage = TextMessage | TemplateMessage | MediaMessage | InteractiveMessage | KindMessage
+
+/** `POST /{phone-number-id}/messages` with `status: read`: the customer's message marked read, with the typing indicator when asked. */
+export interface ReadReceipt {
+  messaging_product: 'whatsapp'
+  status: 'read'
+  message_id: string
+  typing_indicator?: { type: 'text' }
+}
+
+export function locationMessage (to: string, location: { latitude: number, longitude: number, name?: string, address?: string }): KindMessage {
+  return { messaging_product: 'whatsapp', recipient_type: 'individual', ...wireAddress(to), type: 'location', location }
+}
+
+export function contactsMessage (to: string, contacts: Array<Record<string, unknown>>): KindMessage {
+  return { messaging_product: 'whatsapp', recipient_type: 'individual', ...wireAddress(to), type: 'contacts', contacts }
+}
+
+/** `emoji` "" removes the business's reaction. */
+export function reactionMessage (to: string, wamid: string, emoji: string): KindMessage {
+  return { messaging_product: 'whatsapp', recipient_type: 'individual', ...wireAddress(to), type: 'reaction', reaction: { message_id: wamid, emoji } }
+}
 
 export function textMessage (to: string, body: string, replyToWamid?: string): TextMessage {
   return {
@@ -282,6 +311,8 @@ export interface SendOptions {
 
 export interface ChatClient {
   sendMessage: (phoneNumberId: string, accessToken: string, message: OutboundMessage, options?: SendOptions) => Promise<SendResult>
+  /** Marks a customer's message read (and shows the typing indicator when the receipt asks): the platform answers `{success: true}`. */
+  markRead: (phoneNumberId: string, accessToken: string, receipt: ReadReceipt) => Promise<void>
   getPhoneNumber: (phoneNumberId: string, accessToken: string) => Promise<PhoneNumberRecord>
   /** Every template of the business account, all pages followed. */
   listTemplates: (businessAccountId: string, accessToken: string, query?: { status?: string }) => Promise<TemplateRecord[]>
@@ -358,6 +389,10 @@ export function createChatClient (options: ChatClientOptions): ChatClient {
   return {
     async sendMessage (phoneNumberId, accessToken, message, options) {
       return call<SendResult>('POST', `${basePath}/${encodeURIComponent(phoneNumberId)}/messages`, accessToken, message, options)
+    },
+
+    async markRead (phoneNumberId, accessToken, receipt) {
+      await call('POST', `${basePath}/${encodeURIComponent(phoneNumberId)}/messages`, accessToken, receipt)
     },
 
     async getPhoneNumber (phoneNumberId, accessToken) {

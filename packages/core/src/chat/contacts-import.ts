@@ -166,12 +166,13 @@ export async function importContacts (db: DbOrTx, phoneNumberId: string, source:
     // One probe of the unique index per phone, whatever plan the prepared statement keeps (the
     // `limit` keeps the lookup a subquery the planner cannot turn into a join): with
     // `phone = any(…)`, the generic plan made while the table was small scanned it whole on every
-    // batch, and 100,000 rows took minutes (docs/decisions.md, "Contacts import").
+    // batch, and 100,000 rows took minutes (docs/decisions.md, "Contacts import"). `phone <> ''` is the
+    // index's own predicate (README, Customers known by username): without it the planner cannot use it.
     const existing = await db.execute<Stored & { phone: string }>(sql`
       select contact.phone, contact.name, contact.labels, contact.attributes
       from unnest(${textArray([...new Set(rows.map(({ row }) => row.phone))])}) as wanted(phone)
       join lateral (select phone, name, labels, attributes from chat_contacts
-        where phone_number_id = ${phoneNumberId} and phone = wanted.phone limit 1) contact on true`)
+        where phone_number_id = ${phoneNumberId} and phone = wanted.phone and phone <> '' limit 1) contact on true`)
     const stored = new Map<string, Stored>(existing.map(({ phone, ...contact }) => [phone, contact]))
     const pending = new Map<string, Pending>()
     for (const { line, row } of rows) {

@@ -1,6 +1,6 @@
 import { WINDOW_MS } from './window.ts'
 import { createId } from '@paralleldrive/cuid2'
-import { and, asc, desc, eq, getTableColumns, gt, isNull, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, gt, inArray, isNull, sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson, storableText } from '../db/storable.ts'
 import { DomainError } from '../errors.ts'
@@ -10,7 +10,7 @@ import { notifyChange } from './changes.ts'
 import { LABEL_BOUNDS, tooManyLabels } from './labels.ts'
 import { notesRepository } from './notes.ts'
 import { recordCustomer } from './customers.ts'
-import { customerIs, isPlatformUserId, sameCustomer } from './phone.ts'
+import { addressOf, customerIs, isPlatformUserId, sameCustomer } from './phone.ts'
 import {
   conversations, messages,
   type AI_MODES, type ChatMessageDetails, type ChatMessageError, type ChatMessageMedia, type Conversation, type CONVERSATION_PRIORITIES, type Message, type MessageSender, type MESSAGE_STATUSES
@@ -27,7 +27,42 @@ export const ASSISTANT_NAME = 'Assistant'
 
 /** Messages embedded in each listed conversation (README, Chat: the latest 20, oldest first). */
 const LATEST_MESSAGES = 20
-type ConversationWithMessages = Conversation & { optedOut: boolean, messages: Message[] }
+type ConversationWithMessages = Conversation & { optedOut: boolean, messages: ListedMessage[] }
+
+/** The message a message quotes, as the inbox shows it above the quote (README, Message kinds: quoted replies). */
+export interface QuotedMessage {
+  id: string
+  content: string
+  type: string
+  direction: Message['direction']
+}
+
+/** A message as a list reads it: with the message it quotes, read by the same statement. */
+export type ListedMessage = Message & { replyTo: QuotedMessage | null }
+
+/**
+ * The quoted message of `m`, in the statement that lists `m`: `reply_to_id` holds our id, or the
+ * platform's wamid when the quoted message was not known when the reply was stored.
+ */
+const quotedOf = (alias: string): SQL => sql.raw(`(select json_build_object('id', q.id, 'content', q.content, 'type', q.type, 'direction', q.direction)
+  from messages q where q.conversation_id = ${alias}.conversation_id and (q.id = ${alias}.reply_to_id or q.wamid = ${alias}.reply_to_id) limit 1)`)
+
+/**
+ * A message as the API returns it (README, Message kinds): its kind's details also as top-level fields (`details`
+ * stays whole, a completed flow's answers in it: README, Flows), its reactions, and the message it quotes (null where
+ * the read did not join it: drafts).
+ */
+export function messageView (message: Message & { replyTo?: QuotedMessage | null }) {
+  const details = message.details
+  return {
+    ...message,
+    location: details?.location ?? null,
+    contacts: details?.contacts ?? null,
+    reaction: details?.reaction ?? null,
+    reactions: message.reactions ?? null,
+    replyTo: message.replyTo ?? null
+  }
+}
 
 /**
  * Whether the conversation's customer opted out (README, Contacts and consent): the inbox says so.
@@ -96,6 +131,8 @@ interface OutboundMessageRecord {
   /** A person's (`user`) pauses the conversation's assistant (README, The assistant). */
   sender: MessageSender
   replyToId?: string | null
+  /** A location or contact cards (README, Message kinds). */
+  details?: ChatMessageDetails
   /** `delivered`: a sandbox number's, delivered as it is stored (README, Sandbox numbers). */
   status?: 'sent' | 'delivered'
 }
@@ -113,14 +150,32 @@ interface InboundMessageRecord {
   type: string
   content: string
   media?: ChatMessageMedia
+  /** The platform's wamid of the quoted message (`context.id`): stored as our id when it is a message of the conversation. */
   replyToId?: string
+  /** A reaction's target by wamid, resolved to our message of the conversation, and its emoji (README, Message kinds). */
+  reaction?: { wamid: string, emoji: string }
   receivedAt: Date
   /** Who can use the number: those of them with a subscription to `chat.message.received` get the event. */
   userIds?: readonly string[]
   /** The tap an interactive answer carries, for the event's payload. */
   interactive?: unknown
-  /** A completed flow or a shared location (README, Flows). */
+  /** A completed flow (README, Flows), a shared location or contact cards (README, Message kinds). */
   details?: ChatMessageDetails
+}
+
+/**
+ * What a message of a kind carries into `chat.message.received` and KEYWORD runs' triggerData (README, Message kinds):
+ * `reaction` as `{messageId, emoji}` (our id of the message reacted to, null when it is not the conversation's), `location`,
+ * `contacts`, a completed flow's `flowReply`.
+ */
+export function kindFields (details: ChatMessageDetails | null | undefined): Pick<ChatMessageDetails, 'location' | 'contacts' | 'flowReply'> & { reaction?: { messageId: string | null, emoji: string } } {
+  if (details == null) return {}
+  return {
+    ...(details.reaction !== undefined && { reaction: { messageId: details.reaction.messageId, emoji: details.reaction.emoji } }),
+    ...(details.location !== undefined && { location: details.location }),
+    ...(details.contacts !== undefined && { contacts: details.contacts }),
+    ...(details.flowReply !== undefined && { flowReply: details.flowReply })
+  }
 }
 
 /** The platform's first error of a failed status, as the API returns it; a status without errors gets a generic one. */
@@ -161,7 +216,7 @@ const optionalText = (text: string | null | undefined): string | null => text ==
 const timestamptz = (date: Date): SQL => sql`${date.toISOString()}::timestamptz`
 
 /** Raw rows of the lateral query come back with column names; map them like Drizzle would. */
-const messageFromRow = (row: Record<string, unknown>): Message => ({
+const messageFromRow = (row: Record<string, unknown>): ListedMessage => ({
   id: row.id as string,
   conversationId: row.conversation_id as string,
   wamid: row.wamid as string | null,
@@ -177,6 +232,7 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
   sender: row.sender as Message['sender'],
   replyToId: row.reply_to_id as string | null,
   details: row.details as Message['details'],
+  replyTo: row.reply_to as QuotedMessage | null,
   reactions: row.reactions as Message['reactions'],
   sentAt: row.sent_at === null ? null : new Date(row.sent_at as string),
   dispatchedAt: row.dispatched_at === null ? null : new Date(row.dispatched_at as string),
@@ -189,15 +245,15 @@ const messageFromRow = (row: Record<string, unknown>): Message => ({
  * is announced on CHAT_CHANGES_CHANNEL by the statement that makes it (chat/changes.ts).
  */
 export function conversationsRepository (db: DbOrTx) {
-  async function latestMessages (conversationIds: string[]): Promise<Map<string, Message[]>> {
-    const byConversation = new Map<string, Message[]>(conversationIds.map((id) => [id, []]))
+  async function latestMessages (conversationIds: string[]): Promise<Map<string, ListedMessage[]>> {
+    const byConversation = new Map<string, ListedMessage[]>(conversationIds.map((id) => [id, []]))
     if (conversationIds.length === 0) return byConversation
     // One query for every conversation of the page: the index on (conversation_id, created_at desc, id desc) serves each lateral.
     const rows = await db.execute<Record<string, unknown>>(sql`
       select m.* from unnest(array[${sql.join(conversationIds.map((id) => sql`${id}`), sql`, `)}]::text[]) as c(id)
       cross join lateral (
-        select * from messages where conversation_id = c.id
-        order by created_at desc, id desc limit ${LATEST_MESSAGES}
+        select *, ${quotedOf('l')} as reply_to from messages l where l.conversation_id = c.id
+        order by l.created_at desc, l.id desc limit ${LATEST_MESSAGES}
       ) m`)
     for (const row of rows) byConversation.get(row.conversation_id as string)?.push(messageFromRow(row))
     for (const list of byConversation.values()) list.reverse()
@@ -293,8 +349,8 @@ export function conversationsRepository (db: DbOrTx) {
     },
 
     /** A page of history strictly older than `before` (a message id), oldest first. */
-    async messagesBefore (conversationId: string, limit: number, before?: Message): Promise<Message[]> {
-      const rows = await db.select().from(messages)
+    async messagesBefore (conversationId: string, limit: number, before?: Message): Promise<ListedMessage[]> {
+      const rows = await db.select({ ...getTableColumns(messages), replyTo: sql<QuotedMessage | null>`${quotedOf('messages')}` }).from(messages)
         .where(and(
           eq(messages.conversationId, conversationId),
           before === undefined ? undefined : sql`(${messages.createdAt}, ${messages.id}) < (${timestamptz(before.createdAt)}, ${before.id})`
@@ -310,6 +366,38 @@ export function conversationsRepository (db: DbOrTx) {
         .innerJoin(conversations, eq(conversations.id, messages.conversationId))
         .where(and(eq(messages.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
       return row?.message ?? null
+    },
+
+    /** A message of the number to react to: its wamid and its customer's address (chat/phone.ts `addressOf`), and when the customer last wrote. */
+    async reactionTarget (phoneNumberId: string, id: string): Promise<{ id: string, wamid: string | null, address: string, lastIncomingAt: Date | null } | null> {
+      const [row] = await db.select({
+        id: messages.id, wamid: messages.wamid, phone: conversations.phone, platformUserId: conversations.platformUserId, lastIncomingAt: conversations.lastIncomingAt
+      }).from(messages)
+        .innerJoin(conversations, eq(conversations.id, messages.conversationId))
+        .where(and(eq(messages.id, id), eq(conversations.phoneNumberId, phoneNumberId))).limit(1)
+      return row === undefined ? null : { id: row.id, wamid: row.wamid, address: addressOf(row), lastIncomingAt: row.lastIncomingAt }
+    },
+
+    /** The business's one reaction on a message: `emoji` replaces it, "" removes it; announced like any change of the message. */
+    async setBusinessReaction (id: string, phoneNumberId: string, emoji: string): Promise<void> {
+      await db.update(messages).set({
+        reactions: emoji === ''
+          ? sql`nullif(coalesce(${messages.reactions}, '{}'::jsonb) - 'business', '{}'::jsonb)`
+          : sql`coalesce(${messages.reactions}, '{}'::jsonb) || ${jsonb({ business: emoji })}`
+      }).where(eq(messages.id, id))
+        .returning({ announced: notifyChange('message.updated', sql`${phoneNumberId}`, sql`${messages.conversationId}`, sql`${messages.id}`) })
+    },
+
+    /**
+     * The wamid of the customer's latest message in a conversation of the number; `found` false when the conversation is not
+     * the number's. Messages of one second (the platform stamps whole seconds) in the order they were dispatched, as `history`.
+     */
+    async latestInboundWamid (id: string, phoneNumberId: string): Promise<{ found: boolean, wamid: string | null }> {
+      const [row] = await db.execute<{ wamid: string | null }>(sql`
+        select (select m.wamid from messages m where m.conversation_id = c.id and m.direction = 'inbound'
+          order by m.created_at desc, m.dispatched_at desc nulls first, m.id desc limit 1) as wamid
+        from conversations c where c.id = ${id} and c.phone_number_id = ${phoneNumberId}`)
+      return row === undefined ? { found: false, wamid: null } : { found: true, wamid: row.wamid }
     },
 
     async findMessage (conversationId: string, id: string): Promise<Message | null> {
@@ -406,10 +494,11 @@ export function conversationsRepository (db: DbOrTx) {
               assistant_paused = conversations.assistant_paused or excluded.assistant_paused
           returning id
         )
-        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, status, agent_id, agent_name, sender, reply_to_id, sent_at, created_at)
+        insert into messages (id, conversation_id, wamid, direction, type, content, template_content, media, details, status, agent_id, agent_name, sender, reply_to_id, sent_at, created_at)
         select ${createId()}, conversation.id, ${record.wamid}, 'outbound', ${record.type}, ${record.content},
           ${record.templateContent == null ? null : storableJson(record.templateContent)}::jsonb,
-          ${record.media === undefined ? null : storableJson(record.media)}::jsonb, ${record.status ?? 'sent'},
+          ${record.media === undefined ? null : storableJson(record.media)}::jsonb,
+          ${record.details === undefined ? null : storableJson(record.details)}::jsonb, ${record.status ?? 'sent'},
           ${record.agentId ?? null}, ${record.agentName ?? null}, ${jsonb(record.sender)}, ${record.replyToId ?? null}, ${now}, ${now}
         from conversation
         returning id, conversation_id, ${notifyChange('message.created', sql`${record.phoneNumberId}`, sql`conversation_id`, sql`id`)}`)
@@ -422,7 +511,7 @@ export function conversationsRepository (db: DbOrTx) {
      * (`isNew`), or stored by an earlier attempt that stopped before dispatching.
      * Null for a duplicate whose dispatch is done, which changes nothing.
      */
-    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, contactId: string, messageId: string, isNew: boolean, eventIds: string[] } | null> {
+    async recordInbound (record: InboundMessageRecord): Promise<{ conversationId: string, contactId: string, messageId: string, isNew: boolean, eventIds: string[], details: ChatMessageDetails | null } | null> {
       return db.transaction(async (tx) => {
         const customer = await recordCustomer(tx, {
           phoneNumberId: record.phoneNumberId,
@@ -433,6 +522,17 @@ export function conversationsRepository (db: DbOrTx) {
           name: record.name ?? null
         })
         const conversation = { id: customer.conversationId }
+        // The quoted and the reacted-to messages by wamid: only the conversation's own, so that a wamid of
+        // another number's (or another customer's) message never touches it.
+        const wamids = [record.replyToId, record.reaction?.wamid].filter((wamid) => wamid !== undefined)
+        const known = new Map(wamids.length === 0
+          ? []
+          : (await tx.select({ id: messages.id, wamid: messages.wamid }).from(messages)
+              .where(and(eq(messages.conversationId, conversation.id), inArray(messages.wamid, wamids)))).map((row) => [row.wamid, row.id]))
+        const reactedTo = record.reaction === undefined ? undefined : known.get(record.reaction.wamid)
+        const details: ChatMessageDetails | null = record.reaction !== undefined
+          ? { reaction: { messageId: reactedTo ?? null, ...record.reaction } }
+          : record.details ?? null
         const [message] = await tx.insert(messages).values({
           conversationId: conversation.id,
           wamid: record.wamid,
@@ -440,16 +540,25 @@ export function conversationsRepository (db: DbOrTx) {
           type: record.type,
           content: record.content,
           media: record.media ?? null,
-          details: record.details ?? null,
-          replyToId: record.replyToId ?? null,
+          details,
+          replyToId: record.replyToId === undefined ? null : known.get(record.replyToId) ?? record.replyToId,
           sentAt: record.receivedAt,
           createdAt: record.receivedAt
         }).onConflictDoNothing({ target: messages.wamid }).returning({ id: messages.id })
         if (message === undefined) {
-          const [undispatched] = await tx.select({ id: messages.id, conversationId: messages.conversationId }).from(messages)
+          const [undispatched] = await tx.select({ id: messages.id, conversationId: messages.conversationId, details: messages.details }).from(messages)
             .where(and(eq(messages.wamid, record.wamid), eq(messages.direction, 'inbound'), isNull(messages.dispatchedAt))).limit(1)
           // Its events were written with it: the reconciler dispatches them if that attempt did not.
-          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, contactId: customer.contactId, messageId: undispatched.id, isNew: false, eventIds: [] }
+          return undispatched === undefined ? null : { conversationId: undispatched.conversationId, contactId: customer.contactId, messageId: undispatched.id, isNew: false, eventIds: [], details: undispatched.details }
+        }
+        if (reactedTo !== undefined && record.reaction !== undefined) {
+          // The customer's one reaction on the message, as the platform keeps it: a new one replaces it, "" removes it.
+          await tx.update(messages).set({
+            reactions: record.reaction.emoji === ''
+              ? sql`nullif(coalesce(${messages.reactions}, '{}'::jsonb) - 'customer', '{}'::jsonb)`
+              : sql`coalesce(${messages.reactions}, '{}'::jsonb) || ${jsonb({ customer: record.reaction.emoji })}`
+          }).where(eq(messages.id, reactedTo))
+            .returning({ announced: notifyChange('message.updated', sql`${record.phoneNumberId}`, sql`${messages.conversationId}`, sql`${messages.id}`) })
         }
         // Deliveries arrive out of order: the preview shows the newest message, whatever arrived last.
         const receivedAt = timestamptz(record.receivedAt)
@@ -495,13 +604,13 @@ export function conversationsRepository (db: DbOrTx) {
                 conversationId: conversation.id,
                 ...(record.interactive !== undefined && { interactive: record.interactive }),
                 ...(record.media !== undefined && { media: record.media }),
-                ...(record.details?.flowReply !== undefined && { flowReply: record.details.flowReply }),
+                ...kindFields(details),
                 phoneNumberId: record.phoneNumberId
               })}
             from unnest(${textArray(record.userIds)}) as u(id)
             where ${someoneListens(CHAT_MESSAGE_RECEIVED, sql`u.id`, 'none')}
             returning id`)
-        return { conversationId: conversation.id, contactId: customer.contactId, messageId: message.id, isNew: true, eventIds: emitted.map(({ id }) => id) }
+        return { conversationId: conversation.id, contactId: customer.contactId, messageId: message.id, isNew: true, eventIds: emitted.map(({ id }) => id), details }
       })
     },
 

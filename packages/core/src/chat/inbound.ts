@@ -7,9 +7,9 @@ import { CHAT_DELIVERY_JOB, type ChatDeliveryJobData } from '../queues/catalog.t
 import { ensureJob } from '../queues/ensure-job.ts'
 import { chatDeliveriesRepository } from './deliveries-repository.ts'
 import { conversationsRepository, type MessageStatus } from './conversations.ts'
+import { contactsContent, inboundContactsOf, inboundLocationOf, inboundReactionOf, locationContent } from './kinds.ts'
 import { chatAccountResolver } from './accounts.ts'
 import { flowReplyOf, interactiveReplyOf, type InteractiveReply } from './interactive.ts'
-import { inboundLocationOf } from './location.ts'
 import { inboundMediaOf } from './media.ts'
 import { isPlatformUserId } from './phone.ts'
 import { isSandboxDelivery } from './sandbox.ts'
@@ -35,16 +35,21 @@ export interface InboundChatMessage {
   interactive?: InteractiveReply
   /** What an image, document, audio, video or sticker carries: its media id, type, caption, file name. */
   media?: ChatMessageMedia
-  /** What a message of another kind carries: a completed flow (`flowReply`), a location. */
+  /**
+   * What a message of another kind carries: a completed flow (`flowReply`), a location, contact cards, a reaction (our id of
+   * the message reacted to, null when it is not the conversation's, and the emoji, "" when removed: README, Message kinds).
+   */
   details?: ChatMessageDetails
 }
 
-/** The details of a completed flow or a shared location; undefined for other messages. */
+/** The details of a completed flow, a shared location or contact cards; undefined for other messages. */
 function detailsOf (message: Record<string, unknown>): ChatMessageDetails | undefined {
   const flowReply = flowReplyOf(message)
   if (flowReply !== undefined) return { flowReply }
   const location = inboundLocationOf(message)
-  return location === undefined ? undefined : { location }
+  if (location !== undefined) return { location }
+  const contacts = inboundContactsOf(message)
+  return contacts === undefined ? undefined : { contacts }
 }
 
 interface DeliverySummary {
@@ -132,13 +137,13 @@ function senderOf (message: PlatformMessage, contacts: PlatformContact[]): { pho
   const userId = typeof message.from_user_id === 'string' && isPlatformUserId(message.from_user_id) ? message.from_user_id : undefined
   if (phone === '' && userId === undefined) return null
   const contact = contacts.find((entry) => (userId !== undefined && entry.user_id === userId) || (phone !== '' && entry.wa_id === phone))
-  const parent = message.from_parent_user_id ?? contact?.parent_user_id
+  const parent = [message.from_parent_user_id, contact?.parent_user_id].find((id) => typeof id === 'string' && isPlatformUserId(id))
   const username = textOf(contact?.profile?.username, 64)
   const name = textOf(contact?.profile?.name, 256)
   return {
     phone,
     ...(userId !== undefined && { platformUserId: userId }),
-    ...(typeof parent === 'string' && isPlatformUserId(parent) && { parentPlatformUserId: parent }),
+    ...(parent !== undefined && { parentPlatformUserId: parent }),
     ...(username !== undefined && { username }),
     ...(name !== undefined && { name })
   }
@@ -204,11 +209,18 @@ export function chatDeliveryProcessor (options: InboundOptions) {
     let userIds: string[] | undefined
     for (const message of value.messages ?? []) {
       const sender = senderOf(message, contacts)
-      if (sender === null || typeof message.id !== 'string') continue
-      const text = messageText(message)
+      if (sender === null || typeof message.id !== 'string') {
+        summary.ignored++
+        logger.warn({ phoneNumberId, wamid: message.id }, 'chat message naming no customer (no phone, no platform user id) or without an id ignored')
+        continue
+      }
       const media = inboundMediaOf(message)
       const interactive = interactiveReplyOf(message)
       const details = detailsOf(message)
+      const reaction = inboundReactionOf(message)
+      const text = details?.location !== undefined
+        ? locationContent(details.location)
+        : details?.contacts !== undefined ? contactsContent(details.contacts) : reaction?.emoji ?? messageText(message)
       userIds ??= await accounts.userIdsFor(phoneNumberId)
       const stored = await conversations.recordInbound({
         phoneNumberId,
@@ -217,7 +229,8 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         type: message.type ?? 'unknown',
         content: text,
         media,
-        replyToId: message.context?.id,
+        replyToId: typeof message.context?.id === 'string' ? message.context.id.slice(0, 256) : undefined,
+        ...(reaction !== undefined && { reaction }),
         receivedAt: timeOf(message.timestamp),
         userIds,
         ...(interactive !== undefined && { interactive }),
@@ -242,7 +255,7 @@ export function chatDeliveryProcessor (options: InboundOptions) {
         messageId: stored.messageId,
         ...(interactive !== undefined && { interactive }),
         ...(media !== undefined && { media }),
-        ...(details !== undefined && { details })
+        ...(stored.details !== null && { details: stored.details })
       })
       await conversations.markDispatched(stored.messageId)
     }

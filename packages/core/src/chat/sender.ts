@@ -126,6 +126,8 @@ export interface ChatSender {
    * workflow's note, as the API's assignment does; the same idempotency key stores one note.
    */
   handoff: (input: HandoffInput, options: Required<Pick<SendOptions, 'idempotencyKey'>>) => Promise<HandoffResult>
+  /** Marks the customer's latest message read with the typing indicator (README, Message kinds); nothing when they never wrote. */
+  markRead: (input: ConversationInput) => Promise<void>
 }
 
 /** A draft's message id from its node's idempotency key: a cuid-shaped digest, the same on every attempt. */
@@ -145,7 +147,7 @@ const wamidOf = (result: SendResult): string => result.messages?.[0]?.id ?? ''
  * the owner's role, so that an admin's workflow never reaches other users' numbers.
  */
 export function createChatSender (
-  service: Pick<ChatService, 'accounts' | 'addressFor' | 'sendText' | 'sendTemplate' | 'sendMedia' | 'sendInteractive'>,
+  service: Pick<ChatService, 'accounts' | 'addressFor' | 'sendText' | 'sendTemplate' | 'sendMedia' | 'sendInteractive' | 'markRead'>,
   conversations: Pick<ReturnType<typeof conversationsRepository>, 'findByAddress' | 'history' | 'recordDraft' | 'handoff'>
 ): ChatSender {
   const accountOf = async (userId: string, accountId: string | undefined) =>
@@ -208,6 +210,12 @@ export function createChatSender (
         sender: workflowSender(input.run)
       })
       return { draftId: draft.id, conversationId: conversation.id }
+    },
+    async markRead (input) {
+      const { account, to } = await target(input)
+      const conversation = await conversations.findByAddress(account.phoneNumberId, to)
+      if (conversation?.lastInboundId == null) return
+      await service.markRead(account, conversation.id, { typing: true })
     },
     async handoff (input, options) {
       const { account: { phoneNumberId }, to } = await target(input)

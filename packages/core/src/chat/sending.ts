@@ -6,6 +6,7 @@ import { chatErrorCodeLabel, chatSends } from '../observability/metrics.ts'
 import { assertMayMessage, contactsRepository, type SendOrigin } from './contacts.ts'
 import { conversationsRepository } from './conversations.ts'
 import { checkInteractive } from './interactive.ts'
+import { checkContacts, checkEmoji, checkLocation, contactsContent, locationContent } from './kinds.ts'
 import { checkMediaSend } from './media.ts'
 import { isPlatformUserId, normalizeAddress } from './phone.ts'
 import { platformDetails, platformFailure } from './platform-errors.ts'
@@ -16,7 +17,7 @@ import { assertInsideWindow } from './window.ts'
 import { chatAccountResolver, type UsableChatAccount } from './accounts.ts'
 import type { MessageSender } from '../db/schema/index.ts'
 import {
-  addressOfMessage, ChatPlatformError, interactiveMessage, mediaMessage, templateMessage, textMessage,
+  addressOfMessage, ChatPlatformError, contactsMessage, interactiveMessage, locationMessage, mediaMessage, reactionMessage, templateMessage, textMessage,
   type ChatClient, type SendOptions, type SendResult, type TemplateRecord
 } from './client.ts'
 
@@ -72,6 +73,22 @@ interface SendMediaRequest extends SenderFields, RecipientFields {
 /** Reply buttons or a list: `type`, `body`, `header`, `footer`, `buttons`, `list`, checked by `checkInteractive`. */
 interface SendInteractiveRequest extends SenderFields, RecipientFields {
   interactive: Record<string, unknown>
+}
+
+/** A location: `latitude`, `longitude`, `name`, `address`, checked by `checkLocation`. */
+interface SendLocationRequest extends SenderFields, RecipientFields {
+  location: Record<string, unknown>
+}
+
+/** Contact cards in the platform's format, checked by `checkContacts`. */
+interface SendContactsRequest extends SenderFields, RecipientFields {
+  contacts: unknown
+}
+
+/** The business's reaction to a message of the number (our id); `emoji` "" removes it. */
+interface SendReactionRequest extends SenderFields {
+  messageId: string
+  emoji: string
 }
 
 interface ChatServiceOptions {
@@ -261,6 +278,73 @@ export function createChatService (options: ChatServiceOptions) {
     })
   }
 
+  /** Stored with `[location] <name>` as content and the location in its details. */
+  async function sendLocation (account: UsableChatAccount, request: SendLocationRequest, options?: SendOptions): Promise<SendResult> {
+    const location = checkLocation(request.location)
+    const address = await addressFor(account, request)
+    return sendFreeForm(account, address, locationMessage(address, location), options, {
+      type: 'location',
+      content: locationContent(location),
+      details: { location },
+      agentId: request.agentId,
+      agentName: request.agentName,
+      sender: request.sender
+    })
+  }
+
+  /** Stored with `[contacts] <names>` as content and the cards in its details. */
+  async function sendContacts (account: UsableChatAccount, request: SendContactsRequest, options?: SendOptions): Promise<SendResult> {
+    const contacts = checkContacts(request.contacts)
+    const address = await addressFor(account, request)
+    return sendFreeForm(account, address, contactsMessage(address, contacts), options, {
+      type: 'contacts',
+      content: contactsContent(contacts),
+      details: { contacts },
+      agentId: request.agentId,
+      agentName: request.agentName,
+      sender: request.sender
+    })
+  }
+
+  /**
+   * A reaction is not a message of the thread (README, Message kinds): it is kept on the message it reacts to
+   * (`reactions.business`), set once the platform took it. A free-form message: within the window.
+   */
+  async function sendReaction (account: UsableChatAccount, request: SendReactionRequest): Promise<SendResult> {
+    const emoji = checkEmoji(request.emoji)
+    const target = await conversations.reactionTarget(account.phoneNumberId, request.messageId)
+    if (target === null) throw new DomainError('MESSAGE_NOT_FOUND', 'Message not found')
+    if (target.wamid === null) throw new DomainError('MESSAGE_NOT_ON_PLATFORM', 'The message was never sent through the platform: it cannot be reacted to')
+    assertInsideWindow(target.lastIncomingAt)
+    const result = await callPlatform(account, reactionMessage(target.address, target.wamid, emoji), undefined, originOf(request))
+    try {
+      await conversations.setBusinessReaction(target.id, account.phoneNumberId, emoji)
+    } catch (err) {
+      logger.error({ err, messageId: target.id }, 'sent reaction could not be stored')
+    }
+    return result
+  }
+
+  /**
+   * Marks the customer's latest message of a conversation read, with the typing indicator (the platform shows it
+   * until the next message or for 25 s). A sandbox number has no platform to tell. Null when the conversation is
+   * not the number's.
+   */
+  async function markRead (account: UsableChatAccount, conversationId: string, options: { typing: boolean }): Promise<{ wamid: string } | null> {
+    const latest = await conversations.latestInboundWamid(conversationId, account.phoneNumberId)
+    if (!latest.found) return null
+    if (latest.wamid === null) throw new DomainError('NO_CUSTOMER_MESSAGE', 'The customer has not written in this conversation: there is no message to mark read')
+    if (account.isSandbox) return { wamid: latest.wamid }
+    try {
+      await client.markRead(account.phoneNumberId, account.accessToken, {
+        messaging_product: 'whatsapp', status: 'read', message_id: latest.wamid, ...(options.typing && { typing_indicator: { type: 'text' } })
+      })
+    } catch (err) {
+      throw platformFailure(err)
+    }
+    return { wamid: latest.wamid }
+  }
+
   async function listTemplates (account: UsableChatAccount): Promise<TemplateRecord[]> {
     if (account.businessAccountId === null) {
       throw new DomainError('CHAT_ACCOUNT_NO_BUSINESS_ID', 'The chat account has no businessAccountId: templates cannot be listed')
@@ -288,7 +372,7 @@ export function createChatService (options: ChatServiceOptions) {
     }
   }
 
-  return { accounts, addressFor, sendText, deliverText, sendTemplate, sendMedia, sendInteractive, listTemplates, verifyNumber }
+  return { accounts, addressFor, sendText, deliverText, sendTemplate, sendMedia, sendInteractive, sendLocation, sendContacts, sendReaction, markRead, listTemplates, verifyNumber }
 }
 
 export type ChatService = ReturnType<typeof createChatService>

@@ -5,6 +5,7 @@ import { startRuns, type StartRunsInput } from '../runs/start.ts'
 import type { EmitEventDeps } from './event.ts'
 import { DEFAULT_ACCOUNT_ID } from '../chat/accounts.ts'
 import type { InboundChatMessage } from '../chat/inbound.ts'
+import { kindFields } from '../chat/conversations.ts'
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 // A keyword is a whole word: letters, digits or underscore may not touch it (any script).
@@ -60,7 +61,7 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
     conversationId: message.conversationId,
     ...(message.interactive !== undefined && { interactive: message.interactive }),
     ...(message.media !== undefined && { media: message.media }),
-    ...(message.details?.flowReply !== undefined && { flowReply: message.details.flowReply })
+    ...kindFields(message.details)
   }
 
   const userIds = textArray(message.userIds)

@@ -60,7 +60,9 @@ export function ConversationView ({ accountId, conversation, model, agents, repl
   const notes = useData(async () => api.notes(accountId, conversation.id), [accountId, conversation.id, version], refreshMs)
   // Chatwoot's composer: a reply to the customer, or a note for the team.
   const [composer, setComposer] = useState<'reply' | 'note'>('reply')
-  useEffect(() => { setOlder([]); setExhausted(false) }, [conversation.id])
+  // The message a reply quotes, chosen by the message menu's Reply.
+  const [quoting, setQuoting] = useState<ChatMessage | null>(null)
+  useEffect(() => { setOlder([]); setExhausted(false); setQuoting(null) }, [conversation.id])
   useEffect(() => {
     if (conversation.unreadCount > 0) api.markRead(accountId, conversation.id).then(onChanged, () => {})
   }, [conversation.id, conversation.unreadCount])
@@ -101,7 +103,7 @@ export function ConversationView ({ accountId, conversation, model, agents, repl
           {latest.data !== undefined && latest.data.length >= 50 && !exhausted && (
             <button type='button' class='link-button' disabled={loadOlder.busy} onClick={() => { loadOlder.run() }}>Load older messages</button>
           )}
-          {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} notes={notes.data ?? []} agents={agents} onDecided={sent} />}
+          {latest.data === undefined ? <Loading what='messages' /> : <Messages accountId={accountId} conversationId={conversation.id} messages={messages} notes={notes.data ?? []} agents={agents} onDecided={sent} onReply={(message) => { setQuoting(message); setComposer('reply') }} />}
           <div class='view-toggle composer-toggle' role='group' aria-label='Write'>
             <button type='button' aria-pressed={composer === 'reply'} onClick={() => { setComposer('reply') }}>Reply</button>
             <button type='button' aria-pressed={composer === 'note'} title='A private note for the team: never sent to the customer' onClick={() => { setComposer('note') }}>Note</button>
@@ -109,7 +111,7 @@ export function ConversationView ({ accountId, conversation, model, agents, repl
           {composer === 'note'
             ? <NoteReply accountId={accountId} conversationId={conversation.id} onAdded={() => { notes.reload() }} />
             : inWindow(conversation)
-              ? <TextReply accountId={accountId} conversation={conversation} replies={replies} onSent={sent} />
+              ? <TextReply accountId={accountId} conversation={conversation} replies={replies} quoting={quoting} onUnquote={() => { setQuoting(null) }} onSent={() => { setQuoting(null); sent() }} />
               : <TemplateReply accountId={accountId} conversation={conversation} onSent={sent} />}
           <AssistantActivity accountId={accountId} conversationId={conversation.id} />
         </div>

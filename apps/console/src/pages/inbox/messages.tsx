@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { api } from '../../api.ts'
 import { ErrorNotice, FailureReason, StatusTicks } from '../../components/ui.tsx'
 import { clock, dateTime } from '../../format.ts'
@@ -181,18 +181,94 @@ function thread (messages: ChatMessage[], notes: ConversationNote[]): Array<{ me
   return entries
 }
 
-export function Messages ({ accountId, conversationId, messages, notes, agents, onDecided }: { accountId: string, conversationId: string, messages: ChatMessage[], notes: ConversationNote[], agents: Agent[] | undefined, onDecided: () => void }) {
+interface MessagesProps {
+  accountId: string
+  conversationId: string
+  messages: ChatMessage[]
+  notes: ConversationNote[]
+  agents: Agent[] | undefined
+  onDecided: () => void
+  /** The message menu's Reply: the composer quotes it. */
+  onReply: (message: ChatMessage) => void
+}
+
+export function Messages ({ accountId, conversationId, messages, notes, agents, onDecided, onReply }: MessagesProps) {
   // The platform's templates, read only when the thread holds a template message to show as it was read.
   const withTemplates = messages.some((message) => message.type === 'template')
   const templates = useData(async () => withTemplates ? await api.templates(accountId) : undefined, [accountId, withTemplates])
+  // A reaction shows on the message it reacts to (its `reactions`): its own row only when that message is not on screen.
+  const shown = new Set(messages.map((message) => message.id))
+  const visible = messages.filter((message) => message.reaction?.messageId == null || !shown.has(message.reaction.messageId))
   return (
     <ol class='messages' aria-label='Messages and notes, oldest first'>
-      {thread(messages, notes).map((entry) => 'note' in entry
+      {thread(visible, notes).map((entry) => 'note' in entry
         ? <Note key={entry.note.id} note={entry.note} />
         : isDraft(entry.message)
           ? <Draft key={entry.message.id} accountId={accountId} conversationId={conversationId} message={entry.message} onDecided={onDecided} />
-          : <Message key={entry.message.id} accountId={accountId} message={entry.message} agents={agents} templates={templates.data} />)}
+          : <Message key={entry.message.id} accountId={accountId} message={entry.message} agents={agents} templates={templates.data} onReply={onReply} onChanged={onDecided} />)}
     </ol>
+  )
+}
+
+/** A place as a plain link to the map (no map library): OpenStreetMap at the pin. */
+const mapLink = (location: NonNullable<ChatMessage['location']>): string =>
+  `https://www.openstreetmap.org/?mlat=${location.latitude}&mlon=${location.longitude}#map=16/${location.latitude}/${location.longitude}`
+
+function Location ({ location }: { location: NonNullable<ChatMessage['location']> }) {
+  return (
+    <span class='location'>
+      <a href={mapLink(location)} target='_blank' rel='noopener noreferrer'>📍 {location.name ?? `${location.latitude}, ${location.longitude}`}</a>
+      {location.address !== undefined && <span class='small muted'>{location.address}</span>}
+    </span>
+  )
+}
+
+const cardText = (value: unknown, key: string): string | undefined => {
+  const text = (value as Record<string, unknown> | undefined)?.[key]
+  return typeof text === 'string' ? text : undefined
+}
+
+/** Contact cards: each one's name and phones. */
+function Cards ({ contacts }: { contacts: NonNullable<ChatMessage['contacts']> }) {
+  return (
+    <ul class='contact-cards'>
+      {contacts.map((card, i) => (
+        <li key={i} class='contact-card'>
+          <strong>{cardText(card.name, 'formatted_name') ?? 'Contact'}</strong>
+          {(Array.isArray(card.phones) ? card.phones : []).map((phone, j) => <span key={j} class='small mono'>{cardText(phone, 'phone')}</span>)}
+        </li>
+      ))}
+    </ul>
+  )
+}
+
+/** The emoji the message menu offers: the platform's quick reactions. */
+const REACTIONS = ['👍', '❤️', '😂', '😮', '😢', '🙏']
+
+/** Reply (the composer quotes the message) and React, for a message the platform knows (it has a wamid). */
+function MessageMenu ({ accountId, message, onReply, onChanged }: { accountId: string, message: ChatMessage, onReply: (message: ChatMessage) => void, onChanged: () => void }) {
+  // The menu closes once an action is chosen.
+  const menu = useRef<HTMLDetailsElement>(null)
+  const close = (): void => { if (menu.current !== null) menu.current.open = false }
+  const react = useAction(async (emoji: string) => {
+    await api.react(accountId, message.id, emoji)
+    close()
+    onChanged()
+  })
+  const mine = message.reactions?.business
+  return (
+    <details class='message-menu' ref={menu}>
+      <summary aria-label='Message actions' title='Reply or react'>⋯</summary>
+      <div class='message-menu-items'>
+        <button type='button' class='link-button' onClick={() => { close(); onReply(message) }}>Reply</button>
+        <div role='group' aria-label='React' class='row'>
+          {REACTIONS.map((emoji) => (
+            <button key={emoji} type='button' class='emoji' aria-pressed={mine === emoji} disabled={react.busy} aria-label={`React ${emoji}`} title={`React ${emoji}`} onClick={() => { react.run(mine === emoji ? '' : emoji) }}>{emoji}</button>
+          ))}
+        </div>
+        <ErrorNotice error={react.error} />
+      </div>
+    </details>
   )
 }
 
@@ -234,19 +310,45 @@ function readTemplate (message: ChatMessage, templates: Template[] | undefined):
   return template === undefined ? undefined : templatePreview(template, parameters)
 }
 
-function Message ({ accountId, message, agents, templates }: { accountId: string, message: ChatMessage, agents: Agent[] | undefined, templates: Template[] | undefined }) {
+/** What a message says in its bubble, by its kind. */
+function Body ({ accountId, message, template }: { accountId: string, message: ChatMessage, template: TemplatePreview | undefined }) {
+  if (template !== undefined) return <TemplateText preview={template} />
+  if (message.details?.flowReply !== undefined) return <FlowReply reply={message.details.flowReply} />
+  if (message.location !== null) return <Location location={message.location} />
+  if (message.contacts !== null) return <Cards contacts={message.contacts} />
+  if (message.reaction !== null) return <>{message.reaction.emoji === '' ? 'Removed a reaction' : `Reacted ${message.reaction.emoji}`} to a message not shown here</>
+  return message.media?.id === undefined ? <>{message.content}</> : <Media accountId={accountId} message={message} />
+}
+
+interface MessageProps {
+  accountId: string
+  message: ChatMessage
+  agents: Agent[] | undefined
+  templates: Template[] | undefined
+  onReply: (message: ChatMessage) => void
+  onChanged: () => void
+}
+
+function Message ({ accountId, message, agents, templates, onReply, onChanged }: MessageProps) {
   const outbound = message.direction === 'outbound'
   const template = readTemplate(message, templates)
+  const { customer, business } = message.reactions ?? {}
   return (
-    <li class={`message ${message.direction}`} data-direction={message.direction}>
+    <li class={`message ${message.direction}`} data-direction={message.direction} data-message={message.id}>
       <span class='visually-hidden'>{outbound ? `Sent by ${senderText(message, agents)}: ` : 'Customer: '}</span>
-      <div class='bubble'>
-        {template !== undefined
-          ? <TemplateText preview={template} />
-          : message.details?.flowReply !== undefined
-            ? <FlowReply reply={message.details.flowReply} />
-            : message.media?.id === undefined ? message.content : <Media accountId={accountId} message={message} />}
-      </div>
+      {message.replyTo !== null && (
+        <blockquote class='quote small' data-quote={message.replyTo.id}>
+          <span class='muted'>{message.replyTo.direction === 'inbound' ? 'The customer' : 'You'} wrote: </span>{message.replyTo.content}
+        </blockquote>
+      )}
+      <div class='bubble'><Body accountId={accountId} message={message} template={template} /></div>
+      {(customer !== undefined || business !== undefined) && (
+        <div class='reactions' aria-label='Reactions'>
+          {customer !== undefined && <span class='reaction' data-by='customer' title='The customer’s reaction'>{customer}</span>}
+          {business !== undefined && <span class='reaction' data-by='business' title='Your reaction'>{business}</span>}
+        </div>
+      )}
+      {message.wamid !== null && message.type !== 'reaction' && <MessageMenu accountId={accountId} message={message} onReply={onReply} onChanged={onChanged} />}
       <div class='meta'>
         {outbound && <SenderLine message={message} agents={agents} />}
         <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>

@@ -6,7 +6,7 @@ import { ReplyText } from '../../components/canned-replies.tsx'
 import { useAction, useData } from '../../hooks.ts'
 import { loadSession } from '../../session.ts'
 import { placeholderCount, templatePreview } from '../../template-preview.ts'
-import { type CannedReply, type Conversation } from '../../types.ts'
+import { type CannedReply, type ChatMessage, type Conversation } from '../../types.ts'
 import { customerAddress } from '../../customer.ts'
 
 /** Free text is allowed within 24 hours of the customer's latest message (README, Chat). */
@@ -52,10 +52,20 @@ export function TemplateReply ({ accountId, conversation, onSent }: { accountId:
   )
 }
 
-export function TextReply ({ accountId, conversation, replies, onSent }: { accountId: string, conversation: Conversation, replies: CannedReply[], onSent: () => void }) {
+interface TextReplyProps {
+  accountId: string
+  conversation: Conversation
+  replies: CannedReply[]
+  /** The message the reply quotes (README, Message kinds: quoted replies), or null. */
+  quoting: ChatMessage | null
+  onUnquote: () => void
+  onSent: () => void
+}
+
+export function TextReply ({ accountId, conversation, replies, quoting, onUnquote, onSent }: TextReplyProps) {
   const [text, setText] = useState('')
   const send = useAction(async () => {
-    await api.sendText(accountId, customerAddress(conversation), text.trim(), loadSession()?.user.email ?? 'console')
+    await api.sendText(accountId, customerAddress(conversation), text.trim(), loadSession()?.user.email ?? 'console', quoting?.id)
     setText('')
     onSent()
   })
@@ -63,6 +73,12 @@ export function TextReply ({ accountId, conversation, replies, onSent }: { accou
   return (
     <form class='reply' onSubmit={(event) => { event.preventDefault(); send.run() }}>
       <label for='reply-text'>Reply <span class='muted'>(free text allowed until {until}, 24 hours after the customer’s last message)</span></label>
+      {quoting !== null && (
+        <div class='reply-quote'>
+          <blockquote class='quote small' id='reply-quote'><span class='muted'>Replying to: </span>{quoting.content}</blockquote>
+          <button type='button' class='link-button' onClick={onUnquote}>Cancel the quote</button>
+        </div>
+      )}
       <ReplyText id='reply-text' value={text} onInput={setText} onSend={() => { send.run() }} replies={replies} />
       <ErrorNotice error={send.error} />
       <button type='submit' class='primary' disabled={send.busy || text.trim() === ''}>{send.busy ? 'Sending…' : 'Send'}</button>

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { boolean, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { boolean, index, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { id, nullableTimestamp, timestamps } from './_columns.ts'
 import { users } from './users.ts'
 
@@ -32,8 +32,10 @@ export const chatContacts = pgTable('chat_contacts', {
   consentSource: text('consent_source', { enum: CONSENT_SOURCES }),
   ...timestamps()
 }, (t) => [
-  // Serves the lookups of every send and the list's order (by phone within the number).
+  // Serves the lookups by phone (a query names `phone <> ''`, its predicate, to use it).
   uniqueIndex('chat_contacts_account_phone_key').on(t.phoneNumberId, t.phone).where(sql`${t.phone} <> ''`),
+  // The list's order (by phone within the number, those without one first), which the partial index cannot serve.
+  index('chat_contacts_account_phone_idx').on(t.phoneNumberId, t.phone),
   uniqueIndex('chat_contacts_account_user_key').on(t.phoneNumberId, t.platformUserId).where(sql`${t.platformUserId} is not null`)
 ])
 

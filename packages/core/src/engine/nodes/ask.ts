@@ -90,6 +90,7 @@ export const ask = defineNode({
     maxAttempts: Type.Optional(templated(Type.Number({ minimum: 1, maximum: MAX_ATTEMPTS, default: DEFAULT_ATTEMPTS, description: 'Answers read before the node goes on at `invalid`.' }))),
     timeoutMinutes: Type.Optional(templated(Type.Number({ minimum: MIN_TIMEOUT_MINUTES, maximum: MAX_TIMEOUT_MINUTES, default: DEFAULT_TIMEOUT_MINUTES, description: 'How long each question waits for its answer (3 seconds to 30 days).' }))),
     exitKeywords: Type.Optional(templated(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: EXIT_KEYWORDS_MAX, description: 'Answers (the whole message, any case) that end the wait at `exited`.' }))),
+    typing: Type.Optional(templated(Type.Boolean({ default: false, description: 'Mark the answer read with the typing indicator while the workflow works on it.' }))),
     invalid: Type.Optional(Type.String({ description: 'The node after `maxAttempts` answers that were not valid; absent: the run ends.' })),
     timedOut: Type.Optional(Type.String({ description: 'The node after no answer in time, or a newer ask of the conversation; absent: the run ends.' })),
     exited: Type.Optional(Type.String({ description: 'The node after an exit keyword or the customer opting out; absent: the run ends.' })),
@@ -176,6 +177,8 @@ export const ask = defineNode({
         case 'answered': {
           const answer = found.answer
           if (answer === null) throw new NodeError('the ask was answered without an answer')
+          // A courtesy: a read receipt the platform refuses never fails the ask.
+          if (config.typing === true) await deps.chat.markRead(customer).catch((err: unknown) => { log('WARN', `The answer could not be marked read: ${(err as Error).message}`) })
           if (isExitKeyword(answer, exitKeywords)) {
             await control.asks.settle(run.id, node.id, 'exited', found.attempts)
             return await goOn({ ...found, status: 'exited' })

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { withAssistantPause } from '@switchboard/core/chat'
+import { messageView, withAssistantPause } from '@switchboard/core/chat'
 import { DomainError } from '@switchboard/core/errors'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import labels from './labels.ts'
 import notes from './notes.ts'
-import { ApproveDraftBody, AssistantTurn, ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, DraftParams, MessagesQuery, TurnsQuery, UpdateConversationBody } from './schemas.ts'
+import { ApproveDraftBody, AssistantTurn, ChatMessage, Conversation, ConversationsQuery, ConversationWithMessages, DraftParams, MessagesQuery, TurnsQuery, TypingResult, UpdateConversationBody } from './schemas.ts'
 
 const conversationNotFound = () => new DomainError('CONVERSATION_NOT_FOUND', 'Conversation not found')
 
@@ -25,7 +25,8 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     const { assigned, mentions, ...query } = request.query
     const assignedTo = assigned === undefined ? {} : { assignedTo: assigned === 'me' ? request.user.sub : assigned === 'none' ? null : assigned }
     const mentioning = mentions === undefined ? {} : { mentioning: request.user.sub }
-    return repo.list(account.phoneNumberId, { ...query, ...assignedTo, ...mentioning })
+    const list = await repo.list(account.phoneNumberId, { ...query, ...assignedTo, ...mentioning })
+    return list.map((conversation) => ({ ...conversation, messages: conversation.messages.map(messageView) }))
   })
 
   fastify.patch('/:id', {
@@ -61,7 +62,19 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     const { before, limit } = request.query
     const cursor = before === undefined ? undefined : await repo.findMessage(conversation.id, before)
     if (cursor === null) throw new DomainError('INVALID_CURSOR', 'before must be the id of a message of this conversation')
-    return repo.messagesBefore(conversation.id, limit, cursor)
+    return (await repo.messagesBefore(conversation.id, limit, cursor)).map(messageView)
+  })
+
+  /**
+   * The customer's latest message marked read at the platform, with the typing indicator while someone writes the
+   * answer (README, Message kinds). 409 NO_CUSTOMER_MESSAGE when the customer never wrote.
+   */
+  fastify.post('/:id/typing', {
+    schema: { tags: ['chat'], params: IdParams, response: { 200: TypingResult, ...errorResponses(400, 401, 404, 409, 500, 502) } }
+  }, async (request) => {
+    const marked = await fastify.chat.markRead(await fastify.chatAccountFor(request), request.params.id, { typing: true })
+    if (marked === null) throw conversationNotFound()
+    return marked
   })
 
   /** The assistant's drafts of the conversation, waiting for staff (README, The assistant). */
@@ -71,21 +84,21 @@ const conversations: FastifyPluginAsyncTypebox = async (fastify) => {
     const account = await fastify.chatAccountFor(request)
     const conversation = await repo.get(request.params.id, account.phoneNumberId)
     if (conversation === null) throw conversationNotFound()
-    return fastify.drafts.pending(conversation.id)
+    return (await fastify.drafts.pending(conversation.id)).map(messageView)
   })
 
   fastify.post('/:id/drafts/:messageId/approve', {
     schema: { tags: ['chat'], params: DraftParams, body: ApproveDraftBody, response: { 200: ChatMessage, ...errorResponses(400, 401, 404, 409, 500, 502) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
-    return fastify.drafts.approve(account, request.params.id, request.params.messageId, deciderOf(request.user), request.body?.text)
+    return messageView(await fastify.drafts.approve(account, request.params.id, request.params.messageId, deciderOf(request.user), request.body?.text))
   })
 
   fastify.post('/:id/drafts/:messageId/reject', {
     schema: { tags: ['chat'], params: DraftParams, response: { 200: ChatMessage, ...errorResponses(400, 401, 404, 409) } }
   }, async (request) => {
     const account = await fastify.chatAccountFor(request)
-    return fastify.drafts.reject(account, request.params.id, request.params.messageId, deciderOf(request.user))
+    return messageView(await fastify.drafts.reject(account, request.params.id, request.params.messageId, deciderOf(request.user)))
   })
 
   /** What the assistant did for the conversation, newest turn first: model calls, tool runs, outcome. */

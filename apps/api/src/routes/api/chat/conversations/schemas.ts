@@ -51,6 +51,22 @@ export const ChatMessage = Type.Object({
       url: Type.Optional(Type.String())
     }))
   }, { additionalProperties: true }), Type.Null()])),
+  /** The message this one quotes (README, Message kinds: quoted replies); null when none, or not a message of the conversation, or on drafts. */
+  replyTo: Type.Union([Type.Object({ id: Type.String(), content: Type.String(), type: Type.String(), direction: Type.Enum(MESSAGE_DIRECTIONS) }), Type.Null()]),
+  /** A `location` message's place. */
+  location: Type.Union([Type.Object({
+    latitude: Type.Number(),
+    longitude: Type.Number(),
+    name: Type.Optional(Type.String()),
+    address: Type.Optional(Type.String()),
+    url: Type.Optional(Type.String())
+  }), Type.Null()]),
+  /** A `contacts` message's cards, in the platform's format (`name.formatted_name`, `phones[]`…). */
+  contacts: Type.Union([Type.Array(Type.Record(Type.String(), Type.Unknown())), Type.Null()]),
+  /** A `reaction` message's target (our id, null when not a message of the conversation; its wamid) and emoji ("" when removed). */
+  reaction: Type.Union([Type.Object({ messageId: nullable(Type.String()), wamid: Type.String(), emoji: Type.String() }), Type.Null()]),
+  /** The emoji the customer and the business put on this message. */
+  reactions: Type.Union([Type.Object({ customer: Type.Optional(Type.String()), business: Type.Optional(Type.String()) }), Type.Null()]),
   /** Failed only: why the platform failed it. */
   error: Type.Union([Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), title: Type.String(), details: nullable(Type.String()) }), Type.Null()]),
   createdAt: Timestamp
@@ -112,6 +128,9 @@ export const UpdateConversationBody = Type.Object({
   assignedAgentId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()])),
   aiMode: Type.Optional(Type.Enum(AI_MODES))
 }, { additionalProperties: false })
+
+/** The customer's message marked read with the typing indicator: its wamid. */
+export const TypingResult = Type.Object({ wamid: Type.String() })
 
 export const MessagesQuery = Type.Object({
   before: Type.Optional(Type.String({ maxLength: 64 })),

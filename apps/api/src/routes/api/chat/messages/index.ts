@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
-import { MediaBytes } from './schemas.ts'
+import { SendResult } from '../send/schemas.ts'
+import { MediaBytes, ReactionBody } from './schemas.ts'
 
 /** RFC 6266: the name in ASCII (quotes and controls replaced) and, for any other character, as UTF-8. */
 const attachment = (filename: string | undefined): string => filename === undefined
@@ -30,6 +31,16 @@ const messages: FastifyPluginAsyncTypebox = async (fastify) => {
     })
     return reply.send(media.body)
   })
+
+  /**
+   * The business's reaction to a message (README, Message kinds): sent to the platform, then kept on the message as
+   * `reactions.business`; `emoji` "" removes it. Within the 24-hour window, like any free-form message.
+   */
+  fastify.post('/:id/reaction', {
+    schema: { tags: ['chat'], params: IdParams, body: ReactionBody, response: { 200: SendResult, ...errorResponses(400, 401, 404, 409, 500, 502) } }
+  }, async (request) => fastify.chat.sendReaction(await fastify.chatAccountFor(request), {
+    messageId: request.params.id, emoji: request.body.emoji, sender: { type: 'user', id: request.user.sub }
+  }))
 }
 
 export default messages

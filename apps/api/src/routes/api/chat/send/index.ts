@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { errorResponses } from '../../../../schemas/common.ts'
-import { SendInteractiveBody, SendMediaBody, SendResult, SendTemplateBody, SendTextBody } from './schemas.ts'
+import { SendContactsBody, SendInteractiveBody, SendLocationBody, SendMediaBody, SendResult, SendTemplateBody, SendTextBody } from './schemas.ts'
 
 const sendErrors = errorResponses(400, 401, 404, 500, 502)
 
@@ -33,6 +33,19 @@ const send: FastifyPluginAsyncTypebox = async (fastify) => {
     const { to, contactId, agentId, agentName, ...interactive } = request.body
     return fastify.chat.sendInteractive(await fastify.chatAccountFor(request), { to, contactId, agentId, agentName, interactive, sender: userSender(request) })
   })
+
+  /** Within the 24-hour window; stored as `[location] <name>` with the place in `location` (README, Message kinds). */
+  fastify.post('/location', {
+    schema: { tags: ['chat'], body: SendLocationBody, response: { 200: SendResult, ...sendErrors } }
+  }, async (request) => {
+    const { to, contactId, agentId, agentName, ...location } = request.body
+    return fastify.chat.sendLocation(await fastify.chatAccountFor(request), { to, contactId, agentId, agentName, location, sender: userSender(request) })
+  })
+
+  /** Within the 24-hour window; stored as `[contacts] <names>` with the cards in `contacts`. */
+  fastify.post('/contacts', {
+    schema: { tags: ['chat'], body: SendContactsBody, response: { 200: SendResult, ...sendErrors } }
+  }, async (request) => fastify.chat.sendContacts(await fastify.chatAccountFor(request), { ...request.body, sender: userSender(request) }))
 }
 
 export default send

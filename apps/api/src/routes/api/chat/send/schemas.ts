@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { FLOW_ACTIONS, INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, MEDIA_KINDS, MEDIA_LIMITS, TEMPLATE_PARAMETER_LIMITS } from '@switchboard/core/chat'
+import { FLOW_ACTIONS, INTERACTIVE_LIMITS as LIMITS, INTERACTIVE_TYPES, KIND_LIMITS, MEDIA_KINDS, MEDIA_LIMITS, TEMPLATE_PARAMETER_LIMITS } from '@switchboard/core/chat'
 
 /** The platform's body, passed through unchanged, unknown fields included (README, Chat). */
 export const SendResult = Type.Object({
@@ -95,5 +95,35 @@ export const SendInteractiveBody = Type.Object({
     token: Type.Optional(bounded(LIMITS.flowToken)),
     action: Type.Optional(Type.Enum(FLOW_ACTIONS))
   }, { additionalProperties: false })),
+  ...AgentFields
+}, { additionalProperties: false })
+
+/** A place (README, Message kinds): degrees as the platform takes them, our bounds on the texts. */
+export const SendLocationBody = Type.Object({
+  ...RecipientFields,
+  latitude: Type.Number({ minimum: -90, maximum: 90, errorMessage: 'latitude must be a number from -90 to 90' }),
+  longitude: Type.Number({ minimum: -180, maximum: 180, errorMessage: 'longitude must be a number from -180 to 180' }),
+  name: Type.Optional(text('name', KIND_LIMITS.locationName)),
+  address: Type.Optional(text('address', KIND_LIMITS.locationAddress)),
+  ...AgentFields
+}, { additionalProperties: false })
+
+const cardField = Type.String({ minLength: 1, maxLength: KIND_LIMITS.cardField })
+const cardPart = (fields: readonly string[], required?: string) =>
+  Type.Object(Object.fromEntries(fields.map((field) => [field, field === required ? cardField : Type.Optional(cardField)])), { additionalProperties: false })
+const cardList = (fields: readonly string[]) => Type.Array(cardPart(fields), { maxItems: KIND_LIMITS.cardEntries })
+
+/** Contact cards in the platform's format; each needs `name.formatted_name`. Every count and length is bounded (README, Message kinds). */
+export const SendContactsBody = Type.Object({
+  ...RecipientFields,
+  contacts: Type.Array(Type.Object({
+    name: cardPart(['formatted_name', 'first_name', 'last_name', 'middle_name', 'suffix', 'prefix'], 'formatted_name'),
+    org: Type.Optional(cardPart(['company', 'department', 'title'])),
+    phones: Type.Optional(cardList(['phone', 'wa_id', 'type'])),
+    emails: Type.Optional(cardList(['email', 'type'])),
+    urls: Type.Optional(cardList(['url', 'type'])),
+    addresses: Type.Optional(cardList(['street', 'city', 'state', 'zip', 'country', 'country_code', 'type'])),
+    birthday: Type.Optional(Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }))
+  }, { additionalProperties: false }), { minItems: 1, maxItems: KIND_LIMITS.contacts, errorMessage: `contacts must hold 1 to ${KIND_LIMITS.contacts} cards` }),
   ...AgentFields
 }, { additionalProperties: false })
