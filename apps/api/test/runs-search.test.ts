@@ -83,6 +83,7 @@ t.test('tags: from ?tags= on fire, else the workflow\'s runTags rendered over th
   t.same(idsOf((await list(member.token, { tag: 'eu', q: '1234' })).body), [first], 'with q')
   t.same((await list(member.token, { tag: 'x'.repeat(51) })).body.message, 'tag must be 1 to 50 characters')
 
+  await sql`update runs set status = 'FAILED' where id = ${first}`
   const retried = await request({ method: 'POST', url: `/api/automation/runs/${first}/retry`, token: member.token, payload: {} })
   t.equal(retried.statusCode, 202)
   t.same(await tagsOf(retried.json().runId), ['order:1234', 'eu'], 'a replay keeps its first run\'s tags')
@@ -90,7 +91,7 @@ t.test('tags: from ?tags= on fire, else the workflow\'s runTags rendered over th
   const tooMany = await fire(tagged, member.token, {}, `?tags=${Array.from({ length: 21 }, (_, i) => `t${i}`).join(',')}`)
   t.equal(tooMany.statusCode, 400)
   t.equal(tooMany.json().message, 'tags must hold at most 20 tags')
-  const bad = await request({ method: 'PATCH', url: `/api/automation/workflows/${templated}`, token: member.token, payload: { runTags: '{{triggerData.order' } })
+  const bad = await request({ method: 'PATCH', url: `/api/automation/workflows/${templated}`, token: member.token, payload: { runTags: '{{triggerData.order | nosuchfilter}}' } })
   t.equal(bad.statusCode, 400)
   t.match(bad.json().message, /^runTags: /)
   const cleared = await request({ method: 'PATCH', url: `/api/automation/workflows/${templated}`, token: member.token, payload: { runTags: null } })

@@ -12,9 +12,10 @@ ALTER TABLE "runs" ADD COLUMN "tags" text[] DEFAULT '{}'::text[] NOT NULL;--> st
 ALTER TABLE "run_search" ADD CONSTRAINT "run_search_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "public"."runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "run_search_terms_idx" ON "run_search" USING gin ("terms");--> statement-breakpoint
 CREATE INDEX "run_search_tags_idx" ON "run_search" USING gin ("tags");--> statement-breakpoint
--- A run's words (README, Finding runs): its id, the first 8 KiB of its trigger data as JSON text and the first 2 KiB of its error.
+-- A run's words (README, Finding runs): its id, the first 8 KiB of its trigger data as JSON text and the first 2 KiB of its
+-- error, split at every character that is no letter or digit (`A-1234` is `a` and `1234`, as a query's words are split).
 CREATE FUNCTION run_search_terms(id text, trigger_data jsonb, error text) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT to_tsvector('simple', id || ' ' || left(coalesce(trigger_data::text, ''), 8192) || ' ' || left(coalesce(error, ''), 2048))
+  SELECT to_tsvector('simple', regexp_replace(id || ' ' || left(coalesce(trigger_data::text, ''), 8192) || ' ' || left(coalesce(error, ''), 2048), '[^[:alnum:]]+', ' ', 'g'))
 $$;--> statement-breakpoint
 CREATE FUNCTION run_search_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -86,6 +86,7 @@ export interface WorkflowInput {
   edges?: unknown
   maxConcurrentRuns?: number | null
   webhookRateLimit?: { max: number, windowSeconds: number } | null
+  runTags?: string | null
 }
 
 /** An active MANUAL workflow with one `set` node. */

@@ -82,15 +82,17 @@ export interface RunsInMinute {
 
 /**
  * `?q=` and `?tag=` through run_search (README, Finding runs), scoped to the viewer's runs there too: the
- * words as plain text (`plainto_tsquery`, so no character of theirs is an operator), all of them a
- * run's; a query of no words (only punctuation) matches nothing.
+ * query's words (split at every character that is no letter or digit, as the run's were, migration
+ * 0027_run_search), all of them a run's, as plain text (`plainto_tsquery`: nothing of the query is an
+ * operator); a query of no words (only punctuation) matches nothing.
  */
 function searchCondition (viewer: Viewer, filter: Pick<ListRunsFilter, 'q' | 'tag'>): SQL | undefined {
-  const q = filter.q?.trim()
-  if ((q === undefined || q === '') && filter.tag === undefined) return undefined
+  if (filter.q === undefined && filter.tag === undefined) return undefined
+  const q = filter.q?.replace(/[^\p{L}\p{N}]+/gu, ' ').trim()
+  if (q === '') return sql`false`
   return sql`${runs.id} in (select s.run_id from run_search s where ${and(
     isAdmin(viewer) ? undefined : sql`s.user_id = ${viewer.id}`,
-    q === undefined || q === '' ? undefined : sql`s.terms @@ plainto_tsquery('simple', ${q})`,
+    q === undefined ? undefined : sql`s.terms @@ plainto_tsquery('simple', ${q})`,
     filter.tag === undefined ? undefined : sql`s.tags @> array[${filter.tag}]::text[]`
   )})`
 }
