@@ -462,6 +462,24 @@ t.test('the runs list: how each run started, its error, child runs collapsed und
   t.equal(await failed.getAttribute('title'), error, 'the whole error on hover')
   t.equal(await failed.textContent(), `${error.slice(0, 79)}…`, 'cut to fit the row')
   await shot('18-runs-kinds-errors')
+
+  // Searched by a word of its error (README, Finding runs), then a run's tag chip lists the runs carrying it.
+  await page.getByLabel('Search').fill('private 127.0.0.1')
+  await page.getByRole('button', { name: 'Search', exact: true }).click()
+  await page.waitForURL(/q=private/)
+  await waitFor(async () => await page.locator('table.runs tbody tr[data-run]').count() === 1 ? true : undefined, { what: 'the one run whose error has the words' })
+  t.equal(await rowOf('Notify partner').count(), 1, 'the failed run, found by its error')
+  const tagged = await stack.client.createWorkflow(token, { name: 'Tagged orders', triggerType: 'MANUAL', runTags: 'order:{{triggerData.order}}' })
+  await stack.call('POST', `/api/automation/workflows/${tagged}/fire`, { token, body: { order: 'A-77' } })
+  await page.goto(`${baseUrl}/console/runs`)
+  await rowOf('Tagged orders').getByRole('link', { name: 'Runs tagged order:A-77' }).click()
+  await page.waitForURL(/tag=order%3AA-77/)
+  await waitFor(async () => await page.locator('table.runs tbody tr[data-run]').count() === 1 ? true : undefined, { what: 'the runs tagged order:A-77' })
+  t.equal(await rowOf('Tagged orders').count(), 1)
+  t.same(await unlabelledControls(page), [])
+  await shot('19-runs-search-and-tags')
+  await page.getByRole('button', { name: 'Show runs with any tag, not only order:A-77' }).click()
+  await page.waitForURL((url) => !url.search.includes('tag='))
 })
 
 t.test('an approval decided elsewhere meanwhile: the run page says what the api answered (409)', async (t) => {
