@@ -222,3 +222,23 @@ t.test('queues: workflow-runs, scheduled-tasks, agent-execution and assistant-ma
   }
   t.ok(res.body.queues[0].completed > 0, 'workflow-runs counts the runs this file executed')
 })
+
+t.test('the worker indexes new runs for ?q= and ?tag= behind their starts (README, Finding runs), a failure with its error', async (t) => {
+  const workflowId = await stack.client.createWorkflow(token, {
+    name: 'partner call',
+    runTags: 'partner:{{triggerData.partner}}',
+    // Nothing listens on port 9: the call fails, and the run with it.
+    nodes: [{ id: 'call', type: 'http_request', config: { url: 'http://127.0.0.1:9/{{triggerData.order}}' } }]
+  })
+  const runId = await stack.client.fire(token, workflowId, { partner: 'acme', order: 'ORD-5521' })
+  await stack.client.runReaching(token, runId)
+  const found = async (query: string): Promise<string[]> =>
+    ((await stack.call('GET', `/api/automation/runs?${query}`, { token })).body as Array<{ id: string }>).map((run) => run.id)
+  await waitFor(async () => (await found('q=ORD-5521')).includes(runId) ? true : undefined, { what: 'the run indexed by its trigger data', timeoutMs: 20_000, intervalMs: 250 })
+  t.same(await found('tag=partner:acme'), [runId], 'and by its tag')
+  const run = await stack.client.getRun(token, runId)
+  t.equal(run.status, 'FAILED')
+  const word = (run.error ?? '').match(/[A-Za-z]{5,}/)?.[0]
+  t.ok(word !== undefined, run.error ?? '')
+  t.ok((await found(`q=${encodeURIComponent(`ORD-5521 ${word!}`)}`)).includes(runId), `its error's words too (${word!})`)
+})

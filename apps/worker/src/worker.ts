@@ -7,6 +7,7 @@ import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
 import { ASSISTANT_MAIN, closeQueues, EVENT_DELIVERIES, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
+import { createRunIndexing } from '@switchboard/core/runs'
 import { createCounterFolding } from '@switchboard/core/workflows'
 import { createScheduleSync } from '@switchboard/core/schedules'
 import { deliveryRequeue } from '@switchboard/core/subscriptions'
@@ -116,6 +117,9 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   retention.start()
   const counterFolding = createCounterFolding({ db: database.db, logger })
   counterFolding.start()
+  // Behind the runs' starts by twice their deadline (runs/search-index.ts): a start's transaction has committed or rolled back by then.
+  const runIndexing = createRunIndexing({ db: database.db, logger, lagMs: 2 * config.timeouts.requestDeadlineMs })
+  runIndexing.start()
   logger.info({ queues: workers.map((w) => w.name), concurrency: config.workerConcurrency }, 'worker started')
 
   return {
@@ -123,7 +127,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     connections: { producer: redis, worker: connection },
     workers,
     async close () {
-      await Promise.all([reconciler.stop(), retention.stop(), counterFolding.stop()])
+      await Promise.all([reconciler.stop(), retention.stop(), counterFolding.stop(), runIndexing.stop()])
       // Workers first: running jobs finish (or go back to the queue) before connections close.
       await Promise.all(workers.map(async (worker) => { await worker.close() }))
       for (const watchdog of watchdogs) watchdog.close()

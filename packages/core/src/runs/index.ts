@@ -4,3 +4,4 @@ export { createGroupStarter, GROUP_START_DEFAULTS, type GroupStarter, type Reque
 export { startRun, startRuns } from './start.ts'
 export { createRunAdmission, type RunAdmission } from './admission.ts'
 export { parseRunTags, RUN_SEARCH_BOUNDS, RUN_TAG_BOUNDS } from './search.ts'
+export { createRunIndexing, indexNewRuns } from './search-index.ts'

@@ -84,8 +84,8 @@ const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 /**
  * What `GET /api/automation/runs?q=&tag=` searches (README, Finding runs): a run's id, the start of its
  * trigger data and of its error as words, and its tags, in a table of its own so that the writes of the
- * hot path gain no index on `runs`. Written by triggers on `runs` (migration 0027_run_search): a run's
- * insert adds its row, in one statement per inserting statement; a change of its error rewrites its words.
+ * hot path gain nothing: the worker indexes new runs in batches behind them (runs/search-index.ts), and a
+ * trigger on a change of a run's error rewrites its words (migration 0027_run_search).
  */
 export const runSearch = pgTable('run_search', {
   runId: text('run_id').primaryKey().references(() => runs.id, { onDelete: 'cascade' }),
@@ -98,6 +98,13 @@ export const runSearch = pgTable('run_search', {
   index('run_search_terms_idx').using('gin', t.terms),
   index('run_search_tags_idx').using('gin', t.tags)
 ])
+
+/** How far the worker has indexed runs into run_search, in the order of `runs_created_idx`: one row. */
+export const runSearchProgress = pgTable('run_search_progress', {
+  id: integer('id').primaryKey(),
+  indexedUntil: timestamp('indexed_until', { withTimezone: true, mode: 'date' }).notNull(),
+  lastRunId: text('last_run_id').notNull()
+})
 
 /**
  * A run waiting at an approval node (engine/README.md, "Waits and resumes"): one row per node and
