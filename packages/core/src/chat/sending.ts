@@ -112,6 +112,9 @@ function bodyParametersOf (components: unknown[] | undefined): string[] | undefi
   })
 }
 
+/** Who a stored message says sent it: what its request carries. */
+const signedBy = ({ agentId, agentName, sender }: SenderFields): SenderFields => ({ agentId, agentName, sender })
+
 /** Where a send leaves its message: a sandbox number's is delivered at once, the platform says so of a real one's later. */
 type SentStatus = 'sent' | 'delivered'
 const sentStatusOf = (account: UsableChatAccount): SentStatus => account.isSandbox ? 'delivered' : 'sent'
@@ -193,9 +196,7 @@ export function createChatService (options: ChatServiceOptions) {
       wamid: result.messages?.[0]?.id ?? null,
       type: 'text',
       content: request.text,
-      agentId: request.agentId,
-      agentName: request.agentName,
-      sender: request.sender,
+      ...signedBy(request),
       replyToId
     })
     return result
@@ -231,9 +232,7 @@ export function createChatService (options: ChatServiceOptions) {
       type: 'template',
       content: typeof body === 'string' && body !== '' ? body : `[template] ${request.templateName}`,
       templateContent: { ...request.templateContent, templateName: request.templateName, lang, ...(bodyParameters !== undefined && { bodyParameters }) },
-      agentId: request.agentId,
-      agentName: request.agentName,
-      sender: request.sender
+      ...signedBy(request)
     })
     return result
   }
@@ -259,9 +258,7 @@ export function createChatService (options: ChatServiceOptions) {
         ...(media.caption !== undefined && { caption: media.caption }),
         ...(media.filename !== undefined && { filename: media.filename })
       },
-      agentId: request.agentId,
-      agentName: request.agentName,
-      sender: request.sender
+      ...signedBy(request)
     })
   }
 
@@ -272,9 +269,7 @@ export function createChatService (options: ChatServiceOptions) {
     return sendFreeForm(account, address, interactiveMessage(address, interactive), options, {
       type: 'interactive',
       content: interactive.body,
-      agentId: request.agentId,
-      agentName: request.agentName,
-      sender: request.sender
+      ...signedBy(request)
     })
   }
 
@@ -286,9 +281,7 @@ export function createChatService (options: ChatServiceOptions) {
       type: 'location',
       content: locationContent(location),
       details: { location },
-      agentId: request.agentId,
-      agentName: request.agentName,
-      sender: request.sender
+      ...signedBy(request)
     })
   }
 
@@ -300,9 +293,7 @@ export function createChatService (options: ChatServiceOptions) {
       type: 'contacts',
       content: contactsContent(contacts),
       details: { contacts },
-      agentId: request.agentId,
-      agentName: request.agentName,
-      sender: request.sender
+      ...signedBy(request)
     })
   }
 
