@@ -237,63 +237,60 @@ export function createChatService (options: ChatServiceOptions) {
     return result
   }
 
-  /** The free-form messages beyond text: refused over the platform's rules first, then outside the window, like text. */
-  async function sendFreeForm (account: UsableChatAccount, address: string, message: Parameters<ChatClient['sendMessage']>[2], options: SendOptions | undefined,
-    record: Omit<StoredRecord, 'address' | 'wamid'>): Promise<SendResult> {
+  /**
+   * The free-form messages beyond text, checked over the platform's rules by their caller first: then
+   * the recipient's address (`to` or `contactId`), the 24-hour window as for text, the send, and the
+   * message stored as `record` says, signed by its request.
+   */
+  async function sendFreeForm (account: UsableChatAccount, request: RecipientFields & SenderFields, messageTo: (address: string) => Parameters<ChatClient['sendMessage']>[2],
+    options: SendOptions | undefined, record: Omit<StoredRecord, 'address' | 'wamid' | keyof SenderFields>): Promise<SendResult> {
+    const address = await addressFor(account, request)
     assertInsideWindow((await conversations.sendContext(account.phoneNumberId, address)).lastIncomingAt)
-    const result = await callPlatform(account, message, options, originOf(record))
-    await store(account, { ...record, address, wamid: result.messages?.[0]?.id ?? null })
+    const result = await callPlatform(account, messageTo(address), options, originOf(request))
+    await store(account, { ...record, ...signedBy(request), address, wamid: result.messages?.[0]?.id ?? null })
     return result
   }
 
   /** Stored with its caption as content (`[image]` without one) and its link or media id. */
   async function sendMedia (account: UsableChatAccount, request: SendMediaRequest, options?: SendOptions): Promise<SendResult> {
     const media = checkMediaSend(request.media)
-    const address = await addressFor(account, request)
-    return sendFreeForm(account, address, mediaMessage(address, media), options, {
+    return sendFreeForm(account, request, (address) => mediaMessage(address, media), options, {
       type: media.kind,
       content: media.caption ?? `[${media.kind}]`,
       media: {
         ...(media.mediaId !== undefined ? { id: media.mediaId } : { link: media.link }),
         ...(media.caption !== undefined && { caption: media.caption }),
         ...(media.filename !== undefined && { filename: media.filename })
-      },
-      ...signedBy(request)
+      }
     })
   }
 
   /** Stored with its body as content. */
   async function sendInteractive (account: UsableChatAccount, request: SendInteractiveRequest, options?: SendOptions): Promise<SendResult> {
     const interactive = checkInteractive(request.interactive)
-    const address = await addressFor(account, request)
-    return sendFreeForm(account, address, interactiveMessage(address, interactive), options, {
+    return sendFreeForm(account, request, (address) => interactiveMessage(address, interactive), options, {
       type: 'interactive',
-      content: interactive.body,
-      ...signedBy(request)
+      content: interactive.body
     })
   }
 
   /** Stored with `[location] <name>` as content and the location in its details. */
   async function sendLocation (account: UsableChatAccount, request: SendLocationRequest, options?: SendOptions): Promise<SendResult> {
     const location = checkLocation(request.location)
-    const address = await addressFor(account, request)
-    return sendFreeForm(account, address, locationMessage(address, location), options, {
+    return sendFreeForm(account, request, (address) => locationMessage(address, location), options, {
       type: 'location',
       content: locationContent(location),
-      details: { location },
-      ...signedBy(request)
+      details: { location }
     })
   }
 
   /** Stored with `[contacts] <names>` as content and the cards in its details. */
   async function sendContacts (account: UsableChatAccount, request: SendContactsRequest, options?: SendOptions): Promise<SendResult> {
     const contacts = checkContacts(request.contacts)
-    const address = await addressFor(account, request)
-    return sendFreeForm(account, address, contactsMessage(address, contacts), options, {
+    return sendFreeForm(account, request, (address) => contactsMessage(address, contacts), options, {
       type: 'contacts',
       content: contactsContent(contacts),
-      details: { contacts },
-      ...signedBy(request)
+      details: { contacts }
     })
   }
 
