@@ -90,12 +90,6 @@ const RECENT_WINDOW = 5000
 const FEW_MATCHES = 5000
 
 /**
- * What `?q=` and `?tag=` match in run_search (README, Finding runs), scoped to the viewer's runs there
- * too: the query's words (split at every character that is no letter or digit, as the run's were,
- * migration 0027_run_search), all of them a run's, as plain text (`plainto_tsquery`: nothing of the
- * query is an operator). Null: a query of no words (only punctuation), which matches nothing.
- */
-/**
  * Whether the run `runId` names matches, read by its run_search row's key for each run in turn: a scalar
  * subquery, which the planner never turns into a join (an EXISTS it made a semi-join over every match,
  * 265 ms for a tag with a common word at 1M runs).
@@ -103,6 +97,12 @@ const FEW_MATCHES = 5000
 const checkedOneByOne = (runId: SQLWrapper, match: SQL): SQL =>
   sql`(select s.run_id from run_search s where s.run_id = ${runId} and ${match}) is not null`
 
+/**
+ * What `?q=` and `?tag=` match in run_search (README, Finding runs), scoped to the viewer's runs there
+ * too: the query's words (split at every character that is no letter or digit, as the run's were,
+ * migration 0027_run_search), all of them a run's, as plain text (`plainto_tsquery`: nothing of the
+ * query is an operator). Null: a query of no words (only punctuation), which matches nothing.
+ */
 function searchMatch (viewer: Viewer, filter: Pick<ListRunsFilter, 'q' | 'tag'>): SQL | null {
   const q = filter.q?.replace(/[^\p{L}\p{N}]+/gu, ' ').trim()
   if (q === '') return null
@@ -138,31 +138,26 @@ export function runsRepository (db: DbOrTx) {
      * The planner, guessing the matches from the words, had chosen the last for rare words too (1 s at 1M runs).
      */
     async list (viewer: Viewer, filter: ListRunsFilter): Promise<RunSummary[]> {
-      const page = (search?: SQL, window?: number) => {
-        const filters = and(
-          ownedBy(viewer),
-          filter.workflowId === undefined ? undefined : eq(runs.workflowId, filter.workflowId),
-          filter.parentRunId === undefined ? undefined : eq(runs.parentRunId, filter.parentRunId),
-          filter.status === undefined ? undefined : eq(runs.status, filter.status),
-          filter.test === undefined ? undefined : eq(runs.test, filter.test),
-          filter.since === undefined ? undefined : gte(runs.createdAt, filter.since),
-          filter.until === undefined ? undefined : lt(runs.createdAt, filter.until)
-        )
-        if (window === undefined) {
-          return db.select(runColumns).from(runs).where(and(filters, search))
-            .orderBy(desc(runs.createdAt), desc(runs.id)).limit(filter.limit).offset(filter.offset)
-        }
-        const recent = db.select(runColumns).from(runs).where(filters).orderBy(desc(runs.createdAt), desc(runs.id)).limit(window).as('recent')
-        return db.select().from(recent).where(checkedOneByOne(recent.id, search!))
-          .orderBy(desc(recent.createdAt), desc(recent.id)).limit(filter.limit).offset(filter.offset)
-      }
-      if (filter.q === undefined && filter.tag === undefined) return page()
+      const filters = and(
+        ownedBy(viewer),
+        filter.workflowId === undefined ? undefined : eq(runs.workflowId, filter.workflowId),
+        filter.parentRunId === undefined ? undefined : eq(runs.parentRunId, filter.parentRunId),
+        filter.status === undefined ? undefined : eq(runs.status, filter.status),
+        filter.test === undefined ? undefined : eq(runs.test, filter.test),
+        filter.since === undefined ? undefined : gte(runs.createdAt, filter.since),
+        filter.until === undefined ? undefined : lt(runs.createdAt, filter.until)
+      )
+      const newest = async (search?: SQL): Promise<RunSummary[]> => db.select(runColumns).from(runs).where(and(filters, search))
+        .orderBy(desc(runs.createdAt), desc(runs.id)).limit(filter.limit).offset(filter.offset)
+      if (filter.q === undefined && filter.tag === undefined) return newest()
       const match = searchMatch(viewer, filter)
       if (match === null) return []
-      const recent = await page(match, RECENT_WINDOW)
-      if (recent.length === filter.limit) return recent
+      const recent = db.select(runColumns).from(runs).where(filters).orderBy(desc(runs.createdAt), desc(runs.id)).limit(RECENT_WINDOW).as('recent')
+      const inWindow = await db.select().from(recent).where(checkedOneByOne(recent.id, match))
+        .orderBy(desc(recent.createdAt), desc(recent.id)).limit(filter.limit).offset(filter.offset)
+      if (inWindow.length === filter.limit) return inWindow
       const few = await db.execute<{ runId: string }>(sql`select s.run_id as "runId" from run_search s where ${match} limit ${FEW_MATCHES + 1}`)
-      return page(few.length <= FEW_MATCHES
+      return newest(few.length <= FEW_MATCHES
         ? sql`${runs.id} = any(${textArray(few.map(({ runId }) => runId))})`
         : checkedOneByOne(runs.id, match))
     },
