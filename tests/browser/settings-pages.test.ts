@@ -11,6 +11,7 @@
 import t from 'tap'
 import { fakeChatEnv, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { startStack } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 import { openConsole, signIn, unlabelledControls } from './browser.ts'
 
 const PHONE_NUMBER_ID = '106540352242923'
@@ -75,8 +76,12 @@ t.test('the audit log: what was just done, filtered by action and by who, paged 
   await page.locator('#audit-log tr[data-action="credential.created"]').first().waitFor()
   await page.getByRole('combobox', { name: /^Action/ }).selectOption('credential.updated')
   await page.waitForURL(/action=credential\.updated/)
-  await page.locator('#audit-log tbody tr').first().waitFor()
-  const actions = await page.locator('#audit-log tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-action')))
+  // The unfiltered rows stay on screen until the filtered list has come: wait for it, not for any row.
+  const rows = page.locator('#audit-log tbody tr')
+  const actions = await waitFor(async () => {
+    const shown = await rows.evaluateAll((all) => all.map((row) => row.getAttribute('data-action')))
+    return shown.length > 0 && shown.every((action) => action === 'credential.updated') ? shown : undefined
+  }, { what: 'the audit log filtered by credential.updated' })
   t.same(actions, ['credential.updated'], 'only the new values, once')
   await page.getByRole('combobox', { name: /^Action/ }).selectOption('broadcast.created')
   await page.getByText('Nothing recorded matches these filters.').waitFor()

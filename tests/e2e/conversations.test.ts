@@ -281,7 +281,10 @@ t.test('a reaction is no answer: the ask waits on; with typing, the answer is ma
     ]
   })
   const customer = '15550001013'
+  const before = (await messagesSeenByWorkflows()).length
   const hello = await say(customer, 'hello')
+  // Its delivery processed (the window open) before the run asks, or the question could not be sent.
+  await waitFor(async () => (await messagesSeenByWorkflows()).length > before ? true : undefined, { what: 'the customer\'s hello to be processed' })
   const runId = await client.fire(token, courier, { phone: customer })
   await waiting(runId)
   const seen = (await messagesSeenByWorkflows()).length
