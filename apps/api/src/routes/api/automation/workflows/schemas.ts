@@ -83,7 +83,10 @@ const flowInteger = (field: string, minimum: number, maximum: number): Record<st
   type: 'integer', minimum, maximum, errorMessage: `${field} must be an integer from ${minimum} to ${maximum}`
 })
 const flowPart = (field: string, properties: Record<string, Record<string, unknown>>, required: string[]): Record<string, unknown> => ({
-  type: 'object', properties, required, additionalProperties: false,
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: false,
   errorMessage: `${field} must be an object {${Object.keys(properties).join(', ')}} with ${required.join(', ')}`
 })
 
@@ -107,7 +110,10 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
     }, ['key', 'periodSeconds']),
     priority: flowPart('flowControl.priority', {
       value: {
-        type: ['integer', 'string'], minimum: B.priority.min, maximum: B.priority.max, maxLength: B.keyTemplateChars,
+        type: ['integer', 'string'],
+        minimum: B.priority.min,
+        maximum: B.priority.max,
+        maxLength: B.keyTemplateChars,
         errorMessage: `flowControl.priority.value must be an integer from ${B.priority.min} to ${B.priority.max}, or a template rendering to one`
       }
     }, ['value'])
