@@ -14,7 +14,7 @@ type RunSlotState = typeof RUN_SLOT_STATES[number]
 export const runSlots = pgTable('run_slots', {
   runId: text('run_id').primaryKey().references(() => runs.id, { onDelete: 'cascade' }),
   workflowId: text('workflow_id').notNull(),
-  // The run's creation time: waiting runs are admitted oldest first.
+  // The run's place: its creation time, earlier by its priority (runs/flow-control.ts); waiting runs are admitted by it, first first.
   runCreatedAt: timestamp('run_created_at', { withTimezone: true, mode: 'date' }).notNull(),
   state: text('state', { enum: RUN_SLOT_STATES }).$type<RunSlotState>().notNull(),
   // The run's claim when it asked: a later claim (it started after all, or resumed) means it no longer waits.
