@@ -10,7 +10,7 @@ import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
 import { renderRunTags } from './search.ts'
-import { placeOf, renderFlowControl } from './flow-control.ts'
+import { FAIR_STEP, fairPlaceOf, renderFlowControl } from './flow-control.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
@@ -258,9 +258,15 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
         and (planned.debounce_ms is null or planned.run_id in (select run_id from debounced))
       returning id, workflow_id, created_at, flow_control
     ), lined as (
-      insert into run_keys (run_id, workflow_id, key, place, state)
-      select id, workflow_id, flow_control->>'concurrencyKey', ${placeOf(sql`new_runs`)}, 'waiting'
-      from new_runs where flow_control ? 'concurrencyKey'
+      -- The runs of one priority key in this statement are a step apart after the key's last one in the line.
+      insert into run_keys (run_id, workflow_id, key, place, state, fair_key)
+      select n.id, n.workflow_id, n.flow_control->>'concurrencyKey', ${fairPlaceOf(sql`n`, sql`
+          select max(k.place) from run_keys k where k.workflow_id = n.workflow_id and k.key = n.flow_control->>'concurrencyKey'
+            and k.state = 'waiting' and k.fair_key = n.flow_control->>'priorityKey'`)}
+          + (row_number() over (partition by n.workflow_id, n.flow_control->>'concurrencyKey', n.flow_control->>'priorityKey' order by n.id) - 1)
+            * (case when n.flow_control ? 'priorityKey' then ${FAIR_STEP} else interval '0' end),
+        'waiting', n.flow_control->>'priorityKey'
+      from new_runs n where n.flow_control ? 'concurrencyKey'
     ), counted as (
       insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
       select workflow_id, min(id), count(*), max(created_at) from new_runs group by workflow_id
