@@ -33,11 +33,14 @@ export type FlowHold = { until?: number, waitingFor: NonNullable<RunFlowControl[
 export const isGated = (flow: RunFlowControl | null): boolean =>
   flow !== null && (flow.concurrencyKey !== undefined || flow.rateKey !== undefined || flow.debounceKey !== undefined)
 
-/** In a claim statement: a start whose flow control the gate must check first (`run` and `workflow` rows with `flow_control`). */
-export const flowGated = sql`(previous.kind = 'start' and previous.flow_control is not null and (
+/**
+ * In a claim statement: a start whose flow control the gate must check first (`previous`: the run's
+ * `flow_control` and its workflow's `workflow_flow`); false, never null, when either is null.
+ */
+export const flowGated = sql`coalesce(previous.kind = 'start' and (
   previous.flow_control ? 'debounceKey'
   or (previous.flow_control ? 'rateKey' and previous.workflow_flow ? 'rateLimit')
-  or (previous.flow_control ? 'concurrencyKey' and previous.workflow_flow ? 'concurrency')))`
+  or (previous.flow_control ? 'concurrencyKey' and previous.workflow_flow ? 'concurrency')), false)`
 
 /** The flow control a claim sets when it starts the run: nothing waits any more. */
 export const flowStarted = sql`case when runs.flow_control is null then null

@@ -290,6 +290,10 @@ export function validateRunTags (runTags: string | null | undefined): void {
 export function validateFlowControl (flowControl: FlowControl | null | undefined): void {
   if (flowControl === undefined || flowControl === null) return
   const { concurrency, rateLimit, debounce, priority } = flowControl
+  // Unknown parts are dropped (README, Conventions): what is left must hold one.
+  if (concurrency === undefined && rateLimit === undefined && debounce === undefined && priority === undefined) {
+    throw new DomainError('VALIDATION_ERROR', 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null')
+  }
   const templates: Array<[string, string | number | undefined]> = [
     ['flowControl.concurrency.key', concurrency?.key],
     ['flowControl.rateLimit.key', rateLimit?.key],

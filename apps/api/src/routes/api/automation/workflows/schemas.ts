@@ -122,11 +122,7 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
   additionalProperties: false,
   minProperties: 1,
   description: 'per-key limits of the runs\' starts: concurrency {key, limit}, rateLimit {key?, limit, periodSeconds}, debounce {key, periodSeconds, maxWaitSeconds?}, priority {value, key?}; keys are templates over the trigger\'s data (README, Flow control). null: none',
-  errorMessage: {
-    type: 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null',
-    minProperties: 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null',
-    additionalProperties: 'flowControl holds only concurrency, rateLimit, debounce and priority'
-  }
+  errorMessage: 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null'
 })
 const FlowControl = Type.Unsafe<FlowControlSetting | null>({ type: ['object', 'null'], additionalProperties: true, description: 'per-key limits (README, Flow control)' })
 
