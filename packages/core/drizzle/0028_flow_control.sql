@@ -2,6 +2,7 @@ CREATE TABLE "flow_rates" (
 	"workflow_id" text NOT NULL,
 	"key" text NOT NULL,
 	"next_at" timestamp with time zone NOT NULL,
+	"started_next_at" timestamp with time zone,
 	CONSTRAINT "flow_rates_workflow_id_key_pk" PRIMARY KEY("workflow_id","key")
 );
 --> statement-breakpoint

@@ -2,7 +2,8 @@ import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import type { FlowControl } from '../db/schema/workflows.ts'
-import { runJobId, type QueueName, type Queues } from '../queues/catalog.ts'
+import type { Queue } from 'bullmq'
+import { RUN_JOB, runJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { wakeJob } from './slots.ts'
 
 /**
@@ -11,7 +12,9 @@ import { wakeJob } from './slots.ts'
  * - debounce: the run starts once its `run_debounces` row is due (each start of its key moved it
  *   on, runs/start.ts); the row is deleted by the start, so a later start of the key makes a new run.
  * - rate limit: the run reserves its start in its key's schedule (`flow_rates`, GCRA: a burst of
- *   `limit`, then one every periodSeconds/limit); the reservation is kept on the run (`startAt`).
+ *   `limit`, then one every periodSeconds/limit); the reservation is kept on the run (`startAt`). Its
+ *   start, after the other checks, is counted in a second schedule, of the starts made, which holds
+ *   it a little longer when a start before it came late (its job was taken after its time).
  * - concurrency: under a transaction-scoped advisory lock of the key, the run takes a slot when the
  *   runs holding one (RUNNING or WAITING: a run at a wait keeps its slot) plus the runs waiting
  *   ahead of it (by place: creation time and priority) are fewer than the limit. Every run of the
@@ -102,8 +105,45 @@ async function rateGate (tx: DbOrTx, runId: string, workflowId: string, key: str
   return { until: startAt, waitingFor: 'rateLimit', workflowId, key }
 }
 
-/** Whether the run takes a slot of its key now (its row says `holding`), or waits (`waiting`). */
-async function concurrencyGate (tx: DbOrTx, runId: string, workflowId: string, key: string, limit: number): Promise<FlowHold | undefined> {
+/**
+ * The start itself, once its reservation came and its other checks passed: counted in the key's
+ * schedule of starts made (GCRA again, on `started_next_at`), or, when the starts made are ahead (a
+ * start before it came late), held until the schedule allows it.
+ */
+async function rateStart (tx: DbOrTx, runId: string, workflowId: string, key: string, limit: NonNullable<FlowControl['rateLimit']>): Promise<FlowHold | undefined> {
+  const periodMs = limit.periodSeconds * 1000
+  const emission = sql`${periodMs / limit.limit} * interval '1 ms'`
+  const tolerance = sql`${periodMs - periodMs / limit.limit} * interval '1 ms'`
+  const [row] = await tx.execute<{ started: boolean, next: string | null }>(sql`
+    with started as (
+      update flow_rates set started_next_at = greatest(coalesce(started_next_at, now()), now()) + ${emission}
+      where workflow_id = ${workflowId} and key = ${key} and coalesce(started_next_at - ${tolerance} <= now(), true)
+      returning 1
+    )
+    select exists (select 1 from started) as started,
+      (select (started_next_at - ${tolerance})::text from flow_rates where workflow_id = ${workflowId} and key = ${key}) as next
+  `)
+  if (row?.started === true || row?.next === null || row?.next === undefined) return undefined
+  await markWaiting(tx, runId, 'rateLimit')
+  return { until: new Date(row.next).getTime(), waitingFor: 'rateLimit', workflowId, key }
+}
+
+/**
+ * Whether the run takes a slot of its key now (its row says `holding`), or waits (`waiting`). A key
+ * whose slots are all held refuses without its lock: the runs of a burst are checked side by side,
+ * not one after the other behind it, and only a run that may be admitted waits for the lock.
+ */
+async function concurrencyGate (tx: DbOrTx, runId: string, workflowId: string, key: string, limit: number, flow: RunFlowControl): Promise<FlowHold | undefined> {
+  const held: FlowHold = { waitingFor: 'concurrency', workflowId, key }
+  const refuse = async (): Promise<FlowHold> => {
+    if (flow.waitingFor !== 'concurrency') await markWaiting(tx, runId, 'concurrency')
+    return held
+  }
+  const [slots] = await tx.execute<{ full: boolean }>(sql`
+    select count(*) >= ${limit} as full from run_keys k join runs r on ${holdingRun}
+    where k.workflow_id = ${workflowId} and k.key = ${key} and k.run_id <> ${runId}
+  `)
+  if (slots?.full === true) return await refuse()
   await lockKey(tx, workflowId, key)
   const [row] = await tx.execute<{ admitted: boolean }>(sql`
     with cleaned as (
@@ -126,9 +166,7 @@ async function concurrencyGate (tx: DbOrTx, runId: string, workflowId: string, k
     )
     select admitted from gate
   `)
-  if (row?.admitted === true) return undefined
-  await markWaiting(tx, runId, 'concurrency')
-  return { waitingFor: 'concurrency', workflowId, key }
+  return row?.admitted === true ? undefined : await refuse()
 }
 
 /**
@@ -141,17 +179,40 @@ export async function flowGate (tx: DbOrTx, run: { id: string, workflowId: strin
     const held = await debounceGate(tx, id, workflowId, flow.debounceKey)
     if (held !== undefined) return held
   }
-  if (flow.rateKey !== undefined && workflowFlow?.rateLimit !== undefined) {
-    const held = await rateGate(tx, id, workflowId, flow.rateKey, flow, workflowFlow.rateLimit)
+  const rateLimit = flow.rateKey === undefined ? undefined : workflowFlow?.rateLimit
+  if (flow.rateKey !== undefined && rateLimit !== undefined) {
+    const held = await rateGate(tx, id, workflowId, flow.rateKey, flow, rateLimit)
     if (held !== undefined) return held
   }
-  if (flow.concurrencyKey !== undefined && workflowFlow?.concurrency !== undefined) {
-    return await concurrencyGate(tx, id, workflowId, flow.concurrencyKey, workflowFlow.concurrency.limit)
+  const keyed = flow.concurrencyKey !== undefined && workflowFlow?.concurrency !== undefined
+  if (keyed) {
+    const held = await concurrencyGate(tx, id, workflowId, flow.concurrencyKey!, workflowFlow.concurrency!.limit, flow)
+    if (held !== undefined) return held
   }
-  return undefined
+  if (flow.rateKey === undefined || rateLimit === undefined) return undefined
+  const held = await rateStart(tx, id, workflowId, flow.rateKey, rateLimit)
+  // Not started after all: the slot its key gave it goes back, and it waits in the line where it was.
+  if (held !== undefined && keyed) await tx.execute(sql`update run_keys set state = 'waiting' where run_id = ${id}`)
+  return held
 }
 
 type WaitingRun = { runId: string, queue: QueueName }
+
+/**
+ * Makes a run whose turn came in its key's line start next: a job of its own goes to the front of
+ * its queue (LIFO), ahead of the jobs of the key's backlog not checked yet, which would otherwise
+ * each be checked (and held) before it; its held job is removed. A job being checked now is left
+ * alone: held, its hold's wake gives it the slot. Whether it woke the run.
+ */
+async function wakeFirst (queue: Queue, runId: string): Promise<boolean> {
+  const jobId = runJobId(runId)
+  const state = await queue.getJobState(jobId)
+  if (state === 'active') return false
+  if (state === 'delayed') await queue.remove(jobId)
+  const data: RunJobData = { runId }
+  await queue.add(RUN_JOB, data, { lifo: true })
+  return true
+}
 
 /**
  * Wakes the first runs waiting for a slot of the key, as many as slots are free (up to WAKE_BATCH
@@ -172,7 +233,7 @@ export async function wakeKeyLine (deps: { db: DbOrTx, queues: Queues }, workflo
   `)
   let woken = 0
   for (const run of waiting.slice(0, WAKE_BATCH)) {
-    if (await wakeJob(deps.queues[run.queue], runJobId(run.runId), run.runId)) woken++
+    if (await wakeFirst(deps.queues[run.queue], run.runId)) woken++
   }
   return woken
 }

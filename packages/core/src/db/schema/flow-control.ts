@@ -29,12 +29,15 @@ export const runKeys = pgTable('run_keys', {
 
 /**
  * The rate limits' schedules (engine/flow-control.ts): per workflow and key, the theoretical time
- * of the next start (GCRA), moved on by each start it reserves.
+ * of the next start (GCRA) of the starts reserved (`nextAt`, moved on by each reservation) and of
+ * the starts made (`startedNextAt`, moved on by each start: a start that came late does not let
+ * the next come early).
  */
 export const flowRates = pgTable('flow_rates', {
   workflowId: text('workflow_id').notNull(),
   key: text('key').notNull(),
-  nextAt: timestampColumn('next_at').notNull()
+  nextAt: timestampColumn('next_at').notNull(),
+  startedNextAt: timestampColumn('started_next_at')
 }, (t) => [
   primaryKey({ columns: [t.workflowId, t.key] })
 ])
