@@ -15,6 +15,7 @@ import type { Quotas } from '../users/quotas.ts'
 import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from './graph.ts'
 import { ClaimLostError, database, errorMessage, InfrastructureError, measurable, type Execution, type Pending, type StepRefusal } from './execution.ts'
 import { createHolds, type Hold } from './holds.ts'
+import { isGated } from './flow-control.ts'
 import { createJsonSizer } from './json-size.ts'
 import { createNodeExecution, joinIdOf } from './node-execution.ts'
 import { flowOf, NODE_LINK_FIELDS, nodeDefinition } from './nodes/index.ts'
@@ -33,7 +34,10 @@ export type RunOutcome =
   | 'ABANDONED'
   /** Another claim owns the run (a takeover while this execution went on): its steps were refused and it stopped. */
   | 'SUPERSEDED'
-  /** The workflow's maxConcurrentRuns are taken (the run waits PENDING or WAITING for a slot), or a wake found the run driven: its job is held. */
+  /**
+   * The workflow's maxConcurrentRuns are taken (the run waits PENDING or WAITING for a slot), its flow control holds its
+   * start, or a wake found the run driven: its job is held.
+   */
   | 'HELD'
 
 /** How the steps of an execution left the run: `UNCLAIMED`, a run executed before its claim was claimed elsewhere first (nothing written). */
@@ -41,6 +45,8 @@ type StepsOutcome = RunOutcome | 'UNCLAIMED'
 
 /** Outcomes after which the run no longer holds a slot (ended, or waiting at a wait node). */
 const SLOT_FREED: ReadonlySet<StepsOutcome> = new Set(['SUCCESS', 'FAILED', 'WAITING', 'STOPPED'])
+/** Outcomes after which the run no longer holds a slot of its concurrency key (ended: a run at a wait keeps it). */
+const KEY_FREED: ReadonlySet<StepsOutcome> = new Set(['SUCCESS', 'FAILED', 'STOPPED'])
 /** Outcomes after which a child run wakes its parent (engine/README.md, "Child runs"): it ended, or was cancelled. */
 const CHILD_ENDED: ReadonlySet<StepsOutcome> = new Set(['SUCCESS', 'FAILED', 'STOPPED'])
 
@@ -285,8 +291,8 @@ export function createRunEngine (options: RunEngineOptions) {
    * infrastructure failures (database, Redis), as an InfrastructureError: the
    * job is then retried and, as the same owner, claims the run again from the
    * node that was running without counting a takeover. A run of a workflow
-   * whose maxConcurrentRuns are taken is not executed: HELD, its job held by
-   * `context.hold` until a slot frees (slots.ts).
+   * whose maxConcurrentRuns are taken, or whose flow control holds its start, is not executed:
+   * HELD, its job held by `context.hold` until a slot frees or its time comes (slots.ts, flow-control.ts).
    */
   async function executeRun (runId: string, signal?: AbortSignal, context: RunContext = {}): Promise<RunOutcome> {
     if (!tracingOn) return await executeOnce(runId, signal, context, undefined)
@@ -313,8 +319,8 @@ export function createRunEngine (options: RunEngineOptions) {
     }
     let claim = await database(store.claim(runId, maxAttempts, owner))
     if (claim !== undefined && 'limited' in claim) {
-      claim = await database(store.claimSlot(runId, claim.limited.workflowId, maxAttempts, owner))
-      if (claim !== undefined && 'held' in claim) return await holds.forSlot(claim.held.workflowId, context.hold)
+      claim = await database(store.claimGated(runId, claim.limited, maxAttempts, owner))
+      if (claim !== undefined && 'held' in claim) return await holds.forStart(claim.held, context.hold)
     }
     if (claim === undefined) return 'SKIPPED'
     if (!('claimed' in claim)) {
@@ -326,12 +332,13 @@ export function createRunEngine (options: RunEngineOptions) {
     const run = claim.claimed
     const outcome = await executeClaimed(run, claimed, signal, context.requestId, owner, span)
     if (run.maxConcurrentRuns !== null && SLOT_FREED.has(outcome)) await holds.wakeWaiting(run.workflowId)
+    if (run.flowControl?.concurrencyKey !== undefined && KEY_FREED.has(outcome)) await holds.freeKey(run.id)
     // A claimed run's steps are never `unclaimed`.
     return outcome === 'UNCLAIMED' ? 'SKIPPED' : outcome
   }
 
   /**
-   * A PENDING run of a workflow without a maxConcurrentRuns, of at most `checkpointMaxNodes`
+   * A PENDING run of a workflow without a maxConcurrentRuns, whose start no flow control gates, of at most `checkpointMaxNodes`
    * nodes, all pure or writing their own checkpoint before their outside effect, is executed
    * before it is claimed, its first write claiming it (engine/README.md, "The first-write path").
    * Undefined when the run is not such a run, or was claimed or ended before that write: it is
@@ -339,7 +346,7 @@ export function createRunEngine (options: RunEngineOptions) {
    */
   async function startInMemory (runId: string, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<RunOutcome | undefined> {
     const run = await database(inMemoryStarts.load(runId))
-    if (run === undefined || run.maxConcurrentRuns !== null) return undefined
+    if (run === undefined || run.maxConcurrentRuns !== null || isGated(run.flowControl)) return undefined
     const nodes = run.workflow.nodes
     if (nodes.length > checkpointMaxNodes || !nodes.every((node) => runsBeforeItsFirstWrite(node.type))) return undefined
     const writer = firstWriteWriter({ store, ends: inMemoryEnds, ownerId: owner?.id, started: performance.now(), claimed, dispatchWritten })

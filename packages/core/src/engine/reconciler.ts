@@ -9,6 +9,7 @@ import { wakeRun } from './children.ts'
 import { claimingJobId } from './run-store.ts'
 import { IDEMPOTENCY_WINDOW } from '../runs/start.ts'
 import { waitsForSlot, wakeWaitingRuns, workflowsWithWaitingRuns } from './slots.ts'
+import { keysWithWaitingRuns, waitsForKey, wakeKeyLine } from './flow-control.ts'
 import { periodicPass } from '../periodic.ts'
 
 /** After the grace has passed, so that the youngest lost run is surely old enough (the clocks of worker and Postgres differ a little). */
@@ -129,7 +130,7 @@ export function createReconciler (options: ReconcilerOptions) {
       const after = pendingCursor === undefined ? sql`` : sql`and (runs.created_at, runs.id) > (${pendingCursor.createdAt}::timestamptz, ${pendingCursor.id})`
       const rows = await db.execute<{ id: string, queue: QueueName, createdAt: string }>(sql`
         select runs.id, runs.queue, runs.created_at::text as "createdAt" from runs
-        where runs.status = 'PENDING' and runs.created_at < now() - ${grace} ${after} and not ${waitsForSlot}
+        where runs.status = 'PENDING' and runs.created_at < now() - ${grace} ${after} and not ${waitsForSlot} and not ${waitsForKey}
         order by runs.created_at, runs.id limit ${batchSize}
       `)
       const last = rows.at(-1)
@@ -182,11 +183,12 @@ export function createReconciler (options: ReconcilerOptions) {
     return count
   }
 
-  /** The workflow the wake pass goes on after at its next pass. */
+  /** The workflow, and the concurrency key (flow-control.ts), the wake pass goes on after at its next pass. */
   let wakeCursor: string | undefined
+  let keyCursor: { workflowId: string, key: string } | undefined
 
   /**
-   * Runs waiting for a slot of their workflow (slots.ts) whose wake was lost (a Redis error, a
+   * Runs waiting for a slot of their workflow (slots.ts) or of their concurrency key (flow-control.ts) whose wake was lost (a Redis error, a
    * worker that died right after a run ended, a run failed here, a cancel) get it now when a slot
    * is free; their jobs, if Redis lost them, are added again when their turn comes. The
    * workflows are taken in id order, `batchSize` a pass, each pass going on after the last.
@@ -196,6 +198,9 @@ export function createReconciler (options: ReconcilerOptions) {
     const workflowIds = await workflowsWithWaitingRuns(db, batchSize, wakeCursor)
     wakeCursor = workflowIds.length < batchSize ? undefined : workflowIds.at(-1)
     for (const workflowId of workflowIds) woken += await wakeWaitingRuns({ db, queues }, workflowId)
+    const keys = await keysWithWaitingRuns(db, batchSize, keyCursor)
+    keyCursor = keys.length < batchSize ? undefined : keys.at(-1)
+    for (const { workflowId, key } of keys) woken += await wakeKeyLine({ db, queues }, workflowId, key)
     if (woken > 0) logger.warn({ woken }, 'runs waiting for a slot that was free: woken')
     return woken
   }

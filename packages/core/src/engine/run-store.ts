@@ -8,6 +8,9 @@ import { RUN_FAILED_EVENT, RUN_SUCCEEDED_EVENT, someoneListens } from '../events
 import { createId } from '../ids.ts'
 import type { QueueName } from '../queues/catalog.ts'
 import { lockSlots, slotGate, slotWrites } from './slots.ts'
+import { flowGate, flowGated, flowStarted, type FlowHold } from './flow-control.ts'
+import type { RunFlowControl } from '../db/schema/runs.ts'
+import type { FlowControl } from '../db/schema/workflows.ts'
 
 /**
  * The engine's statements. Each checkpoint of a run is one round trip: the
@@ -50,6 +53,8 @@ export interface ClaimedRun {
   startedAt: Date
   /** The workflow's maxConcurrentRuns as the claim read it: when set, the run's end wakes the runs waiting for its slot. */
   maxConcurrentRuns: number | null
+  /** Its flow control (README, Flow control): with a concurrency key, its end frees the key's slot. */
+  flowControl: RunFlowControl | null
   /**
    * The run whose node (run_workflow, foreach, parallel) started this one, the queue of its jobs,
    * and whether this run is one of its parallel branches; null for a run started by a trigger.
@@ -124,11 +129,18 @@ type ClaimOutcome =
   | { claimed: ClaimedRun }
   /** The run exists but is in a status the job may not take it from. */
   | { status: RunStatus, attempt: number }
-  /** `claim`: a start or resume of a run whose workflow has a maxConcurrentRuns, for `claimSlot`. */
-  | { limited: { workflowId: string } }
-  /** `claimSlot`: no slot for the run now; it waits for one (slots.ts). */
-  | { held: { workflowId: string } }
+  /** `claim`: a start or resume of a run whose workflow has a maxConcurrentRuns, or a start its flow control gates, for `claimGated`. */
+  | { limited: Limited }
+  /** `claimGated`: no slot for the run now, or its flow control holds it (`flow`); it waits (slots.ts, flow-control.ts). */
+  | { held: { workflowId: string, flow?: FlowHold } }
   | undefined
+
+/** What `claimGated` checks: the workflow's slots, and the run's flow control against the workflow's current one. */
+interface Limited {
+  workflowId: string
+  slots: boolean
+  flow: { run: RunFlowControl, workflow: FlowControl | null } | null
+}
 
 export interface FailedRun {
   workflowId: string
@@ -227,12 +239,13 @@ const parentOf = sql`case when runs.parent_run_id is not null then (select json_
  * (slots.ts); without it, the statement only reports the limit, read from the workflow row
  * by primary key, so runs of workflows without one cost nothing more.
  */
-function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner | undefined, slot: boolean): SQL {
+function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner | undefined, slot: boolean, flowPassed: boolean): SQL {
   const ownerId = owner?.id ?? null
   return sql`
     with previous as (
-      select id, workflow_id, created_at, status, attempt, claim,
+      select id, workflow_id, created_at, status, attempt, claim, flow_control,
         (select max_concurrent_runs from workflows where workflows.id = runs.workflow_id) as max_runs,
+        (select flow_control from workflows where workflows.id = runs.workflow_id) as workflow_flow,
         case status when 'PENDING' then 'start' when 'WAITING' then 'resume'
           when 'RUNNING' then case when claim_owner = ${ownerId}::text then 'retry' else 'takeover' end end as kind
       from runs where id = ${runId} for update
@@ -243,12 +256,15 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
         attempt = runs.attempt + (case when previous.kind = 'takeover' then 1 else 0 end),
         claim = runs.claim + 1,
         claim_owner = ${ownerId}::text,
-        result = ${startedResult}
+        result = ${startedResult},
+        flow_control = ${flowStarted}
       from previous
       where runs.id = previous.id
         and (previous.kind in ('start', 'resume', 'retry') or (previous.kind = 'takeover' and previous.attempt < ${maxAttempts} and ${owner?.takesOver === false ? sql`false` : sql`true`}))
-        and (previous.kind in ('retry', 'takeover') or previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
-      returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result,
+        and (previous.kind in ('retry', 'takeover') or (
+          (previous.max_runs is null or ${slot ? sql`(select admitted from gate)` : sql`false`})
+          and (${flowPassed ? sql`true` : sql`not ${flowGated}`})))
+      returning runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body, runs.result, runs.flow_control,
         runs.current_node_id, runs.until_node_id, runs.attempt, runs.claim, runs.started_at, runs.workflow_version, previous.kind,
         runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent, runs.assistant_turn_id
     ), logged as (
@@ -261,7 +277,7 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
       from claimed
     ) ${slot ? sql`, ${slotWrites}` : sql``}
     select previous.status as found_status, previous.attempt as found_attempt, previous.workflow_id as found_workflow_id,
-      previous.max_runs, claimed.*, ${definitionColumns}
+      previous.max_runs, previous.flow_control as found_flow, previous.workflow_flow, ${flowGated} as flow_gated, claimed.*, ${definitionColumns}
     from previous
     left join claimed on true
     left join workflows on workflows.id = claimed.workflow_id
@@ -271,16 +287,19 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
   `
 }
 
-/** What a claim statement answered; `slot`: it was `claimSlot`'s. */
-function claimOutcome (rows: Array<Record<string, unknown>>, slot: boolean): ClaimOutcome {
+/** What a claim statement answered; `gated`: it was `claimGated`'s. */
+function claimOutcome (rows: Array<Record<string, unknown>>, gated: boolean): ClaimOutcome {
   const row = rows[0]
   if (row === undefined) return undefined
   const maxRuns = row.max_runs as number | null
   if (row.id === null) {
     const status = row.found_status as RunStatus
-    if (maxRuns !== null && (status === 'PENDING' || status === 'WAITING')) {
+    const flowGatedRun = row.flow_gated === true
+    if ((maxRuns !== null || flowGatedRun) && (status === 'PENDING' || status === 'WAITING')) {
       const workflowId = row.found_workflow_id as string
-      return slot ? { held: { workflowId } } : { limited: { workflowId } }
+      if (gated) return { held: { workflowId } }
+      const flow = flowGatedRun ? { run: row.found_flow as RunFlowControl, workflow: row.workflow_flow as FlowControl | null } : null
+      return { limited: { workflowId, slots: maxRuns !== null, flow } }
     }
     return { status, attempt: row.found_attempt as number }
   }
@@ -311,6 +330,7 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
     kind: row.kind as ClaimKind,
     startedAt: new Date(row.started_at as string | Date),
     maxConcurrentRuns: row.max_runs as number | null,
+    flowControl: (row.flow_control as RunFlowControl | null | undefined) ?? null,
     parent: parentOfRow(row),
     depth: (row.depth as number | undefined) ?? 0,
     assistantTurnId: (row.assistant_turn_id as string | null | undefined) ?? null,
@@ -339,23 +359,29 @@ export function runStore (db: DbOrTx) {
      * worker stopped; counted in `attempt`) while fewer than `maxAttempts`
      * takeovers happened. A claim without an owner always takes over. The
      * run-level log line is written by the same statement. A start or resume of
-     * a run whose workflow has a maxConcurrentRuns is not claimed here: `limited`,
-     * for `claimSlot`.
+     * a run whose workflow has a maxConcurrentRuns, and a start its flow control gates, are not
+     * claimed here: `limited`, for `claimGated`.
      */
     async claim (runId: string, maxAttempts: number, owner?: ClaimOwner): Promise<ClaimOutcome> {
-      return claimOutcome(await db.execute<Record<string, unknown>>(claimStatement(runId, maxAttempts, owner, false)), false)
+      return claimOutcome(await db.execute<Record<string, unknown>>(claimStatement(runId, maxAttempts, owner, false, false)), false)
     },
 
     /**
-     * The claim of a start or resume that `claim` left to this (`limited`: the run's workflow has a
-     * maxConcurrentRuns): under the workflow's slot lock, the run is claimed when fewer than the
-     * limit are RUNNING with a slot or waiting ahead of it (slots.ts), else it waits (`held`).
+     * The claim of a start or resume that `claim` left to this (`limited`), in one transaction: the
+     * run's flow control first (flow-control.ts: held, it waits for what `flow` says), then, when
+     * the workflow has a maxConcurrentRuns, under the workflow's slot lock, the run is claimed when
+     * fewer than the limit are RUNNING with a slot or waiting ahead of it (slots.ts), else it waits (`held`).
      */
-    async claimSlot (runId: string, workflowId: string, maxAttempts: number, owner?: ClaimOwner): Promise<ClaimOutcome> {
+    async claimGated (runId: string, limited: Limited, maxAttempts: number, owner?: ClaimOwner): Promise<ClaimOutcome> {
+      const { workflowId, slots, flow } = limited
       return await db.transaction(async (tx) => {
+        if (flow !== null) {
+          const held = await flowGate(tx, { id: runId, workflowId, flow: flow.run }, flow.workflow)
+          if (held !== undefined) return { held: { workflowId, flow: held } }
+        }
         // Its own statement: the claim's snapshot, taken after the lock, sees every admission before it.
-        await lockSlots(tx, workflowId)
-        return claimOutcome(await tx.execute<Record<string, unknown>>(claimStatement(runId, maxAttempts, owner, true)), true)
+        if (slots) await lockSlots(tx, workflowId)
+        return claimOutcome(await tx.execute<Record<string, unknown>>(claimStatement(runId, maxAttempts, owner, slots, true)), true)
       })
     },
 
@@ -368,7 +394,7 @@ export function runStore (db: DbOrTx) {
       const rows = await db.execute<Record<string, unknown>>(sql`
         select runs.id, runs.workflow_id, runs.user_id, runs.queue, runs.trigger_data, runs.raw_body,
           ${startedResult} as result, runs.current_node_id, runs.until_node_id, runs.attempt, runs.claim, now() as started_at,
-          'start' as kind, workflows.max_concurrent_runs as max_runs, runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent,
+          'start' as kind, workflows.max_concurrent_runs as max_runs, runs.flow_control, runs.parent_run_id, runs.parent_node_id, runs.depth, ${parentOf} as parent,
           runs.assistant_turn_id, ${definitionColumns}
         from runs
         join workflows on workflows.id = runs.workflow_id

@@ -92,7 +92,7 @@ type WaitingRun = {
  * Makes job `jobId` of a waiting run run now: a held (delayed) job is promoted, a lost one
  * added again; one already waiting or running is left alone. Whether it did anything.
  */
-async function wakeJob (queue: Queue, jobId: string, runId: string): Promise<boolean> {
+export async function wakeJob (queue: Queue, jobId: string, runId: string): Promise<boolean> {
   const state = await queue.getJobState(jobId)
   if (state === 'delayed') {
     try {

@@ -2,6 +2,7 @@ import { wakeTurn } from '../assistant/turn-jobs.ts'
 import { runWaits, type Decided, type Decider, type PendingApproval } from '../engine/waits.ts'
 import { wakeRun } from '../engine/children.ts'
 import { wakeWaitingRuns } from '../engine/slots.ts'
+import { wakeFlowHeldRuns } from '../engine/flow-control.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { resumeJobId, runJobId, type Queues } from '../queues/catalog.ts'
@@ -110,11 +111,13 @@ export function runService ({ db, queues, logger, eventFanoutMax }: RunServiceOp
     },
 
     /**
-     * After a change of the workflow's maxConcurrentRuns: its runs waiting for a slot that is now
-     * free start. Not awaited; a failure is logged and the reconciler wakes them.
+     * After a change of the workflow's maxConcurrentRuns or flowControl: its runs waiting for a slot
+     * that is now free start, and the runs its flow control held are gated again. Not awaited; a
+     * failure is logged and the reconciler wakes them.
      */
     wake (workflowId: string, log: CallLog): void {
-      wakeWaitingRuns({ db, queues }, workflowId).catch((err: unknown) => { log.warn({ err, workflowId }, 'runs waiting for a slot not woken: the reconciler will') })
+      Promise.all([wakeWaitingRuns({ db, queues }, workflowId), wakeFlowHeldRuns({ db, queues }, workflowId)])
+        .catch((err: unknown) => { log.warn({ err, workflowId }, 'runs waiting for a slot not woken: the reconciler will') })
     },
 
     /** Waits at most `ms` for the jobs of runs already committed (a closing api): the reconciler queues the rest. */

@@ -5,6 +5,7 @@ import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/sche
 import type { QueueName } from '../queues/catalog.ts'
 import { durationMsSince, textArray } from '../db/sql.ts'
 import { cancelDescendants, cancelledEvents } from './cancel.ts'
+import { shownFlowControl, type ShownFlowControl } from './flow-control.ts'
 
 /** A run as the API answers it (README, Runs), without the internals (owner, raw body, resume point, attempt). */
 const runColumns = {
@@ -22,10 +23,11 @@ const runColumns = {
   completedAt: runs.completedAt,
   durationMs: runs.durationMs,
   test: runs.test,
-  tags: runs.tags
+  tags: runs.tags,
+  flowControl: shownFlowControl.as('flow_control')
 }
 
-type RunSummary = Pick<Run, keyof typeof runColumns>
+type RunSummary = Pick<Run, Exclude<keyof typeof runColumns, 'flowControl'>> & { flowControl: ShownFlowControl | null }
 
 /** Log ids leave as strings (README, Conventions); their order is the order of the bigint identity. */
 type RunLogView = Omit<RunLog, 'id' | 'runId'> & { id: string }

@@ -10,6 +10,8 @@ import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
 import { renderRunTags } from './search.ts'
+import { placeOf, renderFlowControl } from './flow-control.ts'
+import type { RunFlowControl } from '../db/schema/runs.ts'
 import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
 export interface RunServiceDeps {
@@ -22,8 +24,10 @@ export interface RunServiceDeps {
 /**
  * What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size.
  * `runTags`: the template of its runs' tags (README, Finding runs); a start that leaves it out tags nothing.
+ * `flowControl`: its per-key limits (README, Flow control); the triggers' lookups read it, other starts (tests, replays,
+ * child runs, tool calls) leave it out and are not held by it.
  */
-export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'> & Partial<Pick<Workflow, 'runTags'>>
+export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'> & Partial<Pick<Workflow, 'runTags' | 'flowControl'>>
 
 export interface StartRunInput {
   workflow: RunTarget
@@ -141,6 +145,13 @@ function tagsOf (workflow: RunTarget, triggerJson: string | undefined, triggerDa
   return renderRunTags(workflow.runTags, triggerJson === undefined ? triggerData : JSON.parse(triggerJson))
 }
 
+/** A debounced run's period and longest wait (README, Flow control), in ms, as the insert's row carries them. */
+function debounceMs (workflow: RunTarget): { debounce_ms: number, debounce_max_ms?: number } {
+  const debounce = workflow.flowControl?.debounce
+  if (debounce === undefined) return { debounce_ms: 0 }
+  return { debounce_ms: debounce.periodSeconds * 1000, ...(debounce.maxWaitSeconds !== undefined && { debounce_max_ms: debounce.maxWaitSeconds * 1000 }) }
+}
+
 /** A run to insert: `key` is its stored idempotency key, if any. */
 interface PlannedRun {
   runId: string
@@ -159,6 +170,7 @@ interface PlannedRun {
   startAt?: RunStartPoint
   assistantTurnId?: string
   tags?: string[]
+  flowControl?: RunFlowControl
 }
 
 interface InsertedRun extends StartedRun {
@@ -178,7 +190,7 @@ interface InsertedRun extends StartedRun {
  * per statement).
  */
 async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags }) => ({
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
@@ -193,13 +205,16 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     current_node_id: startAt?.nodeId,
     result: startAt?.result,
     assistant_turn_id: assistantTurnId,
-    tags: tags ?? (retriedFrom === undefined ? tagsOf(workflow, triggerJson, triggerData ?? shared) : undefined)
+    tags: tags ?? (retriedFrom === undefined ? tagsOf(workflow, triggerJson, triggerData ?? shared) : undefined),
+    flow_control: flowControl,
+    ...(flowControl?.debounceKey !== undefined && debounceMs(workflow))
   })))
   const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text,
-          test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text, tags text[])
+          test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text, tags text[],
+          flow_control jsonb, debounce_ms integer, debounce_max_ms integer)
     ), claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
@@ -209,27 +224,50 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
         created_at = case when idempotency_keys.created_at > now() - ${IDEMPOTENCY_WINDOW}
           then idempotency_keys.created_at else excluded.created_at end
       returning workflow_id, key, run_id
+    ), debounced as (
+      insert into run_debounces (workflow_id, key, run_id, due_at, latest_at, period_ms)
+      select workflow_id, flow_control->>'debounceKey', run_id, now() + debounce_ms * interval '1 ms',
+        now() + debounce_max_ms * interval '1 ms', debounce_ms
+      from planned
+      where debounce_ms is not null and (planned.key is null or planned.run_id in (select run_id from claim))
+      on conflict (workflow_id, key) do update set
+        due_at = least(now() + run_debounces.period_ms * interval '1 ms', coalesce(run_debounces.latest_at, 'infinity'))
+      returning workflow_id, key, run_id
+    ), redebounced as (
+      update runs set
+        trigger_data = coalesce(planned.trigger_data::jsonb, ${storableJson(shared)}::jsonb),
+        raw_body = decode(planned.raw_body, 'base64')
+      from planned join debounced on debounced.workflow_id = planned.workflow_id and debounced.key = planned.flow_control->>'debounceKey'
+      where debounced.run_id <> planned.run_id and runs.id = debounced.run_id and runs.status = 'PENDING'
+        and (planned.key is null or planned.run_id in (select run_id from claim))
     ), new_runs as (
-      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result, assistant_turn_id, tags)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result, assistant_turn_id, tags, flow_control)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
         coalesce(planned.trigger_data::jsonb, (select trigger_data from runs source where source.id = planned.retried_from), ${storableJson(shared)}::jsonb),
         coalesce(decode(planned.raw_body, 'base64'), (select raw_body from runs source where source.id = planned.retried_from)),
         coalesce(planned.workflow_version, (select version from workflows where workflows.id = planned.workflow_id)),
         planned.retried_from, coalesce(planned.test, false), planned.until_node_id, planned.current_node_id, coalesce(planned.result, '{}'::jsonb),
         planned.assistant_turn_id,
-        coalesce(planned.tags, (select tags from runs source where source.id = planned.retried_from), '{}'::text[])
+        coalesce(planned.tags, (select tags from runs source where source.id = planned.retried_from), '{}'::text[]),
+        planned.flow_control
       -- The replayed run is read by subqueries, an index probe per replay and none for other runs,
       -- whatever plan the prepared statement keeps: a join let a generic plan, made while runs was
       -- small, scan the whole table on every start (docs/decisions.md, "Fewer writes per run").
       from planned
-      where planned.key is null or planned.run_id in (select run_id from claim)
-      returning id, workflow_id, created_at
+      where (planned.key is null or planned.run_id in (select run_id from claim))
+        and (planned.debounce_ms is null or planned.run_id in (select run_id from debounced))
+      returning id, workflow_id, created_at, flow_control
+    ), lined as (
+      insert into run_keys (run_id, workflow_id, key, place, state)
+      select id, workflow_id, flow_control->>'concurrencyKey', ${placeOf(sql`new_runs`)}, 'waiting'
+      from new_runs where flow_control ? 'concurrencyKey'
     ), counted as (
       insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
       select workflow_id, min(id), count(*), max(created_at) from new_runs group by workflow_id
     )
-    select planned.run_id as "plannedId", coalesce(claim.run_id, planned.run_id) as "runId", workflows.domain
+    select planned.run_id as "plannedId", coalesce(claim.run_id, debounced.run_id, planned.run_id) as "runId", workflows.domain
     from planned left join claim on claim.workflow_id = planned.workflow_id and claim.key = planned.key
+    left join debounced on debounced.workflow_id = planned.workflow_id and debounced.key = planned.flow_control->>'debounceKey'
     left join workflows on workflows.id = planned.workflow_id
   `)
   const byPlannedId = new Map(inserted.map((row) => [row.plannedId, row]))
@@ -252,6 +290,9 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   // A (workflow, key) pair listed twice is one run: the later ones get the first one's answer.
   const firstOfPair = new Map<string, number>()
   const distinct: PlannedRun[] = []
+  // A debounce key listed twice is one run, with the later one's trigger data (README, Flow control).
+  const firstOfBurst = new Map<string, number>()
+  const now = new Date()
   const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags }) => {
     const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
     if (key !== undefined) {
@@ -260,7 +301,19 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       if (first !== undefined) return first
       firstOfPair.set(pair, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags })
+    const flowControl = workflow.flowControl === undefined || workflow.flowControl === null || retriedFrom !== undefined
+      ? undefined
+      : renderFlowControl(workflow.flowControl, triggerJson === undefined ? triggerData ?? input.triggerData : JSON.parse(triggerJson), now)
+    if (flowControl?.debounceKey !== undefined) {
+      const burst = JSON.stringify([workflow.id, flowControl.debounceKey])
+      const first = firstOfBurst.get(burst)
+      if (first !== undefined) {
+        Object.assign(distinct[first]!, { triggerData, triggerJson, rawBody })
+        return first
+      }
+      firstOfBurst.set(burst, distinct.length)
+    }
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)
@@ -276,8 +329,10 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   const created: CreatedRun[] = []
   for (const [i, run] of inserted.entries()) {
     if (!run.created) continue
-    const { queue, requestId, traceparent, workflow } = distinct[i]!
-    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent })
+    const { queue, requestId, traceparent, workflow, flowControl } = distinct[i]!
+    // A debounced run's job waits for its period; the claim holds it again while starts move its time on.
+    const delayMs = flowControl?.debounceKey === undefined ? undefined : debounceMs(workflow).debounce_ms
+    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent, delayMs })
     runsCreated.inc({ trigger_type: workflow.triggerType, domain: run.domain ?? 'unknown' })
   }
   const answered = new Set<number>()

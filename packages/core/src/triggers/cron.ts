@@ -35,7 +35,8 @@ export async function handleTick ({ db, queues, scheduleSync }: TickDeps, tick: 
       triggerType: workflows.triggerType,
       triggerConfig: workflows.triggerConfig,
       isActive: workflows.isActive,
-      runTags: workflows.runTags
+      runTags: workflows.runTags,
+      flowControl: workflows.flowControl
     })
     .from(workflows).where(eq(workflows.id, tick.workflowId)).limit(1)
   // The scheduler computes the next tick from now when a tick is late, and so does this.

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader'
 import { eq, inArray } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { users, workflows, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
+import { users, workflows, type FlowControl, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
 import { isAdmin, mayUseWorkflow, type Viewer } from '../users/viewer.ts'
 
 /** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
@@ -18,6 +18,8 @@ interface TriggerTarget {
   ownerQuotas: unknown
   /** The template of its runs' tags (runs/tags.ts). */
   runTags: string | null
+  /** Its per-key limits (runs/flow-control.ts). */
+  flowControl: FlowControl | null
 }
 
 /** Most ids one lookup statement asks for. */
@@ -44,7 +46,8 @@ export function createTriggerTargets (db: DbOrTx): TriggerTargets {
       webhookRateLimit: workflows.webhookRateLimit,
       testCaptureUntil: workflows.testCaptureUntil,
       ownerQuotas: users.quotas,
-      runTags: workflows.runTags
+      runTags: workflows.runTags,
+      flowControl: workflows.flowControl
     }).from(workflows).innerJoin(users, eq(users.id, workflows.userId)).where(inArray(workflows.id, [...ids]))
     const byId = new Map(rows.map((row) => [row.id, row]))
     return ids.map((id) => byId.get(id) ?? null)

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
+import type { FlowControl } from '../db/schema/workflows.ts'
 import { textArray } from '../db/sql.ts'
 import { DomainError } from '../errors.ts'
 import { CHAT_MESSAGE_RECEIVED, markDispatched, takeUndispatched, type Undispatched } from '../events/outbox.ts'
@@ -30,8 +31,8 @@ const tooManyListeners = (max: number): DomainError =>
 /** The active EVENT workflows of `userIds` listening to `name` (those `viewer` may use), oldest first, `limit` at most. */
 async function listeners (db: DbOrTx, userIds: readonly string[], name: string, limit: number, viewer?: Viewer) {
   // The predicate matches the partial expression index workflows_event_name_idx.
-  return await db.execute<{ id: string, userId: string, runTags: string | null }>(sql`
-    select id, user_id as "userId", run_tags as "runTags" from workflows
+  return await db.execute<{ id: string, userId: string, runTags: string | null, flowControl: FlowControl | null }>(sql`
+    select id, user_id as "userId", run_tags as "runTags", flow_control as "flowControl" from workflows
     where trigger_type = 'EVENT' and is_active and (trigger_config->>'eventName') = ${name}
       and user_id = any(${textArray(userIds)}) ${viewer === undefined ? sql`` : sql`and ${workflowLimit(viewer, sql`id`)}`}
     order by created_at, id
@@ -50,7 +51,7 @@ export async function emitEvent (deps: EmitEventDeps, input: EmitEventInput): Pr
   const targets = await listeners(deps.db, userIds, input.name, deps.eventFanoutMax + 1, viewer)
   if (targets.length > deps.eventFanoutMax) throw tooManyListeners(deps.eventFanoutMax)
   const started = await startRuns(deps, {
-    runs: targets.map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT', runTags: target.runTags } })),
+    runs: targets.map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT', runTags: target.runTags, flowControl: target.flowControl } })),
     triggerData: input.payload
   })
   return started.map(({ runId }) => runId)
@@ -83,7 +84,7 @@ export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logge
         deps.logger.warn({ eventId: event.id, event: event.name, eventFanoutMax: deps.eventFanoutMax }, 'event reached more workflows than EVENT_FANOUT_MAX: the newest were not started')
       }
       const inserted = await insertRuns(tx, {
-        runs: targets.slice(0, deps.eventFanoutMax).map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT', runTags: target.runTags } })),
+        runs: targets.slice(0, deps.eventFanoutMax).map((target) => ({ workflow: { id: target.id, userId: target.userId, triggerType: 'EVENT', runTags: target.runTags, flowControl: target.flowControl } })),
         triggerData: event.payload
       })
       created.push(...inserted.created)

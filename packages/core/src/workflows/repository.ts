@@ -18,7 +18,7 @@ import {
 /** The fields a client may set; ids, owner, counters and timestamps are the server's. */
 export const EDITABLE_WORKFLOW_FIELDS = [
   'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags',
-  'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'pinnedData'
+  'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'flowControl', 'pinnedData'
 ] as const satisfies ReadonlyArray<keyof NewWorkflow>
 
 export type WorkflowInput = Pick<NewWorkflow, typeof EDITABLE_WORKFLOW_FIELDS[number]>
@@ -53,6 +53,7 @@ const summaryColumns = {
   maxConcurrentRuns: workflows.maxConcurrentRuns,
   webhookRateLimit: workflows.webhookRateLimit,
   runTags: workflows.runTags,
+  flowControl: workflows.flowControl,
   updatedAt: workflows.updatedAt
 }
 

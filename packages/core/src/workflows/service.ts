@@ -19,7 +19,7 @@ import {
 import { renameNode } from './rename-node.ts'
 import { captureTestRequest, type TestCapture, type WebhookTriggerData } from './test-capture.ts'
 import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
-import { validateNodesAsync, validateRunTags, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
+import { validateFlowControl, validateNodesAsync, validateRunTags, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
 /** `details`: where a definition names the workflow, when that is what was not found. */
@@ -115,6 +115,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     const nodes = input.nodes ?? []
     validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes, edges: input.edges }, limits)
     validateRunTags(input.runTags)
+    validateFlowControl(input.flowControl)
     await validateNodesAsync(nodes, tools)
     const created = await db.transaction(async (tx) => {
       const credentialIds = await checkWorkflowCredentials(tx, viewer.id, nodes)
@@ -143,6 +144,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     }
     if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
     validateRunTags(changes.runTags)
+    validateFlowControl(changes.flowControl)
     if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restoredFrom !== undefined ||

@@ -6,7 +6,7 @@ import type { NodeDefinition, NodeSaveTools } from '../engine/nodes/definition.t
 import { flowOf, NODE_LINK_FIELDS, nodeDefinition, templatedFields } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
 import { templateProblem } from '../engine/template.ts'
-import type { TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+import type { FlowControl, TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { agentTriggerProblem } from '../assistant/tools.ts'
 import { checkNodeConfig } from './node-config.ts'
 import { joinOf, outgoingLinks } from '../engine/graph.ts'
@@ -275,7 +275,6 @@ export async function validateNodesAsync (nodes: readonly WorkflowNode[], tools:
   }
 }
 
-/** Everything checked before a workflow is stored, in the order its errors come (README, Workflows): graph, then trigger. */
 /** A workflow's runTags (README, Finding runs): a template over the trigger's data, its placeholders well formed. */
 export function validateRunTags (runTags: string | null | undefined): void {
   if (runTags === undefined || runTags === null) return
@@ -283,6 +282,30 @@ export function validateRunTags (runTags: string | null | undefined): void {
   const problem = templateProblem(runTags)
   if (problem !== undefined) throw new DomainError('VALIDATION_ERROR', `runTags: ${problem}`)
 }
+
+/**
+ * A workflow's flowControl (README, Flow control) beyond the shape the api's schema checks: its
+ * templates well formed, a debounce's maxWaitSeconds not shorter than its period.
+ */
+export function validateFlowControl (flowControl: FlowControl | null | undefined): void {
+  if (flowControl === undefined || flowControl === null) return
+  const { concurrency, rateLimit, debounce, priority } = flowControl
+  const templates: Array<[string, string | number | undefined]> = [
+    ['flowControl.concurrency.key', concurrency?.key],
+    ['flowControl.rateLimit.key', rateLimit?.key],
+    ['flowControl.debounce.key', debounce?.key],
+    ['flowControl.priority.value', priority?.value]
+  ]
+  for (const [field, template] of templates) {
+    const problem = typeof template === 'string' ? templateProblem(template) : undefined
+    if (problem !== undefined) throw new DomainError('VALIDATION_ERROR', `${field}: ${problem}`)
+  }
+  if (debounce?.maxWaitSeconds !== undefined && debounce.maxWaitSeconds < debounce.periodSeconds) {
+    throw new DomainError('VALIDATION_ERROR', 'flowControl.debounce.maxWaitSeconds must be at least its periodSeconds')
+  }
+}
+
+/** Everything checked before a workflow is stored, in the order its errors come (README, Workflows): graph, then trigger. */
 
 export function validateWorkflow (workflow: {
   triggerType: TriggerType

@@ -11,6 +11,21 @@ export type RunStatus = typeof RUN_STATUSES[number]
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const
 export type LogLevel = typeof LOG_LEVELS[number]
 
+/**
+ * A run's flow control (README, Flow control): the keys its workflow's flowControl rendered to when
+ * it started, its priority, and what holds its start (`waitingFor`, null once started, and `since`).
+ * `startAt`: the start its rate limit reserved for it (engine/flow-control.ts).
+ */
+export interface RunFlowControl {
+  concurrencyKey?: string
+  rateKey?: string
+  debounceKey?: string
+  priority?: number
+  waitingFor: 'concurrency' | 'rateLimit' | 'debounce' | null
+  since: string | null
+  startAt?: string
+}
+
 const bytea = customType<{ data: Buffer, driverData: Buffer }>({ dataType: () => 'bytea' })
 
 export const runs = pgTable('runs', {
@@ -60,7 +75,9 @@ export const runs = pgTable('runs', {
   untilNodeId: text('until_node_id'),
   // The assistant turn this run is a tool call of (README, The assistant: Tools): its end wakes the
   // turn. No foreign key, as for parent_run_id: a run outliving its turn's row stays a fact.
-  assistantTurnId: text('assistant_turn_id')
+  assistantTurnId: text('assistant_turn_id'),
+  // Its workflow's flowControl rendered when it started (runs/flow-control.ts), and what it waits for; null without one.
+  flowControl: jsonb('flow_control').$type<RunFlowControl>()
 }, (t) => [
   // Newest first, id breaking ties, as the run list and a workflow's latest runs read them: per workflow,
   // per owner, and for admins (every run). NULLS FIRST like `order by … desc`, or the index cannot serve it.

@@ -23,6 +23,18 @@ export interface WebhookRateLimit {
   windowSeconds: number
 }
 
+/**
+ * Per-key flow control (README, Flow control): each key a template over the trigger's data,
+ * rendered when a run starts (runs/flow-control.ts).
+ */
+export interface FlowControl {
+  concurrency?: { key: string, limit: number }
+  rateLimit?: { key?: string, limit: number, periodSeconds: number }
+  debounce?: { key: string, periodSeconds: number, maxWaitSeconds?: number }
+  /** 1 to 10, or a template rendering to one. */
+  priority?: { value: number | string }
+}
+
 export interface WorkflowEdge {
   source: string
   target: string
@@ -53,6 +65,8 @@ export const workflows = pgTable('workflows', {
   webhookRateLimit: jsonb('webhook_rate_limit').$type<WebhookRateLimit>(),
   // A template over the trigger's data giving each run's tags, comma-separated (README, Finding runs).
   runTags: text('run_tags'),
+  // Per-key limits of its runs' starts (README, Flow control): rendered into each run's flow_control when it starts.
+  flowControl: jsonb('flow_control').$type<FlowControl>(),
   /** Sample triggerData a test run uses when given none (README, The workflow builder); never used by real triggers, never versioned. */
   pinnedData: jsonb('pinned_data').$type<unknown>(),
   /**

@@ -29,7 +29,12 @@ export const RunSummary = Type.Object({
   completedAt: NullableTimestamp,
   durationMs: Type.Union([Type.Integer(), Type.Null()]),
   test: Type.Boolean({ description: 'started by POST /workflows/:id/test' }),
-  tags: Type.Array(Type.String(), { description: 'from POST /workflows/:id/fire?tags=, or the workflow\'s runTags (README, Finding runs)' })
+  tags: Type.Array(Type.String(), { description: 'from POST /workflows/:id/fire?tags=, or the workflow\'s runTags (README, Finding runs)' }),
+  flowControl: Type.Union([Type.Object({
+    key: Type.String({ description: 'the rendered key of what holds the run (else its concurrency key)' }),
+    waitingFor: Type.Union([Type.Literal('concurrency'), Type.Literal('rateLimit'), Type.Literal('debounce'), Type.Null()], { description: 'what holds its start; null once started' }),
+    since: Type.Union([Timestamp, Type.Null()])
+  }), Type.Null()], { description: 'its workflow\'s flowControl when it started (README, Flow control); null without one' })
 })
 
 /** A run as GET /runs/:id answers it (README, Runs). */

@@ -99,7 +99,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request) => {
     const workflow = await workflows.update(viewerOf(request.user), request.params.id, request.body, auditContextOf(request))
     // A higher limit, or none, frees slots for the runs waiting.
-    if (request.body.maxConcurrentRuns !== undefined) fastify.runs.wake(workflow.id, request.log)
+    if (request.body.maxConcurrentRuns !== undefined || request.body.flowControl !== undefined) fastify.runs.wake(workflow.id, request.log)
     return workflow
   })
 

@@ -2,7 +2,8 @@ import { Type } from 'typebox'
 import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
 import { BULK_RETRY_MAX_RUNS, BULK_RETRY_STATUSES } from '@switchboard/core/triggers'
 import { NODE_TYPES } from '@switchboard/core/engine'
-import { RUN_TAG_BOUNDS } from '@switchboard/core/runs'
+import { FLOW_CONTROL_BOUNDS, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
+import type { FlowControl as FlowControlSetting } from '@switchboard/core/db'
 import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from '@switchboard/core/workflows'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 import { ReplayVersion, RunRetried } from '../runs/schemas.ts'
@@ -73,6 +74,61 @@ const WebhookRateLimitInput = Type.Unsafe<{ max: number, windowSeconds: number }
 const PinnedData = Type.Unknown({ description: 'sample triggerData for test runs (POST /workflows/:id/test) when they bring none; never used by real triggers, not versioned, not exported. null: none' })
 const WebhookRateLimit = Type.Union([Type.Object({ max: Type.Integer(), windowSeconds: Type.Integer() }), Type.Null()])
 
+const B = FLOW_CONTROL_BOUNDS
+/** A key template of flowControl: checked further by core's `validateFlowControl` (its placeholders). */
+const flowKey = (field: string): Record<string, unknown> => ({
+  type: 'string', maxLength: B.keyTemplateChars, errorMessage: `${field} must be a template of at most ${B.keyTemplateChars} characters`
+})
+const flowInteger = (field: string, minimum: number, maximum: number): Record<string, unknown> => ({
+  type: 'integer', minimum, maximum, errorMessage: `${field} must be an integer from ${minimum} to ${maximum}`
+})
+const flowPart = (field: string, properties: Record<string, Record<string, unknown>>, required: string[]): Record<string, unknown> => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: false,
+  errorMessage: `${field} must be an object {${Object.keys(properties).join(', ')}} with ${required.join(', ')}`
+})
+
+/** flowControl (README, Flow control): per-key limits of the starts of the workflow's runs. */
+const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
+  type: ['object', 'null'],
+  properties: {
+    concurrency: flowPart('flowControl.concurrency', {
+      key: flowKey('flowControl.concurrency.key'),
+      limit: flowInteger('flowControl.concurrency.limit', 1, B.concurrencyLimit)
+    }, ['key', 'limit']),
+    rateLimit: flowPart('flowControl.rateLimit', {
+      key: flowKey('flowControl.rateLimit.key'),
+      limit: flowInteger('flowControl.rateLimit.limit', 1, B.rateLimit),
+      periodSeconds: flowInteger('flowControl.rateLimit.periodSeconds', 1, B.ratePeriodSeconds)
+    }, ['limit', 'periodSeconds']),
+    debounce: flowPart('flowControl.debounce', {
+      key: flowKey('flowControl.debounce.key'),
+      periodSeconds: flowInteger('flowControl.debounce.periodSeconds', 1, B.debouncePeriodSeconds),
+      maxWaitSeconds: flowInteger('flowControl.debounce.maxWaitSeconds', 1, B.debounceMaxWaitSeconds)
+    }, ['key', 'periodSeconds']),
+    priority: flowPart('flowControl.priority', {
+      value: {
+        type: ['integer', 'string'],
+        minimum: B.priority.min,
+        maximum: B.priority.max,
+        maxLength: B.keyTemplateChars,
+        errorMessage: `flowControl.priority.value must be an integer from ${B.priority.min} to ${B.priority.max}, or a template rendering to one`
+      }
+    }, ['value'])
+  },
+  additionalProperties: false,
+  minProperties: 1,
+  description: 'per-key limits of the runs\' starts: concurrency {key, limit}, rateLimit {key?, limit, periodSeconds}, debounce {key, periodSeconds, maxWaitSeconds?}, priority {value}; keys are templates over the trigger\'s data (README, Flow control). null: none',
+  errorMessage: {
+    type: 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null',
+    minProperties: 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null',
+    additionalProperties: 'flowControl holds only concurrency, rateLimit, debounce and priority'
+  }
+})
+const FlowControl = Type.Unsafe<FlowControlSetting | null>({ type: ['object', 'null'], additionalProperties: true, description: 'per-key limits (README, Flow control)' })
+
 /**
  * The writable fields. The property order is the order in which AJV reports
  * failures, which gives the API's order of checks (README, Workflows): name, triggerType, domain, the rest.
@@ -90,6 +146,7 @@ const writable = {
   maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
+  flowControl: Type.Optional(FlowControlInput),
   pinnedData: Type.Optional(PinnedData)
 }
 
@@ -125,6 +182,7 @@ export const WorkflowSummary = Type.Object({
   maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString(),
+  flowControl: FlowControl,
   updatedAt: Timestamp
 })
 
@@ -167,6 +225,7 @@ export const WorkflowDetail = Type.Object({
   maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()], { description: 'runs executing at once; null: no limit' }),
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString({ description: 'a template over the trigger\'s data: each run\'s tags, comma-separated (README, Finding runs)' }),
+  flowControl: FlowControl,
   pinnedData: PinnedData,
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -231,7 +290,8 @@ const PortableWorkflow = Type.Object({
   tags: Type.Optional(Tags),
   maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
-  runTags: Type.Optional(RunTagsInput)
+  runTags: Type.Optional(RunTagsInput),
+  flowControl: Type.Optional(FlowControlInput)
 }, { additionalProperties: false })
 
 const ExportedCredential = Type.Object({ name: Type.String(), type: Type.Enum(CREDENTIAL_TYPES) })
@@ -252,7 +312,8 @@ export const WorkflowExport = Type.Object({
     tags: Type.Array(Type.String()),
     maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
     webhookRateLimit: WebhookRateLimit,
-    runTags: Type.Optional(NullableString())
+    runTags: Type.Optional(NullableString()),
+    flowControl: Type.Optional(FlowControl)
   }),
   credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
   redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })

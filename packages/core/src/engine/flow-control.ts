@@ -1,0 +1,213 @@
+import { sql } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import type { RunFlowControl } from '../db/schema/runs.ts'
+import type { FlowControl } from '../db/schema/workflows.ts'
+import { runJobId, type QueueName, type Queues } from '../queues/catalog.ts'
+import { wakeJob } from './slots.ts'
+
+/**
+ * Per-key flow control of a run's start (README, Flow control), checked when a job first claims a
+ * PENDING run, in the claim's transaction, in this order:
+ * - debounce: the run starts once its `run_debounces` row is due (each start of its key moved it
+ *   on, runs/start.ts); the row is deleted by the start, so a later start of the key makes a new run.
+ * - rate limit: the run reserves its start in its key's schedule (`flow_rates`, GCRA: a burst of
+ *   `limit`, then one every periodSeconds/limit); the reservation is kept on the run (`startAt`).
+ * - concurrency: under a transaction-scoped advisory lock of the key, the run takes a slot when the
+ *   runs holding one (RUNNING or WAITING: a run at a wait keeps its slot) plus the runs waiting
+ *   ahead of it (by place: creation time and priority) are fewer than the limit. Every run of the
+ *   key has its row from its start (`run_keys`), so runs whose jobs reach the workers out of order
+ *   still start in order.
+ * A run held waits PENDING, its job delayed (the engine's `hold`) until its time or a wake, and
+ * shows what holds it (`runs.flow_control.waitingFor`). The settings read are the workflow's current
+ * ones: a limit removed or raised lets its waiting runs go at their next claim.
+ */
+
+/** Runs waiting ahead of one that the gate counts at most: more than any limit allows. */
+const MAX_COUNTED_AHEAD = 1000
+/** Runs woken per call at most. */
+const WAKE_BATCH = 1000
+
+export type FlowHold = { until?: number, waitingFor: NonNullable<RunFlowControl['waitingFor']>, workflowId: string, key: string }
+
+/** Whether a run's start is gated by its flow control (the in-memory start path leaves such runs to the claim). */
+export const isGated = (flow: RunFlowControl | null): boolean =>
+  flow !== null && (flow.concurrencyKey !== undefined || flow.rateKey !== undefined || flow.debounceKey !== undefined)
+
+/** In a claim statement: a start whose flow control the gate must check first (`run` and `workflow` rows with `flow_control`). */
+export const flowGated = sql`(previous.kind = 'start' and previous.flow_control is not null and (
+  previous.flow_control ? 'debounceKey'
+  or (previous.flow_control ? 'rateKey' and previous.workflow_flow ? 'rateLimit')
+  or (previous.flow_control ? 'concurrencyKey' and previous.workflow_flow ? 'concurrency')))`
+
+/** The flow control a claim sets when it starts the run: nothing waits any more. */
+export const flowStarted = sql`case when runs.flow_control is null then null
+  else runs.flow_control || '{"waitingFor": null, "since": null}'::jsonb end`
+
+const isoNow = sql`to_jsonb(to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
+
+/** Records on the run what holds it, keeping `since` while it is the same thing. */
+async function markWaiting (tx: DbOrTx, runId: string, waitingFor: FlowHold['waitingFor'], extra = sql`'{}'::jsonb`): Promise<void> {
+  await tx.execute(sql`
+    update runs set flow_control = flow_control || ${extra} || jsonb_build_object('waitingFor', ${waitingFor}::text,
+      'since', case when flow_control->>'waitingFor' = ${waitingFor}::text then flow_control->'since' else ${isoNow} end)
+    where id = ${runId}
+  `)
+}
+
+const lockKey = async (tx: DbOrTx, workflowId: string, key: string): Promise<void> => {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`run-keys:${workflowId}:${key}`}, 0))`)
+}
+
+/** A holding row counts while its run is RUNNING or WAITING; a waiting row while its run is PENDING. */
+const holdingRun = sql`r.id = k.run_id and k.state = 'holding' and r.status in ('RUNNING', 'WAITING')`
+const waitingRun = sql`r.id = k.run_id and k.state = 'waiting' and r.status = 'PENDING'`
+
+/** The run's debounce: undefined once it is due (its row deleted here), else the hold until it is. */
+async function debounceGate (tx: DbOrTx, runId: string, workflowId: string, key: string): Promise<FlowHold | undefined> {
+  // Waits for a start of the key that is moving the time on, and reads what it wrote.
+  const [due] = await tx.execute<{ deleted: boolean, dueAt: string | null }>(sql`
+    with deleted as (delete from run_debounces where run_id = ${runId} and due_at <= now() returning 1)
+    select exists (select 1 from deleted) as deleted
+  `)
+  if (due?.deleted === true) return undefined
+  const [row] = await tx.execute<{ dueAt: string }>(sql`select due_at::text as "dueAt" from run_debounces where run_id = ${runId}`)
+  if (row === undefined) return undefined
+  return { until: new Date(row.dueAt).getTime(), waitingFor: 'debounce', workflowId, key }
+}
+
+/** The run's start in its rate limit's schedule: reserved once, kept on the run; a hold while it is ahead. */
+async function rateGate (tx: DbOrTx, runId: string, workflowId: string, key: string, flow: RunFlowControl, limit: NonNullable<FlowControl['rateLimit']>): Promise<FlowHold | undefined> {
+  let startAt = flow.startAt === undefined ? undefined : new Date(flow.startAt).getTime()
+  if (startAt === undefined) {
+    const periodMs = limit.periodSeconds * 1000
+    const [reserved] = await tx.execute<{ startAt: string, now: string }>(sql`
+      with scheduled as (
+        insert into flow_rates (workflow_id, key, next_at)
+        values (${workflowId}, ${key}, now() + ${periodMs / limit.limit} * interval '1 ms')
+        on conflict (workflow_id, key) do update
+          set next_at = greatest(flow_rates.next_at, now()) + ${periodMs / limit.limit} * interval '1 ms'
+        returning next_at
+      )
+      select greatest(now(), next_at - ${periodMs} * interval '1 ms')::text as "startAt", now()::text as now from scheduled
+    `)
+    startAt = new Date(reserved!.startAt).getTime()
+    if (startAt <= new Date(reserved!.now).getTime()) return undefined
+    await markWaiting(tx, runId, 'rateLimit', sql`jsonb_build_object('startAt', ${new Date(startAt).toISOString()}::text)`)
+    return { until: startAt, waitingFor: 'rateLimit', workflowId, key }
+  }
+  if (startAt <= Date.now()) return undefined
+  return { until: startAt, waitingFor: 'rateLimit', workflowId, key }
+}
+
+/** Whether the run takes a slot of its key now (its row says `holding`), or waits (`waiting`). */
+async function concurrencyGate (tx: DbOrTx, runId: string, workflowId: string, key: string, limit: number): Promise<FlowHold | undefined> {
+  await lockKey(tx, workflowId, key)
+  const [row] = await tx.execute<{ admitted: boolean }>(sql`
+    with cleaned as (
+      delete from run_keys k using runs r
+      where k.workflow_id = ${workflowId} and k.key = ${key} and k.state = 'holding' and k.run_id <> ${runId}
+        and r.id = k.run_id and r.status not in ('RUNNING', 'WAITING')
+    ), mine as (
+      select place from run_keys where run_id = ${runId}
+    ), gate as (
+      select (
+        (select count(*) from run_keys k join runs r on ${holdingRun} where k.workflow_id = ${workflowId} and k.key = ${key} and k.run_id <> ${runId})
+        + (select count(*) from (
+          select 1 from run_keys k join runs r on ${waitingRun}
+          where k.workflow_id = ${workflowId} and k.key = ${key} and (k.place, k.run_id) < ((select place from mine), ${runId})
+          limit ${MAX_COUNTED_AHEAD}
+        ) as ahead)
+      ) < ${limit} as admitted
+    ), taken as (
+      update run_keys set state = case when (select admitted from gate) then 'holding' else 'waiting' end where run_id = ${runId}
+    )
+    select admitted from gate
+  `)
+  if (row?.admitted === true) return undefined
+  await markWaiting(tx, runId, 'concurrency')
+  return { waitingFor: 'concurrency', workflowId, key }
+}
+
+/**
+ * The gate of a start (see above), in the claim's transaction `tx`: undefined when the run may start
+ * now, else what holds it. `workflowFlow`: the workflow's current flowControl.
+ */
+export async function flowGate (tx: DbOrTx, run: { id: string, workflowId: string, flow: RunFlowControl }, workflowFlow: FlowControl | null): Promise<FlowHold | undefined> {
+  const { id, workflowId, flow } = run
+  if (flow.debounceKey !== undefined) {
+    const held = await debounceGate(tx, id, workflowId, flow.debounceKey)
+    if (held !== undefined) return held
+  }
+  if (flow.rateKey !== undefined && workflowFlow?.rateLimit !== undefined) {
+    const held = await rateGate(tx, id, workflowId, flow.rateKey, flow, workflowFlow.rateLimit)
+    if (held !== undefined) return held
+  }
+  if (flow.concurrencyKey !== undefined && workflowFlow?.concurrency !== undefined) {
+    return await concurrencyGate(tx, id, workflowId, flow.concurrencyKey, workflowFlow.concurrency.limit)
+  }
+  return undefined
+}
+
+type WaitingRun = { runId: string, queue: QueueName }
+
+/**
+ * Wakes the first runs waiting for a slot of the key, as many as slots are free (up to WAKE_BATCH
+ * when the workflow has no concurrency limit any more). Called when a run holding a slot ends, right
+ * after a run is held (a slot that freed meanwhile is not lost), and by the reconciler. How many it woke.
+ */
+export async function wakeKeyLine (deps: { db: DbOrTx, queues: Queues }, workflowId: string, key: string): Promise<number> {
+  const waiting = await deps.db.execute<WaitingRun>(sql`
+    select k.run_id as "runId", r.queue from run_keys k join runs r on ${waitingRun}
+    where k.workflow_id = ${workflowId} and k.key = ${key}
+    order by k.place, k.run_id
+    limit (
+      select greatest(0, coalesce((w.flow_control->'concurrency'->>'limit')::int - (
+        select count(*) from run_keys k join runs r on ${holdingRun} where k.workflow_id = w.id and k.key = ${key}
+      ), ${WAKE_BATCH}))
+      from workflows w where w.id = ${workflowId}
+    )
+  `)
+  let woken = 0
+  for (const run of waiting.slice(0, WAKE_BATCH)) {
+    if (await wakeJob(deps.queues[run.queue], runJobId(run.runId), run.runId)) woken++
+  }
+  return woken
+}
+
+/** A run that held a slot of its key ended: its row goes, and the next runs of the key are woken. */
+export async function releaseKey (deps: { db: DbOrTx, queues: Queues }, runId: string): Promise<void> {
+  const [released] = await deps.db.execute<{ workflowId: string, key: string }>(sql`
+    delete from run_keys where run_id = ${runId} returning workflow_id as "workflowId", key
+  `)
+  if (released !== undefined) await wakeKeyLine(deps, released.workflowId, released.key)
+}
+
+/**
+ * After a change of the workflow's flowControl: its runs held by it are woken to be gated again
+ * under the new settings (a limit removed lets them go), at most WAKE_BATCH of them; the reconciler
+ * wakes the lines' next runs as slots free. How many it woke.
+ */
+export async function wakeFlowHeldRuns (deps: { db: DbOrTx, queues: Queues }, workflowId: string): Promise<number> {
+  const held = await deps.db.execute<WaitingRun>(sql`
+    select id as "runId", queue from runs
+    where workflow_id = ${workflowId} and status = 'PENDING' and flow_control->>'waitingFor' in ('concurrency', 'rateLimit')
+    order by created_at, id limit ${WAKE_BATCH}
+  `)
+  let woken = 0
+  for (const run of held) {
+    if (await wakeJob(deps.queues[run.queue], runJobId(run.runId), run.runId)) woken++
+  }
+  return woken
+}
+
+/** Keys with runs waiting, in (workflow, key) order after `after`, for the reconciler's pass (at most `limit`). */
+export async function keysWithWaitingRuns (db: DbOrTx, limit: number, after?: { workflowId: string, key: string }): Promise<Array<{ workflowId: string, key: string }>> {
+  return await db.execute<{ workflowId: string, key: string }>(sql`
+    select distinct k.workflow_id as "workflowId", k.key from run_keys k join runs r on ${waitingRun}
+    ${after === undefined ? sql`` : sql`where (k.workflow_id, k.key) > (${after.workflowId}, ${after.key})`}
+    order by 1, 2 limit ${limit}
+  `)
+}
+
+/** In a query on `runs`: the run waits in a key's line, so the reconciler's pass for lost jobs leaves it to `wakeKeyLine`. */
+export const waitsForKey = sql`exists (select 1 from run_keys k where k.run_id = runs.id and k.state = 'waiting')`
