@@ -1,14 +1,19 @@
 import { failureNote, metric, type Metric, type ScenarioResult } from '../lib/report.ts'
 import { load } from '../lib/load.ts'
-import { measureRuns, nowMs, waitForFinished } from '../lib/runs.ts'
+import { measureRuns, nowMs } from '../lib/runs.ts'
 import { startStack, type BenchContext, type Stack } from '../lib/stack.ts'
 import { oneSetNode } from '../lib/workflows.ts'
 
 const DRAIN_TIMEOUT_MS = 240_000
+/**
+ * How long the wait for a phase's runs goes on with none finishing: longer than waitForFinished's, since
+ * a key's line may start slowly behind a backlog of held runs, which is what this scenario measures.
+ */
+const STALLED_MS = 90_000
 
 /** Keys of the measured phases, with the runs sent to each (full, `--quick`): in a full run at least two a key, so that the limit bites. */
 const PHASES = [
-  { keys: 1, runs: 2000, quickRuns: 300 },
+  { keys: 1, runs: 1000, quickRuns: 300 },
   { keys: 100, runs: 5000, quickRuns: 1000 },
   { keys: 10_000, runs: 20_000, quickRuns: 10_000 }
 ]
@@ -23,6 +28,20 @@ async function flowWorkflow (stack: Stack, name: string, flowControl: unknown): 
   })
   if (res.status !== 201) throw new Error(`create workflow: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body.id
+}
+
+/** Waits until at least `expected` runs of the workflow exist and all finished, or DRAIN_TIMEOUT_MS, or none finished for STALLED_MS. */
+async function drained (stack: Stack, workflowId: string, expected: number): Promise<void> {
+  const deadline = Date.now() + DRAIN_TIMEOUT_MS
+  let progress = { finished: -1, at: Date.now() }
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    const [{ runs, finished }] = await stack.sql<Array<{ runs: number, finished: number }>>`
+      select count(*)::int as runs, count(completed_at)::int as finished from runs where workflow_id = ${workflowId}`
+    if (runs >= expected && finished === runs) return
+    if (finished !== progress.finished) progress = { finished, at: Date.now() }
+    if (Date.now() > deadline || Date.now() - progress.at > STALLED_MS) return
+  }
 }
 
 /**
@@ -41,7 +60,7 @@ async function phase (ctx: BenchContext, stack: Stack, workflowId: string, runs:
     amount: runs,
     request: () => ({ path: `/api/automation/webhook/${workflowId}`, body: JSON.stringify({ sentAt: nowMs(), key: `k${n++ % keys}` }) })
   })
-  await waitForFinished(stack.sql, { table: 'runs', workflowId }, fired.requests, DRAIN_TIMEOUT_MS)
+  await drained(stack, workflowId, fired.requests)
   const measured = await measureRuns(stack.sql, { table: 'runs', workflowId })
   const [{ overlapping }] = await stack.sql<Array<{ overlapping: number }>>`
     select count(*)::int as overlapping from (
