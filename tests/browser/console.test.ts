@@ -480,6 +480,17 @@ t.test('the runs list: how each run started, its error, child runs collapsed und
   await shot('19-runs-search-and-tags')
   await page.getByRole('button', { name: 'Show runs with any tag, not only order:A-77' }).click()
   await page.waitForURL((url) => !url.search.includes('tag='))
+
+  // A run its flow control holds says what it waits for and its key, in the list and on its page (README, Flow control).
+  const debounced = await stack.client.createWorkflow(token, { name: 'Debounced orders', triggerType: 'MANUAL', flowControl: { debounce: { key: 'order-{{triggerData.order}}', periodSeconds: 3600 } } })
+  const held = await stack.client.fire(token, debounced, { order: 9 })
+  await page.goto(`${baseUrl}/console/runs`)
+  const waiting = rowOf('Debounced orders').locator('[data-waiting-for="debounce"]')
+  t.equal(await waiting.textContent(), 'Waiting for its burst to settle (order-9)')
+  await rowOf('Debounced orders').getByRole('link', { name: held }).click()
+  t.match(await page.locator('#run-flow-control').textContent(), /^Waiting for its burst to settle \(order-9\) since /)
+  await shot('19b-run-waiting-for-its-flow-control')
+  await stack.call('POST', `/api/automation/runs/${held}/cancel`, { token })
 })
 
 t.test('an approval decided elsewhere meanwhile: the run page says what the api answered (409)', async (t) => {

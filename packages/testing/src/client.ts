@@ -87,6 +87,7 @@ export interface WorkflowInput {
   maxConcurrentRuns?: number | null
   webhookRateLimit?: { max: number, windowSeconds: number } | null
   runTags?: string | null
+  flowControl?: Record<string, unknown> | null
 }
 
 /** An active MANUAL workflow with one `set` node. */

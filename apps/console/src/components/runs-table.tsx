@@ -48,6 +48,12 @@ interface RunListProps {
   workflows?: ReadonlyMap<string, ListedWorkflow>
 }
 
+/** What holds a run's start (README, Flow control), in words: `Waiting for its key's rate limit (order-12)`. */
+export function waitingText ({ waitingFor, key }: NonNullable<RunSummary['flowControl']>): string {
+  const what = waitingFor === 'concurrency' ? 'a slot of its key' : waitingFor === 'rateLimit' ? 'its key\'s rate limit' : 'its burst to settle'
+  return `Waiting for ${what}${key === '' ? '' : ` (${key})`}`
+}
+
 /** Runs with their errors (the first line; the whole on hover). */
 export function RunList ({ runs, workflows }: RunListProps) {
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set())
@@ -78,7 +84,10 @@ export function RunList ({ runs, workflows }: RunListProps) {
           </td>
         )}
         <RunCells run={run} />
-        <td class='run-error'>{run.error !== null && <span class='error-text' title={run.error}>{firstLine(run.error)}</span>}</td>
+        <td class='run-error'>
+          {run.error !== null && <span class='error-text' title={run.error}>{firstLine(run.error)}</span>}
+          {run.flowControl?.waitingFor != null && <span class='muted' data-waiting-for={run.flowControl.waitingFor}>{waitingText(run.flowControl)}</span>}
+        </td>
       </tr>
     )
   }

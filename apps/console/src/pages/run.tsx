@@ -3,7 +3,7 @@ import { useLocation, useRoute } from 'preact-iso'
 import { isFinished } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { GraphView } from '../components/graph-view.tsx'
-import { RunList } from '../components/runs-table.tsx'
+import { RunList, waitingText } from '../components/runs-table.tsx'
 import { ErrorNotice, JsonBlock, Loading, PageTitle, StatusBadge } from '../components/ui.tsx'
 import { ago, clock, dateTime, duration } from '../format.ts'
 import { pathOf, statesOf, type NodeState } from '../graph.ts'
@@ -183,6 +183,13 @@ export function RunPage () {
             <dt>Started</dt><dd>{dateTime(run.startedAt)}</dd>
             <dt>Completed</dt><dd>{dateTime(run.completedAt)}</dd>
             <dt>Duration</dt><dd id='run-duration'>{duration(run.durationMs)}</dd>
+            {run.flowControl !== null && (
+              <><dt>Flow control</dt>
+                <dd id='run-flow-control'>
+                  {run.flowControl.waitingFor === null ? <>key <span class='mono'>{run.flowControl.key === '' ? '(empty)' : run.flowControl.key}</span></> : <>{waitingText(run.flowControl)} since {dateTime(run.flowControl.since)}</>}
+                </dd>
+              </>
+            )}
             {run.tags.length > 0 && <><dt>Tags</dt><dd>{run.tags.map((tag) => <a key={tag} class='tag' href={`${paths.runs}?${new URLSearchParams({ tag }).toString()}`}>{tag}</a>)}</dd></>}
             {run.error !== null && <><dt>Error</dt><dd class='error-text'>{run.error}</dd></>}
           </dl>

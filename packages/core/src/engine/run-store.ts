@@ -243,12 +243,15 @@ function claimStatement (runId: string, maxAttempts: number, owner: ClaimOwner |
   const ownerId = owner?.id ?? null
   return sql`
     with previous as (
-      select id, workflow_id, created_at, status, attempt, claim, flow_control,
-        (select max_concurrent_runs from workflows where workflows.id = runs.workflow_id) as max_runs,
-        (select flow_control from workflows where workflows.id = runs.workflow_id) as workflow_flow,
+      select id, runs.workflow_id, created_at, status, attempt, claim, runs.flow_control, limits.max_runs, limits.workflow_flow,
         case status when 'PENDING' then 'start' when 'WAITING' then 'resume'
           when 'RUNNING' then case when claim_owner = ${ownerId}::text then 'retry' else 'takeover' end end as kind
-      from runs where id = ${runId} for update
+      from runs
+      -- The workflow's limits, one probe by primary key: runs of workflows without any cost nothing more.
+      left join lateral (
+        select max_concurrent_runs as max_runs, flow_control as workflow_flow from workflows where workflows.id = runs.workflow_id
+      ) as limits on true
+      where runs.id = ${runId} for update of runs
     ), ${slot ? sql`${slotGate},` : sql``} claimed as (
       update runs set
         status = 'RUNNING',

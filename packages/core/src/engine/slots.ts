@@ -2,14 +2,16 @@ import type { Queue } from 'bullmq'
 import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { ensureJob, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
+import { fairPlaceOf, placeOf } from '../runs/flow-control.ts'
 import { resumeJobId, RUN_JOB, runJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
 /**
  * Slots of workflows with a `maxConcurrentRuns` (README, Limits per workflow). A run of such a
  * workflow is claimed (started, or resumed after a wait) only through `claimSlot` (run-store.ts):
  * under a transaction-scoped advisory lock of the workflow, it is admitted when the runs
- * RUNNING with a slot plus the runs ahead of it (older ones waiting, or PENDING and created in
- * the last ARRIVING_WITHIN) are fewer than the limit.
+ * RUNNING with a slot plus the runs ahead of it (waiting, or PENDING and created in the last
+ * ARRIVING_WITHIN, with an earlier place: their creation time, earlier by their priority,
+ * runs/flow-control.ts) are fewer than the limit.
  * Admitted, its `run_slots` row says `holding`; refused, `waiting`, and its job is delayed
  * (the engine's `hold`) until a slot frees: the end, wait or stop of a run with a slot wakes
  * the first waiting runs (`wakeWaitingRuns`), and so does the reconciler on every pass for
@@ -45,18 +47,24 @@ const waitingRun = sql`r.id = s.run_id and s.state = 'waiting' and r.claim = s.c
  * The CTE `gate` of a claim statement (after its CTE `previous`): `admitted` when the run may take
  * a slot now. Read after `lockSlots`, so no other admission to the workflow is in progress.
  */
-export const slotGate = sql`gate as (
+export const slotGate = sql`placed as (
+  -- Its place: the one it has in the line, else its own (after its priority key's last waiting run).
+  select coalesce((select s.run_created_at from run_slots s where s.run_id = previous.id), ${fairPlaceOf(sql`previous`, sql`
+    select max(s.run_created_at) from run_slots s
+    where s.workflow_id = previous.workflow_id and s.state = 'waiting' and s.fair_key = previous.flow_control->>'priorityKey'`)}) as place
+  from previous
+), gate as (
   select previous.max_runs is null or (
     (select count(*) from run_slots s join runs r on ${holdingRun} where s.workflow_id = previous.workflow_id)
     + (select count(*) from (
       select 1 from run_slots s join runs r on ${waitingRun}
-      where s.workflow_id = previous.workflow_id and (s.run_created_at, s.run_id) < (previous.created_at, previous.id)
+      where s.workflow_id = previous.workflow_id and (s.run_created_at, s.run_id) < ((select place from placed), previous.id)
       limit ${MAX_COUNTED_AHEAD}
     ) as ahead)
     + (select count(*) from (
       select 1 from runs o
       where o.workflow_id = previous.workflow_id and o.status = 'PENDING'
-        and o.created_at > now() - ${ARRIVING_WITHIN} and (o.created_at, o.id) < (previous.created_at, previous.id)
+        and o.created_at > now() - ${ARRIVING_WITHIN} and (${placeOf(sql`o`)}, o.id) < ((select place from placed), previous.id)
         and not exists (select 1 from run_slots s where s.run_id = o.id and s.state = 'waiting' and s.claim = o.claim)
       limit ${MAX_COUNTED_AHEAD}
     ) as arriving)
@@ -73,9 +81,9 @@ export const slotWrites = sql`cleaned as (
   where s.workflow_id = previous.workflow_id and s.run_id <> previous.id and r.id = s.run_id
     and not ((${holdingRun}) or (${waitingRun}))
 ), slotted as (
-  insert into run_slots (run_id, workflow_id, run_created_at, state, claim)
-  select previous.id, previous.workflow_id, previous.created_at,
-    case when exists (select 1 from claimed) then 'holding' else 'waiting' end, previous.claim
+  insert into run_slots (run_id, workflow_id, run_created_at, state, claim, fair_key)
+  select previous.id, previous.workflow_id, (select place from placed),
+    case when exists (select 1 from claimed) then 'holding' else 'waiting' end, previous.claim, previous.flow_control->>'priorityKey'
   from previous
   where previous.kind in ('start', 'resume') and previous.max_runs is not null
   on conflict (run_id) do update set state = excluded.state, claim = excluded.claim

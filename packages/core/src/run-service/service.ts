@@ -2,7 +2,7 @@ import { wakeTurn } from '../assistant/turn-jobs.ts'
 import { runWaits, type Decided, type Decider, type PendingApproval } from '../engine/waits.ts'
 import { wakeRun } from '../engine/children.ts'
 import { wakeWaitingRuns } from '../engine/slots.ts'
-import { wakeFlowHeldRuns } from '../engine/flow-control.ts'
+import { releaseKey, wakeFlowHeldRuns } from '../engine/flow-control.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { resumeJobId, runJobId, type Queues } from '../queues/catalog.ts'
@@ -78,6 +78,8 @@ export function runService ({ db, queues, logger, eventFanoutMax }: RunServiceOp
         const turnId = outcome.assistantTurnId
         wakeTurn(deps, turnId).catch((err: unknown) => { log.warn({ err, runId: id, turnId }, 'assistant turn of a cancelled tool run not woken: its recheck will') })
       }
+      // A run that held a slot of its concurrency key gives it to the key's next run now (README, Flow control).
+      releaseKey(deps, id).catch((err: unknown) => { log.warn({ err, runId: id }, 'runs waiting for a slot of a key not woken: the reconciler will') })
       // Best effort, not awaited: a removed job saves the worker a pointless pick-up; a job
       // that is running (locked, so not removable) finds the run CANCELLED and stops by itself.
       const queue = queues[outcome.queue]

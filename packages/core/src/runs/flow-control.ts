@@ -40,6 +40,7 @@ export function renderFlowControl (flowControl: FlowControl, triggerData: unknow
     ...(rateLimit !== undefined && { rateKey: rateLimit.key === undefined ? '' : renderKey(rateLimit.key, triggerData) }),
     ...(debounce !== undefined && { debounceKey: renderKey(debounce.key, triggerData) }),
     ...(priority !== undefined && { priority: renderPriority(priority.value, triggerData) }),
+    ...(priority?.key !== undefined && { priorityKey: renderKey(priority.key, triggerData) }),
     waitingFor: debounce === undefined ? null : 'debounce',
     since: debounce === undefined ? null : now.toISOString()
   }
@@ -68,3 +69,16 @@ export interface ShownFlowControl {
  */
 export const placeOf = (run: SQL): SQL =>
   sql`${run}.created_at - (coalesce((${run}.flow_control->>'priority')::int, 1) - 1) * interval '1 minute'`
+
+/**
+ * A run of a priority key waits in a line at least this long after the key's previous waiting run
+ * (README, Flow control): a key that floods a line takes turns with the others instead of going first.
+ */
+export const FAIR_STEP = sql.raw('interval \'1 second\'')
+
+/**
+ * The place of a run (`run`, as `placeOf`) with a priority key in a line whose waiting runs of that key
+ * were last placed at `lastPlace` (null: none): its own place, or one step after the key's last.
+ */
+export const fairPlaceOf = (run: SQL, lastPlace: SQL): SQL =>
+  sql`case when ${run}.flow_control ? 'priorityKey' then greatest(${placeOf(run)}, coalesce((${lastPlace}) + ${FAIR_STEP}, '-infinity')) else ${placeOf(run)} end`

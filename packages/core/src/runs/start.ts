@@ -3,14 +3,14 @@ import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
 import { textArray } from '../db/sql.ts'
-import type { Workflow } from '../db/schema/index.ts'
+import type { FlowControl, Workflow } from '../db/schema/index.ts'
 import { createIds } from '../ids.ts'
 import { noteOwners } from '../queues/fair-share.ts'
 import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
 import { renderRunTags } from './search.ts'
-import { placeOf, renderFlowControl } from './flow-control.ts'
+import { FAIR_STEP, fairPlaceOf, renderFlowControl } from './flow-control.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
@@ -146,11 +146,12 @@ function tagsOf (workflow: RunTarget, triggerJson: string | undefined, triggerDa
 }
 
 /** A debounced run's period and longest wait (README, Flow control), in ms, as the insert's row carries them. */
-function debounceMs (workflow: RunTarget): { debounce_ms: number, debounce_max_ms?: number } {
-  const debounce = workflow.flowControl?.debounce
-  if (debounce === undefined) return { debounce_ms: 0 }
-  return { debounce_ms: debounce.periodSeconds * 1000, ...(debounce.maxWaitSeconds !== undefined && { debounce_max_ms: debounce.maxWaitSeconds * 1000 }) }
+function debounceMs ({ periodSeconds, maxWaitSeconds }: NonNullable<FlowControl['debounce']>): { debounce_ms: number, debounce_max_ms?: number } {
+  return { debounce_ms: periodSeconds * 1000, ...(maxWaitSeconds !== undefined && { debounce_max_ms: maxWaitSeconds * 1000 }) }
 }
+
+/** In the debounce's upsert: the burst's run still waits, so a start of its key joins it. */
+const burstGoesOn = sql`(select status from runs where runs.id = run_debounces.run_id) = 'PENDING'`
 
 /** A run to insert: `key` is its stored idempotency key, if any. */
 interface PlannedRun {
@@ -207,7 +208,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     assistant_turn_id: assistantTurnId,
     tags: tags ?? (retriedFrom === undefined ? tagsOf(workflow, triggerJson, triggerData ?? shared) : undefined),
     flow_control: flowControl,
-    ...(flowControl?.debounceKey !== undefined && debounceMs(workflow))
+    ...(flowControl?.debounceKey !== undefined && workflow.flowControl?.debounce !== undefined && debounceMs(workflow.flowControl.debounce))
   })))
   const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null }>(sql`
     with planned as (
@@ -230,8 +231,13 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
         now() + debounce_max_ms * interval '1 ms', debounce_ms
       from planned
       where debounce_ms is not null and (planned.key is null or planned.run_id in (select run_id from claim))
+      -- A burst's run cancelled while it waited ends its burst: this start begins the next.
       on conflict (workflow_id, key) do update set
-        due_at = least(now() + run_debounces.period_ms * interval '1 ms', coalesce(run_debounces.latest_at, 'infinity'))
+        run_id = case when ${burstGoesOn} then run_debounces.run_id else excluded.run_id end,
+        due_at = case when ${burstGoesOn}
+          then least(now() + run_debounces.period_ms * interval '1 ms', coalesce(run_debounces.latest_at, 'infinity')) else excluded.due_at end,
+        latest_at = case when ${burstGoesOn} then run_debounces.latest_at else excluded.latest_at end,
+        period_ms = case when ${burstGoesOn} then run_debounces.period_ms else excluded.period_ms end
       returning workflow_id, key, run_id
     ), redebounced as (
       update runs set
@@ -258,9 +264,15 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
         and (planned.debounce_ms is null or planned.run_id in (select run_id from debounced))
       returning id, workflow_id, created_at, flow_control
     ), lined as (
-      insert into run_keys (run_id, workflow_id, key, place, state)
-      select id, workflow_id, flow_control->>'concurrencyKey', ${placeOf(sql`new_runs`)}, 'waiting'
-      from new_runs where flow_control ? 'concurrencyKey'
+      -- The runs of one priority key in this statement are a step apart after the key's last one in the line.
+      insert into run_keys (run_id, workflow_id, key, place, state, fair_key)
+      select n.id, n.workflow_id, n.flow_control->>'concurrencyKey', ${fairPlaceOf(sql`n`, sql`
+          select max(k.place) from run_keys k where k.workflow_id = n.workflow_id and k.key = n.flow_control->>'concurrencyKey'
+            and k.state = 'waiting' and k.fair_key = n.flow_control->>'priorityKey'`)}
+          + (row_number() over (partition by n.workflow_id, n.flow_control->>'concurrencyKey', n.flow_control->>'priorityKey' order by n.id) - 1)
+            * (case when n.flow_control ? 'priorityKey' then ${FAIR_STEP} else interval '0' end),
+        'waiting', n.flow_control->>'priorityKey'
+      from new_runs n where n.flow_control ? 'concurrencyKey'
     ), counted as (
       insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
       select workflow_id, min(id), count(*), max(created_at) from new_runs group by workflow_id
@@ -331,7 +343,8 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
     if (!run.created) continue
     const { queue, requestId, traceparent, workflow, flowControl } = distinct[i]!
     // A debounced run's job waits for its period; the claim holds it again while starts move its time on.
-    const delayMs = flowControl?.debounceKey === undefined ? undefined : debounceMs(workflow).debounce_ms
+    const debounce = flowControl?.debounceKey === undefined ? undefined : workflow.flowControl?.debounce ?? undefined
+    const delayMs = debounce === undefined ? undefined : debounceMs(debounce).debounce_ms
     created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent, delayMs })
     runsCreated.inc({ trigger_type: workflow.triggerType, domain: run.domain ?? 'unknown' })
   }

@@ -294,7 +294,8 @@ export function validateFlowControl (flowControl: FlowControl | null | undefined
     ['flowControl.concurrency.key', concurrency?.key],
     ['flowControl.rateLimit.key', rateLimit?.key],
     ['flowControl.debounce.key', debounce?.key],
-    ['flowControl.priority.value', priority?.value]
+    ['flowControl.priority.value', priority?.value],
+    ['flowControl.priority.key', priority?.key]
   ]
   for (const [field, template] of templates) {
     const problem = typeof template === 'string' ? templateProblem(template) : undefined

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import { index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import { runs } from './runs.ts'
 
@@ -18,9 +19,12 @@ export const runKeys = pgTable('run_keys', {
   key: text('key').notNull(),
   // Its place in the key's line: its creation time, earlier by its priority (README, Flow control).
   place: timestampColumn('place').notNull(),
-  state: text('state', { enum: RUN_KEY_STATES }).$type<RunKeyState>().notNull()
+  state: text('state', { enum: RUN_KEY_STATES }).$type<RunKeyState>().notNull(),
+  // Its priority key (README, Flow control): the runs of one take turns with the others' in the line.
+  fairKey: text('fair_key')
 }, (t) => [
-  index('run_keys_line_idx').on(t.workflowId, t.key, t.state, t.place, t.runId)
+  index('run_keys_line_idx').on(t.workflowId, t.key, t.state, t.place, t.runId),
+  index('run_keys_fair_idx').on(t.workflowId, t.key, t.fairKey, t.place).where(sql`${t.state} = 'waiting' and ${t.fairKey} is not null`)
 ])
 
 /**

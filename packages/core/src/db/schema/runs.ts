@@ -21,6 +21,7 @@ export interface RunFlowControl {
   rateKey?: string
   debounceKey?: string
   priority?: number
+  priorityKey?: string
   waitingFor: 'concurrency' | 'rateLimit' | 'debounce' | null
   since: string | null
   startAt?: string

@@ -31,8 +31,8 @@ export interface FlowControl {
   concurrency?: { key: string, limit: number }
   rateLimit?: { key?: string, limit: number, periodSeconds: number }
   debounce?: { key: string, periodSeconds: number, maxWaitSeconds?: number }
-  /** 1 to 10, or a template rendering to one. */
-  priority?: { value: number | string }
+  /** `value`: 1 to 10, or a template rendering to one; `key`: the runs of one key take turns with the others'. */
+  priority?: { value: number | string, key?: string }
 }
 
 export interface WorkflowEdge {

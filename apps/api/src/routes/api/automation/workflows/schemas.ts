@@ -115,12 +115,13 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
         maximum: B.priority.max,
         maxLength: B.keyTemplateChars,
         errorMessage: `flowControl.priority.value must be an integer from ${B.priority.min} to ${B.priority.max}, or a template rendering to one`
-      }
+      },
+      key: flowKey('flowControl.priority.key')
     }, ['value'])
   },
   additionalProperties: false,
   minProperties: 1,
-  description: 'per-key limits of the runs\' starts: concurrency {key, limit}, rateLimit {key?, limit, periodSeconds}, debounce {key, periodSeconds, maxWaitSeconds?}, priority {value}; keys are templates over the trigger\'s data (README, Flow control). null: none',
+  description: 'per-key limits of the runs\' starts: concurrency {key, limit}, rateLimit {key?, limit, periodSeconds}, debounce {key, periodSeconds, maxWaitSeconds?}, priority {value, key?}; keys are templates over the trigger\'s data (README, Flow control). null: none',
   errorMessage: {
     type: 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null',
     minProperties: 'flowControl must be an object with concurrency, rateLimit, debounce or priority, or null',
