@@ -31,8 +31,7 @@ t.test(`${WEBHOOKS} webhooks for one concurrency key, limit 1: all acknowledged,
   const workflowId = await stack.client.createWorkflow(token, {
     name: 'one key',
     triggerType: 'WEBHOOK',
-    // Not in the client's WorkflowInput (yet): passed through as the api takes it.
-    ...{ flowControl: { concurrency: { key: 'account-{{triggerData.body.account}}', limit: 1 } } },
+    flowControl: { concurrency: { key: 'account-{{triggerData.body.account}}', limit: 1 } },
     // The audit's delivery path: /<route>/<node id>/<request number>.
     nodes: [{ id: 'call', type: 'http_request', config: { method: 'POST', url: `${sink.url}/key/call/{{triggerData.body.seq}}`, body: { seq: '{{triggerData.body.seq}}' }, timeoutMs: 30_000 } }]
   })
