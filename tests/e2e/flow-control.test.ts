@@ -325,8 +325,10 @@ t.test('debounce: 1,000 hits of one key in about 5 s make one run, with the last
   const workflowId = await createWorkflow('debounced', { debounce: { key: '{{triggerData.key}}', periodSeconds: 1 } }, [sinkNode('debounce')])
   cancelLeftovers(t, workflowId)
   const load = fireLoad(workflowId, (seq) => ({ key: 'd', n: seq, hold: 0 }))
-  // 200 a second over 4 senders, then the last hit alone once every other was answered: it is the last one applied.
-  await paced(load, HITS - 1, 200, 4)
+  // The first hit alone (it begins the burst: simultaneous first hits are the next test's), then 200 a second over
+  // 4 senders, then the last hit alone once every other was answered: it is the last one applied.
+  await load.burst(1, 1)
+  await paced(load, HITS - 2, 200, 4)
   await load.burst(1, 1)
   const lastHit = load.answers.find((answer) => answer.seq === HITS - 1)!
   const lastHitAt = lastHit.sentAt + lastHit.ms
@@ -350,6 +352,25 @@ t.test('debounce: 1,000 hits of one key in about 5 s make one run, with the last
   await waitFor(async () => callsOf('debounce').length > 0 ? true : undefined, { what: 'the debounced run\'s call' })
   t.same(callsOf('debounce').map((delivery) => delivery.path), [`/debounce/d/${HITS - 1}/0`], 'it ran once, with the last data')
   t.equal((await runsOf(workflowId)).length, 1, 'exactly one run for the burst')
+})
+
+t.test('debounce: the first hits of a burst arriving together (30 keys, 8 hits each over 4 senders) make one run a key', async (t) => {
+  const KEYS = 30
+  const HITS = 8
+  const workflowId = await createWorkflow('debounced, hits together', { debounce: { key: '{{triggerData.key}}', periodSeconds: 1 } }, [sinkNode('together')])
+  cancelLeftovers(t, workflowId)
+  // Key after key, each burst's hits 5 ms apart over 4 senders: its first starts are committed while others are on their way.
+  const loads = Array.from({ length: KEYS }, (_, k) => fireLoad(workflowId, (seq) => ({ key: `t${k}`, n: seq, hold: 0 })))
+  for (const load of loads) await paced(load, HITS, 200, 4)
+  t.equal(loads.flatMap((load) => accepted(load.answers)).length, KEYS * HITS, 'every hit answered 202')
+  const split = loads.map((load, k) => [`t${k}`, new Set(load.answers.map((answer) => answer.body.runId)).size] as const).filter(([, runIds]) => runIds !== 1)
+  t.same(split, [], `the hits of each key answered one runId (keys answered more: ${JSON.stringify(split)})`)
+
+  const runs = await settled(workflowId, KEYS, 20_000)
+  const extra = runs.filter((run, i) => runs.findIndex((other) => other.triggerData.key === run.triggerData.key) !== i)
+  t.equal(runs.length, KEYS, `one run a key (${runs.length} runs; also ran: ${extra.map((run) => `${run.id} ${run.triggerData.key}/${run.triggerData.n}`).join(', ')})`)
+  t.same(runs.filter((run) => run.status !== 'SUCCESS').map((run) => `${run.id} ${run.status}`), [], 'all SUCCESS')
+  t.same(runs.filter((run) => run.triggerData.n !== HITS - 1).map((run) => `${run.triggerData.key}/${run.triggerData.n}`), [], 'each with the data of its key\'s last hit')
 })
 
 t.test('debounce maxWaitSeconds: a stream of hits longer than maxWait gets a run no later than maxWait after its first hit', async (t) => {
