@@ -150,8 +150,11 @@ function debounceMs ({ periodSeconds, maxWaitSeconds }: NonNullable<FlowControl[
   return { debounce_ms: periodSeconds * 1000, ...(maxWaitSeconds !== undefined && { debounce_max_ms: maxWaitSeconds * 1000 }) }
 }
 
-/** In the debounce's upsert: the burst's run still waits, so a start of its key joins it. */
-const burstGoesOn = sql`(select status from runs where runs.id = run_debounces.run_id) = 'PENDING'`
+/**
+ * In the debounce's upsert: the burst's run still waits, so a start of its key joins it. A run this
+ * statement cannot see was made by a start that committed while it waited for the row: it waits.
+ */
+const burstGoesOn = sql`coalesce((select status from runs where runs.id = run_debounces.run_id), 'PENDING') = 'PENDING'`
 
 /** A run to insert: `key` is its stored idempotency key, if any. */
 interface PlannedRun {
