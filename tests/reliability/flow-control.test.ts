@@ -45,6 +45,8 @@ t.test(`${WEBHOOKS} webhooks for one concurrency key, limit 1: all acknowledged,
   await load.burst(WEBHOOKS, IN_FLIGHT)
   const acknowledgedMs = Date.now() - startedAt
   const settledAt = await waitUntilSettled(sql, [workflowId], acceptedRunIds(load.answers, webhookAccepted), SETTLE_TIMEOUT_MS)
+  const running = async (): Promise<string[]> => (await sql<Array<{ id: string }>>`select id from runs where workflow_id = ${workflowId} and status = 'RUNNING'`).map((row) => row.id)
+  const runningAround = new Set(settledAt === undefined ? await running() : [])
   const result = await audit(`${WEBHOOKS} webhooks for one concurrency key`, {
     sql,
     workflowIds: [workflowId],
@@ -60,6 +62,12 @@ t.test(`${WEBHOOKS} webhooks for one concurrency key, limit 1: all acknowledged,
     runsPerSecond: completedMs === null ? null : Math.round(WEBHOOKS / completedMs * 1000),
     mostCallsInFlight: sink.maxInFlight()
   })
+  if (settledAt === undefined) {
+    // Not settled within the bound (asserted below): a run RUNNING while the audit read has made its call and not yet
+    // written its log lines, which come with the node's checkpoint. Not a delivery without a "started" line.
+    for (const runId of await running()) runningAround.add(runId)
+    result.unlogged = result.unlogged.filter((line) => !runningAround.has(line.slice(0, line.indexOf(':'))))
+  }
   assertAudit(t, result)
   t.ok(settledAt !== undefined, `every run ended within ${SETTLE_TIMEOUT_MS / 1000} s`)
   t.equal(result.figures.accepted, WEBHOOKS, `all ${WEBHOOKS} acknowledged received`)
