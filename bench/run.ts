@@ -28,6 +28,7 @@ import { broadcasts } from './scenarios/k-broadcasts.ts'
 import { eventDeliveries } from './scenarios/l-event-deliveries.ts'
 import { tracingCost } from './scenarios/m-tracing.ts'
 import { askAnswers } from './scenarios/n-ask.ts'
+import { flowControlKeys } from './scenarios/o-flow-control.ts'
 import { runSearch } from './scenarios/p-search.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
@@ -45,6 +46,7 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'L', title: 'event deliveries', run: eventDeliveries },
   { id: 'M', title: 'what tracing adds', run: tracingCost },
   { id: 'N', title: '1,000 conversations answering an ask', run: askAnswers },
+  { id: 'O', title: 'a concurrency key under load', run: flowControlKeys },
   { id: 'P', title: 'q= search at 1M runs', run: runSearch }
 ]
 
