@@ -181,17 +181,21 @@ t.test('validation: bad shapes are 400 VALIDATION_ERROR naming the field; a vali
     ['rateLimit limit 10001', { rateLimit: { limit: 10_001, periodSeconds: 1 } }, /limit/],
     ['debounce maxWaitSeconds < periodSeconds', { debounce: { key, periodSeconds: 10, maxWaitSeconds: 5 } }, /maxWaitSeconds/],
     ['debounce periodSeconds 3601', { debounce: { key, periodSeconds: 3601 } }, /periodSeconds/],
-    ['an unknown field', { concurrency: { key, limit: 1 }, throttle: { limit: 1 } }, /throttle|flowControl/],
-    ['an unknown field inside concurrency', { concurrency: { key, limit: 1, burst: 2 } }, /burst|concurrency/],
+    ['only an unknown part (dropped, README, Conventions: nothing is left)', { throttle: { limit: 1 } }, /^flowControl must be an object with concurrency, rateLimit, debounce or priority, or null$/],
     ['priority.value 11', { priority: { value: 11 } }, /priority/],
     ['priority.value 0', { priority: { value: 0 } }, /priority/],
-    ['not an object', 'fast', /flowControl/]
+    ['not an object', 'fast', /^flowControl must be an object with concurrency, rateLimit, debounce or priority, or null$/]
   ]
   for (const [what, flowControl, field] of refused) {
     const res = await call('POST', '/api/automation/workflows', { token, body: { name: 'bad', triggerType: 'MANUAL', flowControl } })
     t.same([res.status, res.body.code], [400, 'VALIDATION_ERROR'], `${what}: 400 VALIDATION_ERROR (${res.status} ${JSON.stringify(res.body)})`)
     t.match(res.body.message, field, `${what}: the message names the field (${res.body.message})`)
   }
+
+  // Unknown fields are dropped, never stored (README, Conventions), inside flowControl too.
+  const dropped = await call('POST', '/api/automation/workflows', { token, body: { name: 'extra', triggerType: 'MANUAL', flowControl: { concurrency: { key, limit: 1, burst: 2 }, throttle: { limit: 1 } } } })
+  t.equal(dropped.status, 201)
+  t.same(dropped.body.flowControl, { concurrency: { key, limit: 1 } }, 'unknown fields dropped, the rest stored')
 
   const given = {
     concurrency: { key, limit: 3 },

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import type { FlowControl } from '../db/schema/workflows.ts'
@@ -25,8 +25,6 @@ import { wakeJob } from './slots.ts'
  * ones: a limit removed or raised lets its waiting runs go at their next claim.
  */
 
-/** Runs waiting ahead of one that the gate counts at most: more than any limit allows. */
-const MAX_COUNTED_AHEAD = 1000
 /** Runs woken per call at most. */
 const WAKE_BATCH = 1000
 
@@ -129,44 +127,48 @@ async function rateStart (tx: DbOrTx, runId: string, workflowId: string, key: st
 }
 
 /**
- * Whether the run takes a slot of its key now (its row says `holding`), or waits (`waiting`). A key
- * whose slots are all held refuses without its lock: the runs of a burst are checked side by side,
- * not one after the other behind it, and only a run that may be admitted waits for the lock.
+ * The CTE `gate` (after `mine`, the run's place): whether the runs holding a slot of the key plus
+ * the runs waiting ahead of the run are fewer than `limit`; at most `limit` of either are counted.
+ */
+const keyGate = (runId: string, workflowId: string, key: string, limit: number): SQL => sql`gate as (
+  select (
+    (select count(*) from (
+      select 1 from run_keys k join runs r on ${holdingRun} where k.workflow_id = ${workflowId} and k.key = ${key} and k.run_id <> ${runId} limit ${limit}
+    ) as holding)
+    + (select count(*) from (
+      select 1 from run_keys k join runs r on ${waitingRun}
+      where k.workflow_id = ${workflowId} and k.key = ${key} and (k.place, k.run_id) < ((select place from mine), ${runId})
+      limit ${limit}
+    ) as ahead)
+  ) < ${limit} as admitted
+)`
+
+/**
+ * Whether the run takes a slot of its key now (its row says `holding`), or waits (`waiting`). The
+ * gate is read first without the key's lock: a run it refuses waits at once, so the runs of a burst
+ * are checked side by side, and only one it admits takes the lock and is checked again under it. A
+ * refusal read a moment before a slot freed is put right by the hold's wake (holds.ts).
  */
 async function concurrencyGate (tx: DbOrTx, runId: string, workflowId: string, key: string, limit: number, flow: RunFlowControl): Promise<FlowHold | undefined> {
-  const held: FlowHold = { waitingFor: 'concurrency', workflowId, key }
-  const refuse = async (): Promise<FlowHold> => {
-    if (flow.waitingFor !== 'concurrency') await markWaiting(tx, runId, 'concurrency')
-    return held
+  const mine = sql`mine as (select place from run_keys where run_id = ${runId})`
+  const gate = keyGate(runId, workflowId, key, limit)
+  const [read] = await tx.execute<{ admitted: boolean }>(sql`with ${mine}, ${gate} select admitted from gate`)
+  if (read?.admitted === true) {
+    await lockKey(tx, workflowId, key)
+    const [row] = await tx.execute<{ admitted: boolean }>(sql`
+      with cleaned as (
+        delete from run_keys k using runs r
+        where k.workflow_id = ${workflowId} and k.key = ${key} and k.state = 'holding' and k.run_id <> ${runId}
+          and r.id = k.run_id and r.status not in ('RUNNING', 'WAITING')
+      ), ${mine}, ${gate}, taken as (
+        update run_keys set state = case when (select admitted from gate) then 'holding' else 'waiting' end where run_id = ${runId}
+      )
+      select admitted from gate
+    `)
+    if (row?.admitted === true) return undefined
   }
-  const [slots] = await tx.execute<{ full: boolean }>(sql`
-    select count(*) >= ${limit} as full from run_keys k join runs r on ${holdingRun}
-    where k.workflow_id = ${workflowId} and k.key = ${key} and k.run_id <> ${runId}
-  `)
-  if (slots?.full === true) return await refuse()
-  await lockKey(tx, workflowId, key)
-  const [row] = await tx.execute<{ admitted: boolean }>(sql`
-    with cleaned as (
-      delete from run_keys k using runs r
-      where k.workflow_id = ${workflowId} and k.key = ${key} and k.state = 'holding' and k.run_id <> ${runId}
-        and r.id = k.run_id and r.status not in ('RUNNING', 'WAITING')
-    ), mine as (
-      select place from run_keys where run_id = ${runId}
-    ), gate as (
-      select (
-        (select count(*) from run_keys k join runs r on ${holdingRun} where k.workflow_id = ${workflowId} and k.key = ${key} and k.run_id <> ${runId})
-        + (select count(*) from (
-          select 1 from run_keys k join runs r on ${waitingRun}
-          where k.workflow_id = ${workflowId} and k.key = ${key} and (k.place, k.run_id) < ((select place from mine), ${runId})
-          limit ${MAX_COUNTED_AHEAD}
-        ) as ahead)
-      ) < ${limit} as admitted
-    ), taken as (
-      update run_keys set state = case when (select admitted from gate) then 'holding' else 'waiting' end where run_id = ${runId}
-    )
-    select admitted from gate
-  `)
-  return row?.admitted === true ? undefined : await refuse()
+  if (flow.waitingFor !== 'concurrency') await markWaiting(tx, runId, 'concurrency')
+  return { waitingFor: 'concurrency', workflowId, key }
 }
 
 /**
@@ -202,7 +204,8 @@ type WaitingRun = { runId: string, queue: QueueName }
  * Makes a run whose turn came in its key's line start next: a job of its own goes to the front of
  * its queue (LIFO), ahead of the jobs of the key's backlog not checked yet, which would otherwise
  * each be checked (and held) before it; its held job is removed. A job being checked now is left
- * alone: held, its hold's wake gives it the slot. Whether it woke the run.
+ * alone: held, its hold's wake gives it the slot. The wakes of one second share one job (the runs
+ * refused while a slot changes hands each wake the first in line). Whether it woke the run.
  */
 async function wakeFirst (queue: Queue, runId: string): Promise<boolean> {
   const jobId = runJobId(runId)
@@ -210,7 +213,7 @@ async function wakeFirst (queue: Queue, runId: string): Promise<boolean> {
   if (state === 'active') return false
   if (state === 'delayed') await queue.remove(jobId)
   const data: RunJobData = { runId }
-  await queue.add(RUN_JOB, data, { lifo: true })
+  await queue.add(RUN_JOB, data, { jobId: `${jobId}:turn:${Math.floor(Date.now() / 1000)}`, lifo: true })
   return true
 }
 
