@@ -2,8 +2,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import type { FlowControl } from '../db/schema/workflows.ts'
-import type { Queue } from 'bullmq'
-import { RUN_JOB, runJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import { runJobId, type QueueName, type Queues } from '../queues/catalog.ts'
 import { wakeJob } from './slots.ts'
 
 /**
@@ -201,23 +200,6 @@ export async function flowGate (tx: DbOrTx, run: { id: string, workflowId: strin
 type WaitingRun = { runId: string, queue: QueueName }
 
 /**
- * Makes a run whose turn came in its key's line start next: a job of its own goes to the front of
- * its queue (LIFO), ahead of the jobs of the key's backlog not checked yet, which would otherwise
- * each be checked (and held) before it; its held job is removed. A job being checked now is left
- * alone: held, its hold's wake gives it the slot. The wakes of one second share one job (the runs
- * refused while a slot changes hands each wake the first in line). Whether it woke the run.
- */
-async function wakeFirst (queue: Queue, runId: string): Promise<boolean> {
-  const jobId = runJobId(runId)
-  const state = await queue.getJobState(jobId)
-  if (state === 'active') return false
-  if (state === 'delayed') await queue.remove(jobId)
-  const data: RunJobData = { runId }
-  await queue.add(RUN_JOB, data, { jobId: `${jobId}:turn:${Math.floor(Date.now() / 1000)}`, lifo: true })
-  return true
-}
-
-/**
  * Wakes the first runs waiting for a slot of the key, as many as slots are free (up to WAKE_BATCH
  * when the workflow has no concurrency limit any more). Called when a run holding a slot ends, right
  * after a run is held (a slot that freed meanwhile is not lost), and by the reconciler. How many it woke.
@@ -236,7 +218,7 @@ export async function wakeKeyLine (deps: { db: DbOrTx, queues: Queues }, workflo
   `)
   let woken = 0
   for (const run of waiting.slice(0, WAKE_BATCH)) {
-    if (await wakeFirst(deps.queues[run.queue], run.runId)) woken++
+    if (await wakeJob(deps.queues[run.queue], runJobId(run.runId), run.runId)) woken++
   }
   return woken
 }
