@@ -68,7 +68,7 @@ const waitingRun = sql`r.id = k.run_id and k.state = 'waiting' and r.status = 'P
 /** The run's debounce: undefined once it is due (its row deleted here), else the hold until it is. */
 async function debounceGate (tx: DbOrTx, runId: string, workflowId: string, key: string): Promise<FlowHold | undefined> {
   // Waits for a start of the key that is moving the time on, and reads what it wrote.
-  const [due] = await tx.execute<{ deleted: boolean, dueAt: string | null }>(sql`
+  const [due] = await tx.execute<{ deleted: boolean }>(sql`
     with deleted as (delete from run_debounces where run_id = ${runId} and due_at <= now() returning 1)
     select exists (select 1 from deleted) as deleted
   `)
@@ -199,6 +199,15 @@ export async function flowGate (tx: DbOrTx, run: { id: string, workflowId: strin
 
 type WaitingRun = { runId: string, queue: QueueName }
 
+/** Makes the start jobs of `runs` run now (slots.ts, `wakeJob`); how many it woke. */
+async function wakeStarts (queues: Queues, runs: readonly WaitingRun[]): Promise<number> {
+  let woken = 0
+  for (const run of runs) {
+    if (await wakeJob(queues[run.queue], runJobId(run.runId), run.runId)) woken++
+  }
+  return woken
+}
+
 /**
  * Wakes the first runs waiting for a slot of the key, as many as slots are free (up to WAKE_BATCH
  * when the workflow has no concurrency limit any more). Called when a run holding a slot ends, right
@@ -216,11 +225,7 @@ export async function wakeKeyLine (deps: { db: DbOrTx, queues: Queues }, workflo
       from workflows w where w.id = ${workflowId}
     )
   `)
-  let woken = 0
-  for (const run of waiting.slice(0, WAKE_BATCH)) {
-    if (await wakeJob(deps.queues[run.queue], runJobId(run.runId), run.runId)) woken++
-  }
-  return woken
+  return await wakeStarts(deps.queues, waiting.slice(0, WAKE_BATCH))
 }
 
 /** A run that held a slot of its key ended: its row goes, and the next runs of the key are woken. */
@@ -242,11 +247,7 @@ export async function wakeFlowHeldRuns (deps: { db: DbOrTx, queues: Queues }, wo
     where workflow_id = ${workflowId} and status = 'PENDING' and flow_control->>'waitingFor' in ('concurrency', 'rateLimit')
     order by created_at, id limit ${WAKE_BATCH}
   `)
-  let woken = 0
-  for (const run of held) {
-    if (await wakeJob(deps.queues[run.queue], runJobId(run.runId), run.runId)) woken++
-  }
-  return woken
+  return await wakeStarts(deps.queues, held)
 }
 
 /** Keys with runs waiting, in (workflow, key) order after `after`, for the reconciler's pass (at most `limit`). */
