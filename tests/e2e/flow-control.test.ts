@@ -184,6 +184,8 @@ t.test('validation: bad shapes are 400 VALIDATION_ERROR naming the field; a vali
     ['only an unknown part (dropped, README, Conventions: nothing is left)', { throttle: { limit: 1 } }, /^flowControl must be an object with concurrency, rateLimit, debounce or priority, or null$/],
     ['priority.value 11', { priority: { value: 11 } }, /priority/],
     ['priority.value 0', { priority: { value: 0 } }, /priority/],
+    ['priority.value true', { priority: { value: true } }, /^flowControl\.priority\.value must be an integer from 1 to 10, or a template rendering to one$/],
+    ['priority.value 2.5', { priority: { value: 2.5 } }, /^flowControl\.priority\.value must be an integer from 1 to 10, or a template rendering to one$/],
     ['not an object', 'fast', /^flowControl must be an object with concurrency, rateLimit, debounce or priority, or null$/]
   ]
   for (const [what, flowControl, field] of refused) {

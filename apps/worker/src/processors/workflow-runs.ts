@@ -48,7 +48,7 @@ export const runProcessor: ProcessorFactory<'workflow-runs' | 'agent-execution'>
     try {
       // A run waiting for a slot of its workflow: its job is delayed, and woken when a slot frees.
       const hold = async (until: number): Promise<void> => { await job.moveToDelayed(until, token) }
-      outcome = await engine.executeRun(runId, signal, { requestId, traceparent, job, hold, wake: job.data.wake === true })
+      outcome = await engine.executeRun(runId, signal, { requestId, traceparent, job, hold, wake: job.data.wake === true, gated: job.data.gated === true })
       logger.debug({ runId, jobId: job.id, requestId, outcome }, 'run job done')
       if (outcome === 'HELD') throw new DelayedError()
       // The job's lock was lost or not renewed in time. Failing (not completing) the job: if this worker still

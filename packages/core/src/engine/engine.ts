@@ -15,7 +15,7 @@ import type { Quotas } from '../users/quotas.ts'
 import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from './graph.ts'
 import { ClaimLostError, database, errorMessage, InfrastructureError, measurable, type Execution, type Pending, type StepRefusal } from './execution.ts'
 import { createHolds, type Hold } from './holds.ts'
-import { isGated } from './flow-control.ts'
+import { isGated } from '../runs/flow-control.ts'
 import { createJsonSizer } from './json-size.ts'
 import { createNodeExecution, joinIdOf } from './node-execution.ts'
 import { flowOf, NODE_LINK_FIELDS, nodeDefinition } from './nodes/index.ts'
@@ -65,6 +65,8 @@ interface RunContext {
   hold?: Hold
   /** The job is a wake (RunJobData.wake): a run it finds RUNNING is held and tried again shortly, not skipped. */
   wake?: boolean
+  /** The run's start is gated by its flow control (RunJobData.gated): it is claimed at once. */
+  gated?: boolean
 }
 
 /** The BullMQ job that delivers a run, as far as the claim needs it (a BullMQ `Job` is one). */
@@ -313,7 +315,7 @@ export function createRunEngine (options: RunEngineOptions) {
   /** `executeRun`, its nodes' spans children of `span` while tracing is on. */
   async function executeOnce (runId: string, signal: AbortSignal | undefined, context: RunContext, span: Span | undefined): Promise<RunOutcome> {
     const owner = context.job === undefined ? undefined : ownerOf(context.job)
-    if (context.job !== undefined && isFirstDelivery(context.job)) {
+    if (context.job !== undefined && isFirstDelivery(context.job) && context.gated !== true) {
       const inMemory = await startInMemory(runId, signal, context.requestId, owner, span)
       if (inMemory !== undefined) return inMemory
     }

@@ -29,10 +29,6 @@ const WAKE_BATCH = 1000
 
 export type FlowHold = { until?: number, waitingFor: NonNullable<RunFlowControl['waitingFor']>, workflowId: string, key: string }
 
-/** Whether a run's start is gated by its flow control (the in-memory start path leaves such runs to the claim). */
-export const isGated = (flow: RunFlowControl | null): boolean =>
-  flow !== null && (flow.concurrencyKey !== undefined || flow.rateKey !== undefined || flow.debounceKey !== undefined)
-
 /**
  * In a claim statement: a start whose flow control the gate must check first (`previous`: the run's
  * `flow_control` and its workflow's `workflow_flow`); false, never null, when either is null.
@@ -214,26 +210,32 @@ async function wakeStarts (queues: Queues, runs: readonly WaitingRun[]): Promise
  * after a run is held (a slot that freed meanwhile is not lost), and by the reconciler. How many it woke.
  */
 export async function wakeKeyLine (deps: { db: DbOrTx, queues: Queues }, workflowId: string, key: string): Promise<number> {
-  const waiting = await deps.db.execute<WaitingRun>(sql`
-    select k.run_id as "runId", r.queue from run_keys k join runs r on ${waitingRun}
-    where k.workflow_id = ${workflowId} and k.key = ${key}
-    order by k.place, k.run_id
-    limit (
-      select greatest(0, coalesce((w.flow_control->'concurrency'->>'limit')::int - (
-        select count(*) from run_keys k join runs r on ${holdingRun} where k.workflow_id = w.id and k.key = ${key}
-      ), ${WAKE_BATCH}))
-      from workflows w where w.id = ${workflowId}
-    )
-  `)
+  const waiting = await deps.db.execute<WaitingRun>(firstInLine(sql`${workflowId}::text`, sql`${key}::text`))
   return await wakeStarts(deps.queues, waiting.slice(0, WAKE_BATCH))
 }
 
-/** A run that held a slot of its key ended: its row goes, and the next runs of the key are woken. */
+/** The runs `wakeKeyLine` wakes: the first waiting in the key's line, as many as its slots free. */
+const firstInLine = (workflowId: SQL, key: SQL): SQL => sql`
+  select k.run_id as "runId", r.queue from run_keys k join runs r on ${waitingRun}
+  where k.workflow_id = ${workflowId} and k.key = ${key}
+  order by k.place, k.run_id
+  limit (
+    select greatest(0, coalesce((w.flow_control->'concurrency'->>'limit')::int - (
+      select count(*) from run_keys k join runs r on ${holdingRun} where k.workflow_id = w.id and k.key = ${key}
+    ), ${WAKE_BATCH}))
+    from workflows w where w.id = ${workflowId}
+  )`
+
+/**
+ * A run that held a slot of its key ended (its end committed, so its own row no longer counts as
+ * holding): its row goes, and the next runs of the key are woken, read in the same statement.
+ */
 export async function releaseKey (deps: { db: DbOrTx, queues: Queues }, runId: string): Promise<void> {
-  const [released] = await deps.db.execute<{ workflowId: string, key: string }>(sql`
-    delete from run_keys where run_id = ${runId} returning workflow_id as "workflowId", key
+  const waiting = await deps.db.execute<WaitingRun>(sql`
+    with released as (delete from run_keys where run_id = ${runId} returning workflow_id, key)
+    ${firstInLine(sql`(select workflow_id from released)`, sql`(select key from released)`)}
   `)
-  if (released !== undefined) await wakeKeyLine(deps, released.workflowId, released.key)
+  await wakeStarts(deps.queues, waiting)
 }
 
 /**

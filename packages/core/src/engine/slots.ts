@@ -98,21 +98,23 @@ type WaitingRun = {
 
 /**
  * Makes job `jobId` of a waiting run run now: a held (delayed) job is promoted, a lost one
- * added again; one already waiting or running is left alone. Whether it did anything.
+ * added again; one already waiting or running is left alone. Whether it did anything. The
+ * promotion is tried first, without reading the job's state: a held job is the usual case, and
+ * this is on the path from one run's end to the next run's start.
  */
 export async function wakeJob (queue: Queue, jobId: string, runId: string): Promise<boolean> {
-  const state = await queue.getJobState(jobId)
-  if (state === 'delayed') {
+  const job = await queue.getJob(jobId)
+  if (job !== undefined) {
     try {
-      await (await queue.getJob(jobId))?.promote()
+      await job.promote()
       return true
     } catch (err) {
-      // Taken or promoted meanwhile: nothing to do.
-      if (await queue.getJobState(jobId) === 'delayed') throw err
-      return false
+      // Not delayed: taken or promoted meanwhile, or finished.
+      const state = await queue.getJobState(jobId)
+      if (state === 'delayed') throw err
+      if (LIVE_JOB_STATES.has(state)) return false
     }
   }
-  if (LIVE_JOB_STATES.has(state)) return false
   const data: RunJobData = { runId }
   return await ensureJob(queue, RUN_JOB, data, jobId)
 }

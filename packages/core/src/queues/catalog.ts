@@ -63,6 +63,11 @@ export interface RunJobData {
    * keyword starts, and the reconciler's jobs, have none.
    */
   traceparent?: string
+  /**
+   * The run's start is gated by its flow control (engine/flow-control.ts): the worker claims it
+   * without first trying the first-write path, which such a run never takes.
+   */
+  gated?: boolean
 }
 export interface ScheduleJobData { workflowId: string }
 export interface ChatDeliveryJobData { deliveryId: string }

@@ -61,6 +61,10 @@ export interface ShownFlowControl {
   since: string | null
 }
 
+/** Whether a run's start is gated by its flow control (the in-memory start path leaves such runs to the claim). */
+export const isGated = (flow: RunFlowControl | null): boolean =>
+  flow !== null && (flow.concurrencyKey !== undefined || flow.rateKey !== undefined || flow.debounceKey !== undefined)
+
 /**
  * A run's place in a line of waiting runs (README, Flow control): its creation time, a minute
  * earlier for each level of priority above 1. A run of priority 10 goes ahead of the lower ones

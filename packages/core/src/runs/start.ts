@@ -10,7 +10,7 @@ import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
 import { renderRunTags } from './search.ts'
-import { FAIR_STEP, fairPlaceOf, renderFlowControl } from './flow-control.ts'
+import { FAIR_STEP, fairPlaceOf, isGated, renderFlowControl } from './flow-control.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
@@ -56,6 +56,8 @@ export interface CreatedRun {
   traceparent?: string
   /** How long its job waits before it may run (a child run beyond its owner's runsPerMinute: start-pace.ts). */
   delayMs?: number
+  /** Its start is gated by its flow control: its worker skips the first-write path (RunJobData.gated). */
+  gated?: boolean
 }
 
 /** AGENT runs have a queue of their own so that they never wait behind bulk automation (README, Queues). */
@@ -348,7 +350,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
     // A debounced run's job waits for its period; the claim holds it again while starts move its time on.
     const debounce = flowControl?.debounceKey === undefined ? undefined : workflow.flowControl?.debounce ?? undefined
     const delayMs = debounce === undefined ? undefined : debounceMs(debounce).debounce_ms
-    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent, delayMs })
+    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent, delayMs, gated: isGated(flowControl ?? null) })
     runsCreated.inc({ trigger_type: workflow.triggerType, domain: run.domain ?? 'unknown' })
   }
   const answered = new Set<number>()
@@ -395,8 +397,8 @@ export async function enqueueRuns (deps: Pick<RunServiceDeps, 'queues' | 'logger
   for (const run of created) byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run])
   for (const [name, runs] of byQueue) {
     for (const [n, chunk] of chunksOf(runs).entries()) {
-      const jobs = chunk.map(({ runId, userId, requestId, traceparent, delayMs }) => {
-        const data: RunJobData = { runId, userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
+      const jobs = chunk.map(({ runId, userId, requestId, traceparent, delayMs, gated }) => {
+        const data: RunJobData = { runId, userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }), ...(gated && { gated }) }
         return { name: RUN_JOB, data, opts: { jobId: runJobId(runId), ...(delayMs !== undefined && delayMs > 0 && { delay: delayMs }) } }
       })
       try {

@@ -110,10 +110,10 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
     }, ['key', 'periodSeconds']),
     priority: flowPart('flowControl.priority', {
       value: {
-        type: ['integer', 'string'],
-        minimum: B.priority.min,
-        maximum: B.priority.max,
-        maxLength: B.keyTemplateChars,
+        anyOf: [
+          { type: 'integer', minimum: B.priority.min, maximum: B.priority.max },
+          { type: 'string', maxLength: B.keyTemplateChars }
+        ],
         errorMessage: `flowControl.priority.value must be an integer from ${B.priority.min} to ${B.priority.max}, or a template rendering to one`
       },
       key: flowKey('flowControl.priority.key')
