@@ -78,7 +78,7 @@ export function childRuns ({ db, queues, logger, quotas }: ChildRunsOptions) {
       const delays = await paceStarts(queues[WORKFLOW_RUNS], logger, parent.userId, created.length, effectiveQuotas(quotas, setQuotas).runsPerMinute)
       created = created.map((run, i) => ({ ...run, delayMs: delays[i] }))
     }
-    await enqueueRuns({ queues, logger }, created)
+    await enqueueRuns({ db, queues, logger }, created)
   }
 
   return {

@@ -3,6 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import type { FlowControl } from '../db/schema/workflows.ts'
 import { runJobId, type QueueName, type Queues } from '../queues/catalog.ts'
+import { isoNow } from '../runs/flow-control.ts'
 import { wakeJob } from './slots.ts'
 
 /**
@@ -41,8 +42,6 @@ export const flowGated = sql`coalesce(previous.kind = 'start' and (
 /** The flow control a claim sets when it starts the run: nothing waits any more. */
 export const flowStarted = sql`case when runs.flow_control is null then null
   else runs.flow_control || '{"waitingFor": null, "since": null}'::jsonb end`
-
-const isoNow = sql`to_jsonb(to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
 
 /** Records on the run what holds it, keeping `since` while it is the same thing. */
 async function markWaiting (tx: DbOrTx, runId: string, waitingFor: FlowHold['waitingFor'], extra = sql`'{}'::jsonb`): Promise<void> {

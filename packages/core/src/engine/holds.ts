@@ -3,17 +3,11 @@ import type { Logger } from '../logger.ts'
 import type { Queues } from '../queues/catalog.ts'
 import { wakeWaitingRuns } from './slots.ts'
 import { releaseKey, wakeKeyLine, type FlowHold } from './flow-control.ts'
+import { HELD_RECHECK_MS } from '../runs/flow-control.ts'
 import { redis } from './execution.ts'
 
 /** Holds a job until `until` (ms since the epoch): BullMQ's `moveToDelayed`, then `DelayedError`. */
 export type Hold = (until: number) => Promise<void>
-
-/**
- * A held job runs again this long after it was held if nothing woke it before: the wakes on
- * every slot freed and the reconciler's pass make this a last resort, so it is long enough that
- * thousands of held runs do not poll.
- */
-const HELD_RECHECK_MS = 5 * 60_000
 
 /**
  * A wake that finds its run RUNNING tries again after this: usually the parent is writing the

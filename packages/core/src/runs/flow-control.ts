@@ -61,6 +61,16 @@ export interface ShownFlowControl {
   since: string | null
 }
 
+/**
+ * A held job runs again this long after it was held if nothing woke it before: the wakes on
+ * every slot freed and the reconciler's pass make this a last resort, so it is long enough that
+ * thousands of held runs do not poll.
+ */
+export const HELD_RECHECK_MS = 5 * 60_000
+
+/** Now as the ISO text a run's `flow_control.since` holds. */
+export const isoNow = sql`to_jsonb(to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
+
 /** Whether a run's start is gated by its flow control (the in-memory start path leaves such runs to the claim). */
 export const isGated = (flow: RunFlowControl | null): boolean =>
   flow !== null && (flow.concurrencyKey !== undefined || flow.rateKey !== undefined || flow.debounceKey !== undefined)

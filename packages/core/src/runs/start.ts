@@ -10,7 +10,8 @@ import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
 import { renderRunTags } from './search.ts'
-import { FAIR_STEP, fairPlaceOf, isGated, renderFlowControl } from './flow-control.ts'
+import { FAIR_STEP, fairPlaceOf, HELD_RECHECK_MS, isGated, isoNow, renderFlowControl } from './flow-control.ts'
+import { wakeKeyLine } from '../engine/flow-control.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
 import { AGENT_EXECUTION, RUN_JOB, runJobId, WORKFLOW_RUNS, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 
@@ -58,6 +59,8 @@ export interface CreatedRun {
   delayMs?: number
   /** Its start is gated by its flow control: its worker skips the first-write path (RunJobData.gated). */
   gated?: boolean
+  /** It was created behind a full line of this concurrency key: its job waits until a slot wakes it (`lineAhead`). */
+  behindInLine?: { workflowId: string, key: string }
 }
 
 /** AGENT runs have a queue of their own so that they never wait behind bulk automation (README, Queues). */
@@ -153,6 +156,23 @@ function debounceMs ({ periodSeconds, maxWaitSeconds }: NonNullable<FlowControl[
 }
 
 /**
+ * The CTE `ahead` (after `planned`): whether each planned run with a concurrency key is created
+ * behind a full line, with at least `limit` live runs of its key before it (those in the line, then
+ * the ones planned before it here). Such a run's job waits from the start (HELD_RECHECK_MS) instead
+ * of being taken by a worker only to be held, and a run's end wakes it as it wakes a held one. Only
+ * a hint: the key's gate decides when the run starts, and a line that emptied while the run was
+ * written is woken once its job is queued (`enqueueRuns`).
+ */
+const lineAhead = sql`ahead as (
+  select p.run_id, (select count(*) from (
+      select 1 from run_keys k join runs r on r.id = k.run_id and r.status in ('PENDING', 'RUNNING', 'WAITING')
+      where k.workflow_id = p.workflow_id and k.key = p.flow_control->>'concurrencyKey' limit p.concurrency_limit
+    ) as line)
+    + row_number() over (partition by p.workflow_id, p.flow_control->>'concurrencyKey' order by p.run_id) - 1 >= p.concurrency_limit as behind
+  from planned p where p.concurrency_limit is not null
+)`
+
+/**
  * In the debounce's upsert: the burst's run still waits, so a start of its key joins it. A run this
  * statement cannot see was made by a start that committed while it waited for the row: it waits.
  */
@@ -182,6 +202,8 @@ interface PlannedRun {
 interface InsertedRun extends StartedRun {
   /** The workflow's domain, for the runs-created metric (null when the workflow is gone). */
   domain: string | null
+  /** Created behind a full line of its concurrency key: it waits from the start (`BehindInLine`). */
+  behind: boolean
 }
 
 /**
@@ -213,15 +235,16 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     assistant_turn_id: assistantTurnId,
     tags: tags ?? (retriedFrom === undefined ? tagsOf(workflow, triggerJson, triggerData ?? shared) : undefined),
     flow_control: flowControl,
+    concurrency_limit: flowControl?.concurrencyKey === undefined ? undefined : workflow.flowControl?.concurrency?.limit,
     ...(flowControl?.debounceKey !== undefined && workflow.flowControl?.debounce !== undefined && debounceMs(workflow.flowControl.debounce))
   })))
-  const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null }>(sql`
+  const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null, behind: boolean }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text,
           test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text, tags text[],
-          flow_control jsonb, debounce_ms integer, debounce_max_ms integer)
-    ), claim as (
+          flow_control jsonb, concurrency_limit integer, debounce_ms integer, debounce_max_ms integer)
+    ), ${lineAhead}, claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
       on conflict (workflow_id, key) do update set
@@ -260,11 +283,12 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
         planned.retried_from, coalesce(planned.test, false), planned.until_node_id, planned.current_node_id, coalesce(planned.result, '{}'::jsonb),
         planned.assistant_turn_id,
         coalesce(planned.tags, (select tags from runs source where source.id = planned.retried_from), '{}'::text[]),
-        planned.flow_control
+        case when ahead.behind then planned.flow_control || jsonb_build_object('waitingFor', 'concurrency', 'since', ${isoNow})
+          else planned.flow_control end
       -- The replayed run is read by subqueries, an index probe per replay and none for other runs,
       -- whatever plan the prepared statement keeps: a join let a generic plan, made while runs was
       -- small, scan the whole table on every start (docs/decisions.md, "Fewer writes per run").
-      from planned
+      from planned left join ahead on ahead.run_id = planned.run_id
       where (planned.key is null or planned.run_id in (select run_id from claim))
         and (planned.debounce_ms is null or planned.run_id in (select run_id from debounced))
       returning id, workflow_id, created_at, flow_control
@@ -282,8 +306,9 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
       insert into workflow_counter_deltas (workflow_id, run_id, runs, last_run_at)
       select workflow_id, min(id), count(*), max(created_at) from new_runs group by workflow_id
     )
-    select planned.run_id as "plannedId", coalesce(claim.run_id, debounced.run_id, planned.run_id) as "runId", workflows.domain
-    from planned left join claim on claim.workflow_id = planned.workflow_id and claim.key = planned.key
+    select planned.run_id as "plannedId", coalesce(claim.run_id, debounced.run_id, planned.run_id) as "runId", workflows.domain,
+      coalesce(ahead.behind, false) as behind
+    from planned left join ahead on ahead.run_id = planned.run_id left join claim on claim.workflow_id = planned.workflow_id and claim.key = planned.key
     left join debounced on debounced.workflow_id = planned.workflow_id and debounced.key = planned.flow_control->>'debounceKey'
     left join workflows on workflows.id = planned.workflow_id
   `)
@@ -291,7 +316,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
   return chunk.map(({ runId }) => {
     const row = byPlannedId.get(runId)
     if (row === undefined) throw new Error('run insert returned no row')
-    return { runId: row.runId, created: row.runId === runId, domain: row.domain }
+    return { runId: row.runId, created: row.runId === runId, domain: row.domain, behind: row.behind }
   })
 }
 
@@ -349,8 +374,9 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
     const { queue, requestId, traceparent, workflow, flowControl } = distinct[i]!
     // A debounced run's job waits for its period; the claim holds it again while starts move its time on.
     const debounce = flowControl?.debounceKey === undefined ? undefined : workflow.flowControl?.debounce ?? undefined
-    const delayMs = debounce === undefined ? undefined : debounceMs(debounce).debounce_ms
-    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent, delayMs, gated: isGated(flowControl ?? null) })
+    const behindInLine = run.behind && flowControl?.concurrencyKey !== undefined ? { workflowId: workflow.id, key: flowControl.concurrencyKey } : undefined
+    const delayMs = debounce !== undefined ? debounceMs(debounce).debounce_ms : behindInLine !== undefined ? HELD_RECHECK_MS : undefined
+    created.push({ runId: run.runId, userId: workflow.userId, queue, requestId, traceparent, delayMs, gated: isGated(flowControl ?? null), behindInLine })
     runsCreated.inc({ trigger_type: workflow.triggerType, domain: run.domain ?? 'unknown' })
   }
   const answered = new Set<number>()
@@ -392,7 +418,7 @@ export async function withdrawRuns (tx: DbOrTx, withdrawnIds: readonly string[],
  * Never throws: a run is accepted once committed, and runs Redis did not take stay PENDING for
  * the reconciler, which queues them as soon as Redis answers (README, Guarantees).
  */
-export async function enqueueRuns (deps: Pick<RunServiceDeps, 'queues' | 'logger'>, created: readonly CreatedRun[]): Promise<void> {
+export async function enqueueRuns (deps: Pick<RunServiceDeps, 'db' | 'queues' | 'logger'>, created: readonly CreatedRun[]): Promise<void> {
   const byQueue = new Map<QueueName, CreatedRun[]>()
   for (const run of created) byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run])
   for (const [name, runs] of byQueue) {
@@ -411,6 +437,14 @@ export async function enqueueRuns (deps: Pick<RunServiceDeps, 'queues' | 'logger
         break
       }
     }
+  }
+  // A line found full when these runs were written may have emptied before they were committed: its first runs go now (`lineAhead`).
+  const lines = new Map<string, { workflowId: string, key: string }>()
+  for (const { behindInLine } of created) if (behindInLine !== undefined) lines.set(JSON.stringify(behindInLine), behindInLine)
+  for (const { workflowId, key } of lines.values()) {
+    await wakeKeyLine(deps, workflowId, key).catch((err: unknown) => {
+      deps.logger?.warn({ err, workflowId, key }, 'runs waiting for a slot of a key not woken: the reconciler will')
+    })
   }
 }
 

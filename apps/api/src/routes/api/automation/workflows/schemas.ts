@@ -90,6 +90,8 @@ const flowPart = (field: string, properties: Record<string, Record<string, unkno
   errorMessage: `${field} must be an object {${Object.keys(properties).join(', ')}} with ${required.join(', ')}`
 })
 
+const priorityMessage = `flowControl.priority.value must be an integer from ${B.priority.min} to ${B.priority.max}, or a template rendering to one`
+
 /** flowControl (README, Flow control): per-key limits of the starts of the workflow's runs. */
 const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
   type: ['object', 'null'],
@@ -109,12 +111,12 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
       maxWaitSeconds: flowInteger('flowControl.debounce.maxWaitSeconds', 1, B.debounceMaxWaitSeconds)
     }, ['key', 'periodSeconds']),
     priority: flowPart('flowControl.priority', {
+      // The message is on each branch: the error formatter reads the schema of the first error (plugins/errors.ts).
       value: {
         anyOf: [
-          { type: 'integer', minimum: B.priority.min, maximum: B.priority.max },
-          { type: 'string', maxLength: B.keyTemplateChars }
-        ],
-        errorMessage: `flowControl.priority.value must be an integer from ${B.priority.min} to ${B.priority.max}, or a template rendering to one`
+          { type: 'integer', minimum: B.priority.min, maximum: B.priority.max, errorMessage: priorityMessage },
+          { type: 'string', maxLength: B.keyTemplateChars, errorMessage: priorityMessage }
+        ]
       },
       key: flowKey('flowControl.priority.key')
     }, ['value'])
