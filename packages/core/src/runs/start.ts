@@ -202,7 +202,7 @@ interface PlannedRun {
 interface InsertedRun extends StartedRun {
   /** The workflow's domain, for the runs-created metric (null when the workflow is gone). */
   domain: string | null
-  /** Created behind a full line of its concurrency key: it waits from the start (`BehindInLine`). */
+  /** Created behind a full line of its concurrency key: it waits from the start (`lineAhead`). */
   behind: boolean
 }
 
