@@ -7,7 +7,7 @@ import { resumeJobId, RUN_JOB, runJobId, type QueueName, type Queues, type RunJo
 
 /**
  * Slots of workflows with a `maxConcurrentRuns` (README, Limits per workflow). A run of such a
- * workflow is claimed (started, or resumed after a wait) only through `claimSlot` (run-store.ts):
+ * workflow is claimed (started, or resumed after a wait) only through `claimGated` (run-store.ts):
  * under a transaction-scoped advisory lock of the workflow, it is admitted when the runs
  * RUNNING with a slot plus the runs ahead of it (waiting, or PENDING and created in the last
  * ARRIVING_WITHIN, with an earlier place: their creation time, earlier by their priority,
