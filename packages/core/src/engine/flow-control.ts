@@ -210,20 +210,23 @@ async function wakeStarts (queues: Queues, runs: readonly WaitingRun[]): Promise
  */
 export async function wakeKeyLine (deps: { db: DbOrTx, queues: Queues }, workflowId: string, key: string): Promise<number> {
   const waiting = await deps.db.execute<WaitingRun>(firstInLine(sql`${workflowId}::text`, sql`${key}::text`))
-  return await wakeStarts(deps.queues, waiting.slice(0, WAKE_BATCH))
+  return await wakeStarts(deps.queues, waiting)
 }
 
-/** The runs `wakeKeyLine` wakes: the first waiting in the key's line, as many as its slots free. */
+/**
+ * The runs `wakeKeyLine` wakes: the first waiting in the key's line, as many as its slots free
+ * (a limit is at most WAKE_BATCH), WAKE_BATCH when the workflow has no concurrency limit or is gone.
+ */
 const firstInLine = (workflowId: SQL, key: SQL): SQL => sql`
   select k.run_id as "runId", r.queue from run_keys k join runs r on ${waitingRun}
   where k.workflow_id = ${workflowId} and k.key = ${key}
   order by k.place, k.run_id
-  limit (
+  limit coalesce((
     select greatest(0, coalesce((w.flow_control->'concurrency'->>'limit')::int - (
       select count(*) from run_keys k join runs r on ${holdingRun} where k.workflow_id = w.id and k.key = ${key}
     ), ${WAKE_BATCH}))
     from workflows w where w.id = ${workflowId}
-  )`
+  ), ${WAKE_BATCH})`
 
 /**
  * A run that held a slot of its key ended (its end committed, so its own row no longer counts as
