@@ -2,8 +2,8 @@ import type { TestApp } from './helper.ts'
 
 /**
  * The query plan of the statement matching `statement` that answering GET `url` runs,
- * with sequential scans priced out: on a test-sized table a Sort or Seq Scan in it
- * means no index serves the statement's filter and order.
+ * with sequential scans and sorts priced out: on a test-sized table a Sort or Seq Scan
+ * in it means no index serves the statement's filter and order.
  */
 export async function planOf (app: TestApp, token: string, url: string, statement: RegExp): Promise<string> {
   const { sql } = app.app.database
@@ -20,10 +20,12 @@ export async function planOf (app: TestApp, token: string, url: string, statemen
   const connection = await sql.reserve()
   try {
     await connection`set enable_seqscan = off`
+    await connection`set enable_sort = off`
     const plan = await connection.unsafe(`explain ${found.query}`, found.parameters as never[])
     return plan.map((row) => row['QUERY PLAN']).join('\n')
   } finally {
     await connection`reset enable_seqscan`
+    await connection`reset enable_sort`
     connection.release()
   }
 }

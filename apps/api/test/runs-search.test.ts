@@ -117,17 +117,48 @@ t.test('runTags tag the runs of every trigger: the inbound webhook (its query st
   t.same((await list(member.token, { tag: 'EUR', workflowId: listening })).body.map((run: { tags: string[] }) => run.tags), [['paid', 'EUR']])
 })
 
-t.test('a common word (more than 5,000 runs) is read newest first, with the other filters and paging', async (t) => {
+/**
+ * A new member with 6,000 runs saying `everywhere`, one a second back from now, every 1,000th FAILED, their ids
+ * `prefix` and the number (`common000001` the newest).
+ */
+async function withCommonRuns (prefix: string) {
   const member = await newMember()
   const workflowId = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
   await sql`
     insert into runs (id, workflow_id, user_id, status, queue, workflow_version, trigger_data, created_at)
-    select 'common' || lpad(i::text, 6, '0'), ${workflowId}, ${member.id}, case when i % 1000 = 0 then 'FAILED' else 'SUCCESS' end, 'workflow-runs', 1,
+    select ${prefix} || lpad(i::text, 6, '0'), ${workflowId}, ${member.id}, case when i % 1000 = 0 then 'FAILED' else 'SUCCESS' end, 'workflow-runs', 1,
       jsonb_build_object('kind', 'everywhere'), now() - make_interval(secs => i)
     from generate_series(1, 6000) as i`
-  // Made older than the runs indexed already: indexed here as the migration indexes the runs it finds.
+  await indexAsMigrated(member.id)
+  return member
+}
+
+/** Runs made older than the runs indexed already, indexed as the migration indexes the runs it finds. */
+async function indexAsMigrated (userId: string): Promise<void> {
   await sql`insert into run_search (run_id, user_id, workflow_id, created_at, tags, terms)
-    select id, user_id, workflow_id, created_at, tags, run_search_terms(id, trigger_data, error) from runs where id like 'common%'`
+    select id, user_id, workflow_id, created_at, tags, run_search_terms(id, trigger_data, error) from runs where user_id = ${userId}`
+}
+
+t.test('a rarer word\'s matches page newest first, runs created at the same moment by their ids', async (t) => {
+  const member = await newMember()
+  const workflowId = await testApp.client.createWorkflow(member.token, { triggerType: 'MANUAL' })
+  // few07 is created at the same moment as few06: it comes first, its id being the greater.
+  await sql`
+    insert into runs (id, workflow_id, user_id, status, queue, workflow_version, trigger_data, created_at)
+    select 'few' || lpad(i::text, 2, '0'), ${workflowId}, ${member.id}, case when i % 2 = 0 then 'FAILED' else 'SUCCESS' end, 'workflow-runs', 1,
+      jsonb_build_object('kind', 'seldom'), date_trunc('second', now()) - make_interval(secs => case when i = 7 then 6 else i end)
+    from generate_series(1, 12) as i`
+  await indexAsMigrated(member.id)
+  const page = async (query: Record<string, string>) => (await list(member.token, { q: 'seldom', ...query })).body.map((run: { id: string }) => run.id)
+  t.same(await page({ limit: '3', offset: '3' }), ['few04', 'few05', 'few07'])
+  t.same(await page({ limit: '1', offset: '5' }), ['few07'], 'the first of two runs of one moment')
+  t.same(await page({ limit: '2', offset: '6' }), ['few06', 'few08'], 'the second')
+  t.same(await page({ limit: '3', offset: '10' }), ['few11', 'few12'], 'the last page')
+  t.same(await page({ status: 'FAILED', limit: '2', offset: '2' }), ['few06', 'few08'], 'with a filter only runs hold')
+})
+
+t.test('a common word (more than 5,000 runs) is read newest first, with the other filters and paging', async (t) => {
+  const member = await withCommonRuns('common')
   const newest = await list(member.token, { q: 'everywhere', limit: '3' })
   t.same(newest.body.map((run: { id: string }) => run.id), ['common000001', 'common000002', 'common000003'])
   t.same((await list(member.token, { q: 'everywhere', limit: '2', offset: '3' })).body.map((run: { id: string }) => run.id), ['common000004', 'common000005'])
@@ -137,8 +168,16 @@ t.test('a common word (more than 5,000 runs) is read newest first, with the othe
   t.same((await list(member.token, { q: 'everywhere nowhere' })).body, [], 'and every word still counts')
 })
 
-t.test('a search reads run_search by its key and its indexes, never by scanning it', async (t) => {
-  const url = '/api/automation/runs?q=1234&tag=eu'
-  t.match(await planOf(testApp, adminToken, url, /from run_search s where s\.run_id = /), /run_search_pkey/, 'the newest runs, each checked by its key')
-  t.match(await planOf(testApp, adminToken, url, /select s\.run_id as "runId" from run_search/), /run_search_(terms|tags)_idx/, 'the matches, by the words\' or the tags\' index')
+t.test('a search reads run_search in its creation order and by its indexes, never by scanning or sorting it', async (t) => {
+  const member = await withCommonRuns('planned')
+  await sql`analyze runs, run_search`
+  const url = '/api/automation/runs?q=everywhere&tag=eu'
+  const window = /from \(select .* from "run_search" "s" .* limit \$\d+\) "w"/
+  for (const [viewer, token] of [['a member', member.token], ['an admin', adminToken]] as const) {
+    const plan = await planOf(testApp, token, url, window)
+    t.match(plan, /Index Scan using run_search_(user_)?created_idx on run_search/, `${viewer}'s newest rows, in an index's order`)
+    t.match(plan, /Index Scan using runs_pkey on runs/, `${viewer}'s: each match's run by its key`)
+    t.notMatch(plan, /Sort/, `${viewer}'s: no sort`)
+  }
+  t.match(await planOf(testApp, member.token, url, /^select "run_id", "created_at" from "run_search" "s"/), /run_search_(terms|tags)_idx/, 'the matches, by the words\' or the tags\' index')
 })

@@ -1,7 +1,8 @@
 import { and, asc, desc, eq, gte, lt, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { alias } from 'drizzle-orm/pg-core'
 import type { DbOrTx } from '../db/client.ts'
 import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
-import { runLogs, runs, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
+import { runLogs, runs, runSearch, type Run, type RunLog, type RunStatus } from '../db/schema/index.ts'
 import type { QueueName } from '../queues/catalog.ts'
 import { durationMsSince, textArray } from '../db/sql.ts'
 import { cancelDescendants, cancelledEvents } from './cancel.ts'
@@ -82,37 +83,53 @@ export interface RunsInMinute {
   count: number
 }
 
-/** Runs a search checks newest first before it asks run_search's indexes (README, Finding runs). */
+/** The newest run_search rows a search checks first, before it asks the words' and tags' indexes (README, Finding runs). */
 const RECENT_WINDOW = 5000
 
 /**
- * Matches a search narrows to by ids: beyond this many the words are common, and the list reads the
- * runs newest first, checking each in run_search, where the matches come soon (README, Finding runs).
+ * Matches a search narrows to by ids: beyond this many the words are common, and the list reads
+ * run_search newest first, where the matches come soon (README, Finding runs).
  */
 const FEW_MATCHES = 5000
 
-/**
- * Whether the run `runId` names matches, read by its run_search row's key for each run in turn: a scalar
- * subquery, which the planner never turns into a join (an EXISTS it made a semi-join over every match,
- * 265 ms for a tag with a common word at 1M runs).
- */
-const checkedOneByOne = (runId: SQLWrapper, match: SQL): SQL =>
-  sql`(select s.run_id from run_search s where s.run_id = ${runId} and ${match}) is not null`
+/** run_search as the search reads it (`s`, or `w` for the newest rows of a window). */
+const searched = alias(runSearch, 's')
+
+/** The rows of run_search a viewer's search may read, with the filters run_search holds too (its copies of the run's owner, workflow and creation time). */
+function searchScope (viewer: Viewer, filter: ListRunsFilter): SQL | undefined {
+  return and(
+    isAdmin(viewer) ? undefined : eq(searched.userId, viewer.id),
+    workflowLimit(viewer, searched.workflowId),
+    filter.workflowId === undefined ? undefined : eq(searched.workflowId, filter.workflowId),
+    filter.since === undefined ? undefined : gte(searched.createdAt, filter.since),
+    filter.until === undefined ? undefined : lt(searched.createdAt, filter.until)
+  )
+}
 
 /**
- * What `?q=` and `?tag=` match in run_search (README, Finding runs), scoped to the viewer's runs there
- * too: the query's words (split at every character that is no letter or digit, as the run's were,
- * migration 0027_run_search), all of them a run's, as plain text (`plainto_tsquery`: nothing of the
- * query is an operator). Null: a query of no words (only punctuation), which matches nothing.
+ * What `?q=` and `?tag=` match of a run_search row's `terms` and `tags` (README, Finding runs): the query's words
+ * (split at every character that is no letter or digit, as the run's were, migration 0027_run_search), all of them
+ * a run's, as plain text (`plainto_tsquery`: nothing of the query is an operator). Null: a query of no words (only
+ * punctuation), which matches nothing.
  */
-function searchMatch (viewer: Viewer, filter: Pick<ListRunsFilter, 'q' | 'tag'>): SQL | null {
+function searchWords (filter: Pick<ListRunsFilter, 'q' | 'tag'>): ((row: { terms: SQLWrapper, tags: SQLWrapper }) => SQL) | null {
   const q = filter.q?.replace(/[^\p{L}\p{N}]+/gu, ' ').trim()
   if (q === '') return null
-  return and(
-    isAdmin(viewer) ? undefined : sql`s.user_id = ${viewer.id}`,
-    q === undefined ? undefined : sql`s.terms @@ plainto_tsquery('simple', ${q})`,
-    filter.tag === undefined ? undefined : sql`s.tags @> array[${filter.tag}]::text[]`
+  return (row) => and(
+    q === undefined ? undefined : sql`${row.terms} @@ plainto_tsquery('simple', ${q})`,
+    filter.tag === undefined ? undefined : sql`${row.tags} @> array[${filter.tag}]::text[]`
   ) ?? sql`true`
+}
+
+/**
+ * Of a search's matches (their run_search rows), the runs its page can hold: when no filter only `runs` holds
+ * applies (status, test, parentRunId), the matches no older than the page's last one by run_search's copy of the
+ * creation time (ties kept: `runs` orders them), so that only those are read; else all of them.
+ */
+function pageCandidates<Match extends { createdAt: Date }> (matches: Match[], filter: ListRunsFilter): Match[] {
+  if (filter.status !== undefined || filter.test !== undefined || filter.parentRunId !== undefined) return matches
+  const last = matches.map(({ createdAt }) => createdAt.getTime()).sort((a, b) => b - a)[filter.offset + filter.limit - 1]
+  return last === undefined ? matches : matches.filter(({ createdAt }) => createdAt.getTime() >= last)
 }
 
 export function runsRepository (db: DbOrTx) {
@@ -134,10 +151,11 @@ export function runsRepository (db: DbOrTx) {
 
     /**
      * Newest first, without logs. A search (`q`, `tag`, README, Finding runs) is answered the cheaper of
-     * two ways, each bounded: the newest RECENT_WINDOW runs the other filters keep, each checked in
-     * run_search, answer a common word's first pages; when they fill no page, run_search's indexes name
-     * the matches (at most FEW_MATCHES: a rarer word's), or, beyond that, every run is checked newest first.
-     * The planner, guessing the matches from the words, had chosen the last for rare words too (1 s at 1M runs).
+     * three ways, the first two bounded: the newest RECENT_WINDOW rows of run_search the viewer may read, their
+     * words checked in the rows themselves, answer a common word's first pages; when they fill no page, the
+     * words' and tags' indexes name the matches (at most FEW_MATCHES: a rarer word's); beyond that, run_search
+     * is read newest first until the page is full. Each reads run_search in the order of its creation index,
+     * and `runs` only for the matches.
      */
     async list (viewer: Viewer, filter: ListRunsFilter): Promise<RunSummary[]> {
       const filters = and(
@@ -149,19 +167,26 @@ export function runsRepository (db: DbOrTx) {
         filter.since === undefined ? undefined : gte(runs.createdAt, filter.since),
         filter.until === undefined ? undefined : lt(runs.createdAt, filter.until)
       )
-      const newest = async (search?: SQL): Promise<RunSummary[]> => db.select(runColumns).from(runs).where(and(filters, search))
-        .orderBy(desc(runs.createdAt), desc(runs.id)).limit(filter.limit).offset(filter.offset)
-      if (filter.q === undefined && filter.tag === undefined) return newest()
-      const match = searchMatch(viewer, filter)
-      if (match === null) return []
-      const recent = db.select(runColumns).from(runs).where(filters).orderBy(desc(runs.createdAt), desc(runs.id)).limit(RECENT_WINDOW).as('recent')
-      const inWindow = await db.select().from(recent).where(checkedOneByOne(recent.id, match))
-        .orderBy(desc(recent.createdAt), desc(recent.id)).limit(filter.limit).offset(filter.offset)
+      if (filter.q === undefined && filter.tag === undefined) {
+        return db.select(runColumns).from(runs).where(filters).orderBy(desc(runs.createdAt), desc(runs.id)).limit(filter.limit).offset(filter.offset)
+      }
+      const words = searchWords(filter)
+      if (words === null) return []
+      const scope = searchScope(viewer, filter)
+      // The window's words are checked above its limit, so that it is the newest rows, not the newest matches.
+      const inOrder = async (window?: number): Promise<RunSummary[]> => {
+        const rows = db.select({ runId: searched.runId, createdAt: searched.createdAt, terms: searched.terms, tags: searched.tags })
+          .from(searched).where(scope).orderBy(desc(searched.createdAt), desc(searched.runId))
+        const newest = (window === undefined ? rows : rows.limit(window)).as('w')
+        return db.select(runColumns).from(newest).innerJoin(runs, eq(runs.id, newest.runId)).where(and(words(newest), filters))
+          .orderBy(desc(newest.createdAt), desc(newest.runId)).limit(filter.limit).offset(filter.offset)
+      }
+      const inWindow = await inOrder(RECENT_WINDOW)
       if (inWindow.length === filter.limit) return inWindow
-      const few = await db.execute<{ runId: string }>(sql`select s.run_id as "runId" from run_search s where ${match} limit ${FEW_MATCHES + 1}`)
-      return newest(few.length <= FEW_MATCHES
-        ? sql`${runs.id} = any(${textArray(few.map(({ runId }) => runId))})`
-        : checkedOneByOne(runs.id, match))
+      const few = await db.select({ runId: searched.runId, createdAt: searched.createdAt }).from(searched).where(and(scope, words(searched))).limit(FEW_MATCHES + 1)
+      if (few.length > FEW_MATCHES) return inOrder()
+      return db.select(runColumns).from(runs).where(and(filters, sql`${runs.id} = any(${textArray(pageCandidates(few, filter).map(({ runId }) => runId))})`))
+        .orderBy(desc(runs.createdAt), desc(runs.id)).limit(filter.limit).offset(filter.offset)
     },
 
     /** The status of each of `runIds`, with a successful run's node outputs as JSON text (its triggerData left out) or the error of a failed one. */

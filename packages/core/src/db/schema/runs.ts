@@ -114,7 +114,10 @@ export const runSearch = pgTable('run_search', {
   terms: tsvector('terms').notNull()
 }, (t) => [
   index('run_search_terms_idx').using('gin', t.terms),
-  index('run_search_tags_idx').using('gin', t.tags)
+  index('run_search_tags_idx').using('gin', t.tags),
+  // Newest first, a search's window and its reading in order (README, Finding runs): a member's runs, and everyone's for an admin.
+  index('run_search_user_created_idx').on(t.userId, t.createdAt.desc().nullsFirst(), t.runId.desc().nullsFirst()),
+  index('run_search_created_idx').on(t.createdAt.desc().nullsFirst(), t.runId.desc().nullsFirst())
 ])
 
 /** How far the worker has indexed runs into run_search, in the order of `runs_created_idx`: one row. */

@@ -1,0 +1,2 @@
+CREATE INDEX "run_search_user_created_idx" ON "run_search" USING btree ("user_id","created_at" DESC NULLS FIRST,"run_id" DESC NULLS FIRST);--> statement-breakpoint
+CREATE INDEX "run_search_created_idx" ON "run_search" USING btree ("created_at" DESC NULLS FIRST,"run_id" DESC NULLS FIRST);
