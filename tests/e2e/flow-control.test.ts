@@ -250,8 +250,9 @@ t.test('1,000 runs fired at once for one concurrency key (limit 1): one at a tim
     t.ok(isoTime(waiting.flowControl.since) && Date.parse(waiting.flowControl.since) >= Date.parse(waiting.createdAt) - 1000, `since an ISO time (${waiting.flowControl.since})`)
   }
 
-  // A 3 ms call and a hand-off each: well within a minute when a hand-off takes tens of milliseconds.
-  const runs = await settled(workflowId, RUNS, 60_000)
+  // A 3 ms call and a hand-off each: well within two minutes when a hand-off takes tens of milliseconds, also
+  // beside the other files of the shared pool (docs/testing.md).
+  const runs = await settled(workflowId, RUNS, 120_000)
   const doneMs = Date.now() - firedAt
   t.same(runs.filter((run) => run.status !== 'SUCCESS').map((run) => `${run.id} ${run.status} ${run.error}`), [], 'every run SUCCESS')
   t.equal(runs.length, RUNS, 'one run per fire')
@@ -294,7 +295,7 @@ t.test('100 keys × 5 runs, limit 1 per key: each key one at a time in creation 
   open()
 
   const firedMs = Date.now() - began
-  const runs = await settled(workflowId, KEYS * PER_KEY, 60_000)
+  const runs = await settled(workflowId, KEYS * PER_KEY, 120_000)
   t.comment(`fired in ${firedMs} ms, all ended in ${Date.now() - began} ms`)
   t.same(runs.filter((run) => run.status !== 'SUCCESS').map((run) => `${run.id} ${run.status} ${run.error}`), [], 'all SUCCESS')
   const over = [...maxInFlight].filter(([slot, max]) => slot.startsWith('keys/') && max > 1)
@@ -328,7 +329,8 @@ t.test('100 keys × 5 runs, limit 1 per key: each key one at a time in creation 
 
 t.test('debounce: 1,000 hits of one key in about 5 s make one run, with the last hit\'s data, started once the burst settled', async (t) => {
   const HITS = 1000
-  const workflowId = await createWorkflow('debounced', { debounce: { key: '{{triggerData.key}}', periodSeconds: 1 } }, [sinkNode('debounce')])
+  // A period of 2 s: a hit answered late on a loaded machine does not end the burst early.
+  const workflowId = await createWorkflow('debounced', { debounce: { key: '{{triggerData.key}}', periodSeconds: 2 } }, [sinkNode('debounce')])
   cancelLeftovers(t, workflowId)
   const load = fireLoad(workflowId, (seq) => ({ key: 'd', n: seq, hold: 0 }))
   // The first hit alone (it begins the burst: simultaneous first hits are the next test's), then 200 a second over
@@ -343,7 +345,7 @@ t.test('debounce: 1,000 hits of one key in about 5 s make one run, with the last
   t.equal(runIds.size, 1, `every hit answered the same runId (${runIds.size} different)`)
   const runId = lastHit.body.runId as string
   const spanMs = lastHit.sentAt - Math.min(...load.answers.map((answer) => answer.sentAt))
-  t.ok(spanMs > 1000, `the hits came over ${spanMs} ms, more than the period`)
+  t.ok(spanMs > 2000, `the hits came over ${spanMs} ms, more than the period`)
 
   const waiting = await getRun(runId)
   t.equal(waiting.status, 'PENDING', 'the run has not started: the burst has not settled yet')
@@ -354,7 +356,7 @@ t.test('debounce: 1,000 hits of one key in about 5 s make one run, with the last
   t.equal(ended.status, 'SUCCESS', ended.error ?? '')
   t.same(ended.triggerData, { key: 'd', n: HITS - 1, hold: 0 }, 'its triggerData is the last hit\'s body')
   const startedAt = Date.parse((ended as Body).startedAt)
-  t.ok(startedAt >= lastHit.sentAt + 900, `it started after the burst settled: ${startedAt - lastHitAt} ms after the last hit was answered (period 1000 ms)`)
+  t.ok(startedAt >= lastHit.sentAt + 1900, `it started after the burst settled: ${startedAt - lastHitAt} ms after the last hit was answered (period 2000 ms)`)
   await waitFor(async () => callsOf('debounce').length > 0 ? true : undefined, { what: 'the debounced run\'s call' })
   t.same(callsOf('debounce').map((delivery) => delivery.path), [`/debounce/d/${HITS - 1}/0`], 'it ran once, with the last data')
   t.equal((await runsOf(workflowId)).length, 1, 'exactly one run for the burst')
@@ -363,7 +365,7 @@ t.test('debounce: 1,000 hits of one key in about 5 s make one run, with the last
 t.test('debounce: the first hits of a burst arriving together (30 keys, 8 hits each over 4 senders) make one run a key', async (t) => {
   const KEYS = 30
   const HITS = 8
-  const workflowId = await createWorkflow('debounced, hits together', { debounce: { key: '{{triggerData.key}}', periodSeconds: 1 } }, [sinkNode('together')])
+  const workflowId = await createWorkflow('debounced, hits together', { debounce: { key: '{{triggerData.key}}', periodSeconds: 2 } }, [sinkNode('together')])
   cancelLeftovers(t, workflowId)
   // Key after key, each burst's hits 5 ms apart over 4 senders: its first starts are committed while others are on
   // their way. Its last hit alone, once the others were answered: the one whose data the run must have.
@@ -398,8 +400,8 @@ t.test('debounce maxWaitSeconds: a stream of hits longer than maxWait gets a run
   const ended = await Promise.all(runIds.map(async (runId) => await stack.client.runReaching(token, runId, undefined, { timeoutMs: 30_000 })))
   t.same(ended.map((run) => run.status), runIds.map(() => 'SUCCESS'))
   const firstStart = Date.parse((ended[0] as Body).startedAt)
-  // maxWait from the first hit, with room for a loaded machine to start it.
-  t.ok(firstStart - firstHit.sentAt <= 2000 + 1000, `the first run started ${firstStart - firstHit.sentAt} ms after the first hit (maxWait 2000 ms)`)
+  // maxWait from the first hit, with room for a loaded machine to start it (without maxWait: 5.5 s).
+  t.ok(firstStart - firstHit.sentAt <= 2000 + 2000, `the first run started ${firstStart - firstHit.sentAt} ms after the first hit (maxWait 2000 ms)`)
   t.ok(firstStart - firstHit.sentAt >= 1000, 'and not before a period had passed')
   t.equal(ended[0]!.id, firstRunId)
   // Each run carries the last hit answered with its id: no hit was answered with a run it did not reach.
