@@ -150,8 +150,8 @@ export function runsRepository (db: DbOrTx) {
     get,
 
     /**
-     * Newest first, without logs. A search (`q`, `tag`, README, Finding runs) is answered the cheaper of
-     * three ways, the first two bounded: the newest RECENT_WINDOW rows of run_search the viewer may read, their
+     * Newest first, without logs. A search (`q`, `tag`, README, Finding runs) is answered in at most
+     * three ways, tried in turn, the first two bounded: the newest RECENT_WINDOW rows of run_search the viewer may read, their
      * words checked in the rows themselves, answer a common word's first pages; when they fill no page, the
      * words' and tags' indexes name the matches (at most FEW_MATCHES: a rarer word's); beyond that, run_search
      * is read newest first until the page is full. Each reads run_search in the order of its creation index,
