@@ -104,6 +104,8 @@ const counter = async (queue: string, name: string): Promise<number> =>
   Number(await page.locator(`tr[data-queue="${queue}"] td[data-counter="${name}"]`).textContent())
 
 let workflowId = ''
+/** The rows of the runs page for the runs of the workflow named `workflow`. */
+const rowOf = (workflow: string) => page.locator('table.runs tbody tr', { has: page.getByRole('link', { name: workflow, exact: true }) })
 
 t.test('first load: the login page, within the bundle it was built with, with nothing fetched from elsewhere', async (t) => {
   const started = Date.now()
@@ -445,7 +447,6 @@ t.test('an approval: listed on the overview, approved on its run page, beside it
 
 t.test('the runs list: how each run started, its error, child runs collapsed under their parent', async (t) => {
   await page.getByRole('link', { name: 'Runs', exact: true }).click()
-  const rowOf = (workflow: string) => page.locator('table.runs tbody tr', { has: page.getByRole('link', { name: workflow, exact: true }) })
   const parent = rowOf('Refund approval')
   await parent.waitFor()
   await parent.locator('td[data-kind="fire"]', { hasText: 'Manual fire' }).waitFor()
@@ -463,34 +464,10 @@ t.test('the runs list: how each run started, its error, child runs collapsed und
   t.equal(await failed.textContent(), `${error.slice(0, 79)}…`, 'cut to fit the row')
   await shot('18-runs-kinds-errors')
 
-  // Searched by a word of its error (README, Finding runs), then a run's tag chip lists the runs carrying it.
-  await page.getByLabel('Search').fill('private 127.0.0.1')
-  await page.getByRole('button', { name: 'Search', exact: true }).click()
-  await page.waitForURL(/q=private/)
-  await waitFor(async () => await page.locator('table.runs tbody tr[data-run]').count() === 1 ? true : undefined, { what: 'the one run whose error has the words' })
-  t.equal(await rowOf('Notify partner').count(), 1, 'the failed run, found by its error')
+  // A run searched for by its tag further on, after the next tests: a run is searchable some seconds after it
+  // started (README, Finding runs).
   const tagged = await stack.client.createWorkflow(token, { name: 'Tagged orders', triggerType: 'MANUAL', runTags: 'order:{{triggerData.order}}' })
   await stack.call('POST', `/api/automation/workflows/${tagged}/fire`, { token, body: { order: 'A-77' } })
-  await page.goto(`${baseUrl}/console/runs`)
-  await rowOf('Tagged orders').getByRole('link', { name: 'Runs tagged order:A-77' }).click()
-  await page.waitForURL(/tag=order%3AA-77/)
-  await waitFor(async () => await page.locator('table.runs tbody tr[data-run]').count() === 1 ? true : undefined, { what: 'the runs tagged order:A-77' })
-  t.equal(await rowOf('Tagged orders').count(), 1)
-  t.same(await unlabelledControls(page), [])
-  await shot('19-runs-search-and-tags')
-  await page.getByRole('button', { name: 'Show runs with any tag, not only order:A-77' }).click()
-  await page.waitForURL((url) => !url.search.includes('tag='))
-
-  // A run its flow control holds says what it waits for and its key, in the list and on its page (README, Flow control).
-  const debounced = await stack.client.createWorkflow(token, { name: 'Debounced orders', triggerType: 'MANUAL', flowControl: { debounce: { key: 'order-{{triggerData.order}}', periodSeconds: 3600 } } })
-  const held = await stack.client.fire(token, debounced, { order: 9 })
-  await page.goto(`${baseUrl}/console/runs`)
-  const waiting = rowOf('Debounced orders').locator('[data-waiting-for="debounce"]')
-  t.equal(await waiting.textContent(), 'Waiting for its burst to settle (order-9)')
-  await rowOf('Debounced orders').getByRole('link', { name: held }).click()
-  t.match(await page.locator('#run-flow-control').textContent(), /^Waiting for its burst to settle \(order-9\) since /)
-  await shot('19b-run-waiting-for-its-flow-control')
-  await stack.call('POST', `/api/automation/runs/${held}/cancel`, { token })
 })
 
 t.test('an approval decided elsewhere meanwhile: the run page says what the api answered (409)', async (t) => {
@@ -670,6 +647,39 @@ t.test('tablet width: the navigation wraps, nothing overflows sideways, the keyb
   await page.keyboard.press('Tab')
   t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content')
   await page.setViewportSize({ width: 1366, height: 900 })
+})
+
+t.test('the runs page: searched by the words of an error, a tag chip listing the runs carrying it, a run its flow control holds', async (t) => {
+  await page.goto(`${baseUrl}/console/runs`)
+  // Searched by a word of its error (README, Finding runs), then a run's tag chip lists the runs carrying it.
+  await page.getByLabel('Search').fill('private 127.0.0.1')
+  await page.getByRole('button', { name: 'Search', exact: true }).click()
+  await page.waitForURL(/q=private/)
+  await waitFor(async () => await page.locator('table.runs tbody tr[data-run]').count() === 1 ? true : undefined, { what: 'the one run whose error has the words' })
+  t.equal(await rowOf('Notify partner').count(), 1, 'the failed run, found by its error')
+  // The page opened once the api finds the tagged run, rather than left to its next refresh (every 5 s).
+  await waitFor(async () => ((await stack.call('GET', '/api/automation/runs?tag=order%3AA-77', { token })).body as unknown[]).length === 1 ? true : undefined,
+    { timeoutMs: 30_000, intervalMs: 200, what: 'the tagged run to be searchable' })
+  await page.goto(`${baseUrl}/console/runs`)
+  await rowOf('Tagged orders').getByRole('link', { name: 'Runs tagged order:A-77' }).click()
+  await page.waitForURL(/tag=order%3AA-77/)
+  await waitFor(async () => await page.locator('table.runs tbody tr[data-run]').count() === 1 ? true : undefined, { what: 'the runs tagged order:A-77' })
+  t.equal(await rowOf('Tagged orders').count(), 1)
+  t.same(await unlabelledControls(page), [])
+  await shot('19-runs-search-and-tags')
+  await page.getByRole('button', { name: 'Show runs with any tag, not only order:A-77' }).click()
+  await page.waitForURL((url) => !url.search.includes('tag='))
+
+  // A run its flow control holds says what it waits for and its key, in the list and on its page (README, Flow control).
+  const debounced = await stack.client.createWorkflow(token, { name: 'Debounced orders', triggerType: 'MANUAL', flowControl: { debounce: { key: 'order-{{triggerData.order}}', periodSeconds: 3600 } } })
+  const held = await stack.client.fire(token, debounced, { order: 9 })
+  await page.goto(`${baseUrl}/console/runs`)
+  const waiting = rowOf('Debounced orders').locator('[data-waiting-for="debounce"]')
+  t.equal(await waiting.textContent(), 'Waiting for its burst to settle (order-9)')
+  await rowOf('Debounced orders').getByRole('link', { name: held }).click()
+  t.match(await page.locator('#run-flow-control').textContent(), /^Waiting for its burst to settle \(order-9\) since /)
+  await shot('19b-run-waiting-for-its-flow-control')
+  await stack.call('POST', `/api/automation/runs/${held}/cancel`, { token })
 })
 
 t.test('a token the api refuses (401) returns to the login page', async (t) => {
