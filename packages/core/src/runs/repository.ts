@@ -92,7 +92,7 @@ const RECENT_WINDOW = 5000
  */
 const FEW_MATCHES = 5000
 
-/** run_search as the search reads it (`s`, or `w` for the newest rows of a window). */
+/** run_search as the search reads it, aliased `s` (a window of its newest rows is the subquery `w`). */
 const searched = alias(runSearch, 's')
 
 /** The rows of run_search a viewer's search may read, with the filters run_search holds too (its copies of the run's owner, workflow and creation time). */
