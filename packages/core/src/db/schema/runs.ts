@@ -78,7 +78,10 @@ export const runs = pgTable('runs', {
   // turn. No foreign key, as for parent_run_id: a run outliving its turn's row stays a fact.
   assistantTurnId: text('assistant_turn_id'),
   // Its workflow's flowControl rendered when it started (runs/flow-control.ts), and what it waits for; null without one.
-  flowControl: jsonb('flow_control').$type<RunFlowControl>()
+  flowControl: jsonb('flow_control').$type<RunFlowControl>(),
+  // A run of an error workflow (README, Error workflows): the failed run it was started for. Unique,
+  // so each failed run starts its error workflow once; such a run starts no error workflow itself.
+  errorOfRunId: text('error_of_run_id')
 }, (t) => [
   // Newest first, id breaking ties, as the run list and a workflow's latest runs read them: per workflow,
   // per owner, and for admins (every run). NULLS FIRST like `order by … desc`, or the index cannot serve it.
@@ -94,7 +97,8 @@ export const runs = pgTable('runs', {
   index('runs_retried_from_idx').on(t.retriedFrom).where(sql`${t.retriedFrom} is not null`),
   // A node's children, one per item: the insert's conflict target (a node started again after a
   // crash finds the children it started), its loop's progress and `?parentRunId=` (children only).
-  uniqueIndex('runs_parent_item_idx').on(t.parentRunId, t.parentNodeId, t.itemIndex).where(sql`${t.parentRunId} is not null`)
+  uniqueIndex('runs_parent_item_idx').on(t.parentRunId, t.parentNodeId, t.itemIndex).where(sql`${t.parentRunId} is not null`),
+  uniqueIndex('runs_error_of_run_idx').on(t.errorOfRunId).where(sql`${t.errorOfRunId} is not null`)
 ])
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })

@@ -3,6 +3,9 @@ import { createdAt } from './_columns.ts'
 import { users } from './users.ts'
 import { TRIGGER_TYPES, workflows, type WorkflowNode } from './workflows.ts'
 
+export const EDGE_RULES = ['first', 'all'] as const
+export type EdgeRule = typeof EDGE_RULES[number]
+
 /**
  * The definitions a workflow has had: one immutable row per create and per change of its
  * trigger, nodes or edges. `workflows.version` names the current one, `runs.workflow_version`
@@ -19,6 +22,12 @@ export const workflowVersions = pgTable('workflow_versions', {
   createdBy: text('created_by').references(() => users.id, { onDelete: 'set null' }),
   // The version a restore copied.
   restoredFrom: integer('restored_from'),
+  /**
+   * How a node's several outgoing edges without a sourceHandle are followed (README, Branches):
+   * `all` runs every target, `first` only the first (versions saved before that rule), so that no
+   * stored workflow changes behaviour.
+   */
+  edgeRule: text('edge_rule', { enum: EDGE_RULES }).notNull().default('all'),
   createdAt: createdAt()
 }, (t) => [primaryKey({ columns: [t.workflowId, t.version] })])
 

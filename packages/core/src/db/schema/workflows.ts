@@ -35,6 +35,15 @@ export interface FlowControl {
   priority?: { value: number | string, key?: string }
 }
 
+/**
+ * A run is cancelled when an event of this name arrives whose payload matches (README, Events and
+ * waits): `match` maps paths into the payload to templates over the run's trigger data.
+ */
+export interface CancelOn {
+  event: string
+  match?: Record<string, string>
+}
+
 export interface WorkflowEdge {
   source: string
   target: string
@@ -67,6 +76,15 @@ export const workflows = pgTable('workflows', {
   runTags: text('run_tags'),
   // Per-key limits of its runs' starts (README, Flow control): rendered into each run's flow_control when it starts.
   flowControl: jsonb('flow_control').$type<FlowControl>(),
+  // Events that cancel its runs (README, Events and waits): each run's matches are rendered when it starts.
+  cancelOn: jsonb('cancel_on').$type<CancelOn[]>(),
+  // The workflow a run that fails finally starts once (README, Error workflows); runs of an error workflow start none.
+  errorWorkflowId: text('error_workflow_id'),
+  /**
+   * The event names its runs may wait for (its wait_for_event nodes and cancelOn, set at save), so
+   * that the events written only while someone listens are written for a run about to wait (events/outbox.ts).
+   */
+  listensTo: text('listens_to').array().notNull().default(sql`'{}'::text[]`),
   /** Sample triggerData a test run uses when given none (README, The workflow builder); never used by real triggers, never versioned. */
   pinnedData: jsonb('pinned_data').$type<unknown>(),
   /**
@@ -85,6 +103,7 @@ export const workflows = pgTable('workflows', {
   index('workflows_user_trigger_idx').on(t.userId, t.triggerType, t.isActive),
   index('workflows_user_domain_idx').on(t.userId, t.domain),
   index('workflows_tags_idx').using('gin', t.tags),
+  index('workflows_listens_to_idx').using('gin', t.listensTo),
   // Event fan-out looks workflows up by event name.
   index('workflows_event_name_idx').on(sql`(${t.triggerConfig}->>'eventName')`).where(sql`${t.triggerType} = 'EVENT' and ${t.isActive}`),
   index('workflows_active_trigger_idx').on(t.triggerType).where(sql`${t.isActive}`)
