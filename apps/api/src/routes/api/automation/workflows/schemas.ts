@@ -1,9 +1,9 @@
 import { Type } from 'typebox'
 import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
 import { BULK_RETRY_MAX_RUNS, BULK_RETRY_STATUSES } from '@switchboard/core/triggers'
-import { NODE_TYPES } from '@switchboard/core/engine'
-import { FLOW_CONTROL_BOUNDS, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
-import type { FlowControl as FlowControlSetting } from '@switchboard/core/db'
+import { EVENT_MATCH_BOUNDS, NODE_TYPES } from '@switchboard/core/engine'
+import { CANCEL_ON_MAX_RULES, FLOW_CONTROL_BOUNDS, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
+import type { CancelOn as CancelOnSetting, FlowControl as FlowControlSetting } from '@switchboard/core/db'
 import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from '@switchboard/core/workflows'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 import { ReplayVersion, RunRetried } from '../runs/schemas.ts'
@@ -128,6 +128,26 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
 })
 const FlowControl = Type.Unsafe<FlowControlSetting | null>({ type: ['object', 'null'], additionalProperties: true, description: 'per-key limits (README, Flow control)' })
 
+const M = EVENT_MATCH_BOUNDS
+const cancelOnMessage = `cancelOn must be a list of at most ${CANCEL_ON_MAX_RULES} rules {event, match?}: event a name of 1 to ${M.eventChars} characters, match at most ${M.entries} paths mapped to templates of at most ${M.valueChars} characters; or null`
+/** cancelOn (README, Events and waits): the events that cancel a run of the workflow; paths and templates checked further by core's `validateCancelOn`. */
+const CancelOnInput = Type.Unsafe<CancelOnSetting[] | null>({
+  type: ['array', 'null'],
+  maxItems: CANCEL_ON_MAX_RULES,
+  items: {
+    type: 'object',
+    properties: {
+      event: { type: 'string', minLength: 1, maxLength: M.eventChars },
+      match: { type: 'object', maxProperties: M.entries, additionalProperties: { type: 'string', maxLength: M.valueChars } }
+    },
+    required: ['event'],
+    additionalProperties: false
+  },
+  description: 'the events that cancel a waiting or running run: [{event, match?}], match mapping paths into the event\'s payload to templates over the run\'s trigger data (README, Events and waits). null: none',
+  errorMessage: cancelOnMessage
+})
+const CancelOn = Type.Unsafe<CancelOnSetting[] | null>({ type: ['array', 'null'], description: 'the events that cancel its runs (README, Events and waits)' })
+
 /**
  * The writable fields. The property order is the order in which AJV reports
  * failures, which gives the API's order of checks (README, Workflows): name, triggerType, domain, the rest.
@@ -146,6 +166,7 @@ const writable = {
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
   flowControl: Type.Optional(FlowControlInput),
+  cancelOn: Type.Optional(CancelOnInput),
   pinnedData: Type.Optional(PinnedData)
 }
 
@@ -182,6 +203,7 @@ export const WorkflowSummary = Type.Object({
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString(),
   flowControl: FlowControl,
+  cancelOn: CancelOn,
   updatedAt: Timestamp
 })
 
@@ -225,6 +247,7 @@ export const WorkflowDetail = Type.Object({
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString({ description: 'a template over the trigger\'s data: each run\'s tags, comma-separated (README, Finding runs)' }),
   flowControl: FlowControl,
+  cancelOn: CancelOn,
   pinnedData: PinnedData,
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -290,7 +313,8 @@ const PortableWorkflow = Type.Object({
   maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
-  flowControl: Type.Optional(FlowControlInput)
+  flowControl: Type.Optional(FlowControlInput),
+  cancelOn: Type.Optional(CancelOnInput)
 }, { additionalProperties: false })
 
 const ExportedCredential = Type.Object({ name: Type.String(), type: Type.Enum(CREDENTIAL_TYPES) })
@@ -312,7 +336,8 @@ export const WorkflowExport = Type.Object({
     maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
     webhookRateLimit: WebhookRateLimit,
     runTags: Type.Optional(NullableString()),
-    flowControl: Type.Optional(FlowControl)
+    flowControl: Type.Optional(FlowControl),
+    cancelOn: Type.Optional(CancelOn)
   }),
   credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
   redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })
