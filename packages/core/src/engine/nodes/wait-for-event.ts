@@ -5,6 +5,8 @@ import { optionalNumber } from './config.ts'
 import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 
 const MINUTE_MS = 60_000
+/** 3 seconds: a test's timeout; 366 days, as long as a wait. */
+const MIN_TIMEOUT_MINUTES = 0.05
 const MAX_TIMEOUT_MINUTES = 366 * 24 * 60
 const DEFAULT_TIMEOUT_MINUTES = 24 * 60
 
@@ -45,7 +47,7 @@ export const waitForEvent = defineNode({
       maxProperties: EVENT_MATCH_BOUNDS.entries,
       description: 'Paths into the event’s payload (dot-separated) and the text each value must equal (templates rendered): `{"orderId": "{{triggerData.orderId}}"}`. Absent: any event of that name.'
     })),
-    timeoutMinutes: Type.Optional(templated(Type.Number({ minimum: 1, maximum: MAX_TIMEOUT_MINUTES, default: DEFAULT_TIMEOUT_MINUTES, description: 'How long to wait (up to 366 days).' }))),
+    timeoutMinutes: Type.Optional(templated(Type.Number({ minimum: MIN_TIMEOUT_MINUTES, maximum: MAX_TIMEOUT_MINUTES, default: DEFAULT_TIMEOUT_MINUTES, description: 'How long to wait (3 seconds to 366 days).' }))),
     timedOut: Type.Optional(Type.String({ description: 'The node after no event in time; absent: the run ends.' }))
   },
   example: { event: 'order.paid', match: { orderId: '{{triggerData.orderId}}' }, timeoutMinutes: 60 },
@@ -67,7 +69,7 @@ export const waitForEvent = defineNode({
     const now = Date.now()
     let wait = await control.eventWaits.get(run.id, node.id)
     if (wait === undefined) {
-      const minutes = optionalNumber(config, 'timeoutMinutes', 1, MAX_TIMEOUT_MINUTES) ?? DEFAULT_TIMEOUT_MINUTES
+      const minutes = optionalNumber(config, 'timeoutMinutes', MIN_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES) ?? DEFAULT_TIMEOUT_MINUTES
       const expiresAt = new Date(now + minutes * MINUTE_MS)
       const match = renderedMatch((config.match ?? {}) as Record<string, unknown>)
       wait = await control.eventWaits.open({ runId: run.id, nodeId: node.id, userId: run.userId, event: String(config.event), match, since: new Date(now), expiresAt })
