@@ -27,7 +27,7 @@ async function createWorkflow (body: Body): Promise<string> {
 }
 
 async function fire (workflowId: string, triggerData: unknown): Promise<string> {
-  const res = await call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: { triggerData } })
+  const res = await call('POST', `/api/automation/workflows/${workflowId}/fire`, { token, body: triggerData })
   if (res.status !== 202) throw new Error(`fire: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body.runId
 }
@@ -61,8 +61,11 @@ t.test('a save checks the node and cancelOn, and returns cancelOn', async (t) =>
   t.equal(noEvent.status, 400)
   const badRule = await call('POST', '/api/automation/workflows', { token, body: { name: 'bad', triggerType: 'MANUAL', nodes: [], cancelOn: [{ match: {} }] } })
   t.equal(badRule.status, 400)
-  t.match(badRule.body.message, /^cancelOn must be a list/)
-  const badTemplate = await call('POST', '/api/automation/workflows', { token, body: { name: 'bad', triggerType: 'MANUAL', nodes: [], cancelOn: [{ event: 'x', match: { id: '{{triggerData.id' } }] } })
+  t.equal(badRule.body.message, 'cancelOn[0].event is required')
+  const tooMany = await call('POST', '/api/automation/workflows', { token, body: { name: 'bad', triggerType: 'MANUAL', nodes: [], cancelOn: Array.from({ length: 11 }, () => ({ event: 'x' })) } })
+  t.equal(tooMany.status, 400)
+  t.match(tooMany.body.message, /^cancelOn must be a list of at most 10 rules/)
+  const badTemplate = await call('POST', '/api/automation/workflows', { token, body: { name: 'bad', triggerType: 'MANUAL', nodes: [], cancelOn: [{ event: 'x', match: { id: '{{triggerData.id | nosuchfilter}}' } }] } })
   t.equal(badTemplate.status, 400)
   t.match(badTemplate.body.message, /^cancelOn\[0\]\.match: /)
   const id = await createWorkflow({ name: 'rules', nodes: [{ id: 's', type: 'set', config: { values: { a: 1 } } }], cancelOn: [{ event: 'order.cancelled', match: { id: '{{triggerData.orderId}}' } }] })

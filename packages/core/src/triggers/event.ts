@@ -118,7 +118,7 @@ export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logge
     const cancelIds = reached.filter(({ kind }) => kind === 'cancel').map(({ runId }) => runId)
     const cancelled: Array<{ id: string, eventId: string | null }> = []
     for (let start = 0; start < cancelIds.length; start += CANCEL_BATCH) {
-      cancelled.push(...await tx.execute<{ id: string, eventId: string | null }>(cancelDescendants(sql`select unnest(${textArray(cancelIds.slice(start, start + CANCEL_BATCH))})`)))
+      cancelled.push(...await tx.execute<{ id: string, eventId: string | null }>(cancelDescendants(sql`select unnest(${textArray(cancelIds.slice(start, start + CANCEL_BATCH))}) as id`)))
     }
     await markDispatched(tx, ids)
     return { created, deliveries, dispatched: taken.length, woken: reached.filter(({ kind }) => kind === 'wait'), cancelled }
