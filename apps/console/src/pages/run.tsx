@@ -84,6 +84,38 @@ function NodeSection ({ run, nodeId, workflow, state }: { run: Run, nodeId: stri
   )
 }
 
+/** What a wait_for_event node waits for, from its output while it waits (README, Events and waits). */
+interface EventWait {
+  nodeId: string
+  event: string
+  match: Record<string, string>
+  expiresAt: string
+}
+
+function eventWaitOf (result: Record<string, unknown>): EventWait | undefined {
+  for (const [nodeId, output] of Object.entries(result)) {
+    const wait = output as { status?: unknown, event?: unknown, match?: unknown, expiresAt?: unknown } | null
+    if (wait?.status === 'waiting' && typeof wait.event === 'string' && typeof wait.expiresAt === 'string') {
+      return { nodeId, event: wait.event, match: (wait.match ?? {}) as Record<string, string>, expiresAt: wait.expiresAt }
+    }
+  }
+  return undefined
+}
+
+function EventWaitPanel ({ wait }: { wait: EventWait }) {
+  const conditions = Object.entries(wait.match)
+  return (
+    <section class='card approval' aria-labelledby='event-wait-title' id='event-wait'>
+      <h2 id='event-wait-title'>Waiting for an event</h2>
+      <p>
+        At node <span class='mono'>{wait.nodeId}</span>: the event <span class='mono'>{wait.event}</span>
+        {conditions.length === 0 ? ' (any payload)' : <> where {conditions.map(([path, value], i) => <span key={path}>{i > 0 && ' and '}<span class='mono'>{path}</span> is <span class='mono'>{JSON.stringify(value)}</span></span>)}</>},
+        until <time dateTime={wait.expiresAt}>{dateTime(wait.expiresAt)}</time> ({ago(wait.expiresAt)}).
+      </p>
+    </section>
+  )
+}
+
 function ApprovalPanel ({ approval, deciding, onDecide }: { approval: PendingApproval, deciding: boolean, onDecide: (decision: ApprovalDecision) => void }) {
   return (
     <section class='card approval' aria-labelledby='approval-title'>
@@ -127,8 +159,9 @@ export function RunPage () {
   const workflowId = run?.workflowId
   const workflow = useData(async () => workflowId === undefined ? undefined : api.workflow(workflowId), [workflowId])
   // An approval node's output is `waiting` until decided: only then are the pending approvals read,
-  // and again when the run moves on (a new log line), not on every poll.
-  const undecided = run?.status === 'WAITING' && Object.values(run.result).some((output) => (output as { status?: unknown } | null)?.status === 'waiting')
+  // and again when the run moves on (a new log line), not on every poll. A wait_for_event's says the event.
+  const eventWait = run?.status === 'WAITING' ? eventWaitOf(run.result) : undefined
+  const undecided = run?.status === 'WAITING' && eventWait === undefined && Object.values(run.result).some((output) => (output as { status?: unknown } | null)?.status === 'waiting')
   const approvalLoad = useData(async () => undecided ? pendingApprovalOf(id) : null, [id, undecided, run?.logs.length])
   const approval = approvalLoad.data?.runId === id ? approvalLoad.data : undefined
   const decide = useAction(async (pending: PendingApproval, decision: ApprovalDecision) => {
@@ -172,6 +205,7 @@ export function RunPage () {
         {unfinished && <span class='muted'> live: updated every second</span>}
       </p>
       <ErrorNotice error={loaded.error ?? decide.error ?? cancel.error ?? retry.error} />
+      {eventWait !== undefined && <EventWaitPanel wait={eventWait} />}
       {approval !== undefined && <ApprovalPanel approval={approval} deciding={decide.busy} onDecide={(decision) => { decide.run(approval, decision) }} />}
       <div class='grid'>
         <section class='card' aria-labelledby='facts-title'>
