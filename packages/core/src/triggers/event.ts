@@ -59,7 +59,9 @@ export async function emitEvent (deps: EmitEventDeps & { logger: Pick<Logger, 'w
   if (targets.length > deps.eventFanoutMax) throw tooManyListeners(deps.eventFanoutMax)
   const storedFor = viewer === undefined || isLimitedToWorkflows(viewer) ? undefined : viewer.id
   const { created, started, eventIds } = await deps.db.transaction(async (tx) => {
-    const eventIds = storedFor === undefined ? [] : await tx.execute<{ id: string }>(sql`
+    const eventIds = storedFor === undefined
+      ? []
+      : await tx.execute<{ id: string }>(sql`
       insert into events (id, name, user_id, payload, started_by_writer)
       select ${createId()}, ${input.name}, ${storedFor}, ${jsonb(input.payload)}, true
       where ${someoneWaits(input.name, sql`${storedFor}::text`)}
