@@ -9,6 +9,7 @@ import { enqueueRuns, insertRuns, startRuns, type CreatedRun, type RunServiceDep
 import { enqueueDeliveries } from '../subscriptions/delivery.ts'
 import { insertDeliveries } from '../subscriptions/repository.ts'
 import { workflowLimit, type Viewer } from '../users/viewer.ts'
+import { insertErrorRuns } from './error-workflows.ts'
 
 /** Who an emission reaches, and how far. */
 export interface EmitEventDeps extends RunServiceDeps {
@@ -63,10 +64,11 @@ const DISPATCH_BATCH = 100
 /**
  * Dispatches events of the outbox (events/outbox.ts): for each, starts the active EVENT
  * workflows of its user listening to its name, with its payload as triggerData, writes a
- * delivery for each enabled subscription of its user listening to it (subscriptions/), and marks
- * it dispatched in the same transaction; the jobs are queued after the commit. An event is not a
- * request that can be refused: beyond `eventFanoutMax` listeners the oldest workflows start and
- * the rest is logged. Returns how many events were dispatched.
+ * delivery for each enabled subscription of its user listening to it (subscriptions/), starts the
+ * error workflow of a failed run (error-workflows.ts), and marks it dispatched in the same
+ * transaction; the jobs are queued after the commit. An event is not a request that can be
+ * refused: beyond `eventFanoutMax` listeners the oldest workflows start and the rest is logged.
+ * Returns how many events were dispatched.
  */
 export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logger, 'warn'> }, which: Undispatched): Promise<number> {
   const { created, deliveries, dispatched } = await deps.db.transaction(async (tx) => {
@@ -89,6 +91,7 @@ export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logge
       })
       created.push(...inserted.created)
     }
+    created.push(...await insertErrorRuns(tx, taken, deps.logger))
     const ids = taken.map(({ id }) => id)
     const deliveries = await insertDeliveries(tx, ids)
     await markDispatched(tx, ids)

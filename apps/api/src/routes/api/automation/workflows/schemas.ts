@@ -128,6 +128,17 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
 })
 const FlowControl = Type.Unsafe<FlowControlSetting | null>({ type: ['object', 'null'], additionalProperties: true, description: 'per-key limits (README, Flow control)' })
 
+const errorWorkflowDescription = 'the workflow a run that fails finally starts once, with triggerData {run: {id, workflowId, workflowName, error, failedNodeId, triggerData, startedAt}}: another non-CRON workflow of the owner, active or not; runs of an error workflow, child runs and test runs start none (README, Error workflows). null: none'
+/** Checked further by core's workflow service: another non-CRON workflow of the owner. */
+const ErrorWorkflowIdInput = Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  minLength: 1,
+  maxLength: 64,
+  description: errorWorkflowDescription,
+  errorMessage: 'errorWorkflowId must be a workflow id, or null'
+})
+const ErrorWorkflowId = NullableString({ description: errorWorkflowDescription })
+
 /**
  * The writable fields. The property order is the order in which AJV reports
  * failures, which gives the API's order of checks (README, Workflows): name, triggerType, domain, the rest.
@@ -146,6 +157,7 @@ const writable = {
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
   flowControl: Type.Optional(FlowControlInput),
+  errorWorkflowId: Type.Optional(ErrorWorkflowIdInput),
   pinnedData: Type.Optional(PinnedData)
 }
 
@@ -182,6 +194,7 @@ export const WorkflowSummary = Type.Object({
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString(),
   flowControl: FlowControl,
+  errorWorkflowId: ErrorWorkflowId,
   updatedAt: Timestamp
 })
 
@@ -225,6 +238,7 @@ export const WorkflowDetail = Type.Object({
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString({ description: 'a template over the trigger\'s data: each run\'s tags, comma-separated (README, Finding runs)' }),
   flowControl: FlowControl,
+  errorWorkflowId: ErrorWorkflowId,
   pinnedData: PinnedData,
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -290,7 +304,8 @@ const PortableWorkflow = Type.Object({
   maxConcurrentRuns: Type.Optional(MaxConcurrentRuns),
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
-  flowControl: Type.Optional(FlowControlInput)
+  flowControl: Type.Optional(FlowControlInput),
+  errorWorkflowId: Type.Optional(ErrorWorkflowIdInput)
 }, { additionalProperties: false })
 
 const ExportedCredential = Type.Object({ name: Type.String(), type: Type.Enum(CREDENTIAL_TYPES) })
@@ -312,7 +327,8 @@ export const WorkflowExport = Type.Object({
     maxConcurrentRuns: Type.Union([Type.Integer(), Type.Null()]),
     webhookRateLimit: WebhookRateLimit,
     runTags: Type.Optional(NullableString()),
-    flowControl: Type.Optional(FlowControl)
+    flowControl: Type.Optional(FlowControl),
+    errorWorkflowId: Type.Optional(NullableString({ description: 'its error workflow\'s id: an import that cannot name it (another account\'s) leaves it out and lists errorWorkflowId in toFill' }))
   }),
   credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
   redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })
@@ -338,7 +354,7 @@ export const ImportWorkflowBody = Type.Object({
 /** POST /workflows/import answers the workflow, and the values removed by the export that it still lacks. */
 export const ImportedWorkflow = Type.Object({
   ...WorkflowDetail.properties,
-  toFill: Type.Array(Type.String(), { description: 'the places of `redacted` the imported nodes leave without a value: fill them in (or use credentials) before activating the workflow' })
+  toFill: Type.Array(Type.String(), { description: 'the places of `redacted` the imported nodes leave without a value: fill them in (or use credentials) before activating the workflow; and errorWorkflowId when the exported one names no workflow of the importer' })
 })
 
 const instant = (field: string, description: string) =>
