@@ -11,6 +11,7 @@ import { childRuns, wakeRun } from './children.ts'
 import { claimOwnerId, runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
 import { runWaits } from './waits.ts'
 import { chatAsks } from '../chat/asks.ts'
+import { eventWaits } from './event-waits.ts'
 import type { Quotas } from '../users/quotas.ts'
 import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from './graph.ts'
 import { ClaimLostError, database, errorMessage, InfrastructureError, measurable, type Execution, type Pending, type StepRefusal } from './execution.ts'
@@ -230,6 +231,7 @@ export function createRunEngine (options: RunEngineOptions) {
       children,
       waits: runWaits(options.db),
       asks: chatAsks(options.db),
+      eventWaits: eventWaits(options.db),
       wake: async ({ runId, queue }) => { await wakeRun(queues, queue, runId) },
       limits: { subworkflowMaxDepth: options.subworkflowMaxDepth ?? 10, foreachMaxItems: options.foreachMaxItems ?? 10_000, nodeOutputMaxBytes }
     },

@@ -16,3 +16,4 @@ export { blockedAddressReason, createHttpClient, resolveAllowedAddress, type Loo
 export { describeNodeTypes, NODE_TYPES, type NodeTypeDescription } from './nodes/index.ts'
 export { codeSandboxLimitsOf, createCodeSandboxPool, type CodeSandboxPool } from './sandbox/index.ts'
 export { NODE_CATEGORIES } from './nodes/definition.ts'
+export { EVENT_MATCH_BOUNDS } from './nodes/wait-for-event.ts'

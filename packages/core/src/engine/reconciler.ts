@@ -6,6 +6,7 @@ import { reconcilerActions } from '../observability/metrics.ts'
 import { resumeJobId, RUN_JOB, runJobId, takeoverJobId, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
 import { ensureJob, ensureJobs, LIVE_JOB_STATES } from '../queues/ensure-job.ts'
 import { wakeRun } from './children.ts'
+import { closeEndedListens } from './event-waits.ts'
 import { claimingJobId } from './run-store.ts'
 import { IDEMPOTENCY_WINDOW } from '../runs/start.ts'
 import { waitsForSlot, wakeWaitingRuns, workflowsWithWaitingRuns } from './slots.ts'
@@ -85,6 +86,8 @@ interface ReconcileReport {
   broadcastsRequeued: number
   eventDeliveriesRequeued: number
   purgedKeys: number
+  /** Event waits and cancelOn rules of runs that ended, closed (event-waits.ts). */
+  closedListens: number
 }
 
 /**
@@ -151,7 +154,7 @@ export function createReconciler (options: ReconcilerOptions) {
       select runs.id, runs.current_node_id as "nodeId", runs.queue, decided.decided is not null as decided
       from runs
       cross join lateral (select runs.result->runs.current_node_id->>'until' as until) as wait
-      -- An approval decided, or an ask answered, ended or taken over, whose wake was lost (Redis away,
+      -- An approval decided, an ask answered, ended or taken over, or an event wait that took its event, whose wake was lost (Redis away,
       -- a worker killed right after): resumed now, not at its timeout.
       left join lateral (
         select true as decided from run_waits
@@ -160,6 +163,10 @@ export function createReconciler (options: ReconcilerOptions) {
         select true from chat_asks
         where chat_asks.run_id = runs.id and chat_asks.node_id = runs.current_node_id
           and chat_asks.status in ('answered', 'exited', 'superseded') and chat_asks.updated_at < now() - ${grace}
+        union all
+        select true from event_listens
+        where event_listens.run_id = runs.id and event_listens.listener = runs.current_node_id
+          and event_listens.event is not null and (event_listens.event->>'receivedAt')::timestamptz < now() - ${grace}
         limit 1
       ) as decided on true
       where runs.status = 'WAITING' and not ${waitsForSlot}
@@ -298,6 +305,7 @@ export function createReconciler (options: ReconcilerOptions) {
     // After the events: the deliveries their dispatch just wrote are queued already.
     const eventDeliveriesRequeued = await options.restore?.eventDeliveries() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
+    const closedListens = await closeEndedListens(db, keyBatchSize)
     reconcilerActions.inc({ action: 'requeued' }, requeued)
     reconcilerActions.inc({ action: 'resumed' }, resumed)
     reconcilerActions.inc({ action: 'taken_over' }, takenOver)
@@ -310,7 +318,7 @@ export function createReconciler (options: ReconcilerOptions) {
     reconcilerActions.inc({ action: 'broadcasts_requeued' }, broadcastsRequeued)
     reconcilerActions.inc({ action: 'event_deliveries_requeued' }, eventDeliveriesRequeued)
     if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
-    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, broadcastsRequeued, eventDeliveriesRequeued, purgedKeys }
+    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, broadcastsRequeued, eventDeliveriesRequeued, purgedKeys, closedListens }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.

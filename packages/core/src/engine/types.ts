@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici'
 import type { AskWake, ChatAsks } from '../chat/asks.ts'
+import type { EventWaits } from './event-waits.ts'
 import type { ChatSender } from '../chat/sender.ts'
 import type { CredentialType } from '../db/schema/credentials.ts'
 import type { LogLevel } from '../db/schema/runs.ts'
@@ -29,6 +30,7 @@ export interface RunControl {
   children: ChildRuns
   waits: Pick<RunWaits, 'get' | 'open' | 'expire'>
   asks: Omit<ChatAsks, 'take' | 'exit'>
+  eventWaits: EventWaits
   /** Wakes another waiting run (an ask it lost to a newer one). */
   wake: (run: AskWake) => Promise<void>
   limits: {

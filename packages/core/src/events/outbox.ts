@@ -59,27 +59,37 @@ export const EVENT_CATALOGUE = [
 
 /**
  * Whether anyone listens to `name` for the user `userId` (a column or value): an enabled
- * subscription of theirs or, per `workflows`, an active EVENT workflow of theirs (`any`), one
- * other than `except` (a workflow is not told of its own runs, so that they cannot loop), or
- * none (`none`: the event's workflows are started elsewhere). The events of the hottest writes
- * (a run's success, a message's status) are written only then: a probe of an index or two
- * (event_subscriptions_user_idx, workflows_event_name_idx) inside the statement of the change,
- * no round trip of their own.
+ * subscription of theirs, a run of theirs waiting for it or cancelled by it (README, Events and
+ * waits: an open `event_listens` row, or a workflow whose definition or cancelOn names it, so that
+ * a run about to wait has its event stored) or, per `workflows`, an active EVENT workflow of theirs
+ * (`any`), one other than `except` (a workflow is not told of its own runs, so that they cannot
+ * loop), or none (`none`: the event's workflows are started elsewhere). The events of the hottest
+ * writes (a run's success, a message's status) are written only then: a probe of a few indexes
+ * (event_subscriptions_user_idx, event_listens_open_idx, workflows_listens_to_idx,
+ * workflows_event_name_idx) inside the statement of the change, no round trip of their own.
  */
 export function someoneListens (name: string, userId: SQL, workflows: { except: SQL } | 'any' | 'none'): SQL {
   const subscribed = sql`exists (select 1 from event_subscriptions s where s.user_id = ${userId} and s.enabled and ${name}::text = any(s.events))`
-  if (workflows === 'none') return subscribed
+  const waiting = someoneWaits(name, userId)
+  if (workflows === 'none') return sql`(${subscribed} or ${waiting})`
   const other = workflows === 'any' ? sql`` : sql`and w.id <> ${workflows.except}`
   // The predicate matches the partial expression index workflows_event_name_idx.
-  return sql`(${subscribed} or exists (select 1 from workflows w where w.trigger_type = 'EVENT' and w.is_active
+  return sql`(${subscribed} or ${waiting} or exists (select 1 from workflows w where w.trigger_type = 'EVENT' and w.is_active
     and (w.trigger_config->>'eventName') = ${name}::text and w.user_id = ${userId} ${other}))`
 }
+
+/** Whether a run of `userId` waits for `name` or is cancelled by it, or a workflow of theirs may make one (see someoneListens). */
+export const someoneWaits = (name: string, userId: SQL): SQL => sql`(exists (select 1 from event_listens l
+    where l.user_id = ${userId} and l.event_name = ${name}::text and l.event is null and l.closed_at is null)
+  or exists (select 1 from workflows lw where lw.listens_to @> array[${name}::text] and lw.user_id = ${userId}))`
 
 export interface OutboxEvent {
   id: string
   name: string
   userId: string
   payload: unknown
+  /** Its EVENT workflows were started by its writer: its dispatch only reaches its waits and cancelOn rules. */
+  startedByWriter: boolean
 }
 
 /** Which events a dispatch takes: those just written, or those left undispatched longer than the reconciler's grace. */
@@ -94,7 +104,7 @@ export async function takeUndispatched (tx: DbOrTx, which: Undispatched, limit: 
     ? sql`id = any(${textArray(which.ids)})`
     : sql`created_at < now() - ${`${which.olderThanMs} milliseconds`}::interval`
   return await tx.execute<OutboxEvent & Record<string, unknown>>(sql`
-    select id, name, user_id as "userId", payload from events
+    select id, name, user_id as "userId", payload, started_by_writer as "startedByWriter" from events
     where dispatched_at is null and ${filter}
     order by created_at limit ${limit}
     for update skip locked

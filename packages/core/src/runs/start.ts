@@ -10,6 +10,7 @@ import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
 import { withTimeout } from '../timeout.ts'
 import { renderRunTags } from './search.ts'
+import { renderCancelOn, type RunCancelRule } from './cancel-on.ts'
 import { FAIR_STEP, fairPlaceOf, HELD_RECHECK_MS, isGated, isoNow, renderFlowControl } from './flow-control.ts'
 import { wakeKeyLine } from '../engine/flow-control.ts'
 import type { RunFlowControl } from '../db/schema/runs.ts'
@@ -26,9 +27,10 @@ export interface RunServiceDeps {
  * What starting a run needs to know about its workflow: never its nodes, so the cost does not grow with its size.
  * `runTags`: the template of its runs' tags (README, Finding runs); a start that leaves it out tags nothing.
  * `flowControl`: its per-key limits (README, Flow control); the triggers' lookups read it, other starts (tests, replays,
- * child runs, tool calls) leave it out and are not held by it.
+ * child runs, tool calls) leave it out and are not held by it. `cancelOn`: the events that cancel its runs (README, Events
+ * and waits), read by the same lookups.
  */
-export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'> & Partial<Pick<Workflow, 'runTags' | 'flowControl'>>
+export type RunTarget = Pick<Workflow, 'id' | 'userId' | 'triggerType'> & Partial<Pick<Workflow, 'runTags' | 'flowControl' | 'cancelOn'>>
 
 export interface StartRunInput {
   workflow: RunTarget
@@ -202,6 +204,7 @@ interface PlannedRun {
   assistantTurnId?: string
   tags?: string[]
   flowControl?: RunFlowControl
+  cancelRules?: RunCancelRule[]
   errorOfRunId?: string
 }
 
@@ -226,7 +229,7 @@ interface InsertedRun extends StartedRun {
 async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
   // Only a chunk of error workflows' runs names the index a start for the same failed run conflicts on: other starts keep their plan.
   const errorRuns = chunk.some(({ errorOfRunId }) => errorOfRunId !== undefined)
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, errorOfRunId }) => ({
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, cancelRules, errorOfRunId }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
@@ -243,6 +246,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     assistant_turn_id: assistantTurnId,
     tags: tags ?? (retriedFrom === undefined ? tagsOf(workflow, triggerJson, triggerData ?? shared) : undefined),
     flow_control: flowControl,
+    cancel_rules: cancelRules,
     error_of_run_id: errorOfRunId,
     concurrency_limit: flowControl?.concurrencyKey === undefined ? undefined : workflow.flowControl?.concurrency?.limit,
     ...(flowControl?.debounceKey !== undefined && workflow.flowControl?.debounce !== undefined && debounceMs(workflow.flowControl.debounce))
@@ -252,7 +256,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text,
           test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text, tags text[],
-          flow_control jsonb, error_of_run_id text, concurrency_limit integer, debounce_ms integer, debounce_max_ms integer)
+          flow_control jsonb, cancel_rules jsonb, error_of_run_id text, concurrency_limit integer, debounce_ms integer, debounce_max_ms integer)
     ), ${lineAhead}, claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
@@ -302,7 +306,13 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
       where (planned.key is null or planned.run_id in (select run_id from claim))
         and (planned.debounce_ms is null or planned.run_id in (select run_id from debounced))
       ${errorRuns ? sql`on conflict (error_of_run_id) where error_of_run_id is not null do nothing` : sql``}
-      returning id, workflow_id, created_at, flow_control
+      returning id, workflow_id, user_id, created_at, flow_control
+    ), listening as (
+      insert into event_listens (run_id, listener, kind, user_id, event_name, match, since)
+      select n.id, rule.listener, 'cancel', n.user_id, rule.event, rule.match, n.created_at
+      from new_runs n join planned on planned.run_id = n.id
+      cross join lateral jsonb_to_recordset(planned.cancel_rules) as rule (listener text, event text, match jsonb)
+      where planned.cancel_rules is not null
     ), lined as (
       -- The runs of one priority key in this statement are a step apart after the key's last one in the line.
       insert into run_keys (run_id, workflow_id, key, place, state, fair_key)
@@ -355,9 +365,13 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       if (first !== undefined) return first
       firstOfPair.set(pair, distinct.length)
     }
+    const data = (): unknown => triggerJson === undefined ? triggerData ?? input.triggerData : JSON.parse(triggerJson)
     const flowControl = workflow.flowControl === undefined || workflow.flowControl === null || retriedFrom !== undefined
       ? undefined
-      : renderFlowControl(workflow.flowControl, triggerJson === undefined ? triggerData ?? input.triggerData : JSON.parse(triggerJson), now)
+      : renderFlowControl(workflow.flowControl, data(), now)
+    const cancelRules = workflow.cancelOn === undefined || workflow.cancelOn === null || workflow.cancelOn.length === 0 || retriedFrom !== undefined
+      ? undefined
+      : renderCancelOn(workflow.cancelOn, data())
     if (flowControl?.debounceKey !== undefined) {
       const burst = JSON.stringify([workflow.id, flowControl.debounceKey])
       const first = firstOfBurst.get(burst)
@@ -367,7 +381,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       }
       firstOfBurst.set(burst, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, errorOfRunId })
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, cancelRules, errorOfRunId })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)

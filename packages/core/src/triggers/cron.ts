@@ -36,7 +36,8 @@ export async function handleTick ({ db, queues, scheduleSync }: TickDeps, tick: 
       triggerConfig: workflows.triggerConfig,
       isActive: workflows.isActive,
       runTags: workflows.runTags,
-      flowControl: workflows.flowControl
+      flowControl: workflows.flowControl,
+      cancelOn: workflows.cancelOn
     })
     .from(workflows).where(eq(workflows.id, tick.workflowId)).limit(1)
   // The scheduler computes the next tick from now when a tick is late, and so does this.

@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader'
 import { eq, inArray } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import { users, workflows, type FlowControl, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
+import { users, workflows, type CancelOn, type FlowControl, type TriggerType, type WebhookRateLimit } from '../db/schema/index.ts'
 import { isAdmin, mayUseWorkflow, type Viewer } from '../users/viewer.ts'
 
 /** What /fire and the inbound webhook need to start a run: never the nodes, so the lookup does not grow with the workflow. */
@@ -20,6 +20,8 @@ interface TriggerTarget {
   runTags: string | null
   /** Its per-key limits (runs/flow-control.ts). */
   flowControl: FlowControl | null
+  /** The events that cancel its runs (runs/cancel-on.ts). */
+  cancelOn: CancelOn[] | null
 }
 
 /** Most ids one lookup statement asks for. */
@@ -47,7 +49,8 @@ export function createTriggerTargets (db: DbOrTx): TriggerTargets {
       testCaptureUntil: workflows.testCaptureUntil,
       ownerQuotas: users.quotas,
       runTags: workflows.runTags,
-      flowControl: workflows.flowControl
+      flowControl: workflows.flowControl,
+      cancelOn: workflows.cancelOn
     }).from(workflows).innerJoin(users, eq(users.id, workflows.userId)).where(inArray(workflows.id, [...ids]))
     const byId = new Map(rows.map((row) => [row.id, row]))
     return ids.map((id) => byId.get(id) ?? null)

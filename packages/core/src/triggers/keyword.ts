@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { textArray } from '../db/sql.ts'
-import type { FlowControl } from '../db/schema/workflows.ts'
+import type { CancelOn, FlowControl } from '../db/schema/workflows.ts'
 import { CHAT_MESSAGE_RECEIVED } from '../events/outbox.ts'
 import { startRuns, type StartRunsInput } from '../runs/start.ts'
 import type { EmitEventDeps } from './event.ts'
@@ -68,8 +68,8 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
   const userIds = textArray(message.userIds)
   // Listeners and keyword candidates in one query; a KEYWORD workflow gets its owner's own
   // account for the receiving number (none means the owner uses the default account).
-  const candidates = await deps.db.execute<{ id: string, userId: string, triggerType: 'EVENT' | 'KEYWORD', triggerConfig: Record<string, unknown>, accountId: string | null, runTags: string | null, flowControl: FlowControl | null }>(sql`
-    select w.id, w.user_id as "userId", w.trigger_type as "triggerType", w.trigger_config as "triggerConfig", a.id as "accountId", w.run_tags as "runTags", w.flow_control as "flowControl"
+  const candidates = await deps.db.execute<{ id: string, userId: string, triggerType: 'EVENT' | 'KEYWORD', triggerConfig: Record<string, unknown>, accountId: string | null, runTags: string | null, flowControl: FlowControl | null, cancelOn: CancelOn[] | null }>(sql`
+    select w.id, w.user_id as "userId", w.trigger_type as "triggerType", w.trigger_config as "triggerConfig", a.id as "accountId", w.run_tags as "runTags", w.flow_control as "flowControl", w.cancel_on as "cancelOn"
     from workflows w
     left join chat_accounts a on w.trigger_type = 'KEYWORD' and a.user_id = w.user_id and a.phone_number_id = ${message.phoneNumberId}
     where w.is_active and w.user_id = any(${userIds})
@@ -77,7 +77,7 @@ export async function reactToInboundMessage (deps: EmitEventDeps, message: Inbou
     order by w.created_at, w.id`)
 
   const matched = candidates.flatMap((workflow): StartRunsInput['runs'] => {
-    const target = { workflow: { id: workflow.id, userId: workflow.userId, triggerType: workflow.triggerType, runTags: workflow.runTags, flowControl: workflow.flowControl } }
+    const target = { workflow: { id: workflow.id, userId: workflow.userId, triggerType: workflow.triggerType, runTags: workflow.runTags, flowControl: workflow.flowControl, cancelOn: workflow.cancelOn } }
     if (workflow.triggerType === 'EVENT') return [{ ...target, triggerData: { ...base, phoneNumberId: message.phoneNumberId } }]
     const keyword = matchKeyword(message.text, workflow.triggerConfig.keywords, workflow.triggerConfig.match, message.interactive?.id)
     return keyword === null ? [] : [{ ...target, triggerData: { ...base, accountId: workflow.accountId ?? DEFAULT_ACCOUNT_ID, keyword } }]

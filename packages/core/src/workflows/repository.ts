@@ -1,5 +1,6 @@
 import { and, arrayContains, desc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm'
 import { exactCounters } from './counters.ts'
+import { listensToOf } from './listens-to.ts'
 import { armTestCaptureValues, testCaptureColumns, type TestCapture } from './test-capture.ts'
 import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 import type { DbOrTx } from '../db/client.ts'
@@ -18,7 +19,7 @@ import {
 /** The fields a client may set; ids, owner, counters and timestamps are the server's. */
 export const EDITABLE_WORKFLOW_FIELDS = [
   'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags',
-  'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'flowControl', 'errorWorkflowId', 'pinnedData'
+  'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'flowControl', 'cancelOn', 'errorWorkflowId', 'pinnedData'
 ] as const satisfies ReadonlyArray<keyof NewWorkflow>
 
 export type WorkflowInput = Pick<NewWorkflow, typeof EDITABLE_WORKFLOW_FIELDS[number]>
@@ -54,6 +55,7 @@ const summaryColumns = {
   webhookRateLimit: workflows.webhookRateLimit,
   runTags: workflows.runTags,
   flowControl: workflows.flowControl,
+  cancelOn: workflows.cancelOn,
   errorWorkflowId: workflows.errorWorkflowId,
   updatedAt: workflows.updatedAt
 }
@@ -142,7 +144,7 @@ export function workflowsRepository (db: DbOrTx) {
   return {
     async create (userId: string, input: WorkflowInput): Promise<Workflow> {
       const [workflow] = await db.insert(workflows)
-        .values({ ...(editableFields(input) as WorkflowInput), userId })
+        .values({ ...(editableFields(input) as WorkflowInput), userId, listensTo: listensToOf(input.nodes ?? [], input.cancelOn) })
         .returning()
       return workflow!
     },
@@ -186,8 +188,9 @@ export function workflowsRepository (db: DbOrTx) {
     },
 
     /** `version`: the number of the definition the change makes current, when it makes a new one. */
-    async update (viewer: Viewer, id: string, changes: WorkflowChanges, version?: number): Promise<Workflow | null> {
-      const [workflow] = await db.update(workflows).set({ ...editableFields(changes), ...(version !== undefined && { version }) })
+    /** `listensTo`: the merged definition's (listens-to.ts), when its nodes or cancelOn change. */
+    async update (viewer: Viewer, id: string, changes: WorkflowChanges, version?: number, listensTo?: string[]): Promise<Workflow | null> {
+      const [workflow] = await db.update(workflows).set({ ...editableFields(changes), ...(version !== undefined && { version }), ...(listensTo !== undefined && { listensTo }) })
         .where(byId(viewer, id)).returning(workflowColumns)
       return workflow ?? null
     },

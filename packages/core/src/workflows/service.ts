@@ -16,10 +16,11 @@ import {
   type WorkflowDetail,
   type WorkflowInput
 } from './repository.ts'
+import { listensToOf } from './listens-to.ts'
 import { renameNode } from './rename-node.ts'
 import { captureTestRequest, type TestCapture, type WebhookTriggerData } from './test-capture.ts'
 import { exportWorkflow, valuesToFill, type WorkflowExport } from './transfer.ts'
-import { validateFlowControl, validateNodesAsync, validateRunTags, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
+import { validateCancelOn, validateFlowControl, validateNodesAsync, validateRunTags, validateTriggerConfig, validateWorkflow, validateWorkflowGraph, type WorkflowLimits } from './validation.ts'
 import { workflowVersionsRepository, type WorkflowVersionSummary } from './versions.ts'
 
 /** `details`: where a definition names the workflow, when that is what was not found. */
@@ -136,6 +137,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     validateWorkflow({ triggerType: input.triggerType, triggerConfig: input.triggerConfig ?? {}, nodes, edges: input.edges }, limits)
     validateRunTags(input.runTags)
     validateFlowControl(input.flowControl)
+    validateCancelOn(input.cancelOn)
     await validateNodesAsync(nodes, tools)
     const created = await db.transaction(async (tx) => {
       const credentialIds = await checkWorkflowCredentials(tx, viewer.id, nodes)
@@ -166,13 +168,15 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     if (changes.triggerType !== undefined || changes.triggerConfig !== undefined) validateTriggerConfig(merged.triggerType, merged.triggerConfig, limits)
     validateRunTags(changes.runTags)
     validateFlowControl(changes.flowControl)
+    validateCancelOn(changes.cancelOn)
     if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     await checkErrorWorkflow(tx, viewer, current.userId, changes.errorWorkflowId, current.id)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restoredFrom !== undefined ||
       DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(withoutPositions(field, changes[field]), withoutPositions(field, current[field])))
     const repo = workflowsRepository(tx)
-    const saved = (await repo.update(viewer, current.id, { ...changes, tags: dedupe(changes.tags) }, redefined ? current.version + 1 : undefined))!
+    const listensTo = changes.nodes !== undefined || changes.cancelOn !== undefined ? listensToOf(merged.nodes, merged.cancelOn) : undefined
+    const saved = (await repo.update(viewer, current.id, { ...changes, tags: dedupe(changes.tags) }, redefined ? current.version + 1 : undefined, listensTo))!
     const before = countedAs(current)
     await checkQuotas(tx, current.userId, countedAs(saved).filter((name) => !before.includes(name)))
     if (redefined) await workflowVersionsRepository(tx).record(saved, viewer.id, restoredFrom)

@@ -5,8 +5,9 @@ import { RUN_TAG_BOUNDS } from '../runs/search.ts'
 import type { NodeDefinition, NodeSaveTools } from '../engine/nodes/definition.ts'
 import { flowOf, NODE_LINK_FIELDS, nodeDefinition, templatedFields } from '../engine/nodes/index.ts'
 import { checkRetryConfig } from '../engine/retry.ts'
+import { matchPathError } from '../engine/nodes/wait-for-event.ts'
 import { templateProblem } from '../engine/template.ts'
-import type { FlowControl, TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
+import type { CancelOn, FlowControl, TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { agentTriggerProblem } from '../assistant/tools.ts'
 import { checkNodeConfig } from './node-config.ts'
 import { joinOf, outgoingLinks } from '../engine/graph.ts'
@@ -307,6 +308,19 @@ export function validateFlowControl (flowControl: FlowControl | null | undefined
   }
   if (debounce?.maxWaitSeconds !== undefined && debounce.maxWaitSeconds < debounce.periodSeconds) {
     throw new DomainError('VALIDATION_ERROR', 'flowControl.debounce.maxWaitSeconds must be at least its periodSeconds')
+  }
+}
+
+/**
+ * A workflow's cancelOn (README, Events and waits) beyond the shape the api's schema checks: each
+ * match's paths well formed and its templates too.
+ */
+export function validateCancelOn (cancelOn: readonly CancelOn[] | null | undefined): void {
+  for (const [index, rule] of (cancelOn ?? []).entries()) {
+    for (const [path, template] of Object.entries(rule.match ?? {})) {
+      const problem = matchPathError(path) ?? templateProblem(template)
+      if (problem !== undefined) throw new DomainError('VALIDATION_ERROR', `cancelOn[${index}].match: ${problem}`)
+    }
   }
 }
 

@@ -13,7 +13,7 @@ function createTriggers (fastify: FastifyInstance): Triggers {
   const { db, queues } = fastify
   return {
     findTarget: createTriggerTargets(db).find,
-    emitEvent: async (input) => emitEvent({ db, queues, eventFanoutMax: fastify.config.limits.eventFanoutMax }, input)
+    emitEvent: async (input) => emitEvent({ db, queues, logger: fastify.log, eventFanoutMax: fastify.config.limits.eventFanoutMax }, input)
   }
 }
 

@@ -21,7 +21,8 @@ export interface ReceivedEvent {
  * A run listening for an event (README, Events and waits): a `wait_for_event` node's wait
  * (`listener` its node id) or one of its workflow's `cancelOn` rules (`cancelOn:<index>`), with
  * its `match` rendered. The dispatch of a matching event sets `event` once (a wait) or cancels the
- * run (a rule); a wait's timeout sets `timedOutAt` once, so the first of the two wins the row.
+ * run (a rule); `closedAt` ends it without one (a wait's timeout, a rule of a run that ended), so
+ * the first of the two wins the row.
  */
 export const eventListens = pgTable('event_listens', {
   runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
@@ -32,11 +33,13 @@ export const eventListens = pgTable('event_listens', {
   match: jsonb('match').$type<EventMatch[]>().notNull(),
   // Events committed from then on count (a wait: when its node started; a rule: when its run was created).
   since: nullableTimestamp('since').notNull(),
+  // A wait's time-out; null for a rule, which lasts as long as its run.
+  expiresAt: nullableTimestamp('expires_at'),
   event: jsonb('event').$type<ReceivedEvent>(),
-  timedOutAt: nullableTimestamp('timed_out_at'),
+  closedAt: nullableTimestamp('closed_at'),
   createdAt: createdAt()
 }, (t) => [
   primaryKey({ columns: [t.runId, t.listener] }),
   // An event's dispatch finds the open listeners of its user and name in one index read.
-  index('event_listens_open_idx').on(t.userId, t.eventName).where(sql`${t.event} is null and ${t.timedOutAt} is null`)
+  index('event_listens_open_idx').on(t.userId, t.eventName).where(sql`${t.event} is null and ${t.closedAt} is null`)
 ])

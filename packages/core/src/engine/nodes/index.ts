@@ -25,6 +25,7 @@ import { set } from './set.ts'
 import { sort } from './sort.ts'
 import { split } from './split.ts'
 import { verifySignature } from './verify-signature.ts'
+import { waitForEvent } from './wait-for-event.ts'
 import { wait } from './wait.ts'
 
 /**
@@ -49,6 +50,7 @@ const DEFINITIONS = [
   runWorkflow,
   foreach,
   approval,
+  waitForEvent,
   set,
   split,
   filter,

@@ -1,9 +1,9 @@
 import { Type } from 'typebox'
 import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
 import { BULK_RETRY_MAX_RUNS, BULK_RETRY_STATUSES } from '@switchboard/core/triggers'
-import { NODE_TYPES } from '@switchboard/core/engine'
-import { FLOW_CONTROL_BOUNDS, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
-import type { FlowControl as FlowControlSetting } from '@switchboard/core/db'
+import { EVENT_MATCH_BOUNDS, NODE_TYPES } from '@switchboard/core/engine'
+import { CANCEL_ON_MAX_RULES, FLOW_CONTROL_BOUNDS, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
+import type { CancelOn as CancelOnSetting, FlowControl as FlowControlSetting } from '@switchboard/core/db'
 import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION } from '@switchboard/core/workflows'
 import { NullableTimestamp, Pagination, Timestamp } from '../../../../schemas/common.ts'
 import { ReplayVersion, RunRetried } from '../runs/schemas.ts'
@@ -128,6 +128,26 @@ const FlowControlInput = Type.Unsafe<FlowControlSetting | null>({
 })
 const FlowControl = Type.Unsafe<FlowControlSetting | null>({ type: ['object', 'null'], additionalProperties: true, description: 'per-key limits (README, Flow control)' })
 
+const M = EVENT_MATCH_BOUNDS
+const cancelOnMessage = `cancelOn must be a list of at most ${CANCEL_ON_MAX_RULES} rules {event, match?}: event a name of 1 to ${M.eventChars} characters, match at most ${M.entries} paths mapped to templates of at most ${M.valueChars} characters; or null`
+/** cancelOn (README, Events and waits): the events that cancel a run of the workflow; paths and templates checked further by core's `validateCancelOn`. */
+const CancelOnInput = Type.Unsafe<CancelOnSetting[] | null>({
+  type: ['array', 'null'],
+  maxItems: CANCEL_ON_MAX_RULES,
+  items: {
+    type: 'object',
+    properties: {
+      event: { type: 'string', minLength: 1, maxLength: M.eventChars },
+      match: { type: 'object', maxProperties: M.entries, additionalProperties: { type: 'string', maxLength: M.valueChars } }
+    },
+    required: ['event'],
+    additionalProperties: false
+  },
+  description: 'the events that cancel a waiting or running run: [{event, match?}], match mapping paths into the event\'s payload to templates over the run\'s trigger data (README, Events and waits). null: none',
+  errorMessage: cancelOnMessage
+})
+const CancelOn = Type.Unsafe<CancelOnSetting[] | null>({ type: ['array', 'null'], description: 'the events that cancel its runs (README, Events and waits)' })
+
 const errorWorkflowDescription = 'the workflow a run that fails finally starts once, with triggerData {run: {id, workflowId, workflowName, error, failedNodeId, triggerData, startedAt}}: another non-CRON workflow of the owner, active or not; runs of an error workflow, child runs and test runs start none (README, Error workflows). null: none'
 /** Checked further by core's workflow service: another non-CRON workflow of the owner. */
 const ErrorWorkflowIdInput = Type.Unsafe<string | null>({
@@ -157,6 +177,7 @@ const writable = {
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
   flowControl: Type.Optional(FlowControlInput),
+  cancelOn: Type.Optional(CancelOnInput),
   errorWorkflowId: Type.Optional(ErrorWorkflowIdInput),
   pinnedData: Type.Optional(PinnedData)
 }
@@ -194,6 +215,7 @@ export const WorkflowSummary = Type.Object({
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString(),
   flowControl: FlowControl,
+  cancelOn: CancelOn,
   errorWorkflowId: ErrorWorkflowId,
   updatedAt: Timestamp
 })
@@ -238,6 +260,7 @@ export const WorkflowDetail = Type.Object({
   webhookRateLimit: WebhookRateLimit,
   runTags: NullableString({ description: 'a template over the trigger\'s data: each run\'s tags, comma-separated (README, Finding runs)' }),
   flowControl: FlowControl,
+  cancelOn: CancelOn,
   errorWorkflowId: ErrorWorkflowId,
   pinnedData: PinnedData,
   createdAt: Timestamp,
@@ -305,6 +328,7 @@ const PortableWorkflow = Type.Object({
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
   flowControl: Type.Optional(FlowControlInput),
+  cancelOn: Type.Optional(CancelOnInput),
   errorWorkflowId: Type.Optional(ErrorWorkflowIdInput)
 }, { additionalProperties: false })
 
@@ -328,6 +352,7 @@ export const WorkflowExport = Type.Object({
     webhookRateLimit: WebhookRateLimit,
     runTags: Type.Optional(NullableString()),
     flowControl: Type.Optional(FlowControl),
+    cancelOn: Type.Optional(CancelOn),
     errorWorkflowId: Type.Optional(NullableString({ description: 'its error workflow\'s id: an import that cannot name it (another account\'s) leaves it out and lists errorWorkflowId in toFill' }))
   }),
   credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
