@@ -4,8 +4,9 @@
  * The console's pages for what had routes but no page, in a real browser (Debian's Chromium,
  * driven by playwright-core) against real api and worker processes and the fake chat platform:
  * credentials (added, given new values, a delete refused while a workflow uses one; no value ever
- * on the page), the audit log filtered, contacts imported from a file, found and edited, and a
- * number's assistant and consent keywords saved. Each page is photographed into
+ * on the page), the audit log filtered, contacts imported from a file, found and edited, a
+ * number's assistant and consent keywords saved, and a workflow's error workflow made from the
+ * editor's example and chosen. Each page is photographed into
  * tests/browser/screenshots/settings-pages/.
  */
 import t from 'tap'
@@ -157,6 +158,25 @@ t.test('chat settings: the assistant\'s instructions and wait, and an opt-out ke
   t.equal((await call('GET', '/api/chat/accounts/default/assistant', { token })).body.debounceMs, 500)
   t.same(await unlabelledControls(page), [])
   await shot('chat-settings')
+})
+
+t.test('a workflow\'s error workflow: the example that sends a WhatsApp message made from the editor, chosen and saved', async (t) => {
+  const workflowId = (await call('POST', '/api/automation/workflows', { token, body: { name: 'Nightly export', triggerType: 'MANUAL' } })).body.id
+  await page.goto(`${baseUrl}/console/workflows/${workflowId}/edit`)
+  await page.getByRole('heading', { level: 1, name: 'Edit Nightly export' }).waitFor()
+  const select = page.getByLabel('Error workflow')
+  t.equal(await select.inputValue(), '', 'none yet')
+  await page.getByText('Example: send me a WhatsApp message').click()
+  await page.getByLabel('Your phone number').fill('+15557654321')
+  await page.getByRole('button', { name: 'Create and choose it' }).click()
+  await page.waitForFunction(() => (document.querySelector('#wf-error-workflow') as HTMLSelectElement | null)?.value !== '')
+  t.same(await unlabelledControls(page), [])
+  await shot('error-workflow')
+  await page.getByRole('button', { name: 'Save changes' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Nightly export', exact: true }).waitFor()
+  const { errorWorkflowId } = (await call('GET', `/api/automation/workflows/${workflowId}`, { token })).body
+  const example = (await call('GET', `/api/automation/workflows/${errorWorkflowId}`, { token })).body
+  t.match(example, { triggerType: 'MANUAL', isActive: false, nodes: [{ type: 'send_chat', config: { phone: '+15557654321', text: 'Workflow {{triggerData.run.workflowName}} failed: {{triggerData.run.error}}' } }] })
 })
 
 t.test('nothing left the origin, broke the Content-Security-Policy or threw', async (t) => {

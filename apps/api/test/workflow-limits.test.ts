@@ -1,7 +1,8 @@
 /**
  * Limits per workflow (README): maxConcurrentRuns and webhookRateLimit as fields of the
  * workflow (create, PATCH, GET, list, export, import, their validation), and the inbound
- * webhook's rate limit, counted in the test's Redis.
+ * webhook's rate limit, counted in the test's Redis; the setting errorWorkflowId and the
+ * workflows it may name (README, Error workflows).
  */
 import t from 'tap'
 import { buildTestApp } from './helper.ts'
@@ -132,4 +133,49 @@ t.test('an ignored webhook (inactive workflow) is not counted or limited', async
   await client.call('PATCH', `${URL}/${id}`, { token: member.token, body: { isActive: true } })
   t.equal((await webhook(id)).statusCode, 200, 'the first active request is the first counted')
   t.equal((await webhook(id)).statusCode, 429)
+})
+
+t.test('errorWorkflowId (README, Error workflows): another non-CRON workflow of the owner, a setting without a version, cleared by null and when its workflow is deleted', async (t) => {
+  const errorWorkflow = (await create({ name: 'on error', triggerType: 'MANUAL', isActive: false })).json().id
+  const cron = (await create({ name: 'nightly', triggerType: 'CRON', isActive: false })).json().id
+  const stranger = await newMember()
+  const theirs = (await request({ method: 'POST', url: URL, token: stranger.token, payload: { name: 'theirs', triggerType: 'MANUAL' } })).json().id
+
+  const created = await create({ errorWorkflowId: errorWorkflow })
+  t.equal(created.statusCode, 201, created.body)
+  const id = created.json().id
+  t.equal(created.json().errorWorkflowId, errorWorkflow)
+  t.equal((await request({ method: 'GET', url: `${URL}/${id}`, token: member.token })).json().errorWorkflowId, errorWorkflow, 'GET returns it')
+  const listed = (await request({ method: 'GET', url: URL, token: member.token })).json().find((workflow: Body) => workflow.id === id)
+  t.equal(listed.errorWorkflowId, errorWorkflow, 'the list returns it')
+
+  const refusals: Array<[string, unknown, string]> = [
+    ['itself', id, 'errorWorkflowId must name another workflow than this one'],
+    ['a CRON workflow', cron, `errorWorkflowId cannot name a CRON workflow: ${cron}`],
+    ['another user\'s workflow, like a missing one', theirs, `errorWorkflowId names no workflow of the owner: ${theirs}`],
+    ['a missing workflow', 'nosuchworkflow', 'errorWorkflowId names no workflow of the owner: nosuchworkflow'],
+    ['not an id', 5, 'errorWorkflowId must be a workflow id, or null']
+  ]
+  for (const [what, value, message] of refusals) {
+    const res = await patch(id, { errorWorkflowId: value })
+    t.same([res.statusCode, res.json()], [400, { statusCode: 400, code: 'VALIDATION_ERROR', error: message, message }], `PATCH naming ${what}`)
+  }
+  const createdWithCron = await create({ errorWorkflowId: cron })
+  t.same([createdWithCron.statusCode, createdWithCron.json().message], [400, `errorWorkflowId cannot name a CRON workflow: ${cron}`], 'create checks it too')
+
+  const changed = await patch(id, { errorWorkflowId: null })
+  t.same([changed.statusCode, changed.json().errorWorkflowId, changed.json().version], [200, null, 1], 'null clears it, with no new version')
+  await patch(id, { errorWorkflowId: errorWorkflow })
+
+  const exported = (await request({ method: 'GET', url: `${URL}/${id}/export`, token: member.token })).json()
+  t.equal(exported.workflow.errorWorkflowId, errorWorkflow, 'an export carries it')
+  const imported = (await request({ method: 'POST', url: `${URL}/import`, token: member.token, payload: exported })).json()
+  t.same([imported.errorWorkflowId, imported.toFill], [errorWorkflow, []], 'an import of the same owner keeps it')
+  const elsewhere = await request({ method: 'POST', url: `${URL}/import`, token: stranger.token, payload: exported })
+  t.same([elsewhere.statusCode, elsewhere.json().errorWorkflowId, elsewhere.json().toFill], [201, null, ['errorWorkflowId']], 'another user\'s import leaves it out and says so')
+
+  t.equal((await request({ method: 'DELETE', url: `${URL}/${errorWorkflow}`, token: member.token })).statusCode, 204)
+  const after = (await request({ method: 'GET', url: `${URL}/${id}`, token: member.token })).json()
+  t.equal(after.errorWorkflowId, null, 'deleting the error workflow clears the setting of the workflows naming it')
+  t.equal(after.version, 1)
 })

@@ -49,7 +49,7 @@ t.test('an export is the definition alone: no ids, owner, counters, activity, ve
   const exported = await exportOf(member.token, workflow.id)
   t.same(Object.keys(exported).sort(), ['credentials', 'exportedAt', 'format', 'formatVersion', 'redacted', 'workflow'])
   t.match(exported, { format: 'switchboard.workflow', formatVersion: 1 })
-  t.same(Object.keys(exported.workflow).sort(), ['cancelOn', 'description', 'domain', 'edges', 'flowControl', 'maxConcurrentRuns', 'name', 'nodes', 'runTags', 'tags', 'triggerConfig', 'triggerType', 'webhookRateLimit'])
+  t.same(Object.keys(exported.workflow).sort(), ['cancelOn', 'description', 'domain', 'edges', 'errorWorkflowId', 'flowControl', 'maxConcurrentRuns', 'name', 'nodes', 'runTags', 'tags', 'triggerConfig', 'triggerType', 'webhookRateLimit'])
   t.same(exported.workflow.nodes, [
     { id: 'verify', type: 'verify_signature', config: { header: 'x-sig' }, next: 'call' },
     { id: 'call', type: 'http_request', config: { url: 'https://example.com/a', credential: 'crm', headers: { 'X-Key': '{{credentials.vendor.apiKey}}', Accept: 'application/json' } } }

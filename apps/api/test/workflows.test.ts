@@ -11,7 +11,7 @@ const URL = '/api/automation/workflows'
 
 // The list's summary fields (README, Workflows), and the limits per workflow.
 const SUMMARY_FIELDS = ['id', 'name', 'description', 'triggerType', 'triggerConfig', 'isActive', 'runCount', 'successCount',
-  'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt', 'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'flowControl', 'cancelOn'].sort()
+  'failureCount', 'lastRunAt', 'domain', 'tags', 'updatedAt', 'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'flowControl', 'cancelOn', 'errorWorkflowId'].sort()
 
 const DETAIL_FIELDS = [...SUMMARY_FIELDS, 'nodes', 'edges', 'version', 'pinnedData', 'createdAt', 'runs', 'schedules'].sort()
 

@@ -3,6 +3,7 @@ import { useLocation, useRoute } from 'preact-iso'
 import { DOMAINS } from '@switchboard/core/db/values'
 import { api } from '../api.ts'
 import { ConfigForm } from '../components/config-form.tsx'
+import { ErrorWorkflowField } from '../components/error-workflow-field.tsx'
 import { GraphView } from '../components/graph-view.tsx'
 import { NodePalette } from '../components/node-palette.tsx'
 import { commaList, EMPTY_TRIGGER, TriggerFields, triggerDraftOf, triggerInputOf, type TriggerDraft } from '../components/trigger-fields.tsx'
@@ -19,6 +20,8 @@ interface Draft extends TriggerDraft {
   domain: Domain
   tags: string
   isActive: boolean
+  /** '' for none. */
+  errorWorkflowId: string
   nodes: string
   edges: string
 }
@@ -32,6 +35,7 @@ const EMPTY: Draft = {
   domain: 'GENERAL',
   tags: '',
   isActive: true,
+  errorWorkflowId: '',
   // The palette adds the first node (nodes.ts, withNode).
   nodes: '[]',
   edges: ''
@@ -45,6 +49,7 @@ function draftOf (workflow: Workflow): Draft {
     domain: workflow.domain,
     tags: workflow.tags.join(', '),
     isActive: workflow.isActive,
+    errorWorkflowId: workflow.errorWorkflowId ?? '',
     nodes: json(workflow.nodes),
     edges: workflow.edges === null || workflow.edges === undefined ? '' : json(workflow.edges)
   }
@@ -78,6 +83,7 @@ function inputOf (draft: Draft, graph: { nodes: WorkflowNode[], edges: unknown }
     domain: draft.domain,
     tags: commaList(draft.tags),
     isActive: draft.isActive,
+    errorWorkflowId: draft.errorWorkflowId === '' ? null : draft.errorWorkflowId,
     nodes: graph.nodes,
     edges: graph.edges
   }
@@ -181,6 +187,7 @@ export function WorkflowEditor () {
             <label for='wf-tags'>Tags (comma-separated)</label>
             <input id='wf-tags' value={draft.tags} onInput={(e) => { set('tags', e.currentTarget.value) }} />
             <label class='check'><input type='checkbox' checked={draft.isActive} onChange={(e) => { set('isActive', e.currentTarget.checked) }} /> Active: listens to its trigger and may be fired</label>
+            <ErrorWorkflowField workflowId={id} value={draft.errorWorkflowId} onPick={(errorWorkflowId) => { set('errorWorkflowId', errorWorkflowId) }} />
           </fieldset>
           <fieldset class='card'>
             <legend>Trigger</legend>

@@ -557,7 +557,8 @@ export function runStore (db: DbOrTx) {
 
     /**
      * FAILED with `failure` as the error, the run-level line, the workflow's failureCount and the
-     * `workflow.run.failed` event (the outbox, events/outbox.ts; none when the workflow itself
+     * `workflow.run.failed` event (the outbox, events/outbox.ts, whose dispatch also starts the
+     * workflow's error workflow: triggers/error-workflows.ts; none when the workflow itself
      * listens to it, so failures cannot loop), for a run in one of `step.from`. Returns the
      * event's id (null: none written), or undefined when the run was not in one of those statuses.
      */

@@ -11,7 +11,10 @@ import { textArray } from '../db/sql.ts'
  * transaction that starts their runs.
  */
 
-/** The event a failed run emits to its owner's EVENT workflows (README, Event subscriptions): `{runId, workflowId, error}`. */
+/**
+ * The event a failed run emits to its owner's EVENT workflows (README, Event subscriptions): `{runId, workflowId, error}`.
+ * Its dispatch also starts the run's error workflow (README, Error workflows).
+ */
 export const RUN_FAILED_EVENT = 'workflow.run.failed'
 /**
  * The event a run waiting at an approval node emits to its owner's EVENT workflows (README,

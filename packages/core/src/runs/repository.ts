@@ -15,6 +15,7 @@ const runColumns = {
   workflowVersion: runs.workflowVersion,
   retriedFrom: runs.retriedFrom,
   parentRunId: runs.parentRunId,
+  errorOfRunId: runs.errorOfRunId,
   status: runs.status,
   triggerData: runs.triggerData,
   result: runs.result,

@@ -128,6 +128,11 @@ export interface StartRunsInput {
     assistantTurnId?: string
     /** The run's tags, given by its caller (`POST …/fire?tags=`): its workflow's runTags are not rendered then. */
     tags?: string[]
+    /**
+     * A run of an error workflow (README, Error workflows): the failed run it is started for. A failed
+     * run has one at most (runs_error_of_run_idx): a second start for it creates nothing.
+     */
+    errorOfRunId?: string
   }>
   /** The triggerData of every run that brings none, sent once per statement however many runs share it (an event's payload). */
   triggerData?: unknown
@@ -200,6 +205,7 @@ interface PlannedRun {
   tags?: string[]
   flowControl?: RunFlowControl
   cancelRules?: RunCancelRule[]
+  errorOfRunId?: string
 }
 
 interface InsertedRun extends StartedRun {
@@ -221,7 +227,9 @@ interface InsertedRun extends StartedRun {
  * per statement).
  */
 async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): Promise<InsertedRun[]> {
-  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, cancelRules }) => ({
+  // Only a chunk of error workflows' runs names the index a start for the same failed run conflicts on: other starts keep their plan.
+  const errorRuns = chunk.some(({ errorOfRunId }) => errorOfRunId !== undefined)
+  const rows = JSON.stringify(chunk.map(({ runId, workflow, queue, triggerData, triggerJson, rawBody, key, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, cancelRules, errorOfRunId }) => ({
     run_id: runId,
     workflow_id: workflow.id,
     user_id: workflow.userId,
@@ -239,15 +247,16 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     tags: tags ?? (retriedFrom === undefined ? tagsOf(workflow, triggerJson, triggerData ?? shared) : undefined),
     flow_control: flowControl,
     cancel_rules: cancelRules,
+    error_of_run_id: errorOfRunId,
     concurrency_limit: flowControl?.concurrencyKey === undefined ? undefined : workflow.flowControl?.concurrency?.limit,
     ...(flowControl?.debounceKey !== undefined && workflow.flowControl?.debounce !== undefined && debounceMs(workflow.flowControl.debounce))
   })))
-  const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null, behind: boolean }>(sql`
+  const inserted = await db.execute<{ plannedId: string, runId: string, domain: string | null, behind: boolean, inserted?: boolean }>(sql`
     with planned as (
       select * from jsonb_to_recordset(${rows}::jsonb)
         as row (run_id text, workflow_id text, user_id text, queue text, trigger_data text, raw_body text, key text, workflow_version integer, retried_from text,
           test boolean, until_node_id text, current_node_id text, result jsonb, assistant_turn_id text, tags text[],
-          flow_control jsonb, cancel_rules jsonb, concurrency_limit integer, debounce_ms integer, debounce_max_ms integer)
+          flow_control jsonb, cancel_rules jsonb, error_of_run_id text, concurrency_limit integer, debounce_ms integer, debounce_max_ms integer)
     ), ${lineAhead}, claim as (
       insert into idempotency_keys (workflow_id, key, run_id)
       select workflow_id, key, run_id from planned where key is not null
@@ -279,7 +288,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
       where debounced.run_id <> planned.run_id and runs.id = debounced.run_id and runs.status = 'PENDING'
         and (planned.key is null or planned.run_id in (select run_id from claim))
     ), new_runs as (
-      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result, assistant_turn_id, tags, flow_control)
+      insert into runs (id, workflow_id, user_id, queue, trigger_data, raw_body, workflow_version, retried_from, test, until_node_id, current_node_id, result, assistant_turn_id, tags, flow_control, error_of_run_id)
       select planned.run_id, planned.workflow_id, planned.user_id, planned.queue,
         coalesce(planned.trigger_data::jsonb, (select trigger_data from runs source where source.id = planned.retried_from), ${storableJson(shared)}::jsonb),
         coalesce(decode(planned.raw_body, 'base64'), (select raw_body from runs source where source.id = planned.retried_from)),
@@ -288,13 +297,15 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
         planned.assistant_turn_id,
         coalesce(planned.tags, (select tags from runs source where source.id = planned.retried_from), '{}'::text[]),
         case when ahead.behind then planned.flow_control || jsonb_build_object('waitingFor', 'concurrency', 'since', ${isoNow})
-          else planned.flow_control end
+          else planned.flow_control end,
+        planned.error_of_run_id
       -- The replayed run is read by subqueries, an index probe per replay and none for other runs,
       -- whatever plan the prepared statement keeps: a join let a generic plan, made while runs was
       -- small, scan the whole table on every start (docs/decisions.md, "Fewer writes per run").
       from planned left join ahead on ahead.run_id = planned.run_id
       where (planned.key is null or planned.run_id in (select run_id from claim))
         and (planned.debounce_ms is null or planned.run_id in (select run_id from debounced))
+      ${errorRuns ? sql`on conflict (error_of_run_id) where error_of_run_id is not null do nothing` : sql``}
       returning id, workflow_id, user_id, created_at, flow_control
     ), listening as (
       insert into event_listens (run_id, listener, kind, user_id, event_name, match, since)
@@ -318,6 +329,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
     )
     select planned.run_id as "plannedId", coalesce(claim.run_id, debounced.run_id, planned.run_id) as "runId", workflows.domain,
       coalesce(ahead.behind, false) as behind
+      ${errorRuns ? sql`, planned.run_id in (select id from new_runs) as inserted` : sql``}
     from planned left join ahead on ahead.run_id = planned.run_id left join claim on claim.workflow_id = planned.workflow_id and claim.key = planned.key
     left join debounced on debounced.workflow_id = planned.workflow_id and debounced.key = planned.flow_control->>'debounceKey'
     left join workflows on workflows.id = planned.workflow_id
@@ -326,7 +338,7 @@ async function insertChunk (db: DbOrTx, chunk: PlannedRun[], shared: unknown): P
   return chunk.map(({ runId }) => {
     const row = byPlannedId.get(runId)
     if (row === undefined) throw new Error('run insert returned no row')
-    return { runId: row.runId, created: row.runId === runId, domain: row.domain, behind: row.behind }
+    return { runId: row.runId, created: row.runId === runId && row.inserted !== false, domain: row.domain, behind: row.behind }
   })
 }
 
@@ -345,7 +357,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
   // A debounce key listed twice is one run, with the later one's trigger data (README, Flow control).
   const firstOfBurst = new Map<string, number>()
   const now = new Date()
-  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags }) => {
+  const plannedIndex = input.runs.map(({ workflow, triggerData, triggerJson, rawBody, idempotencyKey, requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, errorOfRunId }) => {
     const key = idempotencyKey === undefined ? sharedKey : storedKey(idempotencyKey)
     if (key !== undefined) {
       const pair = JSON.stringify([workflow.id, key])
@@ -369,7 +381,7 @@ export async function insertRuns (db: DbOrTx, input: StartRunsInput): Promise<{ 
       }
       firstOfBurst.set(burst, distinct.length)
     }
-    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, cancelRules })
+    distinct.push({ runId: '', workflow, queue: runQueueFor(workflow.triggerType), triggerData, triggerJson, rawBody, key, requestId: requestId ?? input.requestId, traceparent, workflowVersion, retriedFrom, test, untilNodeId, startAt, assistantTurnId, tags, flowControl, cancelRules, errorOfRunId })
     return distinct.length - 1
   })
   const chunks = chunksOf(distinct)

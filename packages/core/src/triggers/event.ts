@@ -12,6 +12,7 @@ import { enqueueRuns, insertRuns, type CreatedRun, type RunServiceDeps } from '.
 import { enqueueDeliveries } from '../subscriptions/delivery.ts'
 import { insertDeliveries } from '../subscriptions/repository.ts'
 import { isLimitedToWorkflows, workflowLimit, type Viewer } from '../users/viewer.ts'
+import { insertErrorRuns } from './error-workflows.ts'
 
 /** Who an emission reaches, and how far. */
 export interface EmitEventDeps extends RunServiceDeps {
@@ -87,10 +88,11 @@ const CANCEL_BATCH = 1000
 /**
  * Dispatches events of the outbox (events/outbox.ts): for each, starts the active EVENT
  * workflows of its user listening to its name, with its payload as triggerData, writes a
- * delivery for each enabled subscription of its user listening to it (subscriptions/), and marks
- * it dispatched in the same transaction; the jobs are queued after the commit. An event is not a
- * request that can be refused: beyond `eventFanoutMax` listeners the oldest workflows start and
- * the rest is logged. Returns how many events were dispatched.
+ * delivery for each enabled subscription of its user listening to it (subscriptions/), starts the
+ * error workflow of a failed run (error-workflows.ts), and marks it dispatched in the same
+ * transaction; the jobs are queued after the commit. An event is not a request that can be
+ * refused: beyond `eventFanoutMax` listeners the oldest workflows start and the rest is logged.
+ * Returns how many events were dispatched.
  */
 export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logger, 'warn'> }, which: Undispatched): Promise<number> {
   const { created, deliveries, dispatched, woken, cancelled } = await deps.db.transaction(async (tx) => {
@@ -114,6 +116,7 @@ export async function dispatchEvents (deps: EmitEventDeps & { logger: Pick<Logge
       })
       created.push(...inserted.created)
     }
+    created.push(...await insertErrorRuns(tx, taken, deps.logger))
     const ids = taken.map(({ id }) => id)
     const deliveries = await insertDeliveries(tx, ids)
     const reached = await matchListens(tx, ids)

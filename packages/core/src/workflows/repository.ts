@@ -19,7 +19,7 @@ import {
 /** The fields a client may set; ids, owner, counters and timestamps are the server's. */
 export const EDITABLE_WORKFLOW_FIELDS = [
   'name', 'description', 'triggerType', 'triggerConfig', 'nodes', 'edges', 'isActive', 'domain', 'tags',
-  'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'flowControl', 'cancelOn', 'pinnedData'
+  'maxConcurrentRuns', 'webhookRateLimit', 'runTags', 'flowControl', 'cancelOn', 'errorWorkflowId', 'pinnedData'
 ] as const satisfies ReadonlyArray<keyof NewWorkflow>
 
 export type WorkflowInput = Pick<NewWorkflow, typeof EDITABLE_WORKFLOW_FIELDS[number]>
@@ -56,6 +56,7 @@ const summaryColumns = {
   runTags: workflows.runTags,
   flowControl: workflows.flowControl,
   cancelOn: workflows.cancelOn,
+  errorWorkflowId: workflows.errorWorkflowId,
   updatedAt: workflows.updatedAt
 }
 
@@ -76,6 +77,7 @@ interface WorkflowFilters {
 /** A deleted workflow, and whether it had a schedule (its scheduler in Redis must go too). */
 export interface DeletedWorkflow {
   id: string
+  userId: string
   name: string
   hadSchedule: boolean
 }
@@ -213,10 +215,26 @@ export function workflowsRepository (db: DbOrTx) {
     async delete (viewer: Viewer, id: string): Promise<DeletedWorkflow | null> {
       const [deleted] = await db.delete(workflows).where(byId(viewer, id)).returning({
         id: workflows.id,
+        userId: workflows.userId,
         name: workflows.name,
         hadSchedule: sql<boolean>`exists (select 1 from ${workflowSchedules} s where s.workflow_id = ${workflows}.id)`
       })
       return deleted ?? null
+    },
+
+    /**
+     * The trigger type of workflow `id` of `ownerId`, as an errorWorkflowId may name it (README, Error
+     * workflows), locked against a delete until the transaction ends; null when the owner has none.
+     */
+    async errorWorkflowTarget (ownerId: string, id: string): Promise<{ triggerType: TriggerType } | null> {
+      const [found] = await db.select({ triggerType: workflows.triggerType }).from(workflows)
+        .where(and(eq(workflows.id, id), eq(workflows.userId, ownerId))).limit(1).for('share')
+      return found ?? null
+    },
+
+    /** The owner's workflows naming the deleted workflow `id` as their error workflow name none any more (README, Error workflows). */
+    async forgetErrorWorkflow (ownerId: string, id: string): Promise<void> {
+      await db.execute(sql`update ${workflows} set error_workflow_id = null where user_id = ${ownerId} and error_workflow_id = ${id}`)
     }
   }
 }

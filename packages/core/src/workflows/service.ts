@@ -78,6 +78,26 @@ function checkCalledWorkflows (viewer: Viewer, nodes: readonly WorkflowNode[]): 
 }
 
 /**
+ * Why `errorWorkflowId` cannot be the error workflow of workflow `workflowId` (absent: one being
+ * created) of `ownerId` (README, Error workflows), or undefined when it can: it names another
+ * non-CRON workflow of the same owner. Another owner's workflow, or one a viewer limited to
+ * workflows cannot use, is answered as a missing one. Locks it against a delete (repository).
+ */
+async function errorWorkflowProblem (tx: DbOrTx, viewer: Viewer, ownerId: string, errorWorkflowId: string, workflowId?: string): Promise<string | undefined> {
+  if (errorWorkflowId === workflowId) return 'errorWorkflowId must name another workflow than this one'
+  const target = mayUseWorkflow(viewer, errorWorkflowId) ? await workflowsRepository(tx).errorWorkflowTarget(ownerId, errorWorkflowId) : null
+  if (target === null) return `errorWorkflowId names no workflow of the owner: ${errorWorkflowId}`
+  if (target.triggerType === 'CRON') return `errorWorkflowId cannot name a CRON workflow: ${errorWorkflowId}`
+  return undefined
+}
+
+async function checkErrorWorkflow (tx: DbOrTx, viewer: Viewer, ownerId: string, errorWorkflowId: string | null | undefined, workflowId?: string): Promise<void> {
+  if (errorWorkflowId === undefined || errorWorkflowId === null) return
+  const problem = await errorWorkflowProblem(tx, viewer, ownerId, errorWorkflowId, workflowId)
+  if (problem !== undefined) throw new DomainError('VALIDATION_ERROR', problem)
+}
+
+/**
  * What the audit log records of a change (README, Audit log): an activation or deactivation
  * when isActive turns, else an update when any field took another value; null for a change
  * that changed nothing, or only where the builder draws nodes.
@@ -121,6 +141,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     await validateNodesAsync(nodes, tools)
     const created = await db.transaction(async (tx) => {
       const credentialIds = await checkWorkflowCredentials(tx, viewer.id, nodes)
+      await checkErrorWorkflow(tx, viewer, viewer.id, input.errorWorkflowId)
       const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
       await checkQuotas(tx, viewer.id, ['workflows', ...countedAs(workflow)])
       await workflowVersionsRepository(tx).record(workflow, viewer.id)
@@ -149,6 +170,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     validateFlowControl(changes.flowControl)
     validateCancelOn(changes.cancelOn)
     if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
+    await checkErrorWorkflow(tx, viewer, current.userId, changes.errorWorkflowId, current.id)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restoredFrom !== undefined ||
       DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(withoutPositions(field, changes[field]), withoutPositions(field, current[field])))
@@ -278,17 +300,23 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
 
     /**
      * A new workflow from an export's definition, checked like a create and inactive whatever it
-     * says; `toFill`: the places of the export's `redacted` its nodes still leave without a value.
+     * says; `toFill`: the places of the export's `redacted` its nodes still leave without a value,
+     * and `errorWorkflowId` when the one exported names no workflow the importer may name (an
+     * export from another account): it is left out rather than refusing the import.
      */
     async import (viewer: Viewer, definition: Omit<WorkflowInput, 'isActive'>, redacted: readonly string[], audit?: AuditContext): Promise<WorkflowDetail & { toFill: string[] }> {
-      const workflow = await create(viewer, { ...definition, isActive: false }, audit, 'workflow.imported')
-      return { ...workflow, toFill: valuesToFill(workflow.nodes, redacted) }
+      const { errorWorkflowId } = definition
+      const errorWorkflowLost = errorWorkflowId !== undefined && errorWorkflowId !== null && await errorWorkflowProblem(db, viewer, viewer.id, errorWorkflowId) !== undefined
+      const workflow = await create(viewer, { ...definition, isActive: false, ...(errorWorkflowLost && { errorWorkflowId: null }) }, audit, 'workflow.imported')
+      return { ...workflow, toFill: [...valuesToFill(workflow.nodes, redacted), ...(errorWorkflowLost ? ['errorWorkflowId'] : [])] }
     },
 
     async delete (viewer: Viewer, id: string, audit?: AuditContext): Promise<void> {
       await db.transaction(async (tx) => {
         const deleted = await workflowsRepository(tx).delete(viewer, id)
         if (deleted === null) throw workflowNotFound()
+        // A plain column, no foreign key: the workflows naming it as their error workflow are told here (README, Error workflows).
+        await workflowsRepository(tx).forgetErrorWorkflow(deleted.userId, deleted.id)
         await scheduleSync?.onDeleted(deleted, tx)
         if (audit !== undefined) await recordAudit(tx, audit, { action: 'workflow.deleted', targetType: 'workflow', targetId: id, details: { name: deleted.name } })
       })

@@ -7,7 +7,7 @@ export const EXPORT_FORMAT = 'switchboard.workflow'
 export const EXPORT_FORMAT_VERSION = 1
 
 /** The definition an export carries: what a create takes, but never active (an import starts inactive); its limits too. */
-type PortableDefinition = Pick<Workflow, 'name' | 'description' | 'triggerType' | 'triggerConfig' | 'nodes' | 'edges' | 'domain' | 'tags' | 'maxConcurrentRuns' | 'webhookRateLimit' | 'runTags' | 'flowControl' | 'cancelOn'>
+type PortableDefinition = Pick<Workflow, 'name' | 'description' | 'triggerType' | 'triggerConfig' | 'nodes' | 'edges' | 'domain' | 'tags' | 'maxConcurrentRuns' | 'webhookRateLimit' | 'runTags' | 'flowControl' | 'cancelOn' | 'errorWorkflowId'>
 
 export interface WorkflowExport {
   format: typeof EXPORT_FORMAT
@@ -139,12 +139,12 @@ export function exportWorkflow (workflow: Workflow, credentials: ReadonlyMap<str
   const types = new Map([...credentials.values()].map(({ name, type }) => [name, type]))
   // As the workflow stands, even if it was saved before today's checks.
   const referred = [...new Set(nodes.flatMap((node) => nodeCredentialReferences(node, { strict: false })).map((reference) => reference.ref))]
-  const { name, description, triggerType, triggerConfig, edges, domain, tags, maxConcurrentRuns, webhookRateLimit, runTags, flowControl, cancelOn } = workflow
+  const { name, description, triggerType, triggerConfig, edges, domain, tags, maxConcurrentRuns, webhookRateLimit, runTags, flowControl, cancelOn, errorWorkflowId } = workflow
   return {
     format: EXPORT_FORMAT,
     formatVersion: EXPORT_FORMAT_VERSION,
     exportedAt: now.toISOString(),
-    workflow: { name, description, triggerType, triggerConfig, nodes, edges, domain, tags, maxConcurrentRuns, webhookRateLimit, runTags, flowControl, cancelOn },
+    workflow: { name, description, triggerType, triggerConfig, nodes, edges, domain, tags, maxConcurrentRuns, webhookRateLimit, runTags, flowControl, cancelOn, errorWorkflowId },
     credentials: referred.flatMap((ref) => types.has(ref) ? [{ name: ref, type: types.get(ref)! }] : []),
     redacted
   }

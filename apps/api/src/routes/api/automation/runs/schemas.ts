@@ -20,6 +20,7 @@ export const RunSummary = Type.Object({
   workflowVersion: Type.Integer({ description: 'the workflow version the run executes, to its end' }),
   retriedFrom: Type.Union([Type.String(), Type.Null()], { description: 'the run this one replays; null when it is not a replay' }),
   parentRunId: Type.Union([Type.String(), Type.Null()], { description: 'the run whose run_workflow or foreach node started this one; null for a run started by a trigger' }),
+  errorOfRunId: Type.Union([Type.String(), Type.Null()], { description: 'the failed run this run of an error workflow was started for (README, Error workflows); null for any other run' }),
   status: RunStatus,
   triggerData: Type.Unknown(),
   result: Type.Record(Type.String(), Type.Unknown()),

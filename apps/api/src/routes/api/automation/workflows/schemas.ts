@@ -148,6 +148,17 @@ const CancelOnInput = Type.Unsafe<CancelOnSetting[] | null>({
 })
 const CancelOn = Type.Unsafe<CancelOnSetting[] | null>({ type: ['array', 'null'], description: 'the events that cancel its runs (README, Events and waits)' })
 
+const errorWorkflowDescription = 'the workflow a run that fails finally starts once, with triggerData {run: {id, workflowId, workflowName, error, failedNodeId, triggerData, startedAt}}: another non-CRON workflow of the owner, active or not; runs of an error workflow, child runs and test runs start none (README, Error workflows). null: none'
+/** Checked further by core's workflow service: another non-CRON workflow of the owner. */
+const ErrorWorkflowIdInput = Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  minLength: 1,
+  maxLength: 64,
+  description: errorWorkflowDescription,
+  errorMessage: 'errorWorkflowId must be a workflow id, or null'
+})
+const ErrorWorkflowId = NullableString({ description: errorWorkflowDescription })
+
 /**
  * The writable fields. The property order is the order in which AJV reports
  * failures, which gives the API's order of checks (README, Workflows): name, triggerType, domain, the rest.
@@ -167,6 +178,7 @@ const writable = {
   runTags: Type.Optional(RunTagsInput),
   flowControl: Type.Optional(FlowControlInput),
   cancelOn: Type.Optional(CancelOnInput),
+  errorWorkflowId: Type.Optional(ErrorWorkflowIdInput),
   pinnedData: Type.Optional(PinnedData)
 }
 
@@ -204,6 +216,7 @@ export const WorkflowSummary = Type.Object({
   runTags: NullableString(),
   flowControl: FlowControl,
   cancelOn: CancelOn,
+  errorWorkflowId: ErrorWorkflowId,
   updatedAt: Timestamp
 })
 
@@ -248,6 +261,7 @@ export const WorkflowDetail = Type.Object({
   runTags: NullableString({ description: 'a template over the trigger\'s data: each run\'s tags, comma-separated (README, Finding runs)' }),
   flowControl: FlowControl,
   cancelOn: CancelOn,
+  errorWorkflowId: ErrorWorkflowId,
   pinnedData: PinnedData,
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -314,7 +328,8 @@ const PortableWorkflow = Type.Object({
   webhookRateLimit: Type.Optional(WebhookRateLimitInput),
   runTags: Type.Optional(RunTagsInput),
   flowControl: Type.Optional(FlowControlInput),
-  cancelOn: Type.Optional(CancelOnInput)
+  cancelOn: Type.Optional(CancelOnInput),
+  errorWorkflowId: Type.Optional(ErrorWorkflowIdInput)
 }, { additionalProperties: false })
 
 const ExportedCredential = Type.Object({ name: Type.String(), type: Type.Enum(CREDENTIAL_TYPES) })
@@ -337,7 +352,8 @@ export const WorkflowExport = Type.Object({
     webhookRateLimit: WebhookRateLimit,
     runTags: Type.Optional(NullableString()),
     flowControl: Type.Optional(FlowControl),
-    cancelOn: Type.Optional(CancelOn)
+    cancelOn: Type.Optional(CancelOn),
+    errorWorkflowId: Type.Optional(NullableString({ description: 'its error workflow\'s id: an import that cannot name it (another account\'s) leaves it out and lists errorWorkflowId in toFill' }))
   }),
   credentials: Type.Array(ExportedCredential, { description: 'the credentials the nodes name: the importer needs credentials of these names and types' }),
   redacted: Type.Array(Type.String(), { description: 'where a secret written into a node was removed' })
@@ -363,7 +379,7 @@ export const ImportWorkflowBody = Type.Object({
 /** POST /workflows/import answers the workflow, and the values removed by the export that it still lacks. */
 export const ImportedWorkflow = Type.Object({
   ...WorkflowDetail.properties,
-  toFill: Type.Array(Type.String(), { description: 'the places of `redacted` the imported nodes leave without a value: fill them in (or use credentials) before activating the workflow' })
+  toFill: Type.Array(Type.String(), { description: 'the places of `redacted` the imported nodes leave without a value: fill them in (or use credentials) before activating the workflow; and errorWorkflowId when the exported one names no workflow of the importer' })
 })
 
 const instant = (field: string, description: string) =>
