@@ -288,6 +288,8 @@ t.test('several edges without a sourceHandle run every target, meeting at a merg
   }, {}, { timeoutMs: 30_000 })
   t.equal(merged.status, 'SUCCESS', merged.error ?? '')
   t.same(merged.result.m, { b: { b: 'a' }, c: { c: 'a' }, d: { d: 'a' } }, 'the merge gets every branch\'s outputs')
+  const [branch] = (await call('GET', `/api/automation/runs?parentRunId=${merged.id}`, { token })).body
+  t.notOk('m' in (await client.getRun(token, branch.id)).result, 'a branch ends where it meets the merge')
 
   const definition = { nodes: [{ id: 'a', type: 'set', config: { values: { from: 'a' } } }, values('b'), values('c'), values('d')], edges: fanOut }
   const workflowId = await client.createWorkflow(token, definition)
