@@ -4,7 +4,7 @@
  * real api and worker processes: a workflow with a condition and an http_request built by drag and
  * form only, pinned data, "Run to here", save, a fire through the API that fails, the failed run
  * opened on the canvas and retried from its node; undo, copy and paste; versions compared and
- * restored; a workflow made through the API round-trips; a rename that templates and code follow (or ask);
+ * restored; a workflow made through the API round-trips; a node's several edges drawn, marked as running all; a rename that templates and code follow (or ask);
  * the trigger on the canvas with its panel, the name and Activate in the header, a real test request captured
  * as pinned data, Ctrl+S in a field, leaving unsaved asks, Back after another workflow; a 200-node workflow's figures.
  */
@@ -195,6 +195,18 @@ t.test('a workflow made through the API opens laid out and re-saves unchanged bu
   t.ok(saved.nodes.every((node) => node.position !== undefined))
   const run = await client.runReaching(token, await client.fire(token, id, { n: 5 }))
   t.same(run.result.big, { size: 'big' })
+})
+
+t.test('a node whose edges lead to several nodes draws each of them and says it runs them all', async (t) => {
+  const id = await client.createWorkflow(token, {
+    name: 'fan-out',
+    nodes: [{ id: 'a', type: 'set', config: { values: {} } }, { id: 'b', type: 'set', config: { values: {} } }, { id: 'c', type: 'set', config: { values: {} } }],
+    edges: [{ source: 'a', target: 'b' }, { source: 'a', target: 'c' }]
+  })
+  await page.goto(`${baseUrl}/console/workflows/${id}/builder`)
+  await canvasNode('a').getByText('runs all').waitFor()
+  t.equal(await page.locator('.react-flow__edge[aria-label^="Link from a to"]').count(), 2, 'both edges drawn')
+  t.equal(await page.locator('.badge.fan-out').count(), 1, 'only the node that forks')
 })
 
 t.test('a rename rewrites the templates that read the node; a mention in code is listed and confirmed first', async (t) => {

@@ -1,5 +1,7 @@
+import postgres from 'postgres'
 import t from 'tap'
 import { startStack } from '@switchboard/testing/processes'
+import { FORK_MAX_NESTING } from '@switchboard/core/engine/graph'
 
 /**
  * Child runs and approvals (packages/core/src/engine/README.md) through the front door: real api and worker
@@ -11,6 +13,9 @@ import { startStack } from '@switchboard/testing/processes'
 const stack = await startStack(t, { env: { SUBWORKFLOW_MAX_DEPTH: '4', FOREACH_MAX_ITEMS: '500' } })
 const token = await stack.adminToken()
 const { client, call } = stack
+// The edge rule of a stored version is set here as migration 0030 set it for versions before it.
+const sql = postgres(stack.env.DATABASE_URL!, { max: 1, onnotice: () => {} })
+t.teardown(async () => { await sql.end() })
 
 /** A callable workflow: doubles triggerData.n (or triggerData.item.n for a loop's item). */
 async function doubler (userToken = token, name = 'doubler'): Promise<string> {
@@ -235,7 +240,7 @@ t.test('parallel: a failing branch fails the run; merge mode any goes on with th
   t.same(branches.map((branch: { status: string }) => branch.status).sort(), ['CANCELLED', 'SUCCESS'])
 })
 
-t.test('save-time: a merge no branch reaches, branches meeting at different merges, and nested parallels are 400s', async (t) => {
+t.test('save-time: a merge no branch reaches and branches meeting at different merges are 400s; a parallel nests in a branch', async (t) => {
   const save = async (nodes: unknown[]) => await call('POST', '/api/automation/workflows', { token, body: { name: 'bad graph', triggerType: 'MANUAL', nodes } })
   const unreached = await save([
     { id: 'fork', type: 'parallel', config: { branches: ['a', 'b'] } },
@@ -259,30 +264,103 @@ t.test('save-time: a merge no branch reaches, branches meeting at different merg
   ])
   t.equal(twoMerges.status, 400)
   t.equal(twoMerges.body.message, 'Node fork: its branches reach different merge nodes (m1, m2)')
-  const nested = await save([
-    { id: 'outer', type: 'parallel', config: { branches: ['inner', 'b'] } },
-    { id: 'inner', type: 'parallel', config: { branches: ['x', 'y'] } },
-    { id: 'x', type: 'set', config: { values: {} }, next: 'innerJoin' },
-    { id: 'y', type: 'set', config: { values: {} }, next: 'innerJoin' },
-    { id: 'innerJoin', type: 'merge', config: {}, next: 'join' },
-    { id: 'b', type: 'set', config: { values: {} }, next: 'join' },
-    { id: 'join', type: 'merge', config: {} }
-  ])
-  t.equal(nested.status, 400)
-  t.equal(nested.body.message, 'Node outer: branch inner holds another parallel node (inner); parallel branches do not nest')
+  const nested = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'outer', type: 'parallel', config: { branches: ['inner', 'b'] } },
+      { id: 'inner', type: 'parallel', config: { branches: ['x', 'y'] } },
+      { id: 'x', type: 'set', config: { values: { x: 1 } }, next: 'innerJoin' },
+      { id: 'y', type: 'set', config: { values: { y: 1 } }, next: 'innerJoin' },
+      { id: 'innerJoin', type: 'merge', config: { output: 'byNode' }, next: 'join' },
+      { id: 'b', type: 'set', config: { values: { b: 1 } }, next: 'join' },
+      { id: 'join', type: 'merge', config: { output: 'byNode' } }
+    ]
+  }, {}, { timeoutMs: 30_000 })
+  t.equal(nested.status, 'SUCCESS', nested.error ?? '')
+  t.same(nested.result.join, { inner: nested.result.inner, x: { x: 1 }, y: { y: 1 }, innerJoin: { x: { x: 1 }, y: { y: 1 } }, b: { b: 1 } }, 'the inner merge inside the outer branch')
 })
 
-t.test('a stored workflow with several edges from one node runs as before: the first edge only', async (t) => {
+t.test('several edges without a sourceHandle run every target, meeting at a merge or each ending on its own; a version stored before that rule follows the first', async (t) => {
+  const values = (id: string) => ({ id, type: 'set', config: { values: { [id]: '{{a.from}}' } } })
+  const fanOut = [{ source: 'a', target: 'b' }, { source: 'a', target: 'c' }, { source: 'a', target: 'd' }]
+  const merged = await client.runWorkflow(token, {
+    nodes: [{ id: 'a', type: 'set', config: { values: { from: 'a' } } }, values('b'), values('c'), values('d'), { id: 'm', type: 'merge', config: { output: 'byNode' } }],
+    edges: [...fanOut, { source: 'b', target: 'm' }, { source: 'c', target: 'm' }, { source: 'd', target: 'm' }]
+  }, {}, { timeoutMs: 30_000 })
+  t.equal(merged.status, 'SUCCESS', merged.error ?? '')
+  t.same(merged.result.m, { b: { b: 'a' }, c: { c: 'a' }, d: { d: 'a' } }, 'the merge gets every branch\'s outputs')
+  const [branch] = (await call('GET', `/api/automation/runs?parentRunId=${merged.id}`, { token })).body
+  t.notOk('m' in (await client.getRun(token, branch.id)).result, 'a branch ends where it meets the merge')
+
+  const definition = { nodes: [{ id: 'a', type: 'set', config: { values: { from: 'a' } } }, values('b'), values('c'), values('d')], edges: fanOut }
+  const workflowId = await client.createWorkflow(token, definition)
+  const all = await client.runReaching(token, await client.fire(token, workflowId), undefined, { timeoutMs: 30_000 })
+  t.equal(all.status, 'SUCCESS', all.error ?? '')
+  t.match(all.result, { b: { b: 'a' }, c: { c: 'a' }, d: { d: 'a' } }, 'no merge: each branch ends on its own, the run when all have, its result holding their outputs')
+  t.equal((await call('GET', `/api/automation/runs?parentRunId=${all.id}`, { token })).body.length, 3, 'one child run per branch')
+
+  await sql`update workflow_versions set edge_rule = 'first' where workflow_id = ${workflowId}`
+  const first = await client.runReaching(token, await client.fire(token, workflowId))
+  t.equal(first.status, 'SUCCESS', first.error ?? '')
+  t.same(Object.keys(first.result).sort(), ['a', 'b', 'triggerData'], 'edge_rule first: the first edge only')
+})
+
+t.test('merge any: a failed branch stays in its output and the run succeeds with the other; every branch failing fails the run', async (t) => {
+  const failing = (id: string) => ({ id, type: 'condition', config: { field: 'triggerData.n', operator: '{{triggerData.operator}}', value: 1 } })
+  const mixed = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'a', type: 'set', config: { values: {} } },
+      { id: 'later', type: 'wait', config: { seconds: 1 }, next: 'fine' },
+      { id: 'fine', type: 'set', config: { values: { ok: true } }, next: 'm' },
+      { ...failing('bad'), next: 'm' },
+      { id: 'm', type: 'merge', config: { mode: 'any' } }
+    ],
+    edges: [{ source: 'a', target: 'later' }, { source: 'a', target: 'bad' }]
+  }, { operator: 'bogus' }, { timeoutMs: 30_000 })
+  t.equal(mixed.status, 'SUCCESS', mixed.error ?? '')
+  t.match(mixed.result.m, { later: { fine: { ok: true } }, bad: { status: 'FAILED', error: /^operator must be one of/, runId: /\S/ } })
+
+  const none = await client.runWorkflow(token, {
+    nodes: [
+      { id: 'fork', type: 'parallel', config: { branches: ['bad1', 'bad2'] } },
+      { ...failing('bad1'), next: 'm' }, { ...failing('bad2'), next: 'm' },
+      { id: 'm', type: 'merge', config: { mode: 'any' } }
+    ]
+  }, { operator: 'bogus' }, { timeoutMs: 30_000 })
+  t.equal(none.status, 'FAILED')
+  t.match(none.error, /^Branch bad1 \(run \S+\) failed: operator must be one of/)
+})
+
+t.test('condition: gt compares numbers, and "n/a" against 10 is false', async (t) => {
   const run = await client.runWorkflow(token, {
     nodes: [
-      { id: 'a', type: 'set', config: { values: { a: 1 } } },
-      { id: 'b', type: 'set', config: { values: { b: 1 } } },
-      { id: 'c', type: 'set', config: { values: { c: 1 } } }
-    ],
-    edges: [{ source: 'a', target: 'b' }, { source: 'a', target: 'c' }]
+      { id: 'check', type: 'condition', config: { field: 'triggerData.amount', operator: 'gt', value: 10, then: 'big', else: 'small' } },
+      { id: 'big', type: 'set', config: { values: { big: true } } },
+      { id: 'small', type: 'set', config: { values: { big: false } } }
+    ]
+  }, { amount: 'n/a' })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.equal(run.result.check.matched, false)
+  t.same(run.result.small, { big: false })
+})
+
+t.test(`a fan-out of 10 edges whose branches fork again to ${FORK_MAX_NESTING} levels runs; one level more is refused when saved`, async (t) => {
+  // Per branch i: b<i> forks into c<i> and f<i>; c<i> forks into d<i> and e<i>.
+  const ids = Array.from({ length: 10 }, (_, i) => i)
+  const nodes = [{ id: 'start', type: 'set', config: { values: {} } }, ...ids.flatMap((i) => ['b', 'c', 'd', 'e', 'f'].map((kind) => ({ id: `${kind}${i}`, type: 'set', config: { values: { at: `${kind}${i}` } } })))]
+  const edges = [
+    ...ids.map((i) => ({ source: 'start', target: `b${i}` })),
+    ...ids.flatMap((i) => [{ source: `b${i}`, target: `c${i}` }, { source: `b${i}`, target: `f${i}` }, { source: `c${i}`, target: `d${i}` }, { source: `c${i}`, target: `e${i}` }])
+  ]
+  const started = performance.now()
+  const run = await client.runWorkflow(token, { nodes, edges }, {}, { timeoutMs: 60_000 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.same(nodes.map((node) => node.id).filter((id) => !(id in run.result)), [], `every node ran (${Math.round(performance.now() - started)} ms)`)
+  const deeper = await call('POST', '/api/automation/workflows', {
+    token,
+    body: { name: 'too deep', triggerType: 'MANUAL', nodes: [...nodes, { id: 'g', type: 'set', config: {} }, { id: 'h', type: 'set', config: {} }], edges: [...edges, { source: 'd3', target: 'g' }, { source: 'd3', target: 'h' }] }
   })
-  t.equal(run.status, 'SUCCESS')
-  t.same(Object.keys(run.result).sort(), ['a', 'b', 'triggerData'])
+  t.equal(deeper.status, 400)
+  t.equal(deeper.body.message, `Node d3: branches nest deeper than ${FORK_MAX_NESTING} levels (a parallel node, or a node whose edges run several targets, inside a branch of another, at most ${FORK_MAX_NESTING} deep)`)
 })
 
 t.test('foreach reads its children\'s outputs only up to NODE_OUTPUT_MAX_BYTES: past it the node says so, collectOutputs false keeps counts', async (t) => {

@@ -50,6 +50,22 @@ t.test('create is version 1; a change of trigger, nodes or edges makes the next;
   t.same(second.nodes, [setNode('a', 'two')])
 })
 
+t.test('the edge rule: a new version of nodes or edges reads them by all; a change of trigger alone and a restore keep the rule of the version they copy', async (t) => {
+  const member = await newMember()
+  const id = await client.createWorkflow(member.token, { nodes: [setNode('a', 'one'), setNode('b', 'two'), setNode('c', 'three')], edges: [{ source: 'a', target: 'b' }, { source: 'a', target: 'c' }] })
+  const ruleOf = async (version: number): Promise<string> => (await request({ method: 'GET', url: `${URL}/${id}/versions/${version}`, token: member.token })).json().edgeRule
+  t.equal(await ruleOf(1), 'all')
+  // As migration 0030 left the versions stored before the rule.
+  await sql`update workflow_versions set edge_rule = 'first' where workflow_id = ${id}`
+  t.equal((await patch(member.token, id, { triggerType: 'WEBHOOK' })).version, 2)
+  t.equal(await ruleOf(2), 'first', 'the same graph, followed as before')
+  t.equal((await patch(member.token, id, { nodes: [setNode('a', 'one'), setNode('b', 'two'), setNode('c', '3')] })).version, 3)
+  t.equal(await ruleOf(3), 'all', 'a graph saved now')
+  const restored = await request({ method: 'POST', url: `${URL}/${id}/versions/2/restore`, token: member.token })
+  t.equal(restored.statusCode, 200, restored.body)
+  t.equal(await ruleOf(4), 'first', 'a restore brings its version\'s rule back')
+})
+
 t.test('restore makes an old version current as a new version, and runs carry the version they start with', async (t) => {
   const member = await newMember()
   const id = await client.createWorkflow(member.token, { nodes: [setNode('a', 'one')] })

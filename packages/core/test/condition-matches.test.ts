@@ -1,5 +1,5 @@
 import t from 'tap'
-import { MATCH_PROGRAM_MAX_SIZE, MATCH_SUBJECT_MAX_LENGTH, condition } from '../src/engine/nodes/condition.ts'
+import { MATCH_PROGRAM_MAX_SIZE, MATCH_SUBJECT_MAX_LENGTH, condition, testCondition } from '../src/engine/nodes/condition.ts'
 import type { NodeContext } from '../src/engine/types.ts'
 
 /** Runs a condition node `field matches pattern` against `triggerData.text`. */
@@ -43,4 +43,20 @@ t.test('patterns RE2 cannot run, and oversized patterns or texts, fail the node 
   await t.rejects(matches('a', 'a'.repeat(1001)), { message: 'value is not a usable regular expression: longer than 1000 characters' })
   await t.rejects(matches('ab', '(a|b){1000}c'), { message: `value is not a usable regular expression: it compiles to 3003 instructions, more than ${MATCH_PROGRAM_MAX_SIZE}` })
   await t.rejects(matches('a'.repeat(MATCH_SUBJECT_MAX_LENGTH + 1), 'a'), { message: `field value is too long to match: more than ${MATCH_SUBJECT_MAX_LENGTH} characters` })
+})
+
+t.test('gt, gte, lt, lte: numbers and decimal texts by value, two ISO 8601 timestamps as instants, anything else false', async (t) => {
+  t.equal(testCondition('gt', 'n/a', 10), false, 'text that is no number is not greater than 10')
+  t.equal(testCondition('lt', 'n/a', 10), false, 'nor less')
+  for (const value of ['', null, undefined, true, { n: 11 }, [11], '11 apples', ' 11']) {
+    t.equal(testCondition('gt', value, 10) || testCondition('lte', value, 10), false, `${JSON.stringify(value)} against 10`)
+  }
+  t.equal(testCondition('gt', '11', 10), true)
+  t.equal(testCondition('gt', '9', '10'), false, '"9" is less than "10" by value, not greater as text')
+  t.equal(testCondition('lt', '-2.5', 0), true)
+  t.equal(testCondition('gte', 10, '10'), true)
+  t.equal(testCondition('gt', '2026-01-02T00:00:00Z', '2026-01-01T23:00:00Z'), true)
+  t.equal(testCondition('lt', '2026-01-01T10:00:00+02:00', '2026-01-01T09:00:00Z'), true, 'instants, not text: 08:00Z is before 09:00Z')
+  t.equal(testCondition('gte', '2026-01-01', '2026-01-01T00:00:00Z'), true, 'a date is its midnight UTC')
+  t.equal(testCondition('gt', '2026-01-02', 10), false, 'a timestamp and a number are not ordered')
 })

@@ -37,3 +37,14 @@ t.test('refuses a node the workflow lacks, a node inside a parallel branch, and 
   })
   t.same(retryStartPoint(chain, { ...result, yes: { token: '[credential]' } }, 'check').result, { triggerData: { n: 1 }, a: { x: 1 } }, 'a masked value after the node is dropped with it')
 })
+
+t.test('a node inside the branch of a node\'s edges (edge rule all) is refused; under first it is an ordinary node', async (t) => {
+  const fanOut = {
+    nodes: [{ id: 'a', type: 'set', config: {} }, { id: 'b', type: 'set', config: {} }, { id: 'c', type: 'set', config: {} }],
+    edges: [{ source: 'a', target: 'b' }, { source: 'a', target: 'c' }]
+  }
+  t.throws(() => retryStartPoint({ ...fanOut, edgeRule: 'all' }, {}, 'c'), { message: 'Node c is inside a parallel branch: retry from a, whose edges start the branches' })
+  t.same(retryStartPoint({ ...fanOut, edgeRule: 'all' }, { a: {}, 'a:fork': {}, b: {}, c: {} }, 'a').result, {}, 'from the node that forks: its fork runs again')
+  t.throws(() => retryStartPoint({ ...fanOut, edgeRule: 'all' }, {}, 'a:fork'), { message: 'fromNodeId names no node of the workflow: a:fork' })
+  t.same(retryStartPoint({ ...fanOut, edgeRule: 'first' }, { a: {}, b: {} }, 'c').result, { a: {}, b: {} })
+})

@@ -9,7 +9,7 @@ import {
   validateTriggerConfig,
   validateWorkflowGraph
 } from '../src/workflows/validation.ts'
-import { outgoingLinks } from '../src/engine/graph.ts'
+import { FORK_MAX_NESTING, outgoingLinks } from '../src/engine/graph.ts'
 import { NODE_LINK_FIELDS } from '../src/engine/nodes/index.ts'
 
 const node = (id: string, extra: Partial<WorkflowNode> = {}): WorkflowNode => ({ id, type: 'set', config: { values: {} }, ...extra })
@@ -87,6 +87,32 @@ t.test('outgoing links follow the engine order: branches, next, edges', async (t
   const condition = node('c', { type: 'condition', config: { field: 'x', then: 'a', else: 'b', cases: { k: 'd' }, default: 'e' }, next: 'f' })
   t.same(outgoingLinks(condition, [{ source: 'c', target: 'g' }, { source: 'z', target: 'c' }], NODE_LINK_FIELDS).map((link) => `${link.via}:${link.target}`),
     ['then:a', 'else:b', 'cases.k:d', 'default:e', 'next:f', 'edges[0]:g'])
+})
+
+t.test('a node\'s edges without a sourceHandle fork (edge rule all): their branches meet at one merge or none, at most 10, nested at most FORK_MAX_NESTING deep', async (t) => {
+  const fanOut = (targets: string[]) => targets.map((target) => ({ source: 'a', target }))
+  t.doesNotThrow(() => validateWorkflowGraph([node('a'), node('b'), node('c')], fanOut(['b', 'c'])), 'no merge: each branch ends on its own')
+  t.doesNotThrow(() => validateWorkflowGraph([node('a'), node('b', { next: 'm' }), node('c', { next: 'm' }), node('m', { type: 'merge', config: {} })], fanOut(['b', 'c'])))
+  const half = [node('a'), node('b', { next: 'm' }), node('c'), node('m', { type: 'merge', config: {} })]
+  t.equal(refusal(t, () => validateWorkflowGraph(half, fanOut(['b', 'c']))),
+    'Node a: branch c never reaches merge m, which its other branches reach: a node\'s edges without a sourceHandle run every target, and the branches meet at one merge or none')
+  t.equal(refusal(t, () => validateWorkflowGraph(half, fanOut(['b', 'c']), DEFAULT_LIMITS, 'first')), 'Node m: merge is not reached by the branches of any parallel node',
+    'under first the edges are followed one at a time: no fork, so the merge is nobody\'s')
+  const wide = Array.from({ length: 11 }, (_, i) => `n${i}`)
+  t.equal(refusal(t, () => validateWorkflowGraph([node('a'), ...wide.map((id) => node(id))], fanOut(wide))), 'Node a: its edges without a sourceHandle run 11 targets at once, more than 10')
+  // Four levels: a parallel whose branch forks by edges, whose branch holds a parallel, whose branch forks by edges.
+  const nested = [
+    node('p1', { type: 'parallel', config: { branches: ['e2', 'x1'] } }),
+    node('e2'), node('x1', { next: 'm1' }),
+    node('p3', { type: 'parallel', config: { branches: ['e4', 'x3'] } }), node('x2', { next: 'm2' }),
+    node('e4'), node('x3', { next: 'm3' }), node('y4', { next: 'm3' }), node('z4', { next: 'm3' }),
+    node('m3', { type: 'merge', config: {} }),
+    node('m2', { type: 'merge', config: {}, next: 'm1' }),
+    node('m1', { type: 'merge', config: {} })
+  ]
+  const edges = [{ source: 'e2', target: 'p3' }, { source: 'e2', target: 'x2' }, { source: 'm3', target: 'm2' }, { source: 'e4', target: 'y4' }, { source: 'e4', target: 'z4' }]
+  t.equal(refusal(t, () => validateWorkflowGraph(nested, edges)), `Node e4: branches nest deeper than ${FORK_MAX_NESTING} levels (a parallel node, or a node whose edges run several targets, inside a branch of another, at most ${FORK_MAX_NESTING} deep)`)
+  t.doesNotThrow(() => validateWorkflowGraph(nested.map((n) => n.id === 'e4' ? { ...n, next: 'y4' } : n), edges), 'three levels: e4 follows its next, not its edges')
 })
 
 t.test('cron expressions: 5 or 6 fields, in a timezone', async (t) => {

@@ -13,7 +13,7 @@ import { runWaits } from './waits.ts'
 import { chatAsks } from '../chat/asks.ts'
 import { eventWaits } from './event-waits.ts'
 import type { Quotas } from '../users/quotas.ts'
-import { nextNodeId, reachableFrom, startNode, type WorkflowGraph } from './graph.ts'
+import { nextNodeId, reachableFrom, startNode, withImplicitForks, type WorkflowGraph } from './graph.ts'
 import { ClaimLostError, database, errorMessage, InfrastructureError, measurable, type Execution, type Pending, type StepRefusal } from './execution.ts'
 import { createHolds, type Hold } from './holds.ts'
 import { isGated } from '../runs/flow-control.ts'
@@ -191,6 +191,9 @@ function runsBeforeItsFirstWrite (type: string): boolean {
   return traits !== undefined && (traits.pure || traits.recordsBeforeEffect)
 }
 
+/** The graph a run executes: its version's, read by its edge rule (engine/README.md, "Branches and joins"). */
+const graphOf = ({ workflow }: ClaimedRun): WorkflowGraph => withImplicitForks(workflow, workflow.edgeRule)
+
 /** The job's first try, never stalled: a start's job finds its run PENDING (a retry or a takeover's finds it RUNNING). */
 const isFirstDelivery = (job: RunDelivery): boolean => job.attemptsMade === 0 && job.stalledCounter === 0
 
@@ -351,7 +354,8 @@ export function createRunEngine (options: RunEngineOptions) {
   async function startInMemory (runId: string, signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<RunOutcome | undefined> {
     const run = await database(inMemoryStarts.load(runId))
     if (run === undefined || run.maxConcurrentRuns !== null || isGated(run.flowControl)) return undefined
-    const nodes = run.workflow.nodes
+    // An implicit fork is a parallel node: such a run is not executed before its claim.
+    const { nodes } = graphOf(run)
     if (nodes.length > checkpointMaxNodes || !nodes.every((node) => runsBeforeItsFirstWrite(node.type))) return undefined
     const writer = firstWriteWriter({ store, ends: inMemoryEnds, ownerId: owner?.id, started: performance.now(), claimed, dispatchWritten })
     const outcome = await executeClaimed(run, writer, signal, requestId, owner, span)
@@ -377,7 +381,7 @@ export function createRunEngine (options: RunEngineOptions) {
   async function executeSteps (run: ClaimedRun, writer: Execution['writer'], signal: AbortSignal | undefined, requestId: string | undefined, owner: ClaimOwner | undefined, span: Span | undefined): Promise<StepsOutcome> {
     const trace = traceRun(logger, run, requestId, span)
     const firstLines = trace.claimed(owner?.retryLine)
-    const graph: WorkflowGraph = { nodes: run.workflow.nodes, edges: run.workflow.edges }
+    const graph = graphOf(run)
     const nodesById = new Map(graph.nodes.map((node) => [node.id, node]))
     const result = { ...run.result }
     // Sizes of the objects of this run's result, measured once; they are never changed once stored.
@@ -386,7 +390,7 @@ export function createRunEngine (options: RunEngineOptions) {
     let nodeId = run.currentNodeId ?? startNode(graph, NODE_LINK_FIELDS)?.id
     const pending: Pending = { outputs: {}, lines: firstLines, nodes: 0, since: performance.now(), waitedMs: 0, acted: false }
     const execution: Execution = { run, graph, trace, pending, result, resultSize: { bytes: measurable(sizer, result) }, sizer, signal, writer }
-    // A parallel branch ends where it meets its merge: the parent's run goes on from there.
+    // A parallel branch ends where it meets its merge (the parent's run goes on from there), or at its own end when there is none.
     const fork = run.parent?.branch === true ? nodesById.get(run.parent.nodeId) : undefined
     const branchJoin = fork !== undefined && flowOf(fork) === 'fork' ? joinIdOf(graph, fork) : undefined
 

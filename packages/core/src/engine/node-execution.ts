@@ -16,7 +16,7 @@ const MAX_MISSING_PATH_LINES = 20
 /** Paths are quoted in log lines up to this many characters. */
 const MAX_QUOTED_PATH_LENGTH = 200
 
-/** The join of a fork node, or undefined (a save refuses a fork without one). */
+/** The join of a fork node, or undefined: an implicit fork without one (a save refuses a parallel without one). */
 export function joinIdOf (graph: WorkflowGraph, fork: WorkflowNode): string | undefined {
   const join = joinOf(graph, fork, NODE_LINK_FIELDS, flowOf)
   return 'joinId' in join ? join.joinId : undefined

@@ -4,6 +4,7 @@ import { durationMsSince, jsonb } from '../db/sql.ts'
 import { storableText } from '../db/storable.ts'
 import type { LogLevel, RunStatus } from '../db/schema/runs.ts'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
+import type { EdgeRule } from '../db/schema/workflow-versions.ts'
 import { RUN_FAILED_EVENT, RUN_SUCCEEDED_EVENT, someoneListens } from '../events/outbox.ts'
 import { createId } from '../ids.ts'
 import type { QueueName } from '../queues/catalog.ts'
@@ -67,6 +68,8 @@ export interface ClaimedRun {
   workflow: {
     nodes: WorkflowNode[]
     edges: unknown
+    /** How its nodes' several edges are followed (workflow_versions.edge_rule; engine/README.md, "Branches and joins"). */
+    edgeRule: EdgeRule
   }
 }
 
@@ -339,7 +342,8 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
     assistantTurnId: (row.assistant_turn_id as string | null | undefined) ?? null,
     workflow: {
       nodes: (row.nodes as WorkflowNode[] | null) ?? [],
-      edges: row.edges
+      edges: row.edges,
+      edgeRule: row.edge_rule as EdgeRule
     }
   }
 }
@@ -348,10 +352,14 @@ function runOf (row: Record<string, unknown>): ClaimedRun {
 const startedResult = sql`case when runs.result ? 'triggerData' then runs.result
   else jsonb_build_object('triggerData', coalesce(runs.trigger_data, 'null'::jsonb)) || runs.result end`
 
-/** The definition a run executes: the version it started with (workflow_versions), else the workflow's own. */
+/**
+ * The definition a run executes: the version it started with (workflow_versions), else the
+ * workflow's own, under the rule new versions get.
+ */
 const definitionColumns = sql`
   case when versions.workflow_id is null then workflows.nodes else versions.nodes end as nodes,
-  case when versions.workflow_id is null then workflows.edges else versions.edges end as edges`
+  case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
+  coalesce(versions.edge_rule, 'all') as edge_rule`
 
 export function runStore (db: DbOrTx) {
   return {

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
-import type { RunStatus, TriggerType, WorkflowNode } from '../db/schema/index.ts'
+import type { EdgeRule, RunStatus, TriggerType, WorkflowNode } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { isAdmin, type Viewer, workflowLimit } from '../users/viewer.ts'
 
@@ -59,10 +59,11 @@ export async function lockRunsToReplay (tx: DbOrTx, filter: UnretriedFilter): Pr
  * What a retry from a node needs of the run `id`: its result and the definition the retry will
  * execute (`version`, or the workflow's current one), in one statement.
  */
-export async function replayDefinition (db: DbOrTx, id: string, version?: number): Promise<{ result: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown }> {
-  const [row] = await db.execute<{ result: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown }>(sql`
+export async function replayDefinition (db: DbOrTx, id: string, version?: number): Promise<{ result: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown, edgeRule: EdgeRule }> {
+  const [row] = await db.execute<{ result: Record<string, unknown>, nodes: WorkflowNode[], edges: unknown, edgeRule: EdgeRule }>(sql`
     select runs.result, coalesce(versions.nodes, workflows.nodes) as nodes,
-      case when versions.workflow_id is null then workflows.edges else versions.edges end as edges
+      case when versions.workflow_id is null then workflows.edges else versions.edges end as edges,
+      coalesce(versions.edge_rule, 'all') as "edgeRule"
     from runs join workflows on workflows.id = runs.workflow_id
     left join workflow_versions versions on versions.workflow_id = runs.workflow_id and versions.version = coalesce(${version ?? null}::integer, workflows.version)
     where runs.id = ${id}

@@ -60,8 +60,8 @@ export async function planReplay (db: DbOrTx, input: ReplayRunInput): Promise<Om
 
 /** Where a retry from `fromNodeId` starts: the definition it will execute, the first run's outputs before that node. */
 async function startPointOf (db: DbOrTx, runId: string, version: number | undefined, fromNodeId: string) {
-  const { result, nodes, edges } = await replayDefinition(db, runId, version)
-  return retryStartPoint({ nodes, edges }, result, fromNodeId)
+  const { result, nodes, edges, edgeRule } = await replayDefinition(db, runId, version)
+  return retryStartPoint({ nodes, edges, edgeRule }, result, fromNodeId)
 }
 
 /** The workflow whose runs a bulk retry replays, as `viewer` may see it (never its nodes); null when they may not. */

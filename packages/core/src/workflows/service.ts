@@ -3,6 +3,7 @@ import { recordAudit, type AuditAction, type AuditContext } from '../audit/log.t
 import { isLimitedToWorkflows, mayUseWorkflow, type Viewer } from '../users/viewer.ts'
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow, WorkflowNode, WorkflowVersion } from '../db/schema/index.ts'
+import type { EdgeRule } from '../db/schema/workflow-versions.ts'
 import type { NodeSaveTools } from '../engine/nodes/definition.ts'
 import { nodeDefinition } from '../engine/nodes/index.ts'
 import { DomainError, forbidden } from '../errors.ts'
@@ -156,12 +157,16 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
   /**
    * Writes `changes` to the workflow locked in `tx`. A change of the definition (a field of
    * DEFINITION_FIELDS given a different value), or a restore, stores a new version made by the viewer.
+   * Its edge rule (engine/README.md, "Branches and joins"): a restore's is the restored version's,
+   * a change of nodes or edges gets `all` (and is checked under it), a change of the trigger alone
+   * keeps the current version's, so that no stored graph starts following its edges otherwise.
    */
-  async function save (tx: DbOrTx, viewer: Viewer, current: Workflow, changes: WorkflowChanges, restoredFrom?: number): Promise<void> {
+  async function save (tx: DbOrTx, viewer: Viewer, current: Workflow, changes: WorkflowChanges, restored?: { version: number, edgeRule: EdgeRule }): Promise<void> {
     const merged = { ...current, ...changes }
+    const graphChanged = changes.nodes !== undefined || changes.edges !== undefined
     // Stored definitions were checked when saved: only what this change touches is checked again.
-    if (changes.nodes !== undefined || changes.edges !== undefined) {
-      validateWorkflowGraph(merged.nodes, merged.edges, limits)
+    if (graphChanged) {
+      validateWorkflowGraph(merged.nodes, merged.edges, limits, restored?.edgeRule)
       // Rewired edges could reach a call that was never reached: the graph is checked whole.
       checkCalledWorkflows(viewer, merged.nodes)
     }
@@ -172,14 +177,16 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
     await checkErrorWorkflow(tx, viewer, current.userId, changes.errorWorkflowId, current.id)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
-    const redefined = restoredFrom !== undefined ||
+    const redefined = restored !== undefined ||
       DEFINITION_FIELDS.some((field) => changes[field] !== undefined && !isDeepStrictEqual(withoutPositions(field, changes[field]), withoutPositions(field, current[field])))
+    const versions = workflowVersionsRepository(tx)
+    const edgeRule = restored?.edgeRule ?? (graphChanged || !redefined ? 'all' : await versions.edgeRuleOf(current.id, current.version))
     const repo = workflowsRepository(tx)
     const listensTo = changes.nodes !== undefined || changes.cancelOn !== undefined ? listensToOf(merged.nodes, merged.cancelOn) : undefined
     const saved = (await repo.update(viewer, current.id, { ...changes, tags: dedupe(changes.tags) }, redefined ? current.version + 1 : undefined, listensTo))!
     const before = countedAs(current)
     await checkQuotas(tx, current.userId, countedAs(saved).filter((name) => !before.includes(name)))
-    if (redefined) await workflowVersionsRepository(tx).record(saved, viewer.id, restoredFrom)
+    if (redefined) await versions.record(saved, viewer.id, { restoredFrom: restored?.version, edgeRule })
     if (credentialIds !== undefined) await recordWorkflowCredentials(tx, current.id, credentialIds)
     await scheduleSync?.onSaved(saved, tx)
   }
@@ -268,8 +275,8 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
         const current = await locked(tx, viewer, id)
         const restored = await workflowVersionsRepository(tx).find(id, version)
         if (restored === null) throw versionNotFound()
-        const { triggerType, triggerConfig, nodes, edges } = restored
-        await save(tx, viewer, current, { triggerType, triggerConfig, nodes, edges }, version)
+        const { triggerType, triggerConfig, nodes, edges, edgeRule } = restored
+        await save(tx, viewer, current, { triggerType, triggerConfig, nodes, edges }, { version, edgeRule })
         if (audit !== undefined) {
           await recordAudit(tx, audit, { action: 'workflow.restored', targetType: 'workflow', targetId: id, details: { name: current.name, version, newVersion: current.version + 1 } })
         }

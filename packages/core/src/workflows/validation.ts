@@ -10,7 +10,9 @@ import { templateProblem } from '../engine/template.ts'
 import type { CancelOn, FlowControl, TriggerType, WorkflowEdge, WorkflowNode } from '../db/schema/workflows.ts'
 import { agentTriggerProblem } from '../assistant/tools.ts'
 import { checkNodeConfig } from './node-config.ts'
-import { joinOf, outgoingLinks } from '../engine/graph.ts'
+import { joinOf, outgoingLinks, withImplicitForks } from '../engine/graph.ts'
+import { PARALLEL_MAX_BRANCHES } from '../engine/nodes/parallel.ts'
+import type { EdgeRule } from '../db/schema/workflow-versions.ts'
 
 /** KEYWORD triggerConfig.match (README, Triggers); `contains` when absent. */
 const KEYWORD_MATCH_MODES = ['contains', 'exact', 'startsWith'] as const
@@ -55,13 +57,26 @@ function checkLinkShape (node: WorkflowNode, definition: NodeDefinition): void {
   }
 }
 
-/** Every fork has one join its branches reach, and every join is some fork's. */
-function checkBranches (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[]): void {
+/**
+ * Every fork (a parallel node, or under the edge rule `all` a node whose edges run several targets)
+ * has one join its branches reach, or, an implicit one, none; forks nest at most FORK_MAX_NESTING
+ * deep; every join is some fork's (engine/README.md, "Branches and joins").
+ */
+function checkBranches (nodes: readonly WorkflowNode[], edges: readonly WorkflowEdge[], edgeRule: EdgeRule): void {
+  const graph = withImplicitForks({ nodes: [...nodes], edges }, edgeRule)
+  // An implicit fork is named by the node whose edges it runs.
+  const named = (id: string): string => graph.implicitForks?.get(id) ?? id
   const joined = new Set<string>()
-  for (const node of nodes) {
+  for (const node of graph.nodes) {
     if (flowOf(node) !== 'fork') continue
-    const join = joinOf({ nodes: [...nodes], edges }, node, NODE_LINK_FIELDS, flowOf)
-    if ('problem' in join) throw invalidGraph(`Node ${node.id}: ${join.problem}`)
+    const source = graph.implicitForks?.get(node.id)
+    const width = (node.config?.branches as unknown[]).length
+    if (source !== undefined && width > PARALLEL_MAX_BRANCHES) {
+      throw invalidGraph(`Node ${source}: its edges without a sourceHandle run ${width} targets at once, more than ${PARALLEL_MAX_BRANCHES}`)
+    }
+    const join = joinOf(graph, node, NODE_LINK_FIELDS, flowOf)
+    if ('problem' in join) throw invalidGraph(`Node ${named(join.at)}: ${join.problem}`)
+    if (join.joinId === undefined) continue
     if (joined.has(join.joinId)) throw invalidGraph(`Node ${join.joinId}: merge joins the branches of more than one parallel node`)
     joined.add(join.joinId)
   }
@@ -125,10 +140,11 @@ export type WorkflowLimits = Pick<Limits, 'workflowMaxNodes' | 'cronMinIntervalS
 /**
  * Checks a workflow graph before it is stored (README, Workflows): a bounded
  * number of nodes, known node types, unique ids, links that reach existing nodes,
- * no cycles. `wait` nodes suspend a run, they do not make loops legal. Throws a
- * 400 DomainError naming the node.
+ * no cycles, forks that meet at their joins as the edge rule it is stored under
+ * reads its edges (new versions: `all`). `wait` nodes suspend a run, they do not
+ * make loops legal. Throws a 400 DomainError naming the node.
  */
-export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: unknown, limits: WorkflowLimits = DEFAULT_LIMITS): void {
+export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: unknown, limits: WorkflowLimits = DEFAULT_LIMITS, edgeRule: EdgeRule = 'all'): void {
   if (nodes.length > limits.workflowMaxNodes) {
     throw new DomainError('TOO_MANY_NODES', `Workflow has too many nodes (max ${limits.workflowMaxNodes})`)
   }
@@ -154,7 +170,7 @@ export function validateWorkflowGraph (nodes: readonly WorkflowNode[], edges: un
   })
   const cycleAt = findCycle(nodes, links)
   if (cycleAt !== null) throw invalidGraph(`Workflow graph has a cycle at ${cycleAt}`)
-  checkBranches(nodes, links)
+  checkBranches(nodes, links, edgeRule)
 }
 
 function isValidTimezone (timezone: string): boolean {

@@ -1,6 +1,7 @@
 import { and, desc, eq } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { workflowVersions, type Workflow, type WorkflowVersion } from '../db/schema/index.ts'
+import type { EdgeRule } from '../db/schema/workflow-versions.ts'
 
 /** A version as the list shows it: who made it and when, without the definition. */
 export type WorkflowVersionSummary = Pick<WorkflowVersion, 'version' | 'triggerType' | 'createdBy' | 'restoredFrom' | 'createdAt'>
@@ -20,10 +21,17 @@ const summaryColumns = {
  */
 export function workflowVersionsRepository (db: DbOrTx) {
   return {
-    /** Records the definition `workflow` holds now as its `workflow.version`. */
-    async record (workflow: Workflow, createdBy: string, restoredFrom?: number): Promise<void> {
+    /** Records the definition `workflow` holds now as its `workflow.version`, its edges read by `edgeRule`. */
+    async record (workflow: Workflow, createdBy: string, { restoredFrom, edgeRule = 'all' }: { restoredFrom?: number, edgeRule?: EdgeRule } = {}): Promise<void> {
       const { id, version, triggerType, triggerConfig, nodes, edges } = workflow
-      await db.insert(workflowVersions).values({ workflowId: id, version, triggerType, triggerConfig, nodes, edges, createdBy, restoredFrom })
+      await db.insert(workflowVersions).values({ workflowId: id, version, triggerType, triggerConfig, nodes, edges, createdBy, restoredFrom, edgeRule })
+    },
+
+    /** The edge rule of the workflow's version `version` (`all` when it has no row). */
+    async edgeRuleOf (workflowId: string, version: number): Promise<EdgeRule> {
+      const [found] = await db.select({ edgeRule: workflowVersions.edgeRule }).from(workflowVersions)
+        .where(and(eq(workflowVersions.workflowId, workflowId), eq(workflowVersions.version, version))).limit(1)
+      return found?.edgeRule ?? 'all'
     },
 
     /** Newest first. */

@@ -4,7 +4,7 @@ import {
   Background, Controls, Handle, MarkerType, Position, ReactFlow, useReactFlow,
   type Connection, type Edge, type Node, type NodeChange, type NodeProps
 } from '@xyflow/react'
-import { startNode, type LinkFieldsByType } from '@switchboard/core/engine/graph'
+import { startNode, withImplicitForks, type LinkFieldsByType } from '@switchboard/core/engine/graph'
 import { drawnLinks, handlesOf, type Definition, type OutputHandle } from '../../builder.ts'
 import { firstLine } from '../../format.ts'
 import { inChildRunsState, inChildRunsText, type InChildRuns, type NodeState } from '../../graph.ts'
@@ -20,6 +20,8 @@ interface StepData extends Record<string, unknown> {
   error: string | undefined
   /** The child runs of the run shown it ran in (a parallel's branch), when not in the run itself. */
   inChildRuns: InChildRuns | undefined
+  /** Its edges without a handle lead to several nodes: a save makes them run every target at once (README, Graph execution). */
+  runsAll: boolean
 }
 type StepNode = Node<StepData, 'step'>
 
@@ -41,7 +43,7 @@ const STATE_TEXT: Record<NonNullable<StepData['state']>, string> = { done: 'ran'
  * of its error, an input and one output per link it may make.
  */
 const StepView = memo(function StepView ({ data, selected }: NodeProps<StepNode>) {
-  const { node, handles, state, flagged, error, inChildRuns } = data
+  const { node, handles, state, flagged, error, inChildRuns, runsAll } = data
   const shown = state ?? (inChildRuns === undefined ? undefined : inChildRunsState(inChildRuns))
   return (
     <div
@@ -52,6 +54,7 @@ const StepView = memo(function StepView ({ data, selected }: NodeProps<StepNode>
       <Handle type='target' position={Position.Left} aria-label={`Link into ${node.id}`} />
       <strong class='flow-node-id'>{node.id}</strong>
       <span class='flow-node-type'>{node.type}</span>
+      {runsAll && <span class='badge fan-out' title='Its edges run every target at once, as parallel branches (versions saved before this rule follow the first)'>runs all</span>}
       {shown !== undefined && <span class={`badge ${shown === 'failed' ? 'danger' : 'ok'}`}>{state !== undefined ? STATE_TEXT[state] : inChildRunsText(inChildRuns!)}</span>}
       {error !== undefined && <span class='flow-node-error' title={error}>{firstLine(error, 60)}</span>}
       {handles.map((handle, i) => (
@@ -112,13 +115,16 @@ export function Canvas (props: CanvasProps) {
   const { definition, linkFields, selected, states, errors, inChildRuns, flagged, trigger } = props
   const flow = useReactFlow()
   const cache = useRef(new Map<string, { key: unknown[], node: StepNode }>())
+  // The nodes the engine forks after (core's withImplicitForks, the rule a save stores).
+  const forking = useMemo(() => new Set(withImplicitForks(definition, 'all').implicitForks?.values()), [definition])
   const nodes = useMemo(() => definition.nodes.map((node): StepNode => {
     const state = states.get(node.id)
     const isSelected = selected.has(node.id)
     const children = state === undefined ? inChildRuns.get(node.id) : undefined
     const error = errors.get(node.id) ?? children?.error?.message
     const cached = cache.current.get(node.id)
-    const key = [node, isSelected, state, flagged === node.id, linkFields, error, children]
+    const runsAll = forking.has(node.id)
+    const key = [node, isSelected, state, flagged === node.id, linkFields, error, children, runsAll]
     if (cached !== undefined && cached.key.every((part, i) => part === key[i])) return cached.node
     const made: StepNode = {
       id: node.id,
@@ -126,11 +132,11 @@ export function Canvas (props: CanvasProps) {
       position: node.position ?? { x: 0, y: 0 },
       selected: isSelected,
       ariaLabel: `Node ${node.id}, ${node.type}`,
-      data: { node, handles: handlesOf(node, linkFields), state, flagged: flagged === node.id, error, inChildRuns: children }
+      data: { node, handles: handlesOf(node, linkFields), state, flagged: flagged === node.id, error, inChildRuns: children, runsAll }
     }
     cache.current.set(node.id, { key, node: made })
     return made
-  }), [definition.nodes, selected, states, errors, inChildRuns, flagged, linkFields])
+  }), [definition.nodes, selected, states, errors, inChildRuns, flagged, linkFields, forking])
   // The node the engine starts at (core's startNode): the one the trigger links to.
   const entry = useMemo(() => startNode(definition, linkFields), [definition, linkFields])
   const triggerSelected = selected.has(TRIGGER_NODE_ID)

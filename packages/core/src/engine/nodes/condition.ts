@@ -4,6 +4,7 @@ import { getPath } from '../template.ts'
 import { Type } from 'typebox'
 import { NodeError } from '../types.ts'
 import { optionalObject, optionalString } from './config.ts'
+import { numberOf } from './items.ts'
 import { defineNode, PURE_TRAITS, templated } from './definition.ts'
 
 /** How a value is tested against an expected one: the condition node's and the filter node's (./filter.ts). */
@@ -89,15 +90,32 @@ function equals (left: unknown, right: unknown): boolean {
   return String(left) === String(right)
 }
 
-/** Numbers compare as numbers, anything else (ISO timestamps included) as text; undefined when a side is missing. */
+/** An ISO 8601 date, or date and time with an optional offset (docs/decisions.md, the comparison rule). */
+const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/
+
+/** The instant an ISO 8601 text names, in ms; a time without an offset is UTC, as a date alone is, whatever the worker's zone. */
+function instantOf (value: unknown): number | undefined {
+  if (typeof value !== 'string') return undefined
+  const parts = ISO_TIMESTAMP.exec(value)
+  if (parts === null) return undefined
+  const hasTime = value.length > 10
+  const instant = Date.parse(`${value.replace(' ', 'T')}${hasTime && parts[1] === undefined ? 'Z' : ''}`)
+  return Number.isFinite(instant) ? instant : undefined
+}
+
+/**
+ * How `gt`, `gte`, `lt` and `lte` order two values: numbers and decimal texts (`10`, `"-2.5"`) by
+ * value, two ISO 8601 timestamps as instants; anything else (`"n/a"`, `""`, null, a boolean, an
+ * object, a number against a timestamp) is not ordered: undefined, and the test is false.
+ */
 function compare (left: unknown, right: unknown): number | undefined {
-  if (left === null || left === undefined || right === null || right === undefined) return undefined
-  const a = Number(left)
-  const b = Number(right)
-  if (left !== '' && right !== '' && Number.isFinite(a) && Number.isFinite(b)) return a - b
-  const x = String(left)
-  const y = String(right)
-  return x < y ? -1 : x > y ? 1 : 0
+  const a = numberOf(left)
+  const b = numberOf(right)
+  if (a !== undefined && b !== undefined) return a - b
+  const x = instantOf(left)
+  const y = instantOf(right)
+  if (x !== undefined && y !== undefined) return x - y
+  return undefined
 }
 
 /** Whether `value` passes `operator` against `expected`; no operator: whether it is truthy. */
@@ -135,7 +153,7 @@ export const condition = defineNode({
   description: 'Branches: tests a value of the run and continues with then or else, or picks one of cases.',
   config: {
     field: Type.String({ minLength: 1, description: 'A path into the run (triggerData.body.event, n1.status), or a template.' }),
-    operator: operatorField('How field is tested against value; absent: field is truthy.'),
+    operator: operatorField('How field is tested against value; absent: field is truthy. gt, gte, lt, lte compare numbers and decimal texts ("10", "-2.5") by value, and two ISO 8601 timestamps as instants (no offset: UTC); any other value ("n/a", "", null, true, an object) makes them false.'),
     value: Type.Optional(Type.Unknown({ description: 'What field is compared with (a list for in, an RE2 pattern for matches).' })),
     then: Type.Optional(Type.String({ description: 'The node to continue with when the test passes.' })),
     else: Type.Optional(Type.String({ description: 'The node to continue with when it fails.' })),

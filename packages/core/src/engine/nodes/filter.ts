@@ -47,7 +47,7 @@ export const filter = defineNode({
     items: itemsField('The list to filter (at most 10,000 items), usually a template: {{n1.body.orders}}.'),
     conditions: Type.Array(Type.Object({
       field: Type.Optional(pathField('A path within each item (customer.tier); absent: the item itself.')),
-      operator: operatorField('How the field is tested against value; absent: the field is truthy.'),
+      operator: operatorField('How the field is tested against value; absent: the field is truthy. gt, gte, lt, lte order values as the condition node does: numbers, decimal texts and ISO 8601 timestamps; anything else makes them false.'),
       value: Type.Optional(Type.Unknown({ description: 'What the field is compared with (a list for in, an RE2 pattern for matches).' }))
     }), { minItems: 1, maxItems: MAX_CONDITIONS, description: 'The tests each item must pass.' }),
     combine: Type.Optional(templated(oneOfAnyCase(COMBINE, { default: 'all', description: 'all: an item must pass every condition; any: at least one.' })))

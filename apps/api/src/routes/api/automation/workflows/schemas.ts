@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { CREDENTIAL_TYPES, DOMAINS, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
+import { CREDENTIAL_TYPES, DOMAINS, EDGE_RULES, RUN_STATUSES, TRIGGER_TYPES } from '@switchboard/core/db'
 import { BULK_RETRY_MAX_RUNS, BULK_RETRY_STATUSES } from '@switchboard/core/triggers'
 import { EVENT_MATCH_BOUNDS, NODE_TYPES } from '@switchboard/core/engine'
 import { CANCEL_ON_MAX_RULES, FLOW_CONTROL_BOUNDS, RUN_TAG_BOUNDS } from '@switchboard/core/runs'
@@ -311,7 +311,8 @@ export const WorkflowVersion = Type.Object({
   ...WorkflowVersionSummary.properties,
   triggerConfig: TriggerConfig,
   nodes: Type.Array(WorkflowNode),
-  edges: Edges
+  edges: Edges,
+  edgeRule: Type.Enum(EDGE_RULES, { description: 'how a node\'s several edges without a sourceHandle are followed: all (every target, in parallel branches) or first (versions saved before that rule)' })
 })
 
 /** What an export carries of the workflow: the writable fields but isActive. */
