@@ -166,10 +166,15 @@ export function withImplicitForks (graph: WorkflowGraph, edgeRule: EdgeRule): Wo
   const taken = new Set(graph.nodes.map((node) => node.id))
   const forks: WorkflowNode[] = []
   const forkOf = new Map<string, string>()
+  // Each node's plain targets, in one pass: a run reads its graph through here.
+  const plainTargets = new Map<string, Set<string>>()
+  for (const edge of edges) {
+    if (isPlain(edge)) plainTargets.set(edge.source, (plainTargets.get(edge.source) ?? new Set()).add(edge.target))
+  }
   for (const node of graph.nodes) {
     // `next` is followed before edges: a node with one never reaches them.
     if (typeof node.next === 'string' && node.next !== '') continue
-    const targets = [...new Set(edges.filter((edge) => edge.source === node.id && isPlain(edge)).map((edge) => edge.target))]
+    const targets = [...(plainTargets.get(node.id) ?? [])]
     if (targets.length < 2) continue
     let id = `${node.id}:fork`
     for (let n = 2; taken.has(id); n++) id = `${node.id}:fork-${n}`
