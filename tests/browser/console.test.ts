@@ -275,21 +275,6 @@ t.test('a waiting run is cancelled from its page and retried with the same trigg
   await page.locator('.run-status .badge.status-cancelled').waitFor()
 })
 
-t.test('a run waiting for an event: its page says which, and follows it on when the event comes', async (t) => {
-  const waiting = await stack.client.createWorkflow(token, {
-    name: 'Wait for the payment',
-    nodes: [{ id: 'paid', type: 'wait_for_event', config: { event: 'order.paid', match: { 'order.id': '{{triggerData.orderId}}' }, timeoutMinutes: 30 } }]
-  })
-  const runId = await stack.client.fire(token, waiting, { orderId: 'B-7' })
-  await page.goto(`${baseUrl}/console/runs/${runId}`)
-  const panel = page.locator('#event-wait')
-  await panel.waitFor()
-  t.match(await panel.innerText(), /At node paid: the event order\.paid where order\.id is "B-7", until/)
-  t.equal((await stack.call('POST', '/api/automation/events', { token, body: { name: 'order.paid', payload: { order: { id: 'B-7' } } } })).status, 202)
-  await page.locator('.run-status .badge.status-success').waitFor()
-  t.equal(await panel.count(), 0, 'the panel is gone once the run went on')
-})
-
 t.test('trigger panels: a webhook URL to copy, a cron schedule\'s next run; deactivate and activate', async (t) => {
   const webhook = await stack.client.createWorkflow(token, { name: 'Partner webhook', triggerType: 'WEBHOOK' })
   await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
@@ -695,6 +680,21 @@ t.test('the runs page: searched by the words of an error, a tag chip listing the
   t.match(await page.locator('#run-flow-control').textContent(), /^Waiting for its burst to settle \(order-9\) since /)
   await shot('19b-run-waiting-for-its-flow-control')
   await stack.call('POST', `/api/automation/runs/${held}/cancel`, { token })
+})
+
+t.test('a run waiting for an event: its page says which, and follows it on when the event comes', async (t) => {
+  const waiting = await stack.client.createWorkflow(token, {
+    name: 'Wait for the payment',
+    nodes: [{ id: 'paid', type: 'wait_for_event', config: { event: 'order.paid', match: { 'order.id': '{{triggerData.orderId}}' }, timeoutMinutes: 30 } }]
+  })
+  const runId = await stack.client.fire(token, waiting, { orderId: 'B-7' })
+  await page.goto(`${baseUrl}/console/runs/${runId}`)
+  const panel = page.locator('#event-wait')
+  await panel.waitFor()
+  t.match(await panel.innerText(), /At node paid: the event order\.paid where order\.id is "B-7", until/)
+  t.equal((await stack.call('POST', '/api/automation/events', { token, body: { name: 'order.paid', payload: { order: { id: 'B-7' } } } })).status, 202)
+  await page.locator('.run-status .badge.status-success').waitFor()
+  t.equal(await panel.count(), 0, 'the panel is gone once the run went on')
 })
 
 t.test('a token the api refuses (401) returns to the login page', async (t) => {
