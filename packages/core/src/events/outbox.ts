@@ -65,7 +65,7 @@ export const EVENT_CATALOGUE = [
  * (`any`), one other than `except` (a workflow is not told of its own runs, so that they cannot
  * loop), or none (`none`: the event's workflows are started elsewhere). The events of the hottest
  * writes (a run's success, a message's status) are written only then: a probe of a few indexes
- * (event_subscriptions_user_idx, event_listens_open_idx, workflows_listens_to_idx,
+ * (event_subscriptions_user_idx, event_listens_open_idx, workflows_listening_idx,
  * workflows_event_name_idx) inside the statement of the change, no round trip of their own.
  */
 export function someoneListens (name: string, userId: SQL, workflows: { except: SQL } | 'any' | 'none'): SQL {
@@ -81,7 +81,7 @@ export function someoneListens (name: string, userId: SQL, workflows: { except: 
 /** Whether a run of `userId` waits for `name` or is cancelled by it, or a workflow of theirs may make one (see someoneListens). */
 export const someoneWaits = (name: string, userId: SQL): SQL => sql`(exists (select 1 from event_listens l
     where l.user_id = ${userId} and l.event_name = ${name}::text and l.event is null and l.closed_at is null)
-  or exists (select 1 from workflows lw where lw.listens_to @> array[${name}::text] and lw.user_id = ${userId}))`
+  or exists (select 1 from workflows lw where lw.user_id = ${userId} and lw.listens_to <> '{}' and lw.listens_to @> array[${name}::text]))`
 
 export interface OutboxEvent {
   id: string

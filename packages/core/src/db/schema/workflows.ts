@@ -103,7 +103,8 @@ export const workflows = pgTable('workflows', {
   index('workflows_user_trigger_idx').on(t.userId, t.triggerType, t.isActive),
   index('workflows_user_domain_idx').on(t.userId, t.domain),
   index('workflows_tags_idx').using('gin', t.tags),
-  index('workflows_listens_to_idx').using('gin', t.listensTo),
+  // The owners' workflows that name an event in a wait or cancelOn: probed by every run's end (events/outbox.ts), tiny while few do.
+  index('workflows_listening_idx').on(t.userId).where(sql`${t.listensTo} <> '{}'`),
   // Event fan-out looks workflows up by event name.
   index('workflows_event_name_idx').on(sql`(${t.triggerConfig}->>'eventName')`).where(sql`${t.triggerType} = 'EVENT' and ${t.isActive}`),
   index('workflows_active_trigger_idx').on(t.triggerType).where(sql`${t.isActive}`)
