@@ -52,12 +52,32 @@ export interface ChildrenProgress {
 }
 
 /**
- * The wake of a parent: one job per parent at a time (BullMQ deduplication; one more is kept
- * while it is active), so that a thousand children ending in one second wake it a few times.
+ * The wake of a run (a parent, a wait that took its event): one job per run at a time (BullMQ
+ * deduplication; one more is kept while it is active), so that a thousand children ending in one
+ * second wake it a few times.
  */
+const wakeJob = (runId: string) => ({
+  name: RUN_JOB,
+  data: { runId, wake: true } satisfies RunJobData,
+  opts: { deduplication: { id: `wake:${runId}`, keepLastIfActive: true } }
+})
+
 export async function wakeRun (queues: Queues, queue: QueueName, runId: string): Promise<void> {
-  const data: RunJobData = { runId, wake: true }
-  await queues[queue].add(RUN_JOB, data, { deduplication: { id: `wake:${runId}`, keepLastIfActive: true } })
+  const { name, data, opts } = wakeJob(runId)
+  await queues[queue].add(name, data, opts)
+}
+
+/** Wakes at most this many runs per call to Redis. */
+const WAKE_BATCH = 500
+
+/** Wakes many runs (the waits an event reached), `WAKE_BATCH` per call to Redis. */
+export async function wakeRuns (queues: Queues, runs: ReadonlyArray<{ runId: string, queue: QueueName }>): Promise<void> {
+  for (let start = 0; start < runs.length; start += WAKE_BATCH) {
+    const batch = runs.slice(start, start + WAKE_BATCH)
+    for (const name of new Set(batch.map(({ queue }) => queue))) {
+      await queues[name].addBulk(batch.filter(({ queue }) => queue === name).map(({ runId }) => wakeJob(runId)))
+    }
+  }
 }
 
 export interface ChildRunsOptions {

@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import type { EventMatch, ReceivedEvent } from '../db/schema/event-listens.ts'
 import { jsonb, textArray } from '../db/sql.ts'
-import { RUN_JOB, type QueueName, type Queues, type RunJobData } from '../queues/catalog.ts'
+import type { QueueName } from '../queues/catalog.ts'
 
 /**
  * Runs listening for events (README, Events and waits): a `wait_for_event` node's wait and a
@@ -62,12 +62,14 @@ export function eventWaits (db: DbOrTx) {
           ${wait.since.toISOString()}::timestamptz, ${wait.expiresAt.toISOString()}::timestamptz)
         on conflict (run_id, listener) do nothing`)
       await db.execute(sql`
-        update event_listens l set event = (
-          select ${receivedEvent(sql`e`)} from events e
-          where e.user_id = l.user_id and e.name = l.event_name and e.created_at >= l.since and ${matches(sql`e.payload`, sql`l.match`)}
-          order by e.created_at, e.id limit 1)
-        where l.run_id = ${wait.runId} and l.listener = ${wait.nodeId} and l.event is null and l.closed_at is null
-          and exists (select 1 from events e where e.user_id = l.user_id and e.name = l.event_name and e.created_at >= l.since and ${matches(sql`e.payload`, sql`l.match`)})`)
+        update event_listens l set event = found.event
+        from (
+          select ${receivedEvent(sql`e`)} as event from event_listens w
+          join events e on e.user_id = w.user_id and e.name = w.event_name and e.created_at >= w.since and ${matches(sql`e.payload`, sql`w.match`)}
+          where w.run_id = ${wait.runId} and w.listener = ${wait.nodeId}
+          order by e.created_at, e.id limit 1
+        ) found
+        where l.run_id = ${wait.runId} and l.listener = ${wait.nodeId} and l.event is null and l.closed_at is null`)
       const opened = await get(wait.runId, wait.nodeId)
       if (opened === undefined) throw new Error('event wait not written')
       return opened
@@ -107,7 +109,7 @@ export async function matchListens (tx: DbOrTx, eventIds: readonly string[]): Pr
   for (;;) {
     const rows = await tx.execute<ReachedListener & Record<string, unknown>>(sql`
       with hit as (
-        select distinct on (l.run_id, l.listener) l.run_id, l.listener, ${receivedEvent(sql`e`)} as event
+        select distinct on (l.run_id, l.listener) l.run_id, l.listener, r.queue, ${receivedEvent(sql`e`)} as event
         from events e
         join event_listens l on l.user_id = e.user_id and l.event_name = e.name and l.event is null and l.closed_at is null
           and l.since <= e.created_at
@@ -118,32 +120,15 @@ export async function matchListens (tx: DbOrTx, eventIds: readonly string[]): Pr
       )
       update event_listens l set event = hit.event
       from hit where l.run_id = hit.run_id and l.listener = hit.listener and l.event is null and l.closed_at is null
-      returning l.run_id as "runId", l.kind, (select queue from runs where runs.id = l.run_id) as queue`)
+      returning l.run_id as "runId", l.kind, hit.queue`)
     reached.push(...rows)
     if (rows.length < MATCH_BATCH) return reached
   }
 }
 
-/** Wakes at most this many runs per call to Redis. */
-const WAKE_BATCH = 500
-
-/** Wakes waiting runs (their waits took an event), deduplicated per run like a child's wake of its parent (children.ts). */
-export async function wakeRuns (queues: Queues, runs: ReadonlyArray<{ runId: string, queue: QueueName }>): Promise<void> {
-  for (let start = 0; start < runs.length; start += WAKE_BATCH) {
-    const batch = runs.slice(start, start + WAKE_BATCH)
-    for (const name of new Set(batch.map(({ queue }) => queue))) {
-      await queues[name].addBulk(batch.filter(({ queue }) => queue === name).map(({ runId }) => ({
-        name: RUN_JOB,
-        data: { runId, wake: true } satisfies RunJobData,
-        opts: { deduplication: { id: `wake:${runId}`, keepLastIfActive: true } }
-      })))
-    }
-  }
-}
-
 /**
- * Closes the listeners of runs that ended (the engine's own and the reconciler's pass): a rule of a
- * finished run matches nothing any more, and the open index stays the size of the live runs'.
+ * Closes the listeners of runs that ended (the reconciler's pass): a rule of a finished run
+ * matches nothing any more, and the open index stays the size of the live runs'.
  */
 export async function closeEndedListens (db: DbOrTx, limit: number): Promise<number> {
   const rows = await db.execute(sql`

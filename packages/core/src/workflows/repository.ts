@@ -187,8 +187,10 @@ export function workflowsRepository (db: DbOrTx) {
       return { ...row.workflow, runs: mapRuns(row.runs), schedules: mapSchedules(row.schedules) }
     },
 
-    /** `version`: the number of the definition the change makes current, when it makes a new one. */
-    /** `listensTo`: the merged definition's (listens-to.ts), when its nodes or cancelOn change. */
+    /**
+     * `version`: the number of the definition the change makes current, when it makes a new one;
+     * `listensTo`: the merged definition's (listens-to.ts), when its nodes or cancelOn change.
+     */
     async update (viewer: Viewer, id: string, changes: WorkflowChanges, version?: number, listensTo?: string[]): Promise<Workflow | null> {
       const [workflow] = await db.update(workflows).set({ ...editableFields(changes), ...(version !== undefined && { version }), ...(listensTo !== undefined && { listensTo }) })
         .where(byId(viewer, id)).returning(workflowColumns)
