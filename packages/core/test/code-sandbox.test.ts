@@ -104,6 +104,19 @@ t.test('a 100 MiB string ends with the memory error, and the thread runs the nex
   t.same(await sandbox.run('return new Float64Array(1024 * 1024).length', null), { ok: true, output: 1024 * 1024, logs: [] })
 })
 
+t.test('memory used up by many small objects ends with the memory error run after run, and a thrown null is still the author\'s', async (t) => {
+  // The memory limit is what is asserted: a CPU time a busy machine cannot run out.
+  const sandbox = pool(t, 1, { ...LIMITS, cpuMs: 10_000 })
+  const memoryError = { ok: false, error: 'Code used more than 32 MiB of memory (CODE_MEMORY_BYTES)', logs: [] }
+  // Once the thread's memory is at its maximum, QuickJS cannot allocate the error and throws null.
+  for (let round = 1; round <= 3; round++) {
+    t.same(await sandbox.run('const list = []\nwhile (true) list.push(new Array(1000).fill(list.length))', null), memoryError, `arrays, round ${round}`)
+    t.same(await sandbox.run('const list = []\nwhile (true) list.push({ at: list.length, text: "x" + list.length })', null), memoryError, `objects, round ${round}`)
+    t.same(await sandbox.run('const seen = new Map()\nfor (let i = 0; ; i++) seen.set("k" + i, [i])', null), memoryError, `a map, round ${round}`)
+  }
+  t.same(await sandbox.run('throw null', null), { ok: false, error: 'Code threw null', logs: [] })
+})
+
 t.test('deep recursion ends with a stack overflow, not a crash', async (t) => {
   const sandbox = pool(t)
   t.same(await sandbox.run('function f () { return f() }\nreturn f()', null), { ok: false, error: 'Stack overflow: too much recursion (line 1)', line: 1, logs: [] })

@@ -174,7 +174,8 @@ function logCollector ({ logMaxLines }: CodeSandboxLimits): { add: (line: CodeLo
 }
 
 /** The part of WebAssembly used here: its types are in lib.dom, which the build (tsconfig.build.json) leaves out. */
-declare const WebAssembly: { Memory: new (descriptor: { initial: number, maximum: number }) => object }
+interface WasmMemory { grow: (pages: number) => number }
+declare const WebAssembly: { Memory: new (descriptor: { initial: number, maximum: number }) => WasmMemory }
 
 /**
  * QuickJS's memory limit does not count ArrayBuffers (`new Uint8Array(8 <<
@@ -190,8 +191,25 @@ const { memoryBytes, replies, answered } = workerData as ThreadData
 const wasmMemory = new WebAssembly.Memory({
   initial: WASM_INITIAL_BYTES / WASM_PAGE_BYTES,
   maximum: Math.ceil((memoryBytes + WASM_INITIAL_BYTES) / WASM_PAGE_BYTES)
-}) as CustomizeVariantOptions['wasmMemory']
-const quickJS = await newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory }))
+})
+/**
+ * Whether the memory's last growth was refused, at its maximum. QuickJS then cannot allocate even
+ * the error it would throw and throws null instead: with a refused growth, a thrown null is the
+ * memory used up, not the author's `throw null`. The module grows the memory through this object.
+ */
+const growth = { refused: false }
+const grow = wasmMemory.grow.bind(wasmMemory)
+wasmMemory.grow = (pages) => {
+  try {
+    const before = grow(pages)
+    growth.refused = false
+    return before
+  } catch (error) {
+    growth.refused = true
+    throw error
+  }
+}
+const quickJS = await newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory: wasmMemory as CustomizeVariantOptions['wasmMemory'] }))
 
 function run ({ id, code, input, limits, compileOnly }: ThreadJob): ThreadResult {
   const logs = logCollector(limits)
@@ -257,7 +275,7 @@ function run ({ id, code, input, limits, compileOnly }: ThreadJob): ThreadResult
     const described = call(describe, error)
     if (described.error !== undefined || context.typeof(described.value) !== 'string') return { ok: false, error: 'Code failed with an error that could not be read' }
     const [name, message, reported] = JSON.parse(context.getString(described.value)) as [string, string, number]
-    if (name === 'InternalError' && message === 'out of memory') return { ok: false, error: memoryError(limits) }
+    if ((name === 'InternalError' && message === 'out of memory') || (name === '' && message === 'null' && growth.refused)) return { ok: false, error: memoryError(limits) }
     const line = reported > 0 ? lineInCode(reported, code) : undefined
     let text = name === '' ? `Code threw ${message}` : message === 'stack overflow' ? 'Stack overflow: too much recursion' : `${name}: ${message}`
     if (phase === 'compile') text = compileErrorMessage(name, message, code, line ?? 1)
@@ -302,6 +320,7 @@ function run ({ id, code, input, limits, compileOnly }: ThreadJob): ThreadResult
   }
 
   time.deadline = Date.now() + limits.cpuMs
+  growth.refused = false
   const outcome = evaluate()
   for (const handle of handles.reverse()) handle.dispose()
   context.dispose()
