@@ -1,10 +1,11 @@
-import { assistantRunner, nodeModelProvider, wakeTurn, type AssistantRunner } from '@switchboard/core/assistant'
+import { assistantRunner, assistantSettings, nodeModelProvider, wakeTurn, type AssistantRunner } from '@switchboard/core/assistant'
 import { consentKeywords, conversationsRepository, createChatClient, createChatSender, createChatService, type ChatService, type ConsentKeywords } from '@switchboard/core/chat'
 import type { Config } from '@switchboard/core/config'
 import { createCredentialVault } from '@switchboard/core/credentials'
 import type { Database } from '@switchboard/core/db'
 import { keyringOf } from '@switchboard/core/encryption'
 import { codeSandboxLimitsOf, createCodeSandboxPool, createHttpClient, createRunEngine, type RunEngine } from '@switchboard/core/engine'
+import { knowledgeIndexer, knowledgeRetrieval, type KnowledgeIndexer } from '@switchboard/core/knowledge'
 import type { Logger } from '@switchboard/core/logger'
 import { eventDeliverer, type EventDeliverer } from '@switchboard/core/subscriptions'
 import { dispatchEvents } from '@switchboard/core/triggers'
@@ -28,6 +29,8 @@ export interface WorkerContext {
   chat: ChatService
   /** Subscription deliveries, through the SSRF-guarded client of http_request. */
   deliverer: EventDeliverer
+  /** Knowledge sources read, split and embedded (README, Knowledge); URLs through the same guarded client. */
+  knowledge: KnowledgeIndexer
 }
 
 /** Builds the processor of queue `Q` from the worker's shared context. */
@@ -63,11 +66,15 @@ export function createWorkerContext (connections: Pick<WorkerContext, 'config' |
     dispatchEvents: async (eventIds) => await dispatchEvents(events, { ids: eventIds }),
     wakeAssistantTurn: async (turnId) => { await wakeTurn({ db: database.db, queues }, turnId) }
   })
-  const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService })
+  const settings = assistantSettings({ db: database.db, config })
+  const embedder = settings.embedder
+  const knowledge = knowledgeIndexer({ db: database.db, logger, dispatcher: http.dispatcher, allowPrivate: config.httpRequestAllowPrivate, embedder })
+  const retrieval = knowledgeRetrieval({ db: database.db, embedder, logger, minSimilarity: config.ai.embeddingMinSimilarity, vectorCacheBytes: config.ai.vectorCacheBytes })
+  const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService, settings, retrieval })
   const consent = consentKeywords({ db: database.db, chat: chatService, logger })
   const deliverer = eventDeliverer({ db: database.db, keyring, dispatcher: http.dispatcher, config: config.eventSubscriptions, logger })
   return {
-    context: { ...connections, engine, assistant, consent, chat: chatService, deliverer },
+    context: { ...connections, engine, assistant, consent, chat: chatService, deliverer, knowledge },
     close: async () => { await Promise.all([http.close(), chatClient.close(), code.close()]) }
   }
 }

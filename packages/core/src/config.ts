@@ -68,6 +68,14 @@ export interface AiConfig {
   maxResponseBytes: number
   /** AI_MAX_OUTPUT_TOKENS: the most a model may write in one answer (`max_tokens`). */
   maxOutputTokens: number
+  /** AI_EMBEDDING_MODEL: the provider's `/embeddings` model knowledge passages are embedded with; unset, retrieval is full-text search alone (README, Knowledge). */
+  embeddingModel?: string
+  /** AI_EMBEDDING_DIMENSIONS: the `dimensions` asked of the model (fewer, smaller vectors), unset: the model's own. */
+  embeddingDimensions?: number
+  /** AI_EMBEDDING_MIN_SIMILARITY: the cosine similarity from which an embedded passage counts as relevant. */
+  embeddingMinSimilarity: number
+  /** KNOWLEDGE_VECTOR_CACHE_BYTES: the embeddings a process keeps in memory to rank passages, across numbers. */
+  vectorCacheBytes: number
 }
 
 export interface Timeouts {
@@ -644,7 +652,11 @@ export function loadConfig (env: Env = process.env): Config {
       historyMessages: int('AI_HISTORY_MESSAGES', 20, 1, 200),
       historyMaxChars: int('AI_HISTORY_MAX_CHARS', 16_000, 500, 500_000),
       maxResponseBytes: int('AI_MAX_RESPONSE_BYTES', 1024 * 1024, 4096, 64 * 1024 * 1024),
-      maxOutputTokens: int('AI_MAX_OUTPUT_TOKENS', 1024, 16, 128_000)
+      maxOutputTokens: int('AI_MAX_OUTPUT_TOKENS', 1024, 16, 128_000),
+      embeddingModel: text(env, 'AI_EMBEDDING_MODEL'),
+      embeddingDimensions: read(undefined, () => text(env, 'AI_EMBEDDING_DIMENSIONS') === undefined ? undefined : int('AI_EMBEDDING_DIMENSIONS', 0, 1, 4096)),
+      embeddingMinSimilarity: read(0.3, () => share(env, 'AI_EMBEDDING_MIN_SIMILARITY', 0.3)),
+      vectorCacheBytes: int('KNOWLEDGE_VECTOR_CACHE_BYTES', 128 * 1024 * 1024, 1024 * 1024, 16 * 1024 * 1024 * 1024)
     },
     quotas: {
       runsPerMinute: int('USER_QUOTA_RUNS_PER_MINUTE', 60_000, 1, MAX_QUOTA),
@@ -653,7 +665,8 @@ export function loadConfig (env: Env = process.env): Config {
       workflows: int('USER_QUOTA_WORKFLOWS', 10_000, 0, MAX_QUOTA),
       credentials: int('USER_QUOTA_CREDENTIALS', 1000, 0, MAX_QUOTA),
       cronWorkflows: int('USER_QUOTA_CRON_WORKFLOWS', 1000, 0, MAX_QUOTA),
-      eventListeners: int('USER_QUOTA_EVENT_LISTENERS', 1000, 0, MAX_QUOTA)
+      eventListeners: int('USER_QUOTA_EVENT_LISTENERS', 1000, 0, MAX_QUOTA),
+      knowledgeSources: int('USER_QUOTA_KNOWLEDGE_SOURCES', 500, 0, MAX_QUOTA)
     },
     workerUserShare: read(0.5, () => share(env, 'WORKER_USER_SHARE', 0.5)),
     retention: {

@@ -30,6 +30,8 @@ export type ErrorCode =
   | 'MESSAGE_NOT_FOUND' | 'MESSAGE_NOT_ON_PLATFORM' | 'NO_CUSTOMER_MESSAGE' | 'MEDIA_NOT_FOUND' | 'CHAT_MEDIA_TOO_LARGE' | 'CHAT_MEDIA_TIMEOUT' | 'TEMPLATE_NOT_FOUND'
   // Event subscriptions
   | 'SUBSCRIPTION_NOT_FOUND' | 'DELIVERY_NOT_FOUND' | 'DELIVERY_PENDING'
+  // Knowledge
+  | 'KNOWLEDGE_SOURCE_NOT_FOUND'
 
 /**
  * A failure with a stable code. `message` is the client-facing text, kept word for word

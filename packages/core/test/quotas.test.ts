@@ -9,7 +9,7 @@ import { createRunAdmission } from '../src/runs/admission.ts'
 import { effectiveQuotas, type Quotas } from '../src/users/quotas.ts'
 
 const { db, queues } = await createCoreTestContext(t)
-const defaults: Quotas = { runsPerMinute: 1000, runsInFlight: 0, waitingRuns: 2, workflows: 10, credentials: 10, cronWorkflows: 10, eventListeners: 10 }
+const defaults: Quotas = { runsPerMinute: 1000, runsInFlight: 0, waitingRuns: 2, workflows: 10, credentials: 10, cronWorkflows: 10, eventListeners: 10, knowledgeSources: 10 }
 
 const [owner] = await db.insert(users).values({ email: 'owner@example.com', passwordHash: 'x' }).returning()
 const [other] = await db.insert(users).values({ email: 'other@example.com', passwordHash: 'x' }).returning()

@@ -118,6 +118,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   CREDENTIAL_NOT_FOUND: 404,
   SUBSCRIPTION_NOT_FOUND: 404,
   DELIVERY_NOT_FOUND: 404,
+  KNOWLEDGE_SOURCE_NOT_FOUND: 404,
   DELIVERY_PENDING: 409,
   // A rename that would leave references inside code pointing at the old id, until confirmed with `force`.
   NODE_REFERENCES_UNREWRITABLE: 409,

@@ -3,6 +3,7 @@ import type { ProcessorFactory } from '../context.ts'
 import { assistantMainProcessor } from './assistant-main.ts'
 import { chatBroadcastsProcessor } from './chat-broadcasts.ts'
 import { eventDeliveriesProcessor } from './event-deliveries.ts'
+import { knowledgeIndexProcessor } from './knowledge-index.ts'
 import { scheduledTasksProcessor } from './scheduled-tasks.ts'
 import { runProcessor } from './workflow-runs.ts'
 
@@ -14,5 +15,6 @@ export const processors: { [Q in QueueName]: ProcessorFactory<Q> } = {
   'agent-execution': runProcessor,
   'scheduled-tasks': scheduledTasksProcessor,
   'chat-broadcasts': chatBroadcastsProcessor,
-  'event-deliveries': eventDeliveriesProcessor
+  'event-deliveries': eventDeliveriesProcessor,
+  'knowledge-index': knowledgeIndexProcessor
 }

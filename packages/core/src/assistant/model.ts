@@ -149,8 +149,57 @@ export function createModelClient (options: ModelClientOptions) {
         tokensIn: Number.isSafeInteger(usage?.prompt_tokens) ? usage!.prompt_tokens : 0,
         tokensOut: Number.isSafeInteger(usage?.completion_tokens) ? usage!.completion_tokens : 0
       }
+    },
+
+    /**
+     * The embeddings of `inputs` (README, Knowledge), in their order, each scaled to length 1 so that
+     * a dot product is their cosine. An answer of another count, or of vectors of unequal or
+     * unreasonable length, or with values that are not finite numbers, fails the call.
+     */
+    async embed (request: { model: string, inputs: string[], dimensions?: number, signal?: AbortSignal }): Promise<Float32Array[]> {
+      let answer: OpenAI.Embeddings.CreateEmbeddingResponse
+      try {
+        answer = await client.embeddings.create({
+          model: request.model,
+          input: request.inputs,
+          encoding_format: 'float',
+          ...(request.dimensions !== undefined && { dimensions: request.dimensions })
+        }, { signal: request.signal })
+      } catch (err) {
+        throw callError(err)
+      }
+      const data = Array.isArray(answer?.data) ? answer.data : []
+      if (data.length !== request.inputs.length) throw new ModelCallError(`the provider answered ${data.length} embeddings for ${request.inputs.length} inputs`, 'refused')
+      const vectors: Float32Array[] = new Array(data.length)
+      for (const [position, item] of data.entries()) {
+        const index = Number.isSafeInteger(item?.index) ? item.index : position
+        const values = item?.embedding
+        if (!Array.isArray(values) || values.length === 0 || values.length > MAX_EMBEDDING_DIMENSIONS || index < 0 || index >= data.length) {
+          throw new ModelCallError('the provider answered an embedding that is not a list of numbers', 'refused')
+        }
+        vectors[index] = unitVector(values)
+      }
+      const dimensions = vectors[0]?.length
+      if (vectors.some((vector) => vector === undefined || vector.length !== dimensions)) throw new ModelCallError('the provider answered embeddings of unequal lengths', 'refused')
+      return vectors
     }
   }
+}
+
+/** The longest embedding read (the largest models have 4,096 dimensions). */
+const MAX_EMBEDDING_DIMENSIONS = 8192
+
+function unitVector (values: unknown[]): Float32Array {
+  const vector = new Float32Array(values.length)
+  let norm = 0
+  for (const [i, value] of values.entries()) {
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw new ModelCallError('the provider answered an embedding with a value that is not a number', 'refused')
+    vector[i] = value
+    norm += value * value
+  }
+  norm = Math.sqrt(norm)
+  if (norm > 0) for (let i = 0; i < vector.length; i++) vector[i] = vector[i]! / norm
+  return vector
 }
 
 export type ModelClient = ReturnType<typeof createModelClient>

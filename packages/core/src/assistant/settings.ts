@@ -23,6 +23,8 @@ export interface AssistantSettings {
   apiKeyCredentialId: string | null
   /** A turn starts once the conversation has been quiet this long, and at most 3 times this long after the burst's first message. */
   debounceMs: number
+  /** Hand the conversation to a person when the knowledge has nothing relevant, instead of answering (README, Knowledge). */
+  answerFromKnowledgeOnly: boolean
 }
 
 export interface AssistantSettingsView extends AssistantSettings {
@@ -31,11 +33,11 @@ export interface AssistantSettingsView extends AssistantSettings {
   updatedAt: Date | null
 }
 
-const DEFAULTS: AssistantSettings = { instructions: '', answerAlways: false, model: null, apiKeyCredentialId: null, debounceMs: DEFAULT_DEBOUNCE_MS }
+const DEFAULTS: AssistantSettings = { instructions: '', answerAlways: false, model: null, apiKeyCredentialId: null, debounceMs: DEFAULT_DEBOUNCE_MS, answerFromKnowledgeOnly: false }
 
 const settingsOf = (row: ChatAssistant | undefined): AssistantSettings => row === undefined
   ? DEFAULTS
-  : { instructions: row.instructions, answerAlways: row.answerAlways, model: row.model, apiKeyCredentialId: row.apiKeyCredentialId, debounceMs: row.debounceMs }
+  : { instructions: row.instructions, answerAlways: row.answerAlways, model: row.model, apiKeyCredentialId: row.apiKeyCredentialId, debounceMs: row.debounceMs, answerFromKnowledgeOnly: row.answerFromKnowledgeOnly }
 
 /** A provider ready to call for one platform number: the client and the model it asks for. */
 export interface NumberProvider {
@@ -90,17 +92,27 @@ export function assistantSettings ({ db, config }: { db: DbOrTx, config: Config 
 
     /** The provider of a number's turns, or why there is none (the assistant is off, never an error per message). */
     async provider (phoneNumberId: string): Promise<NumberProvider | { off: string }> {
-      const row = await get(phoneNumberId)
-      const settings = settingsOf(row)
+      const settings = settingsOf(await get(phoneNumberId))
       const model = settings.model ?? config.ai.model
       if (model === undefined) return { off: 'no model is configured (AI_MODEL, or the account\'s model)' }
-      let apiKey = config.ai.apiKey
-      if (settings.apiKeyCredentialId !== null) {
-        const [credential] = await db.execute<{ data: string }>(sql`select data_encrypted as data from credentials where id = ${settings.apiKeyCredentialId}`)
-        if (credential !== undefined) apiKey = openCredentialData(keyring, credential.data).token
-      }
-      return { client: clientFor(apiKey), model, settings }
+      return { client: await clientOf(settings), model, settings }
+    },
+
+    /** The client that embeds a number's knowledge and queries (README, Knowledge), with the number's key; undefined without AI_EMBEDDING_MODEL. */
+    async embedder (phoneNumberId: string): Promise<{ client: ModelClient, model: string, dimensions?: number } | undefined> {
+      const { embeddingModel: model, embeddingDimensions: dimensions } = config.ai
+      if (model === undefined) return undefined
+      return { client: await clientOf(settingsOf(await get(phoneNumberId))), model, ...(dimensions !== undefined && { dimensions }) }
     }
+  }
+
+  async function clientOf (settings: AssistantSettings): Promise<ModelClient> {
+    let apiKey = config.ai.apiKey
+    if (settings.apiKeyCredentialId !== null) {
+      const [credential] = await db.execute<{ data: string }>(sql`select data_encrypted as data from credentials where id = ${settings.apiKeyCredentialId}`)
+      if (credential !== undefined) apiKey = openCredentialData(keyring, credential.data).token
+    }
+    return clientFor(apiKey)
   }
 }
 

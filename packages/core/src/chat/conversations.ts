@@ -459,12 +459,12 @@ export function conversationsRepository (db: DbOrTx) {
      * already stored (the same node run again) stays as it is and is counted once; `created` says
      * whether this call stored it.
      */
-    async recordDraft (draft: { id?: string, conversationId: string, content: string, replyToId: string | null, sender: MessageSender }): Promise<{ id: string, created: boolean }> {
+    async recordDraft (draft: { id?: string, conversationId: string, content: string, replyToId: string | null, sender: MessageSender, details?: ChatMessageDetails }): Promise<{ id: string, created: boolean }> {
       const id = draft.id ?? createId()
       const [row] = await db.execute<{ created: number }>(sql`
         with draft as (
-          insert into messages (id, conversation_id, direction, type, content, status, agent_name, sender, reply_to_id, created_at)
-          values (${id}, ${draft.conversationId}, 'outbound', 'text', ${storableText(draft.content)}, 'pending_approval', ${ASSISTANT_NAME}, ${jsonb(draft.sender)}, ${draft.replyToId}, now())
+          insert into messages (id, conversation_id, direction, type, content, status, agent_name, sender, reply_to_id, details, created_at)
+          values (${id}, ${draft.conversationId}, 'outbound', 'text', ${storableText(draft.content)}, 'pending_approval', ${ASSISTANT_NAME}, ${jsonb(draft.sender)}, ${draft.replyToId}, ${draft.details === undefined ? null : jsonb(draft.details)}, now())
           on conflict (id) do nothing
           returning id
         ), counted as (

@@ -1,7 +1,7 @@
 import type { DefaultJobOptions, Processor, Queue } from 'bullmq'
 
 /** Every queue, in the order the queues endpoint lists them (README, Queues). */
-export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries'] as const
+export const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries', 'knowledge-index'] as const
 export type QueueName = typeof QUEUE_NAMES[number]
 
 export type Queues = Record<QueueName, Queue>
@@ -12,6 +12,7 @@ export const AGENT_EXECUTION: QueueName = 'agent-execution'
 export const ASSISTANT_MAIN: QueueName = 'assistant-main'
 export const CHAT_BROADCASTS: QueueName = 'chat-broadcasts'
 export const EVENT_DELIVERIES: QueueName = 'event-deliveries'
+export const KNOWLEDGE_INDEX: QueueName = 'knowledge-index'
 
 /*
  * Job ids derive from the run, so re-adding a job never duplicates it and the
@@ -74,6 +75,8 @@ export interface ChatDeliveryJobData { deliveryId: string }
 /** `wake`: a tool run of the turn ended; a wake that finds the turn claimed by a live worker ends (that worker reads the runs again). */
 export interface AssistantTurnJobData { conversationId: string, wake?: boolean }
 export interface BroadcastJobData { broadcastId: string }
+/** A knowledge source to index; `userId`, who added it: the worker holds the job while their sources take their share of its slots. */
+export interface KnowledgeIndexJobData { sourceId: string, userId?: string }
 export interface EventDeliveryJobData {
   deliveryId: string
   /** The subscription's owner: the worker holds the job while the owner's deliveries take their share of its slots (README, Quotas). */
@@ -92,6 +95,8 @@ export const ASSISTANT_TURN_JOB = 'assistant-turn'
 export const BROADCAST_JOB = 'broadcast'
 /** One event for one subscription, its attempts and the waits between them (README, Event subscriptions). */
 export const EVENT_DELIVERY_JOB = 'event-delivery'
+/** A knowledge source read, split into passages and embedded (README, Knowledge). */
+export const KNOWLEDGE_INDEX_JOB = 'knowledge-index'
 
 /** What each queue carries: the name and data of its jobs. */
 export interface JobCatalog {
@@ -101,6 +106,7 @@ export interface JobCatalog {
   'assistant-main': { name: typeof CHAT_DELIVERY_JOB, data: ChatDeliveryJobData } | { name: typeof ASSISTANT_TURN_JOB, data: AssistantTurnJobData }
   'chat-broadcasts': { name: typeof BROADCAST_JOB, data: BroadcastJobData }
   'event-deliveries': { name: typeof EVENT_DELIVERY_JOB, data: EventDeliveryJobData }
+  'knowledge-index': { name: typeof KNOWLEDGE_INDEX_JOB, data: KnowledgeIndexJobData }
 }
 
 /** Each queue's options for all of its jobs (BullMQ's defaultJobOptions): set once, when the queue is created. */
@@ -110,7 +116,8 @@ export const JOB_OPTIONS: Record<QueueName, DefaultJobOptions> = {
   'agent-execution': DEFAULT_JOB_OPTIONS,
   'assistant-main': DEFAULT_JOB_OPTIONS,
   'chat-broadcasts': DEFAULT_JOB_OPTIONS,
-  'event-deliveries': DEFAULT_JOB_OPTIONS
+  'event-deliveries': DEFAULT_JOB_OPTIONS,
+  'knowledge-index': DEFAULT_JOB_OPTIONS
 }
 
 /** The function that works a queue's jobs. */

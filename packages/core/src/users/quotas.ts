@@ -8,7 +8,7 @@ import { DomainError } from '../errors.ts'
  * admin may set any of them for one user (`PATCH /api/users/:id {quotas}`, stored in
  * `users.quotas`), and `null` there gives the default back.
  */
-export const QUOTA_NAMES = ['runsPerMinute', 'runsInFlight', 'waitingRuns', 'workflows', 'credentials', 'cronWorkflows', 'eventListeners'] as const
+export const QUOTA_NAMES = ['runsPerMinute', 'runsInFlight', 'waitingRuns', 'workflows', 'credentials', 'cronWorkflows', 'eventListeners', 'knowledgeSources'] as const
 
 export type QuotaName = typeof QUOTA_NAMES[number]
 
@@ -29,7 +29,7 @@ export function effectiveQuotas (defaults: Quotas, overrides: unknown): Quotas {
 }
 
 /** The saved things a quota counts, with what a refusal says. */
-const SAVED: Record<'workflows' | 'credentials' | 'cronWorkflows' | 'eventListeners', { what: string, count: (userId: string) => ReturnType<typeof sql> }> = {
+const SAVED: Record<'workflows' | 'credentials' | 'cronWorkflows' | 'eventListeners' | 'knowledgeSources', { what: string, count: (userId: string) => ReturnType<typeof sql> }> = {
   workflows: { what: 'workflows', count: (userId) => sql`select count(*)::int from workflows where user_id = ${userId}` },
   credentials: { what: 'credentials', count: (userId) => sql`select count(*)::int from credentials where user_id = ${userId}` },
   cronWorkflows: {
@@ -39,7 +39,8 @@ const SAVED: Record<'workflows' | 'credentials' | 'cronWorkflows' | 'eventListen
   eventListeners: {
     what: 'active EVENT workflows',
     count: (userId) => sql`select count(*)::int from workflows where user_id = ${userId} and is_active and trigger_type = 'EVENT'`
-  }
+  },
+  knowledgeSources: { what: 'knowledge sources', count: (userId) => sql`select count(*)::int from knowledge_sources where user_id = ${userId}` }
 }
 
 export type SavedQuota = keyof typeof SAVED

@@ -7,6 +7,7 @@ import {
   type ConsentSettingsStore, type ContactsRepository, type ConversationsRepository, type LabelsRepository, type MediaDownloads, type NotesRepository, type TemplatesService,
   type UsableChatAccount
 } from '@switchboard/core/chat'
+import { knowledgeRetrieval, knowledgeSourcesRepository, type KnowledgeRetrieval } from '@switchboard/core/knowledge'
 import { assistantSettings, assistantTurnsRepository, draftsService, type AssistantSettingsStore, type AssistantTurnsRepository, type DraftsService } from '@switchboard/core/assistant'
 import { forbidden } from '@switchboard/core/errors'
 import { isAdmin, USER_CHANGES_CHANNEL, viewerOf } from '@switchboard/core/users'
@@ -41,6 +42,9 @@ declare module 'fastify' {
     /** Each number's assistant settings and provider. */
     assistantSettings: AssistantSettingsStore
     assistantTurns: AssistantTurnsRepository
+    /** Each number's knowledge sources, and what the assistant's turns would retrieve from them (README, Knowledge). */
+    knowledgeSources: ReturnType<typeof knowledgeSourcesRepository>
+    knowledgeRetrieval: KnowledgeRetrieval
     /** The chat account a request acts on: X-Account-Id, or the caller's only usable account. */
     chatAccountFor: (request: FastifyRequest) => Promise<UsableChatAccount>
     /**
@@ -74,7 +78,16 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   fastify.decorate('chatDeliveries', chatDeliveriesRepository(fastify.db))
   fastify.decorate('broadcasts', broadcastsService({ db: fastify.db, queues: fastify.queues }))
   fastify.decorate('drafts', draftsService({ db: fastify.db, chat: service }))
-  fastify.decorate('assistantSettings', assistantSettings({ db: fastify.db, config: fastify.config }))
+  const settings = assistantSettings({ db: fastify.db, config: fastify.config })
+  fastify.decorate('assistantSettings', settings)
+  fastify.decorate('knowledgeSources', knowledgeSourcesRepository(fastify.db))
+  fastify.decorate('knowledgeRetrieval', knowledgeRetrieval({
+    db: fastify.db,
+    embedder: settings.embedder,
+    logger: fastify.log,
+    minSimilarity: fastify.config.ai.embeddingMinSimilarity,
+    vectorCacheBytes: fastify.config.ai.vectorCacheBytes
+  }))
   fastify.decorate('assistantTurns', assistantTurnsRepository(fastify.db))
   fastify.decorate('chatAccountFor', async (request: FastifyRequest) => {
     const header = request.headers['x-account-id']

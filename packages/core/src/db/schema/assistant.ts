@@ -17,6 +17,8 @@ export const chatAssistants = pgTable('chat_assistants', {
   answerAlways: boolean('answer_always').notNull().default(false),
   // A turn starts once the conversation has been quiet this long (README, The assistant: bursts).
   debounceMs: integer('debounce_ms').notNull().default(1500),
+  // Hand the conversation to a person when the knowledge has nothing relevant, instead of answering (README, Knowledge).
+  answerFromKnowledgeOnly: boolean('answer_from_knowledge_only').notNull().default(false),
   model: text('model'),
   // A bearer credential whose token is the provider key for this number, instead of AI_API_KEY.
   apiKeyCredentialId: text('api_key_credential_id').references(() => credentials.id, { onDelete: 'set null' }),
@@ -26,8 +28,8 @@ export const chatAssistants = pgTable('chat_assistants', {
 
 export const ASSISTANT_TURN_STATUSES = ['queued', 'running', 'waiting', 'done', 'failed'] as const
 export type AssistantTurnStatus = typeof ASSISTANT_TURN_STATUSES[number]
-/** How a finished turn ended. */
-export const ASSISTANT_TURN_OUTCOMES = ['drafted', 'sent', 'superseded', 'skipped', 'failed'] as const
+/** How a finished turn ended; `handed_over`: to a person, the knowledge having nothing relevant (answerFromKnowledgeOnly). */
+export const ASSISTANT_TURN_OUTCOMES = ['drafted', 'sent', 'superseded', 'skipped', 'failed', 'handed_over'] as const
 export type AssistantTurnOutcome = typeof ASSISTANT_TURN_OUTCOMES[number]
 /** What staff did with a turn's draft. */
 export const DRAFT_DECISIONS = ['approved', 'edited', 'rejected', 'stale'] as const

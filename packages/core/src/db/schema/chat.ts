@@ -38,7 +38,12 @@ export interface ChatMessageDetails {
   reaction?: { messageId: string | null, wamid: string, emoji: string }
   /** `unreadable`: the response was not kept (over its bounds, or not a JSON object), `response` is then `{}`. */
   flowReply?: { name?: string, body?: string, response: Record<string, unknown>, unreadable?: 'too_large' | 'too_deep' | 'not_json' }
+  /** An assistant's draft: the knowledge passages its answer was based on (README, Knowledge). */
+  sources?: KnowledgeCitation[]
 }
+
+/** A passage of the knowledge an answer used: its document, heading and page. */
+export interface KnowledgeCitation { sourceId: string, title: string, heading: string, page: number | null }
 
 /** The emoji each side put on a message; absent: none (README, Message kinds: reactions). */
 export interface ChatMessageReactions {

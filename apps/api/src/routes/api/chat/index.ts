@@ -8,6 +8,7 @@ import consent from './consent/index.ts'
 import contacts from './contacts/index.ts'
 import conversations from './conversations/index.ts'
 import events from './events/index.ts'
+import knowledge from './knowledge/index.ts'
 import labels from './labels/index.ts'
 import messages from './messages/index.ts'
 import sandbox from './sandbox/index.ts'
@@ -27,6 +28,7 @@ export default async function chat (fastify: FastifyInstance): Promise<void> {
   await fastify.register(contacts, { prefix: '/contacts' })
   await fastify.register(conversations, { prefix: '/conversations' })
   await fastify.register(events, { prefix: '/events' })
+  await fastify.register(knowledge, { prefix: '/accounts' })
   await fastify.register(labels, { prefix: '/labels' })
   await fastify.register(messages, { prefix: '/messages' })
   await fastify.register(sandbox, { prefix: '/accounts' })

@@ -10,7 +10,8 @@ const quotaDescriptions: Record<QuotaName, string> = {
   workflows: 'workflows the user owns',
   credentials: 'credentials the user owns',
   cronWorkflows: 'active CRON workflows the user owns',
-  eventListeners: 'active EVENT workflows the user owns'
+  eventListeners: 'active EVENT workflows the user owns',
+  knowledgeSources: 'knowledge sources the user added to chat accounts'
 }
 
 /** The quotas a user has: their own settings over the installation's defaults (README, Quotas). */

@@ -19,8 +19,8 @@ const assistant: FastifyPluginAsyncTypebox = async (fastify) => {
     schema: { tags: ['chat'], params: IdParams, body: AssistantSettingsBody, response: { 200: AssistantSettingsView, ...errorResponses(400, 401, 403, 404) } }
   }, async (request) => {
     const account = await fastify.chatAccountSettingsOf(request, request.params.id, 'change')
-    const { instructions, answerAlways = false, model = null, apiKeyCredentialId = null, debounceMs = DEFAULT_DEBOUNCE_MS } = request.body
-    return fastify.assistantSettings.save(account.phoneNumberId, request.user.sub, { instructions, answerAlways, model, apiKeyCredentialId, debounceMs })
+    const { instructions, answerAlways = false, model = null, apiKeyCredentialId = null, debounceMs = DEFAULT_DEBOUNCE_MS, answerFromKnowledgeOnly = false } = request.body
+    return fastify.assistantSettings.save(account.phoneNumberId, request.user.sub, { instructions, answerAlways, model, apiKeyCredentialId, debounceMs, answerFromKnowledgeOnly })
   })
 
   fastify.get('/:id/usage', {

@@ -7,7 +7,8 @@ export const AssistantSettingsBody = Type.Object({
   answerAlways: Type.Optional(Type.Boolean()),
   model: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: MAX_MODEL_NAME_CHARS, errorMessage: `model must be 1 to ${MAX_MODEL_NAME_CHARS} characters` }), Type.Null()])),
   apiKeyCredentialId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
-  debounceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_DEBOUNCE_MS, errorMessage: `debounceMs must be an integer from 0 to ${MAX_DEBOUNCE_MS}` }))
+  debounceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_DEBOUNCE_MS, errorMessage: `debounceMs must be an integer from 0 to ${MAX_DEBOUNCE_MS}` })),
+  answerFromKnowledgeOnly: Type.Optional(Type.Boolean())
 }, { additionalProperties: false })
 
 export const AssistantSettingsView = Type.Object({
@@ -16,6 +17,8 @@ export const AssistantSettingsView = Type.Object({
   model: Type.Union([Type.String(), Type.Null()]),
   apiKeyCredentialId: Type.Union([Type.String(), Type.Null()]),
   debounceMs: Type.Integer(),
+  /** Hand over to a person when the knowledge has nothing relevant, instead of answering (README, Knowledge). */
+  answerFromKnowledgeOnly: Type.Boolean(),
   /** The model turns use; null: the assistant is off for this number. */
   effectiveModel: Type.Union([Type.String(), Type.Null()]),
   updatedAt: NullableTimestamp

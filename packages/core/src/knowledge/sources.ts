@@ -1,0 +1,171 @@
+import { and, desc, eq, sql } from 'drizzle-orm'
+import type { DbOrTx } from '../db/client.ts'
+import { knowledgeChunks, knowledgeSources, type KnowledgeFaqPair, type KnowledgeSource, type KnowledgeSourceStatus, type KnowledgeSourceType } from '../db/schema/index.ts'
+import { DomainError } from '../errors.ts'
+import { KNOWLEDGE_INDEX, KNOWLEDGE_INDEX_JOB, type Queues } from '../queues/catalog.ts'
+import { checkSavedQuotas, type Quotas } from '../users/quotas.ts'
+
+/** The bounds of a source (README, Knowledge). */
+export const KNOWLEDGE_LIMITS = {
+  titleMaxChars: 200,
+  urlMaxChars: 2048,
+  /** A text or Markdown document, and a URL's page once read as text. */
+  textMaxBytes: 5 * 1024 * 1024,
+  /** A PDF, uploaded or fetched: the route's own body limit too. */
+  pdfMaxBytes: 20 * 1024 * 1024,
+  pdfMaxPages: 500,
+  faqMaxPairs: 1000,
+  faqQuestionMaxChars: 1000,
+  faqAnswerMaxChars: 10_000,
+  /** Passages per source: 5 MiB of text makes about 5,000. */
+  chunksPerSource: 10_000,
+  /** A search's query, in characters. */
+  queryMaxChars: 1000
+}
+
+/**
+ * PostgreSQL's built-in text search configurations (present since PostgreSQL 13): a source's
+ * language chooses its stemming and stop words; `simple` has neither and suits any language.
+ */
+export const KNOWLEDGE_LANGUAGES = ['simple', 'arabic', 'danish', 'dutch', 'english', 'finnish', 'french', 'german', 'greek', 'hungarian', 'indonesian', 'irish', 'italian', 'lithuanian', 'nepali', 'norwegian', 'portuguese', 'romanian', 'russian', 'spanish', 'swedish', 'tamil', 'turkish'] as const
+export const DEFAULT_KNOWLEDGE_LANGUAGE = 'english'
+
+/** What a new source is given: its text, its FAQ pairs, its URL, or a PDF's bytes. */
+export type NewKnowledgeSource = { title: string, language: string } & (
+  | { type: 'text' | 'markdown', body: string }
+  | { type: 'faq', faq: KnowledgeFaqPair[] }
+  | { type: 'url', url: string }
+  | { type: 'pdf', upload: Buffer }
+)
+
+export interface KnowledgeSourceView {
+  id: string
+  type: KnowledgeSourceType
+  title: string
+  url: string | null
+  language: string
+  status: KnowledgeSourceStatus
+  error: string | null
+  chunks: number
+  pages: number | null
+  bytes: number
+  createdAt: Date
+  indexedAt: Date | null
+}
+
+export interface KnowledgeChunkView { ordinal: number, heading: string, page: number | null, content: string }
+
+/** The passages a source's view shows. */
+const CHUNKS_SHOWN = 200
+
+const viewColumns = {
+  id: knowledgeSources.id,
+  type: knowledgeSources.type,
+  title: knowledgeSources.title,
+  url: knowledgeSources.url,
+  language: knowledgeSources.language,
+  status: knowledgeSources.status,
+  error: knowledgeSources.error,
+  chunks: knowledgeSources.chunkCount,
+  pages: knowledgeSources.pages,
+  bytes: knowledgeSources.bytes,
+  createdAt: knowledgeSources.createdAt,
+  indexedAt: knowledgeSources.indexedAt
+}
+
+const notFound = (): DomainError => new DomainError('KNOWLEDGE_SOURCE_NOT_FOUND', 'Knowledge source not found')
+
+/** The job that indexes a source as it was last asked to be: re-adding it (the reconciler) never queues it twice. */
+const indexJobId = (source: { id: string, requestedAt: Date }): string => `${source.id}:${source.requestedAt.getTime()}`
+
+/** Queues the indexing of sources, after the commit that asked for it. */
+export async function enqueueIndexing (queues: Queues, sources: Array<Pick<KnowledgeSource, 'id' | 'requestedAt' | 'userId'>>): Promise<void> {
+  if (sources.length === 0) return
+  await queues[KNOWLEDGE_INDEX].addBulk(sources.map((source) => ({
+    name: KNOWLEDGE_INDEX_JOB,
+    data: { sourceId: source.id, ...(source.userId !== null && { userId: source.userId }) },
+    opts: { jobId: indexJobId(source) }
+  })))
+}
+
+/** Knowledge sources of platform numbers: each statement names the number, so another number's source is not found. */
+export function knowledgeSourcesRepository (db: DbOrTx) {
+  return {
+    /** Adds a source of `userId`, within their quota (USER_QUOTA_KNOWLEDGE_SOURCES), written `indexing`. */
+    async add (phoneNumberId: string, userId: string, source: NewKnowledgeSource, quotaDefaults: Quotas): Promise<KnowledgeSource> {
+      const bytes = source.type === 'pdf' ? source.upload.byteLength : source.type === 'faq' ? Buffer.byteLength(JSON.stringify(source.faq)) : source.type === 'url' ? 0 : Buffer.byteLength(source.body)
+      return await db.transaction(async (tx) => {
+        const [row] = await tx.insert(knowledgeSources).values({
+          phoneNumberId,
+          userId,
+          type: source.type,
+          title: source.title,
+          language: source.language,
+          bytes,
+          ...(source.type === 'pdf' && { upload: source.upload }),
+          ...((source.type === 'text' || source.type === 'markdown') && { body: source.body }),
+          ...(source.type === 'faq' && { faq: source.faq }),
+          ...(source.type === 'url' && { url: source.url })
+        }).returning()
+        await checkSavedQuotas(tx, userId, quotaDefaults, ['knowledgeSources'])
+        return row!
+      })
+    },
+
+    async list (phoneNumberId: string): Promise<KnowledgeSourceView[]> {
+      return await db.select(viewColumns).from(knowledgeSources)
+        .where(eq(knowledgeSources.phoneNumberId, phoneNumberId))
+        .orderBy(desc(knowledgeSources.createdAt), desc(knowledgeSources.id))
+    },
+
+    async get (phoneNumberId: string, id: string): Promise<KnowledgeSourceView & { chunkList: KnowledgeChunkView[] }> {
+      const [source] = await db.select(viewColumns).from(knowledgeSources)
+        .where(and(eq(knowledgeSources.id, id), eq(knowledgeSources.phoneNumberId, phoneNumberId))).limit(1)
+      if (source === undefined) throw notFound()
+      const chunkList = await db.select({ ordinal: knowledgeChunks.ordinal, heading: knowledgeChunks.heading, page: knowledgeChunks.page, content: knowledgeChunks.content })
+        .from(knowledgeChunks).where(eq(knowledgeChunks.sourceId, id)).orderBy(knowledgeChunks.ordinal).limit(CHUNKS_SHOWN)
+      return { ...source, chunkList }
+    },
+
+    /** Deletes a source with its passages. */
+    async remove (phoneNumberId: string, id: string): Promise<void> {
+      const deleted = await db.delete(knowledgeSources)
+        .where(and(eq(knowledgeSources.id, id), eq(knowledgeSources.phoneNumberId, phoneNumberId))).returning({ id: knowledgeSources.id })
+      if (deleted.length === 0) throw notFound()
+    },
+
+    /**
+     * Asks for a source to be indexed again (after AI_EMBEDDING_MODEL changed, or a URL's fetch
+     * failed): its passages stay searchable until the new ones replace them.
+     */
+    async reindex (phoneNumberId: string, id: string): Promise<KnowledgeSource> {
+      const [row] = await db.update(knowledgeSources)
+        .set({ status: 'indexing', error: null, requestedAt: sql`clock_timestamp()` })
+        .where(and(eq(knowledgeSources.id, id), eq(knowledgeSources.phoneNumberId, phoneNumberId))).returning()
+      if (row === undefined) throw notFound()
+      return row
+    },
+
+    /** Sources indexing since before `graceMs` ago whose job may be lost (the reconciler queues them again, by the same job id). */
+    async stillIndexing (graceMs: number, limit: number): Promise<Array<Pick<KnowledgeSource, 'id' | 'requestedAt' | 'userId'>>> {
+      return await db.select({ id: knowledgeSources.id, requestedAt: knowledgeSources.requestedAt, userId: knowledgeSources.userId }).from(knowledgeSources)
+        .where(and(eq(knowledgeSources.status, 'indexing'), sql`${knowledgeSources.requestedAt} < now() - make_interval(secs => ${graceMs / 1000})`))
+        .orderBy(knowledgeSources.requestedAt).limit(limit)
+    }
+  }
+}
+
+export const sourceView = (row: KnowledgeSource): KnowledgeSourceView => ({
+  id: row.id,
+  type: row.type,
+  title: row.title,
+  url: row.url,
+  language: row.language,
+  status: row.status,
+  error: row.error,
+  chunks: row.chunkCount,
+  pages: row.pages,
+  bytes: row.bytes,
+  createdAt: row.createdAt,
+  indexedAt: row.indexedAt
+})
