@@ -2,6 +2,7 @@ import { Worker, type Processor } from 'bullmq'
 import type { Config } from '@switchboard/core/config'
 import { broadcastRequeue, chatDeliveryRequeue } from '@switchboard/core/chat'
 import { createDatabase } from '@switchboard/core/db'
+import { indexingRequeue } from '@switchboard/core/knowledge'
 import { createReconciler } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
@@ -107,7 +108,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       events: lostEventsDispatch(events, config.reconciler.graceMs),
       assistantTurns: async () => await assistant.requeueStalled(config.reconciler.graceMs),
       broadcasts: broadcastRequeue({ db: database.db, queues }),
-      eventDeliveries: deliveryRequeue({ db: database.db, queues, graceMs: config.reconciler.graceMs })
+      eventDeliveries: deliveryRequeue({ db: database.db, queues, graceMs: config.reconciler.graceMs }),
+      knowledgeSources: indexingRequeue({ db: database.db, queues, graceMs: config.reconciler.graceMs })
     }
   })
   reconciler.start()

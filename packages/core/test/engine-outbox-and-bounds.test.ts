@@ -63,7 +63,7 @@ t.test('workflow.run.failed is written with the failure: a dispatch that never h
   t.match(event, { name: 'workflow.run.failed', userId: owner!.id, dispatchedAt: null, payload: { runId, workflowId: failing, error: 'Unknown node type: nope' } }, 'the event is stored with the failure')
   t.same(await db.select().from(runs).where(eq(runs.workflowId, listener)), [], 'no listener run yet')
 
-  const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, restore: { schedulers: async () => 0, chatDeliveries: async () => 0, events: lostEventsDispatch(eventDeps, 0), assistantTurns: async () => 0, broadcasts: async () => 0, eventDeliveries: async () => 0 } })
+  const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, restore: { schedulers: async () => 0, chatDeliveries: async () => 0, events: lostEventsDispatch(eventDeps, 0), assistantTurns: async () => 0, broadcasts: async () => 0, eventDeliveries: async () => 0, knowledgeSources: async () => 0 } })
   const [first, second] = await Promise.all([reconciler.reconcile(), dispatchEvents(eventDeps, { ids: [event!.id] })])
   t.equal(first.eventsDispatched + second, 1, 'dispatched once, by one of two dispatchers at the same time')
   const started = await db.select().from(runs).where(eq(runs.workflowId, listener))

@@ -25,7 +25,8 @@ const restore = {
   events: async () => 0,
   assistantTurns: async () => 0,
   broadcasts: async () => 0,
-  eventDeliveries: async () => 0
+  eventDeliveries: async () => 0,
+  knowledgeSources: async () => 0
 }
 const reconciler = createReconciler({ db, queues, logger, engine, graceMs: 0, restore })
 const deliveries = chatDeliveriesRepository(db)

@@ -46,6 +46,8 @@ interface ReconcilerOptions {
     broadcasts: () => Promise<number>
     /** Pending subscription deliveries without a job (subscriptions' `deliveryRequeue`). */
     eventDeliveries: () => Promise<number>
+    /** Knowledge sources still indexing whose job may be lost (knowledge's `indexingRequeue`). */
+    knowledgeSources: () => Promise<number>
   }
   /**
    * RECONCILER_RUNNING_AFTER_MS: RUNNING runs that started this long ago are checked for a live job.
@@ -85,6 +87,7 @@ interface ReconcileReport {
   assistantTurnsRequeued: number
   broadcastsRequeued: number
   eventDeliveriesRequeued: number
+  knowledgeSourcesRequeued: number
   purgedKeys: number
   /** Event waits and cancelOn rules of runs that ended, closed (event-waits.ts). */
   closedListens: number
@@ -304,6 +307,7 @@ export function createReconciler (options: ReconcilerOptions) {
     const broadcastsRequeued = await options.restore?.broadcasts() ?? 0
     // After the events: the deliveries their dispatch just wrote are queued already.
     const eventDeliveriesRequeued = await options.restore?.eventDeliveries() ?? 0
+    const knowledgeSourcesRequeued = await options.restore?.knowledgeSources() ?? 0
     const purgedKeys = await purgeIdempotencyKeys()
     const closedListens = await closeEndedListens(db, keyBatchSize)
     reconcilerActions.inc({ action: 'requeued' }, requeued)
@@ -317,8 +321,9 @@ export function createReconciler (options: ReconcilerOptions) {
     reconcilerActions.inc({ action: 'assistant_turns_requeued' }, assistantTurnsRequeued)
     reconcilerActions.inc({ action: 'broadcasts_requeued' }, broadcastsRequeued)
     reconcilerActions.inc({ action: 'event_deliveries_requeued' }, eventDeliveriesRequeued)
+    reconcilerActions.inc({ action: 'knowledge_sources_requeued' }, knowledgeSourcesRequeued)
     if (schedulersRestored > 0) logger.info({ schedulersRestored }, 'cron schedulers checked against the database after Redis lost them')
-    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, broadcastsRequeued, eventDeliveriesRequeued, purgedKeys, closedListens }
+    return { requeued, resumed, woken, takenOver, failed, schedulersRestored, chatDeliveriesRequeued, eventsDispatched, assistantTurnsRequeued, broadcastsRequeued, eventDeliveriesRequeued, knowledgeSourcesRequeued, purgedKeys, closedListens }
   }
 
   // A pass soon after start (a restarted worker puts things right at once), then every `intervalMs`.

@@ -88,6 +88,18 @@ export async function enqueueIndexing (queues: Queues, sources: Array<Pick<Knowl
   })))
 }
 
+/**
+ * The reconciler's requeue of sources still indexing after `graceMs` (their job lost with Redis, or
+ * never queued): by the job id they had, so a job still there is not queued twice.
+ */
+export function indexingRequeue ({ db, queues, graceMs }: { db: DbOrTx, queues: Queues, graceMs: number }): () => Promise<number> {
+  return async () => {
+    const sources = await knowledgeSourcesRepository(db).stillIndexing(graceMs, 1000)
+    await enqueueIndexing(queues, sources)
+    return sources.length
+  }
+}
+
 /** Knowledge sources of platform numbers: each statement names the number, so another number's source is not found. */
 export function knowledgeSourcesRepository (db: DbOrTx) {
   return {

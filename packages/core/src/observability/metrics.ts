@@ -93,7 +93,7 @@ export const webhookAnswers = new Counter({
 
 export const reconcilerActions = new Counter({
   name: 'switchboard_reconciler_actions_total',
-  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), woken (run waiting for a slot of its workflow while one was free), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job), events_dispatched (outbox events their writer did not dispatch), assistant_turns_requeued (conversations with assistant turns but no job), broadcasts_requeued (broadcasts still to send without a job), event_deliveries_requeued (pending subscription deliveries without a job)',
+  help: 'What the reconciler did: requeued (PENDING run without a job), resumed (WAITING run without a resume job), woken (run waiting for a slot of its workflow while one was free), taken_over (RUNNING run without a live job), failed (too many takeovers), schedulers_restored (workflows whose cron scheduler was rebuilt after Redis lost schedulers), chat_deliveries_requeued (stored chat delivery without a job), events_dispatched (outbox events their writer did not dispatch), assistant_turns_requeued (conversations with assistant turns but no job), broadcasts_requeued (broadcasts still to send without a job), event_deliveries_requeued (pending subscription deliveries without a job), knowledge_sources_requeued (knowledge sources still indexing, queued again by the job id they had)',
   labelNames: ['action'] as const,
   registers
 })
@@ -160,7 +160,7 @@ function zeroKnownSeries (): void {
   chatSends.inc({ outcome: 'sent', error_code: 'none' }, 0)
   chatInboundDeliveries.inc(0)
   for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
-  for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched', 'assistant_turns_requeued', 'broadcasts_requeued', 'event_deliveries_requeued']) reconcilerActions.inc({ action }, 0)
+  for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched', 'assistant_turns_requeued', 'broadcasts_requeued', 'event_deliveries_requeued', 'knowledge_sources_requeued']) reconcilerActions.inc({ action }, 0)
   for (const outcome of ['succeeded', 'retrying', 'failed', 'skipped']) eventDeliveryAttempts.inc({ outcome }, 0)
   for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies', 'expired_events', 'expired_audit', 'expired_deliveries']) retentionDeleted.inc({ kind }, 0)
   for (const outcome of ASSISTANT_TURN_OUTCOMES) {
