@@ -5,20 +5,26 @@ import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest } fr
 import { waitFor } from './wait.ts'
 
 /**
- * A stand-in for an AI model provider that speaks the OpenAI Chat Completions wire
- * format (`POST /v1/chat/completions`), so tests and the demo mode drive the service's
- * real client without an account, a network or answers that change between runs. Each
- * test scripts the answers it needs (replies, tool calls, the provider's errors, delays,
- * hangs, raw bodies) and reads back what was asked. Production never uses it.
+ * A stand-in for an AI model provider that speaks the OpenAI wire format for chat
+ * completions (`POST /v1/chat/completions`) and embeddings (`POST /v1/embeddings`), so
+ * tests and the demo mode drive the service's real client without an account, a network
+ * or answers that change between runs. Each test scripts the answers it needs (replies,
+ * tool calls, the provider's errors, delays, hangs, raw bodies) and reads back what was
+ * asked. Production never uses it.
  */
 
 export const FAKE_MODEL_API_KEY = 'sk-fake-switchboard'
+export const FAKE_EMBEDDING_MODEL = 'fake-embedding'
 
-/** The settings that point the service's assistant and AI nodes at a fake provider. */
-export const fakeModelEnv = (provider: { url: string }): Record<string, string> => ({
+/**
+ * The settings that point the service's assistant and AI nodes at a fake provider;
+ * with `embeddings`, the knowledge base's embeddings too (AI_EMBEDDING_MODEL).
+ */
+export const fakeModelEnv = (provider: { url: string }, { embeddings = false } = {}): Record<string, string> => ({
   AI_API_URL: `${provider.url}/v1`,
   AI_API_KEY: FAKE_MODEL_API_KEY,
-  AI_MODEL: 'fake-model'
+  AI_MODEL: 'fake-model',
+  ...(embeddings ? { AI_EMBEDDING_MODEL: FAKE_EMBEDDING_MODEL } : {})
 })
 
 /** What the real API accepts as one request body; larger ones answer 413. */
@@ -73,24 +79,75 @@ export interface ScriptedToolCall {
   arguments: unknown
 }
 
-/** How one request is answered. */
+// The steps both endpoints take, `Step` being the endpoint's own kind and `Request` its recorded requests.
+// Interfaces, as a type alias may refer to itself through an interface's type arguments but not an alias's.
+/**
+ * An error answer. 429 and 5xx have the provider's default errors; `error` replaces parts of them.
+ * `retryAfterSeconds` sets `Retry-After` (whole seconds, rounded up) and `retry-after-ms` (exact),
+ * which the official client prefers, so tests can retry after a fraction of a second.
+ */
+interface StatusStep { status: number, error?: Partial<ModelError>, retryAfterSeconds?: number }
+/** Answers `then` (or the default step) after the delay, unless the client gives up first. */
+interface DelayStep<Step> { delayMs: number, then?: Step }
+/** Never answers; the connection is dropped when the client gives up or the fake closes. */
+interface HangStep { hang: true }
+/** Exactly this body with status 200, for huge or malformed answers. */
+interface RawBodyStep { rawBody: string, contentType?: string }
+/** The step computed from the request itself. */
+interface HandlerStep<Step, Request> { handler: (request: Request) => Step | Promise<Step> }
+type SharedStep<Step, Request> = StatusStep | DelayStep<Step> | HangStep | RawBodyStep | HandlerStep<Step, Request>
+
+/** How one chat completion request is answered. */
 export type ModelStep =
   | { reply: string }
   | { toolCalls: ScriptedToolCall[] }
   /**
-   * An error answer. 429 and 5xx have the provider's default errors; `error` replaces parts of them.
-   * `retryAfterSeconds` sets `Retry-After` (whole seconds, rounded up) and `retry-after-ms` (exact),
-   * which the official client prefers, so tests can retry after a fraction of a second.
+   * Answers from the knowledge passages of the system (or developer) prompt, so a test sees that
+   * retrieval reached the prompt. The passages are a block of the last such message that has one:
+   *
+   * ```text
+   * Knowledge passages:
+   * [1] Returns policy › Shoes (page 3)
+   * Shoes can be returned within 30 days. Keep the box.
+   *
+   * [2] Shipping
+   * We ship to 40 countries.
+   * ```
+   *
+   * Each passage is a line `[n] <title> › <heading> (page p)` (heading and page optional), then its
+   * text up to a blank line; the block ends at the first line after a blank line that is not such a
+   * header. The reply is `According to [n]: <the first sentence of passage n's text>` for the passage
+   * whose header and text share the most distinct words (as `fakeEmbedding` sees words) with the last
+   * user message, the lowest `n` among equals, or `I do not know.` when there is no passage.
    */
-  | { status: number, error?: Partial<ModelError>, retryAfterSeconds?: number }
-  /** Answers `then` (or the default step) after the delay, unless the client gives up first. */
-  | { delayMs: number, then?: ModelStep }
-  /** Never answers; the connection is dropped when the client gives up or the fake closes. */
-  | { hang: true }
-  /** Exactly this body with status 200, for huge or malformed answers. */
-  | { rawBody: string, contentType?: string }
-  /** The step computed from the request itself. */
-  | { handler: (request: RecordedModelRequest) => ModelStep | Promise<ModelStep> }
+  | { answerFromPassages: true }
+  | StatusStep | DelayStep<ModelStep> | HangStep | RawBodyStep | HandlerStep<ModelStep, RecordedModelRequest>
+
+export interface EmbeddingRequestBody {
+  model: string
+  input: string | string[]
+  encoding_format?: 'float' | 'base64'
+  dimensions?: number
+  user?: string
+}
+
+export interface RecordedEmbeddingRequest {
+  headers: Record<string, string | string[] | undefined>
+  /** As sent: refused requests (401, 400) are recorded too, and their bodies need not have this shape. */
+  body: EmbeddingRequestBody
+  receivedAt: Date
+}
+
+/** How one embeddings request is answered. */
+export type EmbeddingStep =
+  /** The fake's vectors (`fakeEmbedding` of each input), as unscripted requests get. */
+  | { embed: true }
+  /**
+   * These vectors as the answer's data in order, whatever the inputs were (so also too few, or of other sizes);
+   * the base64 encoding, which the official client asks for by default, rounds them to float32.
+   */
+  | { vectors: number[][] }
+  | StatusStep | DelayStep<EmbeddingStep> | HangStep | RawBodyStep | HandlerStep<EmbeddingStep, RecordedEmbeddingRequest>
 
 export interface FakeModelProviderOptions {
   /** Listen port; 0 (default) picks a free one. */
@@ -99,7 +156,9 @@ export interface FakeModelProviderOptions {
   apiKeys?: string[]
   /** The step for requests when the script is empty; by default a reply echoing the last user message. */
   defaultReply?: ModelStep
-  /** Called with each request as it is received (the standalone process prints them). */
+  /** The step for embeddings requests when their script is empty; by default `{ embed: true }`. */
+  defaultEmbedding?: EmbeddingStep
+  /** Called with each chat completion request as it is received (the standalone process prints them). */
   onRequest?: (request: RecordedModelRequest) => void
 }
 
@@ -114,22 +173,131 @@ export interface FakeModelProvider {
   pending: () => number
   /** Resolves with the requests once there are `count` of them. */
   waitForRequests: (count: number, timeoutMs?: number) => Promise<RecordedModelRequest[]>
-  /** Empties the script and the recorded requests, between tests. */
+  /** The embeddings endpoint's requests and script, apart from the chat completions'. */
+  embeddings: {
+    /** Every embeddings request received, oldest first. */
+    requests: RecordedEmbeddingRequest[]
+    /** Queues steps, one per valid embeddings request in order (refused requests take none). */
+    script: (...steps: EmbeddingStep[]) => void
+    /** Scripted steps not yet taken. */
+    pending: () => number
+    /** Resolves with the requests once there are `count` of them. */
+    waitForRequests: (count: number, timeoutMs?: number) => Promise<RecordedEmbeddingRequest[]>
+  }
+  /** Empties both scripts and the recorded requests, between tests. */
   reset: () => void
   close: () => Promise<void>
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool'])
 
-const textOf = (content: ChatMessage['content']): string => typeof content === 'string'
-  ? content
-  : (content ?? []).map((part) => part.text ?? '').join('')
+// Any content a request carries, not only the valid kinds: the fake never throws on an odd body.
+const textOf = (content: unknown): string => {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  return content.map((part: { text?: unknown } | null) => typeof part?.text === 'string' ? part.text : '').join('')
+}
 
 /** Deterministic stand-in for a tokenizer: about four characters a token. */
 const tokens = (text: string): number => Math.ceil(text.length / 4)
 
-const echo: ModelStep = {
-  handler: ({ body }) => ({ reply: `Echo: ${textOf(body.messages.findLast((m) => m.role === 'user')?.content)}` })
+const lastUserText = (messages: ChatMessage[]): string => textOf(messages.findLast((m) => m.role === 'user')?.content)
+
+const echo: ModelStep = { handler: ({ body }) => ({ reply: `Echo: ${lastUserText(body.messages)}` }) }
+
+// Words that say little about what a text is about, left out of its bag of words.
+const STOP_WORDS = new Set([
+  'a', 'about', 'an', 'and', 'are', 'as', 'at', 'be', 'but', 'by', 'can', 'could', 'did', 'do', 'does', 'for', 'from',
+  'had', 'has', 'have', 'he', 'her', 'his', 'how', 'i', 'if', 'in', 'into', 'is', 'it', 'its', 'me', 'my', 'of', 'on',
+  'or', 'our', 'she', 'so', 'than', 'that', 'the', 'their', 'them', 'then', 'there', 'these', 'they', 'this', 'to',
+  'us', 'was', 'we', 'were', 'what', 'when', 'where', 'which', 'who', 'why', 'will', 'with', 'would', 'you', 'your'
+])
+
+/** The words of a text as the fake sees them: lowercase, stop words left out, a plural's `s` cut ("shoes" is "shoe"). */
+const wordsOf = (text: string): string[] => text.normalize('NFKC').toLowerCase()
+  .split(/[^\p{L}\p{M}\p{N}]+/u)
+  .filter((word) => word !== '' && !STOP_WORDS.has(word))
+  .map((word) => word.length > 3 && word.endsWith('s') && !word.endsWith('ss') ? word.slice(0, -1) : word)
+
+const utf8 = new TextEncoder()
+/** FNV-1a, 32 bits, of the word's UTF-8 bytes. */
+const fnv1a = (word: string): number => {
+  let hash = 0x811c9dc5
+  for (const byte of utf8.encode(word)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0
+  return hash
+}
+
+const DEFAULT_DIMENSIONS = 64
+const MAX_DIMENSIONS = 4096
+const MAX_INPUTS = 2048
+const MAX_INPUT_TOKENS = 8192
+
+/**
+ * The fake's embedding of a text: a bag of words hashed into `dimensions` signed buckets, L2-normalised,
+ * so texts that share words have a high cosine and texts that share none about 0. A text without words
+ * is the unit vector along the first dimension. The components are float32 values, so the base64
+ * encoding (float32) carries exactly the vector the float encoding does.
+ */
+export function fakeEmbedding (text: string, dimensions = DEFAULT_DIMENSIONS): number[] {
+  const vector = new Array<number>(dimensions).fill(0)
+  for (const word of wordsOf(text)) {
+    const hash = fnv1a(word)
+    // The top bit picks the sign: independent of the bucket, so colliding words cancel as often as they add.
+    vector[hash % dimensions] += hash >>> 31 === 1 ? -1 : 1
+  }
+  const norm = Math.hypot(...vector)
+  // No words, or words that cancelled out: still a unit vector, as a real model's always is.
+  if (norm === 0) return vector.map((_, index) => index === 0 ? 1 : 0)
+  return vector.map((value) => Math.fround(value / norm))
+}
+
+/** Float32 little-endian, base64-encoded: the API's `encoding_format: 'base64'`. */
+const base64Of = (vector: number[]): string => {
+  const bytes = new DataView(new ArrayBuffer(vector.length * 4))
+  vector.forEach((value, index) => { bytes.setFloat32(index * 4, value, true) })
+  return Buffer.from(bytes.buffer).toString('base64')
+}
+
+interface Passage { number: number, header: string, lines: string[] }
+
+/** The passages of the last system or developer message with a `Knowledge passages:` block (see `answerFromPassages`). */
+function passagesOf (messages: ChatMessage[]): Passage[] {
+  for (const message of messages.toReversed()) {
+    if (message.role !== 'system' && message.role !== 'developer') continue
+    const lines = textOf(message.content).split(/\r?\n/).map((line) => line.trim())
+    const start = lines.lastIndexOf('Knowledge passages:')
+    if (start === -1) continue
+    const passages: Passage[] = []
+    let current: Passage | undefined
+    for (const line of lines.slice(start + 1)) {
+      if (line === '') {
+        current = undefined
+      } else if (current !== undefined) {
+        current.lines.push(line)
+      } else {
+        const header = /^\[(\d+)\]\s*(.*)$/.exec(line)
+        if (header === null) break
+        current = { number: Number(header[1]), header: header[2].replace(/\s*\(page \d+\)$/, ''), lines: [] }
+        passages.push(current)
+      }
+    }
+    return passages
+  }
+  return []
+}
+
+/** The `answerFromPassages` reply to a request. */
+function fromPassages (messages: ChatMessage[]): string {
+  const asked = new Set(wordsOf(lastUserText(messages)))
+  const shared = (passage: Passage): number =>
+    [...new Set(wordsOf([passage.header, ...passage.lines].join(' ')))].filter((word) => asked.has(word)).length
+  const best = passagesOf(messages)
+    .map((passage) => ({ passage, shared: shared(passage) }))
+    .sort((a, b) => b.shared - a.shared || a.passage.number - b.passage.number)[0]?.passage
+  if (best === undefined) return 'I do not know.'
+  const text = best.lines.join(' ')
+  const firstSentence = /^.*?[.!?](?=\s|$)/.exec(text)?.[0] ?? text
+  return `According to [${best.number}]: ${firstSentence}`.trimEnd()
 }
 
 const errorFor = (status: number): ModelError => {
@@ -178,11 +346,51 @@ function refusal (body: unknown): ModelError | undefined {
   return unanswered()
 }
 
+/** The first thing the real API would refuse in an embeddings body, among what the fake checks. */
+function embeddingRefusal (body: unknown): ModelError | undefined {
+  const { model, input, encoding_format: encodingFormat, dimensions } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
+  if (typeof model !== 'string') return { message: 'you must provide a model parameter', type: 'invalid_request_error', code: null }
+  if (input === undefined) return { message: "Missing required parameter: 'input'.", type: 'invalid_request_error', param: 'input', code: 'missing_required_parameter' }
+  const inputs: unknown[] = Array.isArray(input) ? input : [input]
+  // The real API also takes token ids (an array of integers, or arrays of them), which the fake cannot turn into words.
+  if (inputs.length > 0 && inputs.every((item) => Number.isInteger(item) || (Array.isArray(item) && item.every((id) => Number.isInteger(id))))) {
+    return { message: 'token inputs are not supported by the fake', type: 'invalid_request_error', param: 'input', code: null }
+  }
+  // The real API's one vague answer to an empty input, an empty string among them, too many inputs or a wrong type.
+  if (inputs.length === 0 || inputs.length > MAX_INPUTS || !inputs.every((item) => typeof item === 'string' && item !== '')) {
+    return { message: "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.", type: 'invalid_request_error', code: null }
+  }
+  const longest = Math.max(...(inputs as string[]).map(tokens))
+  if (longest > MAX_INPUT_TOKENS) {
+    return {
+      message: `This model's maximum context length is ${MAX_INPUT_TOKENS} tokens, however you requested ${longest} tokens (${longest} in your prompt; 0 for the completion). Please reduce your prompt; or completion length.`,
+      type: 'invalid_request_error',
+      code: null
+    }
+  }
+  if (encodingFormat !== undefined && encodingFormat !== 'float' && encodingFormat !== 'base64') {
+    return { message: `Invalid value: '${String(encodingFormat)}'. Supported values are: 'float' and 'base64'.`, type: 'invalid_request_error', param: 'encoding_format', code: 'invalid_value' }
+  }
+  if (dimensions === undefined) return undefined
+  if (!Number.isInteger(dimensions)) {
+    return { message: `Invalid type for 'dimensions': expected an integer, but got ${typeof dimensions === 'number' ? 'a decimal number' : typeof dimensions} instead.`, type: 'invalid_request_error', param: 'dimensions', code: 'invalid_type' }
+  }
+  if ((dimensions as number) < 1) {
+    return { message: `Invalid 'dimensions': integer below minimum value. Expected a value >= 1, but got ${String(dimensions)} instead.`, type: 'invalid_request_error', param: 'dimensions', code: 'integer_below_min_value' }
+  }
+  if ((dimensions as number) > MAX_DIMENSIONS) {
+    return { message: `Invalid 'dimensions': integer above maximum value. Expected a value <= ${MAX_DIMENSIONS}, but got ${String(dimensions)} instead.`, type: 'invalid_request_error', param: 'dimensions', code: 'integer_above_max_value' }
+  }
+}
+
 export async function startFakeModelProvider (options: FakeModelProviderOptions = {}): Promise<FakeModelProvider> {
   const apiKeys = options.apiKeys ?? [FAKE_MODEL_API_KEY]
   const defaultReply = options.defaultReply ?? echo
+  const defaultEmbedding = options.defaultEmbedding ?? { embed: true }
   const requests: RecordedModelRequest[] = []
   const script: ModelStep[] = []
+  const embeddingRequests: RecordedEmbeddingRequest[] = []
+  const embeddingScript: EmbeddingStep[] = []
   // Aborted by close(), so that delayed and hanging answers let the server stop at once.
   const closing = new AbortController()
   const server = Fastify({ logger: false, bodyLimit: BODY_LIMIT })
@@ -221,27 +429,34 @@ export async function startFakeModelProvider (options: FakeModelProviderOptions 
     }
   }
 
-  const answer = async (step: ModelStep, request: RecordedModelRequest, reply: FastifyReply, signal: AbortSignal): Promise<FastifyReply> => {
-    if ('handler' in step) return answer(await step.handler(request), request, reply, signal)
+  /** Answers the steps both endpoints share; `next` answers the endpoint's step a handler or a delay leads to. */
+  const answerShared = async <Step, Request>(
+    step: SharedStep<Step, Request>, request: Request, reply: FastifyReply, signal: AbortSignal,
+    next: (step: Step) => Promise<FastifyReply>, otherwise: Step
+  ): Promise<FastifyReply> => {
+    if ('handler' in step) return next(await step.handler(request))
     if ('delayMs' in step) {
       try {
         await sleep(step.delayMs, undefined, { signal })
       } catch {
         return drop(reply)
       }
-      return answer(step.then ?? defaultReply, request, reply, signal)
+      return next(step.then ?? otherwise)
     }
     if ('hang' in step) {
       if (!signal.aborted) await once(signal, 'abort')
       return drop(reply)
     }
     if ('rawBody' in step) return reply.code(200).type(step.contentType ?? 'application/json').send(step.rawBody)
-    if ('status' in step) {
-      if (step.retryAfterSeconds !== undefined) {
-        reply.header('retry-after', String(Math.ceil(step.retryAfterSeconds))).header('retry-after-ms', String(step.retryAfterSeconds * 1000))
-      }
-      return fail(reply, step.status, { ...errorFor(step.status), ...step.error })
+    if (step.retryAfterSeconds !== undefined) {
+      reply.header('retry-after', String(Math.ceil(step.retryAfterSeconds))).header('retry-after-ms', String(step.retryAfterSeconds * 1000))
     }
+    return fail(reply, step.status, { ...errorFor(step.status), ...step.error })
+  }
+
+  const answer = async (step: ModelStep, request: RecordedModelRequest, reply: FastifyReply, signal: AbortSignal): Promise<FastifyReply> => {
+    if ('reply' in step) return reply.send(completion(request.body, { content: step.reply }, 'stop'))
+    if ('answerFromPassages' in step) return reply.send(completion(request.body, { content: fromPassages(request.body.messages) }, 'stop'))
     if ('toolCalls' in step) {
       const toolCalls = step.toolCalls.map((call): WireToolCall => ({
         id: `call_${randomBytes(18).toString('base64url')}`,
@@ -250,7 +465,43 @@ export async function startFakeModelProvider (options: FakeModelProviderOptions 
       }))
       return reply.send(completion(request.body, { content: null, tool_calls: toolCalls }, 'tool_calls'))
     }
-    return reply.send(completion(request.body, { content: step.reply }, 'stop'))
+    return answerShared(step, request, reply, signal, async (next) => answer(next, request, reply, signal), defaultReply)
+  }
+
+  const embeddingList = (body: EmbeddingRequestBody, vectors: number[][]): unknown => {
+    const promptTokens = [body.input].flat().reduce((sum, input) => sum + tokens(input), 0)
+    return {
+      object: 'list',
+      data: vectors.map((vector, index) => ({ object: 'embedding', index, embedding: body.encoding_format === 'base64' ? base64Of(vector) : vector })),
+      model: body.model,
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }
+    }
+  }
+
+  const embed = async (step: EmbeddingStep, request: RecordedEmbeddingRequest, reply: FastifyReply, signal: AbortSignal): Promise<FastifyReply> => {
+    const { body } = request
+    if ('embed' in step) return reply.send(embeddingList(body, [body.input].flat().map((input) => fakeEmbedding(input, body.dimensions))))
+    if ('vectors' in step) return reply.send(embeddingList(body, step.vectors))
+    return answerShared(step, request, reply, signal, async (next) => embed(next, request, reply, signal), defaultEmbedding)
+  }
+
+  /** The real API's 401 for a request without one of the keys the fake accepts. */
+  const unauthorized = (request: FastifyRequest): ModelError | undefined => {
+    const key = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
+    if (key === undefined) {
+      return {
+        message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+        type: 'invalid_request_error',
+        code: null
+      }
+    }
+    if (apiKeys.includes(key)) return undefined
+    const shown = key.length > 8 ? `${key.slice(0, 3)}${'*'.repeat(key.length - 7)}${key.slice(-4)}` : key
+    return {
+      message: `Incorrect API key provided: ${shown}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+      type: 'invalid_request_error',
+      code: 'invalid_api_key'
+    }
   }
 
   // The provider's request ids, which its errors carry and clients log.
@@ -269,27 +520,24 @@ export async function startFakeModelProvider (options: FakeModelProviderOptions 
     const recorded: RecordedModelRequest = { headers: request.headers, body: request.body, receivedAt: new Date() }
     requests.push(recorded)
     options.onRequest?.(recorded)
-    const key = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
-    if (key === undefined) {
-      return fail(reply, 401, {
-        message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-        type: 'invalid_request_error',
-        code: null
-      })
-    }
-    if (!apiKeys.includes(key)) {
-      const shown = key.length > 8 ? `${key.slice(0, 3)}${'*'.repeat(key.length - 7)}${key.slice(-4)}` : key
-      return fail(reply, 401, {
-        message: `Incorrect API key provided: ${shown}. You can find your API key at https://platform.openai.com/account/api-keys.`,
-        type: 'invalid_request_error',
-        code: 'invalid_api_key'
-      })
-    }
+    const denied = unauthorized(request)
+    if (denied !== undefined) return fail(reply, 401, denied)
     const refused = refusal(request.body)
     if (refused !== undefined) return fail(reply, 400, refused)
     return answer(script.shift() ?? defaultReply, recorded, reply, givenUp(request, reply))
   }
   for (const path of ['/v1/chat/completions', '/chat/completions']) server.post<{ Body: ModelRequestBody }>(path, completions)
+
+  const embeddings = async (request: FastifyRequest<{ Body: EmbeddingRequestBody }>, reply: FastifyReply): Promise<FastifyReply> => {
+    const recorded: RecordedEmbeddingRequest = { headers: request.headers, body: request.body, receivedAt: new Date() }
+    embeddingRequests.push(recorded)
+    const denied = unauthorized(request)
+    if (denied !== undefined) return fail(reply, 401, denied)
+    const refused = embeddingRefusal(request.body)
+    if (refused !== undefined) return fail(reply, 400, refused)
+    return embed(embeddingScript.shift() ?? defaultEmbedding, recorded, reply, givenUp(request, reply))
+  }
+  for (const path of ['/v1/embeddings', '/embeddings']) server.post<{ Body: EmbeddingRequestBody }>(path, embeddings)
 
   await server.listen({ host: '127.0.0.1', port: options.port ?? 0 })
   const address = server.server.address()
@@ -304,9 +552,20 @@ export async function startFakeModelProvider (options: FakeModelProviderOptions 
       async () => requests.length >= count ? requests.slice() : undefined,
       { timeoutMs, what: `${count} model requests` }
     ),
+    embeddings: {
+      requests: embeddingRequests,
+      script: (...steps) => { embeddingScript.push(...steps) },
+      pending: () => embeddingScript.length,
+      waitForRequests: async (count, timeoutMs) => waitFor(
+        async () => embeddingRequests.length >= count ? embeddingRequests.slice() : undefined,
+        { timeoutMs, what: `${count} embeddings requests` }
+      )
+    },
     reset: () => {
       script.length = 0
       requests.length = 0
+      embeddingScript.length = 0
+      embeddingRequests.length = 0
     },
     close: async () => {
       closing.abort()
