@@ -58,7 +58,7 @@ async function settled (id: string, { account = 'default', as = token } = {}): P
 
 /** A PDF sent as its bytes (the test client sends JSON). */
 async function upload (path: string, bytes: Buffer): Promise<{ status: number, body: any }> {
-  const res = await fetch(`${stack.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/pdf' }, body: bytes })
+  const res = await fetch(`${stack.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/pdf' }, body: bytes as unknown as BodyInit })
   return { status: res.status, body: await res.json() }
 }
 

@@ -76,10 +76,10 @@ t.test('a text source is indexed into passages, found by full-text search in its
 
   const german = await indexed('number-a', { type: 'text', title: 'Versand', language: 'german', body: 'Wir versenden Bestellungen innerhalb von zwei Tagen.' })
   t.equal(german.status, 'ready')
-  t.same((await retrieval.search('number-a', 'Wann werden Bestellungen versendet?')).map((passage) => passage.title), ['Versand'], 'a German source is stemmed in German')
+  t.same((await retrieval.search('number-a', 'Versenden Sie Bestellungen schnell?')).map((passage) => passage.title), ['Versand'], 'a German source is stemmed in German')
 
   await sources.remove('number-a', german.id)
-  t.same(await retrieval.search('number-a', 'Wann werden Bestellungen versendet?'), [], 'a deleted source takes its passages with it')
+  t.same(await retrieval.search('number-a', 'Versenden Sie Bestellungen schnell?'), [], 'a deleted source takes its passages with it')
 })
 
 t.test('FAQ pairs are indexed one passage per question; re-indexing replaces the passages', async (t) => {

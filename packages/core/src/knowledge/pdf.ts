@@ -38,6 +38,7 @@ export interface PdfLimits {
 
 const MiB = 1024 * 1024
 
+/** @internal exported for its tests */
 export const DEFAULT_PDF_LIMITS: Readonly<PdfLimits> = Object.freeze({
   // The body limit of a PDF upload (POST /api/chat/accounts/:id/knowledge).
   maxBytes: 20 * MiB,
