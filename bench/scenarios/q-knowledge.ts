@@ -37,23 +37,26 @@ async function seed (stack: Stack, userId: string, embedded: boolean): Promise<v
     from generate_series(1, ${SOURCES}) as i`, [userId])
   for (let first = 0; first < CHUNKS; first += ROWS_PER_INSERT) {
     const ids: string[] = []
+    const ordinals: number[] = []
     const sources: string[] = []
     const headings: string[] = []
     const contents: string[] = []
-    const embeddings: Array<Buffer | null> = []
+    // Hex text: the driver sends an array of buffers as text, not as bytea[].
+    const embeddings: Array<string | null> = []
     for (let n = first; n < Math.min(CHUNKS, first + ROWS_PER_INSERT); n++) {
       const { heading, content } = passage(n)
       ids.push(`qchunk${n}`)
+      ordinals.push(Math.floor(n / SOURCES))
       sources.push(`qsrc${n % SOURCES + 1}`)
       headings.push(heading)
       contents.push(content)
-      embeddings.push(embedded ? Buffer.from(Float32Array.from(fakeEmbedding(`${heading}\n${content}`, DIMENSIONS)).buffer) : null)
+      embeddings.push(embedded ? Buffer.from(Float32Array.from(fakeEmbedding(`${heading}\n${content}`, DIMENSIONS)).buffer).toString('hex') : null)
     }
     await stack.sql`
       insert into knowledge_chunks (id, source_id, phone_number_id, ordinal, heading, page, content, language, words, embedding)
       select c.id, c.source_id, 'default-number', c.ordinal, c.heading, null, c.content, 'english',
-        setweight(to_tsvector('english', c.heading), 'A') || to_tsvector('english', c.content), c.embedding
-      from unnest(${ids}::text[], ${sources}::text[], ${headings}::text[], ${contents}::text[], ${embeddings}::bytea[]) with ordinality as c(id, source_id, heading, content, embedding, ordinal)`
+        setweight(to_tsvector('english', c.heading), 'A') || to_tsvector('english', c.content), decode(c.embedding, 'hex')
+      from unnest(${ids}::text[], ${ordinals}::int[], ${sources}::text[], ${headings}::text[], ${contents}::text[], ${embeddings}::text[]) as c(id, ordinal, source_id, heading, content, embedding)`
   }
   await stack.sql.unsafe('vacuum analyze knowledge_sources, knowledge_chunks')
 }

@@ -38,11 +38,16 @@ export const MAX_PASSAGES = 20
 
 type Candidate = RetrievedPassage & { id: string }
 
+/**
+ * A number's embedded passages, by their vectors' length: one model's (a passage embedded by a model
+ * since replaced, and not indexed again, is in another group, which a query of the new model skips).
+ * Each group's vectors lie end to end in one array, which the scoring loop reads in order.
+ */
 interface NumberVectors {
   /** `count:latest indexedAt` of the number's sources (`sourcesOf`). */
   version: string
-  ids: string[]
-  vectors: Float32Array[]
+  groups: Map<number, { ids: string[], matrix: Float32Array }>
+  bytes: number
 }
 
 export interface KnowledgeRetrieval {
@@ -58,7 +63,7 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
 }): KnowledgeRetrieval {
   const cache = new LRUCache<string, NumberVectors>({
     maxSize: vectorCacheBytes,
-    sizeCalculation: (entry) => Math.max(1, entry.vectors.reduce((sum, vector) => sum + vector.byteLength + 64, 0))
+    sizeCalculation: (entry) => Math.max(1, entry.bytes)
   })
 
   async function textCandidates (phoneNumberId: string, query: string): Promise<Array<Candidate & { coverage: number }>> {
@@ -68,11 +73,11 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
       with terms as (
         select l.language, array(select distinct word from unnest(tsvector_to_array(to_tsvector(l.language::regconfig, ${query}))) word) as words
         from (select distinct language from knowledge_sources where phone_number_id = ${phoneNumberId}) l
-      ), queries as (
+      ), queries as materialized (
         select language, words, array_to_string(array(select quote_literal(word) from unnest(words) word), ' | ')::tsquery as query
         from terms where cardinality(words) > 0
       ), ranked as (
-        select c.id, c.source_id, c.heading, c.page, c.content, c.words, q.words as query_words, ts_rank_cd(c.words, q.query, 32) as rank
+        select c.id, c.source_id, c.heading, c.page, c.content, c.words, q.words as query_words, ts_rank(c.words, q.query, 32) as rank
         from queries q
         join knowledge_chunks c on c.phone_number_id = ${phoneNumberId} and c.language = q.language and c.words @@ q.query
         order by rank desc, c.id
@@ -111,25 +116,47 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
     if (cached?.version === version) return cached
     const rows = await db.execute<{ id: string, embedding: Buffer }>(sql`
       select id, embedding from knowledge_chunks where phone_number_id = ${phoneNumberId} and embedding is not null`)
-    const loaded: NumberVectors = { version, ids: [], vectors: [] }
+    const byLength = new Map<number, Array<{ id: string, embedding: Buffer }>>()
     for (const row of rows) {
-      loaded.ids.push(row.id)
-      // A copy: the driver's buffer need not be aligned for a Float32Array over it.
-      loaded.vectors.push(new Float32Array(Uint8Array.from(row.embedding).buffer))
+      const dimensions = row.embedding.byteLength / 4
+      const group = byLength.get(dimensions)
+      if (group === undefined) byLength.set(dimensions, [row])
+      else group.push(row)
+    }
+    const loaded: NumberVectors = { version, groups: new Map(), bytes: 0 }
+    for (const [dimensions, group] of byLength) {
+      const matrix = new Float32Array(group.length * dimensions)
+      // Copied byte for byte: the driver's buffers need not be aligned for a Float32Array over them.
+      const bytes = new Uint8Array(matrix.buffer)
+      group.forEach((row, n) => { bytes.set(row.embedding, n * dimensions * 4) })
+      loaded.groups.set(dimensions, { ids: group.map((row) => row.id), matrix })
+      loaded.bytes += matrix.byteLength + group.length * 64
     }
     cache.set(phoneNumberId, loaded)
     return loaded
   }
 
   async function vectorCandidates (phoneNumberId: string, version: string, query: Float32Array): Promise<Array<Candidate & { similarity: number }>> {
-    const { ids, vectors } = await vectorsOf(phoneNumberId, version)
+    const group = (await vectorsOf(phoneNumberId, version)).groups.get(query.length)
+    if (group === undefined) return []
+    const { ids, matrix } = group
+    const dimensions = query.length
+    const tail = dimensions - dimensions % 4
     const best: Array<{ id: string, similarity: number }> = []
-    for (let n = 0; n < vectors.length; n++) {
-      const vector = vectors[n]!
-      // A passage embedded by another model (AI_EMBEDDING_MODEL changed, not indexed again) is left out.
-      if (vector.length !== query.length) continue
-      let similarity = 0
-      for (let i = 0; i < vector.length; i++) similarity += vector[i]! * query[i]!
+    // Four sums at once: twice as fast as one over 10,000 vectors of 1,536 dimensions (bench Q).
+    for (let n = 0, offset = 0; n < ids.length; n++, offset += dimensions) {
+      let s0 = 0
+      let s1 = 0
+      let s2 = 0
+      let s3 = 0
+      for (let i = 0; i < tail; i += 4) {
+        s0 += matrix[offset + i]! * query[i]!
+        s1 += matrix[offset + i + 1]! * query[i + 1]!
+        s2 += matrix[offset + i + 2]! * query[i + 2]!
+        s3 += matrix[offset + i + 3]! * query[i + 3]!
+      }
+      for (let i = tail; i < dimensions; i++) s0 += matrix[offset + i]! * query[i]!
+      const similarity = s0 + s1 + s2 + s3
       if (similarity < minSimilarity) continue
       if (best.length === CANDIDATES && similarity <= best[best.length - 1]!.similarity) continue
       best.splice(sortedIndex(best, similarity), 0, { id: ids[n]!, similarity })
