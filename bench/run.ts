@@ -30,6 +30,7 @@ import { tracingCost } from './scenarios/m-tracing.ts'
 import { askAnswers } from './scenarios/n-ask.ts'
 import { flowControlKeys } from './scenarios/o-flow-control.ts'
 import { runSearch } from './scenarios/p-search.ts'
+import { knowledgeRetrieval } from './scenarios/q-knowledge.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -47,7 +48,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'M', title: 'what tracing adds', run: tracingCost },
   { id: 'N', title: '1,000 conversations answering an ask', run: askAnswers },
   { id: 'O', title: 'a concurrency key under load', run: flowControlKeys },
-  { id: 'P', title: 'q= search at 1M runs', run: runSearch }
+  { id: 'P', title: 'q= search at 1M runs', run: runSearch },
+  { id: 'Q', title: 'knowledge retrieval over 10,000 passages', run: knowledgeRetrieval }
 ]
 
 function usage (message: string): never {

@@ -12,7 +12,7 @@ t.test('queues: Redis unreachable → every queue has error and zero counters, w
   const elapsed = Date.now() - started
   t.equal(res.status, 200)
   t.ok(elapsed < 2000, `answered in ${elapsed} ms`)
-  t.same(res.body.queues.map((queue: { name: string }) => queue.name), ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries'])
+  t.same(res.body.queues.map((queue: { name: string }) => queue.name), ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries', 'knowledge-index'])
   for (const queue of res.body.queues) {
     t.match(queue, { error: String, waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0 }, queue.name)
   }

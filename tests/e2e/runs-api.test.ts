@@ -215,7 +215,7 @@ t.test('cancel a PENDING run: the worker never starts it', async (t) => {
 t.test('queues: workflow-runs, scheduled-tasks, agent-execution and assistant-main in that order, then chat-broadcasts and event-deliveries, with counters', async (t) => {
   const res = await stack.call('GET', '/api/automation/queues', { token })
   t.equal(res.status, 200)
-  t.same(res.body.queues.map((queue: { name: string }) => queue.name), ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries'])
+  t.same(res.body.queues.map((queue: { name: string }) => queue.name), ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries', 'knowledge-index'])
   for (const queue of res.body.queues) {
     t.same(Object.keys(queue).sort(), ['active', 'completed', 'delayed', 'failed', 'name', 'waiting'])
     for (const counter of ['waiting', 'active', 'completed', 'failed', 'delayed']) t.ok(Number.isInteger(queue[counter]), `${queue.name}.${counter}`)

@@ -4,7 +4,7 @@ import { freePort } from '@switchboard/testing/processes'
 import { foldCounterDeltas } from '@switchboard/core/workflows'
 import { buildTestApp } from './helper.ts'
 
-const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries']
+const QUEUE_NAMES = ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries', 'knowledge-index']
 
 t.test('workflow-runs, scheduled-tasks, agent-execution and assistant-main in that order, then chat-broadcasts and event-deliveries, with their counters', async (t) => {
   const testApp = await buildTestApp(t)

@@ -69,7 +69,7 @@ export function createWorkerContext (connections: Pick<WorkerContext, 'config' |
   const settings = assistantSettings({ db: database.db, config })
   const embedder = settings.embedder
   const knowledge = knowledgeIndexer({ db: database.db, logger, dispatcher: http.dispatcher, allowPrivate: config.httpRequestAllowPrivate, embedder })
-  const retrieval = knowledgeRetrieval({ db: database.db, embedder, logger, minSimilarity: config.ai.embeddingMinSimilarity, vectorCacheBytes: config.ai.vectorCacheBytes })
+  const retrieval = knowledgeRetrieval({ db: database.db, embedder, logger, minSimilarity: config.ai.embeddingMinSimilarity, vectorCacheBytes: config.ai.knowledgeVectorCacheBytes })
   const assistant = assistantRunner({ db: database.db, config, logger, queues, chat: chatService, settings, retrieval })
   const consent = consentKeywords({ db: database.db, chat: chatService, logger })
   const deliverer = eventDeliverer({ db: database.db, keyring, dispatcher: http.dispatcher, config: config.eventSubscriptions, logger })

@@ -6,7 +6,7 @@ import { indexingRequeue } from '@switchboard/core/knowledge'
 import { createReconciler } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
-import { ASSISTANT_MAIN, closeQueues, EVENT_DELIVERIES, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
+import { ASSISTANT_MAIN, closeQueues, EVENT_DELIVERIES, KNOWLEDGE_INDEX, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
 import { createRunIndexing } from '@switchboard/core/runs'
 import { createCounterFolding } from '@switchboard/core/workflows'
@@ -73,8 +73,9 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
     const worker = new Worker(name, watchdog.wrap(processors[name](context) as Processor), {
       connection,
       prefix: queueKeyPrefix(config.queuePrefix, name, connection),
-      // Deliveries wait on subscribers, not on this process: a concurrency of their own (EVENT_DELIVERY_CONCURRENCY).
-      concurrency: name === EVENT_DELIVERIES ? config.eventSubscriptions.concurrency : config.workerConcurrency,
+      // Deliveries wait on subscribers, not on this process: a concurrency of their own (EVENT_DELIVERY_CONCURRENCY);
+      // indexing holds memory (a PDF's thread): one of its own too (KNOWLEDGE_INDEX_CONCURRENCY).
+      concurrency: name === EVENT_DELIVERIES ? config.eventSubscriptions.concurrency : name === KNOWLEDGE_INDEX ? config.ai.knowledgeIndexConcurrency : config.workerConcurrency,
       lockDuration: LOCK_DURATION_MS,
       stalledInterval: STALLED_INTERVAL_MS,
       maxStalledCount: MAX_STALLED_COUNT

@@ -75,7 +75,9 @@ export interface AiConfig {
   /** AI_EMBEDDING_MIN_SIMILARITY: the cosine similarity from which an embedded passage counts as relevant. */
   embeddingMinSimilarity: number
   /** KNOWLEDGE_VECTOR_CACHE_BYTES: the embeddings a process keeps in memory to rank passages, across numbers. */
-  vectorCacheBytes: number
+  knowledgeVectorCacheBytes: number
+  /** KNOWLEDGE_INDEX_CONCURRENCY: sources a worker indexes at once (each PDF on a thread of up to 256 MB heap and 64 MiB buffers). */
+  knowledgeIndexConcurrency: number
 }
 
 export interface Timeouts {
@@ -656,7 +658,8 @@ export function loadConfig (env: Env = process.env): Config {
       embeddingModel: text(env, 'AI_EMBEDDING_MODEL'),
       embeddingDimensions: read(undefined, () => text(env, 'AI_EMBEDDING_DIMENSIONS') === undefined ? undefined : int('AI_EMBEDDING_DIMENSIONS', 0, 1, 4096)),
       embeddingMinSimilarity: read(0.3, () => share(env, 'AI_EMBEDDING_MIN_SIMILARITY', 0.3)),
-      vectorCacheBytes: int('KNOWLEDGE_VECTOR_CACHE_BYTES', 128 * 1024 * 1024, 1024 * 1024, 16 * 1024 * 1024 * 1024)
+      knowledgeVectorCacheBytes: int('KNOWLEDGE_VECTOR_CACHE_BYTES', 128 * 1024 * 1024, 1024 * 1024, 16 * 1024 * 1024 * 1024),
+      knowledgeIndexConcurrency: int('KNOWLEDGE_INDEX_CONCURRENCY', 2, 1, 64)
     },
     quotas: {
       runsPerMinute: int('USER_QUOTA_RUNS_PER_MINUTE', 60_000, 1, MAX_QUOTA),

@@ -138,7 +138,7 @@ t.test('production refuses the placeholder secrets of examples', async (t) => {
 t.test('deployment settings: pool size, the worker queues and listener, the default local ports', async (t) => {
   const defaults = loadConfig({ DATA_DIR: dataDir() })
   t.equal(defaults.databasePoolMax, 10)
-  t.same(defaults.workerQueues, ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries'])
+  t.same(defaults.workerQueues, ['workflow-runs', 'scheduled-tasks', 'agent-execution', 'assistant-main', 'chat-broadcasts', 'event-deliveries', 'knowledge-index'])
   t.equal(defaults.workerHttpPort, 3001)
   t.equal(defaults.localPostgresPort, 5432)
   t.equal(defaults.localRedisPort, 6379)
@@ -152,7 +152,7 @@ t.test('deployment settings: pool size, the worker queues and listener, the defa
   t.equal(loadConfig({ DATA_DIR: dataDir(), LOCAL_POSTGRES_PORT: '55432', DATABASE_URL: 'postgres://db:5432/x' }).databaseUrl, 'postgres://db:5432/x', 'DATABASE_URL wins')
 
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), DATABASE_POOL_MAX: '0' }), { name: 'ConfigError', message: 'DATABASE_POOL_MAX must be an integer from 1 to 1000, got "0"' })
-  t.throws(() => loadConfig({ DATA_DIR: dataDir(), WORKER_QUEUES: 'workflow-runs,' }), /WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, chat-broadcasts, event-deliveries, got ""/)
+  t.throws(() => loadConfig({ DATA_DIR: dataDir(), WORKER_QUEUES: 'workflow-runs,' }), /WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, chat-broadcasts, event-deliveries, knowledge-index, got ""/)
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), LOCAL_REDIS_PORT: '70000' }), /LOCAL_REDIS_PORT must be an integer from 1 to 65535/)
 })
 

@@ -8,7 +8,7 @@ import type { ProcessorFactory } from '../context.ts'
  * not: a member who adds a thousand sources at once delays their own, never another member's.
  */
 export const knowledgeIndexProcessor: ProcessorFactory<'knowledge-index'> = ({ knowledge, config, queues }) => {
-  const fairShare = createFairShare({ concurrency: config.workerConcurrency, share: config.workerUserShare, ...fairShareOn(queues['knowledge-index']) })
+  const fairShare = createFairShare({ concurrency: config.ai.knowledgeIndexConcurrency, share: config.workerUserShare, ...fairShareOn(queues['knowledge-index']) })
   return async (job, token) => {
     const { sourceId, userId } = job.data
     const admission = typeof userId === 'string' ? await fairShare.admit(userId, job.id ?? sourceId) : undefined

@@ -12,8 +12,11 @@ export interface Chunk {
 }
 
 /** A passage aims at this many characters, cut at a paragraph, a line, a sentence or a word. */
-export const CHUNK_TARGET_CHARS = 1000
-/** No passage is longer: a paragraph longer than this is cut. */
+const CHUNK_TARGET_CHARS = 1000
+/**
+ * No passage is longer: a paragraph longer than this is cut.
+ * @internal exported for its tests
+ */
 export const CHUNK_MAX_CHARS = 1500
 /** The heading path is cut here: a heading is a title, not a passage. */
 const HEADING_MAX_CHARS = 300

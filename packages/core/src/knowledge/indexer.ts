@@ -1,8 +1,8 @@
-import { sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import type { Dispatcher } from 'undici'
 import { ModelCallError } from '../assistant/model.ts'
 import type { DbOrTx } from '../db/client.ts'
-import type { KnowledgeSource } from '../db/schema/index.ts'
+import { knowledgeSources, type KnowledgeSource } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { chunkDocument, faqLines, markdownLines, type Chunk, type DocumentLine } from './chunking.ts'
@@ -147,10 +147,7 @@ export function knowledgeIndexer ({ db, logger, dispatcher, allowPrivate, embedd
      * reason; anything else is thrown, for the job to be tried again, and fails it on the last attempt.
      */
     async index (sourceId: string, { lastAttempt }: { lastAttempt: boolean }): Promise<void> {
-      const [source] = await db.execute<KnowledgeSource>(sql`
-        select id, phone_number_id as "phoneNumberId", user_id as "userId", type, title, url, language, status, error, upload, body, faq, bytes, pages,
-          chunk_count as "chunkCount", created_at as "createdAt", requested_at as "requestedAt", indexed_at as "indexedAt"
-        from knowledge_sources where id = ${sourceId}`)
+      const [source] = await db.select().from(knowledgeSources).where(eq(knowledgeSources.id, sourceId)).limit(1)
       if (source === undefined || source.status !== 'indexing') return
       try {
         const { lines, body, pages } = await read(source)

@@ -10,7 +10,7 @@ import type { DocumentLine } from './chunking.ts'
  * redirect's host checked before it is followed. Bounded in redirects, time and bytes.
  */
 
-export const PAGE_LIMITS = {
+const PAGE_LIMITS = {
   maxRedirects: 5,
   /** The whole fetch, redirects included. */
   timeoutMs: 15_000,
@@ -41,24 +41,30 @@ export async function fetchPage (url: string, { dispatcher, allowPrivate }: { di
     }
     const location = answer.headers.location
     if (REDIRECTS.has(answer.statusCode) && typeof location === 'string') {
-      answer.body.destroy()
+      discard(answer.body)
       if (redirects === PAGE_LIMITS.maxRedirects) throw fail(`The page redirected more than ${PAGE_LIMITS.maxRedirects} times`)
       target = new URL(location, target)
       continue
     }
     if (answer.statusCode < 200 || answer.statusCode >= 300) {
-      answer.body.destroy()
+      discard(answer.body)
       throw fail(`The page answered ${answer.statusCode}`)
     }
     const type = String(answer.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
     const kind = type === 'application/pdf' ? 'pdf' : type === 'text/html' || type === 'application/xhtml+xml' ? 'html' : type.startsWith('text/') ? 'text' : undefined
     if (kind === undefined) {
-      answer.body.destroy()
+      discard(answer.body)
       throw fail(`The page is ${type === '' ? 'of no declared type' : type}: a URL source is an HTML, text or PDF page`)
     }
     const bytes = await readBounded(answer.body)
     return kind === 'pdf' ? { kind, bytes, url: target.href } : { kind, text: new TextDecoder().decode(bytes), url: target.href }
   }
+}
+
+/** Stops reading a body: undici reports the abort as an error, which nobody waits for here. */
+function discard (body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => {})
+  body.destroy()
 }
 
 async function readBounded (body: Dispatcher.ResponseData['body']): Promise<Buffer> {
@@ -67,7 +73,7 @@ async function readBounded (body: Dispatcher.ResponseData['body']): Promise<Buff
   for await (const chunk of body as AsyncIterable<Buffer>) {
     size += chunk.byteLength
     if (size > PAGE_LIMITS.maxBytes) {
-      body.destroy()
+      discard(body)
       throw fail(`The page is larger than ${PAGE_LIMITS.maxBytes / 1024 / 1024} MiB`)
     }
     chunks.push(chunk)

@@ -39,7 +39,7 @@ export const MAX_PASSAGES = 20
 type Candidate = RetrievedPassage & { id: string }
 
 interface NumberVectors {
-  /** `count:latest indexedAt` of the number's sources: a source added, indexed again or deleted changes it. */
+  /** `count:latest indexedAt` of the number's sources (`sourcesOf`). */
   version: string
   ids: string[]
   vectors: Float32Array[]
@@ -97,11 +97,16 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
     }
   }
 
+  /** How many sources the number has, and their version: a source added, indexed again or deleted changes it. */
+  async function sourcesOf (phoneNumberId: string): Promise<{ count: number, version: string }> {
+    const [state] = await db.execute<{ count: number, version: string }>(sql`
+      select count(*)::int as count, count(*) || ':' || coalesce(extract(epoch from max(indexed_at))::text, '') as version
+      from knowledge_sources where phone_number_id = ${phoneNumberId}`)
+    return state ?? { count: 0, version: '' }
+  }
+
   /** The number's embedded passages, from memory while its sources are unchanged. */
-  async function vectorsOf (phoneNumberId: string): Promise<NumberVectors> {
-    const [state] = await db.execute<{ version: string }>(sql`
-      select count(*) || ':' || coalesce(extract(epoch from max(indexed_at))::text, '') as version from knowledge_sources where phone_number_id = ${phoneNumberId}`)
-    const version = state?.version ?? ''
+  async function vectorsOf (phoneNumberId: string, version: string): Promise<NumberVectors> {
     const cached = cache.get(phoneNumberId)
     if (cached?.version === version) return cached
     const rows = await db.execute<{ id: string, embedding: Buffer }>(sql`
@@ -116,8 +121,8 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
     return loaded
   }
 
-  async function vectorCandidates (phoneNumberId: string, query: Float32Array): Promise<Array<Candidate & { similarity: number }>> {
-    const { ids, vectors } = await vectorsOf(phoneNumberId)
+  async function vectorCandidates (phoneNumberId: string, version: string, query: Float32Array): Promise<Array<Candidate & { similarity: number }>> {
+    const { ids, vectors } = await vectorsOf(phoneNumberId, version)
     const best: Array<{ id: string, similarity: number }> = []
     for (let n = 0; n < vectors.length; n++) {
       const vector = vectors[n]!
@@ -146,10 +151,13 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
     async search (phoneNumberId, query, { limit = DEFAULT_PASSAGES } = {}) {
       const text = query.slice(0, KNOWLEDGE_LIMITS.queryMaxChars)
       if (text.trim() === '') return []
+      // A number without knowledge (most of them) costs its turns this one read, no embedding.
+      const sources = await sourcesOf(phoneNumberId)
+      if (sources.count === 0) return []
       const queryVector = await embed(phoneNumberId, text)
       const [byText, byVector] = await Promise.all([
         textCandidates(phoneNumberId, text),
-        queryVector === undefined ? [] : vectorCandidates(phoneNumberId, queryVector)
+        queryVector === undefined ? [] : vectorCandidates(phoneNumberId, sources.version, queryVector)
       ])
       const fused = new Map<string, Candidate>()
       const add = (candidate: Candidate, rank: number): void => {

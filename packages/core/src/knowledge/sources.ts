@@ -3,6 +3,7 @@ import type { DbOrTx } from '../db/client.ts'
 import { knowledgeChunks, knowledgeSources, type KnowledgeFaqPair, type KnowledgeSource, type KnowledgeSourceStatus, type KnowledgeSourceType } from '../db/schema/index.ts'
 import { DomainError } from '../errors.ts'
 import { KNOWLEDGE_INDEX, KNOWLEDGE_INDEX_JOB, type Queues } from '../queues/catalog.ts'
+import { noteOwners } from '../queues/fair-share.ts'
 import { checkSavedQuotas, type Quotas } from '../users/quotas.ts'
 
 /** The bounds of a source (README, Knowledge). */
@@ -76,11 +77,13 @@ const viewColumns = {
 const notFound = (): DomainError => new DomainError('KNOWLEDGE_SOURCE_NOT_FOUND', 'Knowledge source not found')
 
 /** The job that indexes a source as it was last asked to be: re-adding it (the reconciler) never queues it twice. */
-const indexJobId = (source: { id: string, requestedAt: Date }): string => `${source.id}:${source.requestedAt.getTime()}`
+const indexJobId = (source: { id: string, requestedAt: Date }): string => `${source.id}:index:${source.requestedAt.getTime()}`
 
 /** Queues the indexing of sources, after the commit that asked for it. */
 export async function enqueueIndexing (queues: Queues, sources: Array<Pick<KnowledgeSource, 'id' | 'requestedAt' | 'userId'>>): Promise<void> {
   if (sources.length === 0) return
+  // The adders use the queue: a worker then keeps each of them within their share while others do (queues/fair-share.ts).
+  await noteOwners(queues[KNOWLEDGE_INDEX], sources.flatMap(({ userId }) => userId ?? []))
   await queues[KNOWLEDGE_INDEX].addBulk(sources.map((source) => ({
     name: KNOWLEDGE_INDEX_JOB,
     data: { sourceId: source.id, ...(source.userId !== null && { userId: source.userId }) },

@@ -86,7 +86,7 @@ async function chat (fastify: FastifyInstance): Promise<void> {
     embedder: settings.embedder,
     logger: fastify.log,
     minSimilarity: fastify.config.ai.embeddingMinSimilarity,
-    vectorCacheBytes: fastify.config.ai.vectorCacheBytes
+    vectorCacheBytes: fastify.config.ai.knowledgeVectorCacheBytes
   }))
   fastify.decorate('assistantTurns', assistantTurnsRepository(fastify.db))
   fastify.decorate('chatAccountFor', async (request: FastifyRequest) => {
