@@ -8,12 +8,13 @@
  * headings; a test question shows the passages a turn would be given, and a question about nothing
  * in it says so; answerFromKnowledgeOnly is saved with the assistant's settings; a draft the
  * assistant wrote from a passage shows, in the inbox, the source it was based on. FAQ pairs are
- * added and indexed again, a web page at a private address fails with its reason, a source is
- * deleted. Its pages are photographed into tests/browser/screenshots/knowledge/.
+ * added and indexed again, a web page at a private address fails with its reason, a PDF is sent
+ * as its bytes and its passages keep their pages, a source is deleted. Its pages are photographed into tests/browser/screenshots/knowledge/.
  */
 import t from 'tap'
 import { deliver, fakeChatEnv, messagesDelivery, startFakeChatPlatform } from '@switchboard/testing/fake-chat-platform'
 import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-model-provider'
+import { makePdf } from '@switchboard/testing/pdf'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 import { openConsole, signIn, unlabelledControls } from './browser.ts'
@@ -57,7 +58,7 @@ page.on('request', (request) => {
   if (request.method() === 'GET' && new URL(request.url()).pathname === '/api/chat/accounts/default/knowledge') listReads++
 })
 
-interface Source { id: string, title: string, status: string, chunks: number, error: string | null }
+interface Source { id: string, type: string, title: string, language: string, status: string, chunks: number, bytes: number, error: string | null }
 interface Passage { ordinal: number, heading: string, page: number | null, content: string }
 interface Result { sourceId: string, title: string, heading: string, page: number | null, content: string, score: number }
 interface Conversation { id: string, phone: string }
@@ -293,6 +294,38 @@ t.test('a web page at a private address: failed, the reason in the list', async 
   await shot('09-failed')
 })
 
+t.test('a PDF chosen in the form: sent as its bytes (application/pdf), its title and language in the query; its pages kept', async (t) => {
+  const bytes = makePdf([[{ text: 'Sizes', size: 24 }, 'Our shoes come in sizes 36 to 46.'], [{ text: 'Care', size: 24 }, 'Clean the leather with a soft cloth.']])
+  await page.getByRole('group', { name: 'Kind of source' }).getByRole('button', { name: 'PDF' }).click()
+  await page.getByLabel('PDF file (up to 20 MiB)').setInputFiles({ name: 'Shoe catalogue.pdf', mimeType: 'application/pdf', buffer: bytes })
+  t.equal(await page.getByLabel('Title', { exact: true }).inputValue(), 'Shoe catalogue', 'the file\'s name is the title')
+  await page.getByLabel('Language (its stemming and stop words, for search)').selectOption('german')
+  t.same(await unlabelledControls(page), [])
+  const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/api/chat/accounts/default/knowledge')
+  await page.getByRole('button', { name: 'Add source' }).click()
+  const request = await sent
+  t.equal(request.headers()['content-type'], 'application/pdf')
+  t.same(Object.fromEntries(new URL(request.url()).searchParams), { title: 'Shoe catalogue', language: 'german' })
+  const pdf = await waitFor(async () => (await sources()).find((source) => source.title === 'Shoe catalogue'), { what: 'the PDF source' })
+  t.match(pdf, { type: 'pdf', language: 'german', bytes: bytes.length }, 'the api has the file\'s bytes')
+  await page.getByRole('status').filter({ hasText: 'Added Shoe catalogue: it is being indexed' }).waitFor()
+  t.equal(await page.getByLabel('PDF file (up to 20 MiB)').evaluate((input) => (input as HTMLInputElement).files?.length), 0, 'the form is ready for the next file')
+  const row = page.locator(`tr[data-source="${pdf.id}"]`)
+  await row.locator('.badge', { hasText: 'ready' }).waitFor({ timeout: 30_000 })
+  t.equal(await row.locator('td').nth(0).textContent(), 'PDF')
+  t.equal(await row.locator('td').nth(3).textContent(), '2', 'its pages')
+  await row.getByRole('link', { name: 'Passages of Shoe catalogue' }).click()
+  const card = page.locator('#knowledge-passages')
+  await card.getByRole('heading', { name: 'Passages of Shoe catalogue' }).waitFor()
+  await card.locator('ol.passages > li').nth(1).waitFor()
+  const shown = await card.locator('ol.passages > li').evaluateAll((lis) => lis.map((li) => [
+    li.querySelector('.passage-heading')?.textContent, li.querySelector('.passage-page')?.textContent, li.querySelector('.passage-text')?.textContent
+  ]))
+  t.same(shown, [['Sizes', ' · page 1', 'Our shoes come in sizes 36 to 46.'], ['Care', ' · page 2', 'Clean the leather with a soft cloth.']], 'each passage with its page')
+  t.match(await card.textContent(), /PDF · German · /)
+  await shot('10-pdf')
+})
+
 t.test('deleted from the list: gone from the api and the page, its passages closed', async (t) => {
   await page.goto(`${baseUrl}/console/chat-settings/knowledge?account=default&source=${sourceId}`)
   const row = page.locator(`tr[data-source="${sourceId}"]`)
@@ -302,7 +335,7 @@ t.test('deleted from the list: gone from the api and the page, its passages clos
   await page.locator('#knowledge-passages').waitFor({ state: 'detached' })
   t.notOk(page.url().includes('source='), 'its passages closed')
   t.notOk((await sources()).some((source) => source.id === sourceId), 'the api has it no more')
-  t.equal(await page.locator('#knowledge-sources tbody tr').count(), 2, 'the others stay')
+  t.equal(await page.locator('#knowledge-sources tbody tr').count(), 3, 'the others stay')
 })
 
 t.test('no request left localhost, no Content-Security-Policy violation, no script error', async (t) => {

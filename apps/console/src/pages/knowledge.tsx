@@ -90,6 +90,8 @@ function AddSource ({ accountId, onAdded }: { accountId: string, onAdded: () => 
   const [url, setUrl] = useState('')
   const [pairs, setPairs] = useState<Pair[]>([{ question: '', answer: '' }])
   const [file, setFile] = useState<File>()
+  // The file input shows its file until it is made anew: once sent, a new one is.
+  const [fileInput, setFileInput] = useState(0)
   const [language, setLanguage] = useState<KnowledgeLanguage>('english')
   const [added, setAdded] = useState('')
   const setPair = (index: number, change: Partial<Pair>): void => { setPairs(pairs.map((pair, i) => i === index ? { ...pair, ...change } : pair)) }
@@ -102,6 +104,7 @@ function AddSource ({ accountId, onAdded }: { accountId: string, onAdded: () => 
       if (file.size > PDF_MAX_BYTES) throw new Error(`The PDF is ${byteSize(file.size)}: at most 20 MiB`)
       source = await api.addPdfSource(accountId, file, { title: named, language })
       setFile(undefined)
+      setFileInput((n) => n + 1)
     } else if (type === 'url') {
       source = await api.addKnowledgeSource(accountId, { type, url: url.trim(), language, ...(named !== '' && { title: named }) })
       setUrl('')
@@ -139,7 +142,7 @@ function AddSource ({ accountId, onAdded }: { accountId: string, onAdded: () => 
         <>
           <label for='knowledge-file'>PDF file (up to 20 MiB)</label>
           <input
-            id='knowledge-file' type='file' accept='application/pdf,.pdf' required onChange={(e) => {
+            key={fileInput} id='knowledge-file' type='file' accept='application/pdf,.pdf' required onChange={(e) => {
               const chosen = e.currentTarget.files?.[0]
               setFile(chosen)
               // The file's name is the title, unless one was typed.
