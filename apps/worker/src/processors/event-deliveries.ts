@@ -2,6 +2,7 @@ import { DelayedError } from 'bullmq'
 import { eventDeliveryAttempts } from '@switchboard/core/observability'
 import { createFairShare, fairShareOn } from '@switchboard/core/queues'
 import type { ProcessorFactory } from '../context.ts'
+import { withinFairShare } from './fair-share-job.ts'
 
 /**
  * Subscription deliveries (README, Event subscriptions): one job per delivery, one attempt per
@@ -13,19 +14,12 @@ export const eventDeliveriesProcessor: ProcessorFactory<'event-deliveries'> = ({
   const fairShare = createFairShare({ concurrency: config.eventSubscriptions.concurrency, share: config.workerUserShare, ...fairShareOn(queues['event-deliveries']) })
   return async (job, token) => {
     const { deliveryId, userId } = job.data
-    const admission = typeof userId === 'string' ? await fairShare.admit(userId, job.id ?? deliveryId) : undefined
-    if (admission?.admitted === false) {
-      await job.moveToDelayed(Date.now() + admission.retryInMs, token)
-      throw new DelayedError()
-    }
-    try {
+    await withinFairShare(fairShare, job, token, userId, async () => {
       const { outcome, delayMs } = await deliverer.deliver(deliveryId)
       eventDeliveryAttempts.inc({ outcome })
       if (delayMs === undefined) return
       await job.moveToDelayed(Date.now() + delayMs, token)
       throw new DelayedError()
-    } finally {
-      admission?.release()
-    }
+    })
   }
 }

@@ -38,12 +38,10 @@ export interface PdfLimits {
 
 const MiB = 1024 * 1024
 
-/** @internal exported for its tests */
+/** A PDF's bounds (README, Knowledge); its size and text are every source's (knowledge/sources.ts, KNOWLEDGE_LIMITS). */
 export const DEFAULT_PDF_LIMITS: Readonly<PdfLimits> = Object.freeze({
-  // The body limit of a PDF upload (POST /api/chat/accounts/:id/knowledge).
   maxBytes: 20 * MiB,
   maxPages: 500,
-  // The limit of a text source's content, so that a PDF's chunks are bounded like a text's.
   maxTextBytes: 5 * MiB,
   timeMs: 60_000,
   heapMb: 256,

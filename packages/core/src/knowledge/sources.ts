@@ -5,16 +5,16 @@ import { DomainError } from '../errors.ts'
 import { KNOWLEDGE_INDEX, KNOWLEDGE_INDEX_JOB, type Queues } from '../queues/catalog.ts'
 import { noteOwners } from '../queues/fair-share.ts'
 import { checkSavedQuotas, type Quotas } from '../users/quotas.ts'
+import { DEFAULT_PDF_LIMITS } from './pdf.ts'
 
 /** The bounds of a source (README, Knowledge). */
 export const KNOWLEDGE_LIMITS = {
   titleMaxChars: 200,
   urlMaxChars: 2048,
-  /** A text or Markdown document, and a URL's page once read as text. */
-  textMaxBytes: 5 * 1024 * 1024,
+  /** A text or Markdown document, a URL's page once read as text, and a PDF's text. */
+  textMaxBytes: DEFAULT_PDF_LIMITS.maxTextBytes,
   /** A PDF, uploaded or fetched: the route's own body limit too. */
-  pdfMaxBytes: 20 * 1024 * 1024,
-  pdfMaxPages: 500,
+  pdfMaxBytes: DEFAULT_PDF_LIMITS.maxBytes,
   faqMaxPairs: 1000,
   faqQuestionMaxChars: 1000,
   faqAnswerMaxChars: 10_000,
@@ -79,8 +79,11 @@ const notFound = (): DomainError => new DomainError('KNOWLEDGE_SOURCE_NOT_FOUND'
 /** The job that indexes a source as it was last asked to be: re-adding it (the reconciler) never queues it twice. */
 const indexJobId = (source: { id: string, requestedAt: Date }): string => `${source.id}:index:${source.requestedAt.getTime()}`
 
+/** A source asked to be indexed: by whom, and when (its job's id). */
+export type IndexRequest = Pick<KnowledgeSource, 'id' | 'requestedAt' | 'userId'>
+
 /** Queues the indexing of sources, after the commit that asked for it. */
-export async function enqueueIndexing (queues: Queues, sources: Array<Pick<KnowledgeSource, 'id' | 'requestedAt' | 'userId'>>): Promise<void> {
+export async function enqueueIndexing (queues: Queues, sources: IndexRequest[]): Promise<void> {
   if (sources.length === 0) return
   // The adders use the queue: a worker then keeps each of them within their share while others do (queues/fair-share.ts).
   await noteOwners(queues[KNOWLEDGE_INDEX], sources.flatMap(({ userId }) => userId ?? []))
@@ -162,7 +165,7 @@ export function knowledgeSourcesRepository (db: DbOrTx) {
     },
 
     /** Sources indexing since before `graceMs` ago whose job may be lost (the reconciler queues them again, by the same job id). */
-    async stillIndexing (graceMs: number, limit: number): Promise<Array<Pick<KnowledgeSource, 'id' | 'requestedAt' | 'userId'>>> {
+    async stillIndexing (graceMs: number, limit: number): Promise<IndexRequest[]> {
       return await db.select({ id: knowledgeSources.id, requestedAt: knowledgeSources.requestedAt, userId: knowledgeSources.userId }).from(knowledgeSources)
         .where(and(eq(knowledgeSources.status, 'indexing'), sql`${knowledgeSources.requestedAt} < now() - make_interval(secs => ${graceMs / 1000})`))
         .orderBy(knowledgeSources.requestedAt).limit(limit)

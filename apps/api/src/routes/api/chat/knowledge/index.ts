@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { DEFAULT_KNOWLEDGE_LANGUAGE, DEFAULT_PASSAGES, enqueueIndexing, KNOWLEDGE_LIMITS, sourceView, type NewKnowledgeSource } from '@switchboard/core/knowledge'
+import { DEFAULT_KNOWLEDGE_LANGUAGE, DEFAULT_PASSAGES, enqueueIndexing, KNOWLEDGE_LIMITS, sourceView, type IndexRequest, type NewKnowledgeSource } from '@switchboard/core/knowledge'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { KnowledgeSearchBody, KnowledgeSearchResult, KnowledgeSourceBody, KnowledgeSourceDetail, KnowledgeSourceList, KnowledgeSourceParams, KnowledgeSourceView, PdfQuery } from './schemas.ts'
 
@@ -45,6 +46,15 @@ function jsonSource (body: Static<typeof KnowledgeSourceBody>): NewKnowledgeSour
  * stay on these routes.
  */
 const knowledge: FastifyPluginAsyncTypebox = async (fastify) => {
+  /** After the commit, best effort: a source whose job was not queued is queued again by the worker's reconciler. */
+  async function queueIndexing (request: FastifyRequest, source: IndexRequest): Promise<void> {
+    try {
+      await enqueueIndexing(fastify.queues, [source])
+    } catch (err) {
+      request.log.warn({ err, sourceId: source.id }, 'the knowledge source was stored but its indexing not queued')
+    }
+  }
+
   fastify.addContentTypeParser('application/pdf', { parseAs: 'buffer', bodyLimit: KNOWLEDGE_LIMITS.pdfMaxBytes }, (_request, body, done) => { done(null, body) })
 
   fastify.post('/:id/knowledge', {
@@ -69,12 +79,7 @@ const knowledge: FastifyPluginAsyncTypebox = async (fastify) => {
       source = jsonSource(request.body)
     }
     const row = await fastify.knowledgeSources.add(account.phoneNumberId, request.user.sub, source, fastify.config.quotas)
-    // Best effort: a source whose job was not queued is queued again by the worker's reconciler.
-    try {
-      await enqueueIndexing(fastify.queues, [row])
-    } catch (err) {
-      request.log.warn({ err, sourceId: row.id }, 'the knowledge source was stored but its indexing not queued')
-    }
+    await queueIndexing(request, row)
     return reply.code(202).send(sourceView(row))
   })
 
@@ -105,11 +110,7 @@ const knowledge: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async (request, reply) => {
     const account = await fastify.chatAccountSettingsOf(request, request.params.id, 'change')
     const row = await fastify.knowledgeSources.reindex(account.phoneNumberId, request.params.sourceId)
-    try {
-      await enqueueIndexing(fastify.queues, [row])
-    } catch (err) {
-      request.log.warn({ err, sourceId: row.id }, 'the knowledge source\'s indexing was not queued')
-    }
+    await queueIndexing(request, row)
     return reply.code(202).send(sourceView(row))
   })
 
