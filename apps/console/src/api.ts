@@ -1,6 +1,7 @@
 import { clearSession, loadSession } from './session.ts'
 import type {
   Agent, ApiKey, ApprovalDecided, AuditEntry, AuditFilter, ApprovalDecision, ApprovalInput, AssistantSettings, AssistantSettingsInput, ConsentSettings, ConsentSettingsInput, Contact, ContactChanges, ContactFilter, ContactsImported, LabelCount, NewTemplate, StoredTemplate, AssistantTurn, Broadcast, BroadcastInput, BroadcastRecipient, CannedReply, CannedReplyInput, ChatAccount, ChatAccountChanges, ChatEvent, ChatMessage,
+  KnowledgeSearch, KnowledgeSearchInput, KnowledgeSource, KnowledgeSourceInput, KnowledgeSourceWithPassages, PdfSource,
   Conversation, ConversationChanged, ConversationChanges, ConversationFilter, ConversationNote, CreatedKey, Credential, CredentialChanges, DraftApproval, Login, LoginInput, NewApiKey, NewChatAccount, NewCredential, NewUser, NodeTypeInfo, NoteInput, PasswordChange, PendingApproval, QueueCounters, Readiness, RetryInput, Run, RunAccepted, RunFilter, RunRetried, RunStats, SandboxInbound, SandboxPlayed,
   RunSummary, Template, TemplateMessage, TestCapture, TestRunInput, TextMessage, User, UserChanges, Workflow, WorkflowChanges, WorkflowFilter, WorkflowInput, WorkflowSummary, WorkflowVersion, WorkflowVersionSummary, ReactionInput
 } from './types.ts'
@@ -29,12 +30,16 @@ interface RequestOptions {
   signal?: AbortSignal
   /** A CSV body (a contacts import) instead of JSON. */
   csv?: Blob
+  /** A PDF's bytes (a knowledge source) instead of JSON. */
+  pdf?: Blob
 }
 
 /** A request bounded in time, so that a hung api shows an error instead of a spinner forever. */
 const REQUEST_TIMEOUT_MS = 15_000
 /** A contacts import: up to 10 MiB, which the api reads as it streams. */
 const IMPORT_TIMEOUT_MS = 300_000
+/** A knowledge source's PDF: up to 20 MiB, sent whole before the api answers. */
+const PDF_TIMEOUT_MS = 300_000
 /** A message's media: up to CHAT_MEDIA_MAX_BYTES, which the api streams within its own CHAT_MEDIA_TIMEOUT_MS (120 s by default). */
 const MEDIA_TIMEOUT_MS = 150_000
 
@@ -45,6 +50,7 @@ async function send (method: string, path: string, options: RequestOptions, time
   const headers: Record<string, string> = { accept: 'application/json' }
   if (options.body !== undefined) headers['content-type'] = 'application/json'
   if (options.csv !== undefined) headers['content-type'] = 'text/csv'
+  if (options.pdf !== undefined) headers['content-type'] = 'application/pdf'
   if (options.accountId !== undefined) headers['x-account-id'] = options.accountId
   const session = options.anonymous === true ? null : loadSession()
   if (session !== null) headers.authorization = `Bearer ${session.token}`
@@ -52,7 +58,7 @@ async function send (method: string, path: string, options: RequestOptions, time
     return await fetch(path, {
       method,
       headers,
-      body: options.csv ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+      body: options.csv ?? options.pdf ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       signal: options.signal ?? AbortSignal.timeout(timeoutMs)
     })
   } catch (err) {
@@ -198,6 +204,25 @@ export const api = {
   assistantSettings: async (id: string) => call<AssistantSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`),
   deleteAccount: async (id: string) => call<undefined>('DELETE', `/api/chat/accounts/${encodeURIComponent(id)}`),
   saveAssistantSettings: async (id: string, input: AssistantSettingsInput) => call<AssistantSettings>('PUT', `/api/chat/accounts/${encodeURIComponent(id)}/assistant`, { body: input }),
+  /** An account's knowledge sources, newest first (README, Knowledge); `id` may be `default`. */
+  knowledgeSources: async (id: string) => (await call<{ sources: KnowledgeSource[] }>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/knowledge`)).sources,
+  /** A source with its first 200 passages. */
+  knowledgeSource: async (id: string, sourceId: string) =>
+    call<KnowledgeSourceWithPassages>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/knowledge/${encodeURIComponent(sourceId)}`),
+  /** A text, Markdown, URL or FAQ source: answered at once, `indexing`, while the worker indexes it. */
+  addKnowledgeSource: async (id: string, input: KnowledgeSourceInput) =>
+    call<KnowledgeSource>('POST', `/api/chat/accounts/${encodeURIComponent(id)}/knowledge`, { body: input }),
+  /** A PDF, sent as its bytes (Content-Type: application/pdf), its title and language in the query. */
+  addPdfSource: async (id: string, file: Blob, input: PdfSource) =>
+    call<KnowledgeSource>('POST', `/api/chat/accounts/${encodeURIComponent(id)}/knowledge${query({ ...input })}`, { pdf: file }, PDF_TIMEOUT_MS),
+  deleteKnowledgeSource: async (id: string, sourceId: string) =>
+    call<undefined>('DELETE', `/api/chat/accounts/${encodeURIComponent(id)}/knowledge/${encodeURIComponent(sourceId)}`),
+  /** Indexes the source again from the text kept when it was first read; its passages answer until the new ones replace them. */
+  reindexKnowledgeSource: async (id: string, sourceId: string) =>
+    call<KnowledgeSource>('POST', `/api/chat/accounts/${encodeURIComponent(id)}/knowledge/${encodeURIComponent(sourceId)}/reindex`),
+  /** The passages a turn would be given for `query`. */
+  searchKnowledge: async (id: string, input: KnowledgeSearchInput) =>
+    call<KnowledgeSearch>('POST', `/api/chat/accounts/${encodeURIComponent(id)}/knowledge/search`, { body: input }),
   consentSettings: async (id: string) => call<ConsentSettings>('GET', `/api/chat/accounts/${encodeURIComponent(id)}/consent`),
   saveConsentSettings: async (id: string, input: ConsentSettingsInput) => call<ConsentSettings>('PUT', `/api/chat/accounts/${encodeURIComponent(id)}/consent`, { body: input }),
 

@@ -12,6 +12,7 @@ import { ChatSettings } from './pages/chat-settings.tsx'
 import { Contacts } from './pages/contacts.tsx'
 import { Credentials } from './pages/credentials.tsx'
 import { Inbox } from './pages/inbox/index.tsx'
+import { Knowledge } from './pages/knowledge.tsx'
 import { Login } from './pages/login.tsx'
 import { NotFound } from './pages/not-found.tsx'
 import { Overview } from './pages/overview.tsx'
@@ -115,6 +116,7 @@ function Shell () {
         <Route path={`${BASE}/inbox`} component={Inbox} />
         <Route path={`${BASE}/contacts`} component={Contacts} />
         <Route path={`${BASE}/chat-settings`} component={ChatSettings} />
+        <Route path={paths.knowledge} component={Knowledge} />
         <Route path={`${BASE}/broadcasts`} component={Broadcasts} />
         <Route path={`${BASE}/broadcasts/new`} component={NewBroadcast} />
         <Route path={`${BASE}/broadcasts/:id`} component={BroadcastPage} />

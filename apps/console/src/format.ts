@@ -54,3 +54,10 @@ export function firstLine (text: string, max = 80): string {
   if (line.length > max) return `${line.slice(0, max - 1)}…`
   return lines.length > 1 ? `${line} …` : line
 }
+
+/** A size in bytes as people read it: 512 B, 12.3 KiB, 4.5 MiB. */
+export function byteSize (bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
+}

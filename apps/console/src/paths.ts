@@ -13,6 +13,7 @@ export const paths = {
   inbox: `${BASE}/inbox`,
   contacts: `${BASE}/contacts`,
   chatSettings: `${BASE}/chat-settings`,
+  knowledge: `${BASE}/chat-settings/knowledge`,
   broadcasts: `${BASE}/broadcasts`,
   templates: `${BASE}/templates`,
   newBroadcast: `${BASE}/broadcasts/new`,

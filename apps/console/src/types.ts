@@ -25,6 +25,7 @@ import type { Broadcast as BroadcastSchema, BroadcastRecipient as BroadcastRecip
 import type { CannedReply as CannedReplySchema, NewCannedReplyBody } from '../../api/src/routes/api/chat/canned-replies/schemas.ts'
 import type { ConsentSettingsBody, ConsentSettingsView } from '../../api/src/routes/api/chat/consent/schemas.ts'
 import type { LabelCount as LabelCountSchema } from '../../api/src/routes/api/chat/labels/schemas.ts'
+import type { KnowledgeSearchBody, KnowledgeSearchResult, KnowledgeSourceBody, KnowledgeSourceDetail, KnowledgeSourceList, PdfQuery } from '../../api/src/routes/api/chat/knowledge/schemas.ts'
 import type { Contact as ContactSchema, ContactsImportResult, ContactsQuery, UpdateContactBody } from '../../api/src/routes/api/chat/contacts/schemas.ts'
 import type { SandboxInboundAccepted, SandboxInboundBody } from '../../api/src/routes/api/chat/sandbox/schemas.ts'
 import type {
@@ -204,6 +205,21 @@ export type AssistantTurn = Answer<typeof AssistantTurnSchema>
 /** An account's assistant (GET /api/chat/accounts/:id/assistant); `effectiveModel` null: off for want of a model. */
 export type AssistantSettings = Answer<typeof AssistantSettingsView>
 export type AssistantSettingsInput = Body<typeof AssistantSettingsBody>
+
+/** An account's knowledge source (GET /api/chat/accounts/:id/knowledge): indexing, ready or failed with its error. */
+export type KnowledgeSource = Answer<typeof KnowledgeSourceList>['sources'][number]
+export type KnowledgeSourceStatus = KnowledgeSource['status']
+/** A source with its first 200 passages (GET …/knowledge/:sourceId). */
+export type KnowledgeSourceWithPassages = Answer<typeof KnowledgeSourceDetail>
+/** A source given as JSON (text, Markdown, a URL, FAQ pairs); a PDF is sent as its bytes with `PdfSource`'s title and language. */
+export type KnowledgeSourceInput = Body<typeof KnowledgeSourceBody>
+export type PdfSource = Body<typeof PdfQuery>
+export type KnowledgeLanguage = NonNullable<KnowledgeSourceInput['language']>
+export type KnowledgeSearchInput = Body<typeof KnowledgeSearchBody>
+/** What a turn would be given for a query (POST …/knowledge/search): none, and `relevant` false, when nothing is relevant. */
+export type KnowledgeSearch = Answer<typeof KnowledgeSearchResult>
+/** A passage a draft was based on, as its `details.sources` holds it: a search result's source, without its text. */
+export type KnowledgeCitation = Pick<KnowledgeSearch['results'][number], 'sourceId' | 'title' | 'heading' | 'page'>
 
 /** GET /health/ready: `details` says what is on and off, for people (`assistant`: `on: model …` or `off: …`). */
 export type Readiness = Answer<typeof Check>

@@ -12,7 +12,10 @@ import type { AssistantSettings, ConsentSettings } from '../types.ts'
 /** Keywords as typed, one a line. */
 const linesOf = (text: string): string[] => text.split('\n').map((line) => line.trim()).filter((line) => line !== '')
 
-/** The account's assistant (README, The assistant): what it is told, its model and key, how long it lets a customer finish typing. */
+/**
+ * The account's assistant (README, The assistant): what it is told, its model and key, how long it lets
+ * a customer finish typing, and whether it answers only from the knowledge (README, Knowledge).
+ */
 function AssistantForm ({ accountId, settings, onSaved }: { accountId: string, settings: AssistantSettings, onSaved: () => void }) {
   const credentials = useData(api.credentials, [])
   const [instructions, setInstructions] = useState(settings.instructions)
@@ -20,6 +23,7 @@ function AssistantForm ({ accountId, settings, onSaved }: { accountId: string, s
   const [model, setModel] = useState(settings.model ?? '')
   const [keyId, setKeyId] = useState(settings.apiKeyCredentialId ?? '')
   const [debounceMs, setDebounceMs] = useState(String(settings.debounceMs))
+  const [knowledgeOnly, setKnowledgeOnly] = useState(settings.answerFromKnowledgeOnly)
   const [saved, setSaved] = useState('')
   const save = useAction(async () => {
     setSaved('')
@@ -29,7 +33,8 @@ function AssistantForm ({ accountId, settings, onSaved }: { accountId: string, s
       model: model.trim() === '' ? null : model.trim(),
       apiKeyCredentialId: keyId === '' ? null : keyId,
       // Sent as typed: the api says what it accepts (an integer from 0 to 30000).
-      debounceMs: Number(debounceMs)
+      debounceMs: Number(debounceMs),
+      answerFromKnowledgeOnly: knowledgeOnly
     })
     setSaved('Saved: the next turns use these settings')
     onSaved()
@@ -52,6 +57,12 @@ function AssistantForm ({ accountId, settings, onSaved }: { accountId: string, s
       </select>
       <label for='assistant-debounce'>Wait for more messages (ms, 0 to 30000)</label>
       <input id='assistant-debounce' type='number' min={0} max={30000} step={100} value={debounceMs} onInput={(e) => { setDebounceMs(e.currentTarget.value) }} />
+      <label class='check'>
+        <input type='checkbox' aria-describedby='assistant-knowledge-only-help' checked={knowledgeOnly} onChange={(e) => { setKnowledgeOnly(e.currentTarget.checked) }} /> Answer from the knowledge only
+      </label>
+      <p id='assistant-knowledge-only-help' class='small muted check-help'>
+        When the <a href={`${paths.knowledge}?account=${encodeURIComponent(accountId)}`}>knowledge</a> has nothing relevant to the customer's message, hand the conversation over to a person instead of answering.
+      </p>
       <ErrorNotice error={save.error ?? credentials.error} />
       <button type='submit' class='primary' disabled={save.busy}>Save assistant</button>
       <div role='status' class='small'>{saved}{saved === '' && settings.updatedAt !== null && `Last changed ${dateTime(settings.updatedAt)}`}</div>
@@ -92,7 +103,7 @@ function ConsentForm ({ accountId, settings, onSaved }: { accountId: string, set
 }
 
 /**
- * A chat number's settings: its assistant and its consent keywords, per account (the default
+ * A chat number's settings: its assistant and its consent keywords (its knowledge has a page of its own), per account (the default
  * account's only an admin changes: the api answers 403 to anyone else, shown on the form).
  */
 export function ChatSettings () {
@@ -104,7 +115,7 @@ export function ChatSettings () {
   const setFilter = useAddressFilters(paths.chatSettings)
   return (
     <section>
-      <PageTitle actions={<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { chooseAccount(id); setFilter('account', id) }} />}>Chat settings</PageTitle>
+      <PageTitle actions={<>{accountId !== undefined && <a href={`${paths.knowledge}?account=${encodeURIComponent(accountId)}`}>Knowledge</a>}<AccountSwitcher choices={choices} value={accountId ?? ''} onChange={(id) => { chooseAccount(id); setFilter('account', id) }} /></>}>Chat settings</PageTitle>
       <ErrorNotice error={accounts.error ?? assistant.error ?? consent.error} />
       <div class='grid'>
         {accountId === undefined || assistant.data?.accountId !== accountId

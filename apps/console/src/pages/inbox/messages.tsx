@@ -7,6 +7,7 @@ import { paths } from '../../paths.ts'
 import { templatePreview, type TemplatePreview } from '../../template-preview.ts'
 import type { Agent, ChatMessage, ConversationNote, DraftStatus, MessageStatus, Template } from '../../types.ts'
 import { TemplateText } from '../../components/template-text.tsx'
+import { draftSources } from '../../knowledge.ts'
 
 /** What a draft the assistant wrote says beside it, by its status: staff decide the pending ones. */
 const DRAFT_LABELS: Record<DraftStatus, string> = {
@@ -35,6 +36,7 @@ function Draft ({ accountId, conversationId, message, onDecided }: { accountId: 
     }
   })
   const textId = `draft-text-${message.id}`
+  const sources = draftSources(message)
   return (
     <li class={`message outbound draft${pending ? '' : ' draft-closed'}`} data-direction='outbound' data-draft={message.status}>
       <span class='draft-label small'>{DRAFT_LABELS[message.status]}</span>
@@ -50,6 +52,11 @@ function Draft ({ accountId, conversationId, message, onDecided }: { accountId: 
             </div>
           </form>
           )}
+      {sources.length > 0 && (
+        <p class='draft-sources small'>
+          Based on: {sources.map((label, index) => <span key={label}>{index > 0 && '; '}<cite>{label}</cite></span>)}
+        </p>
+      )}
       <div class='meta'>
         <time dateTime={message.createdAt} title={dateTime(message.createdAt)}>{clock(message.createdAt)}</time>
       </div>
