@@ -35,7 +35,7 @@ export const ChatMessage = Type.Object({
     runId: Type.Optional(Type.String())
   }), Type.Null()]),
   replyToId: nullable(Type.String()),
-  /** What a message of another kind carries (README, Flows): a completed flow, a shared location. */
+  /** What a message of another kind carries (README, Flows): a completed flow, a shared location; a draft's knowledge sources. */
   details: Type.Optional(Type.Union([Type.Object({
     flowReply: Type.Optional(Type.Object({
       name: Type.Optional(Type.String()),
@@ -49,7 +49,9 @@ export const ChatMessage = Type.Object({
       name: Type.Optional(Type.String()),
       address: Type.Optional(Type.String()),
       url: Type.Optional(Type.String())
-    }))
+    })),
+    /** An assistant's draft: the knowledge passages its answer was based on (README, Knowledge). */
+    sources: Type.Optional(Type.Array(Type.Object({ sourceId: Type.String(), title: Type.String(), heading: Type.String(), page: Type.Union([Type.Integer(), Type.Null()]) })))
   }, { additionalProperties: true }), Type.Null()])),
   /** The message this one quotes (README, Message kinds: quoted replies); null when none, or not a message of the conversation, or on drafts. */
   replyTo: Type.Union([Type.Object({ id: Type.String(), content: Type.String(), type: Type.String(), direction: Type.Enum(MESSAGE_DIRECTIONS) }), Type.Null()]),
