@@ -16,8 +16,9 @@ import { createLoad, type Answer } from '@switchboard/testing/load'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
-// About a minute when every test passes; a failing one waits out its bound before it reports.
-t.setTimeout(180_000)
+// About a minute when every test passes; a failing one waits out its bound before it reports. The bound is
+// for a stuck file, not a target: beside the heaviest files of the pool the 1,000 runs below took 2.5 minutes.
+t.setTimeout(360_000)
 
 type Body = Record<string, any>
 
@@ -250,9 +251,9 @@ t.test('1,000 runs fired at once for one concurrency key (limit 1): one at a tim
     t.ok(isoTime(waiting.flowControl.since) && Date.parse(waiting.flowControl.since) >= Date.parse(waiting.createdAt) - 1000, `since an ISO time (${waiting.flowControl.since})`)
   }
 
-  // A 3 ms call and a hand-off each: well within two minutes when a hand-off takes tens of milliseconds, also
-  // beside the other files of the shared pool (docs/testing.md).
-  const runs = await settled(workflowId, RUNS, 120_000)
+  // A 3 ms call and a hand-off each: about a minute when a hand-off takes tens of milliseconds; beside the
+  // heaviest files of the shared pool (docs/testing.md) it took over two, so the bound is four.
+  const runs = await settled(workflowId, RUNS, 240_000)
   const doneMs = Date.now() - firedAt
   t.same(runs.filter((run) => run.status !== 'SUCCESS').map((run) => `${run.id} ${run.status} ${run.error}`), [], 'every run SUCCESS')
   t.equal(runs.length, RUNS, 'one run per fire')
