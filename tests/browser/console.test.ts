@@ -233,7 +233,7 @@ t.test('fire with a JSON payload: the run page follows it live to SUCCESS, path 
 t.test('the overview\'s queue counters change while it is open (polled every 5 s)', async (t) => {
   await page.getByRole('link', { name: 'Overview' }).click()
   await page.locator('tr[data-queue="workflow-runs"]').waitFor()
-  t.equal(await page.locator('#queue-counters tbody tr').count(), 6, 'the six queues the queues endpoint lists')
+  t.equal(await page.locator('#queue-counters tbody tr').count(), 7, 'the seven queues the queues endpoint lists')
   const before = await counter('workflow-runs', 'completed')
   await stack.client.fire(token, workflowId, { amount: 5 })
   await waitFor(async () => await counter('workflow-runs', 'completed') > before ? true : undefined, { timeoutMs: 12_000, intervalMs: 250, what: 'the completed counter to move' })

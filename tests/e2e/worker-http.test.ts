@@ -80,6 +80,6 @@ t.test('invalid WORKER_QUEUES stops the worker with the setting named', async (t
   t.match(JSON.parse(output), {
     name: 'worker',
     settings: ['WORKER_QUEUES'],
-    problems: ['WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, chat-broadcasts, event-deliveries, got "emails"']
+    problems: ['WORKER_QUEUES must be a comma-separated list of workflow-runs, scheduled-tasks, agent-execution, assistant-main, chat-broadcasts, event-deliveries, knowledge-index, got "emails"']
   })
 })

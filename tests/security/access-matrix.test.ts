@@ -250,7 +250,7 @@ t.test('queue counters are aggregate numbers, the same for every caller', async 
     const [first, second] = await Promise.all([b.token, adminToken].map(async (token) => (await request({ method: 'GET', url: '/api/automation/queues', token })).json()))
     return JSON.stringify(first) === JSON.stringify(second) ? first : undefined
   }, { what: 'queue counters to settle' })
-  t.equal(settled.queues.length, 6)
+  t.equal(settled.queues.length, 7)
 })
 
 /**

@@ -55,6 +55,8 @@ const knowledge: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }
 
+  // JSON and PDF only: any other body is a 415 here (text/plain's parser is Fastify's default elsewhere).
+  fastify.removeContentTypeParser('text/plain')
   fastify.addContentTypeParser('application/pdf', { parseAs: 'buffer', bodyLimit: KNOWLEDGE_LIMITS.pdfMaxBytes }, (_request, body, done) => { done(null, body) })
 
   fastify.post('/:id/knowledge', {
