@@ -34,7 +34,7 @@ const stack = await startStack(t, {
     ...fakeChatEnv(platform, { phoneNumberId: PHONE_NUMBER_ID, appSecret: APP_SECRET }),
     ...fakeModelEnv(provider, { embeddings: true }),
     // Many dimensions: the fake's bag-of-words vectors then rarely share a dimension by chance.
-    AI_EMBEDDING_DIMENSIONS: '4096',
+    AI_EMBEDDING_DIMENSIONS: '1024',
     HTTP_REQUEST_ALLOW_PRIVATE: 'true',
     WORKER_CONCURRENCY: '4'
   }
