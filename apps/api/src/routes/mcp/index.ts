@@ -8,11 +8,14 @@ import { createStartQuota } from '../api/automation/start-quota.ts'
 import { McpAnswer, McpMessage } from './schemas.ts'
 import { createToolServer } from './tools.ts'
 
+/** Headers of the body's framing and the connection: the web request is built without a body (the transport is given it parsed). */
+const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive'])
+
 /** The Fastify request as the SDK's web-standard transport reads it; the body is given to it parsed. */
 function webRequestOf (request: FastifyRequest): Request {
   const headers = new Headers()
   for (const [name, value] of Object.entries(request.headers)) {
-    if (value === undefined) continue
+    if (value === undefined || FRAMING_HEADERS.has(name)) continue
     for (const one of [value].flat()) headers.append(name, one)
   }
   return new Request(new URL(request.url, 'http://localhost'), { method: request.method, headers })

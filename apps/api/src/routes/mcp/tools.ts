@@ -14,7 +14,7 @@ import type { createStartQuota } from '../api/automation/start-quota.ts'
  * socket time-out (build.ts `connectionTimeout`) and the 60 s of common proxies, which a quiet
  * answer would otherwise meet first (docs/decisions.md).
  */
-export const MCP_CALL_WAIT_MS = 50_000
+const MCP_CALL_WAIT_MS = 50_000
 /** How often a waiting call tells a client that asked for progress (`_meta.progressToken`) that its run goes on. */
 const PROGRESS_EVERY_MS = 3000
 /** The run's status is read again after this, doubling up to POLL_MAX_MS: a quick run answers quickly, a slow one costs one read a second. */
