@@ -275,7 +275,7 @@ function expectedScope (method: string, path: string): string | null {
 }
 
 const ALL_SCOPES = ['workflows:read', 'workflows:write', 'runs:read', 'runs:write', 'events:write', 'queues:read', 'credentials:read',
-  'credentials:write', 'chat:read', 'chat:write', 'subscriptions:write', 'audit:read', 'users:admin']
+  'credentials:write', 'chat:read', 'chat:write', 'subscriptions:write', 'mcp', 'audit:read', 'users:admin']
 
 t.test('API keys: every route is open to exactly the keys holding its scope, and routes of no scope to no key', async (t) => {
   const operations = operationsOf((await request({ method: 'GET', url: '/docs/json' })).json())

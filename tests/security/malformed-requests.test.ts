@@ -125,14 +125,14 @@ t.test('a path that is not valid percent-encoded UTF-8 is a 400 in the API\'s er
 const takenByParamRoute = (method: string, path: string): boolean => operations.some((op) =>
   op.method === method && op.path !== path && op.path.includes(':') && new RegExp(`^${op.path.replace(/:[^/]+/g, '[^/]+')}$`).test(path))
 
-t.test('undeclared methods answer 404 in the API\'s error shape; under /api/ without a token, 401', async (t) => {
+t.test('undeclared methods answer 404 in the API\'s error shape; under /api/ and on /mcp without a token, 401', async (t) => {
   const declared = new Map<string, Set<string>>()
   for (const op of operations) declared.set(op.path, (declared.get(op.path) ?? new Set()).add(op.method))
   for (const [path, methods] of declared) {
     for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => !methods.has(m) && !takenByParamRoute(m, path))) {
       for (const headers of [{ authorization }, {}]) {
         const res = await request({ method: method as 'GET', url: withSamePath(path), headers })
-        const expected = path.startsWith('/api/') && headers.authorization === undefined ? 401 : 404
+        const expected = (path.startsWith('/api/') || path === '/mcp') && headers.authorization === undefined ? 401 : 404
         t.equal(res.statusCode, expected, `${method} ${path}${headers.authorization === undefined ? ' without a token' : ''}`)
         t.equal(errorBodyProblem(res.statusCode, res.body), undefined, `${method} ${path}: ${res.body}`)
       }

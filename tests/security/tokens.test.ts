@@ -16,13 +16,14 @@ const operations = operationsOf((await request({ method: 'GET', url: '/docs/json
 const protectedRoutes = operations.filter((op) => !op.isPublic)
 const urlOf = (path: string): string => path.replace(/:[^/]+/g, 'x')
 
-t.test('the protected routes are every /api route but login and the inbound webhook', async (t) => {
+t.test('the protected routes are every /api route but login and the inbound webhook, and the MCP server', async (t) => {
   t.same(
     operations.filter((op) => op.isPublic && op.path.startsWith('/api/')).map((op) => op.path),
     ['/api/auth/login', '/api/automation/webhook/:workflowId']
   )
   t.ok(protectedRoutes.length >= 25, `${protectedRoutes.length} protected routes`)
-  t.ok(protectedRoutes.every((op) => op.path.startsWith('/api/')))
+  t.ok(protectedRoutes.every((op) => op.path.startsWith('/api/') || op.path === '/mcp'))
+  t.same(protectedRoutes.filter((op) => op.path === '/mcp').map((op) => op.method).sort(), ['DELETE', 'GET', 'POST'])
 })
 
 t.test('the untampered member token passes authentication on every protected route', async (t) => {

@@ -69,8 +69,11 @@ const ROLE_CACHE_MAX_ENTRIES = 10_000
 export const credentialEndsAt = (request: FastifyRequest): number =>
   request.apiKey === null ? request.user.exp * 1000 : request.apiKey.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY
 
+/** The routes behind the bearer token: /api, and the MCP server (routes/mcp), which an API key of scope `mcp` calls. */
+const needsBearer = (path: string): boolean => path.startsWith('/api/') || path === '/mcp'
+
 /**
- * Every /api route needs a valid HS256 token unless it is marked public, its user
+ * Every /api route (and /mcp) needs a valid HS256 token unless it is marked public, its user
  * must still exist and its token version must be the user's current one (a password
  * change or reset raises it): the role a request is authorized with is the user's
  * current one from the database, not the token's claim. Any failure, whatever its
@@ -101,7 +104,7 @@ async function auth (fastify: FastifyInstance): Promise<void> {
   fastify.addHook('onRequest', async (request, reply) => {
     // The matched route's pattern, not the raw URL: the router decodes `/%61pi/users` to `/api/users`.
     const path = request.routeOptions.url ?? request.url
-    if (request.routeOptions.config.public === true || !path.startsWith('/api/')) return
+    if (request.routeOptions.config.public === true || !needsBearer(path)) return
     // Half the request's deadline at most, so that a route that promises an answer within it
     // (`/fire`) still has time; beyond, the request is answered 503.
     const readDeadlineMs = fastify.config.timeouts.requestDeadlineMs / 2

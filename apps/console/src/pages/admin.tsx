@@ -223,6 +223,7 @@ const SCOPES: Array<[ApiKeyScope, string]> = [
   ['runs:write', 'fire, cancel, retry and resume runs'], ['events:write', 'send events'], ['queues:read', 'read queue counters'],
   ['credentials:read', 'list credentials (names and types)'], ['credentials:write', 'change credentials'], ['chat:read', 'read chat'],
   ['chat:write', 'send, drafts, broadcasts, contacts'], ['subscriptions:write', 'manage event subscriptions'],
+  ['mcp', 'call AGENT workflows as MCP tools (/mcp)'],
   ['audit:read', 'read the audit log (admins)'], ['users:admin', 'manage users (admins)']
 ]
 const ADMIN_SCOPES = new Set<ApiKeyScope>(['audit:read', 'users:admin'])

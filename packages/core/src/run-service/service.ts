@@ -40,6 +40,8 @@ export function runService ({ db, queues, logger, eventFanoutMax }: RunServiceOp
     list: repository.list,
     get: repository.get,
     perMinute: repository.perMinute,
+    /** What runs came to (status, a success's node outputs, a failure's error), unscoped: for runs the caller started itself (the MCP server's tool calls). */
+    outcomes: repository.outcomes,
     approvals: async (viewer: Viewer, limit: number, offset: number): Promise<PendingApproval[]> => await waits.pending(viewer, limit, offset),
 
     /**

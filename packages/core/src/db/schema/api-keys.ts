@@ -6,7 +6,7 @@ import { users } from './users.ts'
 /** What a key may do (README, API keys): a closed set, checked on every route. */
 export const API_KEY_SCOPES = [
   'workflows:read', 'workflows:write', 'runs:read', 'runs:write', 'events:write', 'queues:read',
-  'credentials:read', 'credentials:write', 'chat:read', 'chat:write', 'subscriptions:write',
+  'credentials:read', 'credentials:write', 'chat:read', 'chat:write', 'subscriptions:write', 'mcp',
   'audit:read', 'users:admin'
 ] as const
 export type ApiKeyScope = typeof API_KEY_SCOPES[number]
