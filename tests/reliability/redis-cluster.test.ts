@@ -143,6 +143,16 @@ t.test('an event subscription is delivered on the cluster', async (t) => {
   t.match(received[0]?.headers['webhook-id'], /.+/, 'a delivery with its webhook-id')
 })
 
+t.test('a knowledge source is indexed on the cluster', async (t) => {
+  const added = await stack.call('POST', '/api/chat/accounts/default/knowledge', { token, body: { type: 'text', title: 'Cluster', content: 'Passages indexed on the cluster.' } })
+  t.equal(added.status, 202, JSON.stringify(added.body))
+  const source = await waitFor(async () => {
+    const { body } = await stack.call('GET', `/api/chat/accounts/default/knowledge/${added.body.id}`, { token })
+    return body.status === 'indexing' ? undefined : body
+  }, { what: 'the source to be indexed' })
+  t.match(source, { status: 'ready', chunks: 1 })
+})
+
 t.test('queue counters come from the cluster, and each queue lives in the slot of its hash tag', async (t) => {
   // A job is counted completed after its processor returns: the event receiver above has its request before the delivery job finishes.
   const counted = async (): Promise<{ status: number, body: any }> => await stack.call('GET', '/api/automation/queues', { token })
