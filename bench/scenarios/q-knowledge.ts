@@ -8,7 +8,8 @@ const CHUNKS = 10_000
 const SOURCES = 100
 /** The dimensions of the common hosted embedding models (text-embedding-3-small, ada-002). */
 const DIMENSIONS = 1536
-const CONNECTIONS = 4
+/** One search at a time (a turn's retrieval, the target's), then four at once on this machine's cores. */
+const CONNECTIONS = [1, 4]
 /** Issue 46's target for retrieval over 10,000 passages. */
 const P99_TARGET_MS = 50
 const ROWS_PER_INSERT = 250
@@ -64,9 +65,10 @@ async function seed (stack: Stack, userId: string, embedded: boolean): Promise<v
 const QUERIES = ['Is there a warranty on the red bicycle?', 'how long does delivery of a helmet take', 'can I return a lock', 'prices of saddles', 'what about assembly of the pedal', 'safety of the light']
 
 /**
- * `POST /api/chat/accounts/default/knowledge/search` over 10,000 passages (README, Knowledge), 4
- * connections: by full-text search alone, then with AI_EMBEDDING_MODEL set (the fake provider
- * embedding each query on loopback, its 1,536 dimensions compared with every passage's in memory).
+ * `POST /api/chat/accounts/default/knowledge/search` over 10,000 passages (README, Knowledge), one
+ * search at a time (the target) and four: by full-text search alone, then with AI_EMBEDDING_MODEL set
+ * (the fake provider embedding each query on loopback, its 1,536 dimensions compared with every
+ * passage's in memory).
  */
 export async function knowledgeRetrieval (ctx: BenchContext): Promise<Omit<ScenarioResult, 'seconds'>> {
   const provider = await startFakeModelProvider()
@@ -83,23 +85,27 @@ export async function knowledgeRetrieval (ctx: BenchContext): Promise<Omit<Scena
     const [admin] = await stack.sql<Array<{ id: string }>>`select id from users limit 1`
     await seed(stack, admin!.id, embedded)
     let next = 0
-    const drive = async (durationSeconds: number) => await load({
+    const drive = async (connections: number, durationSeconds: number) => await load({
       baseUrl: stack.baseUrl,
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      connections: CONNECTIONS,
+      connections,
       durationSeconds,
       request: () => ({ path: '/api/chat/accounts/default/knowledge/search', body: JSON.stringify({ query: QUERIES[next++ % QUERIES.length] }) })
     })
-    await drive(1)
-    const result = await drive(seconds(ctx.quick, 10, 3))
-    metrics.push(metric(`${name} p50`, result.p50Ms, 'ms'), metric(`${name} p99`, result.p99Ms, 'ms', { op: '<', value: P99_TARGET_MS }))
-    notes.push(...failureNote(name, result))
+    // The first search loads the account's vectors (once per change of its sources): not a search's cost.
+    await drive(1, 2)
+    for (const connections of CONNECTIONS) {
+      const result = await drive(connections, seconds(ctx.quick, 10, 3))
+      const label = `${name}, ${connections} at once`
+      metrics.push(metric(`${label} p50`, result.p50Ms, 'ms'), metric(`${label} p99`, result.p99Ms, 'ms', connections === 1 ? { op: '<', value: P99_TARGET_MS } : undefined))
+      notes.push(...failureNote(label, result))
+    }
   }
   return {
     id: 'Q',
     title: `knowledge retrieval over ${CHUNKS.toLocaleString('en-US')} passages`,
     metrics,
-    notes: [`${CHUNKS.toLocaleString('en-US')} passages of ${SOURCES} sources of one account, ${DIMENSIONS} dimensions when embedded; ${CONNECTIONS} connections, api only; the fake provider embeds each query on loopback`, ...notes]
+    notes: [`${CHUNKS.toLocaleString('en-US')} passages of ${SOURCES} sources of one account, ${DIMENSIONS} dimensions when embedded; 1 then 4 connections, api only; the fake provider embeds each query on loopback, in the bench's process`, ...notes]
   }
 }

@@ -110,10 +110,23 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
     return state ?? { count: 0, version: '' }
   }
 
+  /** Loads in progress, by number and version: searches that miss the cache at once wait for one load. */
+  const loading = new Map<string, Promise<NumberVectors>>()
+
   /** The number's embedded passages, from memory while its sources are unchanged. */
   async function vectorsOf (phoneNumberId: string, version: string): Promise<NumberVectors> {
     const cached = cache.get(phoneNumberId)
     if (cached?.version === version) return cached
+    const key = `${phoneNumberId}\n${version}`
+    let load = loading.get(key)
+    if (load === undefined) {
+      load = loadVectors(phoneNumberId, version).finally(() => { loading.delete(key) })
+      loading.set(key, load)
+    }
+    return await load
+  }
+
+  async function loadVectors (phoneNumberId: string, version: string): Promise<NumberVectors> {
     const rows = await db.execute<{ id: string, embedding: Buffer }>(sql`
       select id, embedding from knowledge_chunks where phone_number_id = ${phoneNumberId} and embedding is not null`)
     const byLength = new Map<number, Array<{ id: string, embedding: Buffer }>>()
@@ -181,10 +194,10 @@ export function knowledgeRetrieval ({ db, embedder, logger, minSimilarity, vecto
       // A number without knowledge (most of them) costs its turns this one read, no embedding.
       const sources = await sourcesOf(phoneNumberId)
       if (sources.count === 0) return []
-      const queryVector = await embed(phoneNumberId, text)
+      // The words are searched while the query is embedded.
       const [byText, byVector] = await Promise.all([
         textCandidates(phoneNumberId, text),
-        queryVector === undefined ? [] : vectorCandidates(phoneNumberId, sources.version, queryVector)
+        embed(phoneNumberId, text).then(async (vector) => vector === undefined ? [] : await vectorCandidates(phoneNumberId, sources.version, vector))
       ])
       const fused = new Map<string, Candidate>()
       const add = (candidate: Candidate, rank: number): void => {
