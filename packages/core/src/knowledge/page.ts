@@ -3,6 +3,7 @@ import { request, type Dispatcher } from 'undici'
 import { blockedHostReason } from '../engine/nodes/http-client.ts'
 import { DomainError } from '../errors.ts'
 import type { DocumentLine } from './chunking.ts'
+import { KNOWLEDGE_LIMITS } from './sources.ts'
 
 /**
  * A URL source's page, fetched once when it is indexed (README, Knowledge: URLs): through the
@@ -14,8 +15,8 @@ const PAGE_LIMITS = {
   maxRedirects: 5,
   /** The whole fetch, redirects included. */
   timeoutMs: 15_000,
-  /** A PDF's limit (README, Knowledge); an HTML page's text is far shorter. */
-  maxBytes: 20 * 1024 * 1024
+  /** A PDF's limit (README, Knowledge); an HTML page's text is checked against the text's after. */
+  maxBytes: KNOWLEDGE_LIMITS.pdfMaxBytes
 }
 
 export type FetchedPage =
