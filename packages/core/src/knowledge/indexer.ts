@@ -52,6 +52,10 @@ function bodyLines (body: string): DocumentLine[] {
   })
 }
 
+/** The source's row as this job was asked for it: deleted, or asked again since, it is not written (the later job writes). */
+const sameRequest = (source: KnowledgeSource) =>
+  sql`id = ${source.id} and floor(extract(epoch from requested_at) * 1000) = ${source.requestedAt.getTime()}`
+
 function checkTextSize (text: string): string {
   if (Buffer.byteLength(text) > KNOWLEDGE_LIMITS.textMaxBytes) throw fail(`The text is larger than ${KNOWLEDGE_LIMITS.textMaxBytes / 1024 / 1024} MiB`)
   return text
@@ -118,8 +122,7 @@ export function knowledgeIndexer ({ db, logger, dispatcher, allowPrivate, embedd
   /** Writes the passages, unless the source was deleted or asked to be indexed again meanwhile (that job writes). */
   async function write (source: KnowledgeSource, chunks: Chunk[], vectors: Array<Buffer | null>, outcome: { body?: string, pages?: number, error?: string }): Promise<void> {
     await db.transaction(async (tx) => {
-      const [current] = await tx.execute<{ id: string }>(sql`
-        select id from knowledge_sources where id = ${source.id} and floor(extract(epoch from requested_at) * 1000) = ${source.requestedAt.getTime()} for update`)
+      const [current] = await tx.execute<{ id: string }>(sql`select id from knowledge_sources where ${sameRequest(source)} for update`)
       if (current === undefined) return
       await tx.execute(sql`delete from knowledge_chunks where source_id = ${source.id}`)
       for (let start = 0; start < chunks.length; start += INSERT_BATCH) {
@@ -138,7 +141,7 @@ export function knowledgeIndexer ({ db, logger, dispatcher, allowPrivate, embedd
   async function failSource (source: KnowledgeSource, error: string): Promise<void> {
     await db.execute(sql`
       update knowledge_sources set status = 'failed', error = ${error.slice(0, 1000)}, indexed_at = clock_timestamp()
-      where id = ${source.id} and floor(extract(epoch from requested_at) * 1000) = ${source.requestedAt.getTime()}`)
+      where ${sameRequest(source)}`)
   }
 
   return {

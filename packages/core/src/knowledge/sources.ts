@@ -74,6 +74,10 @@ const viewColumns = {
   indexedAt: knowledgeSources.indexedAt
 }
 
+/** What an add or a re-index answers: the source's view, and what queues its indexing. */
+const requestColumns = { ...viewColumns, requestedAt: knowledgeSources.requestedAt, userId: knowledgeSources.userId }
+type SourceRequested = KnowledgeSourceView & IndexRequest
+
 const notFound = (): DomainError => new DomainError('KNOWLEDGE_SOURCE_NOT_FOUND', 'Knowledge source not found')
 
 /** The job that indexes a source as it was last asked to be: re-adding it (the reconciler) never queues it twice. */
@@ -109,8 +113,8 @@ export function indexingRequeue ({ db, queues, graceMs }: { db: DbOrTx, queues: 
 /** Knowledge sources of platform numbers: each statement names the number, so another number's source is not found. */
 export function knowledgeSourcesRepository (db: DbOrTx) {
   return {
-    /** Adds a source of `userId`, within their quota (USER_QUOTA_KNOWLEDGE_SOURCES), written `indexing`. */
-    async add (phoneNumberId: string, userId: string, source: NewKnowledgeSource, quotaDefaults: Quotas): Promise<KnowledgeSource> {
+    /** Adds a source of `userId`, within their quota (USER_QUOTA_KNOWLEDGE_SOURCES), written `indexing`; a PDF's bytes are not read back. */
+    async add (phoneNumberId: string, userId: string, source: NewKnowledgeSource, quotaDefaults: Quotas): Promise<SourceRequested> {
       const bytes = source.type === 'pdf' ? source.upload.byteLength : source.type === 'faq' ? Buffer.byteLength(JSON.stringify(source.faq)) : source.type === 'url' ? 0 : Buffer.byteLength(source.body)
       return await db.transaction(async (tx) => {
         const [row] = await tx.insert(knowledgeSources).values({
@@ -124,7 +128,7 @@ export function knowledgeSourcesRepository (db: DbOrTx) {
           ...((source.type === 'text' || source.type === 'markdown') && { body: source.body }),
           ...(source.type === 'faq' && { faq: source.faq }),
           ...(source.type === 'url' && { url: source.url })
-        }).returning()
+        }).returning(requestColumns)
         await checkSavedQuotas(tx, userId, quotaDefaults, ['knowledgeSources'])
         return row!
       })
@@ -156,10 +160,10 @@ export function knowledgeSourcesRepository (db: DbOrTx) {
      * Asks for a source to be indexed again (after AI_EMBEDDING_MODEL changed, or a URL's fetch
      * failed): its passages stay searchable until the new ones replace them.
      */
-    async reindex (phoneNumberId: string, id: string): Promise<KnowledgeSource> {
+    async reindex (phoneNumberId: string, id: string): Promise<SourceRequested> {
       const [row] = await db.update(knowledgeSources)
         .set({ status: 'indexing', error: null, requestedAt: sql`clock_timestamp()` })
-        .where(and(eq(knowledgeSources.id, id), eq(knowledgeSources.phoneNumberId, phoneNumberId))).returning()
+        .where(and(eq(knowledgeSources.id, id), eq(knowledgeSources.phoneNumberId, phoneNumberId))).returning(requestColumns)
       if (row === undefined) throw notFound()
       return row
     },
@@ -172,18 +176,3 @@ export function knowledgeSourcesRepository (db: DbOrTx) {
     }
   }
 }
-
-export const sourceView = (row: KnowledgeSource): KnowledgeSourceView => ({
-  id: row.id,
-  type: row.type,
-  title: row.title,
-  url: row.url,
-  language: row.language,
-  status: row.status,
-  error: row.error,
-  chunks: row.chunkCount,
-  pages: row.pages,
-  bytes: row.bytes,
-  createdAt: row.createdAt,
-  indexedAt: row.indexedAt
-})

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { DomainError } from '@switchboard/core/errors'
-import { DEFAULT_KNOWLEDGE_LANGUAGE, DEFAULT_PASSAGES, enqueueIndexing, KNOWLEDGE_LIMITS, sourceView, type IndexRequest, type NewKnowledgeSource } from '@switchboard/core/knowledge'
+import { DEFAULT_KNOWLEDGE_LANGUAGE, DEFAULT_PASSAGES, enqueueIndexing, KNOWLEDGE_LIMITS, type IndexRequest, type NewKnowledgeSource } from '@switchboard/core/knowledge'
 import { errorResponses, IdParams } from '../../../../schemas/common.ts'
 import { KnowledgeSearchBody, KnowledgeSearchResult, KnowledgeSourceBody, KnowledgeSourceDetail, KnowledgeSourceList, KnowledgeSourceParams, KnowledgeSourceView, PdfQuery } from './schemas.ts'
 
@@ -82,7 +82,8 @@ const knowledge: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     const row = await fastify.knowledgeSources.add(account.phoneNumberId, request.user.sub, source, fastify.config.quotas)
     await queueIndexing(request, row)
-    return reply.code(202).send(sourceView(row))
+    // The response's schema leaves out what only queues it (requestedAt, userId).
+    return reply.code(202).send(row)
   })
 
   fastify.get('/:id/knowledge', {
@@ -113,7 +114,7 @@ const knowledge: FastifyPluginAsyncTypebox = async (fastify) => {
     const account = await fastify.chatAccountSettingsOf(request, request.params.id, 'change')
     const row = await fastify.knowledgeSources.reindex(account.phoneNumberId, request.params.sourceId)
     await queueIndexing(request, row)
-    return reply.code(202).send(sourceView(row))
+    return reply.code(202).send(row)
   })
 
   fastify.post('/:id/knowledge/search', {
