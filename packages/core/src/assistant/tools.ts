@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { Value } from 'typebox/value'
 import type { DbOrTx } from '../db/client.ts'
+import { toolFunctionName, uniqueName } from '../engine/agents.ts'
 import { objectSchemaProblem } from '../engine/json-schema.ts'
 import { textArray } from '../db/sql.ts'
 import type { ModelTool } from './model.ts'
@@ -16,8 +16,6 @@ import type { ModelTool } from './model.ts'
 const MAX_TOOLS = 32
 /** The JSON of one input schema, checked when the workflow is saved. */
 const MAX_INPUT_SCHEMA_BYTES = 8 * 1024
-/** The most the model's arguments of one call may be, as it wrote them. */
-const MAX_TOOL_ARGUMENTS_CHARS = 16 * 1024
 const MAX_DESCRIPTION_CHARS = 1024
 
 /** Why `schema` cannot be a tool's input schema (the schema of its arguments), or undefined when it can. */
@@ -43,12 +41,6 @@ export interface AssistantTool {
   inputSchema: Record<string, unknown>
 }
 
-/** A function name the provider accepts (letters, digits, _ and -, at most 64), from a workflow name. */
-const functionName = (workflowName: string): string => {
-  const slug = workflowName.toLowerCase().normalize('NFKD').replace(/[^a-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 56)
-  return slug === '' ? 'tool' : slug
-}
-
 /** The tools of the number's owners (`ownerIds`): unique names, at most MAX_TOOLS. */
 export async function loadTools (db: DbOrTx, ownerIds: readonly string[]): Promise<AssistantTool[]> {
   if (ownerIds.length === 0) return []
@@ -63,10 +55,7 @@ export async function loadTools (db: DbOrTx, ownerIds: readonly string[]): Promi
   return rows.flatMap((row) => {
     // A schema saved before these checks existed is no tool until it is saved again.
     if (inputSchemaProblem(row.inputSchema) !== undefined) return []
-    const base = functionName(row.name)
-    let name = base
-    for (let n = 2; taken.has(name); n++) name = `${base}_${n}`
-    taken.add(name)
+    const name = uniqueName(toolFunctionName(row.name), taken)
     return [{ name, workflowId: row.id, userId: row.userId, description: row.description, inputSchema: row.inputSchema as Record<string, unknown> }]
   })
 }
@@ -75,20 +64,3 @@ export const modelToolsOf = (tools: readonly AssistantTool[]): ModelTool[] => to
   type: 'function',
   function: { name: tool.name, description: tool.description, parameters: tool.inputSchema }
 }))
-
-/** The arguments of a call when they are valid for the tool, else what to tell the model. */
-export function checkToolArguments (tool: AssistantTool, raw: string): { args: Record<string, unknown> } | { error: string } {
-  if (raw.length > MAX_TOOL_ARGUMENTS_CHARS) return { error: `the arguments are longer than ${MAX_TOOL_ARGUMENTS_CHARS} characters` }
-  let args: unknown
-  try {
-    args = raw.trim() === '' ? {} : JSON.parse(raw)
-  } catch {
-    return { error: 'the arguments are not valid JSON' }
-  }
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) return { error: 'the arguments must be a JSON object' }
-  if (!Value.Check(tool.inputSchema as never, args)) {
-    const problems = [...Value.Errors(tool.inputSchema as never, args)].slice(0, 5).map((problem) => `${problem.instancePath === '' ? 'arguments' : problem.instancePath} ${problem.message}`)
-    return { error: `the arguments do not match the tool's schema: ${problems.join('; ')}` }
-  }
-  return { args: args as Record<string, unknown> }
-}

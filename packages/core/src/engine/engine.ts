@@ -11,6 +11,7 @@ import { childRuns, wakeRun } from './children.ts'
 import { claimOwnerId, runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
 import { runWaits } from './waits.ts'
 import { chatAsks } from '../chat/asks.ts'
+import { agentStore } from './agents.ts'
 import { eventWaits } from './event-waits.ts'
 import type { Quotas } from '../users/quotas.ts'
 import { nextNodeId, reachableFrom, startNode, withImplicitForks, type WorkflowGraph } from './graph.ts'
@@ -235,6 +236,7 @@ export function createRunEngine (options: RunEngineOptions) {
       waits: runWaits(options.db),
       asks: chatAsks(options.db),
       eventWaits: eventWaits(options.db),
+      agents: agentStore(options.db),
       wake: async ({ runId, queue }) => { await wakeRun(queues, queue, runId) },
       limits: { subworkflowMaxDepth: options.subworkflowMaxDepth ?? 10, foreachMaxItems: options.foreachMaxItems ?? 10_000, nodeOutputMaxBytes }
     },

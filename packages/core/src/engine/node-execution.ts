@@ -92,14 +92,33 @@ export function createNodeExecution (options: NodeExecutionOptions) {
     resultSize.bytes += entryBytes
   }
 
+  /** A node's output so far (`beforeEffect`'s progress) is bounded as its output is. */
+  function checkProgress (progress: unknown, { sizer }: Execution): void {
+    let bytes: number
+    try {
+      bytes = sizer.measure(progress, nodeOutputMaxBytes)
+    } catch (err) {
+      if (err instanceof UnserializableValueError) throw new NodeError(`Node progress cannot be stored: ${err.message}`)
+      throw err
+    }
+    if (bytes > nodeOutputMaxBytes) throw new NodeError(`Node output exceeds ${nodeOutputMaxBytes} bytes`)
+  }
+
   async function executeWithSecrets (execution: Execution, node: WorkflowNode, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
     const { run, pending, result, sizer } = execution
     const definition = nodeDefinition(node.type)
     if (definition === undefined) throw new NodeError(`Unknown node type: ${node.type}`)
     const log = (level: LogLevel, message: string): void => { pending.lines.push({ nodeId: node.id, level, message: secrets.redact(message), at: new Date() }) }
-    // A checkpoint before the node acts: what is pending (earlier pure nodes), the step's lines so far and `message`.
-    const beforeEffect = async (message: string): Promise<void> => {
+    // A checkpoint before the node acts: what is pending (earlier pure nodes), the step's lines so far and
+    // `message`; with `progress`, the node's output so far, which an attempt after this one reads as its own.
+    const beforeEffect = async (message: string, progress?: unknown): Promise<void> => {
       log('INFO', message)
+      if (progress !== undefined) {
+        const stored = secrets.redact(progress)
+        checkProgress(stored, execution)
+        pending.outputs[node.id] = stored
+        result[node.id] = stored
+      }
       await execution.writer.beforeEffect(execution, node.id)
     }
     const rawConfig = node.config ?? {}

@@ -30,7 +30,8 @@ export function claimedWriter ({ store, failRun, dispatchWritten }: ClaimedWrite
 
     async beforeEffect ({ run, pending, trace }, nodeId) {
       trace.write(pending.lines)
-      const progress = pending.nodes === 0 ? undefined : { outputs: pending.outputs, currentNodeId: nodeId }
+      // Pure nodes ran since the checkpoint, or the node wrote its own progress (`beforeEffect`'s).
+      const progress = pending.nodes === 0 && !(nodeId in pending.outputs) ? undefined : { outputs: pending.outputs, currentNodeId: nodeId }
       const outcome = await database(store.record(run.id, run.claim, pending.lines, progress))
       if (outcome !== 'written') throw new ClaimLostError(outcome)
       checkpointed(pending)

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici'
 import type { AskWake, ChatAsks } from '../chat/asks.ts'
+import type { AgentStore } from './agents.ts'
 import type { EventWaits } from './event-waits.ts'
 import type { ChatSender } from '../chat/sender.ts'
 import type { CredentialType } from '../db/schema/credentials.ts'
@@ -31,6 +32,8 @@ export interface RunControl {
   waits: Pick<RunWaits, 'get' | 'open' | 'expire'>
   asks: Omit<ChatAsks, 'take' | 'exit'>
   eventWaits: EventWaits
+  /** The ai_agent node's workflow tools and memory. */
+  agents: AgentStore
   /** Wakes another waiting run (an ask it lost to a newer one). */
   wake: (run: AskWake) => Promise<void>
   limits: {
@@ -54,15 +57,29 @@ export interface NodeDependencies {
   ai: NodeModelProvider | null
 }
 
-/** One message of what a node asks the model. */
-export interface NodeModelMessage {
-  role: 'system' | 'user' | 'assistant'
-  content: string
+/** A tool call the model made: `arguments` is its JSON text as written, not yet trusted. */
+export interface NodeModelToolCall {
+  id: string
+  name: string
+  arguments: string
+}
+
+/** One message of what a node asks the model: an ai_agent's conversation also holds its tool calls and their results. */
+export type NodeModelMessage =
+  | { role: 'system' | 'user', content: string }
+  | { role: 'assistant', content: string | null, tool_calls?: Array<{ id: string, type: 'function', function: { name: string, arguments: string } }> }
+  | { role: 'tool', tool_call_id: string, content: string }
+
+/** A tool the model may call (Chat Completions' function tool). */
+export interface NodeModelTool {
+  type: 'function'
+  function: { name: string, description: string, parameters: Record<string, unknown> }
 }
 
 export interface NodeModelRequest {
   model: string
   messages: NodeModelMessage[]
+  tools?: NodeModelTool[]
   /** A JSON Schema the answer must follow (the provider's structured output). */
   jsonSchema?: Record<string, unknown>
   maxOutputTokens: number
@@ -72,6 +89,8 @@ export interface NodeModelRequest {
 export interface NodeModelAnswer {
   /** The model's text: data, never instructions to the service. */
   content: string | null
+  /** The tools it called, when the request offered some. */
+  toolCalls?: NodeModelToolCall[]
   model: string
   tokensIn: number
   tokensOut: number
@@ -135,9 +154,11 @@ export interface NodeContext {
    * node's lines so far and `message` (INFO) to the run's log now, so that an
    * attempt shows even if the worker dies during it. Throws, and the node must
    * not act, when the run is no longer this execution's (cancelled, or claimed
-   * by another worker).
+   * by another worker). `progress`, when given, is written as the node's output so far: a node
+   * of several steps (ai_agent) finds it in `result[node.id]` when it runs again (a retry, a
+   * takeover after a crash), so that no ended step is made again.
    */
-  beforeEffect: (message: string) => Promise<void>
+  beforeEffect: (message: string, progress?: unknown) => Promise<void>
   /** Aborted when the run is cancelled, the worker lost the job, or the attempt's `timeoutMs` passed. */
   signal: AbortSignal
   deps: NodeDependencies

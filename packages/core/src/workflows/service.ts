@@ -4,6 +4,7 @@ import { isLimitedToWorkflows, mayUseWorkflow, type Viewer } from '../users/view
 import type { Db, DbOrTx } from '../db/client.ts'
 import type { Workflow, WorkflowNode, WorkflowVersion } from '../db/schema/index.ts'
 import type { EdgeRule } from '../db/schema/workflow-versions.ts'
+import { agentToolWorkflows } from '../engine/agents.ts'
 import type { NodeSaveTools } from '../engine/nodes/definition.ts'
 import { nodeDefinition } from '../engine/nodes/index.ts'
 import { DomainError, forbidden } from '../errors.ts'
@@ -79,6 +80,25 @@ function checkCalledWorkflows (viewer: Viewer, nodes: readonly WorkflowNode[]): 
 }
 
 /**
+ * The workflows a node calls as tools (its `toolWorkflows` field: ai_agent's `tools`) are AGENT
+ * workflows of the workflow's owner (README, AI agents); a viewer limited to workflows names only
+ * those of its list, any other answered as a workflow it cannot see (404).
+ */
+async function checkToolWorkflows (tx: DbOrTx, viewer: Viewer, ownerId: string, nodes: readonly WorkflowNode[]): Promise<void> {
+  const named = nodes.flatMap((node) => {
+    const field = nodeDefinition(node.type)?.traits.toolWorkflows
+    const ids = field === undefined ? undefined : node.config?.[field]
+    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string').map((id) => ({ node, field: field!, id })) : []
+  })
+  if (named.length === 0) return
+  const hidden = named.find(({ id }) => !mayUseWorkflow(viewer, id))
+  if (hidden !== undefined) throw workflowNotFound({ nodeId: hidden.node.id, field: hidden.field })
+  const found = new Set((await agentToolWorkflows(tx, ownerId, [...new Set(named.map(({ id }) => id))])).map(({ id }) => id))
+  const missing = named.find(({ id }) => !found.has(id))
+  if (missing !== undefined) throw new DomainError('VALIDATION_ERROR', `Node ${missing.node.id}: config.${missing.field} names no AGENT workflow of the owner: ${missing.id}`)
+}
+
+/**
  * Why `errorWorkflowId` cannot be the error workflow of workflow `workflowId` (absent: one being
  * created) of `ownerId` (README, Error workflows), or undefined when it can: it names another
  * non-CRON workflow of the same owner. Another owner's workflow, or one a viewer limited to
@@ -142,6 +162,7 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     await validateNodesAsync(nodes, tools)
     const created = await db.transaction(async (tx) => {
       const credentialIds = await checkWorkflowCredentials(tx, viewer.id, nodes)
+      await checkToolWorkflows(tx, viewer, viewer.id, nodes)
       await checkErrorWorkflow(tx, viewer, viewer.id, input.errorWorkflowId)
       const workflow = await workflowsRepository(tx).create(viewer.id, { ...input, tags: dedupe(input.tags) })
       await checkQuotas(tx, viewer.id, ['workflows', ...countedAs(workflow)])
@@ -174,7 +195,10 @@ export function createWorkflowService ({ db, tools, scheduleSync, limits, quotas
     validateRunTags(changes.runTags)
     validateFlowControl(changes.flowControl)
     validateCancelOn(changes.cancelOn)
-    if (changes.nodes !== undefined) checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
+    if (changes.nodes !== undefined) {
+      checkCredentialOwnerOnly(viewer.id, current.userId, current.nodes, merged.nodes)
+      await checkToolWorkflows(tx, viewer, current.userId, merged.nodes)
+    }
     await checkErrorWorkflow(tx, viewer, current.userId, changes.errorWorkflowId, current.id)
     const credentialIds = changes.nodes === undefined ? undefined : await checkWorkflowCredentials(tx, current.userId, merged.nodes)
     const redefined = restored !== undefined ||

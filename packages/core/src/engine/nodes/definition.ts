@@ -111,6 +111,11 @@ export interface NodeTraits {
    * limited to workflows saves there only an id of its list (README, API keys).
    */
   callsWorkflow?: string
+  /**
+   * The config field listing workflow ids it calls as tools (ai_agent): each must be an AGENT
+   * workflow of the owner, checked when the workflow is saved (README, AI agents).
+   */
+  toolWorkflows?: string
 }
 
 /** Traits most pure nodes share: no links, no credentials, no secrets, retries allowed. */

@@ -1,5 +1,6 @@
 import { Type, type TObject, type TProperties } from 'typebox'
 import { aggregate } from './aggregate.ts'
+import { aiAgent } from './ai-agent.ts'
 import { aiGenerate } from './ai-generate.ts'
 import { aiReply } from './ai-reply.ts'
 import { approval } from './approval.ts'
@@ -61,7 +62,8 @@ const DEFINITIONS = [
   cryptoNode,
   code,
   aiGenerate,
-  aiReply
+  aiReply,
+  aiAgent
 ] as const
 
 export type NodeType = typeof DEFINITIONS[number]['type']
@@ -152,6 +154,7 @@ export interface NodeTypeDescription {
     resultPaths?: string[]
     codeFields?: string[]
     callsWorkflow?: string
+    toolWorkflows?: string
     credentials: 'never' | { fields: string[], types: string[] }
     secretFields: Array<{ field: string, kind: string, keeps?: string[] }>
     retries: { allowed: boolean, defaultTimeoutMs?: number, legacyRetries?: boolean }
@@ -179,7 +182,8 @@ function describeNodeType (definition: NodeDefinition): NodeTypeDescription {
       ...(traits.flow !== undefined && { flow: traits.flow }),
       ...(traits.resultPaths !== undefined && { resultPaths: [...traits.resultPaths] }),
       ...(traits.codeFields !== undefined && { codeFields: [...traits.codeFields] }),
-      ...(traits.callsWorkflow !== undefined && { callsWorkflow: traits.callsWorkflow })
+      ...(traits.callsWorkflow !== undefined && { callsWorkflow: traits.callsWorkflow }),
+      ...(traits.toolWorkflows !== undefined && { toolWorkflows: traits.toolWorkflows })
     }
   }
 }

@@ -23,7 +23,8 @@ const NodeTraits = Type.Object({
   flow: Type.Optional(Type.Union([Type.Literal('fork'), Type.Literal('join')], { description: 'fork: starts parallel branches (its list link); join: where they meet.' })),
   resultPaths: Type.Optional(Type.Array(Type.String(), { description: 'Config fields that name a value of the run by its path unless written as a template: a node rename rewrites them.' })),
   codeFields: Type.Optional(Type.Array(Type.String(), { description: 'Config fields holding source code: a node rename lists the mentions of its id there instead of rewriting them.' })),
-  callsWorkflow: Type.Optional(Type.String({ description: 'The config field naming the workflow it runs as a child run: the builder offers the user’s workflows there.' }))
+  callsWorkflow: Type.Optional(Type.String({ description: 'The config field naming the workflow it runs as a child run: the builder offers the user’s workflows there.' })),
+  toolWorkflows: Type.Optional(Type.String({ description: 'The config field listing the AGENT workflows it calls as tools: the builder offers the user’s AGENT workflows there.' }))
 })
 
 export const NodeTypes = Type.Object({
