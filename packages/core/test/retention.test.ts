@@ -63,6 +63,9 @@ t.test('two workers delete what is due, in batches, and nothing else', async (t)
       now() - make_interval(days => case when n <= 12 then 31 else 1 end)
     from generate_series(1, 15) as n`
   await sql`insert into event_delivery_attempts (id, delivery_id, latency_ms) select 'attempt-' || id, id, 5 from event_deliveries`
+  await sql`insert into agent_memories (workflow_id, node_id, key, turns, updated_at)
+    select ${hooks}, 'agent', 'customer-' || n, '[]'::jsonb, now() - make_interval(days => case when n <= 9 then 31 else 1 end)
+    from generate_series(1, 12) as n`
   const before = await counters()
 
   const options: Omit<RetentionOptions, 'db'> = { logger, ...settings, batchSize: 7 }
@@ -93,8 +96,11 @@ t.test('two workers delete what is due, in batches, and nothing else', async (t)
   t.same((await sql`select id from event_deliveries order by id`).map((row) => row.id), ['delivery-1', 'delivery-13', 'delivery-14', 'delivery-15', 'delivery-2'], 'pending and recent deliveries kept')
   t.equal((await sql`select count(*)::int as n from event_delivery_attempts`)[0]!.n, 5, 'the deleted deliveries\' attempts went with them')
 
+  t.equal(reports[0]!.expiredAgentMemories + reports[1]!.expiredAgentMemories, 9, 'agent memories no run used for the run retention deleted once')
+  t.same((await sql`select key from agent_memories order by key`).map((row) => row.key), ['customer-10', 'customer-11', 'customer-12'], 'recent memories kept')
+
   const again = await createRetention({ db: first.db, ...options }).purge()
-  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0, expiredEvents: 0, expiredAudit: 0, expiredDeliveries: 0 }, 'a second pass finds nothing')
+  t.same(again, { rawBodies: 0, expiredRuns: 0, excessRuns: 0, expiredEvents: 0, expiredAudit: 0, expiredDeliveries: 0, expiredAgentMemories: 0 }, 'a second pass finds nothing')
 })
 
 t.test('a pass stops after maxBatches batches and the next one goes on', async (t) => {

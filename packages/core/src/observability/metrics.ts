@@ -100,7 +100,7 @@ export const reconcilerActions = new Counter({
 
 export const retentionDeleted = new Counter({
   name: 'switchboard_retention_total',
-  help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared), expired_events (dispatched outbox events), expired_audit (audit log rows past AUDIT_RETENTION_DAYS), expired_deliveries (finished subscription deliveries)',
+  help: 'What retention removed: expired_runs, excess_runs (beyond RUN_RETENTION_MAX_PER_WORKFLOW), raw_bodies (cleared), expired_events (dispatched outbox events), expired_audit (audit log rows past AUDIT_RETENTION_DAYS), expired_deliveries (finished subscription deliveries), expired_agent_memories (ai_agent memories no run used for RUN_RETENTION_DAYS)',
   labelNames: ['kind'] as const,
   registers
 })
@@ -162,7 +162,7 @@ function zeroKnownSeries (): void {
   for (const status of ['received', 'ignored', 'rate_limited']) webhookAnswers.inc({ status }, 0)
   for (const action of ['requeued', 'resumed', 'woken', 'taken_over', 'failed', 'schedulers_restored', 'chat_deliveries_requeued', 'events_dispatched', 'assistant_turns_requeued', 'broadcasts_requeued', 'event_deliveries_requeued', 'knowledge_sources_requeued']) reconcilerActions.inc({ action }, 0)
   for (const outcome of ['succeeded', 'retrying', 'failed', 'skipped']) eventDeliveryAttempts.inc({ outcome }, 0)
-  for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies', 'expired_events', 'expired_audit', 'expired_deliveries']) retentionDeleted.inc({ kind }, 0)
+  for (const kind of ['expired_runs', 'excess_runs', 'raw_bodies', 'expired_events', 'expired_audit', 'expired_deliveries', 'expired_agent_memories']) retentionDeleted.inc({ kind }, 0)
   for (const outcome of ASSISTANT_TURN_OUTCOMES) {
     assistantTurns.inc({ outcome }, 0)
     assistantTurnSeconds.zero({ outcome })

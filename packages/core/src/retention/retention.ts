@@ -43,6 +43,8 @@ export interface RetentionReport {
   expiredAudit: number
   /** Finished subscription deliveries, with their attempts, deleted for their age (RUN_RETENTION_DAYS). */
   expiredDeliveries: number
+  /** ai_agent memories no run used for RUN_RETENTION_DAYS. */
+  expiredAgentMemories: number
 }
 
 /** Only finished runs are touched: an unfinished run (a long wait) still needs its row and its body. */
@@ -181,6 +183,22 @@ export function createRetention (options: RetentionOptions) {
     select count(*)::int as count from deleted
   `)
 
+  /** ai_agent memories (engine/agents.ts) no run used for as long as runs are kept, oldest first along agent_memories_updated_idx. */
+  const deleteExpiredAgentMemories = async (): Promise<number> => await inBatches(sql`
+    with due as (
+      select workflow_id, node_id, key from agent_memories
+      where updated_at < now() - make_interval(days => ${options.runDays})
+      order by updated_at
+      limit ${batchSize}
+      for update skip locked
+    ), deleted as (
+      delete from agent_memories memory using due
+      where (memory.workflow_id, memory.node_id, memory.key) = (due.workflow_id, due.node_id, due.key)
+      returning 1
+    )
+    select count(*)::int as count from deleted
+  `)
+
   async function purge (): Promise<RetentionReport> {
     // Deletions first: a body is not cleared from a run about to go.
     const expiredRuns = await deleteExpiredRuns()
@@ -189,14 +207,16 @@ export function createRetention (options: RetentionOptions) {
     const expiredEvents = await deleteExpiredEvents()
     const expiredAudit = options.auditDays === undefined || options.auditDays === 0 ? 0 : await deleteExpiredAudit(options.auditDays)
     const expiredDeliveries = await deleteExpiredDeliveries()
-    const report = { rawBodies, expiredRuns, excessRuns, expiredEvents, expiredAudit, expiredDeliveries }
+    const expiredAgentMemories = await deleteExpiredAgentMemories()
+    const report = { rawBodies, expiredRuns, excessRuns, expiredEvents, expiredAudit, expiredDeliveries, expiredAgentMemories }
     retentionDeleted.inc({ kind: 'expired_runs' }, expiredRuns)
     retentionDeleted.inc({ kind: 'excess_runs' }, excessRuns)
     retentionDeleted.inc({ kind: 'raw_bodies' }, rawBodies)
     retentionDeleted.inc({ kind: 'expired_events' }, expiredEvents)
     retentionDeleted.inc({ kind: 'expired_audit' }, expiredAudit)
     retentionDeleted.inc({ kind: 'expired_deliveries' }, expiredDeliveries)
-    if (rawBodies + expiredRuns + excessRuns + expiredEvents + expiredAudit + expiredDeliveries > 0) logger.info(report, 'retention pass')
+    retentionDeleted.inc({ kind: 'expired_agent_memories' }, expiredAgentMemories)
+    if (rawBodies + expiredRuns + excessRuns + expiredEvents + expiredAudit + expiredDeliveries + expiredAgentMemories > 0) logger.info(report, 'retention pass')
     return report
   }
 
