@@ -32,7 +32,7 @@ const lookupOrder = await client.createWorkflow(token, {
     description: 'Finds an order by its id.',
     inputSchema: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }
   },
-  nodes: [{ id: 'found', type: 'set', config: { values: { orderId: '{{triggerData.orderId}}', status: 'shipped' } } }]
+  nodes: [{ id: 'found', type: 'set', config: { values: { orderId: '{{triggerData.arguments.orderId}}', status: 'shipped' } } }]
 })
 const failingTool = await client.createWorkflow(token, {
   name: 'Refund',
@@ -63,7 +63,7 @@ t.test('a tool call is a child run of the AGENT workflow; its output is what the
   t.equal(children.length, before + 1, 'one run of the tool')
   t.equal(children[0]!.id, toolStep.runId, 'the step names the tool\'s run')
   const child = await client.getRun(token, toolStep.runId)
-  t.same(child.triggerData, { orderId: 'A-17' }, 'the arguments are the child\'s triggerData')
+  t.same(child.triggerData, { arguments: { orderId: 'A-17' } }, 'the arguments are the child\'s triggerData, as the assistant and /mcp give them')
 
   t.equal(provider.requests.length, 2)
   const [first, second] = provider.requests

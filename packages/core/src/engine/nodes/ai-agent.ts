@@ -142,7 +142,7 @@ async function answerToolCalls (context: NodeContext, tools: readonly WorkflowTo
     // The answer is written before its calls start, so that a node run again makes the same calls.
     if (fresh) await context.beforeEffect(`Calling ${runs.map(({ tool }) => tool.name).join(', ')}`, progress)
     for (const workflowId of new Set(runs.map(({ tool }) => tool.workflowId))) {
-      await startChildren(context, workflowId, runs.filter(({ tool }) => tool.workflowId === workflowId).map(({ index, args }) => ({ index, triggerData: args })))
+      await startChildren(context, workflowId, runs.filter(({ tool }) => tool.workflowId === workflowId).map(({ index, args }) => ({ index, triggerData: { arguments: args } })))
     }
     const { children } = await context.control.children.results(context.run.id, context.node.id, context.control.limits.nodeOutputMaxBytes)
     const waiting: Array<{ name: string, runId: string }> = []
@@ -180,7 +180,7 @@ export const aiAgent = defineNode({
     tools: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
       maxItems: MAX_TOOLS,
       uniqueItems: true,
-      description: 'Ids of your AGENT workflows the agent may call (at most 32): each call is a child run with the arguments as its triggerData, and its node outputs are the result.'
+      description: 'Ids of your AGENT workflows the agent may call (at most 32): each call is a child run with triggerData {arguments}, and its node outputs are the result.'
     })),
     maxSteps: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_STEPS, default: DEFAULT_MAX_STEPS, description: 'The most model calls (1–20); the node fails when the model still calls tools at the last.' })),
     memory: Type.Optional(Type.Object({
