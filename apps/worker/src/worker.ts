@@ -6,7 +6,7 @@ import { indexingRequeue } from '@switchboard/core/knowledge'
 import { createReconciler } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
 import { queueWait } from '@switchboard/core/observability'
-import { ASSISTANT_MAIN, closeQueues, EVENT_DELIVERIES, KNOWLEDGE_INDEX, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
+import { ASSISTANT_MAIN, checkRedisPolicy, closeQueues, EVENT_DELIVERIES, KNOWLEDGE_INDEX, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
 import { createRunIndexing } from '@switchboard/core/runs'
 import { createCounterFolding } from '@switchboard/core/workflows'
@@ -57,6 +57,7 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const redisState = createRedisStateLog(logger)
   const redis = createProducerConnection(config.redisUrl)
   redisState.watch(redis, 'producer')
+  checkRedisPolicy(redis, { production: config.nodeEnv === 'production', logger, exit: (code) => process.exit(code) })
   const queues = createQueues(redis, config.queuePrefix)
   for (const queue of Object.values(queues)) redisState.listen(queue, { queue: queue.name })
   const { context, close: closeContext } = createWorkerContext({ config, logger, database, queues, redis })

@@ -162,14 +162,14 @@ export async function startOwnPostgres (t: Teardown): Promise<OwnStore> {
   }
 }
 
-/** A redis-server of the test's own, without persistence: started again after `stop` or `kill`, it is empty. */
-export async function startOwnRedis (t: Teardown): Promise<OwnStore> {
+/** A redis-server of the test's own, without persistence (noeviction unless told otherwise): started again after `stop` or `kill`, it is empty. */
+export async function startOwnRedis (t: Teardown, { maxmemoryPolicy = 'noeviction' }: { maxmemoryPolicy?: string } = {}): Promise<OwnStore> {
   const port = await freePort()
   let server: ServerProcess | undefined
   t.teardown(async () => { await end(server, 'SIGKILL') })
 
   const start = async (): Promise<void> => {
-    server = launch('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'])
+    server = launch('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', maxmemoryPolicy])
     const current = server
     await waitUntil('redis-server', async () => await accepts(port) && current.output().includes('Ready to accept connections'), current)
   }

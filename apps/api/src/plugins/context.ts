@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '@switchboard/core/config'
 import { createDatabase, type Database, type Db } from '@switchboard/core/db'
-import { closeQueues, createProducerConnection, createQueues, createRedisStateLog, type Queues, type RedisConnection } from '@switchboard/core/queues'
+import { checkRedisPolicy, closeQueues, createProducerConnection, createQueues, createRedisStateLog, type Queues, type RedisConnection } from '@switchboard/core/queues'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,6 +29,7 @@ async function context (fastify: FastifyInstance, opts: { config: Config }): Pro
   const redisState = createRedisStateLog(fastify.log)
   const redis = createProducerConnection(config.redisUrl)
   redisState.watch(redis, 'producer')
+  checkRedisPolicy(redis, { production: config.nodeEnv === 'production', logger: fastify.log, exit: (code) => process.exit(code) })
   const queues = createQueues(redis, config.queuePrefix)
   for (const queue of Object.values(queues)) redisState.listen(queue, { queue: queue.name })
 

@@ -3,3 +3,4 @@ export { ASSISTANT_MAIN, ASSISTANT_TURN_JOB, BROADCAST_JOB, CHAT_BROADCASTS, CHA
 export { closeQueues, createProducerConnection, createQueues, createWorkerConnection, queueKeyPrefix, redisAnswers, type RedisConnection } from './connections.ts'
 export { createFairShare, fairShareOn } from './fair-share.ts'
 export { createRedisStateLog, type RedisStateLog } from './redis-state.ts'
+export { checkRedisPolicy } from './redis-policy.ts'
