@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { connect, createServer, type AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
@@ -176,4 +179,69 @@ t.test('a server that is still starting up (57P03) is waited for, not reported a
   through.port = String((proxy.address() as AddressInfo).port)
   t.equal(await ensureDatabase(through.toString()), 'exists')
   t.ok(refused > 1, `asked again after "starting up" (${refused} refusals)`)
+})
+
+/** An empty database of the test's own (a test database is migrated already), dropped after the test's connections closed. */
+async function bareDatabase (t: Teardown): Promise<string> {
+  const name = `switchboard_test_${randomBytes(6).toString('hex')}`
+  await ensureDatabase(urlFor(name))
+  t.teardown(() => dropDatabase(name))
+  return urlFor(name)
+}
+
+/** A folder of migrations: one per statement, in order, journaled as drizzle-kit writes them. */
+function migrationsFolder (t: Teardown, statements: string[]): string {
+  const folder = mkdtempSync(join(tmpdir(), 'switchboard-migrations-'))
+  t.teardown(() => { rmSync(folder, { recursive: true, force: true }) })
+  mkdirSync(join(folder, 'meta'))
+  const entries = statements.map((statement, idx) => {
+    const tag = `${String(idx).padStart(4, '0')}_step`
+    writeFileSync(join(folder, `${tag}.sql`), statement)
+    return { idx, version: '7', when: idx + 1, tag, breakpoints: true }
+  })
+  writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify({ version: '7', dialect: 'postgresql', entries }))
+  return folder
+}
+
+t.test('a transaction holding a table the migration changes: tries within lock_timeout, then one error naming it; nothing changed', async (t) => {
+  const url = await bareDatabase(t)
+  await migrateDatabase(url, migrationsFolder(t, ['create table lock_probe (id int)']))
+  const blocker = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => blocker.end({ timeout: 1 }))
+  const reserved = await blocker.reserve()
+  const [{ pid }] = await reserved<Array<{ pid: number }>>`select pg_backend_pid() as pid`
+  await reserved`begin`
+  await reserved`select * from lock_probe`
+  const both = migrationsFolder(t, ['create table lock_probe (id int)', 'alter table lock_probe add column c int'])
+
+  const started = Date.now()
+  const err = await migrateDatabase(url, both, { lockTimeoutMs: 200, attempts: 2, migrationWaitMs: 1_000 }).catch((err: unknown) => err)
+  const tookMs = Date.now() - started
+  t.type(err, DatabaseSetupError)
+  t.match((err as Error).message, new RegExp(`^The migration could not take a table's lock within 200 ms in 2 tries \\(DATABASE_MIGRATION_LOCK_TIMEOUT_MS\\), and changed nothing: .*pid ${pid} \\(idle in transaction for \\d+ s: select \\* from lock_probe\\)`))
+  t.ok(tookMs < 10_000, `gave up in ${tookMs} ms`)
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end())
+  t.same(await sql`select column_name from information_schema.columns where table_name = 'lock_probe' order by column_name`, [{ column_name: 'id' }], 'the column was not added')
+
+  await reserved`commit`
+  reserved.release()
+  await migrateDatabase(url, both, { lockTimeoutMs: 200, attempts: 2, migrationWaitMs: 1_000 })
+  t.same((await sql`select column_name from information_schema.columns where table_name = 'lock_probe' order by column_name`).map((row) => row.column_name), ['c', 'id'], 'applied once the transaction ended')
+})
+
+t.test('another migration still running: waited for within its bound, then one error naming it', async (t) => {
+  const url = await bareDatabase(t)
+  const holder = postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: 'the-other-migration' } })
+  t.teardown(() => holder.end({ timeout: 1 }))
+  await holder`select pg_advisory_lock(hashtext('switchboard:migrations'))`
+  const [{ pid }] = await holder<Array<{ pid: number }>>`select pg_backend_pid() as pid`
+  const started = Date.now()
+  const err = await migrateDatabase(url, migrationsFolder(t, ['create table lock_probe (id int)']), { lockTimeoutMs: 200, attempts: 1, migrationWaitMs: 700 }).catch((err: unknown) => err)
+  t.type(err, DatabaseSetupError)
+  t.match((err as Error).message, new RegExp(`^Another migration is running \\(pid ${pid} \\(the-other-migration\\), connected \\d+ s ago\\): waited 1 s for it \\(DATABASE_MIGRATION_LOCK_WAIT_MS\\)`))
+  t.ok(Date.now() - started >= 700, 'it waited its bound')
+  await holder`select pg_advisory_unlock(hashtext('switchboard:migrations'))`
+  await migrateDatabase(url, migrationsFolder(t, ['create table lock_probe (id int)']), { lockTimeoutMs: 200, attempts: 1, migrationWaitMs: 700 })
+  t.pass('migrates once the other has ended')
 })

@@ -76,16 +76,78 @@ export async function ensureDatabase (url: string, { maintenanceDatabase = 'post
   }
 }
 
+/** How long a migration waits for locks (README, Deploy: Upgrades): DATABASE_MIGRATION_LOCK_TIMEOUT_MS and DATABASE_MIGRATION_LOCK_WAIT_MS. */
+export interface MigrationWaits {
+  /** A statement's wait for a table lock (`lock_timeout`): past it the migration is rolled back and tried again, so that traffic queued behind it is not blocked for long. */
+  lockTimeoutMs: number
+  /** Tries of the whole migration when a lock was not had in time, a second apart, doubling. */
+  attempts: number
+  /** How long another process's migration is waited for (the advisory lock), before giving up with who holds it. */
+  migrationWaitMs: number
+}
+
+export const DEFAULT_MIGRATION_WAITS: MigrationWaits = { lockTimeoutMs: 5_000, attempts: 5, migrationWaitMs: 600_000 }
+
+/** The advisory lock migrations take turns with. */
+const MIGRATION_LOCK_KEY = 'switchboard:migrations'
+
+/** The other sessions of the database in an open transaction, oldest first, as a message names them. */
+async function openTransactions (sql: postgres.Sql): Promise<string> {
+  const rows = await sql<Array<{ pid: number, state: string, seconds: number, query: string }>>`
+    select pid, state, extract(epoch from now() - xact_start)::int as seconds, left(query, 120) as query
+    from pg_stat_activity
+    where datname = current_database() and pid <> pg_backend_pid() and xact_start is not null
+    order by xact_start limit 3`
+  if (rows.length === 0) return 'no transaction is open now'
+  return rows.map((row) => `pid ${row.pid} (${row.state} for ${row.seconds} s: ${row.query})`).join(', ')
+}
+
+/** Waits for the migration lock at most `waitMs`, then names the session holding it. */
+async function takeMigrationLock (sql: postgres.Sql, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs
+  for (let pause = 100; ; pause = Math.min(pause * 2, 2_000)) {
+    const [row] = await sql<Array<{ taken: boolean }>>`select pg_try_advisory_lock(hashtext(${MIGRATION_LOCK_KEY})) as taken`
+    if (row?.taken === true) return
+    if (Date.now() >= deadline) {
+      const [holder] = await sql<Array<{ pid: number, application: string, seconds: number }>>`
+        select a.pid, a.application_name as application, extract(epoch from now() - a.backend_start)::int as seconds
+        from pg_locks l join pg_stat_activity a on a.pid = l.pid
+        where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+          and ((l.classid::bigint << 32) | l.objid::bigint) = hashtext(${MIGRATION_LOCK_KEY})::bigint`
+      const who = holder === undefined ? 'another process' : `pid ${holder.pid}${holder.application === '' ? '' : ` (${holder.application})`}, connected ${holder.seconds} s ago`
+      throw new DatabaseSetupError(`Another migration is running (${who}): waited ${Math.round(waitMs / 1000)} s for it (DATABASE_MIGRATION_LOCK_WAIT_MS); run this one again once it ended`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))))
+  }
+}
+
 /**
  * Applies the migrations of `folder` (default: the released ones) that the database has not
  * seen. Processes that start together (a Job and init containers, several pods) migrate one
- * at a time: the session lock is held on the pool's single connection until it closes.
+ * at a time: the session lock is held on the pool's single connection until it closes, and is
+ * waited for at most `migrationWaitMs`. Each statement waits for a table lock at most
+ * `lockTimeoutMs` (`lock_timeout`): a long transaction holding a table the migration changes
+ * makes it roll back and try again, rather than queue every query of that table behind it; the
+ * last failure names the open transactions.
  */
-export async function migrateDatabase (url: string, folder = MIGRATIONS_FOLDER): Promise<void> {
-  const sql = postgres(url, quiet)
+export async function migrateDatabase (url: string, folder = MIGRATIONS_FOLDER, waits: MigrationWaits = DEFAULT_MIGRATION_WAITS): Promise<void> {
+  const sql = postgres(url, { ...quiet, connection: { lock_timeout: waits.lockTimeoutMs, application_name: 'switchboard-migrate' } })
   try {
-    await sql`select pg_advisory_lock(hashtext('switchboard:migrations'))`
-    await migrate(drizzle(sql), { migrationsFolder: folder })
+    await takeMigrationLock(sql, waits.migrationWaitMs)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await migrate(drizzle(sql), { migrationsFolder: folder })
+        return
+      } catch (err) {
+        // 55P03: lock_not_available, the lock_timeout passed; drizzle wraps the driver's error.
+        const lockTimedOut = codeOf(err) === '55P03' || codeOf((err as { cause?: unknown }).cause) === '55P03'
+        if (!lockTimedOut) throw err
+        if (attempt >= waits.attempts) {
+          throw new DatabaseSetupError(`The migration could not take a table's lock within ${waits.lockTimeoutMs} ms in ${waits.attempts} tries (DATABASE_MIGRATION_LOCK_TIMEOUT_MS), and changed nothing: a transaction holds a table it changes. Open transactions: ${await openTransactions(sql)}. End them, or migrate at a quieter time`, { cause: err })
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1_000 * 2 ** (attempt - 1)))
+      }
+    }
   } finally {
     await sql.end()
   }
