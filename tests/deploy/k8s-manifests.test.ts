@@ -35,7 +35,7 @@ import { Secret } from 'kubernetes-models/v1/Secret'
 import { Service } from 'kubernetes-models/v1/Service'
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount'
 import { loadConfig } from '@switchboard/core/config'
-import { queueKeyPrefix, WORKFLOW_RUNS } from '@switchboard/core/queues'
+import { QUEUE_NAMES, queueKeyPrefix, WORKFLOW_RUNS } from '@switchboard/core/queues'
 import { IMAGE_COMMANDS } from '@switchboard/testing/image'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -312,6 +312,10 @@ t.test('the shipped overlays', async (t) => {
         const heapMb = Number(/--max-old-space-size=(\d+)/.exec(env.NODE_OPTIONS ?? '')?.[1])
         t.equal(heapMb * 2, Number(/^(\d+)Mi$/.exec(worker.resources.limits.memory)?.[1]), `the worker's heap (${heapMb} MB) is half its memory limit`)
         t.equal(one(objects, 'Deployment', 'switchboard-worker').spec.template.metadata.annotations['prometheus.io/port'], String(settings.workerHttpPort))
+        t.same([...settings.workerQueues].sort(), [...QUEUE_NAMES].sort(), 'the worker consumes every queue')
+        const grace = one(objects, 'Deployment', 'switchboard-worker').spec.template.spec.terminationGracePeriodSeconds * 1000
+        t.ok(settings.workerDrainMs > settings.ai.turnTimeoutMs, `the worker's drain (${settings.workerDrainMs} ms) outlasts an assistant turn (${settings.ai.turnTimeoutMs} ms)`)
+        t.ok(grace >= settings.workerDrainMs + 10_000, `the pod's grace (${grace} ms) leaves the drain 10 s to close`)
         const api = deploymentContainer(objects, 'switchboard-api')
         const apiSettings = loadConfig(containerEnv(objects, api))
         t.same(api.ports, [{ name: 'http', containerPort: apiSettings.port }, { name: 'metrics', containerPort: apiSettings.apiMetricsPort }], 'the api\'s public port and its metrics listener')

@@ -22,8 +22,9 @@ const http = await startWorkerHttp({ host: config.host, port: config.workerHttpP
 state.worker = await startWorker(config, logger)
 registerStoreMetrics(http.registry, { ...state.worker.context, databasePoolMax: config.databasePoolMax, redis: state.worker.connections })
 
-// Long enough for running nodes to finish; BullMQ returns unfinished jobs to the queue as stalled.
-closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
+// Long enough for running jobs to finish, an assistant turn included (WORKER_DRAIN_MS, README,
+// Configuration); what is still running then is taken over by another worker (engine/README.md, Claims).
+closeWithGrace({ delay: config.workerDrainMs }, async ({ signal, err }) => {
   if (err) logger.error({ err }, 'closing after an error')
   else logger.info({ signal }, 'closing')
   state.closing = true

@@ -170,6 +170,8 @@ export interface Config {
   workerQueues: QueueName[]
   /** The worker's health and metrics listener (on HOST). */
   workerHttpPort: number
+  /** WORKER_DRAIN_MS: how long a stopping worker lets its running jobs finish before it exits (README, Configuration). */
+  workerDrainMs: number
   /** Connections of each process's PostgreSQL pool. */
   databasePoolMax: number
   /** How long the stores may take before a request or a connection gives up (README, Configuration). */
@@ -613,6 +615,7 @@ export function loadConfig (env: Env = process.env): Config {
     workerConcurrency: int('WORKER_CONCURRENCY', 50, 1, 1000),
     workerQueues: read([], () => workerQueues(env)),
     workerHttpPort: int('WORKER_HTTP_PORT', 3001, 0, 65535),
+    workerDrainMs: int('WORKER_DRAIN_MS', 130_000, 1_000, 3_600_000),
     databasePoolMax: int('DATABASE_POOL_MAX', 10, 1, 1000),
     timeouts,
     reconciler,

@@ -22,6 +22,9 @@ export function testEnv (databaseUrl: string, queuePrefix: string, overrides: Re
     HOST: '127.0.0.1',
     WORKER_HTTP_PORT: '0',
     API_METRICS_PORT: '0',
+    // A worker stopped with a job hanging (a test's never-answering server) exits as before the
+    // production default grew to cover an assistant turn.
+    WORKER_DRAIN_MS: '30000',
     ...overrides
   }
 }
