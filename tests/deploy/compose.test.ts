@@ -27,6 +27,9 @@ t.test('one image, built once, run as migrate, api and worker', async (t) => {
   t.match(services.api.image, /^switchboard:\$\{SWITCHBOARD_VERSION:-\d+\.\d+\.\d+\}$/, 'a version tag, not latest')
   for (const name of ['api', 'worker']) t.equal(services[name].pull_policy, 'never', `${name} never pulls the image migrate builds`)
   for (const name of apps) t.same(services[name].command, IMAGE_COMMANDS[name as keyof typeof IMAGE_COMMANDS], `${name} runs the image's ${name} command`)
+  const { packageManager } = JSON.parse(readFileSync(infra('../package.json'), 'utf8')) as { packageManager: string }
+  const installs = [...readFileSync(infra('Dockerfile'), 'utf8').matchAll(/npm install -g (pnpm@\S+)/g)].map((match) => match[1])
+  t.same(installs, [packageManager], `the image installs the pnpm of packageManager (${packageManager}), pinned`)
 })
 
 t.test('published api, a data volume, healthchecks, restart policies and start order', async (t) => {
