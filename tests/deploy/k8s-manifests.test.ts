@@ -35,7 +35,7 @@ import { Secret } from 'kubernetes-models/v1/Secret'
 import { Service } from 'kubernetes-models/v1/Service'
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount'
 import { loadConfig } from '@switchboard/core/config'
-import { QUEUE_NAMES, queueKeyPrefix, WORKFLOW_RUNS } from '@switchboard/core/queues'
+import { QUEUE_NAMES, queueKeyPrefix } from '@switchboard/core/queues'
 import { IMAGE_COMMANDS } from '@switchboard/testing/image'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -183,10 +183,10 @@ const CREDENTIAL = /SECRET|PASSWORD|TOKEN|KEY|DATABASE_URL|DATABASE_MIGRATION_UR
 const URL_WITH_PASSWORD = /:\/\/[^/@\s]*:[^/@\s]+@/
 
 /**
- * Where the workers put `workflow-runs` jobs and how they reach Redis, from the worker pod's own
+ * Where the workers put each queue's jobs and how they reach Redis, from the worker pod's own
  * environment (the service's configuration and the app's key function), against what KEDA's
- * trigger reads: the list, the address and user (from the same pod's environment), the
- * password (TriggerAuthentication), TLS and the cluster mode.
+ * triggers read: one per queue the workers consume, its list, the address and user (from the same
+ * pod's environment), the password (TriggerAuthentication), TLS and the cluster mode.
  */
 function checkKedaFollowsTheWorkers (t: Test, objects: Manifest[]): void {
   const env = containerEnv(objects, deploymentContainer(objects, 'switchboard-worker'))
@@ -194,11 +194,13 @@ function checkKedaFollowsTheWorkers (t: Test, objects: Manifest[]): void {
   const cluster = config.redisUrl.includes('+cluster://')
   const connection = cluster ? new Cluster([], { lazyConnect: true }) : new Redis(config.redisUrl, { lazyConnect: true })
   t.teardown(() => { connection.disconnect() })
-  const list = `${queueKeyPrefix(config.queuePrefix, WORKFLOW_RUNS, connection)}:${WORKFLOW_RUNS}:wait`
+  const lists = config.workerQueues.map((queue) => `${queueKeyPrefix(config.queuePrefix, queue, connection)}:${queue}:wait`)
 
   const scaledObject = one(objects, 'ScaledObject', 'switchboard-worker')
-  const [trigger] = scaledObject.spec.triggers
-  t.equal(trigger.metadata.listName, list, `KEDA reads the list the workers fill (${list})`)
+  const { triggers } = scaledObject.spec
+  t.same(triggers.map((trigger: Manifest) => trigger.metadata.listName), lists, `KEDA reads every list the workers fill (${lists.join(', ')})`)
+  for (const other of triggers.slice(1)) t.same({ ...other, metadata: { ...other.metadata, listName: undefined, listLength: undefined } }, { ...triggers[0], metadata: { ...triggers[0].metadata, listName: undefined, listLength: undefined } }, `${other.metadata.listName}: read as the first`)
+  const [trigger] = triggers
   t.equal(trigger.type, cluster ? 'redis-cluster' : 'redis')
   const address = env[trigger.metadata[cluster ? 'addressesFromEnv' : 'addressFromEnv']]
   const username = env[trigger.metadata.usernameFromEnv]
@@ -334,6 +336,12 @@ t.test('the shipped overlays', async (t) => {
         } else {
           t.same(find(objects, 'ScaledObject'), [])
           t.match(workerHpa, [{ spec: { scaleTargetRef: { name: 'switchboard-worker' } } }])
+          const adapted = (parse(readFileSync(join(KIT, 'components/worker-hpa/prometheus-adapter.values.yaml'), 'utf8')) as Manifest).rules.external.map((rule: Manifest) => rule.name.as)
+          const metrics = workerHpa[0]!.spec.metrics
+          t.match(metrics.filter((metric: Manifest) => metric.type === 'Resource'), [{ resource: { name: 'cpu' } }], 'CPU, when the queue metrics cannot be read')
+          const queues = metrics.filter((metric: Manifest) => metric.type === 'External').map((metric: Manifest) => metric.external)
+          t.same(queues.map((metric: Manifest) => metric.metric.selector.matchLabels.queue), loadConfig(containerEnv(objects, deploymentContainer(objects, 'switchboard-worker'))).workerQueues, 'every backlog the workers clear')
+          t.ok(queues.every((metric: Manifest) => adapted.includes(metric.metric.name) && metric.target.type === 'AverageValue'), 'each a metric the adapter rules serve, per worker')
         }
         t.same(one(objects, 'NetworkPolicy', 'switchboard-worker').spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 3001 }] }], 'worker metrics only from the monitoring namespace (the default)')
         t.same(one(objects, 'NetworkPolicy', 'switchboard-api').spec.ingress, [

@@ -61,6 +61,9 @@ t.test('the expression reader finds series and nothing else', async (t) => {
 const panels = (list: Panel[]): Panel[] => list.flatMap((panel) => [panel, ...panels(panel.panels ?? [])])
 const dashboardExprs = panels(dashboard.panels).flatMap((panel) => (panel.targets ?? []).map((target) => ({ where: `panel "${panel.title}"`, expr: target.expr })))
 const alertExprs = rules.groups.flatMap((group) => group.rules.map((rule) => ({ where: `alert ${rule.alert}`, expr: rule.expr })))
+// The worker HPA's queue metrics (infra/k8s/components/worker-hpa) come through these adapter rules.
+const adapterRules = (parse(read('infra/k8s/components/worker-hpa/prometheus-adapter.values.yaml')) as { rules: { external: Array<{ seriesQuery: string, name: { as: string } }> } }).rules.external
+const adapterExprs = adapterRules.map((rule) => ({ where: `prometheus-adapter rule ${rule.name.as}`, expr: rule.seriesQuery }))
 
 t.test('the dashboard and the rules are well formed', async (t) => {
   t.equal(dashboard.uid, 'switchboard-overview')
@@ -140,7 +143,7 @@ t.test('every expression reads series the api and the worker export', async (t) 
       if (type === 'summary') for (const suffix of ['_sum', '_count']) exported.add(`${name}${suffix}`)
     }
   }
-  for (const { where, expr } of [...dashboardExprs, ...alertExprs]) {
+  for (const { where, expr } of [...dashboardExprs, ...alertExprs, ...adapterExprs]) {
     const series = seriesOf(expr)
     t.ok(series.length > 0, `${where} reads a series`)
     for (const name of series) t.ok(exported.has(name) || PROMETHEUS_SERIES.has(name), `${where}: ${name} is exported`)
