@@ -345,9 +345,11 @@ t.test('the shipped overlays', async (t) => {
         }
         t.same(one(objects, 'NetworkPolicy', 'switchboard-worker').spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 3001 }] }], 'worker metrics only from the monitoring namespace (the default)')
         t.same(one(objects, 'NetworkPolicy', 'switchboard-api').spec.ingress, [
-          { ports: [{ protocol: 'TCP', port: 3000 }] },
+          { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }], ports: [{ protocol: 'TCP', port: 3000 }] },
           { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 3002 }] }
-        ], 'the api from anywhere, its metrics only from the monitoring namespace')
+        ], 'the api from the ingress controller\'s namespace only, its metrics only from the monitoring namespace')
+        const trusted = loadConfig(containerEnv(objects, deploymentContainer(objects, 'switchboard-api'))).trustProxy
+        t.same(trusted, ['loopback', 'linklocal', 'uniquelocal', '100.64.0.0/10'], 'the ingress controller\'s pod ranges, private or shared, are trusted: no other pod reaches the port')
       })
 
       t.test('the migration Job: a hashed name, a deadline for a large table, cleaned up', async (t) => {
@@ -445,13 +447,14 @@ t.test('KEDA reads the list the workers fill, with the pods\' own Redis settings
   })
 })
 
-t.test('the namespace allowed to scrape the api and the workers is a setting', async (t) => {
+t.test('the namespaces allowed to scrape the api and the workers, and to reach the api, are settings', async (t) => {
   const kit = copyKit(t)
   const objects = kit.render(kit.overlay('observability', (kustomization) => {
-    kustomization.configMapGenerator.push({ name: 'switchboard-kit-settings', behavior: 'merge', literals: ['monitoringNamespace=observability'] })
+    kustomization.configMapGenerator.push({ name: 'switchboard-kit-settings', behavior: 'merge', literals: ['monitoringNamespace=observability', 'ingressNamespace=traefik'] })
   }))
   t.same(one(objects, 'NetworkPolicy', 'switchboard-worker').spec.ingress[0].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }])
   t.same(one(objects, 'NetworkPolicy', 'switchboard-api').spec.ingress[1].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }])
+  t.same(one(objects, 'NetworkPolicy', 'switchboard-api').spec.ingress[0].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'traefik' } } }], 'the api\'s port from the ingress controller\'s namespace the overlay names')
 })
 
 t.test('the Prometheus Operator components scrape both apps as the jobs the rules expect', async (t) => {
