@@ -71,9 +71,12 @@ t.test('the dashboard and the rules are well formed', async (t) => {
   for (const panel of panels(dashboard.panels).filter((p) => p.type !== 'row')) t.ok((panel.targets ?? []).length > 0, `panel "${panel.title}" has a query`)
   const alerts = rules.groups.flatMap((group) => group.rules)
   t.same(alerts.map((rule) => rule.alert).sort(), [
+    'SwitchboardApiErrors',
+    'SwitchboardApiSlow',
     'SwitchboardApiTargetsMissing',
     'SwitchboardChatPlatformErrors',
     'SwitchboardDatabaseDown',
+    'SwitchboardJobsFailing',
     'SwitchboardQueueBacklogGrowing',
     'SwitchboardReconcilerTakingOverRuns',
     'SwitchboardRedisDown',
@@ -122,7 +125,7 @@ t.test('the alerts fire per namespace, and when the targets are gone', async (t)
     }
   }
   for (const job of JOBS) {
-    t.ok(alerts.some((rule) => rule.expr.trim() === `absent(up{job="${job}"} == 1)` && rule.labels?.severity === 'critical'), `a critical alert when no ${job} target is up`)
+    t.ok(alerts.some((rule) => rule.expr.trim() === `absent(up{job="${job}"} == 1)\nor (group by (namespace) (max_over_time(up{job="${job}"}[1d])) unless group by (namespace) (up{job="${job}"} == 1))` && rule.labels?.severity === 'critical'), `a critical alert when no ${job} target is up, in any namespace that had one`)
   }
 })
 
