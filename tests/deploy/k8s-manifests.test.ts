@@ -358,6 +358,7 @@ t.test('the shipped overlays', async (t) => {
         t.match(job!.metadata.name, HASHED('switchboard-migrate'))
         t.ok(job!.spec.activeDeadlineSeconds >= 3600, `an hour for an index build (${job!.spec.activeDeadlineSeconds} s)`)
         t.ok(job!.spec.ttlSecondsAfterFinished > 0)
+        t.match(job!.metadata.annotations, { 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation' }, 'an Argo CD hook: its deletion after the TTL is no drift')
         t.equal(job!.spec.template.spec.restartPolicy, 'Never')
         t.equal(kit.render(overlay).find((object) => object.kind === 'Job')!.metadata.name, job!.metadata.name, 're-rendering the same release gives the same Job')
       })
@@ -457,6 +458,22 @@ t.test('the namespaces allowed to scrape the api and the workers, and to reach t
   t.same(one(objects, 'NetworkPolicy', 'switchboard-api').spec.ingress[0].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'traefik' } } }], 'the api\'s port from the ingress controller\'s namespace the overlay names')
 })
 
+t.test('an overlay\'s namePrefix: every reference follows, and Prometheus keeps the jobs the rules read', async (t) => {
+  const kit = copyKit(t)
+  const objects = kit.render(kit.overlay('prefixed', (kustomization) => {
+    kustomization.namePrefix = 'acme-'
+    kustomization.components.push('../../components/prometheus-monitors', '../../components/prometheus-rules')
+  }))
+  const scaledObject = one(objects, 'ScaledObject', 'acme-switchboard-worker')
+  t.equal(scaledObject.spec.scaleTargetRef.name, one(objects, 'Deployment', 'acme-switchboard-worker').metadata.name, 'KEDA scales the prefixed worker Deployment')
+  const authentication = one(objects, 'TriggerAuthentication', 'acme-switchboard-redis')
+  t.ok(scaledObject.spec.triggers.every((trigger: Manifest) => trigger.authenticationRef.name === authentication.metadata.name), 'every trigger authenticates with the prefixed TriggerAuthentication')
+  t.match(authentication.spec.secretTargetRef[0].name, HASHED('acme-switchboard-secrets'))
+  t.match(one(objects, 'ServiceMonitor', 'acme-switchboard-api').spec.endpoints[0].relabelings, [{ targetLabel: 'job', replacement: 'switchboard-api' }])
+  t.match(one(objects, 'PodMonitor', 'acme-switchboard-worker').spec.podMetricsEndpoints[0].relabelings, [{ targetLabel: 'job', replacement: 'switchboard-worker' }])
+  t.equal(one(objects, 'NetworkPolicy', 'acme-switchboard-api').spec.ingress[0].from[0].namespaceSelector.matchLabels['kubernetes.io/metadata.name'], 'ingress-nginx', 'the kit settings still reach the prefixed objects')
+})
+
 t.test('the Prometheus Operator components scrape both apps as the jobs the rules expect', async (t) => {
   const kit = copyKit(t)
   const objects = kit.render(kit.overlay('monitored', (kustomization) => {
@@ -468,7 +485,8 @@ t.test('the Prometheus Operator components scrape both apps as the jobs the rule
   }
   const service = one(objects, 'Service', 'switchboard-api')
   const serviceMonitor = one(objects, 'ServiceMonitor', 'switchboard-api')
-  t.match(service.metadata.labels, serviceMonitor.spec.selector.matchLabels, 'the ServiceMonitor selects the api\'s Service (its name is the job: switchboard-api)')
+  t.match(service.metadata.labels, serviceMonitor.spec.selector.matchLabels, 'the ServiceMonitor selects the api\'s Service')
+  t.match(serviceMonitor.spec.endpoints[0].relabelings, [{ targetLabel: 'job', replacement: 'switchboard-api' }], 'as the job the rules read, whatever the Service is named')
   const scraped = service.spec.ports.find((port: Manifest) => port.name === serviceMonitor.spec.endpoints[0].port)
   t.equal(scraped?.targetPort, 'metrics', 'by the Service\'s port for the api\'s metrics listener')
 
