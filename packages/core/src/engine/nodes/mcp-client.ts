@@ -84,6 +84,11 @@ const UNCHECKED_OUTPUT: jsonSchemaValidator = {
 /** A stream the server drops is not opened again: an exchange is one request and its answer. */
 const NO_RECONNECTION = { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 }
 
+/** How far an error's `cause` chain is followed (undici wraps a socket's error once or twice). */
+const MAX_CAUSE_DEPTH = 10
+
+const tooLarge = (maxBytes: number): NodeError => new NodeError(`The MCP server's answers passed ${maxBytes} bytes`)
+
 const quoted = (text: string): string => text.length > MAX_QUOTED_CHARS ? `${text.slice(0, MAX_QUOTED_CHARS)}…` : text
 
 /** The server of an mcp credential; its headers are a JSON object's text, checked when it was saved (credentials/data.ts). */
@@ -121,7 +126,7 @@ function boundedFetch (dispatcher: Dispatcher, maxBytes: number, onTooLarge: () 
         received += chunk.byteLength
         if (received > maxBytes) {
           onTooLarge()
-          controller.error(new NodeError(`The MCP server's answers passed ${maxBytes} bytes`))
+          controller.error(tooLarge(maxBytes))
           return
         }
         controller.enqueue(chunk)
@@ -133,7 +138,7 @@ function boundedFetch (dispatcher: Dispatcher, maxBytes: number, onTooLarge: () 
 
 /** The first error of `err`'s cause chain that `matches`. */
 function causeOf (err: unknown, matches: (cause: unknown) => boolean): unknown {
-  for (let cause = err, depth = 0; cause !== undefined && cause !== null && depth < 10; cause = (cause as { cause?: unknown }).cause, depth++) {
+  for (let cause = err, depth = 0; cause !== undefined && cause !== null && depth < MAX_CAUSE_DEPTH; cause = (cause as { cause?: unknown }).cause, depth++) {
     if (matches(cause)) return cause
   }
   return undefined
@@ -165,7 +170,7 @@ interface Cut { tooLarge: boolean, stopped: boolean, timedOut: boolean }
  * of the server may not. No message quotes the credential's url or headers.
  */
 function failureOf (err: unknown, cut: Cut, options: McpClientOptions): NodeError {
-  if (cut.tooLarge) return new NodeError(`The MCP server's answers passed ${options.maxResponseBytes} bytes`)
+  if (cut.tooLarge) return tooLarge(options.maxResponseBytes)
   if (cut.stopped) return new NodeError('The MCP call was stopped: the run was stopped')
   if (cut.timedOut || (err instanceof McpError && err.code === ErrorCode.RequestTimeout)) {
     return new RetryableNodeError(`The MCP server did not answer within ${options.timeoutMs}ms`)
@@ -205,14 +210,14 @@ async function endSession (client: Client, transport: StreamableHTTPClientTransp
 async function withSession<T> (server: McpServer, options: McpClientOptions, work: (client: Client, request: RequestOptions) => Promise<T>): Promise<T> {
   const url = URL.parse(server.url)
   if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new NodeError('The MCP server\'s url is not an http or https URL')
-  const tooLarge = new AbortController()
+  const overflow = new AbortController()
   const deadline = AbortSignal.timeout(options.timeoutMs)
-  const signal = AbortSignal.any([options.signal, deadline, tooLarge.signal])
+  const signal = AbortSignal.any([options.signal, deadline, overflow.signal])
   // The SDK listens on it once per request (every page of a list, with initialize and its notification).
   setMaxListeners(MCP_MAX_TOOL_PAGES + 2, signal)
   const request: RequestOptions = { signal, timeout: options.timeoutMs }
   const transport = new StreamableHTTPClientTransport(url, {
-    fetch: boundedFetch(options.dispatcher, options.maxResponseBytes, () => { tooLarge.abort() }),
+    fetch: boundedFetch(options.dispatcher, options.maxResponseBytes, () => { overflow.abort() }),
     requestInit: { headers: server.headers },
     reconnectionOptions: NO_RECONNECTION
   })
@@ -221,7 +226,7 @@ async function withSession<T> (server: McpServer, options: McpClientOptions, wor
     await client.connect(transport, request)
     return await work(client, request)
   } catch (err) {
-    throw failureOf(err, { tooLarge: tooLarge.signal.aborted, stopped: options.signal.aborted, timedOut: deadline.aborted }, options)
+    throw failureOf(err, { tooLarge: overflow.signal.aborted, stopped: options.signal.aborted, timedOut: deadline.aborted }, options)
   } finally {
     await endSession(client, transport)
   }
