@@ -186,6 +186,15 @@ t.test('HTTP refusals: 5xx and 429 may pass, a refused credential may not; no me
   for (const { error } of [broken, refused]) t.notMatch(error.message, API_KEY)
 })
 
+t.test('a redirect to another origin is not followed: the credential\'s headers reach no other server', async (t) => {
+  const { fake: elsewhere } = await started(t)
+  const { server } = await started(t, { hostile: { kind: 'status', status: 307, headers: { location: elsewhere.url } }, hostileOn: 'initialize' })
+  const { error } = await failure(listMcpTools(server, options()))
+  t.notOk(error instanceof RetryableNodeError)
+  t.equal(error.message, 'The MCP server answered 307: a redirect to another origin is not followed')
+  t.equal(elsewhere.requests.length, 0, 'nothing reached the other origin')
+})
+
 t.test('the caller\'s signal stops the exchange at once', async (t) => {
   const { server } = await started(t, { hostile: { kind: 'hang' } })
   const caller = new AbortController()

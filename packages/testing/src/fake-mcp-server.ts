@@ -29,8 +29,8 @@ export type FakeMcpHostility =
   | { kind: 'stream-forever', everyMs?: number }
   /** A JSON result of about `bytes` bytes (one text part of `x`s): within a client's bound, a valid answer. */
   | { kind: 'oversized', bytes: number }
-  /** This HTTP status with a short JSON body. */
-  | { kind: 'status', status: number }
+  /** This HTTP status with a short JSON body, and these headers (a redirect's `location`). */
+  | { kind: 'status', status: number, headers?: Record<string, string> }
 
 export interface FakeMcpServerOptions {
   /**
@@ -158,7 +158,7 @@ function answerHostile (hostile: FakeMcpHostility, id: unknown, res: ServerRespo
       return
     }
     case 'status':
-      res.writeHead(hostile.status, { 'content-type': 'application/json' })
+      res.writeHead(hostile.status, { 'content-type': 'application/json', ...hostile.headers })
       res.end(JSON.stringify({ error: `refused with ${hostile.status}` }))
   }
 }
