@@ -29,3 +29,17 @@ t.test('cloud metadata addresses are refused', async (t) => {
   t.equal(run.status, 'FAILED')
   t.equal(run.error, 'Blocked request to cloud metadata address 169.254.169.254', 'no setting allows it: no hint')
 })
+
+t.test('mcp_call goes through the same guard: an MCP server on loopback or at a metadata address is refused before connecting', async (t) => {
+  const mcpRunOf = async (name: string, url: string): Promise<RunBody> => {
+    const created = await stack.call('POST', '/api/automation/credentials', { token, body: { name, type: 'mcp', data: { url } } })
+    t.equal(created.status, 201)
+    return stack.client.runWorkflow(token, { name: 'ssrf mcp', nodes: [{ id: 'call', type: 'mcp_call', config: { credential: name, tool: 'lookup_order' } }] }, {}, { statuses: ['SUCCESS', 'FAILED'] })
+  }
+  const loopback = await mcpRunOf('loopback-mcp', `http://127.0.0.1:${port}/mcp`)
+  t.equal(loopback.status, 'FAILED')
+  t.equal(loopback.error, 'Blocked request to private address 127.0.0.1 (HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)')
+  const metadata = await mcpRunOf('metadata-mcp', 'http://169.254.169.254/mcp')
+  t.equal(metadata.error, 'Blocked request to cloud metadata address 169.254.169.254')
+  t.equal(sink.deliveries.length, 0)
+})

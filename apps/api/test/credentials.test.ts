@@ -51,6 +51,27 @@ t.test('create answers 201 without the data; the data is stored only encrypted, 
   t.same(row!.fields, ['token'])
 })
 
+/** An mcp credential's data refused (README, MCP client): every message names the field or the header, never a value. */
+const MCP_URL = 'https://mcp.example.com/mcp'
+const mcpRefusals: Array<[Body, string]> = [
+  [{}, 'data.url is required'],
+  [{ url: 'mcp.example.com/mcp' }, 'data.url must be an http or https URL'],
+  [{ url: 'wss://mcp.example.com/mcp' }, 'data.url must be an http or https URL'],
+  [{ url: `https://mcp.example.com/${'p'.repeat(2030)}` }, 'data.url must be at most 2048 characters'],
+  [{ url: 'https://agent:hunter2-secret@mcp.example.com/mcp' }, 'data.url must not hold a user name or password: send them in headers'],
+  [{ url: 'https://mcp.example.com/mcp\n' }, 'data.url must not contain line breaks or NUL'],
+  [{ url: MCP_URL, headers: { 'X-Api-Key': 'key-value-1' } }, 'data.headers must be a string of 1 to 8192 characters'],
+  [{ url: MCP_URL, headers: '["X-Api-Key"]' }, 'data.headers must be the text of a JSON object of header names to values, e.g. {"Authorization": "Bearer …"}'],
+  [{ url: MCP_URL, headers: '{}' }, 'data.headers must hold 1 to 20 headers'],
+  [{ url: MCP_URL, headers: JSON.stringify(Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, 'value-long-1']))) }, 'data.headers must hold 1 to 20 headers'],
+  [{ url: MCP_URL, headers: '{"X Api Key": "key-value-1"}' }, 'data.headers: "X Api Key" is not a header name'],
+  [{ url: MCP_URL, headers: '{"X-Api-Key": "key-value-1", "x-api-key": "key-value-2"}' }, 'data.headers names x-api-key more than once'],
+  [{ url: MCP_URL, headers: '{"Content-Type": "text/plain-1"}' }, 'data.headers cannot set Content-Type: the MCP transport writes it'],
+  [{ url: MCP_URL, headers: '{"X-Api-Key": 12345678}' }, 'data.headers.X-Api-Key must be text'],
+  [{ url: MCP_URL, headers: '{"X-Api-Key": "key\\r\\nX-Admin: yes"}' }, 'data.headers.X-Api-Key must not contain line breaks or NUL'],
+  [{ url: MCP_URL, headers: '{"X-Api-Key": "short"}' }, 'data.headers.X-Api-Key must be at least 8 characters: shorter values cannot be masked in what runs store']
+]
+
 t.test('data is checked per type, with messages naming the field and never the value', async (t) => {
   const member = await newMember()
   const cases: Array<[Body, string]> = [
@@ -68,11 +89,12 @@ t.test('data is checked per type, with messages naming the field and never the v
     [{ name: 'a', type: 'generic', data: {} }, 'data must hold 1 to 20 fields'],
     [{ name: 'a', type: 'generic', data: { 'with.dot': 'v' } }, 'data field names are 1 to 64 letters, digits, _ and -, starting with a letter or _: with.dot'],
     [{ name: 'a', type: 'generic', data: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`f${i}`, 'v'])) }, 'data must NOT have more than 20 properties'],
-    [{ name: 'a', type: 'oauth', data: { token: 'x' } }, 'type must be one of bearer, basic, header, hmac, generic'],
+    [{ name: 'a', type: 'oauth', data: { token: 'x' } }, 'type must be one of bearer, basic, header, hmac, mcp, generic'],
     [{ name: 'has.dot', type: 'bearer', data: { token: 'x' } }, 'name must be 1 to 200 letters, digits, _ and -, starting with a letter or digit'],
     [{ name: '', type: 'bearer', data: { token: 'x' } }, 'name must be 1 to 200 letters, digits, _ and -, starting with a letter or digit'],
     [{ type: 'bearer', data: { token: 'x' } }, 'name is required'],
-    [{ name: 'a', type: 'bearer' }, 'data is required']
+    [{ name: 'a', type: 'bearer' }, 'data is required'],
+    ...mcpRefusals.map(([data, message]): [Body, string] => [{ name: 'a', type: 'mcp', data }, message])
   ]
   for (const [payload, message] of cases) {
     const body = await refusal(t, { method: 'POST', url: URL, token: member.token, payload }, 400)
@@ -82,6 +104,10 @@ t.test('data is checked per type, with messages naming the field and never the v
   t.same(basic.fields, ['username', 'password'], 'fields a type does not have are dropped')
   const generic = await createCredential(member.token, { name: 'vendor', type: 'generic', data: { apiKey: 'vendor-key-1', region: 'eu-west-1' } })
   t.same(generic.fields, ['apiKey', 'region'])
+  const mcp = await createCredential(member.token, { name: 'orders', type: 'mcp', data: { url: MCP_URL, headers: '{\n  "Authorization": "Bearer orders-token-1"\n}' } })
+  t.same(mcp.fields, ['url', 'headers'], 'headers as JSON text, which may span lines')
+  const open = await createCredential(member.token, { name: 'open', type: 'mcp', data: { url: 'http://mcp.internal:8080/mcp' } })
+  t.same(open.fields, ['url'], 'headers are optional')
 })
 
 t.test('names are unique per owner: 409, and two owners may use the same name', async (t) => {

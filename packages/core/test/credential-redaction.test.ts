@@ -1,4 +1,5 @@
 import t from 'tap'
+import { secretValues } from '../src/credentials/data.ts'
 import { createRedactor, CREDENTIAL_MARKER } from '../src/credentials/redaction.ts'
 
 const secret = 'Tok en:@/+="\'é\\x'
@@ -68,4 +69,14 @@ t.test('what holds no secret comes back as the same object', async (t) => {
   const clean = { a: ['b', { c: 'd' }] }
   t.equal(createRedactor(['abcdefgh'])(clean), clean)
   t.equal(createRedactor([])('abc'), 'abc')
+})
+
+t.test('an mcp credential: its url, its headers\' text and each header value are masked (README, MCP client)', async (t) => {
+  const data = { url: 'https://mcp.example.com/s/path-token-9c2/mcp', headers: '{"Authorization": "Bearer mcp-token-4e1", "X-Tenant": "tenant-acme-01"}' }
+  const values = secretValues('mcp', data)
+  t.same(values, [data.url, data.headers, 'Bearer mcp-token-4e1', 'tenant-acme-01'])
+  const redact = createRedactor(values)
+  t.same(redact({ echoed: 'sent Bearer mcp-token-4e1 for tenant-acme-01 to https://mcp.example.com/s/path-token-9c2/mcp' }),
+    { echoed: `sent ${CREDENTIAL_MARKER} for ${CREDENTIAL_MARKER} to ${CREDENTIAL_MARKER}` })
+  t.same(secretValues('mcp', { url: data.url }), [data.url], 'without headers, the url alone')
 })

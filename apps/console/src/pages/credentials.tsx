@@ -5,16 +5,23 @@ import { dateTime } from '../format.ts'
 import { useAction, useData } from '../hooks.ts'
 import type { Credential, CredentialType } from '../types.ts'
 
+/** A field of a type: whether it names rather than hides, whether it may be left empty, its hint. */
+interface TypeField { name: string, secret: boolean, optional?: boolean, placeholder?: string }
+
 /**
  * Each type's fields (README, Credentials) and whether a field names rather than hides: a header's
- * name and a basic credential's username show as typed, every other value is typed unseen. A
- * generic credential's fields are the user's own.
+ * name, a basic credential's username and an MCP server's url show as typed, every other value is
+ * typed unseen. A generic credential's fields are the user's own.
  */
-const TYPE_FIELDS: Record<Exclude<CredentialType, 'generic'>, Array<{ name: string, secret: boolean }>> = {
+const TYPE_FIELDS: Record<Exclude<CredentialType, 'generic'>, TypeField[]> = {
   bearer: [{ name: 'token', secret: true }],
   basic: [{ name: 'username', secret: false }, { name: 'password', secret: true }],
   header: [{ name: 'name', secret: false }, { name: 'value', secret: true }],
-  hmac: [{ name: 'secret', secret: true }]
+  hmac: [{ name: 'secret', secret: true }],
+  mcp: [
+    { name: 'url', secret: false, placeholder: 'https://mcp.example.com/mcp' },
+    { name: 'headers', secret: true, optional: true, placeholder: '{"Authorization": "Bearer …"} (optional)' }
+  ]
 }
 
 const TYPE_LABELS: Record<CredentialType, string> = {
@@ -22,11 +29,12 @@ const TYPE_LABELS: Record<CredentialType, string> = {
   basic: 'basic: a username and a password',
   header: 'header: a header of your own and its value',
   hmac: 'hmac: a secret that signs or checks a signature',
+  mcp: 'mcp: an MCP server\'s url and the headers sent to it',
   generic: 'generic: fields of your own, for templates'
 }
 
 /** A field of a credential's data as the forms edit it. */
-interface DataField { name: string, value: string, secret: boolean }
+interface DataField { name: string, value: string, secret: boolean, optional?: boolean, placeholder?: string }
 
 const fieldsOf = (type: CredentialType, names: string[] = []): DataField[] => type === 'generic'
   ? (names.length === 0 ? [''] : names).map((name) => ({ name, value: '', secret: true }))
@@ -41,8 +49,8 @@ function DataFields ({ type, fields, idPrefix, onChange }: { type: CredentialTyp
   const valueProps = (field: DataField, index: number) => ({
     id: `${idPrefix}-${type === 'generic' ? index : field.name}`,
     'aria-label': type === 'generic' ? `Value of field ${index + 1}` : undefined,
-    placeholder: type === 'generic' ? 'value' : undefined,
-    required: true,
+    placeholder: type === 'generic' ? 'value' : field.placeholder,
+    required: field.optional !== true,
     maxLength: 8192,
     value: field.value,
     onInput: (e: { currentTarget: HTMLInputElement }) => { set(index, { value: e.currentTarget.value }) }
@@ -55,7 +63,7 @@ function DataFields ({ type, fields, idPrefix, onChange }: { type: CredentialTyp
             ? <input aria-label={`Name of field ${index + 1}`} required pattern='[A-Za-z0-9_\-]+' maxLength={100} placeholder='field name, e.g. apiKey' value={field.name} onInput={(e) => { set(index, { name: e.currentTarget.value }) }} />
             : <label for={`${idPrefix}-${field.name}`}>{field.name}</label>}
           {field.secret
-            ? <input type='password' {...valueProps(field, index)} minLength={8} autocomplete='new-password' />
+            ? <input type='password' {...valueProps(field, index)} minLength={field.optional === true ? undefined : 8} autocomplete='new-password' />
             : <input type='text' {...valueProps(field, index)} autocomplete='off' />}
           {type === 'generic' && fields.length > 1 && <button type='button' aria-label={`Remove field ${index + 1}`} onClick={() => { onChange(fields.filter((_field, i) => i !== index)) }}>Remove</button>}
         </div>
@@ -66,7 +74,9 @@ function DataFields ({ type, fields, idPrefix, onChange }: { type: CredentialTyp
   )
 }
 
-const dataOf = (fields: DataField[]): Record<string, string> => Object.fromEntries(fields.map((field) => [field.name, field.value]))
+/** The data sent: an optional field left empty is left out. */
+const dataOf = (fields: DataField[]): Record<string, string> =>
+  Object.fromEntries(fields.filter((field) => field.optional !== true || field.value !== '').map((field) => [field.name, field.value]))
 
 /** One credential: its fields named, never their values; new values for every field, or deleted. */
 function CredentialRow ({ credential, onChanged }: { credential: Credential, onChanged: () => void }) {

@@ -11,7 +11,8 @@ const TYPE_FIELDS: Record<Exclude<CredentialType, 'generic'>, readonly string[]>
   bearer: ['token'],
   basic: ['username', 'password'],
   header: ['name', 'value'],
-  hmac: ['secret']
+  hmac: ['secret'],
+  mcp: ['url', 'headers']
 }
 
 /** Bounds on `data` (README, Credentials). */
@@ -23,20 +24,83 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/
 /** Values that travel in a request header: CR, LF and NUL would split or break it. */
 const HEADER_UNSAFE = /[\r\n\0]/
 
+/** Bounds of an mcp credential (README, MCP client): its url's length, its headers' count. */
+const MCP_URL_MAX_LENGTH = 2048
+const MCP_MAX_HEADERS = 20
+/**
+ * Headers the MCP transport writes itself (the body's type and framing, what it accepts, its
+ * session and protocol version): one set by the credential would break the exchange.
+ */
+const MCP_TRANSPORT_HEADERS: ReadonlySet<string> = new Set([
+  'accept', 'connection', 'content-length', 'content-type', 'host', 'last-event-id', 'mcp-protocol-version', 'mcp-session-id', 'transfer-encoding'
+])
+
 const invalid = (message: string): DomainError => new DomainError('VALIDATION_ERROR', message)
 
 /** Fields that name rather than hide: a header credential's header name, a basic credential's user name. */
 const isIdentifier = (type: CredentialType, field: string): boolean =>
   (type === 'header' && field === 'name') || (type === 'basic' && field === 'username')
 
+/** An mcp credential's headers: optional, and JSON text whose values are checked one by one (checkMcpHeaders). */
+const isHeaderMap = (type: CredentialType, field: string): boolean => type === 'mcp' && field === 'headers'
+
+/** The header values of an mcp credential's `headers` (a JSON object's text, checked when saved). */
+const mcpHeaderValues = (data: Readonly<CredentialData>): string[] =>
+  data.headers === undefined ? [] : Object.values(JSON.parse(data.headers) as Record<string, string>)
+
 /**
  * The values to keep out of what a node stores: every field but a header credential's name, and
- * the basic Authorization value. A user name is masked too when it is long enough.
+ * the basic Authorization value. A user name is masked too when it is long enough. An mcp
+ * credential's url (its path or query may carry a token) and headers' text are fields like any
+ * other, and each header value is masked on its own, as the transport sends it.
  */
 export function secretValues (type: CredentialType, data: Readonly<CredentialData>): string[] {
   const values = Object.entries(data).filter(([field]) => !(type === 'header' && field === 'name')).map(([, value]) => value)
   if (type === 'basic') values.push(Buffer.from(`${data.username}:${data.password}`).toString('base64'))
+  if (type === 'mcp') values.push(...mcpHeaderValues(data))
   return values
+}
+
+/** An mcp credential's url: http or https, without user info (a token goes in headers, or in the path or query). */
+function checkMcpUrl (text: string): void {
+  if (text.length > MCP_URL_MAX_LENGTH) throw invalid(`data.url must be at most ${MCP_URL_MAX_LENGTH} characters`)
+  const url = URL.parse(text)
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw invalid('data.url must be an http or https URL')
+  if (url.username !== '' || url.password !== '') throw invalid('data.url must not hold a user name or password: send them in headers')
+}
+
+/**
+ * An mcp credential's `headers`: the text of a JSON object of 1 to MCP_MAX_HEADERS header names
+ * (RFC 9110 tokens, each once whatever its case, none the transport writes) to text values that
+ * fit in a header (no CR, LF or NUL) and can be masked (at least MIN_MASKED_LENGTH characters).
+ * Messages name the header, never its value.
+ */
+function checkMcpHeaders (text: string): void {
+  let headers: unknown
+  try {
+    headers = JSON.parse(text)
+  } catch {
+    headers = undefined
+  }
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+    throw invalid('data.headers must be the text of a JSON object of header names to values, e.g. {"Authorization": "Bearer …"}')
+  }
+  const entries = Object.entries(headers)
+  if (entries.length === 0 || entries.length > MCP_MAX_HEADERS) throw invalid(`data.headers must hold 1 to ${MCP_MAX_HEADERS} headers`)
+  const seen = new Set<string>()
+  for (const [name, value] of entries) {
+    const shown = name.slice(0, 100)
+    if (!HEADER_NAME.test(name)) throw invalid(`data.headers: ${JSON.stringify(shown)} is not a header name`)
+    const lower = name.toLowerCase()
+    if (seen.has(lower)) throw invalid(`data.headers names ${shown} more than once`)
+    seen.add(lower)
+    if (MCP_TRANSPORT_HEADERS.has(lower)) throw invalid(`data.headers cannot set ${shown}: the MCP transport writes it`)
+    if (typeof value !== 'string' || value.length === 0) throw invalid(`data.headers.${shown} must be text`)
+    if (HEADER_UNSAFE.test(value)) throw invalid(`data.headers.${shown} must not contain line breaks or NUL`)
+    if (value.length < MIN_MASKED_LENGTH) {
+      throw invalid(`data.headers.${shown} must be at least ${MIN_MASKED_LENGTH} characters: shorter values cannot be masked in what runs store`)
+    }
+  }
 }
 
 /**
@@ -56,11 +120,12 @@ function validateCredentialData (type: CredentialType, data: Record<string, unkn
   const stored: CredentialData = {}
   for (const name of names) {
     const value = data[name]
+    if ((value === undefined || value === null) && isHeaderMap(type, name)) continue
     if (value === undefined || value === null) throw invalid(`data.${name} is required`)
     if (typeof value !== 'string' || value.length === 0 || value.length > MAX_VALUE_LENGTH) {
       throw invalid(`data.${name} must be a string of 1 to ${MAX_VALUE_LENGTH} characters`)
     }
-    if (value.length < MIN_MASKED_LENGTH && !isIdentifier(type, name)) {
+    if (value.length < MIN_MASKED_LENGTH && !isIdentifier(type, name) && !isHeaderMap(type, name)) {
       throw invalid(`data.${name} must be at least ${MIN_MASKED_LENGTH} characters: shorter values cannot be masked in what runs store`)
     }
     stored[name] = value
@@ -68,8 +133,12 @@ function validateCredentialData (type: CredentialType, data: Record<string, unkn
   if (type === 'header' && !HEADER_NAME.test(stored.name!)) throw invalid('data.name must be a header name')
   if (type === 'basic' && stored.username!.includes(':')) throw invalid('data.username must not contain :')
   if (type !== 'generic' && type !== 'hmac') {
-    const unsafe = names.find((name) => HEADER_UNSAFE.test(stored[name]!))
+    const unsafe = Object.keys(stored).find((name) => !isHeaderMap(type, name) && HEADER_UNSAFE.test(stored[name]!))
     if (unsafe !== undefined) throw invalid(`data.${unsafe} must not contain line breaks or NUL`)
+  }
+  if (type === 'mcp') {
+    checkMcpUrl(stored.url!)
+    if (stored.headers !== undefined) checkMcpHeaders(stored.headers)
   }
   const masked = maskedCharacters(secretValues(type, stored))
   if (masked > MAX_MASKED_CHARACTERS) {

@@ -3,7 +3,7 @@ import { id, timestamps } from './_columns.ts'
 import { users } from './users.ts'
 import { workflows } from './workflows.ts'
 
-export const CREDENTIAL_TYPES = ['bearer', 'basic', 'header', 'hmac', 'generic'] as const
+export const CREDENTIAL_TYPES = ['bearer', 'basic', 'header', 'hmac', 'mcp', 'generic'] as const
 export type CredentialType = typeof CREDENTIAL_TYPES[number]
 
 /** Secrets nodes refer to by name or id; `data` is never returned and never leaves the worker in clear. */

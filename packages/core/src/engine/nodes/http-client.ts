@@ -89,6 +89,9 @@ export class BlockedAddressError extends Error {
   }
 }
 
+/** What a workflow author reads when the guard refuses an address the operator could allow (README, Configuration). */
+export const ALLOW_PRIVATE_HINT = '(HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)'
+
 function parseAddress (address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   try {
     // process() turns an IPv4-mapped IPv6 address (::ffff:10.0.0.1) into the IPv4 one.

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto'
 import { request } from 'undici'
-import { BlockedAddressError } from './http-client.ts'
+import { ALLOW_PRIVATE_HINT, BlockedAddressError } from './http-client.ts'
 import { Type } from 'typebox'
 import { NodeError, RetryableNodeError, type NodeContext, type NodeCredential } from '../types.ts'
 import { renderTemplate, templatePaths } from '../template.ts'
@@ -164,9 +164,6 @@ function retryAfterMsOf (header: string | string[] | undefined): number | undefi
   const at = Date.parse(value)
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
-
-/** What a workflow author reads when the guard refuses an address the operator could allow (README, Configuration). */
-const ALLOW_PRIVATE_HINT = '(HTTP_REQUEST_ALLOW_PRIVATE=true on the worker allows private and loopback addresses)'
 
 /**
  * The address log lines and errors show: the node's url rendered with the run's data, but with

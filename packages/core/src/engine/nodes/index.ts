@@ -15,6 +15,7 @@ import { filter } from './filter.ts'
 import { foreach } from './foreach.ts'
 import { handoff } from './handoff.ts'
 import { httpRequest } from './http-request.ts'
+import { mcpCall } from './mcp-call.ts'
 import { merge } from './merge.ts'
 import { parallel } from './parallel.ts'
 import { runWorkflow } from './run-workflow.ts'
@@ -43,6 +44,7 @@ const DEFINITIONS = [
   ask,
   handoff,
   httpRequest,
+  mcpCall,
   verifySignature,
   condition,
   wait,

@@ -16,7 +16,7 @@ const Name = Type.String({
 const Data = Type.Unsafe<Record<string, unknown>>(Type.Object({}, {
   additionalProperties: true,
   maxProperties: 20,
-  description: 'write-only. bearer: token; basic: username, password; header: name, value; hmac: secret; generic: 1 to 20 fields of your own. Values are strings of 1 to 8192 characters.'
+  description: 'write-only. bearer: token; basic: username, password; header: name, value; hmac: secret; mcp: url (http or https, at most 2048 characters) and optional headers (the text of a JSON object of 1 to 20 header names to values); generic: 1 to 20 fields of your own. Values are strings of 1 to 8192 characters.'
 }))
 
 /** Never the data: the names of its fields, for `{{credentials.<name>.<field>}}`. */
