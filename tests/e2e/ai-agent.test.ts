@@ -1,4 +1,5 @@
 import t from 'tap'
+import { startFakeMcpServer } from '@switchboard/testing/fake-mcp-server'
 import { FAKE_MODEL_API_KEY, startFakeModelProvider, type ChatMessage } from '@switchboard/testing/fake-model-provider'
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
@@ -18,7 +19,9 @@ const stack = await startStack(t, {
     AI_API_KEY: FAKE_MODEL_API_KEY,
     AI_MODEL: 'fake-model',
     AI_TIMEOUT_MS: '30000',
-    AI_MAX_RETRIES: '0'
+    AI_MAX_RETRIES: '0',
+    // The fake MCP server listens on loopback, which http_request's guard refuses otherwise.
+    HTTP_REQUEST_ALLOW_PRIVATE: 'true'
   }
 })
 const token = await stack.adminToken()
@@ -169,4 +172,35 @@ t.test('a worker SIGKILLed while the agent asks its second question: the run res
   t.equal(provider.requests.length, 3, 'the first question was not asked again')
   t.equal(toolMessages(provider.requests[2]!.body.messages).length, 1, 'the resumed step read the tool\'s result')
   t.same(run.result.agent.steps.map((step: { type: string }) => step.type), ['model', 'tool', 'model'])
+})
+
+t.test('an MCP server\'s tools are the agent\'s too: listed, called through the guard with the credential\'s headers, each call made once', async (t) => {
+  const mcp = await startFakeMcpServer()
+  t.teardown(async () => { await mcp.close() })
+  const owner = await client.newUser(token)
+  const created = await call('POST', '/api/automation/credentials', { token: owner.token, body: { name: 'orders', type: 'mcp', data: { url: mcp.url, headers: JSON.stringify({ 'X-Api-Key': 'key-of-the-orders-server' }) } } })
+  t.equal(created.status, 201)
+  provider.reset()
+  provider.script(
+    { toolCalls: [{ name: 'lookup_order', arguments: { orderId: 'M-3' } }, { name: 'fail', arguments: { reason: 'closed' } }, { name: 'echo', arguments: {} }] },
+    { reply: 'M-3 has shipped.' }
+  )
+  const run = await client.runWorkflow(owner.token, {
+    name: 'agent with an MCP server',
+    nodes: [{ id: 'agent', type: 'ai_agent', config: { input: 'Where is M-3?', credential: 'orders', mcpTools: ['lookup_order', 'fail'] } }]
+  }, {}, { timeoutMs: 60_000 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  t.equal(run.result.agent.text, 'M-3 has shipped.')
+  t.same(provider.requests[0]!.body.tools!.map((tool) => tool.function.name), ['lookup_order', 'fail'], 'only the tools mcpTools names')
+  const results = run.result.agent.steps.filter((step: { type: string }) => step.type === 'tool')
+  t.same(results.map((step: { name: string, status: string }) => `${step.name} ${step.status}`), ['lookup_order succeeded', 'fail failed', 'echo refused'])
+  t.match(results[0].result, /Order M-3: shipped/)
+  t.match(results[1].result, /^The tool failed: /)
+  t.same(mcp.calls.map((made) => made.tool), ['lookup_order', 'fail'], 'each call made once')
+  t.ok(mcp.requests.every((request) => request.headers['x-api-key'] === 'key-of-the-orders-server'), 'with the credential\'s headers')
+  t.notOk(JSON.stringify(run).includes('key-of-the-orders-server'), 'which the run never shows')
+
+  const save = await call('POST', '/api/automation/workflows', { token: owner.token, body: { name: 'agent', triggerType: 'MANUAL', nodes: [{ id: 'a', type: 'ai_agent', config: { input: 'x', mcpTools: ['lookup_order'] } }] } })
+  t.equal(save.status, 400)
+  t.match(save.body.message, /mcpTools needs a credential/)
 })

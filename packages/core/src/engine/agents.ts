@@ -27,8 +27,8 @@ export function uniqueName (base: string, taken: Set<string>): string {
   return name
 }
 
-/** The arguments of a call when they are valid for the tool's input schema, else what to tell the model. */
-export function checkToolArguments (tool: { inputSchema: Record<string, unknown> }, raw: string): { args: Record<string, unknown> } | { error: string } {
+/** The arguments of a call as the model wrote them, when they are a JSON object within the bound, else what to tell the model. */
+export function parseToolArguments (raw: string): { args: Record<string, unknown> } | { error: string } {
   if (raw.length > MAX_TOOL_ARGUMENTS_CHARS) return { error: `the arguments are longer than ${MAX_TOOL_ARGUMENTS_CHARS} characters` }
   let args: unknown
   try {
@@ -37,11 +37,18 @@ export function checkToolArguments (tool: { inputSchema: Record<string, unknown>
     return { error: 'the arguments are not valid JSON' }
   }
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return { error: 'the arguments must be a JSON object' }
-  if (!Value.Check(tool.inputSchema as never, args)) {
-    const problems = [...Value.Errors(tool.inputSchema as never, args)].slice(0, 5).map((problem) => `${problem.instancePath === '' ? 'arguments' : problem.instancePath} ${problem.message}`)
+  return { args: args as Record<string, unknown> }
+}
+
+/** The arguments of a call when they are valid for the tool's input schema (one its owner saved, checked then), else what to tell the model. */
+export function checkToolArguments (tool: { inputSchema: Record<string, unknown> }, raw: string): { args: Record<string, unknown> } | { error: string } {
+  const parsed = parseToolArguments(raw)
+  if ('error' in parsed) return parsed
+  if (!Value.Check(tool.inputSchema as never, parsed.args)) {
+    const problems = [...Value.Errors(tool.inputSchema as never, parsed.args)].slice(0, 5).map((problem) => `${problem.instancePath === '' ? 'arguments' : problem.instancePath} ${problem.message}`)
     return { error: `the arguments do not match the tool's schema: ${problems.join('; ')}` }
   }
-  return { args: args as Record<string, unknown> }
+  return parsed
 }
 
 /** An AGENT workflow an ai_agent node names as a tool, as its owner saved it. */

@@ -1,19 +1,22 @@
 import { Type } from 'typebox'
 import type { AgentMemoryTurn } from '../../db/schema/agent-memories.ts'
 import { isFinished } from '../../db/schema/runs.ts'
-import { checkToolArguments, toolFunctionName, uniqueName, type AgentMemoryKey } from '../agents.ts'
+import { checkToolArguments, parseToolArguments, toolFunctionName, uniqueName, type AgentMemoryKey } from '../agents.ts'
 import { NodeError, type NodeContext, type NodeModelMessage, type NodeModelTool, type NodeModelToolCall, type NodeResult } from '../types.ts'
 import { AI_FIELDS, AI_OUTPUT_FIELDS, answerOutput, askedOutput, askModel, MAX_OUTPUT_TOKENS_FIELD, outputTokensOf, promptText, providerOf, usageLine, validateAiOutput } from './ai.ts'
 import { awaitChildren, startChildren } from './child-runs.ts'
 import { optionalNumber, optionalObject, optionalString } from './config.ts'
 import { defineNode, templated } from './definition.ts'
+import { callMcpTool, listMcpTools, mcpServerOf, type McpServer } from './mcp-client.ts'
 
 /** What instructions and input may be once rendered, in bytes. */
 const MAX_TEXT_BYTES = 32 * 1024
 const MAX_STEPS = 20
 const DEFAULT_MAX_STEPS = 10
-/** AGENT workflows one node may name as tools. */
+/** Tools one node offers the model: its AGENT workflows and its MCP server's tools together. */
 const MAX_TOOLS = 32
+/** One call of an MCP server's tool, connecting included. */
+const MCP_CALL_TIMEOUT_MS = 30_000
 /** Tool calls of one model answer that are made; the model is told the others were refused. */
 const MAX_CALLS_PER_ANSWER = 10
 /** What a tool's result gives back to the model, in characters (its output as JSON, or its error). */
@@ -44,13 +47,12 @@ interface AgentProgress {
   steps: AgentStep[]
 }
 
-/** A tool the model is offered: one of the owner's AGENT workflows. */
-interface WorkflowTool {
-  name: string
-  workflowId: string
-  description: string
-  inputSchema: Record<string, unknown>
-}
+/** A tool the model is offered: one of the owner's AGENT workflows, or a tool of the node's MCP server. */
+type AgentTool = { name: string, description: string, inputSchema: Record<string, unknown> } & (
+  | { kind: 'workflow', workflowId: string }
+  | { kind: 'mcp', server: McpServer, toolName: string }
+)
+type WorkflowTool = Extract<AgentTool, { kind: 'workflow' }>
 
 const cut = (text: string, max: number): string => text.length > max ? `${text.slice(0, max)}… (cut)` : text
 
@@ -59,24 +61,43 @@ function progressOf (stored: unknown, runId: string): AgentProgress {
   return progress?.agentOfRun === runId && Array.isArray(progress.steps) ? { agentOfRun: runId, steps: [...progress.steps] } : { agentOfRun: runId, steps: [] }
 }
 
-/** The tools of the node's `tools`, as the model sees them: names unique, a workflow without a description or schema described by its name and taking any object. */
-async function workflowToolsOf ({ config, run, control }: NodeContext): Promise<WorkflowTool[]> {
+/**
+ * The tools the model is offered, names unique: the node's `tools` (a workflow without a
+ * description or schema described by its name and taking any object), then the tools of the MCP
+ * server of its `credential`, those `mcpTools` names or all of them.
+ */
+async function toolsOf ({ config, run, control, credential, deps, signal }: NodeContext): Promise<AgentTool[]> {
   const ids = Array.isArray(config.tools) ? config.tools.filter((id): id is string => typeof id === 'string') : []
   const found = new Map((await control.agents.workflowTools(run.userId, ids)).map((workflow) => [workflow.id, workflow]))
   const taken = new Set<string>()
-  return ids.map((id) => {
+  const tools: AgentTool[] = ids.map((id) => {
     const workflow = found.get(id)
     if (workflow === undefined) throw new NodeError(`tools names no AGENT workflow of the owner: ${id}`)
     return {
+      kind: 'workflow',
       name: uniqueName(toolFunctionName(workflow.name), taken),
       workflowId: id,
       description: workflow.description ?? workflow.name,
       inputSchema: workflow.inputSchema ?? { type: 'object' }
     }
   })
+  if (credential === undefined) return tools
+  const server = mcpServerOf(credential)
+  const listed = await listMcpTools(server, { dispatcher: deps.http, signal, timeoutMs: MCP_CALL_TIMEOUT_MS, maxResponseBytes: control.limits.nodeOutputMaxBytes })
+  const named = Array.isArray(config.mcpTools) ? config.mcpTools.filter((name): name is string => typeof name === 'string') : undefined
+  const missing = named?.find((name) => !listed.some((tool) => tool.name === name))
+  if (missing !== undefined) throw new NodeError(`mcpTools names ${missing}, which the MCP server of credential ${credential.name} does not list`)
+  const offered = named === undefined ? listed : listed.filter((tool) => named.includes(tool.name))
+  if (tools.length + offered.length > MAX_TOOLS) {
+    throw new NodeError(`The agent would have ${tools.length + offered.length} tools, at most ${MAX_TOOLS}: name the MCP server's tools it needs in mcpTools`)
+  }
+  for (const tool of offered) {
+    tools.push({ kind: 'mcp', name: uniqueName(toolFunctionName(tool.name), taken), server, toolName: tool.name, description: tool.description, inputSchema: tool.inputSchema })
+  }
+  return tools
 }
 
-const modelToolsOf = (tools: readonly WorkflowTool[]): NodeModelTool[] =>
+const modelToolsOf = (tools: readonly AgentTool[]): NodeModelTool[] =>
   tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } }))
 
 /** Where the node's memory is kept, or undefined without `memory`: its key, or the run's conversation. */
@@ -114,29 +135,47 @@ function messagesOf (system: string, remembered: readonly AgentMemoryTurn[], inp
 const firstCallIndex = (steps: readonly AgentStep[], upTo: number): number =>
   steps.slice(0, upTo).reduce((count, step) => count + (step.type === 'model' ? step.toolCalls.length : 0), 0)
 
+/** Whether the last answer called tools some of which have no result yet (the node stopped amid them: a wait, a crash). */
+function callsUnanswered (steps: readonly AgentStep[]): boolean {
+  const answerAt = steps.findLastIndex((step) => step.type === 'model')
+  const answer = steps[answerAt] as Extract<AgentStep, { type: 'model' }> | undefined
+  return answer !== undefined && answer.toolCalls.length > steps.length - answerAt - 1
+}
+
+/** What the model reads of an MCP tool's result: its text (or its content as JSON), cut. */
+function mcpResultText (result: { text: string, content: unknown[] }): string {
+  return cut(result.text !== '' ? result.text : JSON.stringify(result.content), MAX_TOOL_RESULT_CHARS)
+}
+
 /**
- * The results of the last answer's tool calls, made or found (engine/README.md, "AI agents"):
- * a call the model may not make is answered at once; a call of a workflow is its child run,
- * started once. `waiting` lists the calls whose runs have not ended.
+ * The results of the last answer's tool calls, made or found (engine/README.md, "AI agents"),
+ * each a step as it ends: a call the model may not make is answered at once; a call of a workflow
+ * is its child run, started once; a call of an MCP tool is made after the checkpoint that writes
+ * the steps so far, so that one that ended is never made again. `waiting` lists the calls whose
+ * runs have not ended; once none waits, the answer's results are put in the order of its calls.
  */
-async function answerToolCalls (context: NodeContext, tools: readonly WorkflowTool[], progress: AgentProgress, fresh: boolean): Promise<{ waiting: Array<{ name: string, runId: string }> }> {
+async function answerToolCalls (context: NodeContext, tools: readonly AgentTool[], progress: AgentProgress, fresh: boolean): Promise<{ waiting: Array<{ name: string, runId: string }> }> {
   const { steps } = progress
   const answerAt = steps.findLastIndex((step) => step.type === 'model')
   const answer = steps[answerAt] as Extract<AgentStep, { type: 'model' }>
+  const answered = new Set(steps.slice(answerAt + 1).map((step) => (step as Extract<AgentStep, { type: 'tool' }>).callId))
   const base = firstCallIndex(steps, answerAt)
-  const results: AgentStep[] = []
   const runs: Array<{ call: NodeModelToolCall, tool: WorkflowTool, index: number, args: Record<string, unknown> }> = []
+  const mcpCalls: Array<{ call: NodeModelToolCall, tool: Extract<AgentTool, { kind: 'mcp' }>, args: Record<string, unknown> }> = []
   for (const [n, call] of answer.toolCalls.entries()) {
+    if (answered.has(call.id)) continue
     const refuse = (why: string): void => {
       context.log('WARN', `Tool call ${call.name.slice(0, 64)} refused: ${why}`)
-      results.push({ type: 'tool', callId: call.id, name: call.name.slice(0, 64), status: 'refused', result: `Refused: ${why}` })
+      steps.push({ type: 'tool', callId: call.id, name: call.name.slice(0, 64), status: 'refused', result: `Refused: ${why}` })
     }
     if (n >= MAX_CALLS_PER_ANSWER) { refuse(`at most ${MAX_CALLS_PER_ANSWER} tool calls are made per answer`); continue }
     const tool = tools.find((candidate) => candidate.name === call.name)
     if (tool === undefined) { refuse('there is no such tool'); continue }
-    const checked = checkToolArguments(tool, call.arguments)
+    // A workflow's schema was checked when its owner saved it; a remote server's is its own to check.
+    const checked = tool.kind === 'workflow' ? checkToolArguments(tool, call.arguments) : parseToolArguments(call.arguments)
     if ('error' in checked) { refuse(checked.error); continue }
-    runs.push({ call, tool, index: base + n, args: checked.args })
+    if (tool.kind === 'workflow') runs.push({ call, tool, index: base + n, args: checked.args })
+    else mcpCalls.push({ call, tool, args: checked.args })
   }
   if (runs.length > 0) {
     // The answer is written before its calls start, so that a node run again makes the same calls.
@@ -144,6 +183,24 @@ async function answerToolCalls (context: NodeContext, tools: readonly WorkflowTo
     for (const workflowId of new Set(runs.map(({ tool }) => tool.workflowId))) {
       await startChildren(context, workflowId, runs.filter(({ tool }) => tool.workflowId === workflowId).map(({ index, args }) => ({ index, triggerData: { arguments: args } })))
     }
+  }
+  for (const { call, tool, args } of mcpCalls) {
+    await context.beforeEffect(`Calling MCP tool ${tool.toolName} of ${context.credential!.name}`, progress)
+    let status: 'succeeded' | 'failed'
+    let result: string
+    try {
+      const called = await callMcpTool(tool.server, tool.toolName, args, { dispatcher: context.deps.http, signal: context.signal, timeoutMs: MCP_CALL_TIMEOUT_MS, maxResponseBytes: context.control.limits.nodeOutputMaxBytes })
+      status = called.isError ? 'failed' : 'succeeded'
+      result = called.isError ? `The tool failed: ${mcpResultText(called)}` : mcpResultText(called)
+    } catch (err) {
+      // A cancel or a takeover stops the node; any other failure is the call's, told to the model.
+      if (context.signal.aborted) throw err
+      status = 'failed'
+      result = `The tool failed: ${cut(err instanceof Error ? err.message : String(err), 500)}`
+    }
+    steps.push({ type: 'tool', callId: call.id, name: tool.name, status, result })
+  }
+  if (runs.length > 0) {
     const { children } = await context.control.children.results(context.run.id, context.node.id, context.control.limits.nodeOutputMaxBytes)
     const waiting: Array<{ name: string, runId: string }> = []
     for (const { call, tool, index } of runs) {
@@ -154,13 +211,14 @@ async function answerToolCalls (context: NodeContext, tools: readonly WorkflowTo
       const result = succeeded
         ? child.output === undefined ? 'The tool succeeded; its output is too large to read.' : cut(JSON.stringify(child.output), MAX_TOOL_RESULT_CHARS)
         : `The tool failed: ${cut(child.status === 'CANCELLED' ? 'its run was cancelled' : child.error ?? 'unknown error', 500)}`
-      results.push({ type: 'tool', callId: call.id, name: tool.name, status: succeeded ? 'succeeded' : 'failed', result, runId: child.runId })
+      steps.push({ type: 'tool', callId: call.id, name: tool.name, status: succeeded ? 'succeeded' : 'failed', result, runId: child.runId })
     }
     if (waiting.length > 0) return { waiting }
   }
   // In the order the model made them: what it reads next is the same whichever ended first.
   const order = new Map(answer.toolCalls.map((call, n) => [call.id, n]))
-  steps.push(...results.sort((a, b) => order.get((a as { callId: string }).callId)! - order.get((b as { callId: string }).callId)!))
+  const results = steps.splice(answerAt + 1) as Array<Extract<AgentStep, { type: 'tool' }>>
+  steps.push(...results.sort((a, b) => order.get(a.callId)! - order.get(b.callId)!))
   return { waiting: [] }
 }
 
@@ -173,7 +231,7 @@ async function answerToolCalls (context: NodeContext, tools: readonly WorkflowTo
 export const aiAgent = defineNode({
   type: 'ai_agent',
   category: 'AI',
-  description: 'An agent: asks the AI model with tools (your AGENT workflows, run as child runs) until it answers, at most maxSteps times; optional memory per conversation or key.',
+  description: 'An agent: asks the AI model with tools (your AGENT workflows, run as child runs, and an MCP server\'s tools) until it answers, at most maxSteps times; optional memory per conversation or key.',
   config: {
     instructions: Type.Optional(templated(Type.String({ maxLength: MAX_TEXT_BYTES, description: 'Who the agent is and how it works (its system prompt); at most 32 KiB once rendered.' }))),
     input: templated(Type.String({ minLength: 1, maxLength: MAX_TEXT_BYTES, description: 'What the agent is asked; at most 32 KiB once rendered (an object alone is sent as JSON).' })),
@@ -181,6 +239,12 @@ export const aiAgent = defineNode({
       maxItems: MAX_TOOLS,
       uniqueItems: true,
       description: 'Ids of your AGENT workflows the agent may call (at most 32): each call is a child run with triggerData {arguments}, and its node outputs are the result.'
+    })),
+    credential: Type.Optional(Type.String({ minLength: 1, description: 'The name of an mcp credential: its server\'s tools are tools of the agent too (README, MCP client).' })),
+    mcpTools: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+      maxItems: MAX_TOOLS,
+      uniqueItems: true,
+      description: 'With a credential: the names of its server\'s tools the agent may call; all of them when absent (at most 32 tools in all).'
     })),
     maxSteps: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_STEPS, default: DEFAULT_MAX_STEPS, description: 'The most model calls (1–20); the node fails when the model still calls tools at the last.' })),
     memory: Type.Optional(Type.Object({
@@ -202,20 +266,23 @@ export const aiAgent = defineNode({
     recordsBeforeEffect: true,
     templateFields: ['instructions', 'input', 'memory', 'model'],
     links: [],
-    // What it renders goes to the provider: no credential value may be written into it.
-    credentials: 'never',
+    // What it renders goes to the provider: a credential is only its MCP server's (`credential`), never in a template.
+    credentials: { fields: ['credential'], types: ['mcp'] },
     secretFields: [],
     retries: { allowed: true },
     toolWorkflows: 'tools'
   },
-  validate: validateAiOutput,
+  validate (config) {
+    validateAiOutput(config)
+    if (config.mcpTools !== undefined && config.credential === undefined) throw new NodeError('mcpTools needs a credential: the mcp credential of the server they are on')
+  },
   async execute (context): Promise<NodeResult> {
     const { config, node, run, result, control, deps, beforeEffect, log, signal } = context
     const provider = providerOf(deps)
     const input = promptText(config, 'input', MAX_TEXT_BYTES)
     if (input === undefined) throw new NodeError('input is required')
     const asked = askedOutput(config)
-    const tools = await workflowToolsOf(context)
+    const tools = await toolsOf(context)
     const system = [promptText(config, 'instructions', MAX_TEXT_BYTES), tools.length > 0 ? TOOL_USE : undefined, asked.instruction].filter((part) => part !== undefined).join('\n\n')
     const model = optionalString(config, 'model') ?? provider.model
     const maxOutputTokens = outputTokensOf(config, provider)
@@ -227,8 +294,7 @@ export const aiAgent = defineNode({
     let fresh = false
 
     for (;;) {
-      const previous = steps.at(-1)
-      if (previous?.type === 'model' && previous.toolCalls.length > 0) {
+      if (callsUnanswered(steps)) {
         const { waiting } = await answerToolCalls(context, tools, progress, fresh)
         if (waiting.length > 0) return awaitChildren({ ...progress, waitingFor: waiting })
       }

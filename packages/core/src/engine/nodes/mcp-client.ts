@@ -256,7 +256,6 @@ function boundedTool (tool: Tool): McpTool {
 /**
  * The tools `server` lists, every page of them (at most MCP_MAX_TOOL_PAGES), at most MCP_MAX_TOOLS:
  * what ai_agent offers its model.
- * @internal exported for its tests, and for ai_agent
  */
 export async function listMcpTools (server: McpServer, options: McpClientOptions): Promise<McpTool[]> {
   return withSession(server, options, async (client, request) => {
