@@ -204,3 +204,29 @@ t.test('an MCP server\'s tools are the agent\'s too: listed, called through the 
   t.equal(save.status, 400)
   t.match(save.body.message, /mcpTools needs a credential/)
 })
+
+t.test('a call routed to a tool goes on with its run when the tool is renamed or its schema changed while the agent waits', async (t) => {
+  const release = `agent.release.${Date.now()}`
+  const slowTool = await client.createWorkflow(token, {
+    name: 'Order status',
+    triggerType: 'AGENT',
+    triggerConfig: { description: 'An order\'s status.', inputSchema: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] } },
+    nodes: [
+      { id: 'released', type: 'wait_for_event', config: { event: release, match: {}, timeoutMinutes: 5 }, next: 'status' },
+      { id: 'status', type: 'set', config: { values: { status: 'delivered' } } }
+    ]
+  })
+  provider.reset()
+  provider.script({ toolCalls: [{ name: 'order_status', arguments: { orderId: 'R-1' } }] }, { reply: 'R-1 was delivered.' })
+  const workflowId = await client.createWorkflow(token, { name: 'agent waiting', nodes: [{ id: 'agent', type: 'ai_agent', config: { input: 'R-1?', tools: [slowTool] } }] })
+  const runId = await client.fire(token, workflowId)
+  const waiting = await client.runReaching(token, runId, ['WAITING'], { timeoutMs: 30_000 })
+  t.match(waiting.result.agent.waitingFor, [{ name: 'order_status' }])
+  const renamed = await call('PATCH', `/api/automation/workflows/${slowTool}`, { token, body: { name: 'Order lookup', triggerConfig: { description: 'An order.', inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } } } })
+  t.equal(renamed.status, 200)
+  t.equal((await call('POST', '/api/automation/events', { token, body: { name: release, payload: {} } })).status, 202)
+  const run = await client.runReaching(token, runId, undefined, { timeoutMs: 60_000 })
+  t.equal(run.status, 'SUCCESS', run.error ?? '')
+  const [step] = run.result.agent.steps.filter((candidate: { type: string }) => candidate.type === 'tool')
+  t.match(step, { name: 'order_status', status: 'succeeded', result: /"status":"delivered"/ }, 'the routed call\'s run, not a refusal')
+})
