@@ -1,5 +1,5 @@
 import t from 'tap'
-import { agentProgress, agentViewOf, SHOWN_CHARS, shortened } from '../../apps/console/src/agent-steps.ts'
+import { agentProgress, agentViewOf, shortened } from '../../apps/console/src/agent-steps.ts'
 import { firstLine } from '../../apps/console/src/format.ts'
 import { inChildRunsOf, inChildRunsText, nodeErrorsOf } from '../../apps/console/src/graph.ts'
 import { describeNodeTypes } from '@switchboard/core/engine'
@@ -152,6 +152,6 @@ t.test('an ai_agent node\'s steps, from its output while it waits and once it an
   t.same(agentViewOf({ agentOfRun: 'r1', steps: [{ ...tool, status: 'refused', runId: undefined }] })?.steps, [{ ...tool, status: 'refused', runId: null }], 'a refused call: no run')
   t.equal(agentViewOf({ text: 'not an agent' }), undefined)
   t.equal(agentViewOf(null), undefined)
-  t.equal(shortened('x'.repeat(SHOWN_CHARS)), 'x'.repeat(SHOWN_CHARS), 'short enough: as it is')
-  t.equal(shortened('x'.repeat(SHOWN_CHARS + 1)), `${'x'.repeat(SHOWN_CHARS - 1)}…`)
+  t.equal(shortened('{"a":1}', 7), '{"a":1}', 'short enough: as it is')
+  t.equal(shortened('{"a":12}', 7), '{"a":1…', 'cut, and says so')
 })

@@ -27,7 +27,7 @@ export interface AgentView {
 }
 
 /** What a step shows of a tool's result or of the model's arguments; the node's output below has all of it. */
-export const SHOWN_CHARS = 300
+const SHOWN_CHARS = 300
 
 /** `text`, or its first `max` characters and `…`. */
 export const shortened = (text: string, max = SHOWN_CHARS): string => text.length > max ? `${text.slice(0, max - 1)}…` : text
