@@ -26,6 +26,8 @@ interface TimedRun {
   order: number
   /** Created → completed, from `runs`. */
   totalMs: number
+  /** Its child runs: the tool calls it made. */
+  children: number
 }
 
 const orderOf = (body: ModelRequestBody): number | undefined => {
@@ -83,17 +85,18 @@ async function fireRuns (stack: Stack, variant: Variant, orders: number[], oneAt
 }
 
 async function timedRuns (stack: Stack, runs: Map<string, number>): Promise<{ timed: TimedRun[], perSecond: number }> {
-  const rows = await stack.sql<Array<{ id: string, ms: number, created: number, completed: number }>>`
+  const rows = await stack.sql<Array<{ id: string, ms: number, created: number, completed: number, children: number }>>`
     select id, extract(epoch from completed_at - created_at)::float8 * 1000 as ms,
-      extract(epoch from created_at)::float8 as created, extract(epoch from completed_at)::float8 as completed
+      extract(epoch from created_at)::float8 as created, extract(epoch from completed_at)::float8 as completed,
+      (select count(*) from runs child where child.parent_run_id = runs.id)::int as children
     from runs where id = any(${[...runs.keys()]})`
   const first = Math.min(...rows.map((row) => row.created))
   const last = Math.max(...rows.map((row) => row.completed))
-  return { timed: rows.map((row) => ({ order: runs.get(row.id)!, totalMs: row.ms })), perSecond: rows.length / (last - first) }
+  return { timed: rows.map((row) => ({ order: runs.get(row.id)!, totalMs: row.ms, children: row.children })), perSecond: rows.length / (last - first) }
 }
 
 /**
- * What an `ai_agent` step costs beside its model's time (README, AI: ai_agent): the fake model on
+ * What an `ai_agent` step costs beside its model's time (bench/README.md, R): the fake model on
  * loopback answers every call after MODEL_DELAY_MS, so a run's model time is its calls (counted
  * from the fake's requests) times that, and the rest of its time, created → completed, is the
  * service's: the claim, each step's checkpoint, the calls' round trips, and with a tool its child
@@ -146,8 +149,8 @@ export async function agentSteps (ctx: BenchContext): Promise<Omit<ScenarioResul
       const asked = orderOf(request.body)
       if (asked !== undefined) callsOf.set(asked, (callsOf.get(asked) ?? 0) + 1)
     }
-    const unexpected = timed.filter((run) => callsOf.get(run.order) !== variant.modelCalls).length
-    if (unexpected > 0) throw new Error(`${unexpected} runs of ${variant.name} did not make ${variant.modelCalls} model calls`)
+    const unexpected = timed.filter((run) => callsOf.get(run.order) !== variant.modelCalls || run.children !== variant.toolRuns).length
+    if (unexpected > 0) throw new Error(`${unexpected} runs of ${variant.name} did not make ${variant.modelCalls} model calls and ${variant.toolRuns} tool runs`)
     const modelMs = variant.modelCalls * MODEL_DELAY_MS
     const overheads = timed.map((run) => run.totalMs - modelMs)
     overheadP50.set(variant, quantile(overheads, 0.5))
