@@ -129,9 +129,9 @@ export async function agentSteps (ctx: BenchContext): Promise<Omit<ScenarioResul
     { name: 'one tool call', modelCalls: 2, toolRuns: 1, workflowId: await agentWorkflow('bench R one tool call', [toolId]) },
     { name: 'no tool', modelCalls: 1, toolRuns: 0, workflowId: await agentWorkflow('bench R no tool', []) }
   ]
-  const oneByOne = ctx.quick ? 10 : 50
+  const oneByOne = ctx.quick ? 20 : 100
   const backlog = ctx.quick ? 100 : 500
-  const warmUp = 5
+  const warmUp = 20
   let order = 0
   const nextOrders = (count: number): number[] => Array.from({ length: count }, () => ++order)
 
