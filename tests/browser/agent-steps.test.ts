@@ -13,8 +13,8 @@ import { waitFor } from '@switchboard/testing/wait'
 import { openConsole, signIn } from './browser.ts'
 
 const ANSWER = 'Order A-1234 has shipped.'
-/** How long the tool's run waits: the run page is read while the agent waits for it. */
-const TOOL_WAIT_SECONDS = 4
+/** The event the tool's run waits for: the run page is read while the agent waits for that run, then the test sends it. */
+const RELEASE = 'order.lookup.released'
 
 const provider = await startFakeModelProvider()
 t.teardown(async () => { await provider.close() })
@@ -35,7 +35,7 @@ t.test('an agent waiting for its tool\'s run, then its steps and its answer', as
       inputSchema: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }
     },
     nodes: [
-      { id: 'pause', type: 'wait', config: { seconds: TOOL_WAIT_SECONDS }, next: 'lookup' },
+      { id: 'released', type: 'wait_for_event', config: { event: RELEASE, match: {}, timeoutMinutes: 5 }, next: 'lookup' },
       { id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.orderId}}', status: 'shipped' } } }
     ]
   })
@@ -69,14 +69,15 @@ t.test('an agent waiting for its tool\'s run, then its steps and its answer', as
   t.equal(await section.locator('[data-agent-step="tool"]').count(), 0, 'no tool result before its run ended')
   await shot('01-agent-waiting')
 
-  await page.locator('.run-status .badge.status-success').waitFor({ timeout: (TOOL_WAIT_SECONDS + 15) * 1000 })
+  t.equal((await stack.call('POST', '/api/automation/events', { token, body: { name: RELEASE, payload: {} } })).status, 202)
+  await page.locator('.run-status .badge.status-success').waitFor()
   await waiting.waitFor({ state: 'detached' })
   t.equal(await progress.textContent(), '2 model calls, 1 tool call')
   const steps = section.locator('.agent-steps > li')
   t.same(await steps.evaluateAll((items) => items.map((item) => item.getAttribute('data-agent-step'))), ['model', 'tool', 'model'], 'the steps in order')
   const [first, tool, answer] = [steps.nth(0), steps.nth(1), steps.nth(2)]
   t.match(await first.textContent(), /^Model · fake-model · [1-9]\d* tokens in, [1-9]\d* out/, 'the model and its tokens')
-  t.match(await tool.textContent(), /^Tool order_status succeeded · its run\{"pause":.*"lookup":\{"order":"A-1234","status":"shipped"\}\}$/, 'the tool\'s status and result')
+  t.match(await tool.textContent(), /^Tool order_status succeeded · its run\{.*"lookup":\{"order":"A-1234","status":"shipped"\}/, 'the tool\'s status and result')
   t.equal(await tool.getByRole('link', { name: 'its run' }).getAttribute('href'), `/console/runs/${toolRun.id}`)
   t.match(await answer.locator('div').first().textContent(), /^Answer · fake-model · /)
   t.equal(await answer.locator('.agent-text').textContent(), ANSWER, 'the final answer')
