@@ -117,7 +117,7 @@ export async function agentSteps (ctx: BenchContext): Promise<Omit<ScenarioResul
       description: 'Looks up the status of an order by its number',
       inputSchema: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }
     },
-    nodes: [{ id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.orderId}}', status: 'shipped' } } }]
+    nodes: [{ id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.arguments.orderId}}', status: 'shipped' } } }]
   })
   const agentWorkflow = async (name: string, tools: string[]): Promise<string> => stack.client.createWorkflow(token, {
     name,

@@ -36,7 +36,7 @@ t.test('an agent waiting for its tool\'s run, then its steps and its answer', as
     },
     nodes: [
       { id: 'released', type: 'wait_for_event', config: { event: RELEASE, match: {}, timeoutMinutes: 5 }, next: 'lookup' },
-      { id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.orderId}}', status: 'shipped' } } }
+      { id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.arguments.orderId}}', status: 'shipped' } } }
     ]
   })
   const agentId = await stack.client.createWorkflow(token, {
