@@ -31,6 +31,7 @@ import { askAnswers } from './scenarios/n-ask.ts'
 import { flowControlKeys } from './scenarios/o-flow-control.ts'
 import { runSearch } from './scenarios/p-search.ts'
 import { knowledgeRetrieval } from './scenarios/q-knowledge.ts'
+import { agentSteps } from './scenarios/r-agent.ts'
 
 const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => Promise<Omit<ScenarioResult, 'seconds'>> }> = [
   { id: 'A', title: 'inbound webhook → set → SUCCESS', run: webhookToSuccess },
@@ -49,7 +50,8 @@ const SCENARIOS: Array<{ id: string, title: string, run: (ctx: BenchContext) => 
   { id: 'N', title: '1,000 conversations answering an ask', run: askAnswers },
   { id: 'O', title: 'a concurrency key under load', run: flowControlKeys },
   { id: 'P', title: 'q= search at 1M runs', run: runSearch },
-  { id: 'Q', title: 'knowledge retrieval over 10,000 passages', run: knowledgeRetrieval }
+  { id: 'Q', title: 'knowledge retrieval over 10,000 passages', run: knowledgeRetrieval },
+  { id: 'R', title: 'an ai_agent step beside its model\'s time', run: agentSteps }
 ]
 
 function usage (message: string): never {

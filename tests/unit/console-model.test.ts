@@ -1,4 +1,5 @@
 import t from 'tap'
+import { agentProgress, agentViewOf, shortened } from '../../apps/console/src/agent-steps.ts'
 import { firstLine } from '../../apps/console/src/format.ts'
 import { inChildRunsOf, inChildRunsText, nodeErrorsOf } from '../../apps/console/src/graph.ts'
 import { describeNodeTypes } from '@switchboard/core/engine'
@@ -9,7 +10,7 @@ import { groupRuns, runKind } from '../../apps/console/src/run-list.ts'
 import type { NodeTypeInfo, RunLog } from '../../apps/console/src/types.ts'
 import { describeChange, diffVersions, isEmptyDiff } from '../../apps/console/src/version-diff.ts'
 
-/** The console's pure readings of runs and versions: the runs list's kinds and groups, branch nodes seen from child runs, the version diff. */
+/** The console's pure readings of runs and versions: the runs list's kinds and groups, branch nodes seen from child runs, an agent's steps, the version diff. */
 
 const started = { parentRunId: null, retriedFrom: null, test: false }
 
@@ -136,4 +137,21 @@ t.test('a template as the customer reads it: its body\'s {{n}} filled, an empty 
   t.same(templatePreview(template, ['Rita', 'A-12']), { header: 'Shipping', body: 'Hi Rita, order A-12 left; Rita, thanks!', footer: 'Ana’s shop', buttons: ['Track'] })
   t.equal(templatePreview(template, ['Rita']).body, 'Hi Rita, order {{2}} left; Rita, thanks!')
   t.equal(placeholderCount(undefined), 0)
+})
+
+t.test('an ai_agent node\'s steps, from its output while it waits and once it answered; a step without the shape left out', async (t) => {
+  const call = { type: 'model', text: null, toolCalls: [{ id: 'c1', name: 'order_status', arguments: '{"orderId":"A-1"}' }], model: 'm', tokensIn: 40, tokensOut: 8 }
+  const waiting = agentViewOf({ agentOfRun: 'r1', steps: [call, { type: 'model', text: 7 }], waitingFor: [{ name: 'order_status', runId: 'r2' }, { name: 'no run' }], until: '2026-12-01T00:00:00.000Z' })
+  t.same(waiting, { steps: [call], waitingFor: [{ name: 'order_status', runId: 'r2' }], answered: false })
+  t.equal(agentProgress(waiting!), '1 model call, 1 tool call; waiting for order_status')
+  const tool = { type: 'tool', callId: 'c1', name: 'order_status', status: 'succeeded', result: '{"lookup":{"status":"shipped"}}', runId: 'r2' }
+  const answer = { type: 'model', text: 'Shipped.', toolCalls: [], model: 'm', tokensIn: 60, tokensOut: 3 }
+  const answered = agentViewOf({ text: 'Shipped.', steps: [call, tool, { ...tool, status: 'lost' }, answer], model: 'm', tokensIn: 100, tokensOut: 11 })
+  t.same(answered, { steps: [call, tool, answer], waitingFor: [], answered: true }, 'a tool step of an unknown status left out')
+  t.equal(agentProgress(answered!), '2 model calls, 1 tool call')
+  t.same(agentViewOf({ agentOfRun: 'r1', steps: [{ ...tool, status: 'refused', runId: undefined }] })?.steps, [{ ...tool, status: 'refused', runId: null }], 'a refused call: no run')
+  t.equal(agentViewOf({ text: 'not an agent' }), undefined)
+  t.equal(agentViewOf(null), undefined)
+  t.equal(shortened('{"a":1}', 7), '{"a":1}', 'short enough: as it is')
+  t.equal(shortened('{"a":12}', 7), '{"a":1…', 'cut, and says so')
 })

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
+import { once, setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify'
 import { waitFor } from './wait.ts'
@@ -393,6 +393,8 @@ export async function startFakeModelProvider (options: FakeModelProviderOptions 
   const embeddingScript: EmbeddingStep[] = []
   // Aborted by close(), so that delayed and hanging answers let the server stop at once.
   const closing = new AbortController()
+  // One listener per request in flight: a bench's dozens of delayed answers at once are not a leak.
+  setMaxListeners(0, closing.signal)
   const server = Fastify({ logger: false, bodyLimit: BODY_LIMIT })
 
   const fail = (reply: FastifyReply, status: number, error: ModelError): FastifyReply =>

@@ -1,7 +1,9 @@
 import { useEffect, useState } from 'preact/hooks'
 import { useLocation, useRoute } from 'preact-iso'
 import { isFinished } from '@switchboard/core/db/values'
+import { agentProgress, agentViewOf } from '../agent-steps.ts'
 import { api } from '../api.ts'
+import { AgentSteps } from '../components/agent-steps.tsx'
 import { GraphView } from '../components/graph-view.tsx'
 import { RunList, waitingText } from '../components/runs-table.tsx'
 import { ErrorNotice, JsonBlock, Loading, PageTitle, StatusBadge } from '../components/ui.tsx'
@@ -68,6 +70,7 @@ function NodeSection ({ run, nodeId, workflow, state }: { run: Run, nodeId: stri
   const took = nodeDuration(logs)
   const hasOutput = Object.hasOwn(run.result, nodeId)
   const progress = type === 'foreach' && hasOutput ? itemProgress(run.result[nodeId]) : undefined
+  const agent = type === 'ai_agent' && hasOutput ? agentViewOf(run.result[nodeId]) : undefined
   return (
     <details class={`node-section node-${state ?? 'done'}`} data-node-section={nodeId}>
       <summary>
@@ -75,7 +78,9 @@ function NodeSection ({ run, nodeId, workflow, state }: { run: Run, nodeId: stri
         {' · '}{state === 'failed' ? 'failed' : state === 'current' ? (run.status === 'WAITING' ? 'waiting' : 'in progress') : 'completed'}
         {took !== undefined && ` in ${duration(took)}`}
         {progress !== undefined && <> · <span class='item-progress'>{progress}</span></>}
+        {agent !== undefined && <> · <span class='agent-progress'>{agentProgress(agent)}</span></>}
       </summary>
+      {agent !== undefined && <><h4>Steps</h4><AgentSteps view={agent} /></>}
       <h4>Output</h4>
       {hasOutput ? <JsonBlock value={run.result[nodeId]} label={`Output of ${nodeId}`} /> : <p class='muted'>No output.</p>}
       <h4>Log</h4>
@@ -138,7 +143,7 @@ function ChildRuns ({ run }: { run: Run }) {
   return (
     <section class='card wide' aria-labelledby='children-title'>
       <h2 id='children-title'>Child runs ({run.childCount})</h2>
-      <p class='muted'>Started by this run's run_workflow and foreach nodes{run.childCount > CHILDREN_SHOWN && `; the newest ${CHILDREN_SHOWN} are listed`}.</p>
+      <p class='muted'>Started by this run's nodes (run_workflow, foreach, parallel, an ai_agent's tool calls){run.childCount > CHILDREN_SHOWN && `; the newest ${CHILDREN_SHOWN} are listed`}.</p>
       <ErrorNotice error={children.error} />
       {children.data === undefined ? <Loading what='child runs' /> : <RunList runs={children.data} />}
     </section>
