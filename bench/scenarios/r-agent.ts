@@ -2,6 +2,7 @@ import { fakeModelEnv, startFakeModelProvider, type ModelRequestBody, type Model
 import { quantile } from '../lib/load.ts'
 import { metric, type Metric, type ScenarioResult } from '../lib/report.ts'
 import { startStack, type BenchContext, type Stack } from '../lib/stack.ts'
+import { orderStatusTool } from '@switchboard/testing/agent-tools'
 
 /** How long the fake model takes to answer each call: the model's time of a run is its calls times this. */
 const MODEL_DELAY_MS = 50
@@ -110,15 +111,7 @@ export async function agentSteps (ctx: BenchContext): Promise<Omit<ScenarioResul
   ctx.teardown(async () => { await provider.close() })
   const stack = await startStack(ctx, 'R', { env: { ...fakeModelEnv(provider), WORKER_CONCURRENCY: String(WORKER_CONCURRENCY) } })
   const token = await stack.adminToken()
-  const toolId = await stack.client.createWorkflow(token, {
-    name: 'Order status',
-    triggerType: 'AGENT',
-    triggerConfig: {
-      description: 'Looks up the status of an order by its number',
-      inputSchema: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }
-    },
-    nodes: [{ id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.arguments.orderId}}', status: 'shipped' } } }]
-  })
+  const toolId = await stack.client.createWorkflow(token, orderStatusTool())
   const agentWorkflow = async (name: string, tools: string[]): Promise<string> => stack.client.createWorkflow(token, {
     name,
     triggerType: 'MANUAL',

@@ -11,6 +11,7 @@ import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 import { openConsole, signIn } from './browser.ts'
+import { orderStatusTool } from '@switchboard/testing/agent-tools'
 
 const ANSWER = 'Order A-1234 has shipped.'
 /** The event the tool's run waits for: the run page is read while the agent waits for that run, then the test sends it. */
@@ -27,18 +28,9 @@ const { page, outside, cspViolations, pageErrors, shot } = await openConsole(t, 
 interface ChildRun { id: string }
 
 t.test('an agent waiting for its tool\'s run, then its steps and its answer', async (t) => {
-  const toolId = await stack.client.createWorkflow(token, {
-    name: 'Order status',
-    triggerType: 'AGENT',
-    triggerConfig: {
-      description: 'Looks up the status of an order by its number',
-      inputSchema: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }
-    },
-    nodes: [
-      { id: 'released', type: 'wait_for_event', config: { event: RELEASE, match: {}, timeoutMinutes: 5 }, next: 'lookup' },
-      { id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.arguments.orderId}}', status: 'shipped' } } }
-    ]
-  })
+  const toolId = await stack.client.createWorkflow(token, orderStatusTool([
+    { id: 'released', type: 'wait_for_event', config: { event: RELEASE, match: {}, timeoutMinutes: 5 }, next: 'lookup' }
+  ]))
   const agentId = await stack.client.createWorkflow(token, {
     name: 'Order questions',
     nodes: [{ id: 'agent', type: 'ai_agent', config: { instructions: 'You answer questions about orders.', input: 'Where is order {{triggerData.orderId}}?', tools: [toolId] } }]

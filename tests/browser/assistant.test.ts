@@ -16,6 +16,7 @@ import { fakeModelEnv, startFakeModelProvider } from '@switchboard/testing/fake-
 import { startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 import { openConsole, signIn, unlabelledControls } from './browser.ts'
+import { orderStatusTool } from '@switchboard/testing/agent-tools'
 
 const PHONE_NUMBER_ID = '106540352242922'
 const APP_SECRET = 'browser-assistant-app-secret'
@@ -66,15 +67,7 @@ let conversationId = ''
 let toolRunId = ''
 
 t.test('a customer asks; the assistant runs an AGENT workflow as a tool and drafts a reply (HYBRID, the default)', async (t) => {
-  const toolId = await stack.client.createWorkflow(token, {
-    name: 'Order status',
-    triggerType: 'AGENT',
-    triggerConfig: {
-      description: 'Looks up the status of an order by its number',
-      inputSchema: { type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'] }
-    },
-    nodes: [{ id: 'lookup', type: 'set', config: { values: { order: '{{triggerData.arguments.orderId}}', status: 'shipped' } } }]
-  })
+  const toolId = await stack.client.createWorkflow(token, orderStatusTool())
   provider.script({ toolCalls: [{ name: 'order_status', arguments: { orderId: 'A-1234' } }] }, { reply: DRAFTED })
   await say('Where is my order A-1234?')
   conversationId = (await conversation()).id
