@@ -55,6 +55,7 @@ type AgentTool = { name: string, description: string, inputSchema: Record<string
   | { kind: 'workflow', workflowId: string }
   | { kind: 'mcp', server: McpServer, toolName: string }
 )
+
 const cut = (text: string, max: number): string => text.length > max ? `${text.slice(0, max)}… (cut)` : text
 
 function progressOf (stored: unknown, runId: string): AgentProgress {
@@ -113,9 +114,9 @@ function memoryKeyOf ({ config, node, run }: NodeContext): (AgentMemoryKey & { t
   return { workflowId: run.workflowId, nodeId: node.id, key, turns }
 }
 
-/** The conversation so far: the system text, the turns remembered, the input, then each step. */
+/** The conversation so far: the system text (when there is one), the turns remembered, the input, then each step. */
 function messagesOf (system: string, remembered: readonly AgentMemoryTurn[], input: string, steps: readonly AgentStep[]): NodeModelMessage[] {
-  const messages: NodeModelMessage[] = [{ role: 'system', content: system }]
+  const messages: NodeModelMessage[] = system === '' ? [] : [{ role: 'system', content: system }]
   for (const turn of remembered) messages.push({ role: 'user', content: turn.input }, { role: 'assistant', content: turn.output })
   messages.push({ role: 'user', content: input })
   for (const step of steps) {
@@ -318,7 +319,7 @@ export const aiAgent = defineNode({
       await beforeEffect(`Asking ${model} (step ${modelCalls + 1} of at most ${maxSteps})`, progress)
       const answer = await askModel(provider, {
         model,
-        messages: messagesOf(finalStep ? `${system}\n\n${LAST_STEP}` : system, remembered, input, steps),
+        messages: messagesOf(finalStep ? [system, LAST_STEP].filter((part) => part !== '').join('\n\n') : system, remembered, input, steps),
         ...(tools.length > 0 && !finalStep && { tools: modelToolsOf(tools) }),
         ...(asked.jsonSchema !== undefined && { jsonSchema: asked.jsonSchema }),
         maxOutputTokens,
