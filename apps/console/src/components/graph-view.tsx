@@ -1,6 +1,7 @@
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, type GraphLink, type NodeState } from '../graph.ts'
 import { linkFieldsOf, useNodeTypes } from '../hooks.ts'
 import type { WorkflowNode } from '../types.ts'
+import { ErrorNotice, Loading } from './ui.tsx'
 
 interface GraphViewProps {
   nodes: WorkflowNode[]
@@ -25,6 +26,8 @@ function linkPath (from: { x: number, y: number }, to: { x: number, y: number })
 export function GraphView ({ nodes, edges, path = [], states = new Map() }: GraphViewProps) {
   const nodeTypes = useNodeTypes()
   if (nodes.length === 0) return <p class='muted'>This workflow has no nodes.</p>
+  // The node types say which config fields are links (a condition's branches): without them the graph would miss those.
+  if (nodeTypes.data === undefined) return nodeTypes.error === undefined ? <Loading what='the graph' /> : <ErrorNotice error={nodeTypes.error} />
   const layout = layoutGraph(nodes, edges, linkFieldsOf(nodeTypes.data))
   const at = new Map(layout.nodes.map((placed) => [placed.node.id, placed]))
   const taken = (link: GraphLink): boolean => {
