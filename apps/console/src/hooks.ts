@@ -103,16 +103,22 @@ export function usePageVisible (): boolean {
 }
 
 let nodeTypesLoad: Promise<NodeTypeInfo[]> | undefined
+/** The node types once loaded: a component mounted after has them at its first render (a graph is drawn at once). */
+let nodeTypesLoaded: NodeTypeInfo[] | undefined
 
 /** The node types (GET /api/automation/node-types), loaded once per page load: they change only with the service. */
 export function useNodeTypes (): Loaded<NodeTypeInfo[]> {
-  return useData(async () => {
-    nodeTypesLoad ??= api.nodeTypes().catch((err: unknown) => {
+  const loaded = useData(async () => {
+    nodeTypesLoad ??= api.nodeTypes().then((nodeTypes) => {
+      nodeTypesLoaded = nodeTypes
+      return nodeTypes
+    }, (err: unknown) => {
       nodeTypesLoad = undefined
       throw err
     })
     return await nodeTypesLoad
   }, [])
+  return loaded.data === undefined && nodeTypesLoaded !== undefined ? { ...loaded, data: nodeTypesLoaded } : loaded
 }
 
 /** The link fields of each node type, for graph.ts: none until the node types have loaded. */
