@@ -15,7 +15,7 @@ const sink = await startDeliverySink(t)
 
 /** An api and a worker exporting to the receiver; spans go out every 100 ms rather than every 5 s. */
 const tracedStack = async (env: Record<string, string> = {}): Promise<Stack> => await startStack(t, {
-  env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', HTTP_REQUEST_ALLOW_PRIVATE: 'true', ...env }
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', HTTP_REQUEST_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'info', ...env }
 })
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
@@ -87,6 +87,14 @@ t.test('one trace links the request, the run\'s start, its execution and its nod
 
   const delivery = sink.deliveries.find((candidate) => candidate.path === '/traced')
   t.equal(delivery?.traceparent, `00-${traceId}-${http.spanId}-01`, 'the receiver got the http_request node span\'s traceparent')
+  // A line written inside a span names it: the api's line of the request, the worker's of the run.
+  const lines = (process: { output: () => string }): Array<Record<string, any>> => process.output().split('\n').flatMap((line) => {
+    try { return [JSON.parse(line)] } catch { return [] }
+  })
+  const completed = lines(stack.api).find((line) => line.requestId === `traced-${traceId}` && line.msg === 'request completed')
+  t.equal(completed?.trace_id, traceId, 'the request\'s log line names its trace')
+  t.ok(spans.some((span) => span.service === 'switchboard-api' && span.spanId === completed?.span_id), 'and a span of it in the api (the request\'s own, or its hook\'s)')
+  t.match(lines(stack.workers[0]!).find((line) => line.runId === runId && line.msg === 'Run started'), { trace_id: traceId, span_id: execute.spanId }, 'the run\'s lines name its run.execute')
 })
 
 t.test('a run started by the inbound webhook (its own body parser) is a child of that request too', async (t) => {

@@ -1,5 +1,7 @@
+import { context, trace } from '@opentelemetry/api'
 import { DrizzleQueryError } from 'drizzle-orm'
 import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from 'pino'
+import { logFieldsOf, tracingOn } from './observability/tracing.ts'
 
 export type { Logger, LoggerOptions }
 
@@ -93,12 +95,24 @@ function serializeError (error: unknown): unknown {
   return isErrorLike(error) ? serializeClean(withoutValues(error)) : error
 }
 
+/**
+ * While tracing is on, a line written inside a span names it (`trace_id`, `span_id`, as
+ * OpenTelemetry's log data model calls them), so that a line leads to its trace and back (README,
+ * Operations: Traces); off, this is one boolean read per line.
+ */
+function spanOfLine (): Record<string, string> {
+  if (!tracingOn) return {}
+  const span = trace.getSpan(context.active())
+  return span === undefined ? {} : logFieldsOf(span)
+}
+
 export function loggerOptions (level: string, name: string): LoggerOptions {
   return {
     name,
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    serializers: { err: serializeError }
+    serializers: { err: serializeError },
+    mixin: spanOfLine
   }
 }
 

@@ -123,6 +123,12 @@ export async function startTracing (config: TracingConfig, defaultServiceName: s
   logger.info({ tracesUrl: config.tracesUrl, sampler: config.sampler }, 'traces exported by OTLP')
 }
 
+/** How a log line names `span` (OpenTelemetry's log data model: `trace_id`, `span_id`), so that a line leads to its trace. */
+export function logFieldsOf (span: Span): { trace_id: string, span_id: string } {
+  const { traceId, spanId } = span.spanContext()
+  return { trace_id: traceId, span_id: spanId }
+}
+
 /** Sends the spans still queued (2 s at most) and unregisters the provider: the last step of a closing process. Never throws. */
 export async function stopTracing (): Promise<void> {
   const stopping = stop
