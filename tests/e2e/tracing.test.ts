@@ -6,22 +6,22 @@
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { startDeliverySink } from '@switchboard/testing/delivery-sink'
-import { startOtlpReceiver, type ReceivedSpan } from '@switchboard/testing/otlp-receiver'
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '@switchboard/testing/otlp-receiver'
 import { startStack, type Stack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
 const receiver = await startOtlpReceiver(t)
 const sink = await startDeliverySink(t)
 
-/** An api and a worker exporting to the receiver; spans go out every 100 ms rather than every 5 s. */
-const tracedStack = async (env: Record<string, string> = {}): Promise<Stack> => await startStack(t, {
-  env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', HTTP_REQUEST_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'info', ...env }
+/** An api and a worker exporting to `to`; spans go out every 100 ms rather than every 5 s. */
+const tracedStack = async (env: Record<string, string> = {}, to: OtlpReceiver = receiver): Promise<Stack> => await startStack(t, {
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: to.url, OTEL_BSP_SCHEDULE_DELAY: '100', HTTP_REQUEST_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'info', ...env }
 })
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
 
 /** set → http_request to the sink, fired with the caller's traceparent; the run's id and the trace's spans once all are in. */
-async function tracedRun (stack: Stack, path: string, expectedSpans: number): Promise<{ runId: string, traceId: string, callerSpanId: string, spans: ReceivedSpan[] }> {
+async function tracedRun (stack: Stack, path: string, expectedSpans: number, from: OtlpReceiver = receiver): Promise<{ runId: string, traceId: string, callerSpanId: string, spans: ReceivedSpan[] }> {
   const token = await stack.adminToken()
   const workflowId = await stack.client.createWorkflow(token, {
     nodes: [
@@ -36,7 +36,7 @@ async function tracedRun (stack: Stack, path: string, expectedSpans: number): Pr
   const run = await stack.client.runReaching(token, runId)
   if (run.status !== 'SUCCESS') throw new Error(`run ${runId} ended ${run.status}: ${run.error}`)
   const spans = await waitFor(async () => {
-    const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
+    const ofTrace = from.spans.filter((span) => span.traceId === traceId)
     return ofTrace.length >= expectedSpans ? ofTrace : undefined
   }, { what: `${expectedSpans} spans of trace ${traceId}` })
   return { runId, traceId, callerSpanId, spans }
@@ -55,6 +55,7 @@ t.test('one trace links the request, the run\'s start, its execution and its nod
   // The request span, the handler's span, run.start, run.execute and the two nodes'.
   const { runId, traceId, callerSpanId, spans } = await tracedRun(stack, 'traced', 6)
   t.equal(spans.length, 6, 'nothing else in the trace')
+  t.same([...new Set(receiver.encodings)], ['application/x-protobuf'], 'OTLP/HTTP protobuf, the default')
 
   const start = only(t, spans, 'run.start')
   const request = only(t, spans, 'POST /api/automation/workflows/:id/fire')
@@ -117,8 +118,10 @@ t.test('a run started by the inbound webhook (its own body parser) is a child of
   t.equal(only(t, spans, 'run.execute').parentSpanId, start.spanId)
 })
 
-t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its span is still exported', async (t) => {
-  const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false' }), 'untraced', 6)
+t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its span is still exported; OTLP as JSON when asked', async (t) => {
+  const jsonReceiver = await startOtlpReceiver(t)
+  const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, jsonReceiver), 'untraced', 6, jsonReceiver)
+  t.same([...new Set(jsonReceiver.encodings)], ['application/json'], 'http/json sends JSON')
   only(t, spans, 'node http_request')
   const delivery = sink.deliveries.find((candidate) => candidate.path === '/untraced')
   t.ok(delivery, 'the node called the sink')

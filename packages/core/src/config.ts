@@ -95,13 +95,19 @@ export interface Timeouts {
 export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const
 export type TraceSampler = typeof TRACE_SAMPLERS[number]
 
+/** The encodings of OTLP over HTTP: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL. */
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const
+export type OtlpProtocol = typeof OTLP_PROTOCOLS[number]
+
 export interface TracingConfig {
   /**
-   * Where spans go, by OTLP over HTTP (JSON): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, or
+   * Where spans go, by OTLP over HTTP: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, or
    * OTEL_EXPORTER_OTLP_ENDPOINT plus `/v1/traces`. Undefined (neither set, OTEL_SDK_DISABLED=true or
    * OTEL_TRACES_EXPORTER=none): tracing is off and nothing of it is loaded.
    */
   tracesUrl?: string
+  /** How spans are encoded: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf (the specification's default). */
+  protocol: OtlpProtocol
   /** OTEL_SERVICE_NAME; undefined: `switchboard-api` or `switchboard-worker`. */
   serviceName?: string
   /** OTEL_TRACES_SAMPLER (default parentbased_always_on) and, for the ratio samplers, OTEL_TRACES_SAMPLER_ARG (default 1). */
@@ -411,6 +417,19 @@ function workerQueues (env: Env): QueueName[] {
   return QUEUE_NAMES.filter((name) => names.includes(name))
 }
 
+/** The OTLP encoding, the signal's setting over the general one; gRPC (another port) is not spoken. */
+function otlpProtocol (env: Env): OtlpProtocol {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const protocol = text(env, name)
+    if (protocol === undefined) continue
+    if (!(OTLP_PROTOCOLS as readonly string[]).includes(protocol)) {
+      throw new SettingError(name, `${name} must be http/protobuf or http/json (OTLP over HTTP, e.g. to a collector's port 4318), got "${protocol}"`)
+    }
+    return protocol as OtlpProtocol
+  }
+  return 'http/protobuf'
+}
+
 /**
  * Where the traces exporter sends spans, as the OpenTelemetry SDKs read it: the signal's own
  * endpoint as given, else the base endpoint plus the signal's path; none unless tracing is wanted.
@@ -420,13 +439,6 @@ function tracesUrl (env: Env): string | undefined {
   const exporter = text(env, 'OTEL_TRACES_EXPORTER')?.toLowerCase() ?? 'otlp'
   if (exporter === 'none') return undefined
   if (exporter !== 'otlp') throw new SettingError('OTEL_TRACES_EXPORTER', `OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`)
-  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
-    const protocol = text(env, name)
-    // OTLP/HTTP receivers take JSON on the port and path that take protobuf; gRPC is another port.
-    if (protocol !== undefined && protocol !== 'http/json' && protocol !== 'http/protobuf') {
-      throw new SettingError(name, `${name} must be http/json or http/protobuf (spans are sent as OTLP/HTTP JSON, e.g. to a collector's port 4318), got "${protocol}"`)
-    }
-  }
   if (text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') !== undefined) return url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', '', ['http:', 'https:'])
   if (text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') === undefined) return undefined
   return `${url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', '', ['http:', 'https:'])}/v1/traces`
@@ -571,8 +583,11 @@ export function loadConfig (env: Env = process.env): Config {
   if (traceBatch.maxExportBatchSize > traceBatch.maxQueueSize) {
     refuse('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${traceBatch.maxExportBatchSize}) must be at most OTEL_BSP_MAX_QUEUE_SIZE (${traceBatch.maxQueueSize})`)
   }
+  const tracesTo = read(undefined, () => tracesUrl(env))
   const tracing: TracingConfig = {
-    tracesUrl: read(undefined, () => tracesUrl(env)),
+    tracesUrl: tracesTo,
+    // Read only when tracing is on: a shared environment's gRPC setting must not stop a process that exports nothing.
+    protocol: tracesTo === undefined ? 'http/protobuf' : read('http/protobuf', () => otlpProtocol(env)),
     serviceName: text(env, 'OTEL_SERVICE_NAME'),
     sampler: read('parentbased_always_on', () => traceSampler(env)),
     samplerRatio: read(1, () => samplerRatio(env)),

@@ -53,7 +53,7 @@ function diagnosticsTo (logger: Logger): void {
 /**
  * Registers the tracer provider, the W3C trace-context propagator and the async context manager
  * when `config.tracesUrl` is set; does nothing otherwise (the SDK is not even loaded). Spans are
- * batched and sent by OTLP/HTTP as JSON; the exporter reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
+ * batched and sent by OTLP/HTTP, as protobuf or JSON (`config.protocol`); the exporter reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
  * _COMPRESSION and the certificate settings itself, the resource OTEL_RESOURCE_ATTRIBUTES.
  */
 export async function startTracing (config: TracingConfig, defaultServiceName: string, logger: Logger): Promise<void> {
@@ -61,7 +61,7 @@ export async function startTracing (config: TracingConfig, defaultServiceName: s
   const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { OTLPTraceExporter }, resources, sdk] = await Promise.all([
     import('@opentelemetry/context-async-hooks'),
     import('@opentelemetry/core'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
+    config.protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/sdk-trace')
   ])
@@ -120,7 +120,7 @@ export async function startTracing (config: TracingConfig, defaultServiceName: s
     context.disable()
     diag.disable()
   }
-  logger.info({ tracesUrl: config.tracesUrl, sampler: config.sampler }, 'traces exported by OTLP')
+  logger.info({ tracesUrl: config.tracesUrl, protocol: config.protocol, sampler: config.sampler }, 'traces exported by OTLP')
 }
 
 /** How a log line names `span` (OpenTelemetry's log data model: `trace_id`, `span_id`), so that a line leads to its trace. */
