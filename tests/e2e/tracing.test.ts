@@ -55,7 +55,7 @@ t.test('one trace links the request, the run\'s start, its execution and its nod
   // The request span, the handler's span, run.start, run.execute and the two nodes'.
   const { runId, traceId, callerSpanId, spans } = await tracedRun(stack, 'traced', 6)
   t.equal(spans.length, 6, 'nothing else in the trace')
-  t.same([...new Set(receiver.encodings)], ['application/x-protobuf'], 'OTLP/HTTP protobuf, the default')
+  t.same([...new Set(receiver.encodings)], ['application/json'], 'OTLP/HTTP JSON, the default')
 
   const start = only(t, spans, 'run.start')
   const request = only(t, spans, 'POST /api/automation/workflows/:id/fire')
@@ -118,10 +118,10 @@ t.test('a run started by the inbound webhook (its own body parser) is a child of
   t.equal(only(t, spans, 'run.execute').parentSpanId, start.spanId)
 })
 
-t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its span is still exported; OTLP as JSON when asked', async (t) => {
-  const jsonReceiver = await startOtlpReceiver(t)
-  const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, jsonReceiver), 'untraced', 6, jsonReceiver)
-  t.same([...new Set(jsonReceiver.encodings)], ['application/json'], 'http/json sends JSON')
+t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its span is still exported; OTLP as protobuf when asked', async (t) => {
+  const protobufReceiver = await startOtlpReceiver(t)
+  const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }, protobufReceiver), 'untraced', 6, protobufReceiver)
+  t.same([...new Set(protobufReceiver.encodings)], ['application/x-protobuf'], 'http/protobuf sends protobuf')
   only(t, spans, 'node http_request')
   const delivery = sink.deliveries.find((candidate) => candidate.path === '/untraced')
   t.ok(delivery, 'the node called the sink')

@@ -96,7 +96,7 @@ export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'paren
 export type TraceSampler = typeof TRACE_SAMPLERS[number]
 
 /** The encodings of OTLP over HTTP: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL. */
-export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const
+export const OTLP_PROTOCOLS = ['http/json', 'http/protobuf'] as const
 export type OtlpProtocol = typeof OTLP_PROTOCOLS[number]
 
 export interface TracingConfig {
@@ -106,7 +106,7 @@ export interface TracingConfig {
    * OTEL_TRACES_EXPORTER=none): tracing is off and nothing of it is loaded.
    */
   tracesUrl?: string
-  /** How spans are encoded: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf (the specification's default). */
+  /** How spans are encoded: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/json (docs/decisions.md: cheaper than protobuf here). */
   protocol: OtlpProtocol
   /** OTEL_SERVICE_NAME; undefined: `switchboard-api` or `switchboard-worker`. */
   serviceName?: string
@@ -423,11 +423,11 @@ function otlpProtocol (env: Env): OtlpProtocol {
     const protocol = text(env, name)
     if (protocol === undefined) continue
     if (!(OTLP_PROTOCOLS as readonly string[]).includes(protocol)) {
-      throw new SettingError(name, `${name} must be http/protobuf or http/json (OTLP over HTTP, e.g. to a collector's port 4318), got "${protocol}"`)
+      throw new SettingError(name, `${name} must be http/json or http/protobuf (OTLP over HTTP, e.g. to a collector's port 4318), got "${protocol}"`)
     }
     return protocol as OtlpProtocol
   }
-  return 'http/protobuf'
+  return 'http/json'
 }
 
 /**
@@ -587,7 +587,7 @@ export function loadConfig (env: Env = process.env): Config {
   const tracing: TracingConfig = {
     tracesUrl: tracesTo,
     // Read only when tracing is on: a shared environment's gRPC setting must not stop a process that exports nothing.
-    protocol: tracesTo === undefined ? 'http/protobuf' : read('http/protobuf', () => otlpProtocol(env)),
+    protocol: tracesTo === undefined ? 'http/json' : read('http/json', () => otlpProtocol(env)),
     serviceName: text(env, 'OTEL_SERVICE_NAME'),
     sampler: read('parentbased_always_on', () => traceSampler(env)),
     samplerRatio: read(1, () => samplerRatio(env)),

@@ -182,7 +182,7 @@ t.test('traces: off unless an OTLP endpoint is set; the standard OTEL_* settings
   const tracing = (env: Record<string, string>) => loadConfig({ DATA_DIR: dataDir(), ...env }).tracing
   t.same(tracing({}), {
     tracesUrl: undefined,
-    protocol: 'http/protobuf',
+    protocol: 'http/json',
     serviceName: undefined,
     sampler: 'parentbased_always_on',
     samplerRatio: 1,
@@ -190,9 +190,9 @@ t.test('traces: off unless an OTLP endpoint is set; the standard OTEL_* settings
     httpRequestTraceparent: true
   }, 'off, and an http_request sends a traceparent once tracing is on')
   t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracesUrl, 'http://collector:4318/v1/traces', 'the base endpoint plus the traces path')
-  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).protocol, 'http/protobuf', 'protobuf, the specification\'s default')
-  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }).protocol, 'http/json', 'the traces setting over the general one')
-  t.equal(tracing({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).protocol, 'http/protobuf', 'read only while tracing is on')
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).protocol, 'http/json', 'JSON unless asked')
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }).protocol, 'http/protobuf', 'the traces setting over the general one')
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).protocol, 'http/json', 'read only while tracing is on')
   t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example.com/otlp' }).tracesUrl,
     'https://traces.example.com/otlp', 'the traces endpoint as given, over the base one')
   t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracesUrl, undefined, 'OTEL_SDK_DISABLED turns it off')
@@ -215,6 +215,6 @@ t.test('traces: off unless an OTLP endpoint is set; the standard OTEL_* settings
     'HTTP_REQUEST_TRACEPARENT must be true or false, got "sometimes"'
   ], 'each bad setting named, all at once')
   t.same(refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
-    ['OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (OTLP over HTTP, e.g. to a collector\'s port 4318), got "grpc"'])
+    ['OTEL_EXPORTER_OTLP_PROTOCOL must be http/json or http/protobuf (OTLP over HTTP, e.g. to a collector\'s port 4318), got "grpc"'])
   t.same(refused({ OTEL_TRACES_EXPORTER: 'zipkin' }), ['OTEL_TRACES_EXPORTER must be otlp or none, got "zipkin"'])
 })
