@@ -41,6 +41,19 @@ function renderConfig (definition: NodeDefinition, rawConfig: Record<string, unk
   return rendered
 }
 
+/** `value`'s size, measured without serializing it, within `maxBytes`; a NodeError naming `what` when it cannot be stored. */
+function storableBytes (sizer: JsonSizer, what: string, value: unknown, maxBytes: number): number {
+  let bytes: number
+  try {
+    bytes = sizer.measure(value, maxBytes)
+  } catch (err) {
+    if (err instanceof UnserializableValueError) throw new NodeError(`${what} cannot be stored: ${err.message}`)
+    throw err
+  }
+  if (bytes > maxBytes) throw new NodeError(`${what} exceeds ${maxBytes} bytes`)
+  return bytes
+}
+
 export interface NodeExecutionOptions {
   nodes: NodeDependencies
   control: RunControl
@@ -70,38 +83,15 @@ export function createNodeExecution (options: NodeExecutionOptions) {
    * measured and its error reported).
    */
   function checkStorable (nodeId: string, output: unknown, { result, sizer, resultSize }: Execution): void {
-    const check = (what: string, value: unknown, maxBytes: number): number => {
-      let bytes: number
-      try {
-        bytes = sizer.measure(value, maxBytes)
-      } catch (err) {
-        if (err instanceof UnserializableValueError) throw new NodeError(`${what} cannot be stored: ${err.message}`)
-        throw err
-      }
-      if (bytes > maxBytes) throw new NodeError(`${what} exceeds ${maxBytes} bytes`)
-      return bytes
-    }
-    check('Node output', output, nodeOutputMaxBytes)
+    storableBytes(sizer, 'Node output', output, nodeOutputMaxBytes)
     if (resultSize.bytes === undefined || nodeId in result || output === undefined) {
-      resultSize.bytes = check('Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
+      resultSize.bytes = storableBytes(sizer, 'Run result', { ...result, [nodeId]: output }, runResultMaxBytes)
       return
     }
     // The output one level down, as it is in the result (its depth counts); then its entry added to the result's size.
-    const entryBytes = (Object.keys(result).length > 0 ? 1 : 0) + jsonStringBytes(nodeId) + 1 + check('Run result', [output], runResultMaxBytes) - 2
+    const entryBytes = (Object.keys(result).length > 0 ? 1 : 0) + jsonStringBytes(nodeId) + 1 + storableBytes(sizer, 'Run result', [output], runResultMaxBytes) - 2
     if (resultSize.bytes + entryBytes > runResultMaxBytes) throw new NodeError(`Run result exceeds ${runResultMaxBytes} bytes`)
     resultSize.bytes += entryBytes
-  }
-
-  /** A node's output so far (`beforeEffect`'s progress) is bounded as its output is. */
-  function checkProgress (progress: unknown, { sizer }: Execution): void {
-    let bytes: number
-    try {
-      bytes = sizer.measure(progress, nodeOutputMaxBytes)
-    } catch (err) {
-      if (err instanceof UnserializableValueError) throw new NodeError(`Node progress cannot be stored: ${err.message}`)
-      throw err
-    }
-    if (bytes > nodeOutputMaxBytes) throw new NodeError(`Node output exceeds ${nodeOutputMaxBytes} bytes`)
   }
 
   async function executeWithSecrets (execution: Execution, node: WorkflowNode, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
@@ -115,7 +105,8 @@ export function createNodeExecution (options: NodeExecutionOptions) {
       log('INFO', message)
       if (progress !== undefined) {
         const stored = secrets.redact(progress)
-        checkProgress(stored, execution)
+        // Bounded as the node's output is.
+        storableBytes(sizer, 'Node output', stored, nodeOutputMaxBytes)
         pending.outputs[node.id] = stored
         result[node.id] = stored
       }

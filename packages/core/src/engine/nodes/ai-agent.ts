@@ -7,7 +7,7 @@ import { AI_FIELDS, AI_OUTPUT_FIELDS, answerOutput, askedOutput, askModel, MAX_O
 import { awaitChildren, startChildren } from './child-runs.ts'
 import { optionalNumber, optionalObject, optionalString } from './config.ts'
 import { defineNode, templated } from './definition.ts'
-import { callMcpTool, listMcpTools, mcpServerOf, type McpServer } from './mcp-client.ts'
+import { callMcpTool, listMcpTools, MCP_DEFAULT_TIMEOUT_MS, mcpServerOf, type McpClientOptions, type McpServer } from './mcp-client.ts'
 
 /** What instructions and input may be once rendered, in bytes. */
 const MAX_TEXT_BYTES = 32 * 1024
@@ -15,12 +15,12 @@ const MAX_STEPS = 20
 const DEFAULT_MAX_STEPS = 10
 /** Tools one node offers the model: its AGENT workflows and its MCP server's tools together. */
 const MAX_TOOLS = 32
-/** One call of an MCP server's tool, connecting included. */
-const MCP_CALL_TIMEOUT_MS = 30_000
 /** Tool calls of one model answer that are made; the model is told the others were refused. */
 const MAX_CALLS_PER_ANSWER = 10
-/** What a tool's result gives back to the model, in characters (its output as JSON, or its error). */
+/** What a tool's result gives back to the model, in characters (its output as JSON, or its text). */
 const MAX_TOOL_RESULT_CHARS = 4 * 1024
+/** What a failed tool's error gives back to the model, in characters. */
+const MAX_TOOL_ERROR_CHARS = 500
 const MAX_MEMORY_TURNS = 50
 const DEFAULT_MEMORY_TURNS = 10
 const MAX_MEMORY_KEY_CHARS = 200
@@ -63,12 +63,17 @@ function progressOf (stored: unknown, runId: string): AgentProgress {
   return progress?.agentOfRun === runId && Array.isArray(progress.steps) ? { agentOfRun: runId, steps: [...progress.steps] } : { agentOfRun: runId, steps: [] }
 }
 
+/** How each exchange with the node's MCP server goes: through http_request's guard, within its bounds. */
+const mcpOptionsOf = ({ deps, signal, control }: NodeContext): McpClientOptions =>
+  ({ dispatcher: deps.http, signal, timeoutMs: MCP_DEFAULT_TIMEOUT_MS, maxResponseBytes: control.limits.nodeOutputMaxBytes })
+
 /**
  * The tools the model is offered, names unique: the node's `tools` (a workflow without a
  * description or schema described by its name and taking any object), then the tools of the MCP
  * server of its `credential`, those `mcpTools` names or all of them.
  */
-async function toolsOf ({ config, run, control, credential, deps, signal }: NodeContext): Promise<AgentTool[]> {
+async function toolsOf (context: NodeContext): Promise<AgentTool[]> {
+  const { config, run, control, credential } = context
   const ids = Array.isArray(config.tools) ? config.tools.filter((id): id is string => typeof id === 'string') : []
   const found = new Map((await control.agents.workflowTools(run.userId, ids)).map((workflow) => [workflow.id, workflow]))
   const taken = new Set<string>()
@@ -85,7 +90,7 @@ async function toolsOf ({ config, run, control, credential, deps, signal }: Node
   })
   if (credential === undefined) return tools
   const server = mcpServerOf(credential)
-  const listed = await listMcpTools(server, { dispatcher: deps.http, signal, timeoutMs: MCP_CALL_TIMEOUT_MS, maxResponseBytes: control.limits.nodeOutputMaxBytes })
+  const listed = await listMcpTools(server, mcpOptionsOf(context))
   const named = Array.isArray(config.mcpTools) ? config.mcpTools.filter((name): name is string => typeof name === 'string') : undefined
   const missing = named?.find((name) => !listed.some((tool) => tool.name === name))
   if (missing !== undefined) throw new NodeError(`mcpTools names ${missing}, which the MCP server of credential ${credential.name} does not list`)
@@ -137,10 +142,15 @@ function messagesOf (system: string, remembered: readonly AgentMemoryTurn[], inp
 const firstCallIndex = (steps: readonly AgentStep[], upTo: number): number =>
   steps.slice(0, upTo).reduce((count, step) => count + (step.type === 'model' ? step.toolCalls.length : 0), 0)
 
+/** The model's last answer and where it is among the steps; the tool results after it answer its calls. */
+function lastAnswerOf (steps: readonly AgentStep[]): { answerAt: number, answer: Extract<AgentStep, { type: 'model' }> | undefined } {
+  const answerAt = steps.findLastIndex((step) => step.type === 'model')
+  return { answerAt, answer: steps[answerAt] as Extract<AgentStep, { type: 'model' }> | undefined }
+}
+
 /** Whether the last answer called tools some of which have no result yet (the node stopped amid them: a wait, a crash). */
 function callsUnanswered (steps: readonly AgentStep[]): boolean {
-  const answerAt = steps.findLastIndex((step) => step.type === 'model')
-  const answer = steps[answerAt] as Extract<AgentStep, { type: 'model' }> | undefined
+  const { answerAt, answer } = lastAnswerOf(steps)
   return answer !== undefined && answer.toolCalls.length > steps.length - answerAt - 1
 }
 
@@ -151,16 +161,16 @@ function mcpResultText (result: { text: string, content: unknown[] }): string {
 
 /**
  * The results of the last answer's tool calls, made or found (engine/README.md, "AI agents"),
- * each a step as it ends: a call the model may not make is answered at once; a call of a workflow
+ * each a step as it ends (the tools are read only for calls not routed yet): a call the model may
+ * not make is answered at once; a call of a workflow
  * is routed to it (written with the steps before its child run starts) and is that child run,
  * started once; a call of an MCP tool is made after the checkpoint that writes the steps so far,
  * so that one that ended is never made again. `waiting` lists the calls whose runs have not ended;
  * once none waits, the answer's results are put in the order of its calls.
  */
-async function answerToolCalls (context: NodeContext, tools: readonly AgentTool[], progress: AgentProgress): Promise<{ waiting: Array<{ name: string, runId: string }> }> {
+async function answerToolCalls (context: NodeContext, toolsNow: () => Promise<AgentTool[]>, progress: AgentProgress): Promise<{ waiting: Array<{ name: string, runId: string }> }> {
   const { steps } = progress
-  const answerAt = steps.findLastIndex((step) => step.type === 'model')
-  const answer = steps[answerAt] as Extract<AgentStep, { type: 'model' }>
+  const { answerAt, answer } = lastAnswerOf(steps) as { answerAt: number, answer: Extract<AgentStep, { type: 'model' }> }
   const answered = new Set(steps.slice(answerAt + 1).map((step) => (step as Extract<AgentStep, { type: 'tool' }>).callId))
   const base = firstCallIndex(steps, answerAt)
   const runs: Array<{ call: ToolCallOf, workflowId: string, index: number, args: Record<string, unknown> }> = []
@@ -179,7 +189,7 @@ async function answerToolCalls (context: NodeContext, tools: readonly AgentTool[
       steps.push({ type: 'tool', callId: call.id, name: call.name.slice(0, 64), status: 'refused', result: `Refused: ${why}` })
     }
     if (n >= MAX_CALLS_PER_ANSWER) { refuse(`at most ${MAX_CALLS_PER_ANSWER} tool calls are made per answer`); continue }
-    const tool = tools.find((candidate) => candidate.name === call.name)
+    const tool = (await toolsNow()).find((candidate) => candidate.name === call.name)
     if (tool === undefined) { refuse('there is no such tool'); continue }
     // A workflow's schema was checked when its owner saved it; a remote server's is its own to check.
     const checked = tool.kind === 'workflow' ? checkToolArguments(tool, call.arguments) : parseToolArguments(call.arguments)
@@ -204,14 +214,14 @@ async function answerToolCalls (context: NodeContext, tools: readonly AgentTool[
     let status: 'succeeded' | 'failed'
     let result: string
     try {
-      const called = await callMcpTool(tool.server, tool.toolName, args, { dispatcher: context.deps.http, signal: context.signal, timeoutMs: MCP_CALL_TIMEOUT_MS, maxResponseBytes: context.control.limits.nodeOutputMaxBytes })
+      const called = await callMcpTool(tool.server, tool.toolName, args, mcpOptionsOf(context))
       status = called.isError ? 'failed' : 'succeeded'
       result = called.isError ? `The tool failed: ${mcpResultText(called)}` : mcpResultText(called)
     } catch (err) {
       // A cancel or a takeover stops the node; any other failure is the call's, told to the model.
       if (context.signal.aborted) throw err
       status = 'failed'
-      result = `The tool failed: ${cut(err instanceof Error ? err.message : String(err), 500)}`
+      result = `The tool failed: ${cut(err instanceof Error ? err.message : String(err), MAX_TOOL_ERROR_CHARS)}`
     }
     steps.push({ type: 'tool', callId: call.id, name: tool.name, status, result })
   }
@@ -225,7 +235,7 @@ async function answerToolCalls (context: NodeContext, tools: readonly AgentTool[
       const succeeded = child.status === 'SUCCESS'
       const result = succeeded
         ? child.output === undefined ? 'The tool succeeded; its output is too large to read.' : cut(JSON.stringify(child.output), MAX_TOOL_RESULT_CHARS)
-        : `The tool failed: ${cut(child.status === 'CANCELLED' ? 'its run was cancelled' : child.error ?? 'unknown error', 500)}`
+        : `The tool failed: ${cut(child.status === 'CANCELLED' ? 'its run was cancelled' : child.error ?? 'unknown error', MAX_TOOL_ERROR_CHARS)}`
       steps.push({ type: 'tool', callId: call.id, name: call.name, status: succeeded ? 'succeeded' : 'failed', result, runId: child.runId })
     }
     if (waiting.length > 0) return { waiting }
@@ -297,30 +307,35 @@ export const aiAgent = defineNode({
     const input = promptText(config, 'input', MAX_TEXT_BYTES)
     if (input === undefined) throw new NodeError('input is required')
     const asked = askedOutput(config)
-    const tools = await toolsOf(context)
-    const system = [promptText(config, 'instructions', MAX_TEXT_BYTES), tools.length > 0 ? TOOL_USE : undefined, asked.instruction].filter((part) => part !== undefined).join('\n\n')
+    const instructions = promptText(config, 'instructions', MAX_TEXT_BYTES)
     const model = optionalString(config, 'model') ?? provider.model
     const maxOutputTokens = outputTokensOf(config, provider)
     const maxSteps = optionalNumber(config, 'maxSteps', 1, MAX_STEPS) ?? DEFAULT_MAX_STEPS
     const memory = memoryKeyOf(context)
-    const remembered = memory === undefined ? [] : (await control.agents.recall(memory)).slice(-memory.turns)
     const progress = progressOf(result[node.id], run.id)
     const { steps } = progress
+    // Read when first needed: a wake that finds a tool's run still going only waits again.
+    let tools: AgentTool[] | undefined
+    const toolsNow = async (): Promise<AgentTool[]> => (tools ??= await toolsOf(context))
+    let remembered: AgentMemoryTurn[] | undefined
 
     for (;;) {
       if (callsUnanswered(steps)) {
-        const { waiting } = await answerToolCalls(context, tools, progress)
+        const { waiting } = await answerToolCalls(context, toolsNow, progress)
         if (waiting.length > 0) return awaitChildren({ ...progress, waitingFor: waiting })
       }
+      const offered = await toolsNow()
+      remembered ??= memory === undefined ? [] : (await control.agents.recall(memory)).slice(-memory.turns)
       const modelCalls = steps.filter((step) => step.type === 'model').length
-      if (modelCalls >= maxSteps) throw new NodeError(`The agent still called tools at its last step (maxSteps ${maxSteps}): no answer`)
       // The last call offers no tools: the model answers with what it has.
       const finalStep = modelCalls + 1 === maxSteps
+      const system = [instructions, offered.length > 0 ? TOOL_USE : undefined, asked.instruction, finalStep ? LAST_STEP : undefined]
+        .filter((part) => part !== undefined).join('\n\n')
       await beforeEffect(`Asking ${model} (step ${modelCalls + 1} of at most ${maxSteps})`, progress)
       const answer = await askModel(provider, {
         model,
-        messages: messagesOf(finalStep ? [system, LAST_STEP].filter((part) => part !== '').join('\n\n') : system, remembered, input, steps),
-        ...(tools.length > 0 && !finalStep && { tools: modelToolsOf(tools) }),
+        messages: messagesOf(system, remembered, input, steps),
+        ...(offered.length > 0 && !finalStep && { tools: modelToolsOf(offered) }),
         ...(asked.jsonSchema !== undefined && { jsonSchema: asked.jsonSchema }),
         maxOutputTokens,
         signal

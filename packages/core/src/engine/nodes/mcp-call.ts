@@ -2,10 +2,8 @@ import { Type } from 'typebox'
 import { NodeError } from '../types.ts'
 import { optionalBoolean, optionalNumber, optionalObject, requiredString } from './config.ts'
 import { defineNode, templated } from './definition.ts'
-import { callMcpTool, mcpServerOf } from './mcp-client.ts'
+import { callMcpTool, MCP_DEFAULT_TIMEOUT_MS, mcpServerOf } from './mcp-client.ts'
 
-/** One attempt's time limit when the node gives no `timeoutMs`: connecting, initializing and the call together. */
-const MCP_CALL_DEFAULT_TIMEOUT_MS = 30_000
 /** The longest `timeoutMs` (README, Retries and time-outs). */
 const MAX_TIMEOUT_MS = 300_000
 /** What the run's error quotes of a failing tool's text at most. */
@@ -46,7 +44,7 @@ export const mcpCall = defineNode({
     links: [],
     credentials: { fields: ['credential'], types: ['mcp'] },
     secretFields: [],
-    retries: { allowed: true, defaultTimeoutMs: MCP_CALL_DEFAULT_TIMEOUT_MS }
+    retries: { allowed: true, defaultTimeoutMs: MCP_DEFAULT_TIMEOUT_MS }
   },
   validate (config) {
     if (typeof config.credential !== 'string' || config.credential === '') throw new NodeError(CREDENTIAL_REQUIRED)
@@ -58,7 +56,7 @@ export const mcpCall = defineNode({
     const args = optionalObject(config, 'arguments') ?? {}
     const failOnToolError = optionalBoolean(config, 'failOnToolError') ?? true
     // The engine holds the attempt to the same limit; the client's own ends the exchange with its session.
-    const timeoutMs = optionalNumber(config, 'timeoutMs', 1, MAX_TIMEOUT_MS) ?? MCP_CALL_DEFAULT_TIMEOUT_MS
+    const timeoutMs = optionalNumber(config, 'timeoutMs', 1, MAX_TIMEOUT_MS) ?? MCP_DEFAULT_TIMEOUT_MS
     const target = `MCP tool ${tool} of ${credential.name}`
 
     await beforeEffect(`Calling ${target} (attempt ${attempt})`)

@@ -38,6 +38,9 @@ export interface McpClientOptions {
   maxResponseBytes: number
 }
 
+/** One exchange's time bound when its caller sets none: mcp_call's default `timeoutMs`, each of ai_agent's lists and calls. */
+export const MCP_DEFAULT_TIMEOUT_MS = 30_000
+
 /**
  * Tools one server may list. More is refused rather than cut: an agent would otherwise work with
  * whichever part the server happened to list first.
