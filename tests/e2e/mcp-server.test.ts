@@ -111,14 +111,15 @@ t.test('a failing workflow answers isError with the run\'s error', async (t) => 
 
 t.test('a client that asks for progress hears from a run that takes a while', async (t) => {
   const progress: Array<{ progress: number, message?: string }> = []
-  const result = await mcp.callTool({ name: 'slow_count', arguments: { seconds: 3.5 } }, undefined, {
+  const result = await mcp.callTool({ name: 'slow_count', arguments: { seconds: 5 } }, undefined, {
     onprogress: (update) => { progress.push(update) },
     resetTimeoutOnProgress: true
   })
   t.notOk(result.isError, textOf(result))
   t.same(JSON.parse(textOf(result)).done, { counted: true })
-  t.ok(progress.length >= 1, `${progress.length} progress notifications`)
-  t.match(progress[0]!.message, /^run \S+ is (PENDING|RUNNING|WAITING)$/)
+  t.ok(progress.length >= 2, `${progress.length} progress notifications: one as the run starts, one 3 s on`)
+  t.match(progress[0]!.message, /^run \S+ is (PENDING|RUNNING|WAITING)$/, 'the first names the run')
+  t.ok(progress[1]!.progress - progress[0]!.progress >= 3000, 'the next comes 3 s on')
   t.ok(progress.every((update, n) => n === 0 || update.progress > progress[n - 1]!.progress), 'progress only rises')
   t.equal((await client.runsOf(owner.token, slowId))[0]?.status, 'SUCCESS')
 })

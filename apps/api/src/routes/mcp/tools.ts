@@ -15,7 +15,10 @@ import type { createStartQuota } from '../api/automation/start-quota.ts'
  * answer would otherwise meet first (docs/decisions.md).
  */
 const MCP_CALL_WAIT_MS = 50_000
-/** How often a waiting call tells a client that asked for progress (`_meta.progressToken`) that its run goes on. */
+/**
+ * How often a waiting call tells a client that asked for progress (`_meta.progressToken`) that its
+ * run goes on; the first notice goes as soon as the run is started, so the client learns its id.
+ */
 const PROGRESS_EVERY_MS = 3000
 /** The run's status is read again after this, doubling up to POLL_MAX_MS: a quick run answers quickly, a slow one costs one read a second. */
 const POLL_FIRST_MS = 50
@@ -77,7 +80,7 @@ export function createToolServer (fastify: FastifyInstance, { request, reply, ch
     const progressToken = extra._meta?.progressToken
     const waiting = AbortSignal.any([signal, extra.signal])
     const started = Date.now()
-    let nextProgress = started + PROGRESS_EVERY_MS
+    let nextProgress = started
     for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, POLL_MAX_MS)) {
       const outcome = (await fastify.runs.outcomes([runId])).get(runId)
       if (outcome?.status === 'SUCCESS') {
