@@ -9,9 +9,10 @@ import postgres from 'postgres'
 import t from 'tap'
 import { BASE_DATABASE_URL, createTestDatabase, dropDatabase } from '@switchboard/testing/database'
 import { spawnTied } from '@switchboard/testing/processes'
+import { waitFor } from '@switchboard/testing/wait'
 import type { Teardown } from '@switchboard/testing/teardown'
 import { DatabaseSetupError, ensureDatabase, migrateDatabase } from '../src/db/migrate.ts'
-import { lockViolations, readLock, readMigrations } from '../src/db/migration-lock.ts'
+import { blockingIndexViolations, lockViolations, readLock, readMigrations } from '../src/db/migration-lock.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -244,4 +245,64 @@ t.test('another migration still running: waited for within its bound, then one e
   await holder`select pg_advisory_unlock(hashtext('switchboard:migrations'))`
   await migrateDatabase(url, migrationsFolder(t, ['create table lock_probe (id int)']), { lockTimeoutMs: 200, attempts: 1, migrationWaitMs: 700 })
   t.pass('migrates once the other has ended')
+})
+
+t.test('an index built concurrently lets writes go on while it waits for older transactions, and is applied alone', async (t) => {
+  const url = await bareDatabase(t)
+  const table = ['create table "index_probe" (id int, k int)', 'insert into "index_probe" select n, n from generate_series(1, 1000) n']
+  await migrateDatabase(url, migrationsFolder(t, [table.join(';\n--> statement-breakpoint\n')]))
+  const older = postgres(url, { max: 1, onnotice: () => {} })
+  const writer = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(async () => { await Promise.all([older.end({ timeout: 1 }), writer.end({ timeout: 1 })]) })
+  const reserved = await older.reserve()
+  await reserved`begin`
+  await reserved`insert into index_probe values (0, 0)`
+
+  const folder = migrationsFolder(t, [table.join(';\n--> statement-breakpoint\n'), 'create index concurrently if not exists "index_probe_k" on "index_probe" (k)', 'create table "after_probe" (id int)'])
+  let migrated = false
+  const migration = migrateDatabase(url, folder, { lockTimeoutMs: 200, attempts: 1, migrationWaitMs: 20_000 }).then(() => { migrated = true })
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end())
+  await waitFor(async () => (await sql`select 1 from pg_stat_activity where query ilike 'create index concurrently%' and wait_event_type = 'Lock'`).length === 1 ? true : undefined, { what: 'the build waiting for the older transaction' })
+  await writer`insert into index_probe values (1001, 1001)`
+  t.notOk(migrated, 'a write went through while the build waited for the older transaction')
+  await reserved`commit`
+  reserved.release()
+  await migration
+  t.same(await sql`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'index_probe_k'`, [{ valid: true }])
+  t.same(await sql`select count(*)::int as count from drizzle.__drizzle_migrations`, [{ count: 3 }], 'the migrations after it applied too')
+})
+
+t.test('a concurrent build that failed is recorded as not applied; the next run drops its invalid index and builds it again', async (t) => {
+  const url = await bareDatabase(t)
+  const folder = migrationsFolder(t, [
+    'create table "unique_probe" (k int);\n--> statement-breakpoint\ninsert into "unique_probe" values (1), (1)',
+    'create unique index concurrently if not exists "unique_probe_k" on "unique_probe" (k)'
+  ])
+  await t.rejects(migrateDatabase(url, folder), /could not create unique index "unique_probe_k"/)
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end())
+  const validity = async () => sql`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'unique_probe_k'`
+  t.same(await validity(), [{ valid: false }], 'the failed build left an invalid index')
+  t.same(await sql`select count(*)::int as count from drizzle.__drizzle_migrations`, [{ count: 1 }])
+  await sql`delete from unique_probe where ctid = (select max(ctid) from unique_probe)`
+  await migrateDatabase(url, folder)
+  t.same(await validity(), [{ valid: true }], 'built again, valid')
+  await t.rejects(sql`insert into unique_probe values (1)`, /duplicate key/, 'and it holds')
+})
+
+t.test('a migration that would stop a table\'s writes while it builds an index is refused before release', async (t) => {
+  t.same(blockingIndexViolations(), [], 'the released migrations build none')
+  const folder = migrationsFolder(t, [
+    'create table "orders" (id int);\n--> statement-breakpoint\ncreate index "orders_id" on "orders" (id)',
+    'create index "orders_late" on "orders" (id)',
+    'create index concurrently if not exists "orders_c" on "orders" (id);\n--> statement-breakpoint\nalter table "orders" add column n int',
+    'create index concurrently "orders_unnamed" on "orders" (id)'
+  ])
+  t.match(blockingIndexViolations(folder, null), [
+    /^migration 0001_step builds index "orders_late" on "orders" in its transaction/,
+    /^migration 0002_step builds an index concurrently beside other statements/,
+    /^migration 0003_step builds an index concurrently without naming it as CREATE INDEX CONCURRENTLY IF NOT EXISTS/
+  ])
+  t.equal(blockingIndexViolations(folder, null).length, 3, 'an index on a table its own migration creates is fine')
 })

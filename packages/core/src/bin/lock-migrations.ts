@@ -1,13 +1,14 @@
 /**
  * `pnpm db:lock`: appends the migrations that are not locked yet to migrations.lock.json.
- * It never rewrites a locked entry: a changed released migration stays an error.
+ * It never rewrites a locked entry: a changed released migration stays an error, and it locks
+ * no migration that would stop a table's writes while it builds an index.
  */
 import { writeFileSync } from 'node:fs'
-import { lockViolations, MIGRATION_LOCK_FILE, readLock, readMigrations } from '../db/migration-lock.ts'
+import { blockingIndexViolations, lockViolations, MIGRATION_LOCK_FILE, readLock, readMigrations } from '../db/migration-lock.ts'
 
 const migrations = readMigrations()
 const lock = readLock()
-const broken = lockViolations(migrations.slice(0, lock.length), lock)
+const broken = [...lockViolations(migrations.slice(0, lock.length), lock), ...blockingIndexViolations()]
 if (broken.length > 0) {
   process.stderr.write(`${broken.join('\n')}\n`)
   process.exit(1)

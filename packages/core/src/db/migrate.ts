@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { drizzle } from 'drizzle-orm/postgres-js'
-import { migrate } from 'drizzle-orm/postgres-js/migrator'
+import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator'
 import postgres from 'postgres'
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url))
@@ -122,6 +121,84 @@ async function takeMigrationLock (sql: postgres.Sql, waitMs: number): Promise<vo
 }
 
 /**
+ * An index built without blocking the table's writes (docs/operations.md, Upgrades). PostgreSQL
+ * refuses it inside a transaction, so a migration holding one holds nothing else
+ * (`packages/core/test/migrations.test.ts` checks the released ones) and is applied on its own.
+ */
+const CONCURRENT_INDEX = /^\s*create\s+(?:unique\s+)?index\s+concurrently\s+if\s+not\s+exists\s+"([^"]+)"/i
+
+/** The index a statement builds concurrently, or undefined for any other statement. */
+export function concurrentIndexOf (statement: string): string | undefined {
+  return CONCURRENT_INDEX.exec(statement)?.[1]
+}
+
+const isConcurrent = (migration: MigrationMeta): boolean => migration.sql.some((statement) => concurrentIndexOf(statement) !== undefined)
+
+/** drizzle's own record of applied migrations, kept as its migrator keeps it, so either may read it. */
+async function appliedUntil (sql: postgres.Sql): Promise<number> {
+  await sql`create schema if not exists drizzle`
+  await sql`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`
+  const [last] = await sql<Array<{ createdAt: string }>>`select created_at as "createdAt" from drizzle.__drizzle_migrations order by created_at desc limit 1`
+  return last === undefined ? -Infinity : Number(last.createdAt)
+}
+
+async function record (sql: postgres.Sql | postgres.TransactionSql, migration: MigrationMeta): Promise<void> {
+  await sql`insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})`
+}
+
+/**
+ * Builds a migration's indexes concurrently, each waiting up to `waitMs` for the transactions
+ * that started before it (the build blocks no write meanwhile, so it may wait as long as another
+ * migration is waited for). A build that failed earlier left its index INVALID: it is dropped and
+ * built again. The migration is recorded once every index is valid, so a failure is retried by
+ * the next migration run.
+ */
+async function buildConcurrently (sql: postgres.Sql, migration: MigrationMeta, waitMs: number, lockTimeoutMs: number): Promise<void> {
+  await sql`select set_config('lock_timeout', ${`${waitMs}ms`}, false)`
+  try {
+    for (const statement of migration.sql) {
+      const index = concurrentIndexOf(statement)
+      const [existing] = await sql<Array<{ valid: boolean }>>`
+        select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+        where c.relname = ${index ?? ''} and c.relnamespace = current_schema()::regnamespace`
+      if (existing?.valid === false) await sql.unsafe(`drop index concurrently if exists "${index!}"`)
+      await sql.unsafe(statement).catch(async (err: unknown) => {
+        if (codeOf(err) !== '55P03') throw err
+        throw new DatabaseSetupError(`The index "${index!}" could not be built: transactions older than its build still ran after ${Math.round(waitMs / 1000)} s (DATABASE_MIGRATION_LOCK_WAIT_MS). Open transactions: ${await openTransactions(sql)}. The migrations before it are applied; run the migration again once they ended`, { cause: err })
+      })
+    }
+    await record(sql, migration)
+  } finally {
+    await sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, false)`
+  }
+}
+
+/**
+ * Applies the migrations not applied yet, in order: consecutive ones in one transaction (all or
+ * none of them), one that builds its indexes concurrently on its own, outside any.
+ */
+async function applyMigrations (sql: postgres.Sql, migrations: MigrationMeta[], waits: MigrationWaits, applied: { count: number }): Promise<void> {
+  const after = await appliedUntil(sql)
+  const pending = migrations.filter((migration) => migration.folderMillis > after)
+  while (pending.length > 0) {
+    if (isConcurrent(pending[0]!)) {
+      await buildConcurrently(sql, pending.shift()!, waits.migrationWaitMs, waits.lockTimeoutMs)
+      applied.count++
+      continue
+    }
+    const end = pending.findIndex(isConcurrent)
+    const batch = pending.splice(0, end === -1 ? pending.length : end)
+    await sql.begin(async (tx) => {
+      for (const migration of batch) {
+        for (const statement of migration.sql) await tx.unsafe(statement)
+        await record(tx, migration)
+      }
+    })
+    applied.count += batch.length
+  }
+}
+
+/**
  * Applies the migrations of `folder` (default: the released ones) that the database has not
  * seen. Processes that start together (a Job and init containers, several pods) migrate one
  * at a time: the session lock is held on the pool's single connection until it closes, and is
@@ -131,19 +208,20 @@ async function takeMigrationLock (sql: postgres.Sql, waitMs: number): Promise<vo
  * last failure names the open transactions.
  */
 export async function migrateDatabase (url: string, folder = MIGRATIONS_FOLDER, waits: MigrationWaits = DEFAULT_MIGRATION_WAITS): Promise<void> {
+  const migrations = readMigrationFiles({ migrationsFolder: folder })
   const sql = postgres(url, { ...quiet, connection: { lock_timeout: waits.lockTimeoutMs, application_name: 'switchboard-migrate' } })
   try {
     await takeMigrationLock(sql, waits.migrationWaitMs)
+    const applied = { count: 0 }
     for (let attempt = 1; ; attempt++) {
       try {
-        await migrate(drizzle(sql), { migrationsFolder: folder })
+        await applyMigrations(sql, migrations, waits, applied)
         return
       } catch (err) {
-        // 55P03: lock_not_available, the lock_timeout passed; drizzle wraps the driver's error.
-        const lockTimedOut = codeOf(err) === '55P03' || codeOf((err as { cause?: unknown }).cause) === '55P03'
-        if (!lockTimedOut) throw err
+        // 55P03: lock_not_available, the lock_timeout passed.
+        if (codeOf(err) !== '55P03') throw err
         if (attempt >= waits.attempts) {
-          throw new DatabaseSetupError(`The migration could not take a table's lock within ${waits.lockTimeoutMs} ms in ${waits.attempts} tries (DATABASE_MIGRATION_LOCK_TIMEOUT_MS), and changed nothing: a transaction holds a table it changes. Open transactions: ${await openTransactions(sql)}. End them, or migrate at a quieter time`, { cause: err })
+          throw new DatabaseSetupError(`The migration could not take a table's lock within ${waits.lockTimeoutMs} ms in ${waits.attempts} tries (DATABASE_MIGRATION_LOCK_TIMEOUT_MS), and changed nothing${applied.count === 0 ? '' : ` after the ${applied.count} migrations it applied`}: a transaction holds a table it changes. Open transactions: ${await openTransactions(sql)}. End them, or migrate at a quieter time`, { cause: err })
         }
         await new Promise((resolve) => setTimeout(resolve, 1_000 * 2 ** (attempt - 1)))
       }

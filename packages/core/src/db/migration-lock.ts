@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { MIGRATIONS_FOLDER } from './migrate.ts'
+import { concurrentIndexOf, MIGRATIONS_FOLDER } from './migrate.ts'
 
 /**
  * Migrations are append-only: once a migration is released, installations have applied it
@@ -49,6 +49,47 @@ export function lockViolations (migrations: LockedMigration[], lock: LockedMigra
   })
   for (const migration of migrations.slice(lock.length)) {
     problems.push(`migration ${migration.tag} is not in migrations.lock.json: review it, then run \`pnpm db:lock\``)
+  }
+  return problems
+}
+
+/** The last migration released before indexes on existing tables had to be built concurrently; those before it stay as released. */
+const LAST_BLOCKING_INDEX_MIGRATION = '0032_agent_memories'
+
+const TABLE_CREATED = /create\s+table\s+(?:if\s+not\s+exists\s+)?"([^"]+)"/gi
+const INDEX_BUILT = /create\s+(?:unique\s+)?index\s+(concurrently\s+)?(?:if\s+not\s+exists\s+)?"([^"]+)"\s+on\s+(?:only\s+)?"([^"]+)"/gi
+
+/**
+ * What would lock a table against writes while an upgrade runs, one line each (docs/operations.md,
+ * Upgrades): an index on a table an earlier migration created, built in the migration's
+ * transaction; and a migration that builds an index concurrently beside other statements, which
+ * cannot share its transaction-less run.
+ */
+export function blockingIndexViolations (folder = MIGRATIONS_FOLDER, checkedAfter: string | null = LAST_BLOCKING_INDEX_MIGRATION): string[] {
+  const problems: string[] = []
+  const tables = new Set<string>()
+  let checked = checkedAfter === null
+  for (const { tag } of readMigrations(folder)) {
+    const text = readFileSync(join(folder, `${tag}.sql`), 'utf8')
+    const created = new Set([...text.matchAll(TABLE_CREATED)].map((match) => match[1]!))
+    const indexes = [...text.matchAll(INDEX_BUILT)]
+    if (checked) {
+      const statements = text.split('--> statement-breakpoint').filter((statement) => statement.trim() !== '')
+      const concurrent = statements.filter((statement) => concurrentIndexOf(statement) !== undefined)
+      for (const [, concurrently, index, table] of indexes) {
+        if (concurrently === undefined && tables.has(table!) && !created.has(table!)) {
+          problems.push(`migration ${tag} builds index "${index!}" on "${table!}" in its transaction, which stops writes to the table meanwhile: build it with CREATE INDEX CONCURRENTLY IF NOT EXISTS in a migration of its own`)
+        }
+      }
+      if (indexes.filter(([, concurrently]) => concurrently !== undefined).length > concurrent.length) {
+        problems.push(`migration ${tag} builds an index concurrently without naming it as CREATE INDEX CONCURRENTLY IF NOT EXISTS "name", the form the migration runner applies outside a transaction`)
+      }
+      if (concurrent.length > 0 && concurrent.length < statements.length) {
+        problems.push(`migration ${tag} builds an index concurrently beside other statements: give the concurrent builds a migration of their own`)
+      }
+    }
+    for (const table of created) tables.add(table)
+    if (tag === LAST_BLOCKING_INDEX_MIGRATION) checked = true
   }
   return problems
 }
