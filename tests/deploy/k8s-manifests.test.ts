@@ -423,7 +423,8 @@ t.test('KEDA reads the list the workers fill, with the pods\' own Redis settings
     { name: 'prefix', literals: ['QUEUE_PREFIX=acme:prod', 'REDIS_USERNAME=switchboard'], components: [] },
     { name: 'tls', literals: ['REDIS_ADDRESS=redis.example.internal:6380'], components: ['redis-tls'] },
     { name: 'cluster', literals: ['QUEUE_PREFIX=acme', 'REDIS_ADDRESS=redis-0.redis:6379,redis-1.redis:6379,redis-2.redis:6379'], components: ['redis-cluster'] },
-    { name: 'cluster-tls', literals: ['REDIS_USERNAME=switchboard', 'REDIS_ADDRESS=redis-0.redis:6380,redis-1.redis:6380'], components: ['redis-tls', 'redis-cluster'] }
+    { name: 'cluster-tls', literals: ['REDIS_USERNAME=switchboard', 'REDIS_ADDRESS=redis-0.redis:6380,redis-1.redis:6380'], components: ['redis-tls', 'redis-cluster'] },
+    { name: 'cluster-tagged-prefix', literals: ['QUEUE_PREFIX={acme}', 'REDIS_ADDRESS=redis-0.redis:6379,redis-1.redis:6379'], components: ['redis-cluster'] }
   ]
   for (const { name, literals, components } of variants) {
     t.test(name, async (t) => {

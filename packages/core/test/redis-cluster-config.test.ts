@@ -62,14 +62,14 @@ t.test('bad cluster addresses are refused with the setting and the fault named',
   t.equal(loadConfig({ ...base, REDIS_CLUSTER_NODES: '' }).redisUrl, 'redis://127.0.0.1:6379', 'an empty REDIS_CLUSTER_NODES is unset')
 })
 
-t.test('on a cluster each queue gets its own hash tag unless the prefix has one', async (t) => {
+t.test('on a cluster each queue gets its own hash tag, after a prefix\'s own', async (t) => {
   const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true })
   const single = new Redis({ lazyConnect: true })
   t.teardown(() => { cluster.disconnect(); single.disconnect() })
   t.equal(queueKeyPrefix('switchboard', 'workflow-runs', cluster), 'switchboard:{workflow-runs}')
   t.equal(queueKeyPrefix('switchboard', 'scheduled-tasks', cluster), 'switchboard:{scheduled-tasks}')
-  t.equal(queueKeyPrefix('{switchboard}', 'workflow-runs', cluster), '{switchboard}', 'a tagged prefix keeps every queue in its slot')
-  t.equal(queueKeyPrefix('app:{eu}:switchboard', 'workflow-runs', cluster), 'app:{eu}:switchboard')
+  t.equal(queueKeyPrefix('{switchboard}', 'workflow-runs', cluster), '{switchboard}:{workflow-runs}', 'a tagged prefix comes first: Redis hashes every queue by it')
+  t.equal(queueKeyPrefix('app:{eu}:switchboard', 'workflow-runs', cluster), 'app:{eu}:switchboard:{workflow-runs}')
   t.equal(queueKeyPrefix('half{open', 'workflow-runs', cluster), 'half{open:{workflow-runs}', 'an unclosed brace: the queue tag closes it, still one slot per queue')
   t.equal(queueKeyPrefix('switchboard', 'workflow-runs', single), 'switchboard', 'one Redis: the prefix as is')
 })

@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Worker } from 'bullmq'
 import { startRedisCluster } from '@switchboard/testing/redis-cluster'
 import { uniqueQueuePrefix } from '@switchboard/testing/database'
@@ -10,11 +10,10 @@ const cluster = await startRedisCluster(t, { tls: true, password: 'cluster p@ss'
 // The test's own CA; a deployment trusts its provider's CA through NODE_EXTRA_CA_CERTS or the system store.
 const trustTestCa = { tls: { ca: cluster.ca } }
 
-t.test('producer and worker connections reach a TLS cluster with its password and run a job', async (t) => {
-  t.match(cluster.url, /^rediss\+cluster:\/\/:cluster%20p%40ss@127\.0\.0\.1:\d+,/)
+/** A job added and run through the cluster under `prefix`; answers the key its job is stored under. */
+async function runOneJob (t: Test, prefix: string, jobId: string): Promise<string> {
   const producer = createProducerConnection(cluster.url, trustTestCa)
   const connection = createWorkerConnection(cluster.url, trustTestCa)
-  const prefix = uniqueQueuePrefix()
   const queues = createQueues(producer, prefix)
   const worker = new Worker(WORKFLOW_RUNS, async (job) => `ran ${String(job.data.runId)}`, { connection, prefix: queueKeyPrefix(prefix, WORKFLOW_RUNS, connection) })
   t.teardown(async () => {
@@ -27,11 +26,23 @@ t.test('producer and worker connections reach a TLS cluster with its password an
 
   await once(producer, 'ready')
   await t.resolves(redisAnswers(producer), 'the cluster answers and serves every slot')
-  await queues[WORKFLOW_RUNS].add('run', { runId: 'tls-run' }, { jobId: 'tls-run' })
+  await queues[WORKFLOW_RUNS].add('run', { runId: jobId }, { jobId })
   const [job, result] = await completed
-  t.same([job.id, result], ['tls-run', 'ran tls-run'])
-  const key = `${prefix}:{${WORKFLOW_RUNS}}:${WORKFLOW_RUNS}:tls-run`
+  t.same([job.id, result], [jobId, `ran ${jobId}`])
+  return `${prefix}:{${WORKFLOW_RUNS}}:${WORKFLOW_RUNS}:${jobId}`
+}
+
+t.test('producer and worker connections reach a TLS cluster with its password and run a job', async (t) => {
+  t.match(cluster.url, /^rediss\+cluster:\/\/:cluster%20p%40ss@127\.0\.0\.1:\d+,/)
+  const key = await runOneJob(t, uniqueQueuePrefix(), 'tls-run')
   t.equal(await cluster.clients[await cluster.nodeOf(key)].exists(key), 1, 'the job is stored under its queue\'s hash tag')
+})
+
+t.test('a prefix with a hash tag of its own: the queue\'s keys, after it, share its slot and run jobs', async (t) => {
+  const prefix = `{${uniqueQueuePrefix()}}`
+  const key = await runOneJob(t, prefix, 'tagged-run')
+  t.equal(await cluster.nodeOf(key), await cluster.nodeOf(`${prefix}:anything`), 'hashed by the prefix\'s tag')
+  t.equal(await cluster.clients[await cluster.nodeOf(key)].exists(key), 1)
 })
 
 t.test('without the CA the cluster is never reached: certificates are verified', async (t) => {

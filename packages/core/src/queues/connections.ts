@@ -39,18 +39,12 @@ export function createWorkerConnection (url: string, options: RedisOptions = {})
  * The BullMQ prefix of one queue. Its scripts touch many keys of a queue at once, which a
  * cluster allows only within one hash slot: on a cluster every queue's keys carry the hash tag
  * `{<queue>}` (`switchboard:{workflow-runs}:workflow-runs:wait`), so each queue stays in one slot
- * and the queues spread over the nodes. A prefix with a hash tag of its own
- * (`{switchboard}`) is kept as is and puts every queue in its slot.
+ * and the queues spread over the nodes. A prefix with a hash tag of its own (`{switchboard}`)
+ * comes first, so Redis hashes by it and every queue shares its slot; the key keeps one shape
+ * whatever the prefix, the shape KEDA's triggers are rendered with (infra/k8s/components/redis-cluster).
  */
 export function queueKeyPrefix (prefix: string, queue: QueueName, connection: RedisConnection): string {
-  if (!(connection instanceof Cluster) || hasHashTag(prefix)) return prefix
-  return `${prefix}:{${queue}}`
-}
-
-/** Redis Cluster's rule: a key's tag is the text between its first `{` and the next `}`, when there is some. */
-function hasHashTag (prefix: string): boolean {
-  const open = prefix.indexOf('{')
-  return open >= 0 && prefix.indexOf('}', open + 1) > open + 1
+  return connection instanceof Cluster ? `${prefix}:{${queue}}` : prefix
 }
 
 export function createQueues (connection: RedisConnection, prefix: string): Queues {
