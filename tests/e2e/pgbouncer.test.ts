@@ -88,7 +88,6 @@ async function startPgbouncer (t: Test, database: string, users: string[]): Prom
     'pool_mode = transaction',
     'default_pool_size = 4',
     'max_client_conn = 200',
-    'ignore_startup_parameters = extra_float_digits',
     ''
   ].join('\n'))
   const ini = join(dir, 'pgbouncer.ini')
