@@ -621,8 +621,9 @@ export function loadConfig (env: Env = process.env, { listens = false } = {}): C
   const redis = read(`redis://127.0.0.1:${localRedisPort}`, () => redisUrl(env, localRedisPort))
 
   const poolMode = read<DatabasePoolMode>('session', () => databasePoolMode(env))
-  const databaseListenUrl = text(env, 'DATABASE_LISTEN_URL') === undefined ? undefined : read(undefined, () => url(env, 'DATABASE_LISTEN_URL', '', ['postgres:', 'postgresql:']))
-  if (listens && poolMode === 'transaction' && text(env, 'DATABASE_LISTEN_URL') === undefined) {
+  const listenUrlSet = text(env, 'DATABASE_LISTEN_URL') !== undefined
+  const databaseListenUrl = listenUrlSet ? read(undefined, () => url(env, 'DATABASE_LISTEN_URL', '', ['postgres:', 'postgresql:'])) : undefined
+  if (listens && poolMode === 'transaction' && !listenUrlSet) {
     refuse('DATABASE_LISTEN_URL', 'DATABASE_LISTEN_URL is required when DATABASE_POOL_MODE=transaction: LISTEN hears nothing through a transaction-mode pooler, so name the server or a session-mode pool')
   }
 
