@@ -503,6 +503,143 @@ t.test('the Prometheus Operator components scrape both apps as the jobs the rule
   }
 })
 
+/** The roles' passwords of secrets.env with components/pgbouncer (secrets.example.env names them, commented out). */
+const POOLED_ROLES = { DATABASE_API_PASSWORD: 'api-Pass_word.1~', DATABASE_WORKER_PASSWORD: 'worker-Pass_word.2~' }
+
+/** pgbouncer.ini's `key = value` lines (comments and the %include aside). */
+const iniSettings = (ini: string): Record<string, string> => Object.fromEntries(ini.split('\n')
+  .map((line) => /^([a-z_]+)\s*=\s*(.*)$/.exec(line.trim()))
+  .filter((match) => match !== null)
+  .map((match) => [match[1]!, match[2]!]))
+
+/**
+ * components/pgbouncer as rendered: PgBouncer's Deployment, Service, budget, disruption budget and
+ * NetworkPolicy; the api and the workers through it as their own roles in transaction mode, the
+ * api's LISTENs and the migration straight to PostgreSQL, every reference to the objects of the render.
+ */
+function checkPgbouncer (t: Test, objects: Manifest[], prefix = ''): void {
+  const name = `${prefix}switchboard-pgbouncer`
+  const deployment = one(objects, 'Deployment', name)
+  const spec = deployment.spec.template.spec
+  const [container] = spec.containers
+  t.equal(deployment.spec.replicas, 2, 'two replicas: one serves while the other restarts')
+  const [, major, minor] = /^ghcr\.io\/cloudnative-pg\/pgbouncer:(\d+)\.(\d+)\.\d+$/.exec(container.image) ?? []
+  t.ok(Number(major) > 1 || (Number(major) === 1 && Number(minor) >= 21), `a pinned PgBouncer of 1.21 or later (${container.image}): max_prepared_statements`)
+  for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) t.equal(container[probe]?.tcpSocket?.port, 'postgres', `${probe} on its port`)
+  t.ok(container.resources.requests.cpu && container.resources.requests.memory && container.resources.limits.memory, 'requests and a memory limit')
+  t.match(container.securityContext, { runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } })
+  t.match(spec.securityContext, { runAsNonRoot: true, runAsUser: Number, seccompProfile: { type: 'RuntimeDefault' } })
+  t.equal(spec.automountServiceAccountToken, false)
+  t.match(spec.volumes.find((volume: Manifest) => volume.name === 'tmp'), { emptyDir: { medium: 'Memory' } }, 'the passwords it writes stay in memory')
+
+  const config = one(objects, 'ConfigMap', new RegExp(`^${name}-[a-z0-9]{10}$`))
+  t.equal(spec.volumes.find((volume: Manifest) => volume.name === 'config').configMap.name, config.metadata.name, 'its settings, hashed: an edit rolls it')
+  const ini = iniSettings(config.data['pgbouncer.ini'])
+  t.equal(ini.pool_mode, 'transaction')
+  t.same(ini.ignore_startup_parameters?.split(',').filter((parameter) => parameter.includes('timeout')), ['statement_timeout', 'idle_in_transaction_session_timeout'], 'the api\'s limits are ignored at connect, its role carries them')
+  t.ok(Number(ini.max_prepared_statements) > 0, 'prepared statements of other clients are served')
+  t.equal(Number(ini.listen_port), container.ports.find((port: Manifest) => port.name === 'postgres').containerPort, 'it listens on its container port')
+  t.match(config.data['start.sh'], /exec pgbouncer \/etc\/switchboard-pgbouncer\/pgbouncer\.ini/)
+  t.ok(container.volumeMounts.some((mount: Manifest) => mount.name === 'config' && mount.mountPath === '/etc/switchboard-pgbouncer'))
+  t.same(container.command, ['sh', '/etc/switchboard-pgbouncer/start.sh'])
+  const settings = one(objects, 'ConfigMap', HASHED(`${prefix}switchboard-config`))
+  const secrets = one(objects, 'Secret', HASHED(`${prefix}switchboard-secrets`))
+  for (const variable of container.env) {
+    const ref = variable.valueFrom.configMapKeyRef ?? variable.valueFrom.secretKeyRef
+    const source = variable.valueFrom.configMapKeyRef !== undefined ? settings.data : secretData(secrets)
+    t.equal(ref.name, (variable.valueFrom.configMapKeyRef !== undefined ? settings : secrets).metadata.name, `${variable.name} from the rendered ${ref.name}`)
+    t.ok(source[ref.key] !== undefined && source[ref.key] !== '', `${variable.name} is set`)
+  }
+
+  // The budget of docs/operations.md: every client on one replica, and the server's default 100 connections.
+  const apiMax = one(objects, 'HorizontalPodAutoscaler', `${prefix}switchboard-api`).spec.maxReplicas
+  const workerMax = find(objects, 'ScaledObject')[0]?.spec.maxReplicaCount ?? one(objects, 'HorizontalPodAutoscaler', `${prefix}switchboard-worker`).spec.maxReplicas
+  const poolMax = Number(settings.data.DATABASE_POOL_MAX)
+  const clients = (apiMax + workerMax) * poolMax
+  t.ok(Number(ini.max_client_conn) >= clients, `max_client_conn (${ini.max_client_conn}) takes all ${clients} client connections on one replica`)
+  const perRole = Number(ini.default_pool_size) + Number(ini.reserve_pool_size)
+  t.ok(perRole < Number(ini.max_db_connections), `one role's pool (${perRole}) leaves the other some of max_db_connections (${ini.max_db_connections})`)
+  const server = deployment.spec.replicas * Number(ini.max_db_connections) + apiMax + 10 + 1 + 3
+  t.ok(server <= 100, `PgBouncer, the api's listeners, migrations, a backup and the superuser's reserve (${server}) fit PostgreSQL's default max_connections`)
+
+  const service = one(objects, 'Service', name)
+  t.same(service.spec.selector, deployment.spec.template.metadata.labels, 'the Service selects its pods')
+  t.same(service.spec.ports, [{ name: 'postgres', port: 5432, targetPort: 'postgres' }])
+  t.match(one(objects, 'PodDisruptionBudget', name).spec, { selector: { matchLabels: deployment.spec.template.metadata.labels }, unhealthyPodEvictionPolicy: 'AlwaysAllow' })
+  t.ok(one(objects, 'PodDisruptionBudget', name).spec.maxUnavailable === 1 || one(objects, 'PodDisruptionBudget', name).spec.minAvailable === 0, 'a drain keeps one replica (production)')
+  const policy = one(objects, 'NetworkPolicy', name)
+  t.same(policy.spec.podSelector.matchLabels, deployment.spec.template.metadata.labels)
+  t.same(policy.spec.ingress, [{
+    from: ['api', 'worker'].map((component) => ({ podSelector: { matchLabels: one(objects, 'Deployment', `${prefix}switchboard-${component}`).spec.template.metadata.labels } })),
+    ports: [{ protocol: 'TCP', port: 6432 }]
+  }], 'only the api and the worker pods reach it')
+
+  const database = `${settings.data.DATABASE_NAME}`
+  const api = loadConfig(containerEnv(objects, deploymentContainer(objects, `${prefix}switchboard-api`)), { listens: true })
+  t.equal(api.databaseUrl, `postgres://switchboard_api:${POOLED_ROLES.DATABASE_API_PASSWORD}@${service.metadata.name}:5432/${database}`, 'the api through PgBouncer as switchboard_api')
+  t.equal(api.databasePoolMode, 'transaction')
+  t.equal(api.databaseListenUrl, `postgres://switchboard_api:${POOLED_ROLES.DATABASE_API_PASSWORD}@${settings.data.DATABASE_ADDRESS}/${database}`, 'its LISTENs straight to PostgreSQL')
+  const worker = loadConfig(containerEnv(objects, deploymentContainer(objects, `${prefix}switchboard-worker`)))
+  t.equal(worker.databaseUrl, `postgres://switchboard_worker:${POOLED_ROLES.DATABASE_WORKER_PASSWORD}@${service.metadata.name}:5432/${database}`, 'the workers through PgBouncer as switchboard_worker')
+  t.equal(worker.databasePoolMode, 'transaction')
+  for (const container of migrationContainers(objects)) {
+    const env = containerEnv(objects, container)
+    t.notOk(env.DATABASE_POOL_MODE, `${container.name}: no pool mode`)
+    t.notMatch(env.DATABASE_MIGRATION_URL, /pgbouncer/, `${container.name} migrates straight to PostgreSQL`)
+  }
+}
+
+t.test('components/pgbouncer: PgBouncer in transaction mode, the api and the workers through it as roles of their own', async (t) => {
+  const kit = copyKit(t)
+  const example = readFileSync(join(KIT, 'secrets.example.env'), 'utf8')
+  for (const key of Object.keys(POOLED_ROLES)) t.match(example, new RegExp(`^# ${key}=$`, 'm'), `secrets.example.env names ${key}`)
+  for (const overlay of ['production', 'production-hpa']) {
+    writeFileSync(join(kit.dir, 'overlays', overlay, 'secrets.env'), `${filledIn('secrets.example.env', SECRETS)}${Object.entries(POOLED_ROLES).map(([key, value]) => `${key}=${value}\n`).join('')}`)
+  }
+  const variants: Array<{ name: string, from: string, edit: (kustomization: Manifest) => void, prefix?: string }> = [
+    { name: 'production', from: 'production', edit: () => {} },
+    { name: 'production-hpa', from: 'production-hpa', edit: () => {} },
+    {
+      name: 'dev',
+      from: 'dev',
+      edit: (kustomization) => {
+        const secrets = kustomization.secretGenerator.find((entry: Manifest) => entry.name === 'switchboard-secrets')
+        secrets.literals.push(...Object.entries(POOLED_ROLES).map(([key, value]) => `${key}=${value}`))
+      }
+    },
+    { name: 'redis-tls-cluster', from: 'production', edit: (kustomization) => { kustomization.components.push('../../components/redis-tls', '../../components/redis-cluster') } },
+    { name: 'monitored', from: 'production', edit: (kustomization) => { kustomization.components.push('../../components/prometheus-monitors', '../../components/prometheus-rules') } },
+    { name: 'prefixed', from: 'production', prefix: 'acme-', edit: (kustomization) => { kustomization.namePrefix = 'acme-' } }
+  ]
+  for (const { name, from, edit, prefix } of variants) {
+    t.test(name, async (t) => {
+      const objects = kit.render(kit.overlay(`pgbouncer-${name}`, (kustomization) => {
+        edit(kustomization)
+        setSettings(kustomization, ['DATABASE_ADDRESS=postgres.example.internal:5432', 'DATABASE_NAME=switchboard'])
+        kustomization.components.push('../../components/pgbouncer')
+      }, from))
+      for (const object of objects) {
+        const key = `${object.apiVersion}/${object.kind}`
+        t.doesNotThrow(() => { new MODELS[key]!(object).validate() }, `${key} ${object.metadata.name} validates`)
+      }
+      checkPgbouncer(t, objects, prefix)
+    })
+  }
+})
+
+t.test('components/pgbouncer/roles.sql creates the roles the component connects as, the api\'s limits on its role', async (t) => {
+  const roles = readFileSync(join(KIT, 'components/pgbouncer/roles.sql'), 'utf8')
+  const start = readFileSync(join(KIT, 'components/pgbouncer/start.sh'), 'utf8')
+  for (const role of ['switchboard_api', 'switchboard_worker']) {
+    t.match(roles, new RegExp(`^create role ${role} login;$`, 'm'), `${role} is created`)
+    t.match(start, new RegExp(`"${role}" "%s"`), `${role} is in PgBouncer's userlist`)
+  }
+  const limit = `${loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'switchboard-k8s-config-')) }).timeouts.databaseStatementMs / 1000}s`
+  t.match(roles, new RegExp(`^alter role switchboard_api set statement_timeout = '${limit}';$`, 'm'), `statement_timeout on the api's role: DATABASE_STATEMENT_TIMEOUT_MS's default (${limit})`)
+  t.match(roles, new RegExp(`^alter role switchboard_api set idle_in_transaction_session_timeout = '${limit}';$`, 'm'))
+  t.notMatch(roles, /alter role switchboard_worker set/, 'the workers\' statements carry no limit')
+})
+
 t.test('the image is built on Node 22 LTS', async (t) => {
   const dockerfile = readFileSync(join(ROOT, 'infra/Dockerfile'), 'utf8')
   t.match(dockerfile, /^ARG NODE_IMAGE=node:22-bookworm-slim$/m)

@@ -75,3 +75,13 @@ t.test('malformed values are listed together with the missing ones', async (t) =
     /^WORKER_CONCURRENCY must be an integer/
   ])
 })
+
+t.test('behind a transaction-mode pooler, the api needs DATABASE_LISTEN_URL and the migration DATABASE_MIGRATION_URL', async (t) => {
+  const pooled = { NODE_ENV: 'test', DATABASE_URL: 'postgres://switchboard_api@127.0.0.1:9/switchboard', DATABASE_POOL_MODE: 'transaction' }
+  const api = await runWith(entries.api, pooled)
+  t.equal(api.code, 78)
+  t.match(JSON.parse(api.stdout), { settings: ['DATABASE_LISTEN_URL'], problems: [/^DATABASE_LISTEN_URL is required when DATABASE_POOL_MODE=transaction: LISTEN hears nothing through a transaction-mode pooler/] })
+  const migrate = await runWith(entries.migrate, pooled)
+  t.equal(migrate.code, 78)
+  t.match(JSON.parse(migrate.stdout), { settings: ['DATABASE_MIGRATION_URL'], problems: [/^DATABASE_MIGRATION_URL is required when DATABASE_POOL_MODE=transaction: the migration connects directly/] })
+})

@@ -1,10 +1,10 @@
 import closeWithGrace from 'close-with-grace'
-import { configOrExit } from '@switchboard/core/config'
+import { configuredOrExit, loadConfig } from '@switchboard/core/config'
 import { createLogger } from '@switchboard/core/logger'
 import { startTracing, stopTracing } from '@switchboard/core/observability'
 import { buildServer } from './build.ts'
 
-const config = configOrExit('api')
+const config = configuredOrExit('api', () => loadConfig(process.env, { listens: true }))
 // Before the server is built: the request spans' plugin is registered only when tracing is on.
 await startTracing(config.tracing, 'switchboard-api', createLogger(config.logLevel, 'api'))
 const server = await buildServer({ config })

@@ -51,7 +51,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
   const database = createDatabase(config.databaseUrl, {
     max: config.databasePoolMax,
     connectTimeoutMs: config.timeouts.databaseConnectMs,
-    idleTimeoutSeconds: config.timeouts.databaseIdleSeconds
+    idleTimeoutSeconds: config.timeouts.databaseIdleSeconds,
+    poolMode: config.databasePoolMode
   })
   // Every connection, queue and worker has a listener: an outage is two lines, not a stack trace per retry.
   const redisState = createRedisStateLog(logger)

@@ -91,6 +91,14 @@ export interface Timeouts {
   databaseIdleSeconds: number
 }
 
+/**
+ * DATABASE_POOL_MODE: what DATABASE_URL reaches, a server or a session-mode pool (`session`), or a
+ * transaction-mode pooler such as PgBouncer (`transaction`), where each transaction may run on
+ * another server connection (docs/operations.md, PgBouncer).
+ */
+export const DATABASE_POOL_MODES = ['session', 'transaction'] as const
+export type DatabasePoolMode = typeof DATABASE_POOL_MODES[number]
+
 /** The samplers of OTEL_TRACES_SAMPLER that the tracing SDK has without a remote service. */
 export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const
 export type TraceSampler = typeof TRACE_SAMPLERS[number]
@@ -148,6 +156,10 @@ export interface Config {
   /** API_METRICS_PORT: the api's Prometheus listener (on HOST), apart from the public PORT. */
   apiMetricsPort: number
   databaseUrl: string
+  /** DATABASE_POOL_MODE: `transaction` prepares no statement and sends no session setting at connect. */
+  databasePoolMode: DatabasePoolMode
+  /** DATABASE_LISTEN_URL: a server or a session-mode pool the api's LISTENs use; undefined: DATABASE_URL. */
+  databaseListenUrl?: string
   /** One Redis (`redis://`, `rediss://`) or a Redis Cluster (`redis+cluster://host:port,…`, also what REDIS_CLUSTER_NODES becomes). */
   redisUrl: string
   /** Ports of the default local addresses (used when DATABASE_URL / REDIS_URL are unset). */
@@ -417,6 +429,14 @@ function workerQueues (env: Env): QueueName[] {
   return QUEUE_NAMES.filter((name) => names.includes(name))
 }
 
+function databasePoolMode (env: Env): DatabasePoolMode {
+  const raw = text(env, 'DATABASE_POOL_MODE')?.toLowerCase() ?? 'session'
+  if (!(DATABASE_POOL_MODES as readonly string[]).includes(raw)) {
+    throw new SettingError('DATABASE_POOL_MODE', `DATABASE_POOL_MODE must be session (a server or a session-mode pool) or transaction (a transaction-mode pooler such as PgBouncer), got "${raw}"`)
+  }
+  return raw as DatabasePoolMode
+}
+
 /** The OTLP encoding, the signal's setting over the general one; gRPC (another port) is not spoken. */
 function otlpProtocol (env: Env): OtlpProtocol {
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
@@ -484,9 +504,10 @@ const PLACEHOLDER = /change-?me|replace-?me|placeholder/i
 /**
  * Reads and validates the environment once. Every bad or missing setting is collected (the
  * first problem of each) and thrown together as one ConfigError: a deployment learns all it
- * must fix from one start, not one setting per crash.
+ * must fix from one start, not one setting per crash. `listens`: the process LISTENs (the api),
+ * which a transaction-mode pooler never lets it hear, so DATABASE_LISTEN_URL must then be set.
  */
-export function loadConfig (env: Env = process.env): Config {
+export function loadConfig (env: Env = process.env, { listens = false } = {}): Config {
   const problems: ConfigProblem[] = []
   const refuse = (setting: string, message: string): void => {
     if (!problems.some((problem) => problem.setting === setting)) problems.push({ setting, message })
@@ -599,6 +620,13 @@ export function loadConfig (env: Env = process.env): Config {
   const localRedisPort = int('LOCAL_REDIS_PORT', 6379, 1, 65535)
   const redis = read(`redis://127.0.0.1:${localRedisPort}`, () => redisUrl(env, localRedisPort))
 
+  const poolMode = read<DatabasePoolMode>('session', () => databasePoolMode(env))
+  const listenUrlSet = text(env, 'DATABASE_LISTEN_URL') !== undefined
+  const databaseListenUrl = listenUrlSet ? read(undefined, () => url(env, 'DATABASE_LISTEN_URL', '', ['postgres:', 'postgresql:'])) : undefined
+  if (listens && poolMode === 'transaction' && !listenUrlSet) {
+    refuse('DATABASE_LISTEN_URL', 'DATABASE_LISTEN_URL is required when DATABASE_POOL_MODE=transaction: LISTEN hears nothing through a transaction-mode pooler, so name the server or a session-mode pool')
+  }
+
   const port = int('PORT', 3000, 0, 65535)
   const apiMetricsPort = int('API_METRICS_PORT', 3002, 0, 65535)
   if (apiMetricsPort !== 0 && apiMetricsPort === port) refuse('API_METRICS_PORT', `API_METRICS_PORT must differ from PORT (both ${port}): /metrics has a listener of its own`)
@@ -609,6 +637,8 @@ export function loadConfig (env: Env = process.env): Config {
     host: text(env, 'HOST') ?? '0.0.0.0',
     apiMetricsPort,
     databaseUrl: read('', () => url(env, 'DATABASE_URL', `postgres://postgres@127.0.0.1:${localPostgresPort}/switchboard`, ['postgres:', 'postgresql:'])),
+    databasePoolMode: poolMode,
+    databaseListenUrl,
     redisUrl: redis,
     localPostgresPort,
     localRedisPort,

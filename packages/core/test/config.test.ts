@@ -156,6 +156,23 @@ t.test('deployment settings: pool size, the worker queues and listener, the defa
   t.throws(() => loadConfig({ DATA_DIR: dataDir(), LOCAL_REDIS_PORT: '70000' }), /LOCAL_REDIS_PORT must be an integer from 1 to 65535/)
 })
 
+t.test('a transaction-mode pooler: DATABASE_POOL_MODE, and DATABASE_LISTEN_URL for a process that LISTENs', async (t) => {
+  const load = (env: Record<string, string> = {}, options?: { listens: boolean }) => loadConfig({ DATA_DIR: dataDir(), ...env }, options)
+  t.match(load(), { databasePoolMode: 'session', databaseListenUrl: undefined }, 'direct by default, LISTENs on DATABASE_URL')
+  const pooled = { DATABASE_URL: 'postgres://switchboard_api:pw@pgbouncer:5432/switchboard', DATABASE_POOL_MODE: 'transaction', DATABASE_LISTEN_URL: 'postgres://switchboard_api:pw@postgres:5432/switchboard' }
+  t.match(load(pooled, { listens: true }), { databasePoolMode: 'transaction', databaseListenUrl: pooled.DATABASE_LISTEN_URL })
+  t.equal(load({ DATABASE_POOL_MODE: ' Transaction ' }).databasePoolMode, 'transaction', 'a process that never LISTENs (the worker) needs no DATABASE_LISTEN_URL')
+  t.throws(() => load({ DATABASE_POOL_MODE: 'transaction' }, { listens: true }), {
+    name: 'ConfigError',
+    message: 'DATABASE_LISTEN_URL is required when DATABASE_POOL_MODE=transaction: LISTEN hears nothing through a transaction-mode pooler, so name the server or a session-mode pool'
+  })
+  t.throws(() => load({ DATABASE_POOL_MODE: 'statement' }), {
+    name: 'ConfigError',
+    message: 'DATABASE_POOL_MODE must be session (a server or a session-mode pool) or transaction (a transaction-mode pooler such as PgBouncer), got "statement"'
+  })
+  t.throws(() => load({ DATABASE_LISTEN_URL: 'redis://postgres:5432' }), { name: 'ConfigError', message: 'DATABASE_LISTEN_URL must use postgres: or postgresql:' })
+})
+
 t.test('retention: 30 days of runs, 72 hours of raw bodies, no per-workflow limit unless set, 365 days of audit log', async (t) => {
   const load = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dataDir(), ...env })
   t.same(load().retention, { runDays: 30, rawBodyHours: 72, maxRunsPerWorkflow: undefined, auditDays: 365 })

@@ -41,3 +41,24 @@ t.test('a table changed under a prepared statement is still read right', async (
   const rows = await db.execute(sql`select * from drifting where a = ${1}`)
   t.same([...rows], [{ a: 1, b: 'x' }])
 })
+
+t.test('in transaction mode nothing is prepared, no session setting is sent, and LISTENs go to their own URL', async (t) => {
+  const listenUrl = new URL(testDatabase.url)
+  listenUrl.searchParams.set('application_name', 'switchboard_listener')
+  const pooled = createDatabase(testDatabase.url, { max: 1, poolMode: 'transaction', statementTimeoutMs: 1000, listenUrl: listenUrl.toString() })
+  t.teardown(pooled.close)
+  for (let i = 0; i < 3; i++) await pooled.db.execute(sql`select ${i}::int -- pooled_text`)
+  const [prepared] = await pooled.db.execute<{ count: number }>(sql`select count(*)::int as count from pg_prepared_statements`)
+  t.equal(prepared!.count, 0, 'no named statement on the server connection')
+  const [setting] = await pooled.db.execute<{ timeout: string }>(sql`select current_setting('statement_timeout') as timeout`)
+  t.equal(setting!.timeout, '0', 'statement_timeout comes from the role, not the connection')
+
+  const payloads: string[] = []
+  await pooled.listener.listen('switchboard_pool_test', (payload) => { payloads.push(payload) })
+  const [listening] = await database.db.execute<{ name: string }>(sql`select application_name as name from pg_stat_activity where datname = current_database() and query ilike 'listen %'`)
+  await database.db.execute(sql`select pg_notify('switchboard_pool_test', 'hello')`)
+  const deadline = Date.now() + 5000
+  while (payloads.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  t.same(payloads, ['hello'])
+  t.equal(listening?.name, 'switchboard_listener', 'the listener connected to DATABASE_LISTEN_URL')
+})

@@ -139,8 +139,8 @@ export interface Stack {
   /** Every api process started, the first included, each on a port of its own. */
   apis: ApiProcess[]
   workers: ManagedProcess[]
-  /** Starts one more api process on the same database and queues. */
-  startApi: () => Promise<ApiProcess>
+  /** Starts one more api process on the same database and queues, with `env` over the stack's settings. */
+  startApi: (env?: Record<string, string>) => Promise<ApiProcess>
   /** Starts one more worker process on the same database and queues. */
   startWorker: () => Promise<ManagedProcess>
   /** Logs in as the admin and returns the token. */
@@ -152,6 +152,8 @@ export interface Stack {
 
 export interface StackOptions {
   env?: Record<string, string>
+  /** Settings of the worker processes only, over `env` (a database role of their own). */
+  workerEnv?: Record<string, string>
   /** How many api processes to start (default 1). */
   apis?: number
   /** How many worker processes to start (default 1). */
@@ -184,19 +186,19 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
   const startWorker = async (): Promise<ManagedProcess> => {
     // The worker says it is ready in an info line, whatever level the test chose for the rest.
     const level = ['warn', 'error', 'fatal', 'silent'].includes(env.LOG_LEVEL) ? 'info' : env.LOG_LEVEL
-    const worker = await launch('apps/worker/src/main.ts', { ...env, LOG_LEVEL: level }, (output) => output.includes('worker started'))
+    const worker = await launch('apps/worker/src/main.ts', { ...env, ...options.workerEnv, LOG_LEVEL: level }, (output) => output.includes('worker started'))
     processes.push(worker)
     workers.push(worker)
     return worker
   }
 
   const apis: ApiProcess[] = []
-  const startApi = async (): Promise<ApiProcess> => {
+  const startApi = async (apiEnv: Record<string, string> = {}): Promise<ApiProcess> => {
     const port = await freePort()
     let metricsPort = await freePort()
     while (metricsPort === port) metricsPort = await freePort()
     const baseUrl = `http://127.0.0.1:${port}`
-    const api = await launch('apps/api/src/server.ts', { ...env, PORT: String(port), API_METRICS_PORT: String(metricsPort) }, async () => {
+    const api = await launch('apps/api/src/server.ts', { ...env, ...apiEnv, PORT: String(port), API_METRICS_PORT: String(metricsPort) }, async () => {
       try {
         return (await fetch(`${baseUrl}/health/live`)).ok
       } catch {
@@ -212,7 +214,7 @@ export async function startStack (t: Teardown, options: StackOptions = {}): Prom
   // Each process spends seconds of CPU loading before it listens: one per core at a time, so
   // that none waits out its start time-out behind the others on a small machine.
   const starts: Array<() => Promise<unknown>> = [
-    ...Array.from({ length: options.apis ?? 1 }, () => startApi),
+    ...Array.from({ length: options.apis ?? 1 }, () => async () => await startApi()),
     ...Array.from({ length: options.workers ?? 1 }, () => startWorker)
   ]
   await Promise.all(Array.from({ length: Math.min(availableParallelism(), starts.length) }, async () => {

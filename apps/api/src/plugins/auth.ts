@@ -93,7 +93,7 @@ async function auth (fastify: FastifyInstance): Promise<void> {
   // Changes on any replica reach every replica's cache at once. After a reconnection,
   // announcements made while the listener was away are lost: forget everything.
   fastify.addHook('onReady', async () => {
-    await fastify.database.sql.listen(
+    await fastify.database.listener.listen(
       USER_CHANGES_CHANNEL,
       (userId) => { userRoles.forget(userId); keys.forgetOwner(userId) },
       () => { userRoles.clear(); keys.clear() }

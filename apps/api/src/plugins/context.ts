@@ -23,7 +23,9 @@ async function context (fastify: FastifyInstance, opts: { config: Config }): Pro
     max: config.databasePoolMax,
     connectTimeoutMs: databaseConnectMs,
     idleTimeoutSeconds: databaseIdleSeconds,
-    statementTimeoutMs: databaseStatementMs
+    statementTimeoutMs: databaseStatementMs,
+    poolMode: config.databasePoolMode,
+    listenUrl: config.databaseListenUrl
   })
   // One line when Redis goes away and one when it is back, not one per reconnection attempt.
   const redisState = createRedisStateLog(fastify.log)

@@ -13,6 +13,10 @@ function migrationTarget (env: NodeJS.ProcessEnv): { databaseUrl: string, logLev
   const raw = env.DATABASE_MIGRATION_URL?.trim()
   if (raw === undefined || raw === '') {
     const config = loadConfig(env)
+    // Its advisory lock is the session's: through a transaction-mode pooler it would serialize nothing.
+    if (config.databasePoolMode === 'transaction') {
+      throw new ConfigError([{ setting: 'DATABASE_MIGRATION_URL', message: 'DATABASE_MIGRATION_URL is required when DATABASE_POOL_MODE=transaction: the migration connects directly to PostgreSQL (or a session-mode pool), not through the pooler' }])
+    }
     return { databaseUrl: config.databaseUrl, logLevel: config.logLevel, waits }
   }
   if (!URL.canParse(raw) || !['postgres:', 'postgresql:'].includes(new URL(raw).protocol)) {

@@ -41,7 +41,8 @@ async function reset (args: string[]): Promise<string> {
   const [email] = rest
   if (rest.length !== 1 || email === undefined || email.startsWith('-')) throw new Error(USAGE)
   const password = fromStdin ? await passwordFromStdin() : generatedPassword()
-  const database = createDatabase(configOrExit('reset-password').databaseUrl, { max: 1 })
+  const config = configOrExit('reset-password')
+  const database = createDatabase(config.databaseUrl, { max: 1, poolMode: config.databasePoolMode })
   try {
     const users = usersRepository(database.db)
     const user = await users.findByEmail(email)

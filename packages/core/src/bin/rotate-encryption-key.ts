@@ -10,7 +10,7 @@ import { createLogger } from '../logger.ts'
  */
 const config = configOrExit('rotate')
 const logger = createLogger(config.logLevel, 'rotate')
-const database = createDatabase(config.databaseUrl, { max: 1 })
+const database = createDatabase(config.databaseUrl, { max: 1, poolMode: config.databasePoolMode })
 try {
   const rotated = await rotateEncryptionKey({ db: database.db, keyring: keyringOf(config), logger })
   logger.info({ rotated }, 'every stored secret is encrypted with the current key')

@@ -1,5 +1,6 @@
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
 import postgres, { type Sql } from 'postgres'
+import type { DatabasePoolMode } from '../config.ts'
 import * as schema from './schema/index.ts'
 
 export type Db = PostgresJsDatabase<typeof schema>
@@ -9,6 +10,11 @@ export type DbOrTx = Db | Parameters<Parameters<Db['transaction']>[0]>[0]
 export interface Database {
   db: Db
   sql: Sql
+  /**
+   * Where LISTENs go: the client of `listenUrl` when given, else `sql`. postgres.js listens on one
+   * connection of its own per client, whatever the channels.
+   */
+  listener: Sql
   close: () => Promise<void>
 }
 
@@ -21,8 +27,14 @@ interface DatabaseOptions {
   /**
    * When set, the server ends any statement of these connections running longer, and any
    * transaction left idle this long (statement_timeout, idle_in_transaction_session_timeout).
+   * Sent as startup parameters in session mode only: a transaction-mode pooler refuses them or
+   * ignores them, and the limits then come from the role (docs/operations.md, PgBouncer).
    */
   statementTimeoutMs?: number
+  /** @defaultValue 'session' */
+  poolMode?: DatabasePoolMode
+  /** A server or a session-mode pool for LISTEN (DATABASE_LISTEN_URL), which hears nothing through a transaction-mode pooler. */
+  listenUrl?: string
 }
 
 /**
@@ -81,17 +93,30 @@ function preparingRepeatedStatements (client: Sql): Sql {
 }
 
 export function createDatabase (url: string, options: DatabaseOptions = {}): Database {
-  const timeouts = options.statementTimeoutMs === undefined
+  // Behind a transaction-mode pooler a statement prepared in one transaction is missing from the
+  // next one's server connection, and session settings sent at connect are refused: neither is used.
+  const transactionMode = options.poolMode === 'transaction'
+  const timeouts = options.statementTimeoutMs === undefined || transactionMode
     ? {}
     : { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.statementTimeoutMs }
-  const sql = postgres(url, {
-    max: options.max ?? 10,
+  const common = {
     connect_timeout: (options.connectTimeoutMs ?? 2000) / 1000,
-    idle_timeout: options.idleTimeoutSeconds ?? 60,
     backoff: reconnectDelay,
-    onnotice: () => {},
+    onnotice: () => {}
+  }
+  const sql = postgres(url, {
+    ...common,
+    max: options.max ?? 10,
+    idle_timeout: options.idleTimeoutSeconds ?? 60,
+    prepare: !transactionMode,
     connection: { application_name: 'switchboard', ...timeouts }
   })
-  const db = drizzle(preparingRepeatedStatements(sql), { schema })
-  return { db, sql, close: async () => { await sql.end({ timeout: 5 }) } }
+  const listener = options.listenUrl === undefined ? sql : postgres(options.listenUrl, { ...common, max: 1, connection: { application_name: 'switchboard' } })
+  const db = drizzle(transactionMode ? sql : preparingRepeatedStatements(sql), { schema })
+  return {
+    db,
+    sql,
+    listener,
+    close: async () => { await Promise.all([sql.end({ timeout: 5 }), ...(listener === sql ? [] : [listener.end({ timeout: 5 })])]) }
+  }
 }

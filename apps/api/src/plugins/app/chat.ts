@@ -108,8 +108,8 @@ async function chat (fastify: FastifyInstance): Promise<void> {
   // Announcements made while the listener was away are lost: the streams are told to read everything again.
   // A user deleted, or whose role or password changed, loses their streams: reconnecting checks their token again.
   fastify.addHook('onReady', async () => {
-    await fastify.database.sql.listen(CHAT_CHANGES_CHANNEL, changes.publish, changes.missed)
-    await fastify.database.sql.listen(USER_CHANGES_CHANNEL, changes.endUser)
+    await fastify.database.listener.listen(CHAT_CHANGES_CHANNEL, changes.publish, changes.missed)
+    await fastify.database.listener.listen(USER_CHANGES_CHANNEL, changes.endUser)
   })
   // Before the server closes: it waits for every response, and a stream never ends by itself.
   fastify.addHook('preClose', async () => { changes.close() })
