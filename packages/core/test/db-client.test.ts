@@ -1,7 +1,13 @@
-import { sql } from 'drizzle-orm'
+import { context, trace } from '@opentelemetry/api'
+import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { createTestDatabase } from '@switchboard/testing/database'
+import { startOtlpReceiver } from '@switchboard/testing/otlp-receiver'
 import { createDatabase } from '../src/db/client.ts'
+import { users } from '../src/db/schema/index.ts'
+import { loadConfig } from '../src/config.ts'
+import { createLogger } from '../src/logger.ts'
+import { startSpan, startTracing, stopTracing, tracingOn } from '../src/observability/tracing.ts'
 
 const testDatabase = await createTestDatabase()
 t.teardown(testDatabase.drop)
@@ -40,4 +46,39 @@ t.test('a table changed under a prepared statement is still read right', async (
   await db.execute(sql`alter table drifting add column b text default 'x'`)
   const rows = await db.execute(sql`select * from drifting where a = ${1}`)
   t.same([...rows], [{ a: 1, b: 'x' }])
+})
+
+t.test('while tracing is on, each statement is a CLIENT span with its text and never its values; a transaction is their parent', async (t) => {
+  const receiver = await startOtlpReceiver(t)
+  const config = loadConfig({ JWT_SECRET: 'x'.repeat(32), ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '3600000' }).tracing
+  await startTracing(config, 'switchboard-test', createLogger('silent', 'test'))
+  t.teardown(stopTracing)
+  const secret = 'someone-secret@example.com'
+  const parent = startSpan('caller', {})
+  await context.with(trace.setSpan(context.active(), parent), async () => {
+    await db.select().from(users).where(eq(users.email, secret))
+    await db.transaction(async (tx) => {
+      await tx.execute(sql`select ${secret}::text as echoed`)
+      await tx.select({ id: users.id }).from(users).where(eq(users.email, secret))
+    })
+    await t.rejects(db.execute(sql`select ${secret}::int`), 'a failed statement')
+  })
+  parent.end()
+  await stopTracing()
+  const callerId = parent.spanContext().spanId
+  const statements = receiver.spans.filter((span) => span.kind === 3)
+  t.equal(statements.length, 4, 'one CLIENT span per statement')
+  const database = new URL(testDatabase.url)
+  for (const span of statements) {
+    t.match(span.attributes, { 'db.system.name': 'postgresql', 'db.namespace': database.pathname.slice(1), 'server.address': database.hostname, 'server.port': Number(database.port) })
+  }
+  const [read, echoed, inTransaction, failed] = statements
+  t.match(read, { name: 'SELECT users', parentSpanId: callerId, status: { code: 0 }, attributes: { 'db.operation.name': 'SELECT', 'db.collection.name': 'users', 'db.query.text': /^select .* from "users" where "users"."email" = \$1$/ } })
+  const transaction = receiver.spans.find((span) => span.name === 'transaction')
+  t.match(transaction, { kind: 1, parentSpanId: callerId, attributes: { 'db.system.name': 'postgresql' } }, 'the transaction\'s span, INTERNAL')
+  t.match(echoed, { name: 'SELECT', parentSpanId: transaction?.spanId, attributes: { 'db.query.text': 'select $1::text as echoed' } })
+  t.match(inTransaction, { name: 'SELECT users', parentSpanId: transaction?.spanId })
+  t.match(failed, { parentSpanId: callerId, status: { code: 2, message: 'invalid input syntax for type integer: "[redacted]"' } }, 'a failed statement is an error, without the value it quoted')
+  t.notMatch(JSON.stringify(receiver.spans), secret.slice(0, 14), 'no value of a statement in any span')
+  t.equal(tracingOn, false)
 })

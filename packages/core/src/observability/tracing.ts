@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api'
+import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api'
 import type { SpanProcessor } from '@opentelemetry/sdk-trace'
 import type { TracingConfig } from '../config.ts'
 import type { Logger } from '../logger.ts'
@@ -137,8 +137,8 @@ export async function stopTracing (): Promise<void> {
 }
 
 /** A span child of `parent` (by default the active context); call only while `tracingOn`. */
-export function startSpan (name: string, attributes: Attributes, parent: Context = context.active()): Span {
-  return tracer!.startSpan(name, { attributes }, parent)
+export function startSpan (name: string, attributes: Attributes, parent: Context = context.active(), kind: SpanKind = SpanKind.INTERNAL): Span {
+  return tracer!.startSpan(name, { attributes, kind }, parent)
 }
 
 /** The context a span started in another process continues: its W3C traceparent (absent or malformed: a new trace). */
