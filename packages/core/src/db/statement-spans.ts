@@ -12,8 +12,11 @@ export function serverAttributes ({ host, port, database }: { host: string[], po
 
 /** The statement's first keyword: its operation (`select`, `insert`, `with`…). */
 const OPERATION = /^\s*([a-z]+)/i
-/** The first table it names, as drizzle quotes it; a cheap guess for a join or a subquery, exact for one table. */
-const TABLE = /\b(?:from|into|update)\s+"([^"]+)"/i
+/**
+ * The first table it names (quoted, as drizzle writes it, or not, as our SQL does), not a function
+ * (`from unnest(…)`): a cheap guess for a join or a subquery, exact for one table.
+ */
+const TABLE = /\b(?:from|into|update)\s+"?([a-z_]\w*)"?(?![\w(])/i
 
 /**
  * A CLIENT span for one statement, from its call to its answer (waiting for a connection
@@ -22,7 +25,8 @@ const TABLE = /\b(?:from|into|update)\s+"([^"]+)"/i
  */
 export function traceStatement (statement: PromiseLike<unknown>, text: string, server: Attributes): void {
   const operation = OPERATION.exec(text)?.[1]?.toUpperCase() ?? 'QUERY'
-  const table = TABLE.exec(text)?.[1]
+  // A WITH's first name is one of its own.
+  const table = operation === 'WITH' ? undefined : TABLE.exec(text)?.[1]
   const span = startSpan(table === undefined ? operation : `${operation} ${table}`, {
     ...server,
     'db.operation.name': operation,

@@ -5,7 +5,7 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from './run-trace.ts'
-import { endSpan, inSpan, jobContext, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
+import { endSpan, inSpan, jobContext, startSpan, tracingOn } from '../observability/tracing.ts'
 import { isTakeoverJobId, type Queues } from '../queues/catalog.ts'
 import { childRuns, wakeRun } from './children.ts'
 import { claimOwnerId, runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
@@ -307,7 +307,8 @@ export function createRunEngine (options: RunEngineOptions) {
     if (!tracingOn) return await executeOnce(runId, signal, context, undefined)
     const span = startSpan('run.execute', { 'switchboard.run.id': runId }, jobContext(context.traceparent))
     try {
-      const outcome = await executeOnce(runId, signal, context, span)
+      // Active while the run executes: its claim's statements and its lines name it (a node's span while the node runs).
+      const outcome = await inSpan(span, async () => await executeOnce(runId, signal, context, span))
       span.setAttribute('switchboard.run.outcome', outcome)
       // Why is on the failed node's span.
       if (outcome === 'FAILED') span.setStatus({ code: SpanStatusCode.ERROR })
