@@ -156,6 +156,27 @@ t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its
   t.equal(delivery?.traceparent, undefined, 'without a traceparent')
 })
 
+t.test('a run resumed after a wait continues under the run.execute that suspended it, through its resume job\'s spans', async (t) => {
+  const token = await stack.adminToken()
+  const workflowId = await stack.client.createWorkflow(token, {
+    nodes: [{ id: 'pause', type: 'wait', config: { seconds: 1 }, next: 'after' }, { id: 'after', type: 'set', config: { values: { done: true } } }]
+  })
+  const traceId = hex(16)
+  const runId = await stack.client.fire(token, workflowId, {}, { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } })
+  t.equal((await stack.client.runReaching(token, runId)).status, 'SUCCESS')
+  const spans = await waitFor(async () => {
+    const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
+    return ofTrace.filter((span) => span.name === 'run.execute').length === 2 && ofTrace.some((span) => span.name === 'node set') ? ofTrace : undefined
+  }, { what: `both run.execute spans of trace ${traceId}` })
+  const [suspended, resumed] = spans.filter((span) => span.name === 'run.execute').sort((a, b) => (a.attributes['switchboard.run.outcome'] === 'WAITING' ? -1 : 1) - (b.attributes['switchboard.run.outcome'] === 'WAITING' ? -1 : 1))
+  t.equal(suspended?.attributes['switchboard.run.outcome'], 'WAITING')
+  const consumer = spans.find((span) => span.spanId === resumed?.parentSpanId)
+  t.match(consumer, { name: 'process workflow-runs', kind: 5 }, 'the resumed run.execute is the child of its job\'s CONSUMER span')
+  const producer = spans.find((span) => span.spanId === consumer?.parentSpanId)
+  t.match(producer, { name: 'add workflow-runs.run', kind: 4, service: 'switchboard-worker' }, 'whose PRODUCER span is BullMQ\'s add of the resume job')
+  t.ok(producer !== undefined && descends(spans, producer, suspended!), 'made under the run.execute that suspended the run')
+})
+
 t.test('a failed node\'s span carries its error, and the run\'s span is an error', async (t) => {
   const token = await stack.adminToken()
   const workflowId = await stack.client.createWorkflow(token, {
