@@ -48,7 +48,7 @@ t.test('a table changed under a prepared statement is still read right', async (
   t.same([...rows], [{ a: 1, b: 'x' }])
 })
 
-t.test('while tracing is on, each statement is a CLIENT span with its text and never its values; a transaction is their parent', async (t) => {
+t.test('while tracing is on, each statement inside a span is a CLIENT span with its text and never its values; a transaction is their parent', async (t) => {
   const receiver = await startOtlpReceiver(t)
   const config = loadConfig({ JWT_SECRET: 'x'.repeat(32), ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '3600000' }).tracing
   await startTracing(config, 'switchboard-test', createLogger('silent', 'test'))
@@ -64,10 +64,14 @@ t.test('while tracing is on, each statement is a CLIENT span with its text and n
     await t.rejects(db.execute(sql`select ${secret}::int`), 'a failed statement')
   })
   parent.end()
+  // Outside any span (a periodic loop's statements): no span, no trace of its own.
+  await db.execute(sql`select 1 as outside_any_span`)
+  await db.transaction(async (tx) => { await tx.execute(sql`select 1 as outside_any_span`) })
   await stopTracing()
   const callerId = parent.spanContext().spanId
   const statements = receiver.spans.filter((span) => span.kind === 3)
-  t.equal(statements.length, 4, 'one CLIENT span per statement')
+  t.equal(statements.length, 4, 'one CLIENT span per statement inside a span')
+  t.equal(receiver.spans.filter((span) => span.name === 'transaction').length, 1, 'one transaction span')
   const database = new URL(testDatabase.url)
   for (const span of statements) {
     t.match(span.attributes, { 'db.system.name': 'postgresql', 'db.namespace': database.pathname.slice(1), 'server.address': database.hostname, 'server.port': Number(database.port) })

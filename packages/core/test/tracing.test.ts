@@ -91,6 +91,7 @@ t.test('an HTTP request is a CLIENT span without its query string; it sends our 
   const server = await traceparentsHeard(t)
   await fetch(`${server.url}/off`)
   await startTracing(configWith({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '3600000' }), 'switchboard-test', logger)
+  await (await fetch(`${server.url}/outside-any-span`)).text()
   const parent = startSpan('caller', {})
   await inSpan(parent, async () => {
     await (await fetch(`${server.url}/third-party?key=query-secret`)).text()
@@ -99,11 +100,12 @@ t.test('an HTTP request is a CLIENT span without its query string; it sends our 
   parent.end()
   await stopTracing()
   const calls = receiver.spans.filter((span) => span.kind === 3)
+  t.equal(calls.length, 2, 'none for the request outside a span')
   t.match(calls, [
     { name: 'GET', parentSpanId: parent.spanContext().spanId, attributes: { 'url.full': `${server.url}/third-party`, 'http.response.status_code': 200 } },
     { name: 'GET', parentSpanId: parent.spanContext().spanId, attributes: { 'url.full': `${server.url}/asked` } }
-  ], 'a CLIENT span per request, child of the active span')
+  ], 'a CLIENT span per request inside a span, child of it; none outside one')
   t.notMatch(JSON.stringify(receiver.spans), 'query-secret', 'no query string')
-  t.same(server.heard, [undefined, undefined, `00-${calls[1]!.traceId}-${calls[1]!.spanId}-01`], 'none while off, none unasked, the call\'s own when asked')
+  t.same(server.heard, [undefined, undefined, undefined, `00-${calls[1]!.traceId}-${calls[1]!.spanId}-01`], 'none while off, none unasked, the call\'s own when asked')
   assertNothingRegistered(t)
 })

@@ -1,6 +1,6 @@
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
 import postgres, { type Sql } from 'postgres'
-import { tracingOn } from '../observability/tracing.ts'
+import { insideRecordingSpan, tracingOn } from '../observability/tracing.ts'
 import * as schema from './schema/index.ts'
 import { serverAttributes, traceStatement, traceTransaction } from './statement-spans.ts'
 
@@ -52,8 +52,9 @@ type TransactionBody = (handle: object) => unknown
  * code, never by a caller (values are parameters), so few of them repeat; MAX_PREPARED_TEXTS
  * bounds the statements each server connection may keep, whatever a list's length does to a text.
  *
- * While tracing is on, each statement is a span, and each transaction one its statements' spans
- * are children of (statement-spans.ts); while it is off, each call checks one boolean more.
+ * While tracing is on, each statement made inside a recording span is a span, and each such
+ * transaction one its statements' spans are children of (statement-spans.ts); while it is off,
+ * each call checks one boolean more.
  */
 function clientForDrizzle (client: Sql): Sql {
   const seen = new Set<string>()
@@ -77,14 +78,14 @@ function clientForDrizzle (client: Sql): Sql {
       if (property === 'unsafe') {
         return (text: string, params?: unknown[], options: { prepare?: boolean } = {}) => {
           const statement = value.call(object, text, params, { ...options, prepare: options.prepare === true || shouldPrepare(text) }) as PromiseLike<unknown>
-          if (tracingOn) traceStatement(statement, text, server)
+          if (tracingOn && insideRecordingSpan()) traceStatement(statement, text, server)
           return statement
         }
       }
       // A transaction's (and a savepoint's) own handle runs drizzle's queries inside it.
       if (property === 'begin' || property === 'savepoint') {
         return (...args: unknown[]) => {
-          if (!tracingOn || property === 'savepoint') {
+          if (!tracingOn || property === 'savepoint' || !insideRecordingSpan()) {
             return value.apply(object, args.map((arg) => typeof arg === 'function' ? (handle: object) => (arg as TransactionBody)(wrap(handle)) : arg))
           }
           return traceTransaction(server, async (enter) => await value.apply(object, args.map((arg) => typeof arg === 'function'

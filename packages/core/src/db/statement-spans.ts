@@ -21,7 +21,7 @@ const TABLE = /\b(?:from|into|update)\s+"?([a-z_]\w*)"?(?![\w(])/i
 /**
  * A CLIENT span for one statement, from its call to its answer (waiting for a connection
  * included), named `<OPERATION> <table>`. The text is drizzle's, with `$1`… for its values, which
- * never reach the span (README, Operations: Traces). Call only while `tracingOn`.
+ * never reach the span (README, Operations: Traces). Call only while `tracingOn`, inside a recording span.
  */
 export function traceStatement (statement: PromiseLike<unknown>, text: string, server: Attributes): void {
   const operation = OPERATION.exec(text)?.[1]?.toUpperCase() ?? 'QUERY'

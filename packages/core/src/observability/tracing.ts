@@ -53,6 +53,13 @@ export async function sendingTraceparent<T> (call: () => Promise<T>): Promise<T>
   return await context.with(context.active().setValue(SEND_TRACEPARENT, true), call)
 }
 
+/**
+ * Whether the active span records: client spans (statements, HTTP calls) are made only inside one,
+ * so that the periodic loops' statements (the reconciler's sweeps, retention) are not each a trace
+ * of their own every few seconds, and an unsampled trace's are not built at all.
+ */
+export const insideRecordingSpan = (): boolean => trace.getSpan(context.active())?.isRecording() === true
+
 /** Runs `body` with `span` the active span: the spans made inside (statements, HTTP calls) are its children. */
 export async function inSpan<T> (span: Span, body: () => Promise<T>): Promise<T> {
   return await context.with(trace.setSpan(context.active(), span), body)
@@ -207,6 +214,8 @@ export async function startTracing (config: TracingConfig, defaultServiceName: s
   // provider, http_request, subscription deliveries), heard through diagnostics_channel, not by
   // patching modules. Its URL keeps no query string, no credentials (README, Operations: Traces).
   const httpClientSpans = new UndiciInstrumentation({
+    // Inside a trace only, as statements (insideRecordingSpan).
+    requireParentforSpans: true,
     startSpanHook: (request) => {
       const url = new URL(request.path, request.origin)
       return { 'url.full': `${url.origin}${url.pathname}`, 'url.query': undefined }
