@@ -465,6 +465,7 @@ export async function enqueueRuns (deps: Pick<RunServiceDeps, 'db' | 'queues' | 
         spans?.forEach((span) => { span.end() })
         await noteOwners(deps.queues[name], chunk.map(({ userId }) => userId))
       } catch (err) {
+        // Those the add ended already (noteOwners failed after it) record nothing more.
         spans?.forEach((span) => { if (span.isRecording()) endSpan(span, err) })
         const left = runs.length - n * CHUNK_SIZE
         runsLeftForReconciler.inc(left)
