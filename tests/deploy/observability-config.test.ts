@@ -76,6 +76,7 @@ t.test('the dashboard and the rules are well formed', async (t) => {
     'SwitchboardApiTargetsMissing',
     'SwitchboardChatPlatformErrors',
     'SwitchboardDatabaseDown',
+    'SwitchboardDatabasePoolFull',
     'SwitchboardJobsFailing',
     'SwitchboardQueueBacklogGrowing',
     'SwitchboardReconcilerTakingOverRuns',

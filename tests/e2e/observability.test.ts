@@ -2,13 +2,16 @@
  * What an operator sees of a run: the series both /metrics endpoints export, and one request id
  * from the webhook's answer through the api's log, the job, the worker's log and the run's lines.
  */
+import postgres from 'postgres'
 import t from 'tap'
+import { createTestDatabase } from '@switchboard/testing/database'
 import { freePort, startStack } from '@switchboard/testing/processes'
 import { waitFor } from '@switchboard/testing/wait'
 
 const workerPort = await freePort()
+const database = await createTestDatabase()
 // Debug: node lines reach the worker's log at debug.
-const stack = await startStack(t, { env: { WORKER_HTTP_PORT: String(workerPort), LOG_LEVEL: 'debug' } })
+const stack = await startStack(t, { database, env: { WORKER_HTTP_PORT: String(workerPort), LOG_LEVEL: 'debug' } })
 const token = await stack.adminToken()
 
 /** Every application series, on both processes. */
@@ -27,6 +30,7 @@ const SERIES = [
   'switchboard_retention_total',
   'switchboard_database_up',
   'switchboard_database_pool_max',
+  'switchboard_database_pool_in_use',
   'switchboard_redis_up'
 ]
 
@@ -141,4 +145,32 @@ t.test('both /metrics endpoints show every series; each process counts what it d
   t.equal(sample(worker, 'switchboard_redis_up{connection="worker"}'), 1)
   t.notMatch(api + worker, webhookWorkflow, 'no workflow id in any label')
   t.notMatch(api + worker, webhook.body.runId, 'no run id in any label')
+})
+
+t.test('the pool-in-use gauge counts the connections requests hold, and falls back to 0 once they are answered', async (t) => {
+  const held = 3
+  const locker = postgres(database.url, { max: 1, onnotice: () => {} })
+  t.teardown(async () => { await locker.end() })
+  let release!: () => void
+  const released = new Promise<void>((resolve) => { release = resolve })
+  let lockTaken!: () => void
+  const locked = new Promise<void>((resolve) => { lockTaken = resolve })
+  // Every read of workflows waits for this lock, each on a connection of the api's pool.
+  const holding = locker.begin(async (tx) => {
+    await tx`lock table workflows in access exclusive mode`
+    lockTaken()
+    await released
+  })
+  await locked
+  const reads = Array.from({ length: held }, async () => await stack.call('GET', `/api/automation/workflows/${webhookWorkflow}`, { token }))
+  const inUse = await waitFor(async () => {
+    const value = sample(await scrape(`${stack.metricsUrl}/metrics`), 'switchboard_database_pool_in_use')
+    return value !== undefined && value >= held ? value : undefined
+  }, { what: `${held} connections in use` })
+  t.ok(inUse <= 10, `${inUse} in use, within DATABASE_POOL_MAX`)
+  release()
+  await holding
+  t.same((await Promise.all(reads)).map((res) => res.status), Array(held).fill(200), 'the reads were answered once the lock went')
+  await waitFor(async () => sample(await scrape(`${stack.metricsUrl}/metrics`), 'switchboard_database_pool_in_use') === 0 ? true : undefined, { what: 'no connection in use' })
+  t.pass('back to 0')
 })

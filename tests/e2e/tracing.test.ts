@@ -1,7 +1,8 @@
 /**
  * OpenTelemetry traces: one trace from the caller's request through the api's request span, the
- * run's start (group commit), its job and the worker's execution to a span per node, exported by
- * OTLP/HTTP to a loopback receiver, and the traceparent an http_request node sends.
+ * run's start (group commit), its job's producer and consumer spans and the worker's execution to
+ * a span per node, with the statements and HTTP calls below them, exported by OTLP/HTTP to a
+ * loopback receiver, and the traceparent an http_request node sends.
  */
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
@@ -20,25 +21,28 @@ const tracedStack = async (env: Record<string, string> = {}, to: OtlpReceiver = 
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
 
-/** set → http_request to the sink, fired with the caller's traceparent; the run's id and the trace's spans once all are in. */
-async function tracedRun (stack: Stack, path: string, expectedSpans: number, from: OtlpReceiver = receiver): Promise<{ runId: string, traceId: string, callerSpanId: string, spans: ReceivedSpan[] }> {
+/** The spans a traced fire's trace holds once the run is done: a span of each name here. */
+const FIRED_RUN_SPANS = ['run.start', 'create workflow-runs', 'process workflow-runs', 'run.execute', 'node set', 'node http_request', 'POST']
+
+/** set → http_request to the sink (with a query string), fired with the caller's traceparent; the run's id and the trace's spans once all are in. */
+async function tracedRun (stack: Stack, path: string, from: OtlpReceiver = receiver): Promise<{ runId: string, traceId: string, callerSpanId: string, spans: ReceivedSpan[] }> {
   const token = await stack.adminToken()
   const workflowId = await stack.client.createWorkflow(token, {
     nodes: [
       { id: 'greeting', type: 'set', config: { values: { hello: 'world' } } },
-      { id: 'notify', type: 'http_request', config: { method: 'POST', url: `${sink.url}/${path}`, body: { hello: '{{greeting.hello}}' } } }
+      { id: 'notify', type: 'http_request', config: { method: 'POST', url: `${sink.url}/${path}?token=query-secret`, body: { hello: '{{greeting.hello}}' } } }
     ],
     edges: [{ source: 'greeting', target: 'notify' }]
   })
   const traceId = hex(16)
   const callerSpanId = hex(8)
-  const runId = await stack.client.fire(token, workflowId, {}, { headers: { traceparent: `00-${traceId}-${callerSpanId}-01`, 'x-request-id': `traced-${traceId}` } })
+  const runId = await stack.client.fire(token, workflowId, { note: 'trigger-secret' }, { headers: { traceparent: `00-${traceId}-${callerSpanId}-01`, 'x-request-id': `traced-${traceId}` } })
   const run = await stack.client.runReaching(token, runId)
   if (run.status !== 'SUCCESS') throw new Error(`run ${runId} ended ${run.status}: ${run.error}`)
   const spans = await waitFor(async () => {
     const ofTrace = from.spans.filter((span) => span.traceId === traceId)
-    return ofTrace.length >= expectedSpans ? ofTrace : undefined
-  }, { what: `${expectedSpans} spans of trace ${traceId}` })
+    return FIRED_RUN_SPANS.every((name) => ofTrace.some((span) => span.name === name)) ? ofTrace : undefined
+  }, { what: `the spans of trace ${traceId}` })
   return { runId, traceId, callerSpanId, spans }
 }
 
@@ -49,12 +53,18 @@ function only (t: Test, spans: ReceivedSpan[], name: string): ReceivedSpan {
   return named[0]!
 }
 
+/** Whether `span` descends from `ancestor` within `spans`. */
+function descends (spans: ReceivedSpan[], span: ReceivedSpan, ancestor: ReceivedSpan): boolean {
+  for (let parent = span.parentSpanId; parent !== undefined; parent = spans.find((candidate) => candidate.spanId === parent)?.parentSpanId) {
+    if (parent === ancestor.spanId) return true
+  }
+  return false
+}
+
 const stack = await tracedStack()
 
-t.test('one trace links the request, the run\'s start, its execution and its nodes; the http_request sends its span\'s traceparent', async (t) => {
-  // The request span, the handler's span, run.start, run.execute and the two nodes'.
-  const { runId, traceId, callerSpanId, spans } = await tracedRun(stack, 'traced', 6)
-  t.equal(spans.length, 6, 'nothing else in the trace')
+t.test('one trace links the request, the run\'s start, its job, its execution, its nodes and their statements and HTTP calls; the http_request sends its call\'s traceparent', async (t) => {
+  const { runId, traceId, callerSpanId, spans } = await tracedRun(stack, 'traced')
   t.same([...new Set(receiver.encodings)], ['application/json'], 'OTLP/HTTP JSON, the default')
 
   const start = only(t, spans, 'run.start')
@@ -64,18 +74,23 @@ t.test('one trace links the request, the run\'s start, its execution and its nod
   t.equal(request.parentSpanId, callerSpanId, 'continues the caller\'s traceparent')
   t.match(request.attributes, { 'http.response.status_code': 202, 'url.path': `/api/automation/workflows/${start.attributes['switchboard.workflow.id']}/fire`, 'switchboard.request.id': `traced-${traceId}` })
 
-  const handler = spans.find((span) => span.parentSpanId === request.spanId)!
-  t.match(handler, { service: 'switchboard-api', name: /^handler - / }, 'the route handler\'s span, child of the request\'s')
+  const handler = spans.find((span) => span.parentSpanId === request.spanId && span.name.startsWith('handler - '))
+  t.match(handler, { service: 'switchboard-api' }, 'the route handler\'s span, child of the request\'s')
 
   t.equal(start.service, 'switchboard-api')
-  t.equal(start.parentSpanId, handler.spanId, 'started in the handler: its span is the parent')
+  t.equal(start.parentSpanId, handler?.spanId, 'started in the handler: its span is the parent')
   t.match(start.attributes, { 'switchboard.run.id': runId, 'switchboard.run.created': true, 'switchboard.group.size': Number })
   t.ok(Number(start.attributes['switchboard.group.size']) >= 1)
   t.equal(start.status.code, 0, 'not an error')
 
+  const created = only(t, spans, 'create workflow-runs')
+  t.match(created, { service: 'switchboard-api', kind: 4, parentSpanId: start.spanId, attributes: { 'messaging.destination.name': 'workflow-runs', 'switchboard.run.id': runId } }, 'the job\'s PRODUCER span, child of run.start')
+  const processed = only(t, spans, 'process workflow-runs')
+  t.match(processed, { service: 'switchboard-worker', kind: 5, parentSpanId: created.spanId, attributes: { 'bullmq.queue.name': 'workflow-runs' } }, 'BullMQ\'s CONSUMER span, child of the job\'s PRODUCER span')
+
   const execute = only(t, spans, 'run.execute')
   t.equal(execute.service, 'switchboard-worker')
-  t.equal(execute.parentSpanId, start.spanId, 'the job carried run.start\'s traceparent')
+  t.equal(execute.parentSpanId, processed.spanId, 'the run executes in its job\'s CONSUMER span')
   t.match(execute.attributes, { 'switchboard.run.id': runId, 'switchboard.workflow.id': String, 'switchboard.run.outcome': 'SUCCESS' })
 
   const set = only(t, spans, 'node set')
@@ -86,8 +101,21 @@ t.test('one trace links the request, the run\'s start, its execution and its nod
     t.match(node.attributes, { 'switchboard.node.id': id, 'switchboard.node.outcome': 'success' })
   }
 
-  const delivery = sink.deliveries.find((candidate) => candidate.path === '/traced')
-  t.equal(delivery?.traceparent, `00-${traceId}-${http.spanId}-01`, 'the receiver got the http_request node span\'s traceparent')
+  const call = only(t, spans, 'POST')
+  t.match(call, { service: 'switchboard-worker', kind: 3, parentSpanId: http.spanId, attributes: { 'http.request.method': 'POST', 'url.full': `${sink.url}/traced`, 'server.address': '127.0.0.1', 'http.response.status_code': 200 } }, 'the node\'s HTTP call: a CLIENT span, child of the node\'s')
+  t.notOk('url.query' in call.attributes, 'no query string')
+  const delivery = sink.deliveries.find((candidate) => candidate.path.startsWith('/traced'))
+  t.equal(delivery?.traceparent, `00-${traceId}-${call.spanId}-01`, 'the receiver got the traceparent of the node\'s HTTP call')
+
+  const statements = spans.filter((span) => span.kind === 3 && span.attributes['db.system.name'] === 'postgresql')
+  const stored = spans.find((span) => span.service === 'switchboard-api' && span.name === 'transaction')
+  t.ok(stored !== undefined && descends(spans, stored, handler!), 'the api\'s transaction that stores the run, in the request\'s trace')
+  t.ok(statements.some((span) => span.parentSpanId === stored?.spanId), 'with its statements')
+  t.ok(statements.some((span) => span.service === 'switchboard-worker' && descends(spans, span, execute)), 'the worker\'s statements, below run.execute')
+  t.ok(statements.every((span) => typeof span.attributes['db.query.text'] === 'string' && span.attributes['db.namespace'] !== undefined), 'each with its text and database')
+  const exported = JSON.stringify(spans)
+  for (const secret of ['trigger-secret', 'query-secret']) t.notMatch(exported, secret, `no ${secret} in any span`)
+
   // A line written inside a span names it: the api's line of the request, the worker's of the run.
   const lines = (process: { output: () => string }): Array<Record<string, any>> => process.output().split('\n').flatMap((line) => {
     try { return [JSON.parse(line)] } catch { return [] }
@@ -107,25 +135,46 @@ t.test('a run started by the inbound webhook (its own body parser) is a child of
   t.equal(res.status, 200)
   const spans = await waitFor(async () => {
     const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
-    return ofTrace.some((span) => span.name === 'node set') ? ofTrace : undefined
+    return ofTrace.some((span) => span.name === 'node set') && ofTrace.some((span) => span.name === 'run.execute') ? ofTrace : undefined
   }, { what: `the node span of trace ${traceId}` })
   const request = spans.find((span) => span.parentSpanId === callerSpanId)!
   t.equal(request.name, 'POST /api/automation/webhook/:workflowId')
-  const handler = spans.find((span) => span.parentSpanId === request.spanId)!
+  const handler = spans.find((span) => span.parentSpanId === request.spanId && span.name.startsWith('handler - '))
   const start = only(t, spans, 'run.start')
-  t.equal(start.parentSpanId, handler.spanId, 'run.start is the handler\'s child')
+  t.equal(start.parentSpanId, handler?.spanId, 'run.start is the handler\'s child')
   t.match(start.attributes, { 'switchboard.run.id': res.body.runId, 'switchboard.run.created': true })
-  t.equal(only(t, spans, 'run.execute').parentSpanId, start.spanId)
+  t.ok(descends(spans, only(t, spans, 'run.execute'), start), 'run.execute descends from run.start')
 })
 
-t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its span is still exported; OTLP as protobuf when asked', async (t) => {
+t.test('with HTTP_REQUEST_TRACEPARENT=false the http_request sends none, and its spans are still exported; OTLP as protobuf when asked', async (t) => {
   const protobufReceiver = await startOtlpReceiver(t)
-  const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }, protobufReceiver), 'untraced', 6, protobufReceiver)
+  const { spans } = await tracedRun(await tracedStack({ HTTP_REQUEST_TRACEPARENT: 'false', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }, protobufReceiver), 'untraced', protobufReceiver)
   t.same([...new Set(protobufReceiver.encodings)], ['application/x-protobuf'], 'http/protobuf sends protobuf')
-  only(t, spans, 'node http_request')
-  const delivery = sink.deliveries.find((candidate) => candidate.path === '/untraced')
+  t.equal(only(t, spans, 'POST').parentSpanId, only(t, spans, 'node http_request').spanId)
+  const delivery = sink.deliveries.find((candidate) => candidate.path.startsWith('/untraced'))
   t.ok(delivery, 'the node called the sink')
   t.equal(delivery?.traceparent, undefined, 'without a traceparent')
+})
+
+t.test('a run resumed after a wait continues under the run.execute that suspended it, through its resume job\'s spans', async (t) => {
+  const token = await stack.adminToken()
+  const workflowId = await stack.client.createWorkflow(token, {
+    nodes: [{ id: 'pause', type: 'wait', config: { seconds: 1 }, next: 'after' }, { id: 'after', type: 'set', config: { values: { done: true } } }]
+  })
+  const traceId = hex(16)
+  const runId = await stack.client.fire(token, workflowId, {}, { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } })
+  t.equal((await stack.client.runReaching(token, runId)).status, 'SUCCESS')
+  const spans = await waitFor(async () => {
+    const ofTrace = receiver.spans.filter((span) => span.traceId === traceId)
+    return ofTrace.filter((span) => span.name === 'run.execute').length === 2 && ofTrace.some((span) => span.name === 'node set') ? ofTrace : undefined
+  }, { what: `both run.execute spans of trace ${traceId}` })
+  const [suspended, resumed] = spans.filter((span) => span.name === 'run.execute').sort((a, b) => (a.attributes['switchboard.run.outcome'] === 'WAITING' ? -1 : 1) - (b.attributes['switchboard.run.outcome'] === 'WAITING' ? -1 : 1))
+  t.equal(suspended?.attributes['switchboard.run.outcome'], 'WAITING')
+  const consumer = spans.find((span) => span.spanId === resumed?.parentSpanId)
+  t.match(consumer, { name: 'process workflow-runs', kind: 5 }, 'the resumed run.execute is the child of its job\'s CONSUMER span')
+  const producer = spans.find((span) => span.spanId === consumer?.parentSpanId)
+  t.match(producer, { name: 'add workflow-runs.run', kind: 4, service: 'switchboard-worker' }, 'whose PRODUCER span is BullMQ\'s add of the resume job')
+  t.ok(producer !== undefined && descends(spans, producer, suspended!), 'made under the run.execute that suspended the run')
 })
 
 t.test('a failed node\'s span carries its error, and the run\'s span is an error', async (t) => {

@@ -5,7 +5,7 @@ import { createDatabase } from '@switchboard/core/db'
 import { indexingRequeue } from '@switchboard/core/knowledge'
 import { createReconciler } from '@switchboard/core/engine'
 import type { Logger } from '@switchboard/core/logger'
-import { queueWait } from '@switchboard/core/observability'
+import { queueTelemetryOption, queueWait } from '@switchboard/core/observability'
 import { ASSISTANT_MAIN, checkRedisPolicy, closeQueues, EVENT_DELIVERIES, KNOWLEDGE_INDEX, createProducerConnection, createQueues, createRedisStateLog, createWorkerConnection, queueKeyPrefix, SCHEDULED_TASKS, type RedisConnection } from '@switchboard/core/queues'
 import { createRetention } from '@switchboard/core/retention'
 import { createRunIndexing } from '@switchboard/core/runs'
@@ -80,7 +80,8 @@ export async function startWorker (config: Config, logger: Logger): Promise<Runn
       concurrency: name === EVENT_DELIVERIES ? config.eventSubscriptions.concurrency : name === KNOWLEDGE_INDEX ? config.ai.knowledgeIndexConcurrency : config.workerConcurrency,
       lockDuration: LOCK_DURATION_MS,
       stalledInterval: STALLED_INTERVAL_MS,
-      maxStalledCount: MAX_STALLED_COUNT
+      maxStalledCount: MAX_STALLED_COUNT,
+      ...queueTelemetryOption()
     })
     redisState.listen(worker, { queue: name, role: 'worker' })
     // A job whose lock is lost, or cannot be renewed in time, may be another worker's: stop working on it here.

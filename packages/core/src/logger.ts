@@ -54,7 +54,7 @@ function messageWithoutValues (error: Error): string {
  * database error carries, in its message and stack, its properties, its causes and nested errors.
  * The SQL text (placeholders, not values), the SQLSTATE code and constraint names stay.
  */
-function withoutValues (error: Error, depth = 0): Error {
+export function withoutValues (error: Error, depth = 0): Error {
   const clean = (value: unknown): unknown => {
     if (!isErrorLike(value)) return value
     return depth < MAX_ERROR_DEPTH ? withoutValues(value, depth + 1) : undefined

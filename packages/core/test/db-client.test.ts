@@ -1,7 +1,13 @@
-import { sql } from 'drizzle-orm'
+import { context, trace } from '@opentelemetry/api'
+import { eq, sql } from 'drizzle-orm'
 import t from 'tap'
 import { createTestDatabase } from '@switchboard/testing/database'
+import { startOtlpReceiver } from '@switchboard/testing/otlp-receiver'
 import { createDatabase } from '../src/db/client.ts'
+import { users } from '../src/db/schema/index.ts'
+import { loadConfig } from '../src/config.ts'
+import { createLogger } from '../src/logger.ts'
+import { startSpan, startTracing, stopTracing, tracingOn } from '../src/observability/tracing.ts'
 
 const testDatabase = await createTestDatabase()
 t.teardown(testDatabase.drop)
@@ -61,4 +67,43 @@ t.test('in transaction mode nothing is prepared, no session setting is sent, and
   while (payloads.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
   t.same(payloads, ['hello'])
   t.equal(listening?.name, 'switchboard_listener', 'the listener connected to DATABASE_LISTEN_URL')
+})
+
+t.test('while tracing is on, each statement inside a span is a CLIENT span with its text and never its values; a transaction is their parent', async (t) => {
+  const receiver = await startOtlpReceiver(t)
+  const config = loadConfig({ JWT_SECRET: 'x'.repeat(32), ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '3600000' }).tracing
+  await startTracing(config, 'switchboard-test', createLogger('silent', 'test'))
+  t.teardown(stopTracing)
+  const secret = 'someone-secret@example.com'
+  const parent = startSpan('caller', {})
+  await context.with(trace.setSpan(context.active(), parent), async () => {
+    await db.select().from(users).where(eq(users.email, secret))
+    await db.transaction(async (tx) => {
+      await tx.execute(sql`select ${secret}::text as echoed`)
+      await tx.select({ id: users.id }).from(users).where(eq(users.email, secret))
+    })
+    await t.rejects(db.execute(sql`select ${secret}::int`), 'a failed statement')
+  })
+  parent.end()
+  // Outside any span (a periodic loop's statements): no span, no trace of its own.
+  await db.execute(sql`select 1 as outside_any_span`)
+  await db.transaction(async (tx) => { await tx.execute(sql`select 1 as outside_any_span`) })
+  await stopTracing()
+  const callerId = parent.spanContext().spanId
+  const statements = receiver.spans.filter((span) => span.kind === 3)
+  t.equal(statements.length, 4, 'one CLIENT span per statement inside a span')
+  t.equal(receiver.spans.filter((span) => span.name === 'transaction').length, 1, 'one transaction span')
+  const database = new URL(testDatabase.url)
+  for (const span of statements) {
+    t.match(span.attributes, { 'db.system.name': 'postgresql', 'db.namespace': database.pathname.slice(1), 'server.address': database.hostname, 'server.port': Number(database.port) })
+  }
+  const [read, echoed, inTransaction, failed] = statements
+  t.match(read, { name: 'SELECT users', parentSpanId: callerId, status: { code: 0 }, attributes: { 'db.operation.name': 'SELECT', 'db.collection.name': 'users', 'db.query.text': /^select .* from "users" where "users"."email" = \$1$/ } })
+  const transaction = receiver.spans.find((span) => span.name === 'transaction')
+  t.match(transaction, { kind: 1, parentSpanId: callerId, attributes: { 'db.system.name': 'postgresql' } }, 'the transaction\'s span, INTERNAL')
+  t.match(echoed, { name: 'SELECT', parentSpanId: transaction?.spanId, attributes: { 'db.query.text': 'select $1::text as echoed' } })
+  t.match(inTransaction, { name: 'SELECT users', parentSpanId: transaction?.spanId })
+  t.match(failed, { parentSpanId: callerId, status: { code: 2, message: 'invalid input syntax for type integer: "[redacted]"' } }, 'a failed statement is an error, without the value it quoted')
+  t.notMatch(JSON.stringify(receiver.spans), secret.slice(0, 14), 'no value of a statement in any span')
+  t.equal(tracingOn, false)
 })

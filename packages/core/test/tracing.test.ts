@@ -1,9 +1,12 @@
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { isSpanContextValid, propagation, SpanStatusCode, trace } from '@opentelemetry/api'
 import t, { type Test } from 'tap'
 import { startOtlpReceiver } from '@switchboard/testing/otlp-receiver'
 import { loadConfig } from '../src/config.ts'
 import { createLogger } from '../src/logger.ts'
-import { endSpan, startSpan, startTracing, stopTracing, traceparentOf, tracingOn } from '../src/observability/tracing.ts'
+import { endSpan, inSpan, queueTelemetryOption, sendingTraceparent, startSpan, startTracing, stopTracing, traceparentOf, tracingOn } from '../src/observability/tracing.ts'
 
 const logger = createLogger('silent', 'test')
 // Secrets given, so that no development secrets file is written.
@@ -17,6 +20,19 @@ function assertNothingRegistered (t: Test): void {
   t.equal(isSpanContextValid(span.spanContext()), false, 'its spans have no trace id')
   span.end()
   t.same(propagation.fields(), [], 'no propagator')
+  t.same(queueTelemetryOption(), {}, 'no telemetry for BullMQ, which then makes no span')
+}
+
+/** A loopback server that notes the traceparent of each request. */
+async function traceparentsHeard (t: Test): Promise<{ url: string, heard: Array<string | undefined> }> {
+  const heard: Array<string | undefined> = []
+  const server = createServer((req, res) => {
+    heard.push(req.headers.traceparent as string | undefined)
+    res.end('ok')
+  }).listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => { server.close() })
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, heard }
 }
 
 t.test('without an OTLP endpoint tracing stays off: no provider, no propagator', async (t) => {
@@ -67,5 +83,29 @@ t.test('a collector that is down holds a closing process 2 s at most, and stopTr
   await stopTracing()
   const waited = performance.now() - stopping
   t.ok(waited < 3000, `stopped in ${Math.round(waited)} ms`)
+  assertNothingRegistered(t)
+})
+
+t.test('an HTTP request is a CLIENT span without its query string; it sends our traceparent only where asked', async (t) => {
+  const receiver = await startOtlpReceiver(t)
+  const server = await traceparentsHeard(t)
+  await fetch(`${server.url}/off`)
+  await startTracing(configWith({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '3600000' }), 'switchboard-test', logger)
+  await (await fetch(`${server.url}/outside-any-span`)).text()
+  const parent = startSpan('caller', {})
+  await inSpan(parent, async () => {
+    await (await fetch(`${server.url}/third-party?key=query-secret`)).text()
+    await sendingTraceparent(async () => await (await fetch(`${server.url}/asked`)).text())
+  })
+  parent.end()
+  await stopTracing()
+  const calls = receiver.spans.filter((span) => span.kind === 3)
+  t.equal(calls.length, 2, 'none for the request outside a span')
+  t.match(calls, [
+    { name: 'GET', parentSpanId: parent.spanContext().spanId, attributes: { 'url.full': `${server.url}/third-party`, 'http.response.status_code': 200 } },
+    { name: 'GET', parentSpanId: parent.spanContext().spanId, attributes: { 'url.full': `${server.url}/asked` } }
+  ], 'a CLIENT span per request inside a span, child of it; none outside one')
+  t.notMatch(JSON.stringify(receiver.spans), 'query-secret', 'no query string')
+  t.same(server.heard, [undefined, undefined, undefined, `00-${calls[1]!.traceId}-${calls[1]!.spanId}-01`], 'none while off, none unasked, the call\'s own when asked')
   assertNothingRegistered(t)
 })

@@ -1,7 +1,9 @@
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
 import postgres, { type Sql } from 'postgres'
 import type { DatabasePoolMode } from '../config.ts'
+import { insideRecordingSpan, tracingOn } from '../observability/tracing.ts'
 import * as schema from './schema/index.ts'
+import { serverAttributes, traceStatement, traceTransaction } from './statement-spans.ts'
 
 export type Db = PostgresJsDatabase<typeof schema>
 /** A database handle or an open transaction: repositories accept either. */
@@ -50,18 +52,28 @@ const MAX_PREPARED_TEXTS = 500
 /** Distinct texts remembered while counting how often each runs. */
 const MAX_COUNTED_TEXTS = 5000
 
+type TransactionBody = (handle: object) => unknown
+
 /**
+ * The client drizzle queries through: postgres.js's, with two changes.
+ *
  * drizzle runs every query through postgres.js's `unsafe()`, which does not prepare
  * (drizzle-orm#6096), and an unprepared query with parameters costs two round trips: Parse and
  * Describe, then Bind and Execute. A text seen a second time is prepared instead (each
  * connection then describes it once and runs it in one round trip). Texts are written by the
  * code, never by a caller (values are parameters), so few of them repeat; MAX_PREPARED_TEXTS
  * bounds the statements each server connection may keep, whatever a list's length does to a text.
+ * Behind a transaction-mode pooler (`prepareRepeated` false) nothing is prepared.
+ *
+ * While tracing is on, each statement made inside a recording span is a span, and each such
+ * transaction one its statements' spans are children of (statement-spans.ts); while it is off,
+ * each call checks one boolean more.
  */
-function preparingRepeatedStatements (client: Sql): Sql {
+function clientForDrizzle (client: Sql, prepareRepeated: boolean): Sql {
   const seen = new Set<string>()
   const prepared = new Set<string>()
   const shouldPrepare = (text: string): boolean => {
+    if (!prepareRepeated) return false
     if (prepared.has(text)) return true
     if (!seen.has(text)) {
       if (seen.size >= MAX_COUNTED_TEXTS) seen.clear()
@@ -72,19 +84,28 @@ function preparingRepeatedStatements (client: Sql): Sql {
     prepared.add(text)
     return true
   }
+  const server = serverAttributes(client.options)
   const wrap = <T extends object>(target: T): T => new Proxy(target, {
     get (object, property, receiver) {
       const value = Reflect.get(object, property, receiver) as unknown
       if (typeof value !== 'function') return value
       if (property === 'unsafe') {
-        return (text: string, params?: unknown[], options: { prepare?: boolean } = {}) =>
-          value.call(object, text, params, { ...options, prepare: options.prepare === true || shouldPrepare(text) })
+        return (text: string, params?: unknown[], options: { prepare?: boolean } = {}) => {
+          const statement = value.call(object, text, params, { ...options, prepare: options.prepare === true || shouldPrepare(text) }) as PromiseLike<unknown>
+          if (tracingOn && insideRecordingSpan()) traceStatement(statement, text, server)
+          return statement
+        }
       }
       // A transaction's (and a savepoint's) own handle runs drizzle's queries inside it.
       if (property === 'begin' || property === 'savepoint') {
-        return (...args: unknown[]) => value.apply(object, args.map((arg) => typeof arg === 'function'
-          ? (handle: object) => (arg as (handle: object) => unknown)(wrap(handle))
-          : arg))
+        return (...args: unknown[]) => {
+          if (!tracingOn || property === 'savepoint' || !insideRecordingSpan()) {
+            return value.apply(object, args.map((arg) => typeof arg === 'function' ? (handle: object) => (arg as TransactionBody)(wrap(handle)) : arg))
+          }
+          return traceTransaction(server, async (enter) => await value.apply(object, args.map((arg) => typeof arg === 'function'
+            ? (handle: object) => enter(() => (arg as TransactionBody)(wrap(handle)))
+            : arg)))
+        }
       }
       return value
     }
@@ -112,7 +133,7 @@ export function createDatabase (url: string, options: DatabaseOptions = {}): Dat
     connection: { application_name: 'switchboard', ...timeouts }
   })
   const listener = options.listenUrl === undefined ? sql : postgres(options.listenUrl, { ...common, max: 1, connection: { application_name: 'switchboard' } })
-  const db = drizzle(transactionMode ? sql : preparingRepeatedStatements(sql), { schema })
+  const db = drizzle(clientForDrizzle(sql, !transactionMode), { schema })
   return {
     db,
     sql,

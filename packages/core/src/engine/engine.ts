@@ -5,7 +5,7 @@ import type { WorkflowNode } from '../db/schema/workflows.ts'
 import type { Logger } from '../logger.ts'
 import { runsFinished } from '../observability/metrics.ts'
 import { traceRun, type RunTrace } from './run-trace.ts'
-import { contextOf, endSpan, startSpan, traceparentOf, tracingOn } from '../observability/tracing.ts'
+import { endSpan, inSpan, jobContext, startSpan, tracingOn } from '../observability/tracing.ts'
 import { isTakeoverJobId, type Queues } from '../queues/catalog.ts'
 import { childRuns, wakeRun } from './children.ts'
 import { claimOwnerId, runStore, type ClaimedRun, type ClaimOwner, type FailStep, type InMemoryEnd } from './run-store.ts'
@@ -145,7 +145,7 @@ export interface RunEngineOptions {
   checkpointMaxNodes?: number
   /**
    * HTTP_REQUEST_TRACEPARENT: while tracing is on, an http_request node sends the W3C traceparent
-   * of its span, unless its own headers set one.
+   * of its HTTP call's span, unless its own headers set one.
    * @defaultValue true
    */
   httpRequestTraceparent?: boolean
@@ -305,9 +305,10 @@ export function createRunEngine (options: RunEngineOptions) {
    */
   async function executeRun (runId: string, signal?: AbortSignal, context: RunContext = {}): Promise<RunOutcome> {
     if (!tracingOn) return await executeOnce(runId, signal, context, undefined)
-    const span = startSpan('run.execute', { 'switchboard.run.id': runId }, contextOf(context.traceparent))
+    const span = startSpan('run.execute', { 'switchboard.run.id': runId }, jobContext(context.traceparent))
     try {
-      const outcome = await executeOnce(runId, signal, context, span)
+      // Active while the run executes: its claim's statements and its lines name it (a node's span while the node runs).
+      const outcome = await inSpan(span, async () => await executeOnce(runId, signal, context, span))
       span.setAttribute('switchboard.run.outcome', outcome)
       // Why is on the failed node's span.
       if (outcome === 'FAILED') span.setStatus({ code: SpanStatusCode.ERROR })
@@ -436,7 +437,10 @@ export function createRunEngine (options: RunEngineOptions) {
       const nodeSpan = trace.spans?.node(node)
       let outcome: NodeResult
       try {
-        outcome = await executeNode(execution, node, nodeSpan !== undefined && httpRequestTraceparent ? traceparentOf(nodeSpan) : undefined)
+        // The node's span is the active one while it runs: its statements' and HTTP calls' spans are its children.
+        outcome = nodeSpan === undefined
+          ? await executeNode(execution, node, false)
+          : await inSpan(nodeSpan, async () => await executeNode(execution, node, httpRequestTraceparent))
         if (outcome.suspendUntil !== undefined) await suspension.checkWaitingQuota(run.userId)
       } catch (err) {
         if (nodeSpan !== undefined) trace.spans?.nodeEnded(nodeSpan, err instanceof ClaimLostError ? 'stopped' : 'failure', { error: err, unwritten: execution.writer.unwritten })

@@ -94,7 +94,7 @@ export function createNodeExecution (options: NodeExecutionOptions) {
     resultSize.bytes += entryBytes
   }
 
-  async function executeWithSecrets (execution: Execution, node: WorkflowNode, secrets: NodeSecrets, traceparent: string | undefined): Promise<NodeResult> {
+  async function executeWithSecrets (execution: Execution, node: WorkflowNode, secrets: NodeSecrets, sendTraceparent: boolean): Promise<NodeResult> {
     const { run, pending, result, sizer } = execution
     const definition = nodeDefinition(node.type)
     if (definition === undefined) throw new NodeError(`Unknown node type: ${node.type}`)
@@ -147,7 +147,7 @@ export function createNodeExecution (options: NodeExecutionOptions) {
       attempt: schedule.retries + 1,
       mayRetry: (retryAfterMs) => decide(retryAfterMs).retry,
       idempotencyKey: `${run.id}:${encodeURIComponent(node.id)}`,
-      traceparent
+      sendTraceparent
     })
     /** Attempts until one succeeds, fails for good, or its retries are spent; `nodeSignal` stops the waits between them. */
     const attempts = async (nodeSignal: AbortSignal): Promise<NodeResult> => {
@@ -181,12 +181,12 @@ export function createNodeExecution (options: NodeExecutionOptions) {
    * Executes `node` in `execution`: its result, or what it failed with (credential values the
    * node could see redacted from the message). A ClaimLostError says its step was refused.
    */
-  return async function executeNode (execution: Execution, node: WorkflowNode, traceparent: string | undefined): Promise<NodeResult> {
+  return async function executeNode (execution: Execution, node: WorkflowNode, sendTraceparent: boolean): Promise<NodeResult> {
     const loading = performance.now()
     const secrets = await options.credentials.forNode(execution.run.userId, node)
     execution.pending.waitedMs += performance.now() - loading
     try {
-      return await executeWithSecrets(execution, node, secrets, traceparent)
+      return await executeWithSecrets(execution, node, secrets, sendTraceparent)
     } catch (err) {
       // What a node failed with may quote what it sent (a header, a URL).
       const message = errorMessage(err)

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.ts'
 import type { ClaimKind, LogLine } from './run-store.ts'
 import { isNodeType } from './nodes/index.ts'
 import { nodeDuration, runDuration, runsFinished } from '../observability/metrics.ts'
-import { logFieldsOf, recordError, startSpan, traceparentOf } from '../observability/tracing.ts'
+import { recordError, startSpan, traceparentOf } from '../observability/tracing.ts'
 
 type Level = 'debug' | 'info' | 'warn' | 'error'
 
@@ -74,8 +74,8 @@ function runSpans (span: Span) {
  * and, while tracing is on (`span`: the execution's `run.execute`), a span per node.
  */
 export function traceRun (logger: Logger, run: TracedRun, requestId?: string, span?: Span) {
-  // Its lines name run.execute, which is not the active span while the loop runs.
-  const log = logger.child({ runId: run.id, workflowId: run.workflowId, ...(requestId !== undefined && { requestId }), ...(span !== undefined && logFieldsOf(span)) })
+  // While tracing is on, its lines name the active span (logger.ts): run.execute, or the node's while a node runs.
+  const log = logger.child({ runId: run.id, workflowId: run.workflowId, ...(requestId !== undefined && { requestId }) })
   span?.setAttribute('switchboard.workflow.id', run.workflowId)
   return {
     log,

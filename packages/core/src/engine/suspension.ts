@@ -1,4 +1,6 @@
+import { context } from '@opentelemetry/api'
 import type { WorkflowNode } from '../db/schema/workflows.ts'
+import { contextOf } from '../observability/tracing.ts'
 import { resumeJobId, RUN_JOB, type Queues, type RunJobData } from '../queues/catalog.ts'
 import type { runStore } from './run-store.ts'
 import { effectiveQuotas, type Quotas } from '../users/quotas.ts'
@@ -40,12 +42,14 @@ export function createSuspension ({ store, queues, quotas, dispatchWritten }: Su
       const traceparent = trace.spans?.traceparent()
       const data: RunJobData = { runId: run.id, userId: run.userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }) }
       const resumeJob = resumeJobId(run.id, node.id)
-      await redis(queues[run.queue].add(RUN_JOB, data, {
+      const add = async (): Promise<unknown> => await queues[run.queue].add(RUN_JOB, data, {
         // Not a fourth `:`-separated part: BullMQ refuses a custom id with other than three, so the key
         // is encoded (an ask's `ask:2` refused every suspension of an ask, each retried as a resume).
         jobId: suspendKey === undefined ? resumeJob : `${resumeJob}@${encodeURIComponent(suspendKey)}`,
         delay: Math.max(0, until.getTime() - Date.now())
-      }))
+      })
+      // BullMQ's PRODUCER span, and so the resumed job's CONSUMER span, is a child of this run.execute.
+      await redis(traceparent === undefined ? add() : context.with(contextOf(traceparent), add))
       if (events !== undefined && events.length > 0) await dispatchWritten(run.id, events)
       return 'written'
     }

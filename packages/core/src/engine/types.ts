@@ -180,10 +180,10 @@ export interface NodeContext {
    */
   idempotencyKey: string
   /**
-   * The W3C traceparent of this node's span, for an outgoing request to send, while tracing is on
-   * and HTTP_REQUEST_TRACEPARENT allows it.
+   * An outgoing request of this node sends its W3C traceparent (the span of its HTTP call, a child
+   * of the node's), while tracing is on and HTTP_REQUEST_TRACEPARENT allows it.
    */
-  traceparent?: string
+  sendTraceparent?: boolean
 }
 
 export interface NodeResult {

@@ -3,4 +3,4 @@ export {
   chatInboundDeliveries, eventDeliveryAttempts, metricsText, queueWait, registerStoreMetrics, runsCreated, runsFinished, webhookAnswers, zeroNodeSeries
 } from './metrics.ts'
 export { sendJson, startProbeListener, type ProbeListener } from './listener.ts'
-export { startTracing, stopTracing, tracingOn } from './tracing.ts'
+export { queueTelemetryOption, startTracing, stopTracing, tracingOn } from './tracing.ts'

@@ -240,7 +240,7 @@ function sharedFor<T> (read: () => Promise<T>): () => Promise<T> {
 
 /**
  * Series read from the stores, into the process's own registry: queue depths (BullMQ's job counts
- * per queue and state), Postgres answering, pool size, Redis connections. The queries behind the
+ * per queue and state), Postgres answering, pool size and connections in use, Redis connections. The queries behind the
  * first two are made at most once a second, whatever the number of scrapes.
  */
 export function registerStoreMetrics (registry: Registry, sources: StoreMetricsSources): void {
@@ -270,6 +270,18 @@ export function registerStoreMetrics (registry: Registry, sources: StoreMetricsS
   })
   const poolMax = new Gauge({ name: 'switchboard_database_pool_max', help: 'Connections this process\'s Postgres pool may open (DATABASE_POOL_MAX)', registers })
   poolMax.set(sources.databasePoolMax)
+  // Read from postgres.js's own connection queues when scraped (the repository's patch exposes
+  // them: pnpm-workspace.yaml), so a query costs nothing more; counting in the query wrapper would
+  // add a promise reaction to every query and miss the statements sent outside drizzle.
+  // eslint-disable-next-line no-new -- registered, read through the registry
+  new Gauge({
+    name: 'switchboard_database_pool_in_use',
+    help: 'Connections of this process\'s Postgres pool taken now: opening for a query, running queries, or held by a transaction',
+    registers,
+    collect () {
+      this.set(sources.database.sql.connectionsInUse())
+    }
+  })
   // eslint-disable-next-line no-new -- registered, read through the registry
   new Gauge({
     name: 'switchboard_redis_up',

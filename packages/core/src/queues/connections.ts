@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { queueTelemetryOption } from '../observability/tracing.ts'
 import { JOB_OPTIONS, QUEUE_NAMES, type QueueName, type Queues } from './catalog.ts'
 import { isClusterUrl, parseClusterUrl } from './redis-url.ts'
 
@@ -50,7 +51,7 @@ export function queueKeyPrefix (prefix: string, queue: QueueName, connection: Re
 export function createQueues (connection: RedisConnection, prefix: string): Queues {
   const queues = {} as Queues
   for (const name of QUEUE_NAMES) {
-    queues[name] = new Queue(name, { connection, prefix: queueKeyPrefix(prefix, name, connection), defaultJobOptions: JOB_OPTIONS[name] })
+    queues[name] = new Queue(name, { connection, prefix: queueKeyPrefix(prefix, name, connection), defaultJobOptions: JOB_OPTIONS[name], ...queueTelemetryOption() })
   }
   return queues
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import type { Span } from '@opentelemetry/api'
 import { sql } from 'drizzle-orm'
 import type { DbOrTx } from '../db/client.ts'
 import { storableJson } from '../db/storable.ts'
@@ -8,6 +9,7 @@ import { createIds } from '../ids.ts'
 import { noteOwners } from '../queues/fair-share.ts'
 import type { Logger } from '../logger.ts'
 import { runsCreated, runsLeftForReconciler } from '../observability/metrics.ts'
+import { endSpan, startJobSpan, tracingOn } from '../observability/tracing.ts'
 import { withTimeout } from '../timeout.ts'
 import { renderRunTags } from './search.ts'
 import { renderCancelOn, type RunCancelRule } from './cancel-on.ts'
@@ -449,14 +451,22 @@ export async function enqueueRuns (deps: Pick<RunServiceDeps, 'db' | 'queues' | 
   for (const run of created) byQueue.set(run.queue, [...(byQueue.get(run.queue) ?? []), run])
   for (const [name, runs] of byQueue) {
     for (const [n, chunk] of chunksOf(runs).entries()) {
+      let spans: Span[] | undefined
       const jobs = chunk.map(({ runId, userId, requestId, traceparent, delayMs, gated }) => {
         const data: RunJobData = { runId, userId, ...(requestId !== undefined && { requestId }), ...(traceparent !== undefined && { traceparent }), ...(gated && { gated }) }
-        return { name: RUN_JOB, data, opts: { jobId: runJobId(runId), ...(delayMs !== undefined && delayMs > 0 && { delay: delayMs }) } }
+        const opts = { jobId: runJobId(runId), ...(delayMs !== undefined && delayMs > 0 && { delay: delayMs }) }
+        if (!tracingOn || traceparent === undefined) return { name: RUN_JOB, data, opts }
+        const { span, telemetry } = startJobSpan(name, { 'switchboard.run.id': runId }, traceparent)
+        ;(spans ??= []).push(span)
+        return { name: RUN_JOB, data, opts: { ...opts, telemetry } }
       })
       try {
         await withTimeout(deps.queues[name].addBulk(jobs), ENQUEUE_TIMEOUT_MS, `enqueue on ${name}`)
+        spans?.forEach((span) => { span.end() })
         await noteOwners(deps.queues[name], chunk.map(({ userId }) => userId))
       } catch (err) {
+        // Those the add ended already (noteOwners failed after it) record nothing more.
+        spans?.forEach((span) => { if (span.isRecording()) endSpan(span, err) })
         const left = runs.length - n * CHUNK_SIZE
         runsLeftForReconciler.inc(left)
         deps.logger?.warn({ err, queue: name, runs: left, firstRunId: chunk[0]!.runId }, 'runs stored but not queued: the reconciler will queue them')

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto'
 import { request } from 'undici'
+import { sendingTraceparent } from '../../observability/tracing.ts'
 import { ALLOW_PRIVATE_HINT, BlockedAddressError } from './http-client.ts'
 import { Type } from 'typebox'
 import { NodeError, RetryableNodeError, type NodeContext, type NodeCredential } from '../types.ts'
@@ -63,8 +64,6 @@ function buildHeaders (context: NodeContext): Record<string, string> {
   }
   // An Idempotency-Key the author set in `headers` is kept; `idempotencyKey: false` sends none.
   if (optionalBoolean(config, 'idempotencyKey') ?? true) headers['idempotency-key'] ??= context.idempotencyKey
-  // The receiver's spans join the run's trace; a traceparent the author set in `headers` is kept.
-  if (context.traceparent !== undefined) headers.traceparent ??= context.traceparent
   return headers
 }
 
@@ -190,13 +189,9 @@ function shownTarget (rawUrl: unknown, result: Readonly<Record<string, unknown>>
 /** One exchange; the engine's signal ends it (a cancel, a takeover, the attempt's timeoutMs). */
 async function send (context: NodeContext, url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<HttpResponse> {
   try {
-    const response = await request(url, {
-      dispatcher: context.deps.http,
-      method: method as 'GET',
-      headers,
-      body,
-      signal: context.signal
-    })
+    const call = async () => await request(url, { dispatcher: context.deps.http, method: method as 'GET', headers, body, signal: context.signal })
+    // The receiver's spans join the run's trace; a traceparent the author set in `headers` is kept.
+    const response = context.sendTraceparent === true && headers.traceparent === undefined ? await sendingTraceparent(call) : await call()
     const text = await readBody(response.body)
     return { status: response.statusCode, headers: response.headers, body: parseBody(text, response.headers['content-type']) }
   } catch (err) {
