@@ -39,7 +39,7 @@ const QUIET_CUSTOMER = '15559876543'
 const SESSION_KEY = 'switchboard.console.session'
 
 if (!existsSync(CHROMIUM)) {
-  // One line, no stack: `pnpm test` run as root installs it first (tests/browser/get-chromium.sh).
+  // One line, no stack: `pnpm test` run as root installs it first (tests/get-debian-packages.sh).
   process.stderr.write(`${CHROMIUM} is missing: install Debian's chromium (as root: apt-get install -y chromium; pnpm test run as root installs it itself)\n`)
   process.exit(1)
 }

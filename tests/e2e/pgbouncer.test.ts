@@ -1,6 +1,6 @@
 /**
  * The app behind a transaction-mode PgBouncer (docs/operations.md, PgBouncer): Debian's
- * /usr/sbin/pgbouncer (1.18, which `pnpm test` run as root installs: tests/e2e/get-pgbouncer.sh)
+ * /usr/sbin/pgbouncer (1.18, which `pnpm test` run as root installs: tests/get-debian-packages.sh)
  * in front of the test's own database, the roles of infra/k8s/components/pgbouncer/roles.sql,
  * and real api and worker processes through it with DATABASE_POOL_MODE=transaction, their
  * LISTENs and migration direct. Without the setting the same setup fails as the docs say.
